@@ -1,0 +1,7 @@
+"""`python -m simulator serve` runs the same CLI as `payroll-sandbox`."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

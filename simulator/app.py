@@ -1,0 +1,59 @@
+"""The app factory: settings in, a wired aiohttp application out. No side effects on import."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from .catalog import build_companies
+from .clock import Clock
+from .domain.companies import Catalog
+from .domain.search import SearchIndex
+from .domain.store import Store
+from .domain.tenants import Tenants
+from .fixtures import ConfigError, load_fixtures
+from .journal import Journal
+from .keys import JOURNAL, SETTINGS, STORE
+from .middleware import auth_middleware, error_middleware, journal_middleware
+from .routes import access, companies, control, meta
+from .settings import Settings
+
+MAX_BODY_BYTES = 1024 * 1024
+
+
+def build_store(settings: Settings, *, clock: Clock | None = None) -> Store:
+    """Load and check the fixtures, then build the catalog, its index and the tenants.
+
+    Raises ConfigError (file and JSON path) when a fixture is wrong. With `clock`,
+    every tenant reads that one clock (tests); otherwise each gets its own.
+    """
+    fixtures = load_fixtures(settings.fixtures, vendor=settings.vendor,
+                             aggregator=settings.aggregator, sdk_prefix=settings.sdk_prefix)
+    companies = build_companies(fixtures, settings.seed)
+    catalog = Catalog(companies)
+
+    def clock_factory() -> Clock:
+        return clock or Clock(mode=settings.clock, time_scale=settings.time_scale)
+
+    store = Store(service=fixtures.service, catalog=catalog, index=SearchIndex(catalog.ordered),
+                  tenants=Tenants(settings.environment), seed=settings.seed,
+                  clock_factory=clock_factory)
+    for account in fixtures.accounts:
+        store.add_account(account)
+    try:
+        store.tenants.default()
+    except LookupError:
+        raise ConfigError(str(fixtures.directory / "accounts.yaml"), "$.accounts",
+                          f"no account has environment {settings.environment!r}") from None
+    return store
+
+
+def create_app(settings: Settings, *, clock: Clock | None = None,
+               store: Store | None = None) -> web.Application:
+    app = web.Application(client_max_size=MAX_BODY_BYTES,
+                          middlewares=[journal_middleware, error_middleware, auth_middleware])
+    app[SETTINGS] = settings
+    app[STORE] = store or build_store(settings, clock=clock)
+    app[JOURNAL] = Journal()
+    for module in (meta, access, companies, control):
+        app.add_routes(module.routes)
+    return app

@@ -1,0 +1,159 @@
+"""Building the company catalog: hand-written fixture companies plus a generated part.
+
+`catalog: {generate: N}` in companies.yaml adds N realistic companies from Faker,
+seeded, franchise networks included, so the same seed gives the same catalog and
+ids, and 100,000 companies is one setting.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from .domain.companies import (DISABLED, FRANCHISE_CHILD, FRANCHISE_PARENT, OPERATIONAL,
+                               UNDER_MAINTENANCE, Company)
+from .fixtures import Fixtures, ServiceProfile, slug
+
+DEFAULT_CAPABILITIES: dict[str, Any] = {
+    "headlessAuthentication": True,
+    "ssoAuthentication": False,
+    "authenticationMethods": ["standard-auth"],
+    "distributionActions": ["create", "update", "delete"],
+    "distributionTypes": ["total", "percent", "fixed"],
+    "supportedPaymentMethods": [],
+}
+EMPLOYER_PRODUCTS = ("deposit", "verify")
+MERCHANT_PRODUCTS = ("switch", "present")
+
+INDUSTRIES = (
+    "Logistics", "Dental Care", "Construction", "Health Partners", "Home Care", "Staffing",
+    "Manufacturing", "Landscaping", "Security Services", "Medical Group", "Auto Group",
+    "Engineering", "Hospitality Group", "Foods", "Distribution", "Plumbing", "Electric",
+    "Roofing", "Cleaning Services", "Transport", "Veterinary Clinic", "Senior Living",
+    "Insurance Agency", "Credit Union", "Brewing Company", "Bakery", "Pharmacy", "Academy",
+    "School District", "Hospital", "Nursing Center", "Warehouse", "Trucking", "Farms",
+    "Printing", "Architecture", "Consulting", "Marketing", "Software", "Labs",
+)
+FRANCHISE_KINDS = (
+    "Pizza", "Burgers", "Fitness", "Auto Care", "Coffee", "Tacos", "Car Wash", "Chicken",
+    "Donuts", "Cleaners", "Tutoring", "Pet Grooming", "Hardware", "Ice Cream", "Smoothies",
+)
+GIG_KINDS = ("Delivery", "Rides", "Couriers", "Tasks", "Drivers", "Shoppers")
+PAYROLL_KINDS = ("Payroll", "Payroll Services", "HR Solutions", "Workforce", "Paychecks")
+MERCHANT_KINDS = ("Streaming", "Wireless", "Internet", "Energy", "Gym", "Music", "Insurance",
+                  "Water Utility", "Cloud Storage", "News")
+STATUS_WEIGHTS = ((OPERATIONAL, 0.92), (UNDER_MAINTENANCE, 0.05), (DISABLED, 0.03))
+
+
+def company_from_fixture(raw: dict[str, Any], service: ServiceProfile) -> Company:
+    """A Company from a companies.yaml entry, with the defaults filled in."""
+    connector = raw.get("connector", {})
+    products = tuple(connector.get("availableProducts", EMPLOYER_PRODUCTS))
+    return Company(
+        id=raw["_id"],
+        name=raw["name"],
+        status=raw.get("status", OPERATIONAL),
+        tags=tuple(raw.get("tags", ())),
+        franchise_parent=raw.get("franchiseParent"),
+        branding=raw.get("branding") or default_branding(raw["_id"], raw["name"]),
+        connector_id=connector.get("_id", f"{raw['_id']}-connector"),
+        available_products=products,
+        capabilities={**DEFAULT_CAPABILITIES, **connector.get("capabilities", {})},
+        scopes=service.scopes_of(products),
+        default_scenario=raw.get("defaultScenario"),
+    )
+
+
+def default_branding(company_id: str, name: str) -> dict[str, Any]:
+    shade = random.Random(company_id).getrandbits(24)
+    return {"color": f"#{shade:06x}",
+            "logo": {"url": f"https://logos.sandbox.invalid/{slug(name) or company_id}.svg",
+                     "backgroundColor": "#ffffff"}}
+
+
+def build_companies(fixtures: Fixtures, seed: int) -> list[Company]:
+    companies = [company_from_fixture(raw, fixtures.service) for raw in fixtures.companies]
+    count = fixtures.catalog.get("generate", 0)
+    if count:
+        share = fixtures.catalog.get("franchiseShare", 0.1)
+        companies.extend(generate_companies(count, seed, fixtures.service, franchise_share=share))
+    return companies
+
+
+def generate_companies(count: int, seed: int, service: ServiceProfile, *,
+                       franchise_share: float = 0.1) -> list[Company]:
+    """`count` realistic companies from Faker, the same for the same seed."""
+    from faker import Faker  # slow to import; only catalogs with a generated part need it
+
+    fake = Faker("en_US")
+    fake.seed_instance(seed)
+    rng = random.Random(f"{seed}:catalog")
+    companies: list[Company] = []
+    names: set[str] = set()
+
+    def new_id() -> str:
+        return f"{rng.getrandbits(96):024x}"
+
+    def unique(name: str) -> str:
+        while name in names:
+            name = f"{name} #{rng.randint(100, 9999)}"
+        names.add(name)
+        return name
+
+    def add(name: str, *, tags: tuple[str, ...] = (), products: tuple[str, ...] = EMPLOYER_PRODUCTS,
+            parent: str | None = None, status: str | None = None) -> Company:
+        company_id = new_id()
+        capabilities = dict(DEFAULT_CAPABILITIES)
+        roll = rng.random()
+        if roll < 0.12:
+            capabilities.update(headlessAuthentication=False, ssoAuthentication=True,
+                                authenticationMethods=["true-auth"])
+        elif roll < 0.15:
+            capabilities.update(headlessAuthentication=False, authenticationMethods=[])
+        elif roll < 0.35:
+            capabilities["authenticationMethods"] = ["standard-auth", "true-auth"]
+        if any(service.products.get(p) == "pay-link" for p in products):
+            capabilities["supportedPaymentMethods"] = rng.choice((["card"], ["card", "bank"]))
+        company = Company(
+            id=company_id, name=unique(name), status=status or _weighted_status(rng), tags=tags,
+            franchise_parent=parent,
+            branding={"color": f"#{rng.getrandbits(24):06x}",
+                      "logo": {"url": f"https://logos.sandbox.invalid/{company_id}.svg",
+                               "backgroundColor": f"#{rng.getrandbits(24):06x}"}},
+            connector_id=new_id(), available_products=products, capabilities=capabilities,
+            scopes=service.scopes_of(products))
+        companies.append(company)
+        return company
+
+    franchise_budget = int(count * franchise_share)
+    while franchise_budget > 0 and len(companies) < count:
+        brand = f"{fake.last_name()}'s {rng.choice(FRANCHISE_KINDS)}"
+        parent = add(brand, tags=(FRANCHISE_PARENT,), status=OPERATIONAL)
+        for _ in range(min(rng.randint(3, 40), franchise_budget, count - len(companies))):
+            add(f"{parent.name} - {fake.city()}", tags=(FRANCHISE_CHILD,), parent=parent.id)
+        franchise_budget = int(count * franchise_share) - len(companies)
+    while len(companies) < count:
+        roll = rng.random()
+        if roll < 0.03:
+            add(f"{fake.last_name()} {rng.choice(PAYROLL_KINDS)}", tags=("payroll-provider",))
+        elif roll < 0.05:
+            add(f"{fake.word().title()} {rng.choice(GIG_KINDS)}", tags=("gig-economy",))
+        elif roll < 0.17:
+            products = MERCHANT_PRODUCTS if rng.random() < 0.7 else MERCHANT_PRODUCTS[:1]
+            add(f"{fake.last_name()} {rng.choice(MERCHANT_KINDS)}", products=products)
+        elif roll < 0.55:
+            add(fake.company())
+        elif roll < 0.85:
+            add(f"{fake.last_name()} {rng.choice(INDUSTRIES)}")
+        else:
+            add(f"{fake.city()} {rng.choice(INDUSTRIES)}")
+    return companies
+
+
+def _weighted_status(rng: random.Random) -> str:
+    roll = rng.random()
+    for status, weight in STATUS_WEIGHTS:
+        if roll < weight:
+            return status
+        roll -= weight
+    return OPERATIONAL

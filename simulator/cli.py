@@ -1,0 +1,127 @@
+"""`payroll-sandbox`: serve, and check fixture files.
+
+Bad configuration stops the start with one message naming the file and the JSON
+path of the fault, and exit code 2; nothing starts half-configured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .fixtures import ConfigError
+
+EXIT_CONFIG = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="payroll-sandbox",
+                                     description="Local sandbox of a payroll-connectivity service.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run the sandbox server")
+    serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default 8080; 0 picks a free one)")
+    serve.add_argument("--config", help="YAML file with the same settings as the flags")
+    serve.add_argument("--fixtures", help="fixtures folder (default: the bundled one)")
+    serve.add_argument("--scenarios", help="scenarios folder (default: the bundled one)")
+    serve.add_argument("--seed", type=int, help="seed of every generated id and record (default 1)")
+    serve.add_argument("--clock", choices=["real", "manual"], help="virtual clock mode")
+    serve.add_argument("--time-scale", type=float, help="virtual seconds per wall second")
+    serve.add_argument("--webhook-url", help="one endpoint for every event type")
+    serve.add_argument("--environment", choices=["sandbox", "production"])
+    serve.add_argument("--log-format", choices=["text", "json"])
+
+    fixtures = commands.add_parser("fixtures", help="check fixture files")
+    fixtures_commands = fixtures.add_subparsers(dest="action", required=True)
+    validate = fixtures_commands.add_parser("validate", help="validate a fixtures folder")
+    validate.add_argument("directory", nargs="?", help="default: the bundled fixtures")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "serve":
+            return _serve(vars(args))
+        if args.command == "fixtures":
+            return _validate_fixtures(args.directory)
+    except ConfigError as error:
+        print(f"payroll-sandbox: configuration error: {error}", file=sys.stderr)
+        return EXIT_CONFIG
+    return 1
+
+
+def _validate_fixtures(directory: str | None) -> int:
+    from .catalog import build_companies
+    from .fixtures import load_fixtures
+    from .settings import bundled_dir
+
+    folder = Path(directory) if directory else bundled_dir("fixtures")
+    fixtures = load_fixtures(folder)
+    companies = build_companies(fixtures, seed=1)
+    print(f"{folder}: valid ({len(fixtures.accounts)} accounts, {len(companies)} companies)")
+    return 0
+
+
+def _configure_logging(log_format: str) -> None:
+    from .middleware import JsonLogFormatter
+
+    handler = logging.StreamHandler(sys.stderr)
+    if log_format == "json":
+        handler.setFormatter(JsonLogFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    root = logging.getLogger("payroll_sandbox")
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+    root.propagate = False
+
+
+def _serve(flags: dict) -> int:
+    from .settings import load_settings
+
+    settings = load_settings(flags)
+    _configure_logging(settings.log_format)
+    from .app import build_store, create_app
+
+    app = create_app(settings, store=build_store(settings))
+    asyncio.run(_run(app, settings))
+    return 0
+
+
+async def _run(app, settings) -> None:
+    from aiohttp import web
+
+    from .keys import STORE
+
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, settings.host, settings.port)
+    try:
+        await site.start()
+    except OSError as error:
+        await runner.cleanup()
+        raise ConfigError("settings", "$.port", f"cannot listen on {settings.host}:"
+                          f"{settings.port}: {error.strerror}") from None
+    host, port = runner.addresses[0][:2]
+    shown_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    if ":" in shown_host:
+        shown_host = f"[{shown_host}]"
+    tenant = app[STORE].tenants.default()
+    print(f"payroll-sandbox serving http://{shown_host}:{port} environment={settings.environment} "
+          f"x-api-key={tenant.api_key} x-api-secret={tenant.api_secret}", flush=True)
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await runner.cleanup()

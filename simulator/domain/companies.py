@@ -1,0 +1,145 @@
+"""Companies: the catalog records and how they are shown.
+
+A Company is stored with its stored tags only; the `manual-deposits` tag is
+derived per account when the company is shown or filtered (spec: Company tags).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import NotFound
+
+OPERATIONAL = "operational"
+UNDER_MAINTENANCE = "under-maintenance"
+DISABLED = "disabled"
+
+FRANCHISE_PARENT = "franchise-parent"
+FRANCHISE_CHILD = "franchise-child"
+MANUAL_DEPOSITS = "manual-deposits"
+
+# The slim connector in search results carries only these capabilities (spec: Company).
+SLIM_CAPABILITIES = ("distributionTypes", "supportedPaymentMethods")
+
+UNKNOWN_COMPANY = "No company has the id {company_id!r}."
+
+
+@dataclass(slots=True)
+class Company:
+    id: str
+    name: str
+    status: str
+    tags: tuple[str, ...]
+    franchise_parent: str | None
+    branding: dict[str, Any]
+    connector_id: str
+    available_products: tuple[str, ...]
+    capabilities: dict[str, Any]
+    scopes: frozenset[str]
+    default_scenario: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def has_programmatic_authentication(self) -> bool:
+        return bool(self.capabilities.get("headlessAuthentication")
+                    or self.capabilities.get("ssoAuthentication"))
+
+    def supports_products(self, products: list[str]) -> bool:
+        return all(p in self.available_products for p in products)
+
+
+@dataclass(frozen=True)
+class ManualDepositRule:
+    """The account-level manual-deposit configuration (accounts.yaml `manualDeposits`)."""
+
+    enabled: bool = False
+    companies: frozenset[str] = frozenset()
+    without_programmatic_authentication: bool = False
+
+    @classmethod
+    def from_fixture(cls, raw: dict[str, Any] | None) -> ManualDepositRule:
+        raw = raw or {}
+        return cls(enabled=raw.get("enabled", bool(raw)),
+                   companies=frozenset(raw.get("companies", ())),
+                   without_programmatic_authentication=raw.get(
+                       "withoutProgrammaticAuthentication", False))
+
+    def applies_to(self, company: Company) -> bool:
+        if not self.enabled:
+            return False
+        if company.id in self.companies:
+            return True
+        return (self.without_programmatic_authentication
+                and not company.has_programmatic_authentication())
+
+
+def effective_tags(company: Company, rule: ManualDepositRule) -> list[str]:
+    """Stored tags plus the derived `manual-deposits` tag when the account's rule says so."""
+    tags = list(company.tags)
+    if rule.applies_to(company):
+        tags.append(MANUAL_DEPOSITS)
+    return tags
+
+
+def _common_fields(company: Company, rule: ManualDepositRule) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "_id": company.id,
+        "name": company.name,
+        "status": company.status,
+        "branding": company.branding,
+        "tags": effective_tags(company, rule),
+    }
+    if company.franchise_parent:
+        record["franchiseParent"] = company.franchise_parent
+    return record
+
+
+def search_record(company: Company, rule: ManualDepositRule) -> dict[str, Any]:
+    """A search result item: `_id`, `name`, `status`, `branding`, `tags`, slim `connector`."""
+    record = _common_fields(company, rule)
+    record["connector"] = {
+        "_id": company.connector_id,
+        "availableProducts": list(company.available_products),
+        "capabilities": {k: company.capabilities[k] for k in SLIM_CAPABILITIES
+                         if k in company.capabilities},
+    }
+    return record
+
+
+def full_record(company: Company, rule: ManualDepositRule) -> dict[str, Any]:
+    """Company List and Company Details: the full connector capabilities and the scopes."""
+    record = _common_fields(company, rule)
+    record["scopes"] = sorted(company.scopes)
+    record["connector"] = {
+        "_id": company.connector_id,
+        "availableProducts": list(company.available_products),
+        "capabilities": dict(company.capabilities),
+    }
+    return record
+
+
+class Catalog:
+    """Every company of the fixtures, by id, in a stable order."""
+
+    def __init__(self, companies: list[Company]) -> None:
+        self._by_id = {c.id: c for c in companies}
+        self.ordered = sorted(companies, key=lambda c: (c.name.casefold(), c.id))
+        self._children: dict[str, list[Company]] = {}
+        for company in self.ordered:
+            if company.franchise_parent:
+                self._children.setdefault(company.franchise_parent, []).append(company)
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def get(self, company_id: str) -> Company | None:
+        return self._by_id.get(company_id)
+
+    def require(self, company_id: str) -> Company:
+        company = self._by_id.get(company_id)
+        if company is None:
+            raise NotFound(UNKNOWN_COMPANY.format(company_id=company_id), code="company-not-found")
+        return company
+
+    def children_of(self, parent_id: str) -> list[Company]:
+        return self._children.get(parent_id, [])

@@ -1,0 +1,235 @@
+"""Company search: fuzzy relevance over the catalog (spec: POST /company/search).
+
+Relevance comes in tiers a user agrees with: the exact name, then names that
+start with the query, then names holding every query word (the last one may be
+a word being typed), then typo-tolerant matches. Within a tier the shorter name
+wins, then the name, then the id, so the order is the same on every run.
+
+The index keeps every tier cheap on a 100,000-company catalog: exact names in a
+dict, prefixes by bisection over the sorted names, words in postings lists, and
+typos by rapidfuzz over the word vocabulary (tens of thousands of words) rather
+than over every name.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from rapidfuzz import fuzz, process
+from rapidfuzz.utils import default_process
+
+from ..errors import BadRequest, NotFound, field_detail
+from .companies import (DISABLED, UNKNOWN_COMPANY, Catalog, Company, ManualDepositRule,
+                        effective_tags)
+
+DEFAULT_LIMIT = 20
+MAX_LIMIT = 100
+
+# Typo tolerance: a query word matches a catalog word this similar (0..100).
+WORD_SIMILARITY = 75
+# A fuzzy match must also resemble the whole name this much.
+NAME_SIMILARITY = 60
+# How many similar catalog words one query word may expand to.
+SIMILAR_WORDS = 12
+# A word being typed expands to at most this many catalog words.
+PREFIX_WORDS = 400
+
+PRODUCT_AND_PRODUCTS = "Send either `product` or `products`, not both."
+NOT_A_PARENT = "Company {company_id!r} is not a franchise parent."
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    query: str
+    scopes: tuple[str, ...] = ()
+    product: str | None = None
+    products: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    excluded_tags: tuple[str, ...] = ()
+    franchise_parent: str | None = None
+    limit: int = DEFAULT_LIMIT
+
+    @classmethod
+    def from_body(cls, body: dict) -> SearchQuery:
+        if "product" in body and "products" in body:
+            raise BadRequest(PRODUCT_AND_PRODUCTS, code="product-and-products",
+                             details=[field_detail("$.product", PRODUCT_AND_PRODUCTS),
+                                      field_detail("$.products", PRODUCT_AND_PRODUCTS)])
+        return cls(query=body["query"], scopes=tuple(body.get("scopes", ())),
+                   product=body.get("product"), products=tuple(body.get("products", ())),
+                   tags=tuple(body.get("tags", ())),
+                   excluded_tags=tuple(body.get("excludedTags", ())),
+                   franchise_parent=body.get("franchiseParent"),
+                   limit=body.get("limit", DEFAULT_LIMIT))
+
+
+_DROPPED = str.maketrans("", "", "'\u2019&.")
+
+
+def normalize(text: str) -> str:
+    """Lower case, words only: "McDonald's" -> "mcdonalds", "AT&T" -> "att", "U.S." -> "us"."""
+    return default_process(text.translate(_DROPPED))
+
+
+class SearchIndex:
+    """Read-only index over a Catalog; built once at start."""
+
+    def __init__(self, companies: Iterable[Company]) -> None:
+        normalized = [(normalize(c.name), c) for c in companies]
+        normalized.sort(key=lambda pair: (len(pair[0]), pair[0], pair[1].id))
+        # Ordinal i is the i-th company in tie-break order: sorting ordinals sorts by it.
+        self.companies = [c for _, c in normalized]
+        self.names = [n for n, _ in normalized]
+        self._exact: dict[str, list[int]] = {}
+        postings: dict[str, list[int]] = {}
+        for ordinal, name in enumerate(self.names):
+            self._exact.setdefault(name, []).append(ordinal)
+            for word in set(name.split()):
+                postings.setdefault(word, []).append(ordinal)
+        by_name = sorted(range(len(self.names)), key=self.names.__getitem__)
+        self._sorted_names = [self.names[i] for i in by_name]
+        self._sorted_ordinals = by_name
+        self._postings = postings
+        self._vocabulary = sorted(postings)
+        self._ordinal_by_id = {c.id: i for i, c in enumerate(self.companies)}
+
+    def ordinals_of(self, companies: Iterable[Company]) -> frozenset[int]:
+        return frozenset(self._ordinal_by_id[c.id] for c in companies)
+
+    def __len__(self) -> int:
+        return len(self.companies)
+
+    def ranked(self, query: str, within: frozenset[int] | None = None) -> Iterator[int]:
+        """Ordinals of matching companies, most relevant first, each once."""
+        name = normalize(query)
+        words = name.split()
+        if not words:
+            return
+        seen: set[int] = set()
+        tiers: tuple[Callable[[], list[int]], ...] = (
+            lambda: self._exact.get(name, []),
+            lambda: self._prefix_matches(name),
+            lambda: self._word_matches(words),
+            lambda: self._fuzzy_matches(name, words, within),
+        )
+        for tier in tiers:
+            for ordinal in tier():
+                if ordinal not in seen and (within is None or ordinal in within):
+                    seen.add(ordinal)
+                    yield ordinal
+
+    def _prefix_matches(self, name: str) -> list[int]:
+        low = bisect_left(self._sorted_names, name)
+        high = bisect_left(self._sorted_names, name + "\uffff", low)
+        return sorted(self._sorted_ordinals[low:high])
+
+    def _words_starting(self, prefix: str) -> list[str]:
+        low = bisect_left(self._vocabulary, prefix)
+        high = bisect_left(self._vocabulary, prefix + "\uffff", low)
+        return self._vocabulary[low:min(high, low + PREFIX_WORDS)]
+
+    def _word_matches(self, words: list[str]) -> list[int]:
+        *whole, typing = words
+        sets: list[set[int]] = []
+        for word in whole:
+            if word not in self._postings:
+                return []
+            sets.append(set(self._postings[word]))
+        typed: set[int] = set()
+        for word in self._words_starting(typing) if len(typing) > 1 else [typing]:
+            typed.update(self._postings.get(word, ()))
+        sets.append(typed)
+        sets.sort(key=len)
+        matches = sets[0].intersection(*sets[1:])
+        return sorted(matches)
+
+    def _similar_words(self, word: str) -> list[str]:
+        if word in self._postings and len(word) < 3:
+            return [word]
+        if len(word) < 3:
+            return []
+        found = process.extract(word, self._vocabulary, scorer=fuzz.ratio,
+                                score_cutoff=WORD_SIMILARITY, limit=SIMILAR_WORDS)
+        return [match for match, _, _ in found]
+
+    def _fuzzy_matches(self, name: str, words: list[str],
+                       within: frozenset[int] | None) -> list[int]:
+        if within is not None and len(within) <= 2000:
+            # A small scope (one franchise network): compare every name in it.
+            candidates: set[int] = set(within)
+        else:
+            candidates = set()
+            for word in words:
+                for similar in self._similar_words(word):
+                    candidates.update(self._postings[similar])
+            if not candidates:
+                # No word resembles a catalog word (e.g. words run together): fall
+                # back to comparing the whole query with every whole name.
+                found = process.extract(name, self.names, scorer=fuzz.WRatio,
+                                        score_cutoff=NAME_SIMILARITY + 20, limit=MAX_LIMIT)
+                return sorted(ordinal for _, _, ordinal in found)
+        scored = []
+        for ordinal in candidates:
+            score = fuzz.WRatio(name, self.names[ordinal])
+            if score >= NAME_SIMILARITY:
+                scored.append((-score, ordinal))
+        scored.sort()
+        return [ordinal for _, ordinal in scored]
+
+
+def search_companies(catalog: Catalog, index: SearchIndex, rule: ManualDepositRule,
+                     query: SearchQuery) -> list[Company]:
+    """POST /company/search: rules 1-6 of the spec, most relevant first."""
+    within = None
+    if query.franchise_parent is not None:
+        parent = catalog.get(query.franchise_parent)
+        if parent is None:
+            raise NotFound(UNKNOWN_COMPANY.format(company_id=query.franchise_parent),
+                           code="company-not-found",
+                           details=[field_detail("$.franchiseParent", "unknown company id")])
+        within = index.ordinals_of(catalog.children_of(parent.id))
+
+    keep = company_filter(rule, scopes=query.scopes,
+                          products=(query.product,) if query.product else query.products,
+                          tags=query.tags, excluded_tags=query.excluded_tags)
+    results: list[Company] = []
+    for ordinal in index.ranked(query.query, within):
+        company = index.companies[ordinal]
+        if keep(company):
+            results.append(company)
+            if len(results) == query.limit:
+                break
+    return results
+
+
+def company_filter(rule: ManualDepositRule, *, scopes: Iterable[str] = (),
+                   products: Iterable[str] = (), tags: Iterable[str] = (),
+                   excluded_tags: Iterable[str] = (),
+                   include_disabled: bool = False) -> Callable[[Company], bool]:
+    """The filters shared by search and the company list.
+
+    `tags` look at the effective tags (so `manual-deposits` can be asked for);
+    `excludedTags` look at stored tags only, so they never remove
+    `manual-deposits` (spec: search request, `excludedTags`).
+    """
+    scopes, products = frozenset(scopes), list(products)
+    tags, excluded = list(tags), frozenset(excluded_tags)
+
+    def keep(company: Company) -> bool:
+        if company.status == DISABLED and not include_disabled:
+            return False
+        if scopes and not scopes & company.scopes:
+            return False
+        if products and not company.supports_products(products):
+            return False
+        if excluded and excluded.intersection(company.tags):
+            return False
+        if tags:
+            present = effective_tags(company, rule)
+            if not all(tag in present for tag in tags):
+                return False
+        return True
+
+    return keep

@@ -1,0 +1,169 @@
+"""Tenants (customer accounts), their users and credentials.
+
+Each account in accounts.yaml is a tenant with its own users, tokens, clock and
+settings; nothing crosses tenants. The control plane can add fresh tenants.
+"""
+
+from __future__ import annotations
+
+import hmac
+import random
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..clock import Clock, isoformat
+from ..errors import Unauthorized, ValidationFailed, field_detail
+from .companies import ManualDepositRule
+
+MIN_TOKEN_LIFETIME = 1800
+MAX_TOKEN_LIFETIME = 2_592_000
+DEFAULT_TOKEN_LIFETIME = 86_400
+
+MISSING_CREDENTIALS = "Send the x-api-key and x-api-secret headers (or x-public-token)."
+INVALID_CREDENTIALS = "The x-api-key and x-api-secret headers do not match an account."
+WRONG_ENVIRONMENT = ("These credentials belong to the {theirs} environment; this server is the "
+                     "{ours} environment. Use the {ours} credentials.")
+INVALID_PUBLIC_TOKEN = "The x-public-token header does not match a public token."
+EXPIRED_PUBLIC_TOKEN = "The public token expired at {expires}; create a new one with POST /access-token."
+WRONG_ENVIRONMENT_TOKEN = ("This public token belongs to the {theirs} environment; this server is "
+                           "the {ours} environment.")
+API_KEY_REQUIRED = "This operation needs the x-api-key and x-api-secret headers, not a public token."
+
+
+class Ids:
+    """Seeded identifiers: the same seed gives the same ids, in the same order."""
+
+    def __init__(self, seed: str) -> None:
+        self._random = random.Random(seed)
+
+    def object_id(self) -> str:
+        return f"{self._random.getrandbits(96):024x}"
+
+    def uuid(self) -> str:
+        return str(uuid.UUID(int=self._random.getrandbits(128), version=4))
+
+    def secret(self, prefix: str) -> str:
+        return f"{prefix}{self._random.getrandbits(128):032x}"
+
+
+@dataclass
+class User:
+    id: str
+    identifier: str
+    created_at: float
+
+
+@dataclass(frozen=True)
+class PublicToken:
+    public_token: str
+    access_token: str
+    identifier: str
+    expires_at: float
+
+
+@dataclass
+class Tenant:
+    name: str
+    api_key: str
+    api_secret: str
+    environment: str
+    products: tuple[str, ...]
+    manual_deposits: ManualDepositRule
+    signing: bool
+    webhook_endpoints: list[dict[str, Any]]
+    clock: Clock
+    ids: Ids
+    users: dict[str, User] = field(default_factory=dict)
+    tokens: dict[str, PublicToken] = field(default_factory=dict)
+
+    def user(self, identifier: str) -> User:
+        """The user with this identifier, created on first use."""
+        user = self.users.get(identifier)
+        if user is None:
+            user = User(id=self.ids.object_id(), identifier=identifier,
+                        created_at=self.clock.timestamp())
+            self.users[identifier] = user
+        return user
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "environment": self.environment, "apiKey": self.api_key,
+                "apiSecret": self.api_secret, "products": list(self.products),
+                "signing": self.signing}
+
+
+def create_access_token(tenant: Tenant, identifier: str,
+                        token_lifetime: int = DEFAULT_TOKEN_LIFETIME) -> PublicToken:
+    """POST /access-token: a public token (and access token) for the user, on the clock."""
+    if not MIN_TOKEN_LIFETIME <= token_lifetime <= MAX_TOKEN_LIFETIME:
+        message = f"must be between {MIN_TOKEN_LIFETIME} and {MAX_TOKEN_LIFETIME} seconds"
+        raise ValidationFailed("tokenLifetime is out of range.",
+                               details=[field_detail("$.tokenLifetime", message)])
+    tenant.user(identifier)
+    token = PublicToken(
+        public_token=f"public-{tenant.environment}-{tenant.ids.uuid()}",
+        access_token=f"access-{tenant.environment}-{tenant.ids.uuid()}",
+        identifier=identifier,
+        expires_at=tenant.clock.timestamp() + token_lifetime,
+    )
+    tenant.tokens[token.public_token] = token
+    return token
+
+
+def token_record(token: PublicToken) -> dict[str, Any]:
+    return {"publicToken": token.public_token, "token": token.access_token,
+            "expiresAt": isoformat(token.expires_at)}
+
+
+class Tenants:
+    """Every tenant of the server, found by API key or by public token."""
+
+    def __init__(self, environment: str) -> None:
+        self.environment = environment
+        self._by_key: dict[str, Tenant] = {}
+        self._by_name: dict[str, Tenant] = {}
+
+    def add(self, tenant: Tenant) -> None:
+        self._by_key[tenant.api_key] = tenant
+        self._by_name[tenant.name] = tenant
+
+    def __iter__(self):
+        return iter(self._by_name.values())
+
+    def get(self, name: str) -> Tenant | None:
+        return self._by_name.get(name)
+
+    def default(self) -> Tenant:
+        """The first account of this server's environment (its keys are printed at start)."""
+        for tenant in self._by_name.values():
+            if tenant.environment == self.environment:
+                return tenant
+        raise LookupError(f"no account for the {self.environment} environment")
+
+    def authenticate_keys(self, api_key: str | None, api_secret: str | None) -> Tenant:
+        if not api_key or not api_secret:
+            raise Unauthorized(MISSING_CREDENTIALS, code="missing-credentials")
+        tenant = self._by_key.get(api_key)
+        if tenant is None or not hmac.compare_digest(tenant.api_secret, api_secret):
+            raise Unauthorized(INVALID_CREDENTIALS, code="invalid-credentials")
+        if tenant.environment != self.environment:
+            raise Unauthorized(WRONG_ENVIRONMENT.format(theirs=tenant.environment,
+                                                        ours=self.environment),
+                               code="wrong-environment")
+        return tenant
+
+    def authenticate_public_token(self, public_token: str) -> tuple[Tenant, PublicToken]:
+        for environment in ("sandbox", "production"):
+            if public_token.startswith(f"public-{environment}-") and environment != self.environment:
+                raise Unauthorized(WRONG_ENVIRONMENT_TOKEN.format(theirs=environment,
+                                                                  ours=self.environment),
+                                   code="wrong-environment")
+        for tenant in self._by_name.values():
+            token = tenant.tokens.get(public_token)
+            if token is None:
+                continue
+            if tenant.clock.timestamp() >= token.expires_at:
+                raise Unauthorized(EXPIRED_PUBLIC_TOKEN.format(expires=isoformat(token.expires_at)),
+                                   code="public-token-expired")
+            return tenant, token
+        raise Unauthorized(INVALID_PUBLIC_TOKEN, code="invalid-public-token")

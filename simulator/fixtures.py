@@ -1,0 +1,183 @@
+"""Loading and checking the fixture files.
+
+Every file is validated against its JSON Schema, then against the rules a schema
+cannot say (unique ids, franchise links). A fault raises ConfigError naming the
+file and the JSON path; the CLI turns it into one message and exit code 2.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .schemas.fixtures import (ACCOUNTS_SCHEMA, COMPANIES_SCHEMA, SERVICE_SCHEMA)
+
+try:  # libyaml when present: several times faster on large fixture files
+    _Loader = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - depends on how pyyaml was built
+    _Loader = yaml.SafeLoader
+
+
+class ConfigError(Exception):
+    """A configuration, fixture or scenario file is not right."""
+
+    def __init__(self, file: str, path: str, message: str) -> None:
+        super().__init__(f"{file}: {path}: {message}")
+        self.file, self.path, self.message = file, path, message
+
+
+def json_path(parts: Any) -> str:
+    path = "$"
+    for part in parts:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path
+
+
+def load_yaml(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(str(path), "$", "file not found") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(str(path), "$", f"cannot read: {error}") from None
+    try:
+        return yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = getattr(error, "problem", None) or str(error)
+        raise ConfigError(str(path), "$", f"not valid YAML: {where}{problem}") from None
+
+
+def schema_errors(document: Any, schema: dict) -> list[tuple[str, str]]:
+    """Every (JSON path, message) at which the document breaks the schema, in path order."""
+    from jsonschema import Draft202012Validator  # loaded on first use: it is slow to import
+
+    validator = _validators.get(id(schema))
+    if validator is None:
+        validator = _validators[id(schema)] = Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(document), key=lambda e: [str(p) for p in e.path])
+    return [(json_path(e.absolute_path), _short_message(e)) for e in errors]
+
+
+_validators: dict[int, Any] = {}
+
+
+def _short_message(error: Any) -> str:
+    # jsonschema repeats the whole instance in some messages; keep them short.
+    message = error.message
+    if len(message) > 300:
+        message = message[:297] + "..."
+    return message
+
+
+def validate_document(document: Any, schema: dict, file: str) -> None:
+    errors = schema_errors(document, schema)
+    if errors:
+        path, message = errors[0]
+        raise ConfigError(file, path, message)
+
+
+@dataclass(frozen=True)
+class ServiceProfile:
+    vendor: str
+    aggregator: str
+    sdk_prefix: str
+    products: dict[str, str]  # product -> scope
+
+    def scopes_of(self, products: tuple[str, ...]) -> frozenset[str]:
+        return frozenset(self.products[p] for p in products if p in self.products)
+
+
+@dataclass(frozen=True)
+class Fixtures:
+    directory: Path
+    service: ServiceProfile
+    accounts: list[dict[str, Any]]
+    companies: list[dict[str, Any]]
+    catalog: dict[str, Any]
+
+
+def load_fixtures(directory: Path, *, vendor: str | None = None, aggregator: str | None = None,
+                  sdk_prefix: str | None = None) -> Fixtures:
+    """Read and check service.yaml, accounts.yaml and companies.yaml from a folder."""
+    if not directory.is_dir():
+        raise ConfigError(str(directory), "$", "fixtures folder not found")
+    service_doc = _checked(directory / "service.yaml", SERVICE_SCHEMA)
+    accounts_doc = _checked(directory / "accounts.yaml", ACCOUNTS_SCHEMA)
+    companies_doc = _checked(directory / "companies.yaml", COMPANIES_SCHEMA, default={})
+
+    service = ServiceProfile(vendor=vendor or service_doc["vendor"],
+                             aggregator=aggregator or service_doc["aggregator"],
+                             sdk_prefix=sdk_prefix or service_doc["sdkPrefix"],
+                             products=dict(service_doc["products"]))
+    accounts = accounts_doc["accounts"]
+    companies = companies_doc.get("companies", [])
+    _check_accounts(accounts, directory / "accounts.yaml")
+    _check_companies(companies, service, directory / "companies.yaml")
+    return Fixtures(directory=directory, service=service, accounts=accounts,
+                    companies=companies, catalog=companies_doc.get("catalog", {}))
+
+
+def _checked(path: Path, schema: dict, default: Any = None) -> Any:
+    if default is not None and not path.exists():
+        return default
+    document = load_yaml(path)
+    validate_document(document, schema, str(path))
+    return document
+
+
+def _check_accounts(accounts: list[dict[str, Any]], path: Path) -> None:
+    seen_names: set[str] = set()
+    seen_keys: set[str] = set()
+    for i, account in enumerate(accounts):
+        if account["name"] in seen_names:
+            raise ConfigError(str(path), f"$.accounts[{i}].name",
+                              f"duplicate account name {account['name']!r}")
+        if account["apiKey"] in seen_keys:
+            raise ConfigError(str(path), f"$.accounts[{i}].apiKey", "duplicate apiKey")
+        seen_names.add(account["name"])
+        seen_keys.add(account["apiKey"])
+
+
+def _check_companies(companies: list[dict[str, Any]], service: ServiceProfile, path: Path) -> None:
+    by_id: dict[str, dict[str, Any]] = {}
+    for i, company in enumerate(companies):
+        if company["_id"] in by_id:
+            raise ConfigError(str(path), f"$.companies[{i}]._id",
+                              f"duplicate company id {company['_id']!r}")
+        by_id[company["_id"]] = company
+    for i, company in enumerate(companies):
+        where = f"$.companies[{i}]"
+        tags = company.get("tags", [])
+        parent_id = company.get("franchiseParent")
+        if parent_id is not None:
+            parent = by_id.get(parent_id)
+            if parent is None:
+                raise ConfigError(str(path), f"{where}.franchiseParent",
+                                  f"no company has the id {parent_id!r}")
+            if "franchise-parent" not in parent.get("tags", []):
+                raise ConfigError(str(path), f"{where}.franchiseParent",
+                                  f"company {parent_id!r} is not tagged franchise-parent")
+            if "franchise-child" not in tags:
+                raise ConfigError(str(path), f"{where}.tags",
+                                  "a company with franchiseParent must be tagged franchise-child")
+        elif "franchise-child" in tags:
+            raise ConfigError(str(path), f"{where}.franchiseParent",
+                              "a franchise-child needs franchiseParent")
+        for j, product in enumerate(company.get("connector", {}).get("availableProducts", [])):
+            if product not in service.products:
+                raise ConfigError(str(path), f"{where}.connector.availableProducts[{j}]",
+                                  f"unknown product {product!r} (service.yaml lists "
+                                  f"{', '.join(sorted(service.products))})")
+
+
+_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+def slug(text: str) -> str:
+    return _SLUG.sub("-", text.lower()).strip("-")

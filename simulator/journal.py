@@ -1,0 +1,62 @@
+"""The journal of API requests received, per tenant, for assertions in tests.
+
+Bounded: each tenant keeps its newest entries only. Requests whose credentials
+matched no tenant are kept apart and shown to nobody (they are in the log).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import asdict, dataclass
+from typing import Any
+
+MAX_ENTRIES = 1000
+MAX_BODY_BYTES = 16 * 1024
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    id: int
+    time: str
+    method: str
+    path: str
+    query: dict[str, str]
+    status: int
+    durationMs: float
+    errorCode: str | None
+    body: Any
+
+    def record(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Journal:
+    def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
+        self._max = max_entries
+        self._entries: dict[str, deque[JournalEntry]] = {}
+        self._next_id = 1
+
+    def add(self, tenant: str, **fields: Any) -> JournalEntry:
+        entry = JournalEntry(id=self._next_id, **fields)
+        self._next_id += 1
+        self._entries.setdefault(tenant, deque(maxlen=self._max)).append(entry)
+        return entry
+
+    def clear(self, tenant: str) -> None:
+        self._entries.pop(tenant, None)
+
+    def query(self, tenant: str, *, path: str | None = None, method: str | None = None,
+              status: int | None = None, limit: int = 100) -> list[JournalEntry]:
+        """Newest first, filtered by path prefix, method and status."""
+        found = []
+        for entry in reversed(self._entries.get(tenant, ())):
+            if path is not None and not entry.path.startswith(path):
+                continue
+            if method is not None and entry.method != method.upper():
+                continue
+            if status is not None and entry.status != status:
+                continue
+            found.append(entry)
+            if len(found) == limit:
+                break
+        return found

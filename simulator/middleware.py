@@ -1,0 +1,147 @@
+"""The edge: journal and access log, the one error renderer, and authentication."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any
+
+from aiohttp import web
+
+from .clock import isoformat
+from .errors import (ApiError, InternalError, MethodNotAllowed, NotFound, PayloadTooLarge,
+                     Unauthorized)
+from .journal import MAX_BODY_BYTES
+from .keys import BODY, ERROR_CODE, JOURNAL, PUBLIC_TOKEN, STORE, TENANT
+from .validation import parse_json_body
+
+access_log = logging.getLogger("payroll_sandbox.access")
+error_log = logging.getLogger("payroll_sandbox.error")
+
+# Paths anyone may call: liveness, the API description and the client SDK's pages.
+PUBLIC_PREFIXES = ("/health", "/openapi.json", "/sdk/", "/initialize/", "/_sandbox/schemas/",
+                   "/_sandbox/dashboard")
+BODY_TOO_LARGE = "The request body is larger than {limit} bytes."
+NO_ROUTE = "No route matches {method} {path}."
+WRONG_METHOD = "{method} is not allowed on {path}; allowed: {allowed}."
+INTERNAL = "The sandbox failed to handle this request; see its log."
+
+
+@web.middleware
+async def journal_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+    """Records every request in the tenant's journal and writes one log line."""
+    started = time.perf_counter()
+    response = await handler(request)
+    duration = round((time.perf_counter() - started) * 1000, 3)
+    tenant = request.get(TENANT)
+    tenant_name = tenant.name if tenant is not None else None
+    if tenant is not None:
+        request.app[JOURNAL].add(
+            tenant_name, time=isoformat(tenant.clock.timestamp()), method=request.method,
+            path=request.path, query=dict(request.query), status=response.status,
+            durationMs=duration, errorCode=request.get(ERROR_CODE), body=_journal_body(request))
+    access_log.info("%s %s %s %.1fms tenant=%s", request.method, request.path, response.status,
+                    duration, tenant_name or "-",
+                    extra={"fields": {"method": request.method, "path": request.path,
+                                      "status": response.status, "ms": duration,
+                                      "tenant": tenant_name}})
+    return response
+
+
+def _journal_body(request: web.Request) -> Any:
+    body = request.get(BODY)
+    if body is None:
+        return None
+    text = json.dumps(body)
+    return body if len(text) <= MAX_BODY_BYTES else {"truncated": text[:MAX_BODY_BYTES]}
+
+
+@web.middleware
+async def error_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+    """The one place an error becomes the error body (DESIGN.md, Errors)."""
+    try:
+        return await handler(request)
+    except ApiError as error:
+        return render_error(request, error)
+    except web.HTTPRequestEntityTooLarge as error:
+        return render_error(request, PayloadTooLarge(BODY_TOO_LARGE.format(limit=error.max_size)))
+    except web.HTTPMethodNotAllowed as error:
+        allowed = ", ".join(sorted(error.allowed_methods))
+        return render_error(request, MethodNotAllowed(WRONG_METHOD.format(
+            method=request.method, path=request.path, allowed=allowed)))
+    except web.HTTPNotFound:
+        return render_error(request, NotFound(NO_ROUTE.format(method=request.method,
+                                                              path=request.path),
+                                              code="route-not-found"))
+    except web.HTTPException as error:
+        if error.status < 400:
+            raise
+        return render_error(request, ApiError(error.reason, code=_kebab(error.reason)),
+                            status=error.status)
+    except Exception:
+        error_log.exception("unhandled error on %s %s", request.method, request.path)
+        return render_error(request, InternalError(INTERNAL))
+
+
+def render_error(request: web.Request, error: ApiError, *, status: int | None = None) -> web.Response:
+    request[ERROR_CODE] = error.code
+    return web.json_response(error.body(), status=status or error.status)
+
+
+def _kebab(text: str) -> str:
+    return "-".join(text.lower().split())
+
+
+@web.middleware
+async def auth_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+    """API key and secret, or a public token (spec: Authentication)."""
+    match_info = request.match_info
+    if match_info.http_exception is not None:
+        raise match_info.http_exception
+    if request.path.startswith(PUBLIC_PREFIXES) or request.path == "/":
+        return await handler(request)
+    tenants = request.app[STORE].tenants
+    api_key = request.headers.get("x-api-key")
+    api_secret = request.headers.get("x-api-secret")
+    public_token = request.headers.get("x-public-token")
+    if api_key or api_secret or not public_token:
+        request[TENANT] = tenants.authenticate_keys(api_key, api_secret)
+        request[PUBLIC_TOKEN] = None
+    else:
+        request[TENANT], request[PUBLIC_TOKEN] = tenants.authenticate_public_token(public_token)
+    return await handler(request)
+
+
+API_KEYS_REQUIRED = "This operation needs the x-api-key and x-api-secret headers, not a public token."
+
+
+def require_api_keys(request: web.Request) -> None:
+    """For server-side operations: a public token is not enough."""
+    if request.get(PUBLIC_TOKEN) is not None:
+        raise Unauthorized(API_KEYS_REQUIRED, code="api-keys-required")
+
+
+async def read_json(request: web.Request, schema: dict) -> dict[str, Any]:
+    """The request body, parsed and valid against `schema`, kept for the journal."""
+    raw = await request.read()
+    request[BODY] = raw.decode("utf-8", "replace") if raw else None  # shown even when invalid
+    body = parse_json_body(raw, schema)
+    request[BODY] = body
+    return body
+
+
+class JsonLogFormatter(logging.Formatter):
+    """One JSON object per line: the access fields, or the message and level."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        document = {"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"), "level": record.levelname,
+                    "logger": record.name}
+        fields = getattr(record, "fields", None)
+        if fields:
+            document.update(fields)
+        else:
+            document["message"] = record.getMessage()
+        if record.exc_info:
+            document["exception"] = self.formatException(record.exc_info)
+        return json.dumps(document)

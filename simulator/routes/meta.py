@@ -1,0 +1,27 @@
+"""Liveness and the OpenAPI document."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from ..keys import OPENAPI, SETTINGS, STORE
+
+routes = web.RouteTableDef()
+
+
+@routes.get("/health")
+async def health(request: web.Request) -> web.Response:
+    store = request.app[STORE]
+    return web.json_response({"data": {"status": "ok", "environment": store.tenants.environment,
+                                       "companies": len(store.catalog)}})
+
+
+@routes.get("/openapi.json")
+async def openapi(request: web.Request) -> web.Response:
+    document = request.app.get(OPENAPI)
+    if document is None:
+        from ..openapi import build_openapi
+
+        document = build_openapi(request.app[STORE].service, request.app[SETTINGS])
+        request.app[OPENAPI] = document
+    return web.json_response(document)

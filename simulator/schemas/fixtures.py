@@ -1,0 +1,190 @@
+"""JSON Schemas of the fixture files and the config file (draft 2020-12).
+
+Start-up and `payroll-sandbox fixtures validate` check every file against these;
+a fault names the file and the JSON path.
+"""
+
+from __future__ import annotations
+
+STORED_TAGS = ["payroll-provider", "gig-economy", "franchise-parent", "franchise-child"]
+DERIVED_TAGS = ["manual-deposits"]
+COMPANY_STATUSES = ["operational", "under-maintenance", "disabled"]
+SCOPES = ["user-link", "pay-link"]
+AUTHENTICATION_METHODS = ["standard-auth", "true-auth", "true-auth-desktop"]
+ENVIRONMENTS = ["sandbox", "production"]
+
+_ID = {"type": "string", "pattern": r"^[A-Za-z0-9_-]{1,64}$"}
+_COLOR = {"type": "string", "pattern": r"^#[0-9A-Fa-f]{6}$"}
+_LABEL = {"type": "string", "pattern": r"^[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*)*$"}
+_STRINGS = {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": True}
+
+SERVICE_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "service.yaml: the service profile",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["vendor", "aggregator", "sdkPrefix", "products"],
+    "properties": {
+        "vendor": {**_LABEL, "description": "Reverse-domain label: ce-source is com.<vendor>."},
+        "aggregator": {"type": "string", "pattern": r"^[a-z][a-z0-9-]*$",
+                       "description": "Path segment and event prefix of the bank-data aggregator."},
+        "sdkPrefix": {"type": "string", "pattern": r"^[a-z][a-z0-9-]*$"},
+        "products": {
+            "type": "object",
+            "description": "Every product name, mapped to the scope it belongs to.",
+            "minProperties": 1,
+            "additionalProperties": {"enum": SCOPES},
+        },
+    },
+}
+
+_MANUAL_DEPOSITS = {
+    "type": "object",
+    "additionalProperties": False,
+    "description": "The account-level manual-deposit configuration that derives the "
+                   "`manual-deposits` tag (spec: Company tags).",
+    "properties": {
+        "enabled": {"type": "boolean"},
+        "companies": {**_STRINGS, "description": "Company ids always treated as manual."},
+        "withoutProgrammaticAuthentication": {
+            "type": "boolean",
+            "description": "Companies whose connector supports neither headless nor SSO "
+                           "authentication are manual.",
+        },
+    },
+}
+
+_WEBHOOK_ENDPOINT = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["url"],
+    "properties": {
+        "url": {"type": "string", "pattern": r"^https?://"},
+        "eventTypes": {**_STRINGS, "description": "Omitted: every event type."},
+    },
+}
+
+ACCOUNT_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["name", "apiKey", "apiSecret", "environment"],
+    "properties": {
+        "name": {"type": "string", "pattern": r"^[A-Za-z0-9_.-]{1,64}$"},
+        "apiKey": {"type": "string", "minLength": 8},
+        "apiSecret": {"type": "string", "minLength": 8},
+        "environment": {"enum": ENVIRONMENTS},
+        "products": {**_STRINGS, "description": "Products enabled for the account."},
+        "manualDeposits": _MANUAL_DEPOSITS,
+        "webhooks": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "signing": {"type": "boolean"},
+                "endpoints": {"type": "array", "items": _WEBHOOK_ENDPOINT},
+            },
+        },
+    },
+}
+
+ACCOUNTS_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "accounts.yaml: customer accounts (tenants)",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["accounts"],
+    "properties": {"accounts": {"type": "array", "minItems": 1, "items": ACCOUNT_SCHEMA}},
+}
+
+CAPABILITIES_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "headlessAuthentication": {"type": "boolean"},
+        "ssoAuthentication": {"type": "boolean"},
+        "authenticationMethods": {"type": "array", "items": {"enum": AUTHENTICATION_METHODS},
+                                  "uniqueItems": True},
+        "distributionActions": _STRINGS,
+        "distributionTypes": _STRINGS,
+        "supportedPaymentMethods": _STRINGS,
+    },
+}
+
+COMPANY_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["_id", "name"],
+    "properties": {
+        "_id": _ID,
+        "name": {"type": "string", "minLength": 1, "maxLength": 200},
+        "status": {"enum": COMPANY_STATUSES},
+        "tags": {"type": "array", "items": {"enum": STORED_TAGS}, "uniqueItems": True},
+        "franchiseParent": _ID,
+        "branding": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "color": _COLOR,
+                "logo": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {"url": {"type": "string"}, "backgroundColor": _COLOR},
+                },
+            },
+        },
+        "connector": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "_id": _ID,
+                "availableProducts": {**_STRINGS, "minItems": 1},
+                "capabilities": CAPABILITIES_SCHEMA,
+            },
+        },
+        "defaultScenario": {"type": "string", "minLength": 1,
+                            "description": "Scenario for tasks against this company."},
+    },
+}
+
+COMPANIES_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "companies.yaml: hand-written companies and the generated catalog",
+    "type": "object",
+    "additionalProperties": False,
+    "patternProperties": {"^x-": {"description": "Free space for YAML anchors."}},
+    "properties": {
+        "companies": {"type": "array", "items": COMPANY_SCHEMA},
+        "catalog": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "generate": {"type": "integer", "minimum": 0, "maximum": 1_000_000,
+                             "description": "How many companies Faker adds, seeded."},
+                "franchiseShare": {"type": "number", "minimum": 0, "maximum": 0.5,
+                                   "description": "Share of generated companies that belong to "
+                                                  "franchise networks."},
+            },
+        },
+    },
+}
+
+CONFIG_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "--config FILE: the same settings as the flags",
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "host": {"type": "string"},
+        "port": {"type": "integer", "minimum": 0, "maximum": 65535},
+        "fixtures": {"type": "string"},
+        "scenarios": {"type": "string"},
+        "seed": {"type": "integer"},
+        "clock": {"enum": ["real", "manual"]},
+        "timeScale": {"type": "number", "exclusiveMinimum": 0},
+        "webhookUrl": {"type": "string", "pattern": r"^https?://"},
+        "environment": {"enum": ENVIRONMENTS},
+        "logFormat": {"enum": ["text", "json"]},
+        "vendor": _LABEL,
+        "aggregator": {"type": "string", "pattern": r"^[a-z][a-z0-9-]*$"},
+        "sdkPrefix": {"type": "string", "pattern": r"^[a-z][a-z0-9-]*$"},
+    },
+}

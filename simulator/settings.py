@@ -1,0 +1,118 @@
+"""Settings: defaults, then the config file, then PAYROLL_SANDBOX_* variables, then flags.
+
+The result is one frozen value that the app factory reads; nothing else looks at
+the environment or the command line.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from .fixtures import ConfigError, load_yaml, validate_document
+from .schemas.fixtures import CONFIG_SCHEMA
+
+ENV_PREFIX = "PAYROLL_SANDBOX_"
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def bundled_dir(name: str) -> Path:
+    """The bundled `fixtures` or `scenarios` folder: in the repo, or inside the wheel."""
+    installed = PACKAGE_DIR / "_bundled" / name
+    if installed.is_dir():
+        return installed
+    return PACKAGE_DIR.parent / name
+
+
+@dataclass(frozen=True)
+class Settings:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    config: Path | None = None
+    fixtures: Path = field(default_factory=lambda: bundled_dir("fixtures"))
+    scenarios: Path = field(default_factory=lambda: bundled_dir("scenarios"))
+    seed: int = 1
+    clock: str = "real"
+    time_scale: float = 1.0
+    webhook_url: str | None = None
+    environment: str = "sandbox"
+    log_format: str = "text"
+    # Service profile overrides (fixtures/service.yaml holds the defaults).
+    vendor: str | None = None
+    aggregator: str | None = None
+    sdk_prefix: str | None = None
+
+    def with_overrides(self, **values: Any) -> Settings:
+        return replace(self, **{k: v for k, v in values.items() if v is not None})
+
+
+# Names in the config file and the environment, mapped to Settings fields.
+_CONFIG_NAMES = {
+    "host": "host", "port": "port", "fixtures": "fixtures", "scenarios": "scenarios",
+    "seed": "seed", "clock": "clock", "timeScale": "time_scale", "webhookUrl": "webhook_url",
+    "environment": "environment", "logFormat": "log_format", "vendor": "vendor",
+    "aggregator": "aggregator", "sdkPrefix": "sdk_prefix",
+}
+_TYPES = {f.name: f.type for f in fields(Settings)}
+
+
+def _coerce(name: str, raw: Any, source: str) -> Any:
+    kind = _TYPES[name]
+    try:
+        if kind == "int":
+            return int(raw)
+        if kind == "float":
+            return float(raw)
+        if kind in ("Path", "Path | None"):
+            return Path(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(source, f"$.{name}", f"{raw!r} is not a valid {kind}") from None
+    return raw
+
+
+def _check_choices(settings: Settings, source: str) -> None:
+    choices = {"clock": ("real", "manual"), "environment": ("sandbox", "production"),
+               "log_format": ("text", "json")}
+    for name, allowed in choices.items():
+        value = getattr(settings, name)
+        if value not in allowed:
+            raise ConfigError(source, f"$.{name}", f"{value!r} is not one of {', '.join(allowed)}")
+    if settings.time_scale <= 0:
+        raise ConfigError(source, "$.time_scale", "must be greater than 0")
+    if not 0 <= settings.port <= 65535:
+        raise ConfigError(source, "$.port", "must be between 0 and 65535")
+
+
+def load_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Settings:
+    """Build Settings from flags (already parsed, None when absent) and the environment."""
+    environ = os.environ if environ is None else environ
+    settings = Settings()
+
+    config_path = flags.get("config") or environ.get(ENV_PREFIX + "CONFIG")
+    if config_path:
+        path = Path(config_path)
+        document = load_yaml(path) or {}
+        validate_document(document, CONFIG_SCHEMA, str(path))
+        values = {_CONFIG_NAMES[k]: _coerce(_CONFIG_NAMES[k], v, str(path))
+                  for k, v in document.items()}
+        base = path.parent
+        for name in ("fixtures", "scenarios"):
+            if name in values and not values[name].is_absolute():
+                values[name] = base / values[name]
+        settings = settings.with_overrides(config=path, **values)
+
+    from_env = {}
+    for name in _TYPES:
+        raw = environ.get(ENV_PREFIX + name.upper())
+        if raw is not None and name != "config":
+            from_env[name] = _coerce(name, raw, f"environment variable {ENV_PREFIX}{name.upper()}")
+    settings = settings.with_overrides(**from_env)
+
+    from_flags = {name: _coerce(name, flags[name], f"flag --{name.replace('_', '-')}")
+                  for name in _TYPES if flags.get(name) is not None and name != "config"}
+    settings = settings.with_overrides(**from_flags)
+    _check_choices(settings, "settings")
+    return settings

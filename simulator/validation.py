@@ -1,0 +1,54 @@
+"""Turning raw request input into checked values, or an error naming the field at fault."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from .errors import MalformedJson, ValidationFailed, field_detail
+from .fixtures import schema_errors
+
+INVALID_BODY = "The request body does not match the schema."
+INVALID_QUERY = "The query parameters do not match the schema."
+
+
+def parse_json_body(raw: bytes, schema: dict) -> dict[str, Any]:
+    """JSON body -> dict valid against `schema` (400 not JSON, 422 not valid)."""
+    if not raw.strip():
+        document: Any = {}
+    else:
+        try:
+            document = json.loads(raw)
+        except (UnicodeDecodeError, ValueError) as error:
+            raise MalformedJson(f"The request body is not valid JSON: {error}.",
+                                details=[field_detail("$", str(error))]) from None
+    errors = schema_errors(document, schema)
+    if errors:
+        raise ValidationFailed(INVALID_BODY, details=[field_detail(p, m) for p, m in errors])
+    return document
+
+
+def parse_query(query: Mapping[str, str], schema: dict) -> dict[str, Any]:
+    """Query string -> typed dict valid against `schema` (422 naming each bad parameter)."""
+    properties = schema.get("properties", {})
+    values: dict[str, Any] = {}
+    problems = []
+    for name, raw in query.items():
+        kind = properties.get(name, {}).get("type")
+        if kind == "integer":
+            try:
+                values[name] = int(raw)
+            except ValueError:
+                problems.append(field_detail(f"$.{name}", f"{raw!r} is not an integer",
+                                             location="query"))
+        else:
+            values[name] = raw
+    if not problems:
+        problems = [field_detail(p, m, location="query") for p, m in schema_errors(values, schema)]
+    if problems:
+        raise ValidationFailed(INVALID_QUERY, details=problems)
+    for name, spec in properties.items():
+        if name not in values and "default" in spec:
+            values[name] = spec["default"]
+    return values
