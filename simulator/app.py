@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from aiohttp import web
 
 from .catalog import build_companies
@@ -10,31 +12,45 @@ from .domain.companies import Catalog
 from .domain.search import SearchIndex
 from .domain.store import Store
 from .domain.tenants import Tenants
-from .fixtures import ConfigError, load_fixtures
+from .fixtures import ConfigError, Fixtures, load_fixtures
 from .journal import Journal
 from .keys import JOURNAL, SETTINGS, STORE
-from .middleware import auth_middleware, error_middleware, journal_middleware
+from .middleware import MAX_BODY_BYTES, auth_middleware, error_middleware, journal_middleware
 from .routes import access, companies, control, meta
 from .settings import Settings
 
-MAX_BODY_BYTES = 1024 * 1024
+
+@dataclass(frozen=True)
+class LoadedFixtures:
+    """The read-only part of the state: checked fixtures, the catalog and its index."""
+
+    fixtures: Fixtures
+    catalog: Catalog
+    index: SearchIndex
 
 
-def build_store(settings: Settings, *, clock: Clock | None = None) -> Store:
-    """Load and check the fixtures, then build the catalog, its index and the tenants.
+def load(settings: Settings) -> LoadedFixtures:
+    """Load and check the fixtures and build the catalog (ConfigError when one is wrong)."""
+    fixtures = load_fixtures(settings.fixtures, vendor=settings.vendor,
+                             aggregator=settings.aggregator, sdk_prefix=settings.sdk_prefix)
+    catalog = Catalog(build_companies(fixtures, settings.seed))
+    return LoadedFixtures(fixtures=fixtures, catalog=catalog, index=SearchIndex(catalog.ordered))
+
+
+def build_store(settings: Settings, *, clock: Clock | None = None,
+                loaded: LoadedFixtures | None = None) -> Store:
+    """The whole state: the catalog and a tenant per account of the fixtures.
 
     Raises ConfigError (file and JSON path) when a fixture is wrong. With `clock`,
     every tenant reads that one clock (tests); otherwise each gets its own.
     """
-    fixtures = load_fixtures(settings.fixtures, vendor=settings.vendor,
-                             aggregator=settings.aggregator, sdk_prefix=settings.sdk_prefix)
-    companies = build_companies(fixtures, settings.seed)
-    catalog = Catalog(companies)
+    loaded = loaded or load(settings)
+    fixtures = loaded.fixtures
 
     def clock_factory() -> Clock:
         return clock or Clock(mode=settings.clock, time_scale=settings.time_scale)
 
-    store = Store(service=fixtures.service, catalog=catalog, index=SearchIndex(catalog.ordered),
+    store = Store(service=fixtures.service, catalog=loaded.catalog, index=loaded.index,
                   tenants=Tenants(settings.environment), seed=settings.seed,
                   clock_factory=clock_factory)
     for account in fixtures.accounts:

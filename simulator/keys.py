@@ -7,7 +7,7 @@ from typing import Any
 from aiohttp import web
 
 from .domain.store import Store
-from .domain.tenants import Tenant
+from .domain.tenants import PublicToken, Tenant
 from .journal import Journal
 from .settings import Settings
 
@@ -16,11 +16,11 @@ STORE = web.AppKey("store", Store)
 JOURNAL = web.AppKey("journal", Journal)
 OPENAPI = web.AppKey("openapi", dict)
 
-# Request-scoped values (aiohttp requests are plain mappings).
-TENANT = "payroll_sandbox.tenant"
-PUBLIC_TOKEN = "payroll_sandbox.public_token"
-BODY = "payroll_sandbox.body"
-ERROR_CODE = "payroll_sandbox.error_code"
+# Request-scoped values.
+TENANT = web.RequestKey("tenant", Tenant)
+PUBLIC_TOKEN = web.RequestKey("public_token", PublicToken)
+BODY = web.RequestKey("body", object)
+ERROR_CODE = web.RequestKey("error_code", str)
 
 
 def tenant_of(request: web.Request) -> Tenant:

@@ -20,6 +20,9 @@ def parse_json_body(raw: bytes, schema: dict) -> dict[str, Any]:
     else:
         try:
             document = json.loads(raw)
+        except RecursionError:
+            raise MalformedJson("The request body is nested too deeply.",
+                                details=[field_detail("$", "nested too deeply")]) from None
         except (UnicodeDecodeError, ValueError) as error:
             raise MalformedJson(f"The request body is not valid JSON: {error}.",
                                 details=[field_detail("$", str(error))]) from None

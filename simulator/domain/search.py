@@ -138,7 +138,7 @@ class SearchIndex:
                 return []
             sets.append(set(self._postings[word]))
         typed: set[int] = set()
-        for word in self._words_starting(typing) if len(typing) > 1 else [typing]:
+        for word in self._words_starting(typing):
             typed.update(self._postings.get(word, ()))
         sets.append(typed)
         sets.sort(key=len)

@@ -1,0 +1,94 @@
+"""Every error status through real HTTP, always in the one error shape, never a 500."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from conftest import ACME
+
+
+def assert_error_shape(body, code=None):
+    assert set(body) == {"error"}
+    assert set(body["error"]) == {"code", "message", "details"}
+    assert isinstance(body["error"]["details"], list)
+    assert "Traceback" not in json.dumps(body)
+    if code:
+        assert body["error"]["code"] == code
+
+
+async def test_malformed_json_is_400(client):
+    response = await client.post("/company/search", data=b'{"query": ', headers=ACME)
+    assert response.status == 400
+    assert_error_shape(await response.json(), "malformed-json")
+
+
+async def test_unknown_company_is_404(client):
+    response = await client.get("/company/does-not-exist", headers=ACME)
+    assert response.status == 404
+    body = await response.json()
+    assert_error_shape(body, "company-not-found")
+    assert "does-not-exist" in body["error"]["message"]
+
+
+async def test_unknown_route_is_404_in_the_error_shape(client):
+    response = await client.get("/nowhere", headers=ACME)
+    assert response.status == 404
+    assert_error_shape(await response.json(), "route-not-found")
+
+
+async def test_wrong_method_is_405_in_the_error_shape(client):
+    response = await client.get("/company/search", headers=ACME)
+    assert response.status in (404, 405)  # GET /company/{id} matches the path
+    response = await client.delete("/access-token", headers=ACME)
+    assert response.status == 405
+    assert_error_shape(await response.json(), "method-not-allowed")
+
+
+async def test_body_over_one_mib_is_413(client):
+    body = json.dumps({"query": "x" * (1024 * 1024 + 10)}).encode()
+    response = await client.post("/company/search", data=io.BytesIO(body), headers=ACME)
+    assert response.status == 413
+    assert_error_shape(await response.json(), "payload-too-large")
+
+
+async def test_schema_violations_are_422_naming_every_path(client):
+    response = await client.post("/company/search", headers=ACME,
+                                 json={"query": 5, "scopes": ["nope"], "limit": 0, "extra": 1})
+    assert response.status == 422
+    body = await response.json()
+    assert_error_shape(body, "validation-failed")
+    paths = {d["path"] for d in body["error"]["details"]}
+    assert {"$.query", "$.scopes[0]", "$.limit", "$"} <= paths
+
+
+async def test_bad_query_parameters_are_422(client):
+    response = await client.get("/company/list?limit=abc", headers=ACME)
+    assert response.status == 422
+    body = await response.json()
+    assert body["error"]["details"][0] == {"location": "query", "path": "$.limit",
+                                           "message": "'abc' is not an integer"}
+    response = await client.get("/company/list?scope=everything", headers=ACME)
+    assert response.status == 422
+
+
+@pytest.mark.parametrize("raw", [b"[]", b"null", b"42", b'"text"', b"\xff\xfe", b"{}",
+                                 b'{"query": null}', b'{"query": ["a"]}', b'{"query": ""}',
+                                 b'{"query": "   "}', b'{"query": "a", "limit": "5"}',
+                                 b'{"query": "a", "tags": "payroll-provider"}',
+                                 b"[" * 5000 + b"]" * 5000], ids=lambda raw: repr(raw[:20]))
+async def test_garbage_bodies_never_give_500(client, raw):
+    response = await client.post("/company/search", data=raw, headers=ACME)
+    assert 400 <= response.status < 500
+    assert_error_shape(await response.json())
+
+
+async def test_bad_input_changes_nothing(client):
+    before = await (await client.get("/company/list?limit=1000", headers=ACME)).json()
+    await client.post("/access-token", json={"identifier": ""}, headers=ACME)
+    await client.post("/_sandbox/tenants", json={"name": "bad name!"}, headers=ACME)
+    after = await (await client.get("/company/list?limit=1000", headers=ACME)).json()
+    assert before == after
+    journal = await (await client.get("/_sandbox/requests", headers=ACME)).json()
+    assert [e["status"] for e in journal["data"][1:3]] == [422, 422]
