@@ -14,7 +14,7 @@ from .domain.store import Store
 from .domain.tenants import Tenants
 from .fixtures import ConfigError, Fixtures, load_fixtures
 from .journal import Journal
-from .keys import JOURNAL, SETTINGS, STORE
+from .keys import JOURNAL, OPENAPI, SETTINGS, STORE
 from .middleware import MAX_BODY_BYTES, auth_middleware, error_middleware, journal_middleware
 from .routes import access, companies, control, meta
 from .settings import Settings
@@ -70,6 +70,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None,
     app[SETTINGS] = settings
     app[STORE] = store or build_store(settings, clock=clock)
     app[JOURNAL] = Journal()
+    app[OPENAPI] = {}  # built on first request
     for module in (meta, access, companies, control):
         app.add_routes(module.routes)
     return app

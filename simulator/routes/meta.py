@@ -18,10 +18,9 @@ async def health(request: web.Request) -> web.Response:
 
 @routes.get("/openapi.json")
 async def openapi(request: web.Request) -> web.Response:
-    document = request.app.get(OPENAPI)
-    if document is None:
+    cache = request.app[OPENAPI]
+    if "document" not in cache:
         from ..openapi import build_openapi
 
-        document = build_openapi(request.app[STORE].service, request.app[SETTINGS])
-        request.app[OPENAPI] = document
-    return web.json_response(document)
+        cache["document"] = build_openapi(request.app[STORE].service, request.app[SETTINGS])
+    return web.json_response(cache["document"])

@@ -1,0 +1,22 @@
+# payroll-sandbox in a container: serves the bundled fixtures and scenarios on port 8080.
+#   docker build -t payroll-sandbox .
+#   docker run --rm -p 8080:8080 payroll-sandbox
+FROM python:3.12-slim
+
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY simulator ./simulator
+COPY fixtures ./fixtures
+COPY scenarios ./scenarios
+RUN pip install --no-cache-dir . && useradd --create-home --uid 10001 sandbox
+
+USER sandbox
+# Inside a container the server must listen on every interface to be reachable.
+ENV PAYROLL_SANDBOX_HOST=0.0.0.0 \
+    PAYROLL_SANDBOX_PORT=8080 \
+    PYTHONUNBUFFERED=1
+EXPOSE 8080
+HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/health', timeout=2)"]
+ENTRYPOINT ["payroll-sandbox"]
+CMD ["serve"]

@@ -1,0 +1,154 @@
+"""The command line as a real process: serve, the serving line, config faults, exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from conftest import REPO, WALMART, run_cli
+
+from simulator.settings import bundled_dir
+
+SERVING = "payroll-sandbox serving "
+
+
+@contextmanager
+def serving(*args: str, env: dict | None = None):
+    """Starts `python -m simulator serve --port 0 ...`; yields (base_url, key, secret, line)."""
+    process = subprocess.Popen([sys.executable, "-m", "simulator", "serve", "--port", "0", *args],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                               env={**os.environ, **(env or {})})
+    try:
+        line = process.stdout.readline().strip()
+        assert line.startswith(SERVING), process.stderr.read()
+        fields = dict(part.split("=", 1) for part in line.split()[3:])
+        yield line.split()[2], fields["x-api-key"], fields["x-api-secret"], line
+    finally:
+        process.terminate()
+        process.communicate(timeout=10)
+
+
+def post(url: str, body: dict, headers: dict) -> tuple[int, dict]:
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                     headers={"content-type": "application/json", **headers})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as error:
+        return error.code, json.load(error)
+
+
+def test_serve_prints_the_serving_line_and_finds_a_company_first():
+    with serving() as (base_url, key, secret, line):
+        assert line == (f"{SERVING}{base_url} environment=sandbox x-api-key={key} "
+                        f"x-api-secret={secret}")
+        assert base_url.startswith("http://127.0.0.1:")
+        status, body = post(f"{base_url}/company/search", {"query": "Walmart"},
+                            {"x-api-key": key, "x-api-secret": secret})
+        assert status == 200
+        assert body["data"][0]["_id"] == WALMART
+
+
+def test_serve_environment_comes_from_the_flag_or_the_variable():
+    with serving("--environment", "production") as (_, key, _secret, line):
+        assert "environment=production" in line and key.startswith("production-")
+    with serving(env={"PAYROLL_SANDBOX_ENVIRONMENT": "production"}) as (_, key, _secret, line):
+        assert "environment=production" in line
+
+
+def test_serve_logs_one_json_line_per_request():
+    process = subprocess.Popen([sys.executable, "-m", "simulator", "serve", "--port", "0",
+                                "--log-format", "json"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        base_url = process.stdout.readline().split()[2]
+        urllib.request.urlopen(f"{base_url}/health", timeout=10).read()
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=10)
+    lines = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    access = [line for line in lines if line.get("path") == "/health"]
+    assert access and access[0]["method"] == "GET" and access[0]["status"] == 200
+    assert "ms" in access[0] and "tenant" in access[0]
+
+
+def test_python_dash_m_and_the_console_script_are_the_same_cli():
+    result = subprocess.run(["payroll-sandbox", "--help"], capture_output=True, text=True)
+    assert result.returncode == 0 and "serve" in result.stdout
+
+
+def copy_fixtures(tmp_path: Path) -> Path:
+    for source in bundled_dir("fixtures").iterdir():
+        (tmp_path / source.name).write_text(source.read_text())
+    return tmp_path
+
+
+@pytest.mark.parametrize("file, broken, path", [
+    ("companies.yaml", ("name: Walmart,", "name: 42,"), "$.companies[0].name"),
+    ("accounts.yaml", ("environment: production", "environment: staging"), "$.accounts[3].environment"),
+    ("service.yaml", ("vendor: example", "vendor: Not A Label"), "$.vendor"),
+    ("companies.yaml", ('franchiseParent: "6410a0000000000000000040"', 'franchiseParent: "nope"'),
+     "$.companies[33].franchiseParent"),
+])
+def test_a_broken_fixture_stops_the_start_with_exit_2_naming_file_and_path(tmp_path, file, broken, path):
+    folder = copy_fixtures(tmp_path)
+    target = folder / file
+    old, new = broken
+    assert old in target.read_text()
+    target.write_text(target.read_text().replace(old, new, 1))
+    result = run_cli("serve", "--port", "0", "--fixtures", str(folder), timeout=30)
+    assert result.returncode == 2
+    assert result.stdout == ""  # nothing started
+    assert str(target) in result.stderr and path in result.stderr
+    assert "Traceback" not in result.stderr
+    validated = run_cli("fixtures", "validate", str(folder))
+    assert validated.returncode == 2 and path in validated.stderr
+
+
+def test_invalid_yaml_names_the_file_and_line(tmp_path):
+    folder = copy_fixtures(tmp_path)
+    (folder / "accounts.yaml").write_text("accounts: [\n  {name: a\n")
+    result = run_cli("fixtures", "validate", str(folder))
+    assert result.returncode == 2
+    assert "accounts.yaml" in result.stderr and "line" in result.stderr
+
+
+def test_fixtures_validate_accepts_the_bundled_fixtures():
+    result = run_cli("fixtures", "validate")
+    assert result.returncode == 0, result.stderr
+    assert "valid" in result.stdout
+
+
+def test_a_broken_config_file_stops_the_start_with_exit_2(tmp_path):
+    config = tmp_path / "sandbox.yaml"
+    config.write_text("port: 0\nclock: sometimes\n")
+    result = run_cli("serve", "--config", str(config))
+    assert result.returncode == 2
+    assert str(config) in result.stderr and "$.clock" in result.stderr
+
+
+def test_a_config_file_sets_the_environment(tmp_path):
+    config = tmp_path / "sandbox.yaml"
+    config.write_text("environment: production\nseed: 3\n")
+    with serving("--config", str(config)) as (_, _key, _secret, line):
+        assert "environment=production" in line
+
+
+def test_a_bad_environment_variable_is_exit_2():
+    result = run_cli("serve", env={"PAYROLL_SANDBOX_SEED": "many"})
+    assert result.returncode == 2
+    assert "PAYROLL_SANDBOX_SEED" in result.stderr
+
+
+def test_a_port_in_use_is_exit_2():
+    with serving() as (base_url, *_):
+        port = base_url.rsplit(":", 1)[1]
+        result = run_cli("serve", "--port", port)
+    assert result.returncode == 2
+    assert "cannot listen" in result.stderr
