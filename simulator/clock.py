@@ -45,6 +45,12 @@ class Clock:
             raise ValueError("a clock only moves forward")
         self._offset += seconds
 
+    def advance_to(self, timestamp: float) -> None:
+        """Move virtual time forward to `timestamp` (no-op if it is already past)."""
+        now = self.timestamp()
+        if timestamp > now:
+            self._offset += timestamp - now
+
     def wall_seconds(self, virtual_seconds: float) -> float:
         """How long a span of virtual time lasts on the wall clock (real mode)."""
         return virtual_seconds / self.time_scale

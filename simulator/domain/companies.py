@@ -6,7 +6,7 @@ derived per account when the company is shown or filtered (spec: Company tags).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import NotFound
@@ -38,7 +38,18 @@ class Company:
     capabilities: dict[str, Any]
     scopes: frozenset[str]
     default_scenario: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    # Products under maintenance when the status is under-maintenance (empty: all of them).
+    maintenance_products: tuple[str, ...] = ()
+    # The merchant's maximum number of payment methods per user (pay-link), if any.
+    max_payment_methods: int | None = None
+
+    def branding_summary(self) -> dict[str, Any]:
+        """`company` in task events: `_id`, `name`, `branding` (spec: Task events)."""
+        return {"_id": self.id, "name": self.name, "branding": self.branding}
+
+    def under_maintenance_for(self, product: str) -> bool:
+        return self.status == UNDER_MAINTENANCE and (
+            not self.maintenance_products or product in self.maintenance_products)
 
     def has_programmatic_authentication(self) -> bool:
         return bool(self.capabilities.get("headlessAuthentication")
@@ -143,3 +154,69 @@ class Catalog:
 
     def children_of(self, parent_id: str) -> list[Company]:
         return self._children.get(parent_id, [])
+
+
+class CompanyDirectory:
+    """The catalog as one tenant sees it: the shared catalog plus this tenant's changes.
+
+    Control-plane changes (create, update, status, delete) stay in the tenant; the
+    100,000-company base is shared by every tenant and never copied.
+    """
+
+    def __init__(self, base: Catalog, index: Any) -> None:
+        self.base = base
+        self.index = index
+        self.changed: dict[str, Company | None] = {}  # id -> replacement; None: deleted
+        self._overlay: Any = None
+        self._ordered: list[Company] | None = None
+
+    def get(self, company_id: str) -> Company | None:
+        if company_id in self.changed:
+            return self.changed[company_id]
+        return self.base.get(company_id)
+
+    def require(self, company_id: str) -> Company:
+        company = self.get(company_id)
+        if company is None:
+            raise NotFound(UNKNOWN_COMPANY.format(company_id=company_id), code="company-not-found")
+        return company
+
+    def ordered(self) -> list[Company]:
+        if not self.changed:
+            return self.base.ordered
+        if self._ordered is None:
+            kept = [c for c in self.base.ordered if c.id not in self.changed]
+            kept += [c for c in self.changed.values() if c is not None]
+            self._ordered = sorted(kept, key=lambda c: (c.name.casefold(), c.id))
+        return self._ordered
+
+    def children_of(self, parent_id: str) -> list[Company]:
+        children = [c for c in self.base.children_of(parent_id) if c.id not in self.changed]
+        children += [c for c in self.changed.values()
+                     if c is not None and c.franchise_parent == parent_id]
+        return children
+
+    def put(self, company: Company) -> None:
+        self.changed[company.id] = company
+        self._changes_made()
+
+    def delete(self, company_id: str) -> None:
+        self.changed[company_id] = None
+        self._changes_made()
+
+    def with_changes(self, company: Company, **changes: Any) -> Company:
+        updated = replace(company, **changes)
+        self.put(updated)
+        return updated
+
+    def overlay_index(self) -> Any:
+        """A small search index over this tenant's created and changed companies."""
+        if self._overlay is None:
+            from .search import SearchIndex
+
+            self._overlay = SearchIndex(c for c in self.changed.values() if c is not None)
+        return self._overlay
+
+    def _changes_made(self) -> None:
+        self._overlay = None
+        self._ordered = None

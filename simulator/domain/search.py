@@ -13,6 +13,7 @@ than over every name.
 
 from __future__ import annotations
 
+import heapq
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -21,8 +22,8 @@ from rapidfuzz import fuzz, process
 from rapidfuzz.utils import default_process
 
 from ..errors import BadRequest, NotFound, field_detail
-from .companies import (DISABLED, UNKNOWN_COMPANY, Catalog, Company, ManualDepositRule,
-                        effective_tags)
+from .companies import (DISABLED, UNKNOWN_COMPANY, Company, CompanyDirectory,
+                        ManualDepositRule, effective_tags)
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
@@ -101,24 +102,34 @@ class SearchIndex:
     def __len__(self) -> int:
         return len(self.companies)
 
-    def ranked(self, query: str, within: frozenset[int] | None = None) -> Iterator[int]:
-        """Ordinals of matching companies, most relevant first, each once."""
+    def ranked(self, query: str, within: frozenset[int] | None = None,
+               skip: Callable[[str], bool] | None = None) -> Iterator[tuple[tuple, Company]]:
+        """(rank key, company) of every match, most relevant first, each once.
+
+        The rank key (tier, -score, name length, name, id) orders results of two
+        indexes the same way, so a tenant's own companies merge with the shared ones.
+        """
         name = normalize(query)
         words = name.split()
         if not words:
             return
         seen: set[int] = set()
-        tiers: tuple[Callable[[], list[int]], ...] = (
-            lambda: self._exact.get(name, []),
-            lambda: self._prefix_matches(name),
-            lambda: self._word_matches(words),
+        tiers = (
+            lambda: [(o, 0) for o in self._exact.get(name, [])],
+            lambda: [(o, 0) for o in self._prefix_matches(name)],
+            lambda: [(o, 0) for o in self._word_matches(words)],
             lambda: self._fuzzy_matches(name, words, within),
         )
-        for tier in tiers:
-            for ordinal in tier():
-                if ordinal not in seen and (within is None or ordinal in within):
-                    seen.add(ordinal)
-                    yield ordinal
+        for tier, matches in enumerate(tiers):
+            for ordinal, score in matches():
+                if ordinal in seen or (within is not None and ordinal not in within):
+                    continue
+                seen.add(ordinal)
+                company = self.companies[ordinal]
+                if skip is not None and skip(company.id):
+                    continue
+                key = (tier, -score, len(self.names[ordinal]), self.names[ordinal], company.id)
+                yield key, company
 
     def _prefix_matches(self, name: str) -> list[int]:
         low = bisect_left(self._sorted_names, name)
@@ -155,7 +166,7 @@ class SearchIndex:
         return [match for match, _, _ in found]
 
     def _fuzzy_matches(self, name: str, words: list[str],
-                       within: frozenset[int] | None) -> list[int]:
+                       within: frozenset[int] | None) -> list[tuple[int, int]]:
         if within is not None and len(within) <= 2000:
             # A small scope (one franchise network): compare every name in it.
             candidates: set[int] = set(within)
@@ -169,34 +180,43 @@ class SearchIndex:
                 # back to comparing the whole query with every whole name.
                 found = process.extract(name, self.names, scorer=fuzz.WRatio,
                                         score_cutoff=NAME_SIMILARITY + 20, limit=MAX_LIMIT)
-                return sorted(ordinal for _, _, ordinal in found)
+                return sorted((ordinal, round(score)) for _, score, ordinal in found)
         scored = []
         for ordinal in candidates:
-            score = fuzz.WRatio(name, self.names[ordinal])
+            score = round(fuzz.WRatio(name, self.names[ordinal]))
             if score >= NAME_SIMILARITY:
                 scored.append((-score, ordinal))
         scored.sort()
-        return [ordinal for _, ordinal in scored]
+        return [(ordinal, -negative) for negative, ordinal in scored]
 
 
-def search_companies(catalog: Catalog, index: SearchIndex, rule: ManualDepositRule,
+def search_companies(companies: CompanyDirectory, rule: ManualDepositRule,
                      query: SearchQuery) -> list[Company]:
     """POST /company/search: rules 1-6 of the spec, most relevant first."""
-    within = None
+    base_within = overlay_within = None
     if query.franchise_parent is not None:
-        parent = catalog.get(query.franchise_parent)
+        parent = companies.get(query.franchise_parent)
         if parent is None:
             raise NotFound(UNKNOWN_COMPANY.format(company_id=query.franchise_parent),
                            code="company-not-found",
                            details=[field_detail("$.franchiseParent", "unknown company id")])
-        within = index.ordinals_of(catalog.children_of(parent.id))
+        children = companies.children_of(parent.id)
+        base_within = companies.index.ordinals_of(c for c in children if c.id not in companies.changed)
+        overlay_within = frozenset()  # resolved below against the overlay's own ordinals
+    ranked = companies.index.ranked(query.query, base_within, skip=companies.changed.__contains__)
+    if companies.changed:
+        overlay = companies.overlay_index()
+        if query.franchise_parent is not None:
+            overlay_within = overlay.ordinals_of(c for c in companies.children_of(query.franchise_parent)
+                                                 if c.id in companies.changed)
+        ranked = heapq.merge(ranked, overlay.ranked(query.query, overlay_within),
+                             key=lambda pair: pair[0])
 
     keep = company_filter(rule, scopes=query.scopes,
                           products=(query.product,) if query.product else query.products,
                           tags=query.tags, excluded_tags=query.excluded_tags)
     results: list[Company] = []
-    for ordinal in index.ranked(query.query, within):
-        company = index.companies[ordinal]
+    for _, company in ranked:
         if keep(company):
             results.append(company)
             if len(results) == query.limit:

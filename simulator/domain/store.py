@@ -12,7 +12,7 @@ from typing import Any
 
 from ..clock import Clock
 from ..fixtures import ServiceProfile
-from .companies import Catalog, ManualDepositRule
+from .companies import Catalog, CompanyDirectory, ManualDepositRule
 from .search import SearchIndex
 from .tenants import Ids, Tenant, Tenants
 
@@ -44,6 +44,7 @@ class Store:
             webhook_endpoints=list(account.get("webhooks", {}).get("endpoints", [])),
             clock=self.clock_factory(),
             ids=Ids(f"{self.seed}:{account['name']}"),
+            companies=CompanyDirectory(self.catalog, self.index),
         )
         self.accounts[tenant.name] = account
         self.tenants.add(tenant)

@@ -14,7 +14,9 @@ from typing import Any
 
 from ..clock import Clock, isoformat
 from ..errors import Unauthorized, ValidationFailed, field_detail
-from .companies import ManualDepositRule
+from .companies import CompanyDirectory, ManualDepositRule
+from .events import Event, EventLog, event_body
+from .timeline import Timeline
 
 MIN_TOKEN_LIFETIME = 1800
 MAX_TOKEN_LIFETIME = 2_592_000
@@ -74,8 +76,28 @@ class Tenant:
     webhook_endpoints: list[dict[str, Any]]
     clock: Clock
     ids: Ids
+    companies: CompanyDirectory
     users: dict[str, User] = field(default_factory=dict)
     tokens: dict[str, PublicToken] = field(default_factory=dict)
+    latest_token: dict[str, str] = field(default_factory=dict)  # identifier -> public token
+    timeline: Timeline = field(default_factory=Timeline)
+    events: EventLog = field(default_factory=EventLog)
+    tasks: dict[str, Any] = field(default_factory=dict)          # id -> tasks.Task
+    workflows: dict[str, Any] = field(default_factory=dict)      # id -> tasks.Workflow
+    scenario_bindings: dict[str, str] = field(default_factory=dict)  # identifier -> scenario
+    # Pay-link: card tokens (identifier, payment method id) -> created at, and the
+    # payment methods each user has at each merchant.
+    payment_tokens: dict[tuple[str, str], float] = field(default_factory=dict)
+    merchant_payment_methods: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+
+    def emit(self, event_type: str, *, user: str | None = None, task: str | None = None,
+             at: float | None = None, **body: Any) -> Event:
+        """Store a new event in the ledger (listeners such as the dispatcher see it next)."""
+        at = self.clock.timestamp() if at is None else at
+        event = Event(id=self.ids.uuid(), type=event_type, time=at,
+                      body=event_body(event_type, at, **body), sequence=len(self.events.events) + 1,
+                      user=user, task=task)
+        return self.events.append(event)
 
     def user(self, identifier: str) -> User:
         """The user with this identifier, created on first use."""
@@ -107,6 +129,7 @@ def create_access_token(tenant: Tenant, identifier: str,
         expires_at=tenant.clock.timestamp() + token_lifetime,
     )
     tenant.tokens[token.public_token] = token
+    tenant.latest_token[identifier] = token.public_token
     return token
 
 

@@ -1,0 +1,102 @@
+"""Loading scenario files: schema first, then the spec's transitions, step by step.
+
+A file that breaks a transition is rejected with the file, the step and the
+transition named, so a scenario can never drive a task where the real service
+would not go.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..domain.states import FAILED, FINAL, QUEUED, transition_error
+from ..fixtures import ConfigError, load_yaml, validate_document
+from ..schemas.scenarios import SCENARIO_SCHEMA
+
+TASK_FIELDS = ("status", "patch", "authenticated", "reason", "meta", "flow", "product",
+               "authenticationMethod", "paymentMethod", "connected", "accounts")
+MANAGED_BY_REASON = "subscription-managed-by-partner-provider"
+
+
+@dataclass(frozen=True)
+class Step:
+    at: float           # seconds after the task was created
+    changes: dict[str, Any]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.changes.get(name, default)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    kind: str
+    steps: tuple[Step, ...]
+
+    @property
+    def duration(self) -> float:
+        return self.steps[-1].at if self.steps else 0.0
+
+    @property
+    def outcome(self) -> str:
+        statuses = [s.get("status") for s in self.steps if s.get("status")]
+        return statuses[-1] if statuses else "n/a"
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "kind": self.kind,
+                "outcome": self.outcome, "duration": self.duration,
+                "steps": [{"at": s.at, **s.changes} for s in self.steps]}
+
+
+def load_scenario(path: Path) -> Scenario:
+    document = load_yaml(path)
+    validate_document(document, SCENARIO_SCHEMA, str(path))
+    kind = document.get("kind", "task")
+    steps = []
+    at = 0.0
+    for raw in document["steps"]:
+        at += raw.get("after", 0)
+        steps.append(Step(at=at, changes={k: v for k, v in raw.items() if k != "after"}))
+    if kind == "task":
+        _check_task_steps(steps, str(path))
+    return Scenario(name=path.stem, description=document["description"], kind=kind,
+                    steps=tuple(steps))
+
+
+def _check_task_steps(steps: list[Step], file: str) -> None:
+    status = QUEUED
+    for number, step in enumerate(steps):
+        where = f"$.steps[{number}]"
+        new = step.get("status")
+        patch = step.get("patch", False)
+        if status in FINAL and any(k in step.changes for k in TASK_FIELDS) and not patch:
+            raise ConfigError(file, where, f"step {number} changes the task after it became "
+                              f"{status}; nothing but a patch may follow a final status")
+        if patch and new is None:
+            raise ConfigError(file, f"{where}.patch", f"step {number}: a patch needs a status")
+        if new is not None:
+            problem = transition_error(status, new, patch=patch)
+            if problem:
+                raise ConfigError(file, f"{where}.status", f"step {number}: {problem}")
+            status = new
+        if step.get("reason") is not None and new != FAILED:
+            raise ConfigError(file, f"{where}.reason",
+                              f"step {number}: a reason goes with status failed")
+        if new == FAILED and step.get("reason") is None:
+            raise ConfigError(file, f"{where}.reason", f"step {number}: status failed needs a reason")
+        if step.get("reason") == MANAGED_BY_REASON and "managedBy" not in step.get("meta", {}):
+            raise ConfigError(file, f"{where}.meta",
+                              f"step {number}: {MANAGED_BY_REASON} needs meta.managedBy")
+    if status not in FINAL:
+        raise ConfigError(file, "$.steps", f"the task ends {status}; a scenario must end it "
+                          "completed or failed")
+
+
+def load_scenarios(directory: Path) -> dict[str, Scenario]:
+    """Every *.yaml in the folder, by name (the file name without .yaml)."""
+    if not directory.is_dir():
+        raise ConfigError(str(directory), "$", "scenarios folder not found")
+    return {path.stem: load_scenario(path) for path in sorted(directory.glob("*.yaml"))}

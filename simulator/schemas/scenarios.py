@@ -1,0 +1,116 @@
+"""JSON Schema of a scenario file (scenarios/*.yaml)."""
+
+from __future__ import annotations
+
+from ..domain.states import (AUTHENTICATION_METHODS, CHANGED_FIELDS, FAILURE_REASONS, FLOWS,
+                             PAYMENT_METHOD_TYPES, UPDATE_TYPES)
+
+PAYMENT_METHOD = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["type", "_id", "title"],
+    "properties": {
+        "type": {"enum": list(PAYMENT_METHOD_TYPES)},
+        "_id": {"type": "string", "minLength": 1},
+        "title": {"type": "string"},
+        "expiry": {"type": "string", "format": "date-time"},
+        "brand": {"type": "string"},
+        "lastFour": {"type": "string", "pattern": r"^[0-9]{4}$"},
+        "accountNumber": {"type": "string", "pattern": r"^[0-9]{4}$"},
+        "routingNumber": {"type": "string", "pattern": r"^[0-9]{9}$"},
+        "accountType": {"enum": ["checking", "savings"]},
+        "cardStatus": {"enum": ["frozen"]},
+        "externalId": {"type": "string"},
+    },
+}
+
+ACCOUNT_UPDATE = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["updateType"],
+    "properties": {
+        "_id": {"type": "string", "minLength": 1,
+                "description": "Omitted: the task's account for this user and company."},
+        "updateType": {"enum": list(UPDATE_TYPES)},
+        "bills": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "_id": {"type": "string", "minLength": 1},
+                    "changedFields": {"type": "array", "items": {"enum": list(CHANGED_FIELDS)},
+                                      "uniqueItems": True},
+                },
+            },
+        },
+    },
+}
+
+STEP = {
+    "type": "object",
+    "additionalProperties": False,
+    "minProperties": 1,
+    "properties": {
+        "after": {"type": "number", "minimum": 0,
+                  "description": "Seconds of virtual time after the previous step (default 0)."},
+        "status": {"enum": ["processing", "completed", "failed"]},
+        "patch": {"type": "boolean",
+                  "description": "A correction of a final status: task-status-patched."},
+        "authenticated": {"type": "boolean"},
+        "reason": {"enum": list(FAILURE_REASONS)},
+        "meta": {
+            "type": "object",
+            "properties": {
+                "managedBy": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["companyId", "name"],
+                    "properties": {"companyId": {"type": "string"}, "name": {"type": "string"}},
+                },
+            },
+        },
+        "flow": {"enum": list(FLOWS)},
+        "product": {"type": "string", "minLength": 1},
+        "authenticationMethod": {"enum": list(AUTHENTICATION_METHODS)},
+        "paymentMethod": PAYMENT_METHOD,
+        "connected": {"type": "boolean", "description": "user.connected in task events."},
+        "accounts": {"type": "array", "items": ACCOUNT_UPDATE, "minItems": 1,
+                     "description": "Pay-link accounts that changed: pay-link-accounts-updated."},
+        "company": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["status"],
+            "properties": {
+                "status": {"enum": ["operational", "under-maintenance", "disabled"]},
+                "products": {"type": "array", "items": {"type": "string"}},
+            },
+            "description": "The task's company changes status (maintenance-mode, company-updated).",
+        },
+        "linkedAccount": {"enum": ["connected", "disconnected"],
+                          "description": "The user's linked account for this company."},
+        "aggregatorError": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["errorType", "errorCode"],
+            "properties": {"errorType": {"type": "string"}, "errorCode": {"type": "string"},
+                           "errorMessage": {"type": "string"}},
+        },
+        "workflowFailureReason": {"type": "string",
+                                  "description": "Failure reason in task-workflow-finished."},
+    },
+}
+
+SCENARIO_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "A scenario: a timeline of task steps and the events they emit",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["description", "steps"],
+    "properties": {
+        "description": {"type": "string", "minLength": 1, "maxLength": 200,
+                        "description": "One line a demo presenter can read."},
+        "kind": {"enum": ["task", "processor-link"], "default": "task"},
+        "steps": {"type": "array", "minItems": 1, "items": STEP},
+    },
+}
