@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from aiohttp import web
 
 from .catalog import build_companies
-from .clock import Clock
+from .clock import REAL, Clock
 from .domain.companies import Catalog
 from .domain.search import SearchIndex
 from .domain.store import Store
 from .domain.tenants import Tenants
 from .fixtures import ConfigError, Fixtures, load_fixtures
 from .journal import Journal
-from .keys import JOURNAL, OPENAPI, SETTINGS, STORE
+from .domain.tasks import HAPPY_PATH, TaskEngine
+from .keys import ENGINE, JOURNAL, OPENAPI, RUNNERS, SETTINGS, STORE
 from .middleware import MAX_BODY_BYTES, auth_middleware, error_middleware, journal_middleware
-from .routes import access, companies, control, meta
+from .routes import access, companies, control, meta, tasks
+from .scenarios.loader import Scenario, load_scenarios
+from .scheduler import Runners
 from .settings import Settings
 
 
@@ -27,14 +31,24 @@ class LoadedFixtures:
     fixtures: Fixtures
     catalog: Catalog
     index: SearchIndex
+    scenarios: dict[str, Scenario]
 
 
 def load(settings: Settings) -> LoadedFixtures:
-    """Load and check the fixtures and build the catalog (ConfigError when one is wrong)."""
+    """Load and check fixtures and scenarios, build the catalog (ConfigError when one is wrong)."""
     fixtures = load_fixtures(settings.fixtures, vendor=settings.vendor,
                              aggregator=settings.aggregator, sdk_prefix=settings.sdk_prefix)
+    scenarios = load_scenarios(settings.scenarios)
+    if HAPPY_PATH not in scenarios:
+        raise ConfigError(str(settings.scenarios), "$", f"no {HAPPY_PATH}.yaml: it is the default")
+    for number, company in enumerate(fixtures.companies):
+        name = company.get("defaultScenario")
+        if name is not None and name not in scenarios:
+            raise ConfigError(str(fixtures.directory / "companies.yaml"),
+                              f"$.companies[{number}].defaultScenario", f"no scenario named {name!r}")
     catalog = Catalog(build_companies(fixtures, settings.seed))
-    return LoadedFixtures(fixtures=fixtures, catalog=catalog, index=SearchIndex(catalog.ordered))
+    return LoadedFixtures(fixtures=fixtures, catalog=catalog, index=SearchIndex(catalog.ordered),
+                          scenarios=scenarios)
 
 
 def build_store(settings: Settings, *, clock: Clock | None = None,
@@ -52,7 +66,7 @@ def build_store(settings: Settings, *, clock: Clock | None = None,
 
     store = Store(service=fixtures.service, catalog=loaded.catalog, index=loaded.index,
                   tenants=Tenants(settings.environment), seed=settings.seed,
-                  clock_factory=clock_factory)
+                  clock_factory=clock_factory, scenarios=loaded.scenarios)
     for account in fixtures.accounts:
         store.add_account(account)
     try:
@@ -71,6 +85,18 @@ def create_app(settings: Settings, *, clock: Clock | None = None,
     app[STORE] = store or build_store(settings, clock=clock)
     app[JOURNAL] = Journal()
     app[OPENAPI] = {}  # built on first request
-    for module in (meta, access, companies, control):
+    store = app[STORE]
+    app[ENGINE] = TaskEngine(store.scenarios, scope_of=store.service.products.get)
+    runners = app[RUNNERS] = Runners(real=settings.clock == REAL and clock is None)
+    for tenant in store.tenants:
+        runners.add(tenant)
+    store.on_tenant.append(runners.add)
+    app.cleanup_ctx.append(_runners_context)
+    for module in (meta, access, companies, tasks, control):
         app.add_routes(module.routes)
     return app
+
+
+async def _runners_context(app: web.Application) -> AsyncIterator[None]:
+    yield
+    app[RUNNERS].shutdown()

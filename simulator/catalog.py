@@ -61,6 +61,7 @@ def company_from_fixture(raw: dict[str, Any], service: ServiceProfile) -> Compan
         capabilities={**DEFAULT_CAPABILITIES, **connector.get("capabilities", {})},
         scopes=service.scopes_of(products),
         default_scenario=raw.get("defaultScenario"),
+        max_payment_methods=raw.get("maxPaymentMethods"),
     )
 
 

@@ -59,7 +59,8 @@ def schema_errors(document: Any, schema: dict) -> list[tuple[str, str]]:
 
     validator = _validators.get(id(schema))
     if validator is None:
-        validator = _validators[id(schema)] = Draft202012Validator(schema)
+        validator = _validators[id(schema)] = Draft202012Validator(
+            schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
     errors = sorted(validator.iter_errors(document), key=lambda e: [str(p) for p in e.path])
     return [(json_path(e.absolute_path), _short_message(e)) for e in errors]
 

@@ -7,14 +7,18 @@ from typing import Any
 from aiohttp import web
 
 from .domain.store import Store
+from .domain.tasks import TaskEngine
 from .domain.tenants import PublicToken, Tenant
 from .journal import Journal
+from .scheduler import Runners
 from .settings import Settings
 
 SETTINGS = web.AppKey("settings", Settings)
 STORE = web.AppKey("store", Store)
 JOURNAL = web.AppKey("journal", Journal)
 OPENAPI = web.AppKey("openapi", dict)
+ENGINE = web.AppKey("engine", TaskEngine)
+RUNNERS = web.AppKey("runners", Runners)
 
 # Request-scoped values.
 TENANT = web.RequestKey("tenant", Tenant)
@@ -29,3 +33,7 @@ def tenant_of(request: web.Request) -> Tenant:
 
 def body_of(request: web.Request) -> Any:
     return request.get(BODY)
+
+
+def public_token_of(request: web.Request) -> PublicToken | None:
+    return request.get(PUBLIC_TOKEN)

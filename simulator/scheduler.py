@@ -88,20 +88,21 @@ class Runner:
 
 
 class RealTimer:
-    """APScheduler as the wall-clock timer of every tenant in `--clock real` mode."""
+    """APScheduler as the wall-clock timer of every tenant in `--clock real` mode.
+
+    The scheduler itself starts on the first job, so a server that never schedules
+    anything never imports it.
+    """
 
     def __init__(self) -> None:
-        from apscheduler.schedulers.asyncio import AsyncIOScheduler
-
-        self._scheduler = AsyncIOScheduler(timezone=timezone.utc)
+        self._scheduler: Any = None
         self._wakes: dict[str, float] = {}
         self._runners: dict[str, Runner] = {}
 
-    def start(self) -> None:
-        self._scheduler.start()
-
     def shutdown(self) -> None:
-        self._scheduler.shutdown(wait=False)
+        if self._scheduler is not None:
+            self._scheduler.shutdown(wait=False)
+            self._scheduler = None
 
     def watch(self, runner: Runner) -> None:
         """Wake `runner` whenever its tenant's next job falls due."""
@@ -110,7 +111,6 @@ class RealTimer:
         self._wakes.pop(name, None)
         runner.tenant.timeline.on_schedule = lambda job: self._wake_at(name, job.due)
         runner.on_moved = lambda: self._rearm(name)
-        self._rearm(name)
 
     def _rearm(self, name: str) -> None:
         """The clock jumped: the next job's wall time moved, so set the wake-up again."""
@@ -126,14 +126,48 @@ class RealTimer:
         self._wakes[name] = due
         clock = self._runners[name].tenant.clock
         delay = max(0.0, clock.wall_seconds(due - clock.timestamp()))
-        self._scheduler.add_job(self._wake, "date", args=[name], id=f"wake:{name}",
+        self._started().add_job(self._wake, "date", args=[name], id=f"wake:{name}",
                                 replace_existing=True, misfire_grace_time=None,
                                 run_date=datetime.now(timezone.utc) + timedelta(seconds=delay))
 
-    async def _wake(self, name: str) -> Any:
+    def _started(self) -> Any:
+        if self._scheduler is None:
+            from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+            self._scheduler = AsyncIOScheduler(timezone=timezone.utc)
+            self._scheduler.start()
+        return self._scheduler
+
+    async def _wake(self, name: str) -> None:
         self._wakes.pop(name, None)
         runner = self._runners.get(name)
         if runner is None:
             return
         await runner.run_due()
         self._rearm(name)
+
+
+class Runners:
+    """A Runner per tenant; in real mode each is also watched by the wall-clock timer."""
+
+    def __init__(self, *, real: bool, settle: Settle = _nothing) -> None:
+        self._runners: dict[str, Runner] = {}
+        self._settle = settle
+        self.timer = RealTimer() if real else None
+
+    def add(self, tenant: Tenant) -> Runner:
+        runner = Runner(tenant, self._settle)
+        self._runners[tenant.name] = runner
+        if self.timer is not None:
+            self.timer.watch(runner)
+        return runner
+
+    def __getitem__(self, tenant: Tenant) -> Runner:
+        runner = self._runners.get(tenant.name)
+        if runner is None or runner.tenant is not tenant:
+            runner = self.add(tenant)
+        return runner
+
+    def shutdown(self) -> None:
+        if self.timer is not None:
+            self.timer.shutdown()

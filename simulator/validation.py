@@ -55,3 +55,18 @@ def parse_query(query: Mapping[str, str], schema: dict) -> dict[str, Any]:
         if name not in values and "default" in spec:
             values[name] = spec["default"]
     return values
+
+
+def parse_time(value: str, path: str, *, location: str = "query") -> float:
+    """An ISO 8601 time (a `Z` or an offset) -> seconds since the epoch."""
+    from datetime import datetime, timezone
+
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValidationFailed(f"{value!r} is not an ISO 8601 time.",
+                               details=[field_detail(path, "not an ISO 8601 time",
+                                                     location=location)]) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()

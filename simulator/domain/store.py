@@ -28,7 +28,10 @@ class Store:
     tenants: Tenants
     seed: int
     clock_factory: Callable[[], Clock]
+    scenarios: dict[str, Any] = field(default_factory=dict)
     accounts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Told of every tenant made (from fixtures, the control plane or a reset).
+    on_tenant: list[Callable[[Tenant], None]] = field(default_factory=list)
     _ids: Ids | None = None
 
     def add_account(self, account: dict[str, Any]) -> Tenant:
@@ -48,6 +51,8 @@ class Store:
         )
         self.accounts[tenant.name] = account
         self.tenants.add(tenant)
+        for listener in self.on_tenant:
+            listener(tenant)
         return tenant
 
     def create_tenant(self, request: dict[str, Any]) -> Tenant:

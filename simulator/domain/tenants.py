@@ -90,13 +90,17 @@ class Tenant:
     payment_tokens: dict[tuple[str, str], float] = field(default_factory=dict)
     merchant_payment_methods: dict[tuple[str, str], set[str]] = field(default_factory=dict)
 
-    def emit(self, event_type: str, *, user: str | None = None, task: str | None = None,
+    def emit(self, event_type: str, *, identifier: str | None = None, task_id: str | None = None,
              at: float | None = None, **body: Any) -> Event:
-        """Store a new event in the ledger (listeners such as the dispatcher see it next)."""
+        """Store a new event in the ledger (listeners such as the dispatcher see it next).
+
+        `identifier` and `task_id` index the event for filters and replay; `body` holds
+        the body's fields (`user`, `data`, and for task events `task`, `company`, ...).
+        """
         at = self.clock.timestamp() if at is None else at
         event = Event(id=self.ids.uuid(), type=event_type, time=at,
                       body=event_body(event_type, at, **body), sequence=len(self.events.events) + 1,
-                      user=user, task=task)
+                      user=identifier, task=task_id)
         return self.events.append(event)
 
     def user(self, identifier: str) -> User:

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from ..keys import JOURNAL, STORE, tenant_of
+from ..domain import company_admin
+from ..domain.companies import full_record
+from ..keys import ENGINE, JOURNAL, RUNNERS, STORE, tenant_of
 from ..middleware import read_json, require_api_keys
-from ..schemas.api import JOURNAL_QUERY, TENANT_REQUEST
-from ..validation import parse_query
+from ..schemas.api import (CLOCK_ADVANCE_REQUEST, COMPANY_CREATE_REQUEST, COMPANY_STATUS_REQUEST,
+                           COMPANY_UPDATE_REQUEST, EVENTS_QUERY, JOURNAL_QUERY,
+                           SCENARIO_BINDING_REQUEST, TENANT_REQUEST)
+from ..validation import parse_query, parse_time
 
 routes = web.RouteTableDef()
 
@@ -36,3 +40,118 @@ async def requests_journal(request: web.Request) -> web.Response:
                                          method=query.get("method"), status=query.get("status"),
                                          limit=query["limit"])
     return web.json_response({"data": [e.record() for e in entries]})
+
+
+# -- the clock ----------------------------------------------------------------------------
+
+@routes.get("/_sandbox/clock")
+async def clock(request: web.Request) -> web.Response:
+    require_api_keys(request)
+    return web.json_response({"data": _clock_record(tenant_of(request))})
+
+
+@routes.post("/_sandbox/clock/advance")
+async def advance_clock(request: web.Request) -> web.Response:
+    require_api_keys(request)
+    body = await read_json(request, CLOCK_ADVANCE_REQUEST)
+    tenant = tenant_of(request)
+    ran = await request.app[RUNNERS][tenant].advance(body["seconds"])
+    return web.json_response({"data": {**_clock_record(tenant), "jobsRun": ran}})
+
+
+@routes.post("/_sandbox/clock/run-until-idle")
+async def run_until_idle(request: web.Request) -> web.Response:
+    require_api_keys(request)
+    tenant = tenant_of(request)
+    ran = await request.app[RUNNERS][tenant].run_until_idle()
+    return web.json_response({"data": {**_clock_record(tenant), "jobsRun": ran}})
+
+
+def _clock_record(tenant) -> dict:
+    return {**tenant.clock.describe(), "pendingJobs": len(tenant.timeline),
+            "idle": tenant.timeline.idle}
+
+
+# -- events -------------------------------------------------------------------------------
+
+@routes.get("/_sandbox/events")
+async def list_events(request: web.Request) -> web.Response:
+    require_api_keys(request)
+    query = parse_query(request.query, EVENTS_QUERY)
+    since = parse_time(query["since"], "$.since") if "since" in query else None
+    events = tenant_of(request).events.query(event_type=query.get("type"), user=query.get("user"),
+                                             task=query.get("task"), since=since)
+    return web.json_response({"data": [e.record() for e in events[-query["limit"]:]],
+                              "total": len(events)})
+
+
+@routes.get("/_sandbox/events/{eventId}")
+async def get_event(request: web.Request) -> web.Response:
+    require_api_keys(request)
+    event = tenant_of(request).events.get(request.match_info["eventId"])
+    return web.json_response({"data": event.record()})
+
+
+# -- scenarios ----------------------------------------------------------------------------
+
+@routes.get("/_sandbox/scenarios")
+async def list_scenarios(request: web.Request) -> web.Response:
+    require_api_keys(request)
+    scenarios = request.app[ENGINE].scenarios
+    bindings = tenant_of(request).scenario_bindings
+    return web.json_response({"data": [s.describe() for s in scenarios.values()],
+                              "bindings": bindings})
+
+
+@routes.put("/_sandbox/users/{identifier}/scenario")
+async def bind_scenario(request: web.Request) -> web.Response:
+    require_api_keys(request)
+    body = await read_json(request, SCENARIO_BINDING_REQUEST)
+    tenant, identifier = tenant_of(request), request.match_info["identifier"]
+    if body["scenario"] is None:
+        tenant.scenario_bindings.pop(identifier, None)
+    else:
+        request.app[ENGINE].require_scenario(body["scenario"])
+        tenant.scenario_bindings[identifier] = body["scenario"]
+    return web.json_response({"data": {"identifier": identifier, "scenario": body["scenario"]}})
+
+
+# -- companies ----------------------------------------------------------------------------
+
+@routes.post("/_sandbox/companies")
+async def create_company(request: web.Request) -> web.Response:
+    require_api_keys(request)
+    body = await read_json(request, COMPANY_CREATE_REQUEST)
+    tenant = tenant_of(request)
+    company = company_admin.create_company(tenant, request.app[STORE].service, body)
+    return web.json_response({"data": full_record(company, tenant.manual_deposits)}, status=201)
+
+
+@routes.patch("/_sandbox/companies/{companyId}")
+async def update_company(request: web.Request) -> web.Response:
+    require_api_keys(request)
+    body = await read_json(request, COMPANY_UPDATE_REQUEST)
+    tenant = tenant_of(request)
+    company = company_admin.update_company(tenant, request.app[STORE].service,
+                                           request.match_info["companyId"], body)
+    return web.json_response({"data": full_record(company, tenant.manual_deposits)})
+
+
+@routes.delete("/_sandbox/companies/{companyId}")
+async def delete_company(request: web.Request) -> web.Response:
+    require_api_keys(request)
+    company_admin.delete_company(tenant_of(request), request.match_info["companyId"])
+    return web.json_response({"data": {"_id": request.match_info["companyId"], "deleted": True}})
+
+
+@routes.post("/_sandbox/companies/{companyId}/status")
+async def company_status(request: web.Request) -> web.Response:
+    require_api_keys(request)
+    body = await read_json(request, COMPANY_STATUS_REQUEST)
+    tenant = tenant_of(request)
+    company = company_admin.set_company_status(tenant, request.match_info["companyId"],
+                                               body["status"], body.get("products"))
+    record = full_record(company, tenant.manual_deposits)
+    if company.maintenance_products:
+        record["maintenanceProducts"] = list(company.maintenance_products)
+    return web.json_response({"data": record})

@@ -7,6 +7,7 @@ would not go.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,9 @@ def load_scenario(path: Path) -> Scenario:
     kind = document.get("kind", "task")
     steps = []
     at = 0.0
-    for raw in document["steps"]:
+    for number, raw in enumerate(document["steps"]):
+        if not math.isfinite(raw.get("after", 0)):
+            raise ConfigError(str(path), f"$.steps[{number}].after", "must be a finite number")
         at += raw.get("after", 0)
         steps.append(Step(at=at, changes={k: v for k, v in raw.items() if k != "after"}))
     if kind == "task":
@@ -72,21 +75,27 @@ def _check_task_steps(steps: list[Step], file: str) -> None:
         where = f"$.steps[{number}]"
         new = step.get("status")
         patch = step.get("patch", False)
-        if status in FINAL and any(k in step.changes for k in TASK_FIELDS) and not patch:
-            raise ConfigError(file, where, f"step {number} changes the task after it became "
-                              f"{status}; nothing but a patch may follow a final status")
         if patch and new is None:
             raise ConfigError(file, f"{where}.patch", f"step {number}: a patch needs a status")
         if new is not None:
             problem = transition_error(status, new, patch=patch)
             if problem:
                 raise ConfigError(file, f"{where}.status", f"step {number}: {problem}")
+        elif status in FINAL and any(k in step.changes for k in TASK_FIELDS):
+            raise ConfigError(file, where, f"step {number} changes the task after it became "
+                              f"{status}; nothing but a patch may follow a final status")
+        elif status == QUEUED and any(k in step.changes for k in TASK_FIELDS):
+            raise ConfigError(file, where, f"step {number} changes the task while it is queued; "
+                              "move it to processing first")
+        if new is not None:
             status = new
         if step.get("reason") is not None and new != FAILED:
             raise ConfigError(file, f"{where}.reason",
                               f"step {number}: a reason goes with status failed")
         if new == FAILED and step.get("reason") is None:
             raise ConfigError(file, f"{where}.reason", f"step {number}: status failed needs a reason")
+        if "meta" in step.changes and new != FAILED:
+            raise ConfigError(file, f"{where}.meta", f"step {number}: meta goes with status failed")
         if step.get("reason") == MANAGED_BY_REASON and "managedBy" not in step.get("meta", {}):
             raise ConfigError(file, f"{where}.meta",
                               f"step {number}: {MANAGED_BY_REASON} needs meta.managedBy")
@@ -99,4 +108,7 @@ def load_scenarios(directory: Path) -> dict[str, Scenario]:
     """Every *.yaml in the folder, by name (the file name without .yaml)."""
     if not directory.is_dir():
         raise ConfigError(str(directory), "$", "scenarios folder not found")
+    misnamed = sorted(directory.glob("*.yml"))
+    if misnamed:
+        raise ConfigError(str(misnamed[0]), "$", "scenario files end in .yaml")
     return {path.stem: load_scenario(path) for path in sorted(directory.glob("*.yaml"))}

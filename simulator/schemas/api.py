@@ -6,8 +6,9 @@ objects, so what is documented is what is enforced.
 
 from __future__ import annotations
 
-from .fixtures import (AUTHENTICATION_METHODS, COMPANY_STATUSES, DERIVED_TAGS, SCOPES,
-                       STORED_TAGS)
+from .fixtures import (AUTHENTICATION_METHODS, COMPANY_SCHEMA, COMPANY_STATUSES, DERIVED_TAGS,
+                       SCOPES, STORED_TAGS)
+from .scenarios import PAYMENT_METHOD
 
 _NAME = {"type": "string", "minLength": 1, "maxLength": 200}
 _STRINGS = {"type": "array", "items": {"type": "string", "minLength": 1}, "maxItems": 50}
@@ -184,4 +185,102 @@ ACCESS_TOKEN = {
     "required": ["publicToken", "token"],
     "properties": {"publicToken": {"type": "string"}, "token": {"type": "string"},
                    "expiresAt": {"type": "string", "format": "date-time"}},
+}
+
+_METADATA = {"type": "object", "description": "Customer context, echoed in the task's events."}
+
+TASK_CREATE_REQUEST = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "identifier": {"type": "string", "minLength": 1, "maxLength": 256,
+                       "description": "The user (with API keys); a public token names it itself."},
+        "company": {"type": "string", "minLength": 1, "description": "A company `_id`."},
+        "linkedAccount": {"type": "string", "minLength": 1,
+                          "description": "Refresh this linked account (pull refresh flow)."},
+        "product": {"type": "string", "minLength": 1},
+        "operation": {"type": "string", "minLength": 1, "description": "Same as `product`."},
+        "tasks": {
+            "type": "array", "minItems": 1, "maxItems": 10,
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "anyOf": [{"required": ["operation"]}, {"required": ["product"]}],
+                "properties": {
+                    "operation": {"type": "string", "minLength": 1},
+                    "product": {"type": "string", "minLength": 1},
+                    "metadata": _METADATA,
+                    "paymentMethod": {"$ref": "#/$defs/paymentMethod"},
+                    "recreatePaymentToken": {"type": "boolean"},
+                },
+            },
+            "description": "Several operations in one task workflow.",
+        },
+        "metadata": _METADATA,
+        "scenario": {"type": "string", "minLength": 1,
+                     "description": "The scenario that drives the task (see GET /_sandbox/scenarios)."},
+        "paymentMethod": {"$ref": "#/$defs/paymentMethod"},
+        "recreatePaymentToken": {"type": "boolean",
+                                 "description": "Create the card token anew (tokens live 24 hours)."},
+    },
+    "not": {"anyOf": [{"required": ["product", "operation"]}, {"required": ["product", "tasks"]},
+                      {"required": ["operation", "tasks"]}]},
+    "$defs": {"paymentMethod": PAYMENT_METHOD},
+}
+
+TASK_CREATED = {
+    "type": "object",
+    "required": ["id", "status", "taskWorkflow"],
+    "properties": {"id": {"type": "string"}, "status": {"const": "queued"},
+                   "taskWorkflow": {"type": "string"},
+                   "tasks": {"type": "array", "items": {"type": "object"}}},
+}
+
+CLOCK_ADVANCE_REQUEST = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["seconds"],
+    "properties": {"seconds": {"type": "number", "minimum": 0, "maximum": 31_536_000,
+                               "description": "Virtual seconds to move forward (at most a year)."}},
+}
+
+EVENTS_QUERY = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "type": {"type": "string", "description": "eventType"},
+        "user": {"type": "string", "description": "The user's identifier."},
+        "task": {"type": "string"},
+        "since": {"type": "string", "format": "date-time", "description": "Virtual time, ISO 8601."},
+        "delivery": {"enum": ["pending", "delivered", "failed", "none"]},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 1000},
+    },
+}
+
+SCENARIO_BINDING_REQUEST = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["scenario"],
+    "properties": {"scenario": {"type": ["string", "null"], "minLength": 1,
+                                "description": "null removes the binding."}},
+}
+
+COMPANY_STATUS_REQUEST = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["status"],
+    "properties": {
+        "status": {"enum": ["operational", "under-maintenance", "disabled"]},
+        "products": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": True,
+                     "description": "Products under maintenance (default: all of the company's)."},
+    },
+}
+
+COMPANY_CREATE_REQUEST = {**COMPANY_SCHEMA, "required": ["name"]}
+COMPANY_UPDATE_REQUEST = {
+    **COMPANY_SCHEMA,
+    "required": [],
+    "minProperties": 1,
+    "properties": {k: v for k, v in COMPANY_SCHEMA["properties"].items() if k not in ("_id", "status")},
+    "description": "Fields to replace. The status changes through /_sandbox/companies/{id}/status.",
 }

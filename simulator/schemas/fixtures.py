@@ -142,6 +142,8 @@ COMPANY_SCHEMA = {
         },
         "defaultScenario": {"type": "string", "minLength": 1,
                             "description": "Scenario for tasks against this company."},
+        "maxPaymentMethods": {"type": "integer", "minimum": 1,
+                              "description": "The merchant's maximum of payment methods per user."},
     },
 }
 

@@ -61,6 +61,7 @@ STEP = {
         "reason": {"enum": list(FAILURE_REASONS)},
         "meta": {
             "type": "object",
+            "additionalProperties": False,
             "properties": {
                 "managedBy": {
                     "type": "object",
@@ -108,7 +109,7 @@ SCENARIO_SCHEMA = {
     "additionalProperties": False,
     "required": ["description", "steps"],
     "properties": {
-        "description": {"type": "string", "minLength": 1, "maxLength": 200,
+        "description": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"^[^\n]*$",
                         "description": "One line a demo presenter can read."},
         "kind": {"enum": ["task", "processor-link"], "default": "task"},
         "steps": {"type": "array", "minItems": 1, "items": STEP},

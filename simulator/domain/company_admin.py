@@ -1,0 +1,133 @@
+"""Company changes through the control plane, each emitting the spec's company events.
+
+Changes stay inside the tenant that made them (spec: Company events;
+DESIGN.md: Tenancy). Company events carry no `user`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import Conflict, field_detail
+from ..fixtures import ServiceProfile
+from .companies import DISABLED, OPERATIONAL, UNDER_MAINTENANCE, Company
+from .tenants import Tenant
+
+ALREADY_EXISTS = "A company with the id {company_id!r} already exists."
+NOT_A_PARENT = "Company {company_id!r} is not tagged franchise-parent."
+UNKNOWN_PRODUCTS = "Unknown products: {products}."
+
+
+def create_company(tenant: Tenant, service: ServiceProfile, body: dict[str, Any]) -> Company:
+    """POST /_sandbox/companies: emits company-created."""
+    from ..catalog import company_from_fixture
+
+    if "_id" not in body:
+        body = {**body, "_id": tenant.ids.object_id()}
+    if tenant.companies.get(body["_id"]) is not None:
+        raise Conflict(ALREADY_EXISTS.format(company_id=body["_id"]), code="company-exists",
+                       details=[field_detail("$._id", "already exists")])
+    _check_references(tenant, service, body)
+    company = company_from_fixture(body, service)
+    tenant.companies.put(company)
+    tenant.emit("company-created", data={"companyId": company.id})
+    return company
+
+
+def update_company(tenant: Tenant, service: ServiceProfile, company_id: str,
+                   body: dict[str, Any]) -> Company:
+    """PATCH /_sandbox/companies/{id}: the given fields replaced; emits company-updated."""
+    from ..catalog import company_from_fixture
+
+    current = tenant.companies.require(company_id)
+    merged = {**fixture_of(current), **body, "_id": current.id}
+    _check_references(tenant, service, merged)
+    company = company_from_fixture(merged, service)
+    tenant.companies.put(company)
+    tenant.emit("company-updated", data={"companyId": company.id})
+    return company
+
+
+def delete_company(tenant: Tenant, company_id: str) -> None:
+    """DELETE /_sandbox/companies/{id}: emits company-deleted."""
+    company = tenant.companies.require(company_id)
+    tenant.companies.delete(company.id)
+    tenant.emit("company-deleted", data={"companyId": company.id})
+
+
+def set_company_status(tenant: Tenant, company_id: str, status: str,
+                       products: list[str] | None = None) -> Company:
+    """Maintenance on or off, or disabled (spec: Company status).
+
+    Into or out of maintenance emits `maintenance-mode` (status `maintenance` with the
+    products, or `operational` with an empty list); the spec does not show how
+    `disabled` is announced, so the sandbox emits `company-updated` for it.
+    """
+    company = tenant.companies.require(company_id)
+    if products:
+        unknown = sorted(set(products) - set(company.available_products))
+        if unknown:
+            raise_unknown_products(unknown)
+    maintenance_products = tuple(products or company.available_products)
+    if status == UNDER_MAINTENANCE:
+        updated = tenant.companies.with_changes(company, status=status,
+                                                maintenance_products=maintenance_products)
+        tenant.emit("maintenance-mode", data={"companyId": company.id, "status": "maintenance",
+                                              "products": list(maintenance_products)})
+    elif status == OPERATIONAL:
+        updated = tenant.companies.with_changes(company, status=status, maintenance_products=())
+        if company.status == UNDER_MAINTENANCE:
+            tenant.emit("maintenance-mode", data={"companyId": company.id, "status": "operational",
+                                                  "products": []})
+        elif company.status == DISABLED:
+            tenant.emit("company-updated", data={"companyId": company.id})
+    else:
+        updated = tenant.companies.with_changes(company, status=DISABLED, maintenance_products=())
+        if company.status != DISABLED:
+            tenant.emit("company-updated", data={"companyId": company.id})
+    return updated
+
+
+def raise_unknown_products(unknown: list[str]) -> None:
+    from ..errors import ValidationFailed
+
+    raise ValidationFailed(UNKNOWN_PRODUCTS.format(products=", ".join(unknown)),
+                           code="unknown-products",
+                           details=[field_detail("$.products", f"not offered by the company: {p}")
+                                    for p in unknown])
+
+
+def _check_references(tenant: Tenant, service: ServiceProfile, body: dict[str, Any]) -> None:
+    from ..errors import ValidationFailed
+
+    parent_id = body.get("franchiseParent")
+    if parent_id is not None:
+        parent = tenant.companies.get(parent_id)
+        if parent is None or "franchise-parent" not in parent.tags:
+            raise ValidationFailed(NOT_A_PARENT.format(company_id=parent_id),
+                                   details=[field_detail("$.franchiseParent", "not a franchise parent")])
+    products = body.get("connector", {}).get("availableProducts", [])
+    unknown = [p for p in products if p not in service.products]
+    if unknown:
+        raise ValidationFailed(UNKNOWN_PRODUCTS.format(products=", ".join(unknown)),
+                               code="unknown-products",
+                               details=[field_detail("$.connector.availableProducts", f"unknown: {p}")
+                                        for p in unknown])
+
+
+def fixture_of(company: Company) -> dict[str, Any]:
+    """A company as a companies.yaml entry (so an update can merge fields into it)."""
+    record: dict[str, Any] = {
+        "_id": company.id, "name": company.name, "status": company.status,
+        "tags": list(company.tags), "branding": company.branding,
+        "connector": {"_id": company.connector_id,
+                      "availableProducts": list(company.available_products),
+                      "capabilities": dict(company.capabilities)},
+    }
+    if company.franchise_parent:
+        record["franchiseParent"] = company.franchise_parent
+    if company.default_scenario:
+        record["defaultScenario"] = company.default_scenario
+    if company.max_payment_methods is not None:
+        record["maxPaymentMethods"] = company.max_payment_methods
+    return record

@@ -1,0 +1,374 @@
+"""Tasks and task workflows: created by the API, moved by scenario steps on the clock.
+
+A task only moves along the spec's transitions (states.py); every change emits the
+spec's task events into the tenant's ledger (spec: Task, Task events).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..clock import isoformat
+from ..errors import (ApiError, BadRequest, Forbidden, NotFound, ValidationFailed,
+                      field_detail)
+from ..scenarios.loader import Scenario, Step
+from .companies import DISABLED, Company
+from .company_admin import set_company_status
+from .states import COMPLETED, FAILED, FINAL, QUEUED, transition_error
+from .tenants import Tenant
+
+HAPPY_PATH = "happy-path"
+PAYMENT_TOKEN_LIFETIME = 24 * 3600  # spec: Limits, card token lifetime
+
+UNKNOWN_TASK = "No task has the id {task_id!r}."
+UNKNOWN_SCENARIO = "No scenario is named {name!r}. Known: {known}."
+COMPANY_DISABLED = "Company {name!r} is disabled: no authentication flow can start against it."
+COMPANY_IN_MAINTENANCE = ("Company {name!r} is under maintenance for {product}: no "
+                          "authentication flow can start against it until it is operational.")
+PRODUCT_NOT_OFFERED = "Company {name!r} does not offer the product {product!r} (it offers {offered})."
+IDENTIFIER_REQUIRED = "With API keys, name the user with `identifier`."
+IDENTIFIER_MISMATCH = "`identifier` does not match the user of the public token."
+COMPANY_OR_LINKED_ACCOUNT = "Send `company` (with a product or tasks) or `linkedAccount`."
+PRODUCT_REQUIRED = "Name the product: `product`, `operation` or `tasks`."
+
+
+@dataclass
+class Task:
+    id: str
+    workflow: str
+    identifier: str
+    user_id: str
+    company_id: str
+    product: str
+    scenario: str
+    created_at: float
+    authentication_method: str
+    public_token: str
+    status: str = QUEUED
+    previous_status: str | None = None
+    authenticated: bool = False
+    connected: bool = True
+    reason: str | None = None
+    flow: str | None = None
+    meta: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    payment_method: dict[str, Any] | None = None
+    linked_account: str | None = None
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+    def record(self) -> dict[str, Any]:
+        """GET /task/{id}: the task, its outcome and every transition it made."""
+        record: dict[str, Any] = {
+            "id": self.id, "taskWorkflow": self.workflow, "status": self.status,
+            "previousStatus": self.previous_status, "product": self.product,
+            "company": self.company_id, "user": {"_id": self.user_id, "identifier": self.identifier,
+                                                  "connected": self.connected},
+            "authenticated": self.authenticated, "authenticationMethod": self.authentication_method,
+            "scenario": self.scenario, "createdAt": isoformat(self.created_at),
+            "history": self.history,
+        }
+        optional = {"reason": self.reason, "flow": self.flow, "meta": self.meta,
+                    "metadata": self.metadata, "paymentMethod": self.payment_method,
+                    "linkedAccount": self.linked_account}
+        record.update({k: v for k, v in optional.items() if v is not None})
+        return record
+
+
+@dataclass
+class Workflow:
+    id: str
+    identifier: str
+    tasks: list[str]
+    finished: bool = False
+
+
+@dataclass(frozen=True)
+class TaskRequest:
+    """One task of a create request, after the request was checked."""
+
+    product: str
+    metadata: dict[str, Any] | None
+    payment_method: dict[str, Any] | None
+    recreate_payment_token: bool
+
+
+# Hooks other capabilities plug into a step (linked accounts, the aggregator):
+# name of the step field -> function(tenant, task, value).
+StepHook = Callable[[Tenant, Task, Any], None]
+
+
+class TaskEngine:
+    """Creates tasks and runs their scenario steps on the tenant's timeline."""
+
+    def __init__(self, scenarios: Mapping[str, Scenario], scope_of: Callable[[str], str | None]):
+        self.scenarios = scenarios
+        self.scope_of = scope_of
+        self.step_hooks: dict[str, StepHook] = {}
+        self.on_final: list[Callable[[Tenant, Task], None]] = []
+
+    # -- creation ---------------------------------------------------------------------------
+
+    def create_task(self, tenant: Tenant, body: dict[str, Any], *,
+                    token_identifier: str | None = None,
+                    public_token: str | None = None) -> tuple[Workflow, list[Task]]:
+        """POST /task/create: one workflow with one or more tasks, all queued."""
+        identifier = self._identifier(body, token_identifier)
+        if "company" not in body:
+            raise ValidationFailed(COMPANY_OR_LINKED_ACCOUNT,
+                                   details=[field_detail("$.company", COMPANY_OR_LINKED_ACCOUNT)])
+        company = tenant.companies.get(body["company"])
+        if company is None:
+            raise NotFound(f"No company has the id {body['company']!r}.", code="company-not-found",
+                           details=[field_detail("$.company", "unknown company id")])
+        requests = self._task_requests(body)
+        for number, request in enumerate(requests):
+            self._check_company_accepts(company, request.product,
+                                        "$.product" if "tasks" not in body else f"$.tasks[{number}]")
+        scenario = self.select_scenario(tenant, identifier, company, body.get("scenario"))
+        user = tenant.user(identifier)
+        token = public_token or tenant.latest_token.get(identifier, "")
+        workflow = Workflow(id=tenant.ids.object_id(), identifier=identifier, tasks=[])
+        tasks = []
+        for request in requests:
+            task_scenario = self._pay_link_outcome(tenant, identifier, company, request) or scenario
+            task = Task(
+                id=tenant.ids.object_id(), workflow=workflow.id, identifier=identifier,
+                user_id=user.id, company_id=company.id, product=request.product,
+                scenario=task_scenario.name, created_at=tenant.clock.timestamp(),
+                authentication_method=self._authentication_method(company, request.product),
+                public_token=token, metadata=request.metadata,
+                payment_method=request.payment_method, linked_account=body.get("linkedAccount"))
+            task.history.append({"status": QUEUED, "at": isoformat(task.created_at)})
+            tenant.tasks[task.id] = task
+            workflow.tasks.append(task.id)
+            self.schedule(tenant, task, task_scenario)
+            tasks.append(task)
+        tenant.workflows[workflow.id] = workflow
+        return workflow, tasks
+
+    def select_scenario(self, tenant: Tenant, identifier: str, company: Company | None,
+                        requested: str | None, login_scenario: str | None = None) -> Scenario:
+        """First match wins: the request, the user's binding, the SDK login, the company, happy-path."""
+        if requested is not None:
+            return self.require_scenario(requested, "$.scenario")
+        for name in (tenant.scenario_bindings.get(identifier), login_scenario,
+                     company.default_scenario if company else None):
+            if name is not None and name in self.scenarios:
+                return self.scenarios[name]
+        return self.scenarios[HAPPY_PATH]
+
+    def require_scenario(self, name: str, path: str = "$.scenario") -> Scenario:
+        scenario = self.scenarios.get(name)
+        if scenario is None or scenario.kind != "task":
+            known = ", ".join(n for n, s in sorted(self.scenarios.items()) if s.kind == "task")
+            raise ValidationFailed(UNKNOWN_SCENARIO.format(name=name, known=known),
+                                   code="unknown-scenario", details=[field_detail(path, "unknown")])
+        return scenario
+
+    def schedule(self, tenant: Tenant, task: Task, scenario: Scenario) -> None:
+        for step in scenario.steps:
+            tenant.timeline.schedule(task.created_at + step.at, _StepAction(self, tenant, task, step),
+                                     label=f"{scenario.name} step for task {task.id}", owner=task.id)
+
+    def _identifier(self, body: dict[str, Any], token_identifier: str | None) -> str:
+        if token_identifier is not None:
+            if body.get("identifier", token_identifier) != token_identifier:
+                raise ValidationFailed(IDENTIFIER_MISMATCH, code="identifier-mismatch",
+                                       details=[field_detail("$.identifier", IDENTIFIER_MISMATCH)])
+            return token_identifier
+        if "identifier" not in body:
+            raise ValidationFailed(IDENTIFIER_REQUIRED,
+                                   details=[field_detail("$.identifier", IDENTIFIER_REQUIRED)])
+        return body["identifier"]
+
+    def _task_requests(self, body: dict[str, Any]) -> list[TaskRequest]:
+        if "tasks" in body:
+            return [TaskRequest(product=t.get("product") or t["operation"],
+                                metadata=t.get("metadata", body.get("metadata")),
+                                payment_method=t.get("paymentMethod"),
+                                recreate_payment_token=t.get("recreatePaymentToken", False))
+                    for t in body["tasks"]]
+        product = body.get("product") or body.get("operation")
+        if product is None:
+            raise ValidationFailed(PRODUCT_REQUIRED,
+                                   details=[field_detail("$.product", PRODUCT_REQUIRED)])
+        return [TaskRequest(product=product, metadata=body.get("metadata"),
+                            payment_method=body.get("paymentMethod"),
+                            recreate_payment_token=body.get("recreatePaymentToken", False))]
+
+    @staticmethod
+    def _check_company_accepts(company: Company, product: str, path: str) -> None:
+        if company.status == DISABLED:
+            raise Forbidden(COMPANY_DISABLED.format(name=company.name), code="company-disabled",
+                            details=[field_detail("$.company", "disabled")])
+        if company.under_maintenance_for(product):
+            raise Forbidden(COMPANY_IN_MAINTENANCE.format(name=company.name, product=product),
+                            code="company-under-maintenance",
+                            details=[field_detail("$.company", "under maintenance")])
+        if product not in company.available_products:
+            raise BadRequest(PRODUCT_NOT_OFFERED.format(
+                name=company.name, product=product,
+                offered=", ".join(company.available_products)),
+                code="product-not-offered", details=[field_detail(path, "not offered")])
+
+    def _authentication_method(self, company: Company, product: str) -> str:
+        methods = company.capabilities.get("authenticationMethods") or ["standard-auth"]
+        if self.scope_of(product) == "pay-link":
+            # Pay-link tasks report true-auth or smart-auth (spec: Task, authenticationMethod).
+            return "true-auth" if "true-auth" in methods else "smart-auth"
+        return methods[0]
+
+    def _pay_link_outcome(self, tenant: Tenant, identifier: str, company: Company,
+                          request: TaskRequest) -> Scenario | None:
+        """Spec rules that decide a pay-link task before any scenario: card token
+        lifetime (24 h) and the merchant's maximum of payment methods."""
+        method = request.payment_method
+        if not method:
+            return None
+        now = tenant.clock.timestamp()
+        key = (identifier, method["_id"])
+        if method.get("type") == "card":
+            created = tenant.payment_tokens.get(key)
+            if created is None or request.recreate_payment_token:
+                tenant.payment_tokens[key] = now
+            elif now - created >= PAYMENT_TOKEN_LIFETIME:
+                return self.scenarios.get("payment-token-expired")
+        methods = tenant.merchant_payment_methods.setdefault((identifier, company.id), set())
+        if method["_id"] not in methods:
+            if company.max_payment_methods is not None and len(methods) >= company.max_payment_methods:
+                return self.scenarios.get("payment-method-limit-reached")
+            methods.add(method["_id"])
+        return None
+
+    # -- steps ------------------------------------------------------------------------------
+
+    def apply_step(self, tenant: Tenant, task: Task, step: Step) -> None:
+        """One scenario step: company first, then authentication, then status, then accounts."""
+        changes = step.changes
+        if "company" in changes:
+            company_change = changes["company"]
+            set_company_status(tenant, task.company_id, company_change["status"],
+                               company_change.get("products"))
+        for name in ("product", "flow", "meta"):
+            if name in changes:
+                setattr(task, name, changes[name])
+        if "authenticationMethod" in changes:
+            task.authentication_method = changes["authenticationMethod"]
+        if "paymentMethod" in changes:
+            task.payment_method = changes["paymentMethod"]
+        if "connected" in changes:
+            task.connected = changes["connected"]
+        if "authenticated" in changes:
+            # Emitted for every step that states it, also when it stays false: a refused
+            # login is news to the customer (spec: task-authentication-status-updated).
+            task.authenticated = changes["authenticated"]
+            self._emit_task_event(tenant, task, "task-authentication-status-updated",
+                                  {"authenticated": task.authenticated})
+        if "status" in changes:
+            self._move(tenant, task, changes["status"], reason=changes.get("reason"),
+                       patch=changes.get("patch", False))
+        if "accounts" in changes:
+            self._emit_task_event(tenant, task, "pay-link-accounts-updated",
+                                  {"accounts": self._accounts(tenant, task, changes["accounts"])})
+        for name, hook in self.step_hooks.items():
+            if name in changes:
+                hook(tenant, task, changes[name])
+        if "status" in changes and task.status in FINAL and not changes.get("patch"):
+            for listener in self.on_final:
+                listener(tenant, task)
+            self._finish_workflow_if_done(tenant, task, changes.get("workflowFailureReason"))
+
+    def _move(self, tenant: Tenant, task: Task, status: str, *, reason: str | None,
+              patch: bool) -> None:
+        problem = transition_error(task.status, status, patch=patch)
+        if problem:  # loaded scenarios are checked; this guards hand-built steps
+            raise ApiError(problem, code="illegal-transition")
+        task.previous_status, task.status = task.status, status
+        task.reason = reason if status == FAILED else None
+        task.history.append({"status": status, "previousStatus": task.previous_status,
+                             "at": isoformat(tenant.clock.timestamp()), "patch": patch,
+                             **({"reason": reason} if reason else {})})
+        if patch:
+            data = {"authenticated": task.authenticated, "status": task.status,
+                    "previousStatus": task.previous_status}
+            if task.payment_method:
+                data["paymentMethod"] = task.payment_method
+            self._emit_task_event(tenant, task, "task-status-patched", data)
+            return
+        data = {"previousStatus": task.previous_status, "status": task.status,
+                "authenticated": task.authenticated}
+        optional = {"paymentMethod": task.payment_method, "reason": task.reason, "flow": task.flow,
+                    "meta": task.meta if status == FAILED else None}
+        data.update({k: v for k, v in optional.items() if v is not None})
+        self._emit_task_event(tenant, task, "task-status-updated", data)
+
+    def _accounts(self, tenant: Tenant, task: Task, updates: list[dict[str, Any]]) -> list[dict]:
+        accounts = []
+        for update in updates:
+            account = {"_id": update.get("_id") or f"{task.company_id}-{task.user_id}",
+                       "updateType": update["updateType"], "bills": []}
+            for bill in update.get("bills", []):
+                entry = {"_id": bill.get("_id") or tenant.ids.object_id()}
+                if update["updateType"] == "updated" and bill.get("changedFields"):
+                    entry["changedFields"] = bill["changedFields"]
+                account["bills"].append(entry)
+            accounts.append(account)
+        return accounts
+
+    def _finish_workflow_if_done(self, tenant: Tenant, task: Task,
+                                 failure_reason: str | None) -> None:
+        workflow = tenant.workflows.get(task.workflow)
+        if workflow is None or workflow.finished:
+            return
+        tasks = [tenant.tasks[t] for t in workflow.tasks]
+        if not all(t.status in FINAL for t in tasks):
+            return
+        workflow.finished = True
+        failed = [t for t in tasks if t.status == FAILED]
+        data: dict[str, Any] = {
+            "status": FAILED if failed else COMPLETED,
+            "tasks": [{"task": t.id, "product": t.product, "status": t.status,
+                       **({"reason": t.reason} if t.reason else {})} for t in tasks],
+        }
+        if failed:
+            data["failureReason"] = failure_reason or failed[0].reason
+        self._emit_task_event(tenant, task, "task-workflow-finished", data)
+
+    def emit_for_task(self, tenant: Tenant, task: Task, event_type: str,
+                      data: dict[str, Any] | None) -> None:
+        self._emit_task_event(tenant, task, event_type, data)
+
+    def _emit_task_event(self, tenant: Tenant, task: Task, event_type: str,
+                         data: dict[str, Any] | None) -> None:
+        company = tenant.companies.get(task.company_id)
+        tenant.emit(
+            event_type, identifier=task.identifier, task_id=task.id,
+            user={"_id": task.user_id, "identifier": task.identifier, "connected": task.connected},
+            data=data, publicToken=task.public_token, product=task.product, task=task.id,
+            taskWorkflow=task.workflow, authenticationMethod=task.authentication_method,
+            company=company.branding_summary() if company else {"_id": task.company_id},
+            metadata=task.metadata)
+
+    # -- reading ----------------------------------------------------------------------------
+
+    @staticmethod
+    def get_task(tenant: Tenant, task_id: str) -> Task:
+        task = tenant.tasks.get(task_id)
+        if task is None:
+            raise NotFound(UNKNOWN_TASK.format(task_id=task_id), code="task-not-found")
+        return task
+
+
+@dataclass(frozen=True)
+class _StepAction:
+    """A scheduled step (a small object rather than a closure: cheap at 10,000s of tasks)."""
+
+    engine: TaskEngine
+    tenant: Tenant
+    task: Task
+    step: Step
+
+    def __call__(self) -> None:
+        self.engine.apply_step(self.tenant, self.task, self.step)
