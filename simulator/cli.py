@@ -37,6 +37,13 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--environment", choices=["sandbox", "production"])
     serve.add_argument("--log-format", choices=["text", "json"])
 
+    scenarios = commands.add_parser("scenarios", help="list or check scenario files")
+    scenario_commands = scenarios.add_subparsers(dest="action", required=True)
+    for action, text in (("list", "list the scenarios of a folder"),
+                         ("validate", "check every scenario file of a folder")):
+        command = scenario_commands.add_parser(action, help=text)
+        command.add_argument("directory", nargs="?", help="default: the bundled scenarios")
+
     fixtures = commands.add_parser("fixtures", help="check fixture files")
     fixtures_commands = fixtures.add_subparsers(dest="action", required=True)
     validate = fixtures_commands.add_parser("validate", help="validate a fixtures folder")
@@ -51,6 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _serve(vars(args))
         if args.command == "fixtures":
             return _validate_fixtures(args.directory)
+        if args.command == "scenarios":
+            return _scenarios(args.action, args.directory)
     except ConfigError as error:
         print(f"payroll-sandbox: configuration error: {error}", file=sys.stderr)
         return EXIT_CONFIG
@@ -66,6 +75,22 @@ def _validate_fixtures(directory: str | None) -> int:
     fixtures = load_fixtures(folder)
     companies = build_companies(fixtures, seed=1)
     print(f"{folder}: valid ({len(fixtures.accounts)} accounts, {len(companies)} companies)")
+    return 0
+
+
+def _scenarios(action: str, directory: str | None) -> int:
+    from .scenarios.loader import load_scenarios
+    from .settings import bundled_dir
+
+    folder = Path(directory) if directory else bundled_dir("scenarios")
+    scenarios = load_scenarios(folder)
+    if action == "validate":
+        print(f"{folder}: valid ({len(scenarios)} scenarios)")
+        return 0
+    width = max((len(name) for name in scenarios), default=0)
+    for name, scenario in scenarios.items():
+        print(f"{name:<{width}}  {scenario.outcome:<10} {scenario.duration:>7.1f}s  "
+              f"{scenario.description}")
     return 0
 
 
