@@ -16,12 +16,13 @@ from .domain.tenants import Tenants
 from .fixtures import ConfigError, Fixtures, load_fixtures
 from .journal import Journal
 from .domain.tasks import HAPPY_PATH, TaskEngine
-from .keys import ENGINE, JOURNAL, OPENAPI, RUNNERS, SETTINGS, STORE
+from .keys import DISPATCHER, ENGINE, JOURNAL, OPENAPI, RUNNERS, SETTINGS, STORE
 from .middleware import MAX_BODY_BYTES, auth_middleware, error_middleware, journal_middleware
-from .routes import access, companies, control, meta, tasks
+from .routes import access, companies, control, meta, tasks, webhooks
 from .scenarios.loader import Scenario, load_scenarios
 from .scheduler import Runners
 from .settings import Settings
+from .webhooks.dispatcher import ATTEMPT_TIMEOUT, Dispatcher
 
 
 @dataclass(frozen=True)
@@ -87,16 +88,24 @@ def create_app(settings: Settings, *, clock: Clock | None = None,
     app[OPENAPI] = {}  # built on first request
     store = app[STORE]
     app[ENGINE] = TaskEngine(store.scenarios, scope_of=store.service.products.get)
-    runners = app[RUNNERS] = Runners(real=settings.clock == REAL and clock is None)
+    real = settings.clock == REAL and clock is None
+    dispatcher = app[DISPATCHER] = Dispatcher(
+        vendor=store.service.vendor, seed=settings.seed, default_url=settings.webhook_url,
+        timeout=settings.webhook_timeout or ATTEMPT_TIMEOUT / (settings.time_scale if real else 1))
+    runners = app[RUNNERS] = Runners(real=real, settle=dispatcher.settle)
     for tenant in store.tenants:
+        dispatcher.attach(tenant)
         runners.add(tenant)
-    store.on_tenant.append(runners.add)
-    app.cleanup_ctx.append(_runners_context)
-    for module in (meta, access, companies, tasks, control):
+    store.on_tenant += [dispatcher.attach, runners.add]
+    app.cleanup_ctx.append(_background_context)
+    for module in (meta, access, companies, tasks, control, webhooks):
         app.add_routes(module.routes)
     return app
 
 
-async def _runners_context(app: web.Application) -> AsyncIterator[None]:
+async def _background_context(app: web.Application) -> AsyncIterator[None]:
+    """The webhook client session and the real-mode timer live as long as the app."""
+    await app[DISPATCHER].start()
     yield
     app[RUNNERS].shutdown()
+    await app[DISPATCHER].close()

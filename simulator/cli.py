@@ -34,6 +34,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--clock", choices=["real", "manual"], help="virtual clock mode")
     serve.add_argument("--time-scale", type=float, help="virtual seconds per wall second")
     serve.add_argument("--webhook-url", help="one endpoint for every event type")
+    serve.add_argument("--webhook-timeout", type=float,
+                       help="wall seconds per webhook attempt (default: 15 virtual seconds)")
     serve.add_argument("--environment", choices=["sandbox", "production"])
     serve.add_argument("--log-format", choices=["text", "json"])
 

@@ -12,6 +12,7 @@ from .domain.tenants import PublicToken, Tenant
 from .journal import Journal
 from .scheduler import Runners
 from .settings import Settings
+from .webhooks.dispatcher import Dispatcher
 
 SETTINGS = web.AppKey("settings", Settings)
 STORE = web.AppKey("store", Store)
@@ -19,6 +20,7 @@ JOURNAL = web.AppKey("journal", Journal)
 OPENAPI = web.AppKey("openapi", dict)
 ENGINE = web.AppKey("engine", TaskEngine)
 RUNNERS = web.AppKey("runners", Runners)
+DISPATCHER = web.AppKey("dispatcher", Dispatcher)
 
 # Request-scoped values.
 TENANT = web.RequestKey("tenant", Tenant)

@@ -23,10 +23,10 @@ log = logging.getLogger("payroll_sandbox.scheduler")
 # A guard against scenarios or hooks that keep scheduling work forever.
 MAX_JOBS_PER_RUN = 5_000_000
 
-Settle = Callable[[], Awaitable[None]]
+Settle = Callable[[Tenant], Awaitable[None]]
 
 
-async def _nothing() -> None:
+async def _nothing(tenant: Tenant) -> None:
     return None
 
 
@@ -72,7 +72,7 @@ class Runner:
             clock.advance_to(job.due)
             self._run(job)
             ran += 1
-            await self.settle()
+            await self.settle(self.tenant)
         return ran
 
     def _moved(self) -> None:

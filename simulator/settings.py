@@ -38,6 +38,8 @@ class Settings:
     clock: str = "real"
     time_scale: float = 1.0
     webhook_url: str | None = None
+    # Wall seconds before a webhook attempt times out (default: 15 virtual seconds).
+    webhook_timeout: float | None = None
     environment: str = "sandbox"
     log_format: str = "text"
     # Service profile overrides (fixtures/service.yaml holds the defaults).
@@ -53,6 +55,7 @@ class Settings:
 _CONFIG_NAMES = {
     "host": "host", "port": "port", "fixtures": "fixtures", "scenarios": "scenarios",
     "seed": "seed", "clock": "clock", "timeScale": "time_scale", "webhookUrl": "webhook_url",
+    "webhookTimeout": "webhook_timeout",
     "environment": "environment", "logFormat": "log_format", "vendor": "vendor",
     "aggregator": "aggregator", "sdkPrefix": "sdk_prefix",
 }
@@ -64,7 +67,7 @@ def _coerce(name: str, raw: Any, source: str) -> Any:
     try:
         if kind == "int":
             return int(raw)
-        if kind == "float":
+        if kind in ("float", "float | None"):
             return float(raw)
         if kind in ("Path", "Path | None"):
             return Path(raw)

@@ -137,7 +137,7 @@ class TaskEngine:
                 id=tenant.ids.object_id(), workflow=workflow.id, identifier=identifier,
                 user_id=user.id, company_id=company.id, product=request.product,
                 scenario=task_scenario.name, created_at=tenant.clock.timestamp(),
-                authentication_method=self._authentication_method(company, request.product),
+                authentication_method=self.authentication_method(company, request.product),
                 public_token=token, metadata=request.metadata,
                 payment_method=request.payment_method, linked_account=body.get("linkedAccount"))
             task.history.append({"status": QUEUED, "at": isoformat(task.created_at)})
@@ -213,7 +213,7 @@ class TaskEngine:
                 offered=", ".join(company.available_products)),
                 code="product-not-offered", details=[field_detail(path, "not offered")])
 
-    def _authentication_method(self, company: Company, product: str) -> str:
+    def authentication_method(self, company: Company, product: str) -> str:
         methods = company.capabilities.get("authenticationMethods") or ["standard-auth"]
         if self.scope_of(product) == "pay-link":
             # Pay-link tasks report true-auth or smart-auth (spec: Task, authenticationMethod).

@@ -6,12 +6,13 @@ from aiohttp import web
 
 from ..domain import company_admin
 from ..domain.companies import full_record
-from ..keys import ENGINE, JOURNAL, RUNNERS, STORE, tenant_of
+from ..keys import DISPATCHER, ENGINE, JOURNAL, RUNNERS, STORE, tenant_of
 from ..middleware import read_json, require_api_keys
 from ..schemas.api import (CLOCK_ADVANCE_REQUEST, COMPANY_CREATE_REQUEST, COMPANY_STATUS_REQUEST,
                            COMPANY_UPDATE_REQUEST, EVENTS_QUERY, JOURNAL_QUERY,
                            SCENARIO_BINDING_REQUEST, TENANT_REQUEST)
 from ..validation import parse_query, parse_time
+from .webhooks import event_record
 
 routes = web.RouteTableDef()
 
@@ -79,17 +80,21 @@ async def list_events(request: web.Request) -> web.Response:
     require_api_keys(request)
     query = parse_query(request.query, EVENTS_QUERY)
     since = parse_time(query["since"], "$.since") if "since" in query else None
-    events = tenant_of(request).events.query(event_type=query.get("type"), user=query.get("user"),
-                                             task=query.get("task"), since=since)
-    return web.json_response({"data": [e.record() for e in events[-query["limit"]:]],
-                              "total": len(events)})
+    tenant = tenant_of(request)
+    events = tenant.events.query(event_type=query.get("type"), user=query.get("user"),
+                                 task=query.get("task"), since=since)
+    records = [event_record(request.app, tenant, e) for e in events]
+    if "delivery" in query:
+        records = [r for r in records if r["delivery"] == query["delivery"]]
+    return web.json_response({"data": records[-query["limit"]:], "total": len(records)})
 
 
 @routes.get("/_sandbox/events/{eventId}")
 async def get_event(request: web.Request) -> web.Response:
     require_api_keys(request)
-    event = tenant_of(request).events.get(request.match_info["eventId"])
-    return web.json_response({"data": event.record()})
+    tenant = tenant_of(request)
+    event = tenant.events.get(request.match_info["eventId"])
+    return web.json_response({"data": event_record(request.app, tenant, event)})
 
 
 # -- scenarios ----------------------------------------------------------------------------
@@ -124,6 +129,7 @@ async def create_company(request: web.Request) -> web.Response:
     body = await read_json(request, COMPANY_CREATE_REQUEST)
     tenant = tenant_of(request)
     company = company_admin.create_company(tenant, request.app[STORE].service, body)
+    await request.app[DISPATCHER].settle(tenant)
     return web.json_response({"data": full_record(company, tenant.manual_deposits)}, status=201)
 
 
@@ -134,6 +140,7 @@ async def update_company(request: web.Request) -> web.Response:
     tenant = tenant_of(request)
     company = company_admin.update_company(tenant, request.app[STORE].service,
                                            request.match_info["companyId"], body)
+    await request.app[DISPATCHER].settle(tenant)
     return web.json_response({"data": full_record(company, tenant.manual_deposits)})
 
 
@@ -141,6 +148,7 @@ async def update_company(request: web.Request) -> web.Response:
 async def delete_company(request: web.Request) -> web.Response:
     require_api_keys(request)
     company_admin.delete_company(tenant_of(request), request.match_info["companyId"])
+    await request.app[DISPATCHER].settle(tenant_of(request))
     return web.json_response({"data": {"_id": request.match_info["companyId"], "deleted": True}})
 
 
@@ -154,4 +162,5 @@ async def company_status(request: web.Request) -> web.Response:
     record = full_record(company, tenant.manual_deposits)
     if company.maintenance_products:
         record["maintenanceProducts"] = list(company.maintenance_products)
+    await request.app[DISPATCHER].settle(tenant)
     return web.json_response({"data": record})

@@ -284,3 +284,60 @@ COMPANY_UPDATE_REQUEST = {
     "properties": {k: v for k, v in COMPANY_SCHEMA["properties"].items() if k not in ("_id", "status")},
     "description": "Fields to replace. The status changes through /_sandbox/companies/{id}/status.",
 }
+
+WEBHOOK_ENDPOINTS_REQUEST = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["endpoints"],
+    "properties": {"endpoints": {"type": "array", "maxItems": 50, "items": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["url"],
+        "properties": {
+            "url": {"type": "string", "pattern": r"^https?://[^\s]+$"},
+            "eventTypes": {"type": "array", "items": {"type": "string"}, "minItems": 1,
+                           "uniqueItems": True, "description": "Omitted: every event type."},
+        },
+    }}},
+}
+
+WEBHOOK_FAULTS_REQUEST = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "duplicate": {"type": "number", "minimum": 0, "maximum": 1,
+                      "description": "Probability that a delivered event is sent once more."},
+        "outOfOrder": {"type": "number", "minimum": 0, "maximum": 1,
+                       "description": "Probability that an event is held back behind the next one."},
+        "delay": {"type": "number", "minimum": 0, "maximum": 1,
+                  "description": "Probability that the first attempt waits `delaySeconds`."},
+        "delaySeconds": {"type": "number", "minimum": 0, "maximum": 86400},
+    },
+}
+
+REPLAY_REQUEST = {
+    "type": "object",
+    "additionalProperties": False,
+    "minProperties": 1,
+    "properties": {
+        "userIdentifier": {"type": "string", "minLength": 1},
+        "taskId": {"type": "string", "minLength": 1},
+        "from": {"type": "string", "format": "date-time"},
+        "to": {"type": "string", "format": "date-time"},
+    },
+    "oneOf": [{"required": ["userIdentifier"]}, {"required": ["taskId"]},
+              {"required": ["from", "to"]}],
+}
+
+TRIGGER_REQUEST = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["eventType"],
+    "properties": {
+        "eventType": {"type": "string", "minLength": 1},
+        "identifier": {"type": "string", "minLength": 1},
+        "taskId": {"type": "string", "minLength": 1},
+        "companyId": {"type": "string", "minLength": 1},
+        "data": {"type": "object", "description": "Merged over the generated data."},
+    },
+}

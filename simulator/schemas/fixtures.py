@@ -183,6 +183,7 @@ CONFIG_SCHEMA = {
         "clock": {"enum": ["real", "manual"]},
         "timeScale": {"type": "number", "exclusiveMinimum": 0},
         "webhookUrl": {"type": "string", "pattern": r"^https?://"},
+        "webhookTimeout": {"type": "number", "exclusiveMinimum": 0},
         "environment": {"enum": ENVIRONMENTS},
         "logFormat": {"enum": ["text", "json"]},
         "vendor": _LABEL,

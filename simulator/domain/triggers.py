@@ -1,0 +1,177 @@
+"""Emitting any event type of the spec on demand, with a realistic payload.
+
+POST /_sandbox/events/trigger: the payload is built from the tenant's real users,
+tasks and companies where the request names them, otherwise made up from the
+tenant's seeded generator; `data` overrides are merged in, and the result must
+still match the event type's published schema.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from ..errors import NotFound, ValidationFailed, field_detail
+from ..schemas.events import (COMPANY_EVENT_DATA, CONTINUOUS_ACCESS_DATA, TASK_EVENT_DATA,
+                              event_schema, event_types)
+from .companies import OPERATIONAL, Company
+from .events import Event
+from .states import COMPLETED, PROCESSING
+from .tasks import Task, TaskEngine
+from .tenants import Tenant
+
+DEFAULT_IDENTIFIER = "sandbox-user"
+UNKNOWN_TYPE = "Unknown event type {event_type!r}. Known: {known}."
+NO_DATA = "pii-data-deleted has no data (spec: Privacy event)."
+
+
+def trigger_event(tenant: Tenant, engine: TaskEngine, aggregator: str,
+                  request: dict[str, Any]) -> Event:
+    event_type = request["eventType"]
+    known = event_types(aggregator)
+    if event_type not in known:
+        raise ValidationFailed(UNKNOWN_TYPE.format(event_type=event_type, known=", ".join(known)),
+                               code="unknown-event-type",
+                               details=[field_detail("$.eventType", "unknown event type")])
+    overrides = request.get("data") or {}
+    if event_type == "pii-data-deleted" and overrides:
+        raise ValidationFailed(NO_DATA, details=[field_detail("$.data", NO_DATA)])
+    rng = random.Random(f"{tenant.name}:{len(tenant.events.events)}")
+    identifier = request.get("identifier")
+    task = _task(tenant, engine, request, identifier)
+    company = _company(tenant, request, task)
+
+    if event_type in TASK_EVENT_DATA:
+        data = {**_task_data(event_type, task), **overrides}
+        body = _task_body(tenant, task, company, data)
+        return _checked_emit(tenant, event_type, aggregator, body,
+                             identifier=task.identifier, task_id=task.id)
+    if event_type in COMPANY_EVENT_DATA:
+        data = {"companyId": company.id}
+        if event_type == "maintenance-mode":
+            data.update(status="maintenance", products=list(company.available_products))
+        return _checked_emit(tenant, event_type, aggregator, {"data": {**data, **overrides}})
+
+    identifier = identifier or (task.identifier if task else DEFAULT_IDENTIFIER)
+    user = tenant.user(identifier)
+    user_body = {"_id": user.id, "identifier": identifier}
+    if event_type == "pii-data-deleted":
+        task_id = task.id if task else tenant.ids.object_id()
+        return _checked_emit(tenant, event_type, aggregator, {"user": user_body, "task": task_id},
+                             identifier=identifier, task_id=task_id)
+    data = {**_user_data(tenant, event_type, aggregator, company, rng), **overrides}
+    return _checked_emit(tenant, event_type, aggregator, {"user": user_body, "data": data},
+                         identifier=identifier, task_id=task.id if task else None)
+
+
+def _task(tenant: Tenant, engine: TaskEngine, request: dict[str, Any],
+          identifier: str | None) -> Task | None:
+    if "taskId" in request:
+        task = tenant.tasks.get(request["taskId"])
+        if task is None:
+            raise NotFound(f"No task has the id {request['taskId']!r}.", code="task-not-found",
+                           details=[field_detail("$.taskId", "unknown task")])
+        return task
+    if request["eventType"] not in TASK_EVENT_DATA:
+        return None
+    # A task made up for the event only: realistic ids, never stored.
+    identifier = identifier or DEFAULT_IDENTIFIER
+    company = _company(tenant, request, None)
+    user = tenant.user(identifier)
+    product = company.available_products[0]
+    return Task(id=tenant.ids.object_id(), workflow=tenant.ids.object_id(), identifier=identifier,
+                user_id=user.id, company_id=company.id, product=product, scenario="trigger",
+                created_at=tenant.clock.timestamp(),
+                authentication_method=engine.authentication_method(company, product),
+                public_token=tenant.latest_token.get(identifier, ""), status=COMPLETED,
+                previous_status=PROCESSING, authenticated=True)
+
+
+def _company(tenant: Tenant, request: dict[str, Any], task: Task | None) -> Company:
+    if "companyId" in request:
+        company = tenant.companies.get(request["companyId"])
+        if company is None:
+            raise NotFound(f"No company has the id {request['companyId']!r}.",
+                           code="company-not-found",
+                           details=[field_detail("$.companyId", "unknown company")])
+        return company
+    if task is not None:
+        company = tenant.companies.get(task.company_id)
+        if company is not None:
+            return company
+    return next(c for c in tenant.companies.ordered() if c.status == OPERATIONAL)
+
+
+def _task_data(event_type: str, task: Task) -> dict[str, Any]:
+    if event_type == "task-authentication-status-updated":
+        return {"authenticated": task.authenticated}
+    if event_type == "task-workflow-finished":
+        data: dict[str, Any] = {"status": "failed" if task.status == "failed" else "completed",
+                                "tasks": [{"task": task.id, "product": task.product,
+                                           "status": task.status}]}
+        if task.reason:
+            data["failureReason"] = task.reason
+        return data
+    if event_type == "task-status-patched":
+        return {"authenticated": task.authenticated, "status": COMPLETED, "previousStatus": "failed"}
+    status = task.status if task.status in ("processing", "completed", "failed") else COMPLETED
+    data = {"previousStatus": task.previous_status if task.previous_status in ("queued", "processing")
+            else PROCESSING, "status": status, "authenticated": task.authenticated}
+    if task.reason:
+        data["reason"] = task.reason
+    return data
+
+
+def _task_body(tenant: Tenant, task: Task, company: Company, data: dict[str, Any]) -> dict[str, Any]:
+    body = {"user": {"_id": task.user_id, "identifier": task.identifier, "connected": task.connected},
+            "publicToken": task.public_token, "product": task.product, "task": task.id,
+            "taskWorkflow": task.workflow, "authenticationMethod": task.authentication_method,
+            "company": company.branding_summary(), "data": data}
+    if task.metadata:
+        body["metadata"] = task.metadata
+    return body
+
+
+def _user_data(tenant: Tenant, event_type: str, aggregator: str, company: Company,
+               rng: random.Random) -> dict[str, Any]:
+    if event_type == "pay-link-accounts-updated":
+        return {"accounts": [{"_id": tenant.ids.object_id(), "updateType": "updated",
+                              "bills": [{"_id": tenant.ids.object_id(),
+                                         "changedFields": ["amount", "dueDate"]}]}]}
+    linked = {"linkedAccount": tenant.ids.object_id(), "companyId": company.id}
+    if event_type in ("employer-classification-completed",
+                      "recurring-transaction-detection-completed", f"{aggregator}-error"):
+        link = {"processorLink": tenant.ids.object_id()}
+        if event_type == "employer-classification-completed":
+            return {**link, "matches": rng.randint(1, 3)}
+        if event_type == "recurring-transaction-detection-completed":
+            return {**link, "recurringTransactions": rng.randint(2, 12)}
+        return {**link, "errorType": "ITEM_ERROR", "errorCode": "ITEM_LOGIN_REQUIRED",
+                "errorMessage": "the login details of this item have changed"}
+    if event_type == "earn-user-data":
+        start = tenant.clock.now().date().replace(day=1)
+        return {**linked, "netHourlyRate": round(rng.uniform(14, 48), 2),
+                "unpaidHoursInPayPeriod": round(rng.uniform(0, 80), 1),
+                "currentPayPeriodStart": start.isoformat()}
+    if event_type == "linked-account-disconnected":
+        return {**linked, "reason": "timeout"}
+    if event_type == "deposit-switch-removed":
+        return {**linked, "depositAccount": tenant.ids.object_id()}
+    schema = CONTINUOUS_ACCESS_DATA[event_type]
+    if "records" in schema["properties"]:
+        return {**linked, "records": [tenant.ids.object_id() for _ in range(rng.randint(1, 3))]}
+    return linked
+
+
+def _checked_emit(tenant: Tenant, event_type: str, aggregator: str, body: dict[str, Any], *,
+                  identifier: str | None = None, task_id: str | None = None) -> Event:
+    from ..fixtures import schema_errors
+
+    schema = event_schema(event_type, aggregator)
+    candidate = {"eventType": event_type, "eventTime": "2000-01-01T00:00:00.000Z", **body}
+    errors = schema_errors(candidate, schema)
+    if errors:
+        raise ValidationFailed(f"The overrides make an invalid {event_type} event.",
+                               details=[field_detail(p.replace("$.", "$.body.", 1), m)
+                                        for p, m in errors])
+    return tenant.emit(event_type, identifier=identifier, task_id=task_id, **body)

@@ -1,0 +1,1 @@
+"""The only outbound I/O: events leave as CloudEvents over HTTP, every attempt recorded."""

@@ -1,0 +1,284 @@
+"""Delivering events to the customer's endpoints with the spec's retry policy.
+
+Up to 3 attempts in total, 30 seconds apart on the tenant's clock, each with a
+15-second timeout; redirects are never followed and only a 2xx counts (spec:
+Events, Delivery; Limits). Every delivery and attempt is recorded before and
+after it happens, so nothing is lost without a record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..clock import isoformat
+from ..domain.events import Event
+from ..domain.tenants import Tenant
+from .cloudevents import to_message
+
+log = logging.getLogger("payroll_sandbox.webhooks")
+
+MAX_ATTEMPTS = 3          # the first plus two retries
+RETRY_INTERVAL = 30.0     # virtual seconds between attempts
+ATTEMPT_TIMEOUT = 15.0    # virtual seconds per attempt
+
+PENDING, DELIVERED, FAILED, INTERRUPTED = "pending", "delivered", "failed", "interrupted"
+
+
+@dataclass
+class Attempt:
+    number: int
+    time: str            # virtual
+    wallTime: str
+    requestHeaders: dict[str, str]
+    status: int | None = None
+    latencyMs: float | None = None
+    error: str | None = None
+    fault: str | None = None   # a delivery fault injected on purpose (duplicate, ...)
+
+
+@dataclass
+class Delivery:
+    id: str
+    eventId: str
+    url: str
+    state: str = PENDING
+    replay: bool = False
+    attempts: list[Attempt] = field(default_factory=list)
+    nextAttemptAt: str | None = None
+    faults: list[str] = field(default_factory=list)
+
+    def record(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class FaultPlan:
+    """Delivery faults on purpose, per tenant, deterministic from the seed."""
+
+    duplicate: float = 0.0      # probability that a delivered event is sent once more
+    out_of_order: float = 0.0   # probability that an event is held back behind the next one
+    delay: float = 0.0          # probability that the first attempt waits `delay_seconds`
+    delay_seconds: float = 60.0
+
+    def record(self) -> dict[str, float]:
+        return {"duplicate": self.duplicate, "outOfOrder": self.out_of_order, "delay": self.delay,
+                "delaySeconds": self.delay_seconds}
+
+
+@dataclass
+class TenantWebhooks:
+    """One tenant's webhook state: endpoints, deliveries by event, faults, work in flight."""
+
+    endpoints: list[dict[str, Any]]
+    deliveries: dict[str, list[Delivery]] = field(default_factory=dict)
+    faults: FaultPlan = FaultPlan()
+    random: random.Random = field(default_factory=random.Random)
+    in_flight: set[asyncio.Task] = field(default_factory=set)
+    held: list[tuple[Delivery, Event]] = field(default_factory=list)
+
+    def endpoints_for(self, event_type: str) -> list[str]:
+        urls = []
+        for endpoint in self.endpoints:
+            types = endpoint.get("eventTypes")
+            if (types is None or event_type in types) and endpoint["url"] not in urls:
+                urls.append(endpoint["url"])
+        return urls
+
+    def state_of(self, event_id: str) -> str:
+        """`none` (no endpoint), `pending`, `failed` (any failed) or `delivered` (all)."""
+        deliveries = self.deliveries.get(event_id, [])
+        if not deliveries:
+            return "none"
+        states = {d.state for d in deliveries}
+        for state in (PENDING, FAILED, INTERRUPTED):
+            if state in states:
+                return state
+        return DELIVERED
+
+
+class Dispatcher:
+    """Sends every event of every tenant; one aiohttp session for all of them."""
+
+    def __init__(self, *, vendor: str, timeout: float, seed: int,
+                 default_url: str | None = None) -> None:
+        self.vendor = vendor
+        self.timeout = timeout        # wall seconds per attempt
+        self.seed = seed
+        self.default_url = default_url
+        self._session: Any = None
+        self._tenants: dict[str, TenantWebhooks] = {}
+        self.closing = False
+
+    # -- wiring -----------------------------------------------------------------------------
+
+    def attach(self, tenant: Tenant) -> TenantWebhooks:
+        """Deliver this tenant's events from now on (called for every new tenant)."""
+        endpoints = [dict(e) for e in tenant.webhook_endpoints]
+        if self.default_url and not any(e["url"] == self.default_url for e in endpoints):
+            endpoints.append({"url": self.default_url})
+        state = TenantWebhooks(endpoints=endpoints,
+                               random=random.Random(f"{self.seed}:{tenant.name}:faults"))
+        self._tenants[tenant.name] = state
+        tenant.events.listeners.append(lambda event: self._on_event(tenant, event))
+        return state
+
+    def state(self, tenant: Tenant) -> TenantWebhooks:
+        return self._tenants[tenant.name]
+
+    async def start(self) -> None:
+        import aiohttp
+
+        self._session = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=None),
+            connector=aiohttp.TCPConnector(limit=100, force_close=False))
+
+    async def close(self, grace: float = 5.0) -> None:
+        """Stop: let attempts in flight finish for `grace` seconds, record the rest."""
+        self.closing = True
+        tasks = [t for state in self._tenants.values() for t in state.in_flight]
+        if tasks:
+            done, pending = await asyncio.wait(tasks, timeout=grace)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        for name, state in self._tenants.items():
+            for deliveries in state.deliveries.values():
+                for delivery in deliveries:
+                    if delivery.state == PENDING:
+                        delivery.state = INTERRUPTED
+                        log.warning("delivery %s of event %s to %s interrupted by shutdown "
+                                    "(tenant %s, %d attempts made)", delivery.id, delivery.eventId,
+                                    delivery.url, name, len(delivery.attempts))
+        if self._session is not None:
+            await self._session.close()
+
+    async def settle(self, tenant: Tenant) -> None:
+        """Wait until no attempt of this tenant is in flight."""
+        state = self._tenants.get(tenant.name)
+        while state is not None and state.in_flight:
+            await asyncio.gather(*list(state.in_flight), return_exceptions=True)
+
+    # -- delivery ---------------------------------------------------------------------------
+
+    def _on_event(self, tenant: Tenant, event: Event) -> None:
+        self.deliver(tenant, event)
+
+    def deliver(self, tenant: Tenant, event: Event, *, replay: bool = False) -> list[Delivery]:
+        """New deliveries of `event` to every endpoint registered for its type."""
+        state = self._tenants[tenant.name]
+        made = []
+        for url in state.endpoints_for(event.type):
+            delivery = Delivery(id=tenant.ids.uuid(), eventId=event.id, url=url, replay=replay)
+            state.deliveries.setdefault(event.id, []).append(delivery)
+            made.append(delivery)
+            self._first_attempt(tenant, state, delivery, event)
+        state.deliveries.setdefault(event.id, [])
+        return made
+
+    def _first_attempt(self, tenant: Tenant, state: TenantWebhooks, delivery: Delivery,
+                       event: Event) -> None:
+        faults, roll = state.faults, state.random
+        held, state.held = state.held, []
+        if faults.delay and roll.random() < faults.delay:
+            delivery.faults.append(f"delayed {faults.delay_seconds:g}s")
+            self._schedule_attempt(tenant, delivery, event, tenant.clock.timestamp() + faults.delay_seconds)
+        elif faults.out_of_order and roll.random() < faults.out_of_order:
+            delivery.faults.append("out-of-order")
+            state.held.append((delivery, event))
+            # Released behind the next event, or after a second if none comes.
+            self._schedule_release(tenant, state)
+        else:
+            self._start_attempt(tenant, delivery, event)
+        for held_delivery, held_event in held:
+            if held_delivery.state == PENDING and not held_delivery.attempts:
+                self._start_attempt(tenant, held_delivery, held_event)
+
+    def _schedule_release(self, tenant: Tenant, state: TenantWebhooks) -> None:
+        def release() -> None:
+            held, state.held = state.held, []
+            for delivery, event in held:
+                if delivery.state == PENDING and not delivery.attempts:
+                    self._start_attempt(tenant, delivery, event)
+        tenant.timeline.schedule(tenant.clock.timestamp() + 1, release, label="release held event")
+
+    def _schedule_attempt(self, tenant: Tenant, delivery: Delivery, event: Event, due: float) -> None:
+        delivery.nextAttemptAt = isoformat(due)
+        tenant.timeline.schedule(due, lambda: self._start_attempt(tenant, delivery, event),
+                                 label=f"webhook attempt {len(delivery.attempts) + 1} of {event.id}",
+                                 owner=f"delivery:{delivery.id}")
+
+    def _start_attempt(self, tenant: Tenant, delivery: Delivery, event: Event,
+                       fault: str | None = None) -> None:
+        state = self._tenants[tenant.name]
+        delivery.nextAttemptAt = None
+        secret = tenant.api_secret if tenant.signing else None
+        message = to_message(event, self.vendor, secret)
+        attempt = Attempt(number=len(delivery.attempts) + 1, time=isoformat(tenant.clock.timestamp()),
+                          wallTime=isoformat(time.time()), requestHeaders=message.headers,
+                          fault=fault)
+        delivery.attempts.append(attempt)
+        started_at = tenant.clock.timestamp()
+        task = asyncio.get_running_loop().create_task(
+            self._send(tenant, delivery, event, attempt, message, started_at))
+        state.in_flight.add(task)
+        task.add_done_callback(state.in_flight.discard)
+
+    async def _send(self, tenant: Tenant, delivery: Delivery, event: Event, attempt: Attempt,
+                    message: Any, started_at: float) -> None:
+        import aiohttp
+
+        started = time.perf_counter()
+        try:
+            if self._session is None or self.closing:
+                raise ConnectionAbortedError("the sandbox is shutting down")
+            async with self._session.post(delivery.url, data=message.body, headers=message.headers,
+                                          allow_redirects=False,
+                                          timeout=aiohttp.ClientTimeout(total=self.timeout)) as response:
+                await response.read()
+                attempt.status = response.status
+                if 300 <= response.status < 400:
+                    location = response.headers.get("location", "")
+                    attempt.error = f"redirect not followed ({response.status} to {location})"
+                elif not 200 <= response.status < 300:
+                    attempt.error = f"non-2xx response {response.status}"
+        except asyncio.CancelledError:
+            attempt.error = "interrupted: the sandbox stopped during the attempt"
+            delivery.state = INTERRUPTED
+            raise
+        except asyncio.TimeoutError:
+            attempt.error = f"timeout after {self.timeout:g}s"
+        except aiohttp.ClientConnectorError as error:
+            attempt.error = f"connection refused: {error.os_error}" if error.os_error else str(error)
+        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError,
+                aiohttp.ClientPayloadError) as error:
+            attempt.error = f"connection reset: {error}"
+        except (aiohttp.ClientError, OSError, ValueError) as error:
+            attempt.error = f"{type(error).__name__}: {error}"
+        finally:
+            attempt.latencyMs = round((time.perf_counter() - started) * 1000, 3)
+        self._after_attempt(tenant, delivery, event, attempt, started_at)
+
+    def _after_attempt(self, tenant: Tenant, delivery: Delivery, event: Event, attempt: Attempt,
+                       started_at: float) -> None:
+        if attempt.fault == "duplicate":
+            return  # the extra copy never changes the delivery's outcome
+        state = self._tenants[tenant.name]
+        if attempt.error is None:
+            delivery.state = DELIVERED
+            faults = state.faults
+            if faults.duplicate and state.random.random() < faults.duplicate:
+                delivery.faults.append("duplicate")
+                self._start_attempt(tenant, delivery, event, fault="duplicate")
+            return
+        failures = sum(1 for a in delivery.attempts if a.fault != "duplicate")
+        if failures >= MAX_ATTEMPTS or self.closing:
+            delivery.state = FAILED if not self.closing else INTERRUPTED
+            log.info("delivery of %s to %s failed after %d attempts: %s", event.id, delivery.url,
+                     failures, attempt.error)
+            return
+        self._schedule_attempt(tenant, delivery, event, started_at + RETRY_INTERVAL)
