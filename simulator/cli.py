@@ -46,6 +46,19 @@ def _parser() -> argparse.ArgumentParser:
         command = scenario_commands.add_parser(action, help=text)
         command.add_argument("directory", nargs="?", help="default: the bundled scenarios")
 
+    trigger = commands.add_parser("trigger", help="emit an event through a running server")
+    trigger.add_argument("event_type", metavar="EVENT-TYPE")
+    trigger.add_argument("--identifier", help="the user's identifier")
+    trigger.add_argument("--task-id", help="an existing task")
+    trigger.add_argument("--company-id", help="a company id")
+    trigger.add_argument("--data", help="JSON object merged over the generated data")
+    trigger.add_argument("--url", help="base URL (default $PAYROLL_SANDBOX_URL or "
+                                       "http://127.0.0.1:8080)")
+    trigger.add_argument("--api-key", help="default $PAYROLL_SANDBOX_API_KEY or the bundled "
+                                           "default tenant's")
+    trigger.add_argument("--api-secret", help="default $PAYROLL_SANDBOX_API_SECRET or the "
+                                              "bundled default tenant's")
+
     fixtures = commands.add_parser("fixtures", help="check fixture files")
     fixtures_commands = fixtures.add_subparsers(dest="action", required=True)
     validate = fixtures_commands.add_parser("validate", help="validate a fixtures folder")
@@ -62,6 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _validate_fixtures(args.directory)
         if args.command == "scenarios":
             return _scenarios(args.action, args.directory)
+        if args.command == "trigger":
+            return _trigger(args)
     except ConfigError as error:
         print(f"payroll-sandbox: configuration error: {error}", file=sys.stderr)
         return EXIT_CONFIG
@@ -94,6 +109,57 @@ def _scenarios(action: str, directory: str | None) -> int:
         print(f"{name:<{width}}  {scenario.outcome:<10} {scenario.duration:>7.1f}s  "
               f"{scenario.description}")
     return 0
+
+
+def _trigger(args: argparse.Namespace) -> int:
+    """POST /_sandbox/events/trigger on a running server; prints the event with its deliveries."""
+    import json
+    import os
+    import urllib.error
+    import urllib.request
+
+    body: dict = {"eventType": args.event_type}
+    for name, value in (("identifier", args.identifier), ("taskId", args.task_id),
+                        ("companyId", args.company_id)):
+        if value:
+            body[name] = value
+    if args.data:
+        try:
+            body["data"] = json.loads(args.data)
+        except ValueError as error:
+            print(f"payroll-sandbox: --data is not JSON: {error}", file=sys.stderr)
+            return EXIT_CONFIG
+    key = args.api_key or os.environ.get("PAYROLL_SANDBOX_API_KEY")
+    secret = args.api_secret or os.environ.get("PAYROLL_SANDBOX_API_SECRET")
+    if not key or not secret:
+        key, secret = _default_credentials()
+    base = (args.url or os.environ.get("PAYROLL_SANDBOX_URL") or "http://127.0.0.1:8080").rstrip("/")
+    request = urllib.request.Request(
+        f"{base}/_sandbox/events/trigger", data=json.dumps(body).encode(), method="POST",
+        headers={"content-type": "application/json", "x-api-key": key, "x-api-secret": secret})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            print(json.dumps(json.load(response)["data"], indent=2))
+            return 0
+    except urllib.error.HTTPError as error:
+        detail = json.load(error).get("error", {})
+        print(f"payroll-sandbox: {error.code} {detail.get('code')}: {detail.get('message')}",
+              file=sys.stderr)
+        for item in detail.get("details", []):
+            print(f"  {item.get('path')}: {item.get('message')}", file=sys.stderr)
+        return 1
+    except urllib.error.URLError as error:
+        print(f"payroll-sandbox: cannot reach {base}: {error.reason}", file=sys.stderr)
+        return 1
+
+
+def _default_credentials() -> tuple[str, str]:
+    from .fixtures import load_fixtures
+    from .settings import bundled_dir
+
+    accounts = load_fixtures(bundled_dir("fixtures")).accounts
+    account = next(a for a in accounts if a["environment"] == "sandbox")
+    return account["apiKey"], account["apiSecret"]
 
 
 def _configure_logging(log_format: str) -> None:

@@ -17,7 +17,7 @@ from ..scenarios.loader import Scenario, Step
 from .companies import DISABLED, Company
 from .company_admin import set_company_status
 from .states import COMPLETED, FAILED, FINAL, QUEUED, transition_error
-from .tenants import Tenant
+from .tenants import Tenant, create_access_token
 
 HAPPY_PATH = "happy-path"
 PAYMENT_TOKEN_LIFETIME = 24 * 3600  # spec: Limits, card token lifetime
@@ -128,7 +128,10 @@ class TaskEngine:
                                         "$.product" if "tasks" not in body else f"$.tasks[{number}]")
         scenario = self.select_scenario(tenant, identifier, company, body.get("scenario"))
         user = tenant.user(identifier)
-        token = public_token or tenant.latest_token.get(identifier, "")
+        # Task events always carry the user's public token; a user who never had one
+        # (tasks made with API keys) gets one, as the SDK flow would have issued.
+        token = (public_token or tenant.latest_token.get(identifier)
+                 or create_access_token(tenant, identifier).public_token)
         workflow = Workflow(id=tenant.ids.object_id(), identifier=identifier, tasks=[])
         tasks = []
         for request in requests:
