@@ -7,11 +7,13 @@ from typing import Any
 from . import __version__
 from .fixtures import ServiceProfile
 from .schemas import api
+from .schemas.events import event_schema, event_types
 from .settings import Settings
 
 _ERROR_RESPONSES = {
     "400": "Malformed JSON or a broken rule (e.g. `product` with `products`).",
     "401": "Missing or wrong credentials, or credentials of the other environment.",
+    "403": "The state forbids it (company under maintenance or disabled).",
     "404": "Unknown id.",
     "413": "Body over 1 MiB.",
     "422": "Schema validation failed; `details` lists each failing JSON path.",
@@ -39,6 +41,14 @@ def _query(schema: dict[str, Any]) -> list[dict[str, Any]]:
              "schema": spec} for name, spec in schema["properties"].items()]
 
 
+def _path(name: str) -> dict[str, Any]:
+    return {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+
+
+def _path_names(path: str) -> list[str]:
+    return [part[1:-1] for part in path.split("/") if part.startswith("{")]
+
+
 def build_openapi(service: ServiceProfile, settings: Settings) -> dict[str, Any]:
     company_list = {"type": "array", "items": {"$ref": "#/components/schemas/Company"}}
     paths: dict[str, Any] = {
@@ -63,22 +73,85 @@ def build_openapi(service: ServiceProfile, settings: Settings) -> dict[str, Any]
             "parameters": [{"name": "companyId", "in": "path", "required": True,
                             "schema": {"type": "string"}}],
             "responses": {**_ok({"$ref": "#/components/schemas/Company"}), **_errors("401", "404")}}},
-        "/_sandbox/tenants": {"post": {
-            "summary": "Control plane: a new isolated tenant with its own keys",
+        "/task/create": {"post": {
+            "summary": "Create a task (or a workflow of several) driven by a scenario",
+            "requestBody": _body(api.TASK_CREATE_REQUEST),
+            "responses": {**_ok(api.TASK_CREATED), **_errors("400", "401", "403", "404", "413", "422")}}},
+        "/task/{taskId}": {"get": {
+            "summary": "A task: status, reason, flow, authenticated and its transitions",
+            "parameters": [_path("taskId")],
+            "responses": {**_ok({"type": "object"}), **_errors("401", "404")}}},
+    }
+    control = [
+        ("post", "/_sandbox/tenants", "A new isolated tenant with its own keys", api.TENANT_REQUEST, None),
+        ("post", "/_sandbox/reset", "This tenant back to its fixtures", None, None),
+        ("get", "/_sandbox/requests", "Journal of API requests received, newest first", None,
+         api.JOURNAL_QUERY),
+        ("get", "/_sandbox/clock", "The tenant's virtual clock", None, None),
+        ("post", "/_sandbox/clock/advance", "Move virtual time, running every due step, "
+         "retry and refresh in order", api.CLOCK_ADVANCE_REQUEST, None),
+        ("post", "/_sandbox/clock/run-until-idle", "Run every pending job in time order", None, None),
+        ("get", "/_sandbox/events", "Every event emitted, with deliveries and attempts", None,
+         api.EVENTS_QUERY),
+        ("get", "/_sandbox/events/{eventId}", "One event with its deliveries", None, None),
+        ("post", "/_sandbox/events/trigger", "Emit any event type with a realistic payload",
+         api.TRIGGER_REQUEST, None),
+        ("get", "/_sandbox/webhooks/endpoints", "Endpoints per event type", None, None),
+        ("put", "/_sandbox/webhooks/endpoints", "Register endpoints per event type",
+         api.WEBHOOK_ENDPOINTS_REQUEST, None),
+        ("get", "/_sandbox/webhooks/faults", "Delivery faults on purpose", None, None),
+        ("put", "/_sandbox/webhooks/faults", "Set delivery faults (duplicate, out of order, delay)",
+         api.WEBHOOK_FAULTS_REQUEST, None),
+        ("post", "/_sandbox/webhooks/replay", "Replay by userIdentifier, taskId or from/to",
+         api.REPLAY_REQUEST, None),
+        ("get", "/_sandbox/scenarios", "Every scenario and the user bindings", None, None),
+        ("put", "/_sandbox/users/{identifier}/scenario", "Bind a scenario to a user's next tasks",
+         api.SCENARIO_BINDING_REQUEST, None),
+        ("post", "/_sandbox/companies", "Create a company (company-created)",
+         api.COMPANY_CREATE_REQUEST, None),
+        ("patch", "/_sandbox/companies/{companyId}", "Update a company (company-updated)",
+         api.COMPANY_UPDATE_REQUEST, None),
+        ("delete", "/_sandbox/companies/{companyId}", "Delete a company (company-deleted)", None, None),
+        ("post", "/_sandbox/companies/{companyId}/status", "Maintenance on or off, or disabled "
+         "(maintenance-mode)", api.COMPANY_STATUS_REQUEST, None),
+    ]
+    for method, path, summary, body, query in control:
+        operation: dict[str, Any] = {
+            "summary": f"Control plane: {summary}", "tags": ["control plane"],
             "security": [{"apiKey": [], "apiSecret": []}],
-            "requestBody": {"required": False,
-                            "content": {"application/json": {"schema": api.TENANT_REQUEST}}},
-            "responses": {**_ok({"type": "object"}, "Created", "201"), **_errors("401", "422")}}},
-        "/_sandbox/reset": {"post": {
-            "summary": "Control plane: this tenant back to its fixtures",
-            "security": [{"apiKey": [], "apiSecret": []}],
-            "responses": {**_ok({"type": "object"}), **_errors("401")}}},
-        "/_sandbox/requests": {"get": {
-            "summary": "Control plane: journal of API requests received, newest first",
-            "security": [{"apiKey": [], "apiSecret": []}],
-            "parameters": _query(api.JOURNAL_QUERY),
-            "responses": {**_ok({"type": "array", "items": {"type": "object"}}),
-                          **_errors("401", "422")}}},
+            "responses": {**_ok({}), **_errors("401", "404", "422")},
+        }
+        if body is not None:
+            operation["requestBody"] = _body(body)
+        parameters = [_path(name) for name in _path_names(path)]
+        if query is not None:
+            parameters += _query(query)
+        if parameters:
+            operation["parameters"] = parameters
+        paths.setdefault(path, {})[method] = operation
+    paths["/_sandbox/schemas/events/{eventType}"] = {"get": {
+        "summary": "The JSON Schema of one event type's body", "security": [],
+        "parameters": [_path("eventType")],
+        "responses": {"200": {"description": "A JSON Schema"}, **_errors("404")}}}
+    webhooks = {
+        event_type: {"post": {
+            "summary": f"{event_type}, as a CloudEvent in binary content mode",
+            "parameters": [
+                {"name": "ce-specversion", "in": "header", "required": True,
+                 "schema": {"const": "1.0"}},
+                {"name": "ce-source", "in": "header", "required": True,
+                 "schema": {"const": f"com.{service.vendor}"}},
+                {"name": "ce-type", "in": "header", "required": True,
+                 "schema": {"const": f"com.{service.vendor}.{event_type}"}},
+                {"name": "ce-time", "in": "header", "required": True,
+                 "schema": {"type": "string", "format": "date-time"}},
+                {"name": "ce-id", "in": "header", "required": True, "schema": {"type": "string"}},
+            ],
+            "requestBody": _body(event_schema(event_type, service.aggregator)),
+            "responses": {"200": {"description": "Any 2xx acknowledges; anything else is "
+                                                 "retried (3 attempts, 30 s apart)."}},
+        }}
+        for event_type in event_types(service.aggregator)
     }
     return {
         "openapi": "3.1.0",
@@ -88,6 +161,7 @@ def build_openapi(service: ServiceProfile, settings: Settings) -> dict[str, Any]
         "servers": [{"url": "/"}],
         "security": [{"apiKey": [], "apiSecret": []}, {"publicToken": []}],
         "paths": paths,
+        "webhooks": webhooks,
         "components": {
             "securitySchemes": {
                 "apiKey": {"type": "apiKey", "in": "header", "name": "x-api-key"},
