@@ -199,16 +199,10 @@ def main(argv: list[str] | None = None) -> int:
               f"   {'scan p50':>9}{'scan p99':>9}")
     print(header)
     print("-" * len(header))
-    everything: list[float] = []
-    every_scan: list[float] = []
-    for kind in KINDS + ("overall",):
-        times = everything if kind == "overall" else search_ms[kind]
-        scans = every_scan if kind == "overall" else scan_ms[kind]
-        if kind != "overall":
-            everything.extend(times)
-            every_scan.extend(scans)
-        if not times:
-            continue
+    rows = [(kind, search_ms[kind], scan_ms[kind]) for kind in KINDS if search_ms[kind]]
+    everything = [t for _, times, _ in rows for t in times]
+    every_scan = [t for _, _, scans in rows for t in scans]
+    for kind, times, scans in rows + [("overall", everything, every_scan)]:
         print(f"{kind:<18}{len(times):>5}{percentile(times, 50):>9.2f}"
               f"{percentile(times, 99):>9.2f}{max(times):>9.2f}"
               f"   {percentile(scans, 50):>9.2f}{percentile(scans, 99):>9.2f}")

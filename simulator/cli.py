@@ -84,14 +84,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _validate_fixtures(directory: str | None) -> int:
-    from .catalog import build_companies
-    from .fixtures import load_fixtures
-    from .settings import bundled_dir
+    """The same checks as a start: schemas, references, scenarios named by companies."""
+    from .app import load
+    from .settings import Settings, bundled_dir
 
     folder = Path(directory) if directory else bundled_dir("fixtures")
-    fixtures = load_fixtures(folder)
-    companies = build_companies(fixtures, seed=1)
-    print(f"{folder}: valid ({len(fixtures.accounts)} accounts, {len(companies)} companies)")
+    loaded = load(Settings(fixtures=folder))
+    print(f"{folder}: valid ({len(loaded.fixtures.accounts)} accounts, "
+          f"{len(loaded.catalog)} companies)")
     return 0
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
+from functools import lru_cache
 
 MANUAL = "manual"
 REAL = "real"
@@ -60,6 +61,7 @@ class Clock:
                 "now": isoformat(self.timestamp()), "timestamp": self.timestamp()}
 
 
+@lru_cache(maxsize=4096)  # many events share a virtual instant
 def isoformat(timestamp: float) -> str:
     """ISO 8601 in UTC with milliseconds and a `Z`, as the service writes times."""
     moment = datetime.fromtimestamp(timestamp, tz=timezone.utc)

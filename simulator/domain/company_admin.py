@@ -6,6 +6,7 @@ DESIGN.md: Tenancy). Company events carry no `user`.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..errors import Conflict, field_detail
@@ -42,7 +43,8 @@ def update_company(tenant: Tenant, service: ServiceProfile, company_id: str,
     current = tenant.companies.require(company_id)
     merged = {**fixture_of(current), **body, "_id": current.id}
     _check_references(tenant, service, merged)
-    company = company_from_fixture(merged, service)
+    company = replace(company_from_fixture(merged, service),
+                      maintenance_products=current.maintenance_products)
     tenant.companies.put(company)
     tenant.emit("company-updated", data={"companyId": company.id})
     return company

@@ -56,6 +56,7 @@ class Task:
     metadata: dict[str, Any] | None = None
     payment_method: dict[str, Any] | None = None
     linked_account: str | None = None
+    payment_method_given: bool = False
     history: list[dict[str, Any]] = field(default_factory=list)
 
     def record(self) -> dict[str, Any]:
@@ -92,6 +93,7 @@ class TaskRequest:
     metadata: dict[str, Any] | None
     payment_method: dict[str, Any] | None
     recreate_payment_token: bool
+    path: str = "$.product"  # where the product was named, for errors
 
 
 # Hooks other capabilities plug into a step (linked accounts, the aggregator):
@@ -123,9 +125,8 @@ class TaskEngine:
             raise NotFound(f"No company has the id {body['company']!r}.", code="company-not-found",
                            details=[field_detail("$.company", "unknown company id")])
         requests = self._task_requests(body)
-        for number, request in enumerate(requests):
-            self._check_company_accepts(company, request.product,
-                                        "$.product" if "tasks" not in body else f"$.tasks[{number}]")
+        for request in requests:
+            self._check_company_accepts(company, request.product, request.path)
         scenario = self.select_scenario(tenant, identifier, company, body.get("scenario"))
         user = tenant.user(identifier)
         # Task events always carry the user's public token; a user who never had one
@@ -142,7 +143,8 @@ class TaskEngine:
                 scenario=task_scenario.name, created_at=tenant.clock.timestamp(),
                 authentication_method=self.authentication_method(company, request.product),
                 public_token=token, metadata=request.metadata,
-                payment_method=request.payment_method, linked_account=body.get("linkedAccount"))
+                payment_method=request.payment_method, linked_account=body.get("linkedAccount"),
+                payment_method_given=request.payment_method is not None)
             task.history.append({"status": QUEUED, "at": isoformat(task.created_at)})
             tenant.tasks[task.id] = task
             workflow.tasks.append(task.id)
@@ -191,15 +193,17 @@ class TaskEngine:
             return [TaskRequest(product=t.get("product") or t["operation"],
                                 metadata=t.get("metadata", body.get("metadata")),
                                 payment_method=t.get("paymentMethod"),
-                                recreate_payment_token=t.get("recreatePaymentToken", False))
-                    for t in body["tasks"]]
-        product = body.get("product") or body.get("operation")
-        if product is None:
+                                recreate_payment_token=t.get("recreatePaymentToken", False),
+                                path=f"$.tasks[{n}].{'product' if 'product' in t else 'operation'}")
+                    for n, t in enumerate(body["tasks"])]
+        field_name = "product" if "product" in body else "operation"
+        if field_name not in body:
             raise ValidationFailed(PRODUCT_REQUIRED,
                                    details=[field_detail("$.product", PRODUCT_REQUIRED)])
-        return [TaskRequest(product=product, metadata=body.get("metadata"),
+        return [TaskRequest(product=body[field_name], metadata=body.get("metadata"),
                             payment_method=body.get("paymentMethod"),
-                            recreate_payment_token=body.get("recreatePaymentToken", False))]
+                            recreate_payment_token=body.get("recreatePaymentToken", False),
+                            path=f"$.{field_name}")]
 
     @staticmethod
     def _check_company_accepts(company: Company, product: str, path: str) -> None:
@@ -259,7 +263,8 @@ class TaskEngine:
                 setattr(task, name, changes[name])
         if "authenticationMethod" in changes:
             task.authentication_method = changes["authenticationMethod"]
-        if "paymentMethod" in changes:
+        if "paymentMethod" in changes and not task.payment_method_given:
+            # The scenario's payment method stands in only when the request named none.
             task.payment_method = changes["paymentMethod"]
         if "connected" in changes:
             task.connected = changes["connected"]

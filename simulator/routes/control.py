@@ -83,10 +83,11 @@ async def list_events(request: web.Request) -> web.Response:
     tenant = tenant_of(request)
     events = tenant.events.query(event_type=query.get("type"), user=query.get("user"),
                                  task=query.get("task"), since=since)
-    records = [event_record(request.app, tenant, e) for e in events]
     if "delivery" in query:
-        records = [r for r in records if r["delivery"] == query["delivery"]]
-    return web.json_response({"data": records[-query["limit"]:], "total": len(records)})
+        state = request.app[DISPATCHER].state(tenant)
+        events = [e for e in events if state.state_of(e.id) == query["delivery"]]
+    records = [event_record(request.app, tenant, e) for e in events[-query["limit"]:]]
+    return web.json_response({"data": records, "total": len(events)})
 
 
 @routes.get("/_sandbox/events/{eventId}")
