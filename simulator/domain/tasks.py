@@ -229,11 +229,15 @@ class TaskEngine:
 
     def _pay_link_outcome(self, tenant: Tenant, identifier: str, company: Company,
                           request: TaskRequest) -> Scenario | None:
-        """Spec rules that decide a pay-link task before any scenario: card token
-        lifetime (24 h) and the merchant's maximum of payment methods."""
+        """Spec rules that decide a pay-link task before any scenario: the merchant's
+        supported payment methods, the card token lifetime (24 h) and the merchant's
+        maximum of payment methods."""
         method = request.payment_method
         if not method:
             return None
+        supported = company.capabilities.get("supportedPaymentMethods") or []
+        if supported and method.get("type") not in supported:
+            return self.scenarios.get("payment-method-not-supported")
         now = tenant.clock.timestamp()
         key = (identifier, method["_id"])
         if method.get("type") == "card":
