@@ -16,9 +16,13 @@ from .domain.tenants import Tenants
 from .fixtures import ConfigError, Fixtures, load_fixtures
 from .journal import Journal
 from .domain.tasks import HAPPY_PATH, TaskEngine
-from .keys import DISPATCHER, ENGINE, JOURNAL, OPENAPI, RUNNERS, SETTINGS, STORE
+from .datagen import ProfileFactory
+from .domain.linked_accounts import LinkedAccounts
+from .domain.tenants import Tenant
+from .keys import (DISPATCHER, ENGINE, JOURNAL, LINKED_ACCOUNTS, OPENAPI, RUNNERS, SETTINGS,
+                   STORE)
 from .middleware import MAX_BODY_BYTES, auth_middleware, error_middleware, journal_middleware
-from .routes import access, companies, control, meta, tasks, webhooks
+from .routes import access, companies, control, linked_accounts, meta, tasks, webhooks
 from .scenarios.loader import Scenario, load_scenarios
 from .scheduler import Runners
 from .settings import Settings
@@ -42,6 +46,13 @@ def load(settings: Settings) -> LoadedFixtures:
     scenarios = load_scenarios(settings.scenarios)
     if HAPPY_PATH not in scenarios:
         raise ConfigError(str(settings.scenarios), "$", f"no {HAPPY_PATH}.yaml: it is the default")
+    known_companies = {c["_id"] for c in fixtures.companies}
+    for number, account in enumerate(fixtures.accounts):
+        for entry_number, entry in enumerate(account.get("linkedAccounts", [])):
+            if entry["company"] not in known_companies:
+                raise ConfigError(str(fixtures.directory / "accounts.yaml"),
+                                  f"$.accounts[{number}].linkedAccounts[{entry_number}].company",
+                                  f"no hand-written company has the id {entry['company']!r}")
     for number, company in enumerate(fixtures.companies):
         name = company.get("defaultScenario")
         if name is not None and name not in scenarios:
@@ -93,12 +104,29 @@ def create_app(settings: Settings, *, clock: Clock | None = None,
         vendor=store.service.vendor, seed=settings.seed, default_url=settings.webhook_url,
         timeout=settings.webhook_timeout or ATTEMPT_TIMEOUT / (settings.time_scale if real else 1))
     runners = app[RUNNERS] = Runners(real=real, settle=dispatcher.settle)
+    profiles = ProfileFactory(settings.seed)
+    linked = app[LINKED_ACCOUNTS] = LinkedAccounts(
+        lambda tenant, identifier, company: profiles.profile(
+            tenant.name, identifier, company.id, company.name, tenant.clock.now().date()))
+    engine = app[ENGINE]
+    engine.linked_accounts = linked
+    engine.on_final.append(linked.on_task_final)
+    engine.step_hooks["linkedAccount"] = linked.on_step
+
+    def ready_made_accounts(tenant: Tenant) -> None:
+        for entry in store.accounts[tenant.name].get("linkedAccounts", []):
+            company = tenant.companies.require(entry["company"])
+            account = linked.create(tenant, entry["identifier"], company,
+                                    entry.get("product", "deposit"), emit=False)
+            account.connected = entry.get("connected", True)
+
     for tenant in store.tenants:
         dispatcher.attach(tenant)
         runners.add(tenant)
-    store.on_tenant += [dispatcher.attach, runners.add]
+        ready_made_accounts(tenant)
+    store.on_tenant += [dispatcher.attach, runners.add, ready_made_accounts]
     app.cleanup_ctx.append(_background_context)
-    for module in (meta, access, companies, tasks, control, webhooks):
+    for module in (meta, access, companies, tasks, linked_accounts, control, webhooks):
         app.add_routes(module.routes)
     return app
 

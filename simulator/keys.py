@@ -6,6 +6,7 @@ from typing import Any
 
 from aiohttp import web
 
+from .domain.linked_accounts import LinkedAccounts
 from .domain.store import Store
 from .domain.tasks import TaskEngine
 from .domain.tenants import PublicToken, Tenant
@@ -21,6 +22,7 @@ OPENAPI = web.AppKey("openapi", dict)
 ENGINE = web.AppKey("engine", TaskEngine)
 RUNNERS = web.AppKey("runners", Runners)
 DISPATCHER = web.AppKey("dispatcher", Dispatcher)
+LINKED_ACCOUNTS = web.AppKey("linked_accounts", LinkedAccounts)
 
 # Request-scoped values.
 TENANT = web.RequestKey("tenant", Tenant)

@@ -56,7 +56,7 @@ def iso(timestamp: float) -> str:
 async def test_clock_get_describes_mode_time_and_pending_jobs(client):
     data = await clock_of(client)
     assert data == {"mode": "manual", "timeScale": 1.0, "now": "2026-05-28T20:26:40.000Z",
-                    "timestamp": START, "pendingJobs": 0, "idle": True}
+                    "timestamp": START, "pendingJobs": 0, "backgroundJobs": 0, "idle": True}
     await create_task(client)
     data = await clock_of(client)
     assert data["pendingJobs"] == 3 and data["idle"] is False  # happy-path has three steps
@@ -92,7 +92,7 @@ async def test_clock_advance_runs_each_step_at_its_own_virtual_time(client):
     history = (await response.json())["data"]["history"]
     assert [(h["status"], h["at"]) for h in history] == [
         ("queued", iso(START)), ("processing", iso(START + 1)), ("completed", iso(START + 8))]
-    ledger = await (await client.get("/_sandbox/events", headers=ACME)).json()
+    ledger = await (await client.get(f"/_sandbox/events?task={task_id}", headers=ACME)).json()
     assert [e["time"] for e in ledger["data"]] == [iso(START + 1), iso(START + 3), iso(START + 8),
                                                     iso(START + 8)]
 

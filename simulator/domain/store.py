@@ -48,6 +48,8 @@ class Store:
             clock=self.clock_factory(),
             ids=Ids(f"{self.seed}:{account['name']}"),
             companies=CompanyDirectory(self.catalog, self.index),
+            refresh_interval=account.get("continuousAccess", {}).get("refreshInterval", 86_400.0),
+            pii_deletion_interval=account.get("continuousAccess", {}).get("piiDeletionInterval"),
         )
         self.accounts[tenant.name] = account
         self.tenants.add(tenant)
@@ -74,6 +76,7 @@ class Store:
             "products": request.get("products", list(DEFAULT_PRODUCTS)),
             "manualDeposits": request.get("manualDeposits", {}),
             "webhooks": {"signing": request.get("signing", False), "endpoints": []},
+            "continuousAccess": request.get("continuousAccess", {}),
         }
         return self.add_account(account)
 

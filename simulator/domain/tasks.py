@@ -109,14 +109,33 @@ class TaskEngine:
         self.scope_of = scope_of
         self.step_hooks: dict[str, StepHook] = {}
         self.on_final: list[Callable[[Tenant, Task], None]] = []
+        self.linked_accounts: Any = None  # LinkedAccounts, when continuous access is wired
 
     # -- creation ---------------------------------------------------------------------------
 
     def create_task(self, tenant: Tenant, body: dict[str, Any], *,
                     token_identifier: str | None = None,
                     public_token: str | None = None) -> tuple[Workflow, list[Task]]:
-        """POST /task/create: one workflow with one or more tasks, all queued."""
+        """POST /task/create: one workflow with one or more tasks, all queued.
+
+        With `linkedAccount` it is a pull refresh of that account: the company and the
+        user are the account's, and a disconnected account's refresh fails with
+        auth-expired (a refresh does not recover it; spec: Account update lifecycle).
+        """
+        account = None
+        if "linkedAccount" in body:
+            if self.linked_accounts is None:
+                raise NotFound("Continuous access is not available.", code="linked-account-not-found")
+            account = self.linked_accounts.require(tenant, body["linkedAccount"])
+            body = {"identifier": token_identifier or account.identifier,
+                    "company": account.company_id, **body}
+            if "product" not in body and "operation" not in body and "tasks" not in body:
+                body["product"] = account.product
         identifier = self._identifier(body, token_identifier)
+        if account is not None and account.identifier != identifier:
+            raise NotFound(f"No linked account of {identifier!r} has the id {account.id!r}.",
+                           code="linked-account-not-found",
+                           details=[field_detail("$.linkedAccount", "not this user's")])
         if "company" not in body:
             raise ValidationFailed(COMPANY_OR_LINKED_ACCOUNT,
                                    details=[field_detail("$.company", COMPANY_OR_LINKED_ACCOUNT)])
@@ -128,6 +147,8 @@ class TaskEngine:
         for request in requests:
             self._check_company_accepts(company, request.product, request.path)
         scenario = self.select_scenario(tenant, identifier, company, body.get("scenario"))
+        if account is not None and not account.connected:
+            scenario = self.scenarios.get("auth-expired", scenario)
         user = tenant.user(identifier)
         # Task events always carry the user's public token; a user who never had one
         # (tasks made with API keys) gets one, as the SDK flow would have issued.

@@ -89,6 +89,13 @@ class Tenant:
     # payment methods each user has at each merchant.
     payment_tokens: dict[tuple[str, str], float] = field(default_factory=dict)
     merchant_payment_methods: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    # Continuous access: linked accounts, the push cadence and the PII deletion cadence.
+    linked_accounts: dict[str, Any] = field(default_factory=dict)   # id -> LinkedAccount
+    refresh_interval: float | None = 86_400.0
+    pii_deletion_interval: float | None = None
+    # Processor links: minted tokens and registered links.
+    processor_tokens: dict[str, Any] = field(default_factory=dict)
+    processor_links: dict[str, Any] = field(default_factory=dict)
 
     def emit(self, event_type: str, *, identifier: str | None = None, task_id: str | None = None,
              at: float | None = None, **body: Any) -> Event:

@@ -75,6 +75,11 @@ class Timeline:
     def idle(self) -> bool:
         return self._busy == 0
 
+    @property
+    def busy(self) -> int:
+        """Pending jobs that are not background ones."""
+        return self._busy
+
     def __len__(self) -> int:
         return sum(1 for j in self._heap if not j.cancelled)
 

@@ -69,8 +69,9 @@ async def run_until_idle(request: web.Request) -> web.Response:
 
 
 def _clock_record(tenant) -> dict:
-    return {**tenant.clock.describe(), "pendingJobs": len(tenant.timeline),
-            "idle": tenant.timeline.idle}
+    timeline = tenant.timeline
+    return {**tenant.clock.describe(), "pendingJobs": timeline.busy,
+            "backgroundJobs": len(timeline) - timeline.busy, "idle": timeline.idle}
 
 
 # -- events -------------------------------------------------------------------------------

@@ -112,6 +112,14 @@ TENANT_REQUEST = {
             },
         },
         "signing": {"type": "boolean"},
+        "continuousAccess": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "refreshInterval": {"type": ["number", "null"], "exclusiveMinimum": 0},
+                "piiDeletionInterval": {"type": ["number", "null"], "exclusiveMinimum": 0},
+            },
+        },
     },
 }
 
@@ -340,4 +348,21 @@ TRIGGER_REQUEST = {
         "companyId": {"type": "string", "minLength": 1},
         "data": {"type": "object", "description": "Merged over the generated data."},
     },
+}
+
+DATA_QUERY = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "identifier": {"type": "string", "minLength": 1,
+                       "description": "The user (required, here or in the path)."},
+        "linkedAccount": {"type": "string", "minLength": 1, "description": "Only this linked account."},
+    },
+}
+
+DISCONNECT_REQUEST = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {"reason": {"enum": ["timeout", "credentials-changed", "system-update"],
+                              "default": "timeout"}},
 }

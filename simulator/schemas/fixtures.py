@@ -54,6 +54,19 @@ _MANUAL_DEPOSITS = {
     },
 }
 
+_CONTINUOUS_ACCESS = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "refreshInterval": {"type": ["number", "null"], "exclusiveMinimum": 0,
+                            "description": "Seconds between push refreshes (default a day; "
+                                           "null: never)."},
+        "piiDeletionInterval": {"type": ["number", "null"], "exclusiveMinimum": 0,
+                                "description": "Seconds after a user's account links until "
+                                               "their personal data is deleted (default: never)."},
+    },
+}
+
 _WEBHOOK_ENDPOINT = {
     "type": "object",
     "additionalProperties": False,
@@ -75,6 +88,17 @@ ACCOUNT_SCHEMA = {
         "environment": {"enum": ENVIRONMENTS},
         "products": {**_STRINGS, "description": "Products enabled for the account."},
         "manualDeposits": _MANUAL_DEPOSITS,
+        "continuousAccess": _CONTINUOUS_ACCESS,
+        "linkedAccounts": {
+            "type": "array",
+            "description": "Ready-made linked accounts for demo users.",
+            "items": {
+                "type": "object", "additionalProperties": False, "required": ["identifier", "company"],
+                "properties": {"identifier": {"type": "string", "minLength": 1}, "company": _ID,
+                               "product": {"enum": ["deposit", "verify"]},
+                               "connected": {"type": "boolean"}},
+            },
+        },
         "webhooks": {
             "type": "object",
             "additionalProperties": False,

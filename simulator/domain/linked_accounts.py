@@ -1,0 +1,488 @@
+"""Continuous access: linked payroll accounts, their data, push refreshes and pull refreshes.
+
+A linked account holds one person's job at one company (a Profile made from the
+seed) and the records derived from it: pay statements on the pay cycle, income,
+timesheets, tax forms, deposit accounts, employment and identity. The records
+agree with each other (statements follow the income, the employer is the
+company), stay the same between reads, and change only when a refresh says so
+(spec: Continuous access, Continuous-access events, Pull refresh flow).
+"""
+
+from __future__ import annotations
+
+import calendar
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import date, datetime, timedelta, timezone
+from typing import Any
+
+from ..clock import isoformat
+from ..errors import NotFound, field_detail
+from .companies import Company
+from .states import COMPLETED
+from .tenants import Tenant
+
+PAY_CYCLES = ("weekly", "biweekly", "semimonthly", "monthly")
+PERIODS_PER_YEAR = {"weekly": 52, "biweekly": 26, "semimonthly": 24, "monthly": 12}
+USER_LINK_PRODUCTS = ("deposit", "verify")
+DEFAULT_REFRESH_INTERVAL = 86_400.0
+DATA_KINDS = ("statements", "income", "timesheets", "employment", "identity", "taxes",
+              "deposit-accounts")
+DISCONNECT_REASONS = ("timeout", "credentials-changed", "system-update")
+# Chances per push refresh that something changes at the employer.
+RAISE_CHANCE = 0.04
+NEW_DEPOSIT_ACCOUNT_CHANCE = 0.02
+
+UNKNOWN_LINKED_ACCOUNT = "No linked account has the id {account_id!r}."
+UNKNOWN_USER = "No user has the identifier {identifier!r}."
+
+
+@dataclass(frozen=True)
+class Profile:
+    """The person and the job behind a linked account."""
+
+    first_name: str
+    last_name: str
+    date_of_birth: str
+    email: str
+    phone: str
+    ssn_last4: str
+    address: str
+    city: str
+    state: str
+    postal_code: str
+    employer: str
+    employer_id: str
+    job_title: str
+    employee_type: str          # hourly | salaried
+    start_date: str
+    weekly_hours: int
+    annual_income: float
+    hourly_rate: float
+    pay_cycle: str
+    deposit_accounts: list[dict[str, Any]]
+    tax_rate: float
+
+
+@dataclass
+class LinkedAccount:
+    id: str
+    identifier: str
+    user_id: str
+    company_id: str
+    product: str
+    profile: Profile
+    created_at: float
+    last_refresh: float
+    connected: bool = True
+    refreshes: int = 0
+    pii_deleted: bool = False
+    statements: list[dict[str, Any]] = field(default_factory=list)
+    timesheets: list[dict[str, Any]] = field(default_factory=list)
+    taxes: list[dict[str, Any]] = field(default_factory=list)
+    deposit_accounts: list[dict[str, Any]] = field(default_factory=list)
+    employment_id: str = ""
+    identity_id: str = ""
+    income_id: str = ""
+
+    def record(self) -> dict[str, Any]:
+        return {"_id": self.id, "identifier": self.identifier, "company": self.company_id,
+                "product": self.product, "connected": self.connected,
+                "status": "connected" if self.connected else "disconnected",
+                "createdAt": isoformat(self.created_at), "lastRefreshedAt": isoformat(self.last_refresh)}
+
+
+ProfileMaker = Callable[[Tenant, str, Company], Profile]
+
+
+class LinkedAccounts:
+    """Everything continuous access does for every tenant."""
+
+    def __init__(self, make_profile: ProfileMaker) -> None:
+        self.make_profile = make_profile
+
+    # -- creation and connection ------------------------------------------------------------
+
+    def create(self, tenant: Tenant, identifier: str, company: Company, product: str, *,
+               emit: bool = True) -> LinkedAccount:
+        user = tenant.user(identifier)
+        now = tenant.clock.timestamp()
+        account = LinkedAccount(id=tenant.ids.object_id(), identifier=identifier, user_id=user.id,
+                                company_id=company.id, product=product,
+                                profile=self.make_profile(tenant, identifier, company),
+                                created_at=now, last_refresh=now)
+        ids = tenant.ids
+        account.employment_id, account.identity_id, account.income_id = (
+            ids.object_id(), ids.object_id(), ids.object_id())
+        account.deposit_accounts = [{"_id": ids.object_id(), **a}
+                                    for a in account.profile.deposit_accounts]
+        today = _day(now)
+        history_start = max(_parse(account.profile.start_date), today - timedelta(days=90))
+        account.statements = self._statements(tenant, account, history_start, today)
+        account.timesheets = self._timesheets(tenant, account, today - timedelta(days=14), today)
+        account.taxes = self._tax_forms(tenant, account, 0, today)
+        tenant.linked_accounts[account.id] = account
+        if emit:
+            self._emit(tenant, account, "linked-account-connected", {})
+        self._schedule_refresh(tenant, account)
+        self._schedule_pii_deletion(tenant, account)
+        return account
+
+    def disconnect(self, tenant: Tenant, account: LinkedAccount, reason: str = "timeout") -> None:
+        """The session expired or was revoked (spec: Linked account connection)."""
+        if account.connected:
+            account.connected = False
+            self._emit(tenant, account, "linked-account-disconnected", {"reason": reason})
+
+    def reconnect(self, tenant: Tenant, account: LinkedAccount) -> None:
+        """The user signed in again through the SDK `linkedAccount` flow."""
+        if not account.connected:
+            account.connected = True
+            self._emit(tenant, account, "linked-account-connected", {})
+
+    def require(self, tenant: Tenant, account_id: str, path: str = "$.linkedAccount") -> LinkedAccount:
+        account = tenant.linked_accounts.get(account_id)
+        if account is None:
+            raise NotFound(UNKNOWN_LINKED_ACCOUNT.format(account_id=account_id),
+                           code="linked-account-not-found", details=[field_detail(path, "unknown")])
+        return account
+
+    def find(self, tenant: Tenant, identifier: str, company_id: str) -> LinkedAccount | None:
+        for account in tenant.linked_accounts.values():
+            if account.identifier == identifier and account.company_id == company_id:
+                return account
+        return None
+
+    # -- hooks into the task engine ---------------------------------------------------------
+
+    def on_task_final(self, tenant: Tenant, task: Any) -> None:
+        """A completed user-link task leaves a linked account; a completed refresh refreshes."""
+        if task.status != COMPLETED:
+            return
+        if task.linked_account is not None:
+            account = tenant.linked_accounts.get(task.linked_account)
+            if account is not None and account.connected:
+                self.refresh(tenant, account, task_id=task.id)
+            return
+        if task.product in USER_LINK_PRODUCTS:
+            account = self.find(tenant, task.identifier, task.company_id)
+            if account is None:
+                company = tenant.companies.get(task.company_id)
+                if company is not None:
+                    self.create(tenant, task.identifier, company, task.product)
+            else:
+                self.reconnect(tenant, account)
+
+    def on_step(self, tenant: Tenant, task: Any, value: str) -> None:
+        """A scenario step `linkedAccount: connected|disconnected`."""
+        account = (tenant.linked_accounts.get(task.linked_account) if task.linked_account
+                   else self.find(tenant, task.identifier, task.company_id))
+        if account is None:
+            return
+        if value == "disconnected":
+            self.disconnect(tenant, account, "credentials-changed")
+        else:
+            self.reconnect(tenant, account)
+
+    # -- refresh ----------------------------------------------------------------------------
+
+    def refresh(self, tenant: Tenant, account: LinkedAccount, *, task_id: str | None = None) -> None:
+        """Sync every kind of data: `*-synced` for each, then what changed (spec:
+        Continuous-access events). The data endpoints show the same change."""
+        now = tenant.clock.timestamp()
+        since, today = _day(account.last_refresh), _day(now)
+        rng = random.Random(f"{account.id}:{account.refreshes}")
+        account.refreshes += 1
+        account.last_refresh = now
+        changes: dict[str, tuple[str, list[str]]] = {}
+
+        new_statements = self._statements(tenant, account, since + timedelta(days=1), today)
+        account.statements += new_statements
+        if new_statements:
+            changes["statements"] = ("statements-added", [s["_id"] for s in new_statements])
+        new_timesheets = self._timesheets(tenant, account, since + timedelta(days=1), today)
+        account.timesheets += new_timesheets
+        if new_timesheets:
+            changes["timesheets"] = ("timesheets-added", [t["_id"] for t in new_timesheets])
+        new_forms = self._tax_forms(tenant, account, len(account.taxes), today)
+        account.taxes += new_forms
+        if new_forms:
+            changes["taxes"] = ("taxes-added", [t["_id"] for t in new_forms])
+        if not account.pii_deleted and rng.random() < RAISE_CHANCE:
+            self.give_raise(account, rng.uniform(0.03, 0.08))
+            changes["income"] = ("income-updated", [account.income_id])
+        if not account.pii_deleted and rng.random() < NEW_DEPOSIT_ACCOUNT_CHANCE:
+            added = self.add_deposit_account(tenant, account, rng)
+            changes["deposit-accounts"] = ("deposit-accounts-added", [added["_id"]])
+
+        for kind in DATA_KINDS:
+            if kind == "timesheets" and account.profile.employee_type != "hourly":
+                continue
+            self._emit(tenant, account, f"{kind}-synced", {}, task_id=task_id)
+            if kind in changes:
+                event_type, records = changes[kind]
+                self._emit(tenant, account, event_type, {"records": records}, task_id=task_id)
+        if not account.pii_deleted:
+            income = self.income(account, now)
+            self._emit(tenant, account, "earn-user-data", {
+                "netHourlyRate": income["netHourlyRate"],
+                "unpaidHoursInPayPeriod": income["unpaidHoursInPayPeriod"],
+                "currentPayPeriodStart": income["currentPayPeriodStart"]}, task_id=task_id)
+
+    def give_raise(self, account: LinkedAccount, share: float) -> None:
+        profile = account.profile
+        account.profile = replace(profile, annual_income=round(profile.annual_income * (1 + share), 2),
+                                  hourly_rate=round(profile.hourly_rate * (1 + share), 2))
+
+    def add_deposit_account(self, tenant: Tenant, account: LinkedAccount,
+                            rng: random.Random) -> dict[str, Any]:
+        share = rng.choice((10, 15, 20))
+        added = {"_id": tenant.ids.object_id(), "accountNumber": f"{rng.randrange(10**9, 10**10)}",
+                 "routingNumber": "021000021", "type": "savings",
+                 "bankName": rng.choice(("Ally Bank", "Chime", "Capital One")),
+                 "distributionType": "percent", "distributionAmount": share}
+        account.deposit_accounts.append(added)
+        return added
+
+    def remove_deposit_switch(self, tenant: Tenant, account: LinkedAccount) -> dict[str, Any]:
+        """The deposit account our deposit switch added is gone at the employer."""
+        if len(account.deposit_accounts) == 0:
+            raise NotFound("This linked account has no deposit account to remove.",
+                           code="deposit-account-not-found")
+        removed = account.deposit_accounts.pop()
+        self._emit(tenant, account, "deposit-switch-removed", {"depositAccount": removed["_id"]})
+        self._emit(tenant, account, "deposit-accounts-removed", {"records": [removed["_id"]]})
+        return removed
+
+    def _schedule_refresh(self, tenant: Tenant, account: LinkedAccount) -> None:
+        interval = tenant.refresh_interval
+        if not interval:
+            return
+
+        def push() -> None:
+            if tenant.linked_accounts.get(account.id) is not account:
+                return  # deleted
+            if account.connected:
+                self.refresh(tenant, account)
+            tenant.timeline.schedule(tenant.clock.timestamp() + interval, push, background=True,
+                                     label=f"push refresh of {account.id}", owner=account.id)
+
+        tenant.timeline.schedule(account.created_at + interval, push, background=True,
+                                 label=f"push refresh of {account.id}", owner=account.id)
+
+    # -- privacy ----------------------------------------------------------------------------
+
+    def _schedule_pii_deletion(self, tenant: Tenant, account: LinkedAccount) -> None:
+        interval = tenant.pii_deletion_interval
+        if interval:
+            tenant.timeline.schedule(account.created_at + interval,
+                                     lambda: self.delete_pii(tenant, account.identifier),
+                                     background=True, label=f"PII deletion of {account.identifier}")
+
+    def delete_pii(self, tenant: Tenant, identifier: str, task_id: str | None = None) -> None:
+        """The user's personal data is removed; `pii-data-deleted` has `user` and `task`
+        and no `data` (spec: Privacy event)."""
+        accounts = [a for a in tenant.linked_accounts.values()
+                    if a.identifier == identifier and not a.pii_deleted]
+        if not accounts:
+            return
+        for account in accounts:
+            account.pii_deleted = True
+            account.statements, account.timesheets, account.taxes = [], [], []
+            account.deposit_accounts = []
+        user = tenant.user(identifier)
+        if task_id is None:
+            tasks = [t for t in tenant.tasks.values() if t.identifier == identifier]
+            task_id = tasks[-1].id if tasks else tenant.ids.object_id()
+        tenant.emit("pii-data-deleted", identifier=identifier, task_id=task_id,
+                    user={"_id": user.id, "identifier": identifier}, task=task_id)
+
+    # -- records ----------------------------------------------------------------------------
+
+    def accounts_of(self, tenant: Tenant, identifier: str,
+                    linked_account: str | None = None) -> list[LinkedAccount]:
+        if identifier not in tenant.users:
+            raise NotFound(UNKNOWN_USER.format(identifier=identifier), code="user-not-found",
+                           details=[field_detail("$.identifier", "unknown", location="query")])
+        accounts = [a for a in tenant.linked_accounts.values() if a.identifier == identifier]
+        if linked_account is not None:
+            accounts = [a for a in accounts if a.id == linked_account]
+            if not accounts:
+                raise NotFound(UNKNOWN_LINKED_ACCOUNT.format(account_id=linked_account),
+                               code="linked-account-not-found",
+                               details=[field_detail("$.linkedAccount", "not this user's",
+                                                     location="query")])
+        return accounts
+
+    def records(self, tenant: Tenant, kind: str, account: LinkedAccount) -> list[dict[str, Any]]:
+        """One kind of data of one linked account, as the data endpoints show it."""
+        link = {"linkedAccount": account.id}
+        if kind == "linked-accounts":
+            return [account.record()]
+        if account.pii_deleted:
+            return []
+        profile = account.profile
+        if kind == "statements":
+            return [{**s, **link} for s in account.statements]
+        if kind == "timesheets":
+            return [{**t, **link} for t in account.timesheets]
+        if kind == "taxes":
+            return [{**t, **link} for t in account.taxes]
+        if kind == "deposit-accounts":
+            return [{**a, "accountNumber": _mask(a["accountNumber"]), **link}
+                    for a in account.deposit_accounts]
+        if kind == "income":
+            return [{**self.income(account, tenant.clock.timestamp()), **link}]
+        if kind == "employment":
+            return [{"_id": account.employment_id, **link,
+                     "employeeType": "full-time" if profile.weekly_hours >= 35 else "part-time",
+                     "employmentStatus": "active", "jobTitle": profile.job_title,
+                     "startDate": profile.start_date, "weeklyHours": profile.weekly_hours,
+                     "employer": {"_id": profile.employer_id, "name": profile.employer}}]
+        return [{"_id": account.identity_id, **link, "firstName": profile.first_name,
+                 "lastName": profile.last_name, "dateOfBirth": profile.date_of_birth,
+                 "email": profile.email, "phone": profile.phone,
+                 "ssn": f"***-**-{profile.ssn_last4}", "address": profile.address,
+                 "city": profile.city, "state": profile.state, "postalCode": profile.postal_code}]
+
+    def income(self, account: LinkedAccount, now: float) -> dict[str, Any]:
+        profile = account.profile
+        today = _day(now)
+        period_start, period_end = pay_period(profile, today)
+        worked_days = sum(1 for d in _days(period_start, today) if d.weekday() < 5)
+        per_day = profile.weekly_hours / 5
+        periods = PERIODS_PER_YEAR[profile.pay_cycle]
+        return {
+            "_id": account.income_id,
+            "income": round(profile.annual_income / periods, 2),
+            "incomeType": "hourly" if profile.employee_type == "hourly" else "salary",
+            "annualIncome": profile.annual_income,
+            "hourlyIncome": profile.hourly_rate,
+            "netHourlyRate": round(profile.hourly_rate * (1 - profile.tax_rate), 2),
+            "payCycle": profile.pay_cycle,
+            "nextExpectedPayDate": next_pay_date(profile, today).isoformat(),
+            "currentPayPeriodStart": period_start.isoformat(),
+            "currentPayPeriodEnd": period_end.isoformat(),
+            "unpaidHoursInPayPeriod": round(worked_days * per_day, 1),
+        }
+
+    def _statements(self, tenant: Tenant, account: LinkedAccount, first: date,
+                    last: date) -> list[dict[str, Any]]:
+        profile = account.profile
+        rng = random.Random(f"{account.id}:statements:{first}")
+        statements = []
+        for pay_date in pay_dates(profile, first, last):
+            start, end = pay_period(profile, pay_date)
+            if profile.employee_type == "hourly":
+                weeks = ((end - start).days + 1) / 7
+                hours = round(profile.weekly_hours * weeks * rng.uniform(0.9, 1.05), 2)
+                gross = round(hours * profile.hourly_rate, 2)
+            else:
+                hours = round(profile.weekly_hours * ((end - start).days + 1) / 7, 2)
+                gross = round(profile.annual_income / PERIODS_PER_YEAR[profile.pay_cycle], 2)
+            statements.append({
+                "_id": tenant.ids.object_id(), "date": pay_date.isoformat(),
+                "payPeriodStartDate": start.isoformat(), "payPeriodEndDate": end.isoformat(),
+                "grossAmount": gross, "netAmount": round(gross * (1 - profile.tax_rate), 2),
+                "paymentMethod": "deposit", "hours": hours})
+        return statements
+
+    def _timesheets(self, tenant: Tenant, account: LinkedAccount, first: date,
+                    last: date) -> list[dict[str, Any]]:
+        profile = account.profile
+        if profile.employee_type != "hourly":
+            return []
+        per_day = profile.weekly_hours / 5
+        return [{"_id": tenant.ids.object_id(), "date": day.isoformat(), "hours": per_day,
+                 "rate": profile.hourly_rate}
+                for day in _days(first, last) if day.weekday() < 5]
+
+    def _tax_forms(self, tenant: Tenant, account: LinkedAccount, have: int,
+                   today: date) -> list[dict[str, Any]]:
+        """W-2s for each full year worked, published by January 31 of the next year."""
+        profile = account.profile
+        started = _parse(profile.start_date)
+        last_year = today.year - 1 if today >= date(today.year, 1, 31) else today.year - 2
+        years = [y for y in range(max(started.year, last_year - 2), last_year + 1)]
+        forms = []
+        for year in years[have:]:
+            worked = 1.0 if started.year < year else (date(year, 12, 31) - started).days / 365
+            forms.append({"_id": tenant.ids.object_id(), "year": year, "form": "W-2",
+                          "totalWages": round(profile.annual_income * worked, 2),
+                          "employer": profile.employer})
+        return forms
+
+    def _emit(self, tenant: Tenant, account: LinkedAccount, event_type: str, data: dict[str, Any],
+              task_id: str | None = None) -> None:
+        tenant.emit(event_type, identifier=account.identifier, task_id=task_id,
+                    user={"_id": account.user_id, "identifier": account.identifier},
+                    data={"linkedAccount": account.id, "companyId": account.company_id, **data})
+
+
+# -- pay calendar ---------------------------------------------------------------------------
+
+def _day(timestamp: float) -> date:
+    return datetime.fromtimestamp(timestamp, tz=timezone.utc).date()
+
+
+def _parse(text: str) -> date:
+    return date.fromisoformat(text)
+
+
+def _days(first: date, last: date):
+    day = first
+    while day <= last:
+        yield day
+        day += timedelta(days=1)
+
+
+def _month_end(day: date) -> date:
+    return day.replace(day=calendar.monthrange(day.year, day.month)[1])
+
+
+def _anchor(profile: Profile) -> date:
+    """The first Friday on or after the start date: weekly and biweekly pay days count from it."""
+    start = _parse(profile.start_date)
+    return start + timedelta(days=(4 - start.weekday()) % 7)
+
+
+def pay_dates(profile: Profile, first: date, last: date) -> list[date]:
+    """Pay days between `first` and `last`, both included."""
+    if last < first:
+        return []
+    cycle = profile.pay_cycle
+    if cycle in ("weekly", "biweekly"):
+        step = 7 if cycle == "weekly" else 14
+        anchor = _anchor(profile)
+        offset = max(0, -(-(first - anchor).days // step))
+        day = anchor + timedelta(days=offset * step)
+        days = []
+        while day <= last:
+            days.append(day)
+            day += timedelta(days=step)
+        return days
+    days = []
+    month = first.replace(day=1)
+    while month <= last:
+        candidates = [_month_end(month)] if cycle == "monthly" else [month.replace(day=15),
+                                                                      _month_end(month)]
+        days += [d for d in candidates if first <= d <= last]
+        month = (_month_end(month) + timedelta(days=1))
+    return days
+
+
+def next_pay_date(profile: Profile, today: date) -> date:
+    return pay_dates(profile, today + timedelta(days=1), today + timedelta(days=40))[0]
+
+
+def pay_period(profile: Profile, day: date) -> tuple[date, date]:
+    """The pay period holding `day`: it ends on the first pay day on or after `day`."""
+    end = pay_dates(profile, day, day + timedelta(days=40))[0]
+    previous = pay_dates(profile, end - timedelta(days=40), end - timedelta(days=1))
+    start = previous[-1] + timedelta(days=1) if previous else end - timedelta(days=13)
+    return start, end
+
+
+def _mask(number: str) -> str:
+    return "*" * (len(number) - 4) + number[-4:]
