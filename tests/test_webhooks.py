@@ -293,9 +293,6 @@ async def test_delivery_to_a_receiver_that_resets_records_the_reset(sandbox, rec
     assert len(receiver.received(HOOKS)) == 2
 
 
-@pytest.mark.xfail(reason="simulator bug: ce-time carries microseconds of the virtual time while "
-                          "eventTime and the ledger's time are cut to milliseconds "
-                          "(webhooks/cloudevents.py to_message)")
 async def test_delivery_ce_time_is_the_event_time_on_a_real_clock(make_sandbox, receiver):
     client = await make_sandbox(clock="real")
     records = [await trigger(client, "company-created") for _ in range(3)]
@@ -662,9 +659,6 @@ async def test_fault_out_of_order_releases_a_held_event_after_a_second_alone(san
     assert parse_time(attempt["time"]).timestamp() == parse_time(record["time"]).timestamp() + 1
 
 
-@pytest.mark.xfail(reason="simulator bug: with outOfOrder 1 the next event is held too and the "
-                          "held one is released first, so nothing is ever reordered "
-                          "(Dispatcher._first_attempt)")
 async def test_fault_out_of_order_always_reorders_two_events(sandbox, receiver):
     """With outOfOrder 1, the second event reaches the receiver before the first."""
     await put_faults(sandbox, {"outOfOrder": 1})

@@ -105,6 +105,7 @@ class Tenant:
         the body's fields (`user`, `data`, and for task events `task`, `company`, ...).
         """
         at = self.clock.timestamp() if at is None else at
+        at = round(at, 3)  # milliseconds, as eventTime and ce-time show it
         event = Event(id=self.ids.uuid(), type=event_type, time=at,
                       body=event_body(event_type, at, **body), sequence=len(self.events.events) + 1,
                       user=identifier, task=task_id)

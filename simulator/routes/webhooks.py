@@ -63,8 +63,11 @@ async def replay(request: web.Request) -> web.Response:
     tenant, dispatcher = tenant_of(request), request.app[DISPATCHER]
     since = until = None
     if "from" in body:
-        since, until = parse_time(body["from"], "$.from", location="body"), \
-            parse_time(body["to"], "$.to", location="body")
+        since = parse_time(body["from"], "$.from", location="body")
+        until = parse_time(body["to"], "$.to", location="body")
+        if since > until:
+            raise ValidationFailed("`from` is later than `to`.",
+                                   details=[field_detail("$.from", "later than $.to")])
     events = tenant.events.query(user=body.get("userIdentifier"), task=body.get("taskId"),
                                  since=since, until=until)
     queued = [{"eventId": event.id, "eventType": event.type,

@@ -260,7 +260,7 @@ EVENTS_QUERY = {
         "user": {"type": "string", "description": "The user's identifier."},
         "task": {"type": "string"},
         "since": {"type": "string", "format": "date-time", "description": "Virtual time, ISO 8601."},
-        "delivery": {"enum": ["pending", "delivered", "failed", "none"]},
+        "delivery": {"enum": ["pending", "delivered", "failed", "interrupted", "none"]},
         "limit": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 1000},
     },
 }

@@ -9,8 +9,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 
+from ..clock import isoformat
 from ..domain.events import Event
 
 SIGNATURE_HEADER = "x-hmac-signature-sha-256"
@@ -35,7 +36,8 @@ def to_message(event: Event, vendor: str, signing_secret: str | None = None) -> 
             "source": f"com.{vendor}",
             "type": f"com.{vendor}.{event.type}",
             "specversion": "1.0",
-            "time": datetime.fromtimestamp(event.time, tz=timezone.utc),
+            # The same millisecond instant as the body's eventTime.
+            "time": datetime.fromisoformat(isoformat(event.time).replace("Z", "+00:00")),
             "datacontenttype": "application/json",
         },
         data=event.body,

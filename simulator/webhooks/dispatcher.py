@@ -187,7 +187,8 @@ class Dispatcher:
         if faults.delay and roll.random() < faults.delay:
             delivery.faults.append(f"delayed {faults.delay_seconds:g}s")
             self._schedule_attempt(tenant, delivery, event, tenant.clock.timestamp() + faults.delay_seconds)
-        elif faults.out_of_order and roll.random() < faults.out_of_order:
+        elif faults.out_of_order and not held and roll.random() < faults.out_of_order:
+            # Held back until the next event has gone out: that one overtakes it.
             delivery.faults.append("out-of-order")
             state.held.append((delivery, event))
             # Released behind the next event, or after a second if none comes.
