@@ -28,7 +28,8 @@ retry waits for the manual clock); the target, sandbox events/s >= 0.5 x
 bare-client events/s. The exit status is 0 unless `--strict` is given and a
 line failed.
 `--profile FILE` writes a cProfile of the measured sandbox phase (pstats
-format) and prints the top functions.
+format) and prints the top functions; the profiler slows that phase only, so
+the ratio of such a run means nothing.
 
     python bench/webhooks.py [--events 20000] [--warmup 500] [--strict] [--profile FILE]
 """

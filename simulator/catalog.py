@@ -7,7 +7,10 @@ ids, and 100,000 companies is one setting.
 
 from __future__ import annotations
 
+import json
+import os
 import random
+from pathlib import Path
 from typing import Any
 
 from .domain.companies import (DISABLED, FRANCHISE_CHILD, FRANCHISE_PARENT, OPERATIONAL,
@@ -84,11 +87,22 @@ def build_companies(fixtures: Fixtures, seed: int) -> list[Company]:
 def generate_companies(count: int, seed: int, service: ServiceProfile, *,
                        franchise_share: float = 0.1) -> list[Company]:
     """`count` realistic companies from Faker, the same for the same seed."""
-    from faker import Faker  # slow to import; only catalogs with a generated part need it
-
-    fake = Faker("en_US")
-    fake.seed_instance(seed)
+    last_names, cities, words, suffixes_of_companies = word_pools(seed, count)
     rng = random.Random(f"{seed}:catalog")
+
+    def last_name() -> str:
+        return rng.choice(last_names)
+
+    def company_name() -> str:
+        # The shapes of Faker's en_US company names.
+        shape = rng.randrange(3)
+        if shape == 0:
+            return f"{last_name()} {rng.choice(suffixes_of_companies)}"
+        if shape == 1:
+            return f"{last_name()}-{last_name()}"
+        return f"{last_name()}, {last_name()} and {last_name()}"
+
+    suffixes = random.Random(f"{seed}:catalog:duplicates")  # ids do not depend on name clashes
     companies: list[Company] = []
     names: set[str] = set()
 
@@ -97,7 +111,7 @@ def generate_companies(count: int, seed: int, service: ServiceProfile, *,
 
     def unique(name: str) -> str:
         while name in names:
-            name = f"{name} #{rng.randint(100, 9999)}"
+            name = f"{name} #{suffixes.randint(100, 9999)}"
         names.add(name)
         return name
 
@@ -128,27 +142,69 @@ def generate_companies(count: int, seed: int, service: ServiceProfile, *,
 
     franchise_budget = int(count * franchise_share)
     while franchise_budget > 0 and len(companies) < count:
-        brand = f"{fake.last_name()}'s {rng.choice(FRANCHISE_KINDS)}"
+        brand = f"{last_name()}'s {rng.choice(FRANCHISE_KINDS)}"
         parent = add(brand, tags=(FRANCHISE_PARENT,), status=OPERATIONAL)
         for _ in range(min(rng.randint(3, 40), franchise_budget, count - len(companies))):
-            add(f"{parent.name} - {fake.city()}", tags=(FRANCHISE_CHILD,), parent=parent.id)
+            add(f"{parent.name} - {rng.choice(cities)}", tags=(FRANCHISE_CHILD,), parent=parent.id)
         franchise_budget = int(count * franchise_share) - len(companies)
     while len(companies) < count:
         roll = rng.random()
         if roll < 0.03:
-            add(f"{fake.last_name()} {rng.choice(PAYROLL_KINDS)}", tags=("payroll-provider",))
+            add(f"{last_name()} {rng.choice(PAYROLL_KINDS)}", tags=("payroll-provider",))
         elif roll < 0.05:
-            add(f"{fake.word().title()} {rng.choice(GIG_KINDS)}", tags=("gig-economy",))
+            add(f"{rng.choice(words)} {rng.choice(GIG_KINDS)}", tags=("gig-economy",))
         elif roll < 0.17:
             products = MERCHANT_PRODUCTS if rng.random() < 0.7 else MERCHANT_PRODUCTS[:1]
-            add(f"{fake.last_name()} {rng.choice(MERCHANT_KINDS)}", products=products)
+            add(f"{last_name()} {rng.choice(MERCHANT_KINDS)}", products=products)
         elif roll < 0.55:
-            add(fake.company())
+            add(company_name())
         elif roll < 0.85:
-            add(f"{fake.last_name()} {rng.choice(INDUSTRIES)}")
+            add(f"{last_name()} {rng.choice(INDUSTRIES)}")
         else:
-            add(f"{fake.city()} {rng.choice(INDUSTRIES)}")
+            add(f"{rng.choice(cities)} {rng.choice(INDUSTRIES)}")
     return companies
+
+
+def word_pools(seed: int, count: int) -> tuple[list[str], list[str], list[str], list[str]]:
+    """Real-looking last names, cities and words drawn from Faker with the seed.
+
+    Faker draws them once; the seeded generator combines them, which keeps a large
+    catalog fast to build (Faker per name costs ~0.2 ms). Importing Faker costs more
+    than the rest of a start, so the pools are cached on disk per seed, size and
+    Faker version (PAYROLL_SANDBOX_CACHE_DIR, default ~/.cache/payroll-sandbox).
+    """
+    from importlib.metadata import version
+
+    pool = max(50, min(count // 2, 2000))
+    cache = _cache_dir() / f"word-pools-{seed}-{pool}-faker{version('faker')}.json"
+    try:
+        return tuple(json.loads(cache.read_text()))  # type: ignore[return-value]
+    except (OSError, ValueError):  # missing, unreadable or damaged: draw them again
+        pass
+    from faker import Faker  # slow to import: only when the pools are not cached
+
+    fake = Faker("en_US", use_weighting=False)
+    fake.seed_instance(seed)
+    pools = (sorted({fake.last_name() for _ in range(pool)}),
+             sorted({fake.city() for _ in range(pool // 2)}),
+             sorted({fake.word().title() for _ in range(pool // 4)}),
+             list(fake.provider("faker.providers.company").company_suffixes))
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        temporary = cache.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(pools))
+        temporary.replace(cache)
+    except (OSError, ValueError):
+        pass  # a read-only or odd cache folder: no cache, same pools
+    return pools
+
+
+def _cache_dir() -> Path:
+    configured = os.environ.get("PAYROLL_SANDBOX_CACHE_DIR")
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "payroll-sandbox"
 
 
 def _weighted_status(rng: random.Random) -> str:

@@ -91,3 +91,18 @@ def test_generated_catalog_has_franchise_networks_and_every_status(tmp_path: Pat
     assert {c.status for c in companies} == {"operational", "under-maintenance", "disabled"}
     assert {"payroll-provider", "gig-economy"} <= {t for c in companies for t in c.tags}
     assert {"user-link", "pay-link"} <= {s for c in companies for s in c.scopes}
+
+
+def test_generated_catalog_is_the_same_with_and_without_the_word_pool_cache(tmp_path, monkeypatch):
+    from simulator.catalog import generate_companies
+    from simulator.fixtures import load_fixtures
+
+    service = load_fixtures(bundled_dir("fixtures")).service
+    monkeypatch.setenv("PAYROLL_SANDBOX_CACHE_DIR", str(tmp_path))
+    cold = generate_companies(300, 5, service)
+    assert list(tmp_path.glob("word-pools-5-*.json"))
+    warm = generate_companies(300, 5, service)
+    assert [(c.id, c.name) for c in cold] == [(c.id, c.name) for c in warm]
+    monkeypatch.setenv("PAYROLL_SANDBOX_CACHE_DIR", str(tmp_path / "unwritable" / "\0"))
+    uncached = generate_companies(300, 5, service)  # a cache it cannot write changes nothing
+    assert [(c.id, c.name) for c in uncached] == [(c.id, c.name) for c in cold]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -36,6 +37,12 @@ NAME_SIMILARITY = 60
 SIMILAR_WORDS = 12
 # A word being typed expands to at most this many catalog words.
 PREFIX_WORDS = 400
+# The last resort, a query compared with every whole name, keeps matches this similar.
+WHOLE_NAME_SIMILARITY = 75
+# A word in more names than this brings no fuzzy candidates by itself.
+COMMON_WORD = 1000
+# WRatio costs ~2 us a name: the fuzzy tier scores at most this many.
+MAX_FUZZY_CANDIDATES = 400
 
 PRODUCT_AND_PRODUCTS = "Send either `product` or `products`, not both."
 NOT_A_PARENT = "Company {company_id!r} is not a franchise parent."
@@ -95,6 +102,14 @@ class SearchIndex:
         self._postings = postings
         self._vocabulary = sorted(postings)
         self._ordinal_by_id = {c.id: i for i, c in enumerate(self.companies)}
+        # Every word under each of its one-letter deletions: a query word finds the words
+        # one edit away (delete, insert, replace, swap) by lookups, not by a scan.
+        deletions: dict[str, list[str]] = {}
+        for word in self._vocabulary:
+            if len(word) >= 3:
+                for variant in _deletion_variants(word):
+                    deletions.setdefault(variant, []).append(word)
+        self._deletions = deletions
 
     def ordinals_of(self, companies: Iterable[Company]) -> frozenset[int]:
         return frozenset(self._ordinal_by_id[c.id] for c in companies)
@@ -118,7 +133,7 @@ class SearchIndex:
             lambda: [(o, 0) for o in self._exact.get(name, [])],
             lambda: [(o, 0) for o in self._prefix_matches(name)],
             lambda: [(o, 0) for o in self._word_matches(words)],
-            lambda: self._fuzzy_matches(name, words, within),
+            lambda: self._fuzzy_matches(name, words, within, scan_names=not seen),
         )
         for tier, matches in enumerate(tiers):
             for ordinal, score in matches():
@@ -157,30 +172,48 @@ class SearchIndex:
         return sorted(matches)
 
     def _similar_words(self, word: str) -> list[str]:
-        if word in self._postings and len(word) < 3:
-            return [word]
         if len(word) < 3:
-            return []
-        found = process.extract(word, self._vocabulary, scorer=fuzz.ratio,
-                                score_cutoff=WORD_SIMILARITY, limit=SIMILAR_WORDS)
-        return [match for match, _, _ in found]
+            return [word] if word in self._postings else []
+        found: set[str] = set()
+        for variant in _deletion_variants(word):
+            found.update(self._deletions.get(variant, ()))
+        scored = sorted(((fuzz.ratio(word, w), w) for w in found), reverse=True)
+        return [w for score, w in scored if score >= WORD_SIMILARITY][:SIMILAR_WORDS]
 
-    def _fuzzy_matches(self, name: str, words: list[str],
-                       within: frozenset[int] | None) -> list[tuple[int, int]]:
+    def _fuzzy_matches(self, name: str, words: list[str], within: frozenset[int] | None,
+                       scan_names: bool = True) -> list[tuple[int, int]]:
         if within is not None and len(within) <= 2000:
             # A small scope (one franchise network): compare every name in it.
-            candidates: set[int] = set(within)
+            candidates: Iterable[int] = within
         else:
-            candidates = set()
+            per_word = []
             for word in words:
+                ordinals: set[int] = set()
                 for similar in self._similar_words(word):
-                    candidates.update(self._postings[similar])
-            if not candidates:
-                # No word resembles a catalog word (e.g. words run together): fall
-                # back to comparing the whole query with every whole name.
-                found = process.extract(name, self.names, scorer=fuzz.WRatio,
-                                        score_cutoff=NAME_SIMILARITY + 20, limit=MAX_LIMIT)
+                    ordinals.update(self._postings[similar])
+                if ordinals:
+                    per_word.append(ordinals)
+            per_word.sort(key=len)
+            # Common words ("and", "inc") bring no candidates by themselves; if every
+            # word is common, take the names holding the two rarest.
+            rare = [s for s in per_word if len(s) <= COMMON_WORD]
+            if not rare and per_word:
+                rare = [per_word[0].intersection(*per_word[1:2])]
+            if not rare:
+                if not scan_names:
+                    return []
+                # Nothing found yet and no word resembles a catalog word (words run
+                # together, "homedepot"): compare the whole query with every name.
+                found = process.extract(name, self.names, scorer=fuzz.ratio,
+                                        score_cutoff=WHOLE_NAME_SIMILARITY, limit=MAX_LIMIT)
                 return sorted((ordinal, round(score)) for _, score, ordinal in found)
+            hits: Counter[int] = Counter()
+            for ordinals in rare:
+                hits.update(ordinals)
+            candidates = hits
+            if len(hits) > MAX_FUZZY_CANDIDATES:
+                # Names holding the most query words first, then the shortest names.
+                candidates = sorted(hits, key=lambda o: (-hits[o], o))[:MAX_FUZZY_CANDIDATES]
         scored = []
         for ordinal in candidates:
             score = round(fuzz.WRatio(name, self.names[ordinal]))
@@ -188,6 +221,10 @@ class SearchIndex:
                 scored.append((-score, ordinal))
         scored.sort()
         return [(ordinal, -negative) for negative, ordinal in scored]
+
+
+def _deletion_variants(word: str) -> set[str]:
+    return {word[:i] + word[i + 1:] for i in range(len(word))} | {word}
 
 
 def search_companies(companies: CompanyDirectory, rule: ManualDepositRule,
