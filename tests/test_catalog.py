@@ -103,6 +103,8 @@ def test_generated_catalog_is_the_same_with_and_without_the_word_pool_cache(tmp_
     assert list(tmp_path.glob("word-pools-5-*.json"))
     warm = generate_companies(300, 5, service)
     assert [(c.id, c.name) for c in cold] == [(c.id, c.name) for c in warm]
-    monkeypatch.setenv("PAYROLL_SANDBOX_CACHE_DIR", str(tmp_path / "unwritable" / "\0"))
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("PAYROLL_SANDBOX_CACHE_DIR", str(blocker / "cache"))
     uncached = generate_companies(300, 5, service)  # a cache it cannot write changes nothing
     assert [(c.id, c.name) for c in uncached] == [(c.id, c.name) for c in cold]

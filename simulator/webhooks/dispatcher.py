@@ -25,6 +25,7 @@ log = logging.getLogger("payroll_sandbox.webhooks")
 MAX_ATTEMPTS = 3          # the first plus two retries
 RETRY_INTERVAL = 30.0     # virtual seconds between attempts
 ATTEMPT_TIMEOUT = 15.0    # virtual seconds per attempt
+CONNECTIONS = 100         # attempts in flight at once, over every tenant
 
 PENDING, DELIVERED, FAILED, INTERRUPTED = "pending", "delivered", "failed", "interrupted"
 
@@ -111,6 +112,8 @@ class Dispatcher:
         self.seed = seed
         self.default_url = default_url
         self._session: Any = None
+        # Attempts wait here for a connection, so the timeout counts only the attempt.
+        self._slots = asyncio.Semaphore(CONNECTIONS)
         self._tenants: dict[str, TenantWebhooks] = {}
         self.closing = False
 
@@ -135,7 +138,7 @@ class Dispatcher:
 
         self._session = aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=None),
-            connector=aiohttp.TCPConnector(limit=100, force_close=False))
+            connector=aiohttp.TCPConnector(limit=CONNECTIONS, force_close=False))
 
     async def close(self, grace: float = 5.0) -> None:
         """Stop: let attempts in flight finish for `grace` seconds, record the rest."""
@@ -233,6 +236,14 @@ class Dispatcher:
                     message: Any, started_at: float) -> None:
         import aiohttp
 
+        async with self._slots:
+            attempt.wallTime = isoformat(time.time())
+            await self._post(delivery, attempt, message)
+        self._after_attempt(tenant, delivery, event, attempt, started_at)
+
+    async def _post(self, delivery: Delivery, attempt: Attempt, message: Any) -> None:
+        import aiohttp
+
         started = time.perf_counter()
         try:
             if self._session is None or self.closing:
@@ -262,7 +273,6 @@ class Dispatcher:
             attempt.error = f"{type(error).__name__}: {error}"
         finally:
             attempt.latencyMs = round((time.perf_counter() - started) * 1000, 3)
-        self._after_attempt(tenant, delivery, event, attempt, started_at)
 
     def _after_attempt(self, tenant: Tenant, delivery: Delivery, event: Event, attempt: Attempt,
                        started_at: float) -> None:
