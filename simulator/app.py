@@ -19,10 +19,13 @@ from .domain.tasks import HAPPY_PATH, TaskEngine
 from .datagen import ProfileFactory
 from .domain.linked_accounts import LinkedAccounts
 from .domain.tenants import Tenant
-from .keys import (DISPATCHER, ENGINE, JOURNAL, LINKED_ACCOUNTS, OPENAPI, RUNNERS, SETTINGS,
-                   STORE)
+from .domain.processor_links import DEFAULT_SCENARIO as PROCESSOR_DEFAULT
+from .domain.processor_links import ProcessorLinks
+from .keys import (DISPATCHER, ENGINE, JOURNAL, LINKED_ACCOUNTS, OPENAPI, PROCESSOR_LINKS, RUNNERS,
+                   SETTINGS, STORE)
 from .middleware import MAX_BODY_BYTES, auth_middleware, error_middleware, journal_middleware
-from .routes import access, companies, control, linked_accounts, meta, tasks, webhooks
+from .routes import (access, companies, control, linked_accounts, meta, processor_links, tasks,
+                     webhooks)
 from .scenarios.loader import Scenario, load_scenarios
 from .scheduler import Runners
 from .settings import Settings
@@ -44,8 +47,9 @@ def load(settings: Settings) -> LoadedFixtures:
     fixtures = load_fixtures(settings.fixtures, vendor=settings.vendor,
                              aggregator=settings.aggregator, sdk_prefix=settings.sdk_prefix)
     scenarios = load_scenarios(settings.scenarios)
-    if HAPPY_PATH not in scenarios:
-        raise ConfigError(str(settings.scenarios), "$", f"no {HAPPY_PATH}.yaml: it is the default")
+    for default in (HAPPY_PATH, PROCESSOR_DEFAULT):
+        if default not in scenarios:
+            raise ConfigError(str(settings.scenarios), "$", f"no {default}.yaml: it is a default")
     known_companies = {c["_id"] for c in fixtures.companies}
     for number, account in enumerate(fixtures.accounts):
         for entry_number, entry in enumerate(account.get("linkedAccounts", [])):
@@ -126,8 +130,10 @@ def create_app(settings: Settings, *, clock: Clock | None = None,
         ready_made_accounts(tenant)
     store.on_tenant += [dispatcher.attach, runners.add, ready_made_accounts]
     app.cleanup_ctx.append(_background_context)
+    app[PROCESSOR_LINKS] = ProcessorLinks(store.scenarios, store.service.aggregator)
     for module in (meta, access, companies, tasks, linked_accounts, control, webhooks):
         app.add_routes(module.routes)
+    app.add_routes(processor_links.routes(store.service.aggregator))
     return app
 
 

@@ -7,6 +7,7 @@ from typing import Any
 from aiohttp import web
 
 from .domain.linked_accounts import LinkedAccounts
+from .domain.processor_links import ProcessorLinks
 from .domain.store import Store
 from .domain.tasks import TaskEngine
 from .domain.tenants import PublicToken, Tenant
@@ -23,6 +24,7 @@ ENGINE = web.AppKey("engine", TaskEngine)
 RUNNERS = web.AppKey("runners", Runners)
 DISPATCHER = web.AppKey("dispatcher", Dispatcher)
 LINKED_ACCOUNTS = web.AppKey("linked_accounts", LinkedAccounts)
+PROCESSOR_LINKS = web.AppKey("processor_links", ProcessorLinks)
 
 # Request-scoped values.
 TENANT = web.RequestKey("tenant", Tenant)

@@ -519,7 +519,7 @@ async def test_trigger_override_that_breaks_the_schema_is_422(sandbox, receiver,
 async def test_every_scenario_emits_events_valid_against_their_schemas(sandbox, receiver):
     response = await sandbox.get("/_sandbox/scenarios", headers=ACME)
     assert response.status == 200
-    scenarios = (await response.json())["data"]
+    scenarios = [s for s in (await response.json())["data"] if s["kind"] == "task"]
     assert scenarios
     schemas = {t: validator(await schema_of(sandbox, t)) for t in await event_types(sandbox)}
 

@@ -65,6 +65,8 @@ def load_scenario(path: Path) -> Scenario:
         steps.append(Step(at=at, changes={k: v for k, v in raw.items() if k != "after"}))
     if kind == "task":
         _check_task_steps(steps, str(path))
+    else:
+        _check_processor_steps(steps, str(path))
     return Scenario(name=path.stem, description=document["description"], kind=kind,
                     steps=tuple(steps))
 
@@ -102,6 +104,33 @@ def _check_task_steps(steps: list[Step], file: str) -> None:
     if status not in FINAL:
         raise ConfigError(file, "$.steps", f"the task ends {status}; a scenario must end it "
                           "completed or failed")
+
+
+PROCESSOR_FIELDS = ("stage", "aggregatorError")
+STAGES = ("pull-transactions", "employer-classification", "recurring-transaction-detection")
+
+
+def _check_processor_steps(steps: list[Step], file: str) -> None:
+    """A processor-link pipeline: stages in order, or an aggregator error that ends it."""
+    done = -1
+    for number, step in enumerate(steps):
+        where = f"$.steps[{number}]"
+        fields = [k for k in step.changes if k in PROCESSOR_FIELDS]
+        others = [k for k in step.changes if k not in PROCESSOR_FIELDS]
+        if others:
+            raise ConfigError(file, f"{where}.{others[0]}",
+                              f"step {number}: a processor-link scenario has only stage and "
+                              "aggregatorError steps")
+        if len(fields) != 1:
+            raise ConfigError(file, where, f"step {number}: one of stage or aggregatorError")
+        if done == len(STAGES) or (number and "aggregatorError" in steps[number - 1].changes):
+            raise ConfigError(file, where, f"step {number} follows the end of the pipeline")
+        if "stage" in step.changes:
+            stage = STAGES.index(step.get("stage"))
+            if stage <= done or (stage > 0 and done < 0):
+                raise ConfigError(file, f"{where}.stage", f"step {number}: stages run in the order "
+                                  f"{' -> '.join(STAGES)}, transactions first")
+            done = stage
 
 
 def load_scenarios(directory: Path) -> dict[str, Scenario]:

@@ -366,3 +366,28 @@ DISCONNECT_REQUEST = {
     "properties": {"reason": {"enum": ["timeout", "credentials-changed", "system-update"],
                               "default": "timeout"}},
 }
+
+PROCESSOR_LINK_REQUEST = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["processorToken"],
+    "properties": {"processorToken": {"type": "string", "minLength": 1, "maxLength": 200,
+                                      "description": "Minted by the aggregator for this service."}},
+}
+
+PROCESSOR_TOKEN_REQUEST = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "identifier": {"type": "string", "minLength": 1,
+                       "description": "The user the token is for (else: the user-identifier header "
+                                      "at registration)."},
+        "daysRequested": {"type": "integer", "minimum": 1, "maximum": 730, "default": 90,
+                          "description": "transactions.days_requested of the link token."},
+        "products": {"type": "array", "minItems": 1, "uniqueItems": True,
+                     "items": {"enum": ["transactions", "auth"]}, "default": ["transactions"],
+                     "description": "Products the link token requested; only auth fails the pipeline."},
+        "scenario": {"type": "string", "minLength": 1,
+                     "description": "A processor-link scenario, e.g. item-login-required."},
+    },
+}

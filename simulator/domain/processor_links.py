@@ -1,0 +1,364 @@
+"""Processor links: aggregator tokens registered for a user, and the pipeline they feed.
+
+The customer mints a processor token at the aggregator (here: the control plane),
+registers it, and the service pulls the account's transactions asynchronously,
+then runs employer classification, recurring-transaction detection, or both, as
+the customer's enabled products say (spec: Processor link, Processor-link events).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import statistics
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from typing import Any
+
+from ..clock import isoformat
+from ..errors import ApiError, BadRequest, Conflict, NotFound, ValidationFailed, field_detail
+from ..scenarios.loader import Scenario
+from .companies import OPERATIONAL
+from .tenants import Tenant
+
+TOKEN_PATTERN = re.compile(r"^processor-(sandbox|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-"
+                           r"[0-9a-f]{4}-[0-9a-f]{12}$")
+PULL, CLASSIFY, DETECT = "pull-transactions", "employer-classification", "recurring-transaction-detection"
+STAGE_PRODUCT = {CLASSIFY: "employer-classification", DETECT: "recurring-transaction-detection"}
+DEFAULT_SCENARIO = "processor-link-happy-path"
+PROCESSING, COMPLETED, ERROR = "processing", "completed", "error"
+
+MALFORMED = "processorToken is not a processor token (processor-<environment>-<uuid>)."
+WRONG_ENVIRONMENT = ("This processor token was minted for the {theirs} environment; this server is "
+                     "the {ours} environment.")
+UNKNOWN_TOKEN = "No processor token {token!r} was minted by the aggregator."
+REVOKED = "This processor token was revoked at the aggregator; mint a new one after relinking."
+ALREADY_REGISTERED = "This processor token is already registered (link {link_id})."
+IDENTIFIER_NEEDED = "Name the user with the user-identifier header (or mint the token for one)."
+IDENTIFIER_MISMATCH = "user-identifier does not match the user the token was minted for."
+NO_LINKS = "The user {identifier!r} has no processor links."
+ONLY_AUTH = ("The link token requested only the auth product; request the transactions "
+             "product so that transactions can be retrieved.")
+
+PAYROLL_WORDS = ("PAYROLL", "DIR DEP", "DIRECT DEP")
+ONE_OFF = ("COFFEE BAR", "GAS STATION", "GROCERY MART", "PHARMACY", "RESTAURANT", "HARDWARE STORE",
+           "BOOKSTORE", "PARKING", "TAXI", "ONLINE MARKET")
+
+
+@dataclass
+class ProcessorToken:
+    token: str
+    environment: str
+    identifier: str | None
+    days_requested: int
+    products: tuple[str, ...]
+    scenario: str | None
+    account_id: str
+    request_id: str
+    revoked: bool = False
+    link_id: str | None = None
+
+    def record(self) -> dict[str, Any]:
+        return {"processorToken": self.token, "requestId": self.request_id,
+                "accountId": self.account_id, "identifier": self.identifier,
+                "daysRequested": self.days_requested, "products": list(self.products),
+                "scenario": self.scenario, "revoked": self.revoked}
+
+
+@dataclass
+class ProcessorLink:
+    id: str
+    identifier: str
+    user_id: str
+    token: str
+    created_at: float
+    status: str = PROCESSING
+    stages: list[str] = field(default_factory=list)
+    transactions: list[dict[str, Any]] = field(default_factory=list)
+    employer_matches: list[dict[str, Any]] | None = None
+    recurring: list[dict[str, Any]] | None = None
+    error: dict[str, str] | None = None
+
+    def record(self) -> dict[str, Any]:
+        record = {"_id": self.id, "status": self.status, "createdAt": isoformat(self.created_at),
+                  "stages": self.stages, "transactions": len(self.transactions)}
+        if self.error:
+            record["error"] = self.error
+        return record
+
+
+class ProcessorLinks:
+    def __init__(self, scenarios: dict[str, Scenario], aggregator: str) -> None:
+        self.scenarios = scenarios
+        self.aggregator = aggregator
+
+    # -- the aggregator's side --------------------------------------------------------------
+
+    def mint_token(self, tenant: Tenant, request: dict[str, Any]) -> ProcessorToken:
+        """What the aggregator's processor-token creation returns (control plane)."""
+        scenario = request.get("scenario")
+        if scenario is not None:
+            found = self.scenarios.get(scenario)
+            if found is None or found.kind != "processor-link":
+                known = sorted(n for n, s in self.scenarios.items() if s.kind == "processor-link")
+                raise ValidationFailed(f"No processor-link scenario is named {scenario!r}. "
+                                       f"Known: {', '.join(known)}.", code="unknown-scenario",
+                                       details=[field_detail("$.scenario", "unknown")])
+        token = ProcessorToken(
+            token=f"processor-{tenant.environment}-{tenant.ids.uuid()}",
+            environment=tenant.environment, identifier=request.get("identifier"),
+            days_requested=request.get("daysRequested", 90),
+            products=tuple(request.get("products", ("transactions",))), scenario=scenario,
+            account_id=tenant.ids.secret("acc_")[:28], request_id=tenant.ids.secret("req_")[:20])
+        tenant.processor_tokens[token.token] = token
+        return token
+
+    def revoke_token(self, tenant: Tenant, token_text: str) -> ProcessorToken:
+        token = tenant.processor_tokens.get(token_text)
+        if token is None:
+            raise NotFound(UNKNOWN_TOKEN.format(token=token_text), code="processor-token-not-found")
+        token.revoked = True
+        return token
+
+    # -- the service's side -----------------------------------------------------------------
+
+    def register(self, tenant: Tenant, token_text: str, header_identifier: str | None) -> ProcessorLink:
+        """POST /{aggregator}/processor-links: checks the token, starts the pipeline."""
+        path = "$.processorToken"
+        match = TOKEN_PATTERN.match(token_text)
+        if match is None:
+            raise ValidationFailed(MALFORMED, code="invalid-processor-token",
+                                   details=[field_detail(path, MALFORMED)])
+        if match.group(1) != tenant.environment:
+            raise BadRequest(WRONG_ENVIRONMENT.format(theirs=match.group(1), ours=tenant.environment),
+                             code="wrong-environment", details=[field_detail(path, "other environment")])
+        token = tenant.processor_tokens.get(token_text)
+        if token is None:
+            raise NotFound(UNKNOWN_TOKEN.format(token=token_text), code="processor-token-not-found",
+                           details=[field_detail(path, "unknown")])
+        if token.revoked:
+            raise Conflict(REVOKED, code="processor-token-revoked", details=[field_detail(path, "revoked")])
+        if token.link_id is not None:
+            raise Conflict(ALREADY_REGISTERED.format(link_id=token.link_id),
+                           code="processor-token-already-registered",
+                           details=[field_detail(path, "already registered")])
+        identifier = header_identifier or token.identifier
+        if identifier is None:
+            raise ValidationFailed(IDENTIFIER_NEEDED, details=[
+                field_detail("user-identifier", IDENTIFIER_NEEDED, location="header")])
+        if token.identifier is not None and header_identifier and header_identifier != token.identifier:
+            raise ValidationFailed(IDENTIFIER_MISMATCH, code="identifier-mismatch", details=[
+                field_detail("user-identifier", IDENTIFIER_MISMATCH, location="header")])
+        user = tenant.user(identifier)
+        link = ProcessorLink(id=tenant.ids.object_id(), identifier=identifier, user_id=user.id,
+                             token=token.token, created_at=tenant.clock.timestamp())
+        token.link_id = link.id
+        tenant.processor_links[link.id] = link
+        self._schedule(tenant, link, token)
+        return link
+
+    def remove_links(self, tenant: Tenant, identifier: str) -> list[ProcessorLink]:
+        """DELETE: every link of the user goes, and nothing pending runs afterwards."""
+        links = [l for l in tenant.processor_links.values() if l.identifier == identifier]
+        if not links:
+            raise NotFound(NO_LINKS.format(identifier=identifier), code="processor-links-not-found")
+        for link in links:
+            tenant.timeline.cancel_owned(link.id)
+            del tenant.processor_links[link.id]
+        return links
+
+    def results(self, tenant: Tenant, identifier: str, kind: str) -> dict[str, Any]:
+        """Employer matches or recurring transactions of every link of the user, with the
+        links' status, so a caller sees when processing has not completed."""
+        links = [l for l in tenant.processor_links.values() if l.identifier == identifier]
+        if not links:
+            raise NotFound(NO_LINKS.format(identifier=identifier), code="processor-links-not-found")
+        data = []
+        for link in links:
+            found = link.employer_matches if kind == CLASSIFY else link.recurring
+            data += [{**item, "processorLink": link.id} for item in found or []]
+        statuses = {l.status for l in links}
+        status = ERROR if ERROR in statuses and COMPLETED not in statuses else (
+            PROCESSING if PROCESSING in statuses else COMPLETED)
+        return {"data": data, "status": status, "links": [l.record() for l in links]}
+
+    # -- the pipeline -----------------------------------------------------------------------
+
+    def _schedule(self, tenant: Tenant, link: ProcessorLink, token: ProcessorToken) -> None:
+        scenario = self.scenarios[token.scenario or DEFAULT_SCENARIO]
+        for number, step in enumerate(scenario.steps):
+            changes = {**step.changes, "last": number == len(scenario.steps) - 1}
+            tenant.timeline.schedule(link.created_at + step.at,
+                                     _Stage(self, tenant, link, token, changes),
+                                     label=f"{scenario.name} for processor link {link.id}",
+                                     owner=link.id)
+
+    def run_step(self, tenant: Tenant, link: ProcessorLink, token: ProcessorToken,
+                 changes: dict[str, Any]) -> None:
+        if link.status != PROCESSING:
+            return
+        if "aggregatorError" in changes:
+            self._fail(tenant, link, changes["aggregatorError"])
+            return
+        stage = changes["stage"]
+        if stage == PULL:
+            if "transactions" not in token.products:
+                self._fail(tenant, link, {"errorType": "ITEM_ERROR",
+                                          "errorCode": "PRODUCTS_NOT_SUPPORTED",
+                                          "errorMessage": ONLY_AUTH})
+                return
+            link.transactions = self._transactions(tenant, link, token)
+        elif STAGE_PRODUCT[stage] not in tenant.products:
+            pass  # the customer account does not have this product: the stage is skipped
+        elif stage == CLASSIFY:
+            link.employer_matches = self._classify(tenant, link)
+            self._emit(tenant, link, "employer-classification-completed",
+                       {"matches": len(link.employer_matches)})
+        else:
+            link.recurring = self._detect(tenant, link)
+            self._emit(tenant, link, "recurring-transaction-detection-completed",
+                       {"recurringTransactions": len(link.recurring)})
+        link.stages.append(stage)
+        if changes.get("last"):
+            link.status = COMPLETED
+
+    def _fail(self, tenant: Tenant, link: ProcessorLink, error: dict[str, str]) -> None:
+        """The aggregator failed: processing does not complete (spec: aggregator-error)."""
+        link.status = ERROR
+        link.error = dict(error)
+        tenant.timeline.cancel_owned(link.id)
+        self._emit(tenant, link, f"{self.aggregator}-error", dict(error))
+
+    def _emit(self, tenant: Tenant, link: ProcessorLink, event_type: str, data: dict[str, Any]) -> None:
+        tenant.emit(event_type, identifier=link.identifier,
+                    user={"_id": link.user_id, "identifier": link.identifier},
+                    data={"processorLink": link.id, **data})
+
+    def _transactions(self, tenant: Tenant, link: ProcessorLink,
+                      token: ProcessorToken) -> list[dict[str, Any]]:
+        """Transaction history bounded by daysRequested: payroll deposits from real catalog
+        employers, recurring charges from catalog merchants, and everyday purchases."""
+        rng = random.Random(f"{link.id}:transactions")
+        today = tenant.clock.now().date()
+        first = today - timedelta(days=token.days_requested - 1)
+        companies = [c for c in tenant.companies.ordered() if c.status == OPERATIONAL]
+        employers = [c for c in companies if "user-link" in c.scopes and not c.franchise_parent]
+        merchants = [c for c in companies if "pay-link" in c.scopes]
+        transactions: list[dict[str, Any]] = []
+
+        def add(day: date, amount: float, name: str, category: str) -> None:
+            if first <= day <= today:
+                transactions.append({"transaction_id": tenant.ids.secret("txn_")[:24],
+                                     "account_id": token.account_id, "date": day.isoformat(),
+                                     "amount": round(amount, 2), "name": name, "category": category})
+
+        for employer in rng.sample(employers, k=min(len(employers), 1 if rng.random() < 0.8 else 2)):
+            pay = rng.uniform(900, 3600)
+            day = first + timedelta(days=rng.randrange(14))
+            label = f"{employer.name.upper()} {rng.choice(PAYROLL_WORDS)}"
+            while day <= today:
+                add(day, -pay * rng.uniform(0.97, 1.03), label, "payroll")
+                day += timedelta(days=14)
+        for merchant in rng.sample(merchants, k=min(len(merchants), rng.randint(3, 6))):
+            cadence = rng.choice((30, 30, 30, 7, 14))
+            amount = rng.choice((9.99, 12.99, 15.49, 29.99, 54.0, 79.99, 110.0))
+            day = first + timedelta(days=rng.randrange(cadence))
+            while day <= today:
+                add(day, amount, merchant.name.upper(), "subscription")
+                day += timedelta(days=cadence)
+        day = first
+        while day <= today:
+            if rng.random() < 0.6:
+                add(day, rng.uniform(3, 140), rng.choice(ONE_OFF), "purchase")
+            day += timedelta(days=1)
+        transactions.sort(key=lambda t: (t["date"], t["name"]))
+        return transactions
+
+    def _classify(self, tenant: Tenant, link: ProcessorLink) -> list[dict[str, Any]]:
+        """Payroll deposits grouped by payer, matched to catalog companies by name."""
+        by_payer: dict[str, list[dict[str, Any]]] = {}
+        for transaction in link.transactions:
+            if transaction["amount"] < 0 and any(w in transaction["name"] for w in PAYROLL_WORDS):
+                payer = transaction["name"]
+                for word in PAYROLL_WORDS:
+                    payer = payer.replace(word, "")
+                by_payer.setdefault(payer.strip(), []).append(transaction)
+        matches = []
+        for payer, deposits in sorted(by_payer.items()):
+            match = self._catalog_match(tenant, payer)
+            if match is None:
+                continue
+            company, confidence = match
+            dates = [date.fromisoformat(d["date"]) for d in deposits]
+            matches.append({"companyId": company.id, "name": company.name,
+                            "confidence": confidence, "transactionsMatched": len(deposits),
+                            "averageDepositAmount": round(-statistics.fmean(d["amount"] for d in deposits), 2),
+                            "lastDepositDate": max(dates).isoformat(),
+                            "payCycle": _cadence(dates)})
+        return matches
+
+    def _detect(self, tenant: Tenant, link: ProcessorLink) -> list[dict[str, Any]]:
+        """Outgoing charges that repeat at a steady interval."""
+        by_name: dict[str, list[dict[str, Any]]] = {}
+        for transaction in link.transactions:
+            if transaction["amount"] > 0:
+                by_name.setdefault(transaction["name"], []).append(transaction)
+        found = []
+        for name, charges in sorted(by_name.items()):
+            if len(charges) < 2:
+                continue
+            amounts = {c["amount"] for c in charges}
+            dates = sorted(date.fromisoformat(c["date"]) for c in charges)
+            gaps = [(b - a).days for a, b in zip(dates, dates[1:])]
+            if len(amounts) > 1 or max(gaps) - min(gaps) > 3:
+                continue  # not the same charge at a steady interval
+            interval = round(statistics.median(gaps))
+            match = self._catalog_match(tenant, name)
+            found.append({"merchant": name.title(), "companyId": match[0].id if match else None,
+                          "cadence": _cadence(dates), "amount": charges[0]["amount"],
+                          "lastDate": dates[-1].isoformat(),
+                          "nextDate": (dates[-1] + timedelta(days=interval)).isoformat(),
+                          "transactions": len(charges),
+                          "confidence": round(min(1.0, 0.5 + 0.1 * len(charges)), 2)})
+        return found
+
+    @staticmethod
+    def _catalog_match(tenant: Tenant, text: str):
+        from .search import SearchQuery, search_companies
+        from .companies import ManualDepositRule
+
+        try:
+            found = search_companies(tenant.companies, ManualDepositRule(),
+                                     SearchQuery(query=text[:200], limit=1))
+        except ApiError:
+            return None
+        if not found:
+            return None
+        from rapidfuzz import fuzz
+        from .search import normalize
+
+        confidence = round(fuzz.token_set_ratio(normalize(text), normalize(found[0].name)) / 100, 2)
+        return found[0], confidence
+
+
+def _cadence(dates: list[date]) -> str:
+    if len(dates) < 2:
+        return "unknown"
+    gap = statistics.median((b - a).days for a, b in zip(sorted(dates), sorted(dates)[1:]))
+    if gap <= 8:
+        return "weekly"
+    if gap <= 16:
+        return "biweekly"
+    return "monthly"
+
+
+@dataclass(frozen=True)
+class _Stage:
+    links: ProcessorLinks
+    tenant: Tenant
+    link: ProcessorLink
+    token: ProcessorToken
+    changes: dict[str, Any]
+
+    def __call__(self) -> None:
+        self.links.run_step(self.tenant, self.link, self.token, self.changes)
