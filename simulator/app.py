@@ -130,11 +130,18 @@ def create_app(settings: Settings, *, clock: Clock | None = None,
         ready_made_accounts(tenant)
     store.on_tenant += [dispatcher.attach, runners.add, ready_made_accounts]
     app.cleanup_ctx.append(_background_context)
+    # On shutdown (SIGTERM), before the server waits for handlers: in-flight webhook
+    # attempts finish or are recorded as interrupted, so no handler waits on them.
+    app.on_shutdown.append(_stop_deliveries)
     app[PROCESSOR_LINKS] = ProcessorLinks(store.scenarios, store.service.aggregator)
     for module in (meta, access, companies, tasks, linked_accounts, control, webhooks):
         app.add_routes(module.routes)
     app.add_routes(processor_links.routes(store.service.aggregator))
     return app
+
+
+async def _stop_deliveries(app: web.Application) -> None:
+    await app[DISPATCHER].stop()
 
 
 async def _background_context(app: web.Application) -> AsyncIterator[None]:

@@ -26,8 +26,10 @@ MAX_ATTEMPTS = 3          # the first plus two retries
 RETRY_INTERVAL = 30.0     # virtual seconds between attempts
 ATTEMPT_TIMEOUT = 15.0    # virtual seconds per attempt
 CONNECTIONS = 100         # attempts in flight at once, over every tenant
+SHUTDOWN_GRACE = 5.0      # wall seconds attempts in flight get to finish at shutdown
 
 PENDING, DELIVERED, FAILED, INTERRUPTED = "pending", "delivered", "failed", "interrupted"
+INTERRUPTED_ATTEMPT = "interrupted: the sandbox stopped during the attempt"
 
 
 @dataclass
@@ -140,8 +142,11 @@ class Dispatcher:
             timeout=aiohttp.ClientTimeout(total=None),
             connector=aiohttp.TCPConnector(limit=CONNECTIONS, force_close=False))
 
-    async def close(self, grace: float = 5.0) -> None:
-        """Stop: let attempts in flight finish for `grace` seconds, record the rest."""
+    async def stop(self, grace: float = SHUTDOWN_GRACE) -> None:
+        """Stop sending: attempts in flight get `grace` seconds to finish; the rest, and
+        every delivery still waiting for a retry, are recorded as interrupted."""
+        if self.closing:
+            return
         self.closing = True
         tasks = [t for state in self._tenants.values() for t in state.in_flight]
         if tasks:
@@ -157,8 +162,12 @@ class Dispatcher:
                         log.warning("delivery %s of event %s to %s interrupted by shutdown "
                                     "(tenant %s, %d attempts made)", delivery.id, delivery.eventId,
                                     delivery.url, name, len(delivery.attempts))
+
+    async def close(self) -> None:
+        await self.stop()
         if self._session is not None:
             await self._session.close()
+            self._session = None
 
     async def settle(self, tenant: Tenant) -> None:
         """Wait until no attempt of this tenant is in flight."""
@@ -236,9 +245,17 @@ class Dispatcher:
                     message: Any, started_at: float) -> None:
         import aiohttp
 
-        async with self._slots:
-            attempt.wallTime = isoformat(time.time())
-            await self._post(delivery, attempt, message)
+        try:
+            async with self._slots:
+                attempt.wallTime = isoformat(time.time())
+                await self._post(delivery, attempt, message)
+        except asyncio.CancelledError:
+            attempt.error = attempt.error or INTERRUPTED_ATTEMPT
+            delivery.state = INTERRUPTED
+            log.warning("delivery %s of event %s to %s interrupted by shutdown during attempt %d "
+                        "(tenant %s)", delivery.id, delivery.eventId, delivery.url, attempt.number,
+                        tenant.name)
+            raise
         self._after_attempt(tenant, delivery, event, attempt, started_at)
 
     async def _post(self, delivery: Delivery, attempt: Attempt, message: Any) -> None:
@@ -258,10 +275,6 @@ class Dispatcher:
                     attempt.error = f"redirect not followed ({response.status} to {location})"
                 elif not 200 <= response.status < 300:
                     attempt.error = f"non-2xx response {response.status}"
-        except asyncio.CancelledError:
-            attempt.error = "interrupted: the sandbox stopped during the attempt"
-            delivery.state = INTERRUPTED
-            raise
         except asyncio.TimeoutError:
             attempt.error = f"timeout after {self.timeout:g}s"
         except aiohttp.ClientConnectorError as error:

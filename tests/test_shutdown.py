@@ -1,0 +1,51 @@
+"""SIGTERM on a real process: requests stop, attempts in flight are recorded, the process exits."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+
+from aiohttp import ClientSession, web
+from conftest import ACME, REPO
+
+
+async def test_sigterm_records_an_attempt_in_flight_and_exits(aiohttp_server):
+    arrived = asyncio.Event()
+
+    async def hang(request: web.Request) -> web.Response:
+        arrived.set()
+        await asyncio.sleep(60)
+        return web.Response()
+
+    receiver = web.Application()
+    receiver.router.add_post("/hook", hang)
+    server = await aiohttp_server(receiver)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "simulator", "serve", "--port", "0", "--clock", "manual",
+        "--webhook-url", str(server.make_url("/hook")), "--webhook-timeout", "60",
+        cwd=REPO, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        base_url = (await asyncio.wait_for(process.stdout.readline(), 30)).decode().split()[2]
+        async with ClientSession() as session:
+            trigger = asyncio.ensure_future(session.post(
+                f"{base_url}/_sandbox/events/trigger", json={"eventType": "company-updated"},
+                headers=ACME))
+            await asyncio.wait_for(arrived.wait(), 10)  # the attempt is in flight, hanging
+            process.send_signal(signal.SIGTERM)
+            response = await asyncio.wait_for(trigger, 20)
+            body = await response.json()
+            assert response.status == 201  # the request in progress still got its answer
+            attempt = body["data"]["deliveries"][0]["attempts"][0]
+            assert body["data"]["delivery"] == "interrupted"
+            assert attempt["error"].startswith("interrupted")
+        returncode = await asyncio.wait_for(process.wait(), 20)
+        stderr = (await process.stderr.read()).decode()
+        assert returncode == 0
+        assert "interrupted by shutdown" in stderr and "Traceback" not in stderr
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
