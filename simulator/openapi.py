@@ -26,10 +26,10 @@ def _errors(*codes: str) -> dict[str, Any]:
             for code in codes}
 
 
-def _ok(schema: dict[str, Any], description: str = "OK", status: str = "200",
+def _ok(schema: dict[str, Any], description: str = "OK", code: str = "200",
         **extra: Any) -> dict[str, Any]:
     body = {"type": "object", "required": ["data"], "properties": {"data": schema, **extra}}
-    return {status: {"description": description, "content": {"application/json": {"schema": body}}}}
+    return {code: {"description": description, "content": {"application/json": {"schema": body}}}}
 
 
 def _body(schema: dict[str, Any]) -> dict[str, Any]:
@@ -82,7 +82,53 @@ def build_openapi(service: ServiceProfile, settings: Settings) -> dict[str, Any]
             "parameters": [_path("taskId")],
             "responses": {**_ok({"type": "object"}), **_errors("401", "404")}}},
     }
+    data_kinds = ("linked-accounts", "income", "statements", "deposit-accounts", "employment",
+                  "taxes", "identity", "timesheets")
+    for kind in data_kinds:
+        operation = {"summary": f"{kind} of a user's linked accounts",
+                     "parameters": _query(api.DATA_QUERY),
+                     "responses": {**_ok({"type": "array", "items": {"type": "object"}}),
+                                   **_errors("401", "404", "422")}}
+        paths[f"/{kind}"] = {"get": operation}
+        paths[f"/{kind}/{{identifier}}"] = {"get": {**operation, "parameters": [
+            _path("identifier"), *_query({"properties": {"linkedAccount": {"type": "string"}}})]}}
+    aggregator = service.aggregator
+    user_header = {"name": "user-identifier", "in": "header", "required": True,
+                   "schema": {"type": "string"}}
+    server_side = [{"apiKey": [], "apiSecret": []}]
+    paths[f"/{aggregator}/processor-links"] = {
+        "post": {"summary": "Register a processor token; the pipeline runs asynchronously",
+                 "security": server_side, "requestBody": _body(api.PROCESSOR_LINK_REQUEST),
+                 "parameters": [{**user_header, "required": False}],
+                 "responses": {**_ok({"type": "object"}, "Accepted", "202"),
+                               **_errors("400", "401", "404", "422")}},
+        "delete": {"summary": "Remove every processor link of the user and stop processing",
+                   "security": server_side, "parameters": [user_header],
+                   "responses": {**_ok({"type": "object"}), **_errors("401", "404", "422")}},
+    }
+    for name, summary in (("employer-matches", "Get Employer Matches"),
+                          ("recurring-transactions", "Get Recurring Financial Transactions")):
+        paths[f"/{aggregator}/{name}"] = {"get": {
+            "summary": summary, "security": server_side, "parameters": [user_header],
+            "responses": {**_ok({"type": "array", "items": {"type": "object"}},
+                                status={"enum": ["processing", "completed", "error"]},
+                                links={"type": "array"}),
+                          **_errors("401", "404", "422")}}}
     control = [
+        ("post", f"/_sandbox/{aggregator}/processor-token", "Mint a processor token as the "
+         "aggregator would", api.PROCESSOR_TOKEN_REQUEST, None),
+        ("post", f"/_sandbox/{aggregator}/processor-token/{{token}}/revoke",
+         "Revoke a processor token at the aggregator", None, None),
+        ("post", "/_sandbox/linked-accounts/{accountId}/disconnect",
+         "Disconnect a linked account (linked-account-disconnected)", api.DISCONNECT_REQUEST, None),
+        ("post", "/_sandbox/linked-accounts/{accountId}/reconnect",
+         "Reconnect a linked account (linked-account-connected)", None, None),
+        ("post", "/_sandbox/linked-accounts/{accountId}/refresh", "A push refresh now", None, None),
+        ("post", "/_sandbox/linked-accounts/{accountId}/remove-deposit-switch",
+         "The deposit switch is removed (deposit-switch-removed)", None, None),
+        ("post", "/_sandbox/users/{identifier}/delete-pii",
+         "Delete the user's personal data now (pii-data-deleted)", None, None),
+        ("get", "/_sandbox/webhooks/endpoints", "Endpoints per event type", None, None),
         ("post", "/_sandbox/tenants", "A new isolated tenant with its own keys", api.TENANT_REQUEST, None),
         ("post", "/_sandbox/reset", "This tenant back to its fixtures", None, None),
         ("get", "/_sandbox/requests", "Journal of API requests received, newest first", None,
@@ -96,7 +142,6 @@ def build_openapi(service: ServiceProfile, settings: Settings) -> dict[str, Any]
         ("get", "/_sandbox/events/{eventId}", "One event with its deliveries", None, None),
         ("post", "/_sandbox/events/trigger", "Emit any event type with a realistic payload",
          api.TRIGGER_REQUEST, None),
-        ("get", "/_sandbox/webhooks/endpoints", "Endpoints per event type", None, None),
         ("put", "/_sandbox/webhooks/endpoints", "Register endpoints per event type",
          api.WEBHOOK_ENDPOINTS_REQUEST, None),
         ("get", "/_sandbox/webhooks/faults", "Delivery faults on purpose", None, None),

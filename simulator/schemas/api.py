@@ -6,8 +6,8 @@ objects, so what is documented is what is enforced.
 
 from __future__ import annotations
 
-from .fixtures import (AUTHENTICATION_METHODS, COMPANY_SCHEMA, COMPANY_STATUSES, DERIVED_TAGS,
-                       SCOPES, STORED_TAGS)
+from .fixtures import (AUTHENTICATION_METHODS, COMPANY_SCHEMA, COMPANY_STATUSES,
+                       CONTINUOUS_ACCESS, DERIVED_TAGS, MANUAL_DEPOSITS, SCOPES, STORED_TAGS)
 from .scenarios import PAYMENT_METHOD
 
 _NAME = {"type": "string", "minLength": 1, "maxLength": 200}
@@ -102,24 +102,9 @@ TENANT_REQUEST = {
     "properties": {
         "name": {"type": "string", "pattern": r"^[A-Za-z0-9_.-]{1,64}$"},
         "products": _STRINGS,
-        "manualDeposits": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {
-                "enabled": {"type": "boolean"},
-                "companies": _STRINGS,
-                "withoutProgrammaticAuthentication": {"type": "boolean"},
-            },
-        },
+        "manualDeposits": MANUAL_DEPOSITS,
         "signing": {"type": "boolean"},
-        "continuousAccess": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {
-                "refreshInterval": {"type": ["number", "null"], "exclusiveMinimum": 0},
-                "piiDeletionInterval": {"type": ["number", "null"], "exclusiveMinimum": 0},
-            },
-        },
+        "continuousAccess": CONTINUOUS_ACCESS,
     },
 }
 

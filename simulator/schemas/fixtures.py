@@ -38,7 +38,7 @@ SERVICE_SCHEMA = {
     },
 }
 
-_MANUAL_DEPOSITS = {
+MANUAL_DEPOSITS = {
     "type": "object",
     "additionalProperties": False,
     "description": "The account-level manual-deposit configuration that derives the "
@@ -54,7 +54,7 @@ _MANUAL_DEPOSITS = {
     },
 }
 
-_CONTINUOUS_ACCESS = {
+CONTINUOUS_ACCESS = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
@@ -87,8 +87,8 @@ ACCOUNT_SCHEMA = {
         "apiSecret": {"type": "string", "minLength": 8},
         "environment": {"enum": ENVIRONMENTS},
         "products": {**_STRINGS, "description": "Products enabled for the account."},
-        "manualDeposits": _MANUAL_DEPOSITS,
-        "continuousAccess": _CONTINUOUS_ACCESS,
+        "manualDeposits": MANUAL_DEPOSITS,
+        "continuousAccess": CONTINUOUS_ACCESS,
         "linkedAccounts": {
             "type": "array",
             "description": "Ready-made linked accounts for demo users.",
