@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
-from jsonschema import FORMAT_CHECKER, Draft202012Validator
+from jsonschema import Draft202012Validator
 
 from conftest import ACME, REPO, WALMART
 from receiver import Receiver
@@ -158,7 +158,7 @@ async def assert_events_valid(client, receiver: Receiver, *, headers: dict = ACM
             assert response.status == 200, (event_type, await response.text())
             schema = await response.json()
             Draft202012Validator.check_schema(schema)
-            validators[event_type] = Draft202012Validator(schema, format_checker=FORMAT_CHECKER)
+            validators[event_type] = Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
         problems = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
                     for e in validators[event_type].iter_errors(record["body"])]
         assert problems == [], (event_type, record["body"])
@@ -358,10 +358,10 @@ async def test_records_follow_the_design_fields_and_agree_with_each_other(sandbo
     for number in range(8):
         identifier = f"record-user-{number}"
         account = await link(sandbox, identifier)
-        records = {r: await get_data(sandbox, r, identifier) for r in DATA_RESOURCES}
+        records = {r: await get_data(sandbox, r, identifier) for r in RESOURCES}
         assert_record_shapes(records)
-        for resource, items in records.items():
-            assert all(r["linkedAccount"] == account["_id"] for r in items), resource
+        for resource in DATA_RESOURCES:
+            assert all(r["linkedAccount"] == account["_id"] for r in records[resource]), resource
 
         (employment,) = records["employment"]
         assert employment["employer"]["_id"] == WALMART
@@ -380,8 +380,7 @@ async def test_records_follow_the_design_fields_and_agree_with_each_other(sandbo
 
         # Stable between two reads.
         for resource in RESOURCES:
-            assert await get_data(sandbox, resource, identifier) == \
-                (records.get(resource) or await get_data(sandbox, resource, identifier)), resource
+            assert await get_data(sandbox, resource, identifier) == records[resource], resource
     assert kinds == {"hourly", "salary"}, "the users should include both kinds of pay"
     await assert_events_valid(sandbox, receiver)
 
@@ -451,6 +450,7 @@ async def test_push_refresh_emits_synced_events_daily_and_events_agree_with_data
 
     assert seen.get("statements-added"), seen
     assert seen.get("timesheets-added"), seen
+    assert seen.get("deposit-accounts-added"), seen
     assert seen.get("income-updated"), \
         f"no raise in 30 days for {len(users)} users: pick more users or days ({seen})"
     await assert_events_valid(sandbox, receiver)
@@ -582,10 +582,15 @@ async def test_pii_is_deleted_after_the_tenant_interval(sandbox, receiver):
                                              headers=headers)] == [account["_id"]]
 
     # Later refreshes do not bring the data back, and the deletion is not repeated.
-    await advance(sandbox, 10 * DAY, headers=headers)
+    await advance(sandbox, 40 * DAY, headers=headers)   # past at least one pay date
     for resource in DATA_RESOURCES:
         assert await get_data(sandbox, resource, "private-user", headers=headers) == [], resource
-    assert len(of_type(await ledger(sandbox, headers=headers), "pii-data-deleted")) == 1
+    records = await ledger(sandbox, headers=headers)
+    assert len(of_type(records, "pii-data-deleted")) == 1
+    # Events and data agree: no change event announces records the endpoints do not show.
+    announced = [(r["eventType"], r["time"]) for r in since(records, deleted["sequence"])
+                 if r["eventType"].endswith(("-added", "-updated"))]
+    assert announced == []
     await assert_events_valid(sandbox, receiver, headers=headers)
 
 

@@ -42,47 +42,46 @@ for resource in RESOURCES:
     routes.get(f"/{{resource:{resource}}}/{{identifier}}")(data)
 
 
-@routes.post("/_sandbox/linked-accounts/{accountId}/disconnect")
-async def disconnect(request: web.Request) -> web.Response:
-    require_api_keys(request)
+def _on_account(change):
+    """A control-plane change to one linked account: find it, change it, let the events go."""
+
+    async def handler(request: web.Request) -> web.Response:
+        require_api_keys(request)
+        service, tenant = request.app[LINKED_ACCOUNTS], tenant_of(request)
+        account = service.require(tenant, request.match_info["accountId"], "$.accountId")
+        result = await change(request, service, tenant, account)
+        await request.app[DISPATCHER].settle(tenant)
+        return web.json_response({"data": result})
+
+    return handler
+
+
+async def _disconnect(request, service, tenant, account):
     body = await read_json(request, DISCONNECT_REQUEST)
-    service, tenant = request.app[LINKED_ACCOUNTS], tenant_of(request)
-    account = service.require(tenant, request.match_info["accountId"], "$.accountId")
     service.disconnect(tenant, account, body.get("reason", "timeout"))
-    await request.app[DISPATCHER].settle(tenant)
-    return web.json_response({"data": account.record()})
+    return account.record()
 
 
-@routes.post("/_sandbox/linked-accounts/{accountId}/reconnect")
-async def reconnect(request: web.Request) -> web.Response:
-    require_api_keys(request)
-    service, tenant = request.app[LINKED_ACCOUNTS], tenant_of(request)
-    account = service.require(tenant, request.match_info["accountId"], "$.accountId")
+async def _reconnect(request, service, tenant, account):
     service.reconnect(tenant, account)
-    await request.app[DISPATCHER].settle(tenant)
-    return web.json_response({"data": account.record()})
+    return account.record()
 
 
-@routes.post("/_sandbox/linked-accounts/{accountId}/refresh")
-async def push_refresh(request: web.Request) -> web.Response:
+async def _push_refresh(request, service, tenant, account):
     """A push refresh now, as the periodic one would do it (disconnected: nothing happens)."""
-    require_api_keys(request)
-    service, tenant = request.app[LINKED_ACCOUNTS], tenant_of(request)
-    account = service.require(tenant, request.match_info["accountId"], "$.accountId")
     if account.connected:
         service.refresh(tenant, account)
-    await request.app[DISPATCHER].settle(tenant)
-    return web.json_response({"data": account.record()})
+    return account.record()
 
 
-@routes.post("/_sandbox/linked-accounts/{accountId}/remove-deposit-switch")
-async def remove_deposit_switch(request: web.Request) -> web.Response:
-    require_api_keys(request)
-    service, tenant = request.app[LINKED_ACCOUNTS], tenant_of(request)
-    account = service.require(tenant, request.match_info["accountId"], "$.accountId")
+async def _remove_deposit_switch(request, service, tenant, account):
     removed = service.remove_deposit_switch(tenant, account)
-    await request.app[DISPATCHER].settle(tenant)
-    return web.json_response({"data": {"linkedAccount": account.id, "removed": removed["_id"]}})
+    return {"linkedAccount": account.id, "removed": removed["_id"]}
+
+
+for action, change in (("disconnect", _disconnect), ("reconnect", _reconnect),
+                       ("refresh", _push_refresh), ("remove-deposit-switch", _remove_deposit_switch)):
+    routes.post(f"/_sandbox/linked-accounts/{{accountId}}/{action}")(_on_account(change))
 
 
 @routes.post("/_sandbox/users/{identifier}/delete-pii")
