@@ -132,7 +132,7 @@ def _trigger(args: argparse.Namespace) -> int:
     key = args.api_key or os.environ.get("PAYROLL_SANDBOX_API_KEY")
     secret = args.api_secret or os.environ.get("PAYROLL_SANDBOX_API_SECRET")
     if not key or not secret:
-        key, secret = _default_credentials()
+        key, secret = default_credentials()
     base = (args.url or os.environ.get("PAYROLL_SANDBOX_URL") or "http://127.0.0.1:8080").rstrip("/")
     request = urllib.request.Request(
         f"{base}/_sandbox/events/trigger", data=json.dumps(body).encode(), method="POST",
@@ -153,7 +153,7 @@ def _trigger(args: argparse.Namespace) -> int:
         return 1
 
 
-def _default_credentials() -> tuple[str, str]:
+def default_credentials() -> tuple[str, str]:
     from .fixtures import load_fixtures
     from .settings import bundled_dir
 
