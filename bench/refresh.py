@@ -24,7 +24,9 @@ no webhook endpoint, so events are stored in the ledger and not delivered):
      (`timesheets-synced` only for hourly jobs), the records named by the
      `statements-added`/`timesheets-added` events are the ones the accounts
      gained, and the clock jobs run == accounts x days;
-  4. peak RSS of the process (ru_maxrss) after each phase.
+  4. peak RSS of the process (ru_maxrss) after each phase; beside the run's wall
+     time, its process CPU time (the machine may be shared) and the time spent
+     in the garbage collector (gc.callbacks), per generation.
 
 Target: the 30-day run (the advances only, not account creation) < 10 s wall.
 One PASS/FAIL line; the exit status is 0 unless `--strict` is given and the
@@ -42,6 +44,7 @@ import argparse
 import asyncio
 import collections
 import cProfile
+import gc
 import pstats
 import resource
 import statistics
@@ -67,6 +70,29 @@ PRODUCT = "deposit"
 DAY = 86_400
 
 TARGET_RUN_SECONDS = 10.0
+
+
+class GcTimer:
+    """Collections and their wall time per generation while installed (gc.callbacks)."""
+
+    def __init__(self) -> None:
+        self.counts = [0, 0, 0]
+        self.seconds = [0.0, 0.0, 0.0]
+        self._began = 0.0
+
+    def __enter__(self) -> GcTimer:
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._callback)
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._began = time.perf_counter()
+        else:
+            self.counts[info["generation"]] += 1
+            self.seconds[info["generation"]] += time.perf_counter() - self._began
 
 
 def peak_rss_mb() -> float:
@@ -182,15 +208,18 @@ async def bench(accounts: int, days: int, how: str, concurrency: int,
             profiler = cProfile.Profile() if profile else None
             if profiler:
                 profiler.enable()
-            started = time.perf_counter()
-            for _ in range(days):
-                began = time.perf_counter()
-                async with session.post("/_sandbox/clock/advance",
-                                        json={"seconds": DAY}) as response:
-                    assert response.status == 200, (response.status, await response.text())
-                    ran = (await response.json())["data"]
-                per_day.append((time.perf_counter() - began, ran["jobsRun"]))
+            cpu_started, started = time.process_time(), time.perf_counter()
+            with GcTimer() as collections_seen:
+                for _ in range(days):
+                    began = time.perf_counter()
+                    async with session.post("/_sandbox/clock/advance",
+                                            json={"seconds": DAY}) as response:
+                        assert response.status == 200, (response.status, await response.text())
+                        ran = (await response.json())["data"]
+                    per_day.append((time.perf_counter() - began, ran["jobsRun"]))
             result["run_seconds"] = time.perf_counter() - started
+            result["run_cpu_seconds"] = time.process_time() - cpu_started
+            result["gc"] = collections_seen
             if profiler:
                 profiler.disable()
                 profiler.dump_stats(profile)
@@ -264,8 +293,15 @@ def report(r: dict[str, Any]) -> tuple[bool, list[str]]:
     print(f"POST /_sandbox/clock/advance {{\"seconds\": {DAY}}} x{days}   total "
           f"{r['run_seconds']:8.3f} s  virtual time +{r['virtual_seconds'] / DAY:g} days, "
           f"jobs run {jobs}")
+    print(f"  process CPU time {r['run_cpu_seconds']:.3f} s (the wall time minus this is time "
+          f"the process waited, e.g. for a busy machine)")
     print(f"  per advance: min {min(seconds):.3f} s, median {statistics.median(seconds):.3f} s, "
           f"max {max(seconds):.3f} s; {1e6 * r['run_seconds'] / max(jobs, 1):.1f} us/refresh")
+    gc_timer = r["gc"]
+    print(f"  garbage collector during the run: {sum(gc_timer.seconds):.3f} s in "
+          f"{sum(gc_timer.counts)} collections (gen0 {gc_timer.counts[0]} "
+          f"{gc_timer.seconds[0]:.3f} s, gen1 {gc_timer.counts[1]} {gc_timer.seconds[1]:.3f} s, "
+          f"gen2 {gc_timer.counts[2]} {gc_timer.seconds[2]:.3f} s)")
     for first in range(0, days, 10):
         row = "  ".join(f"{s:.3f}" for s, _ in r["per_day"][first:first + 10])
         print(f"  days {first + 1:2d}-{min(first + 10, days):2d}: {row}")

@@ -318,6 +318,25 @@ FIELDS = {
 }
 
 
+def assert_pay_calendar(records: dict[str, list[dict]], now: date) -> None:
+    """Statements are paid on or before today, one per pay period, the periods follow each
+    other without gaps, and the income's current period is the one after the last paid
+    period (or that very period on a pay day)."""
+    statements = sorted(records["statements"], key=lambda s: s["date"])
+    assert all(date.fromisoformat(s["date"]) <= now for s in statements)
+    for previous, current in zip(statements, statements[1:]):
+        assert date.fromisoformat(current["payPeriodStartDate"]) == \
+            date.fromisoformat(previous["payPeriodEndDate"]) + timedelta(days=1), (previous, current)
+    (income,) = records["income"]
+    start = date.fromisoformat(income["currentPayPeriodStart"])
+    end = date.fromisoformat(income["currentPayPeriodEnd"])
+    assert start <= now <= end
+    assert date.fromisoformat(income["nextExpectedPayDate"]) > now
+    if statements:
+        last_end = date.fromisoformat(statements[-1]["payPeriodEndDate"])
+        assert start == last_end + timedelta(days=1) or end == last_end == now, (statements[-1], income)
+
+
 def assert_record_shapes(records: dict[str, list[dict]]) -> None:
     for resource, fields in FIELDS.items():
         for record in records[resource]:
@@ -338,6 +357,7 @@ def assert_record_shapes(records: dict[str, list[dict]]) -> None:
         assert statement["payPeriodStartDate"] <= statement["payPeriodEndDate"]
         assert 0 < statement["netAmount"] < statement["grossAmount"]
         assert statement["hours"] > 0
+    assert sum(a["distributionType"] == "total" for a in records["deposit-accounts"]) <= 1
     for account in records["deposit-accounts"]:
         assert account["type"] in ("checking", "savings", "paycard")
         assert account["distributionType"] in ("total", "percent", "fixed")
@@ -363,6 +383,7 @@ async def test_records_follow_the_design_fields_and_agree_with_each_other(sandbo
         for resource in DATA_RESOURCES:
             assert all(r["linkedAccount"] == account["_id"] for r in records[resource]), resource
 
+        assert_pay_calendar(records, await today(sandbox))
         (employment,) = records["employment"]
         assert employment["employer"]["_id"] == WALMART
         assert employment["employer"]["name"] == "Walmart"
@@ -398,6 +419,7 @@ async def test_push_refresh_emits_synced_events_daily_and_events_agree_with_data
     deposit_ids = {u: {d["_id"] for d in await get_data(sandbox, "deposit-accounts", u)}
                    for u in users}
     annual = {u: (await get_data(sandbox, "income", u))[0]["annualIncome"] for u in users}
+    next_pay = {u: (await get_data(sandbox, "income", u))[0]["nextExpectedPayDate"] for u in users}
     seen: dict[str, int] = {}
     last = (await ledger(sandbox))[-1]["sequence"]
 
@@ -439,6 +461,18 @@ async def test_push_refresh_emits_synced_events_daily_and_events_agree_with_data
             else:
                 assert income["annualIncome"] == annual[user], (day, user)
             annual[user] = income["annualIncome"]
+            current = {r: await get_data(sandbox, r, user) for r in DATA_RESOURCES}
+            assert_record_shapes(current)
+            assert_pay_calendar(current, await today(sandbox))
+            added = [i for r in of_type(mine, "statements-added") for i in r["body"]["data"]["records"]]
+            paid = {s["date"] for s in current["statements"] if s["_id"] in added}
+            if next_pay[user] <= str(await today(sandbox)):
+                assert next_pay[user] in paid, (day, user, next_pay[user], paid)
+            else:
+                assert paid == set(), (day, user)
+            next_pay[user] = income["nextExpectedPayDate"]
+            (listed,) = await get_data(sandbox, "linked-accounts", user)
+            assert listed["lastRefreshedAt"] == earn["time"]
 
             # A change event follows its own synced event.
             order = [r["eventType"] for r in mine]
@@ -453,6 +487,27 @@ async def test_push_refresh_emits_synced_events_daily_and_events_agree_with_data
     assert seen.get("deposit-accounts-added"), seen
     assert seen.get("income-updated"), \
         f"no raise in 30 days for {len(users)} users: pick more users or days ({seen})"
+    await assert_events_valid(sandbox, receiver)
+
+
+async def test_deposit_account_split_stays_within_the_paycheck_across_refreshes(sandbox, receiver):
+    """A deposit account added at the employer takes its share from the others: the percent
+    shares of one paycheck never add up to more than 100."""
+    users = [f"split-user-{n}" for n in range(8)]
+    for user in users:
+        await link(sandbox, user)
+    await advance(sandbox, 40 * DAY)
+    added = of_type(await ledger(sandbox), "deposit-accounts-added")
+    assert added, "no deposit account was added in 40 days: pick more users or days"
+
+    over = {}
+    for user in {r["userIdentifier"] for r in added}:
+        accounts = await get_data(sandbox, "deposit-accounts", user)
+        percent = sum(a["distributionAmount"] for a in accounts
+                      if a["distributionType"] == "percent")
+        if percent > 100:
+            over[user] = [(a["distributionType"], a["distributionAmount"]) for a in accounts]
+    assert over == {}
     await assert_events_valid(sandbox, receiver)
 
 
@@ -557,6 +612,76 @@ async def test_disconnect_stops_refreshes_until_reconnect(sandbox, receiver):
 
     error = await error_of(sandbox, "POST", "/_sandbox/linked-accounts/6410ffffffffffffffffffff/disconnect", 404)
     assert error["code"] == "linked-account-not-found"
+    await assert_events_valid(sandbox, receiver)
+
+
+async def test_completed_user_link_task_reconnects_a_disconnected_account(sandbox, receiver):
+    """The SDK reconnect flow ends in a completed task for the same user and company."""
+    account = await link(sandbox, "relinker")
+    await call(sandbox, "POST", f"/_sandbox/linked-accounts/{account['_id']}/disconnect")
+    last = (await ledger(sandbox))[-1]["sequence"]
+
+    await create_task(sandbox, "relinker")
+    await run_until_idle(sandbox)
+    (listed,) = await get_data(sandbox, "linked-accounts", "relinker")
+    assert listed["_id"] == account["_id"] and listed["connected"] is True
+    (connected,) = of_type(since(await ledger(sandbox), last), "linked-account-connected")
+    assert connected["body"]["data"]["linkedAccount"] == account["_id"]
+    await assert_events_valid(sandbox, receiver)
+
+
+async def test_pull_refresh_with_a_public_token_refreshes_only_its_own_users_account(sandbox,
+                                                                                    receiver):
+    account = await link(sandbox, "sdk-user")
+    other = await link(sandbox, "sdk-other")
+    token = (await call(sandbox, "POST", "/access-token",
+                        json={"identifier": "sdk-user"}))["data"]["publicToken"]
+    headers = {"x-public-token": token}
+    task_id = (await call(sandbox, "POST", "/task/create", json={"linkedAccount": account["_id"]},
+                          headers=headers))["data"]["id"]
+    await run_until_idle(sandbox)
+    assert (await task(sandbox, task_id))["status"] == "completed"
+    assert of_type(await ledger(sandbox, task=task_id), "statements-synced")
+
+    error = await error_of(sandbox, "POST", "/task/create", 404, headers=headers,
+                           json={"linkedAccount": other["_id"]})
+    assert error["code"] == "linked-account-not-found"
+    await assert_events_valid(sandbox, receiver)
+
+
+async def test_disconnect_with_an_unknown_reason_is_422(sandbox, receiver):
+    account = await link(sandbox, "odd-reason")
+    error = await error_of(sandbox, "POST", f"/_sandbox/linked-accounts/{account['_id']}/disconnect",
+                           422, json={"reason": "solar-flare"})
+    assert error["code"] == "validation-failed"
+    assert (await get_data(sandbox, "linked-accounts", "odd-reason"))[0]["connected"] is True
+    assert of_type(await ledger(sandbox), "linked-account-disconnected") == []
+
+
+# DESIGN.md, Scenarios: besides one per failure reason, "at least ... linked-account-disconnected
+# ... pii-data-deleted".
+
+async def test_linked_account_disconnected_scenario_disconnects_the_account(sandbox, receiver):
+    account = await link(sandbox, "scripted-disconnect")
+    await call(sandbox, "POST", "/task/create",
+               json={"linkedAccount": account["_id"], "scenario": "linked-account-disconnected"})
+    await run_until_idle(sandbox)
+    (listed,) = await get_data(sandbox, "linked-accounts", "scripted-disconnect")
+    assert listed["connected"] is False
+    (event,) = of_type(await ledger(sandbox), "linked-account-disconnected")
+    assert event["body"]["data"]["linkedAccount"] == account["_id"]
+    await assert_events_valid(sandbox, receiver)
+
+
+async def test_pii_data_deleted_scenario_deletes_the_users_data(sandbox, receiver):
+    await link(sandbox, "scripted-erase")
+    task_id = await create_task(sandbox, "scripted-erase", scenario="pii-data-deleted")
+    await run_until_idle(sandbox)
+    (event,) = of_type(await ledger(sandbox), "pii-data-deleted")
+    assert event["body"]["task"] == task_id
+    assert event["body"]["user"]["identifier"] == "scripted-erase"
+    for resource in DATA_RESOURCES:
+        assert await get_data(sandbox, resource, "scripted-erase") == [], resource
     await assert_events_valid(sandbox, receiver)
 
 

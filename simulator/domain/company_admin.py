@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..errors import Conflict, field_detail
+from ..catalog import company_from_fixture
+from ..errors import Conflict, ValidationFailed, field_detail
 from ..fixtures import ServiceProfile
 from .companies import DISABLED, OPERATIONAL, UNDER_MAINTENANCE, Company
 from .tenants import Tenant
@@ -21,8 +22,6 @@ UNKNOWN_PRODUCTS = "Unknown products: {products}."
 
 def create_company(tenant: Tenant, service: ServiceProfile, body: dict[str, Any]) -> Company:
     """POST /_sandbox/companies: emits company-created."""
-    from ..catalog import company_from_fixture
-
     if "_id" not in body:
         body = {**body, "_id": tenant.ids.object_id()}
     if tenant.companies.get(body["_id"]) is not None:
@@ -38,8 +37,6 @@ def create_company(tenant: Tenant, service: ServiceProfile, body: dict[str, Any]
 def update_company(tenant: Tenant, service: ServiceProfile, company_id: str,
                    body: dict[str, Any]) -> Company:
     """PATCH /_sandbox/companies/{id}: the given fields replaced; emits company-updated."""
-    from ..catalog import company_from_fixture
-
     current = tenant.companies.require(company_id)
     merged = {**fixture_of(current), **body, "_id": current.id}
     _check_references(tenant, service, merged)
@@ -91,8 +88,6 @@ def set_company_status(tenant: Tenant, company_id: str, status: str,
 
 
 def raise_unknown_products(unknown: list[str]) -> None:
-    from ..errors import ValidationFailed
-
     raise ValidationFailed(UNKNOWN_PRODUCTS.format(products=", ".join(unknown)),
                            code="unknown-products",
                            details=[field_detail("$.products", f"not offered by the company: {p}")
@@ -100,8 +95,6 @@ def raise_unknown_products(unknown: list[str]) -> None:
 
 
 def _check_references(tenant: Tenant, service: ServiceProfile, body: dict[str, Any]) -> None:
-    from ..errors import ValidationFailed
-
     parent_id = body.get("franchiseParent")
     if parent_id is not None:
         parent = tenant.companies.get(parent_id)

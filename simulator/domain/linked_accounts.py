@@ -195,33 +195,24 @@ class LinkedAccounts:
         rng = random.Random(f"{account.id}:{account.refreshes}")
         account.refreshes += 1
         account.last_refresh = now
-        changes: dict[str, tuple[str, list[str]]] = {}
+        changes: dict[str, list[tuple[str, list[str]]]] = {}
 
-        new_statements = self._statements(tenant, account, since + timedelta(days=1), today)
-        account.statements += new_statements
-        if new_statements:
-            changes["statements"] = ("statements-added", [s["_id"] for s in new_statements])
-        new_timesheets = self._timesheets(tenant, account, since + timedelta(days=1), today)
-        account.timesheets += new_timesheets
-        if new_timesheets:
-            changes["timesheets"] = ("timesheets-added", [t["_id"] for t in new_timesheets])
-        new_forms = self._tax_forms(tenant, account, len(account.taxes), today)
-        account.taxes += new_forms
-        if new_forms:
-            changes["taxes"] = ("taxes-added", [t["_id"] for t in new_forms])
+        if not account.pii_deleted:  # deleted personal data is not collected again
+            self._collect(tenant, account, since + timedelta(days=1), today, changes)
         if not account.pii_deleted and rng.random() < RAISE_CHANCE:
             self.give_raise(account, rng.uniform(0.03, 0.08))
-            changes["income"] = ("income-updated", [account.income_id])
+            changes["income"] = [("income-updated", [account.income_id])]
         if not account.pii_deleted and rng.random() < NEW_DEPOSIT_ACCOUNT_CHANCE:
-            added = self.add_deposit_account(tenant, account, rng)
-            changes["deposit-accounts"] = ("deposit-accounts-added", [added["_id"]])
+            added, adjusted = self.add_deposit_account(tenant, account, rng)
+            changes["deposit-accounts"] = [("deposit-accounts-added", [added["_id"]])]
+            if adjusted is not None:
+                changes["deposit-accounts"].append(("deposit-accounts-updated", [adjusted["_id"]]))
 
         for kind in DATA_KINDS:
             if kind == "timesheets" and account.profile.employee_type != "hourly":
                 continue
             self._emit(tenant, account, f"{kind}-synced", {}, task_id=task_id)
-            if kind in changes:
-                event_type, records = changes[kind]
+            for event_type, records in changes.get(kind, ()):
                 self._emit(tenant, account, event_type, {"records": records}, task_id=task_id)
         if not account.pii_deleted:
             income = self.income(account, now)
@@ -230,20 +221,45 @@ class LinkedAccounts:
                 "unpaidHoursInPayPeriod": income["unpaidHoursInPayPeriod"],
                 "currentPayPeriodStart": income["currentPayPeriodStart"]}, task_id=task_id)
 
+    def _collect(self, tenant: Tenant, account: LinkedAccount, first: date, today: date,
+                 changes: dict[str, list[tuple[str, list[str]]]]) -> None:
+        """New statements, timesheets and tax forms since the last refresh."""
+        for kind, event_type, records, found in (
+                ("statements", "statements-added", account.statements,
+                 self._statements(tenant, account, first, today)),
+                ("timesheets", "timesheets-added", account.timesheets,
+                 self._timesheets(tenant, account, first, today)),
+                ("taxes", "taxes-added", account.taxes,
+                 self._tax_forms(tenant, account, len(account.taxes), today))):
+            records += found
+            if found:
+                changes[kind] = [(event_type, [record["_id"] for record in found])]
+
     def give_raise(self, account: LinkedAccount, share: float) -> None:
         profile = account.profile
         account.profile = replace(profile, annual_income=round(profile.annual_income * (1 + share), 2),
                                   hourly_rate=round(profile.hourly_rate * (1 + share), 2))
 
     def add_deposit_account(self, tenant: Tenant, account: LinkedAccount,
-                            rng: random.Random) -> dict[str, Any]:
-        share = rng.choice((10, 15, 20))
+                            rng: random.Random) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """The user splits the paycheck to a new account: it takes a share from the account
+        that had the most, so the split still adds up to the whole paycheck. Returns the
+        new account and the one that gave up the share (None if it is the only one)."""
+        share, donor = rng.choice((10, 15, 20)), None
+        if account.deposit_accounts:
+            donor = max(account.deposit_accounts, key=lambda a: (a["distributionType"] == "total",
+                                                                a["distributionAmount"]))
+            if donor["distributionType"] == "total":
+                donor["distributionType"], donor["distributionAmount"] = "percent", 100
+            share = min(share, donor["distributionAmount"] // 2)
+            donor["distributionAmount"] -= share
         added = {"_id": tenant.ids.object_id(), "accountNumber": f"{rng.randrange(10**9, 10**10)}",
                  "routingNumber": "021000021", "type": "savings",
                  "bankName": rng.choice(("Ally Bank", "Chime", "Capital One")),
-                 "distributionType": "percent", "distributionAmount": share}
+                 "distributionType": "percent" if donor else "total",
+                 "distributionAmount": share if donor else 100}
         account.deposit_accounts.append(added)
-        return added
+        return added, donor
 
     def remove_deposit_switch(self, tenant: Tenant, account: LinkedAccount) -> dict[str, Any]:
         """The deposit account our deposit switch added is gone at the employer."""

@@ -17,8 +17,11 @@ from typing import Any
 
 from ..clock import isoformat
 from ..errors import ApiError, BadRequest, Conflict, NotFound, ValidationFailed, field_detail
+from rapidfuzz import fuzz
+
 from ..scenarios.loader import Scenario
-from .companies import OPERATIONAL
+from .companies import OPERATIONAL, Company, ManualDepositRule
+from .search import SearchQuery, normalize, search_companies
 from .tenants import Tenant
 
 TOKEN_PATTERN = re.compile(r"^processor-(sandbox|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-"
@@ -323,10 +326,8 @@ class ProcessorLinks:
         return found
 
     @staticmethod
-    def _catalog_match(tenant: Tenant, text: str):
-        from .search import SearchQuery, search_companies
-        from .companies import ManualDepositRule
-
+    def _catalog_match(tenant: Tenant, text: str) -> tuple[Company, float] | None:
+        """The catalog company a bank statement's text names, and how sure the match is."""
         try:
             found = search_companies(tenant.companies, ManualDepositRule(),
                                      SearchQuery(query=text[:200], limit=1))
@@ -334,9 +335,6 @@ class ProcessorLinks:
             return None
         if not found:
             return None
-        from rapidfuzz import fuzz
-        from .search import normalize
-
         confidence = round(fuzz.token_set_ratio(normalize(text), normalize(found[0].name)) / 100, 2)
         return found[0], confidence
 
