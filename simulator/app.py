@@ -116,6 +116,8 @@ def create_app(settings: Settings, *, clock: Clock | None = None,
     engine.linked_accounts = linked
     engine.on_final.append(linked.on_task_final)
     engine.step_hooks["linkedAccount"] = linked.on_step
+    engine.step_hooks["piiDataDeleted"] = lambda tenant, task, _: linked.delete_pii(
+        tenant, task.identifier, task.id, even_without_accounts=True)
 
     def ready_made_accounts(tenant: Tenant) -> None:
         for entry in store.accounts[tenant.name].get("linkedAccounts", []):

@@ -158,13 +158,15 @@ async def assert_events_valid(client, receiver: Receiver, *, headers: dict = ACM
             assert response.status == 200, (event_type, await response.text())
             schema = await response.json()
             Draft202012Validator.check_schema(schema)
-            validators[event_type] = Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+            validators[event_type] = Draft202012Validator(
+                schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
         problems = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
                     for e in validators[event_type].iter_errors(record["body"])]
         assert problems == [], (event_type, record["body"])
-    received = {r.ce_id for r in receiver.received(HOOKS)}
-    missing = [(r["eventType"], r["id"]) for r in records if r["id"] not in received]
-    assert missing == []
+    received = {r.ce_id: r.headers["ce-type"] for r in receiver.received(HOOKS)}
+    assert [(r["eventType"], r["id"]) for r in records if r["id"] not in received] == []
+    assert [(r["eventType"], received[r["id"]]) for r in records
+            if received[r["id"]] != f"com.example.{r['eventType']}"] == []
     return records
 
 
@@ -334,7 +336,8 @@ def assert_pay_calendar(records: dict[str, list[dict]], now: date) -> None:
     assert date.fromisoformat(income["nextExpectedPayDate"]) > now
     if statements:
         last_end = date.fromisoformat(statements[-1]["payPeriodEndDate"])
-        assert start == last_end + timedelta(days=1) or end == last_end == now, (statements[-1], income)
+        assert start == last_end + timedelta(days=1) or end == last_end == now, \
+            (statements[-1], income)
 
 
 def assert_record_shapes(records: dict[str, list[dict]]) -> None:
@@ -395,7 +398,8 @@ async def test_records_follow_the_design_fields_and_agree_with_each_other(sandbo
             assert records["timesheets"] == []
         else:
             for statement in records["statements"]:
-                assert statement["grossAmount"] == round(statement["hours"] * income["hourlyIncome"], 2)
+                gross = round(statement["hours"] * income["hourlyIncome"], 2)
+                assert statement["grossAmount"] == gross
             assert records["timesheets"]
             assert all(t["rate"] == income["hourlyIncome"] for t in records["timesheets"])
 
@@ -419,6 +423,8 @@ async def test_push_refresh_emits_synced_events_daily_and_events_agree_with_data
     deposit_ids = {u: {d["_id"] for d in await get_data(sandbox, "deposit-accounts", u)}
                    for u in users}
     annual = {u: (await get_data(sandbox, "income", u))[0]["annualIncome"] for u in users}
+    deposit_records = {u: {d["_id"]: d for d in await get_data(sandbox, "deposit-accounts", u)}
+                       for u in users}
     next_pay = {u: (await get_data(sandbox, "income", u))[0]["nextExpectedPayDate"] for u in users}
     seen: dict[str, int] = {}
     last = (await ledger(sandbox))[-1]["sequence"]
@@ -454,8 +460,19 @@ async def test_push_refresh_emits_synced_events_daily_and_events_agree_with_data
                 known[user] = now
                 seen[event_type] = seen.get(event_type, 0) + len(added)
 
+            # deposit-accounts-updated names exactly the accounts whose record changed.
+            deposits = {d["_id"]: d for d in await get_data(sandbox, "deposit-accounts", user)}
+            updated = {i for r in of_type(mine, "deposit-accounts-updated")
+                       for i in r["body"]["data"]["records"]}
+            changed = {i for i, d in deposits.items()
+                       if i in deposit_records[user] and d != deposit_records[user][i]}
+            assert updated == changed, (day, user)
+            deposit_records[user] = deposits
+            seen["deposit-accounts-updated"] = seen.get("deposit-accounts-updated", 0) + len(updated)
+
             if of_type(mine, "income-updated"):
-                assert of_type(mine, "income-updated")[0]["body"]["data"]["records"] == [income["_id"]]
+                (updated_income,) = of_type(mine, "income-updated")
+                assert updated_income["body"]["data"]["records"] == [income["_id"]]
                 assert income["annualIncome"] > annual[user], (day, user)
                 seen["income-updated"] = seen.get("income-updated", 0) + 1
             else:
@@ -464,7 +481,8 @@ async def test_push_refresh_emits_synced_events_daily_and_events_agree_with_data
             current = {r: await get_data(sandbox, r, user) for r in DATA_RESOURCES}
             assert_record_shapes(current)
             assert_pay_calendar(current, await today(sandbox))
-            added = [i for r in of_type(mine, "statements-added") for i in r["body"]["data"]["records"]]
+            added = [i for r in of_type(mine, "statements-added")
+                     for i in r["body"]["data"]["records"]]
             paid = {s["date"] for s in current["statements"] if s["_id"] in added}
             if next_pay[user] <= str(await today(sandbox)):
                 assert next_pay[user] in paid, (day, user, next_pay[user], paid)
@@ -485,14 +503,16 @@ async def test_push_refresh_emits_synced_events_daily_and_events_agree_with_data
     assert seen.get("statements-added"), seen
     assert seen.get("timesheets-added"), seen
     assert seen.get("deposit-accounts-added"), seen
+    assert seen.get("deposit-accounts-updated"), seen
     assert seen.get("income-updated"), \
         f"no raise in 30 days for {len(users)} users: pick more users or days ({seen})"
     await assert_events_valid(sandbox, receiver)
 
 
 async def test_deposit_account_split_stays_within_the_paycheck_across_refreshes(sandbox, receiver):
-    """A deposit account added at the employer takes its share from the others: the percent
-    shares of one paycheck never add up to more than 100."""
+    """A deposit account added at the employer takes its share from the others: the shares
+    of one paycheck always add up to the whole of it (100 percent, or less with a `total`
+    account taking the rest)."""
     users = [f"split-user-{n}" for n in range(8)]
     for user in users:
         await link(sandbox, user)
@@ -500,14 +520,15 @@ async def test_deposit_account_split_stays_within_the_paycheck_across_refreshes(
     added = of_type(await ledger(sandbox), "deposit-accounts-added")
     assert added, "no deposit account was added in 40 days: pick more users or days"
 
-    over = {}
-    for user in {r["userIdentifier"] for r in added}:
+    wrong = {}
+    for user in users:
         accounts = await get_data(sandbox, "deposit-accounts", user)
         percent = sum(a["distributionAmount"] for a in accounts
                       if a["distributionType"] == "percent")
-        if percent > 100:
-            over[user] = [(a["distributionType"], a["distributionAmount"]) for a in accounts]
-    assert over == {}
+        with_total = any(a["distributionType"] == "total" for a in accounts)
+        if (percent >= 100) if with_total else (percent != 100):
+            wrong[user] = [(a["distributionType"], a["distributionAmount"]) for a in accounts]
+    assert wrong == {}
     await assert_events_valid(sandbox, receiver)
 
 
@@ -610,7 +631,8 @@ async def test_disconnect_stops_refreshes_until_reconnect(sandbox, receiver):
     await advance(sandbox, DAY)
     assert of_type(since(await ledger(sandbox), last), "statements-synced", "income-synced")
 
-    error = await error_of(sandbox, "POST", "/_sandbox/linked-accounts/6410ffffffffffffffffffff/disconnect", 404)
+    error = await error_of(sandbox, "POST",
+                           "/_sandbox/linked-accounts/6410ffffffffffffffffffff/disconnect", 404)
     assert error["code"] == "linked-account-not-found"
     await assert_events_valid(sandbox, receiver)
 

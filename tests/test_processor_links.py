@@ -35,7 +35,8 @@ MINT = "/_sandbox/aggregator/processor-token"
 CLASSIFIED = "employer-classification-completed"
 DETECTED = "recurring-transaction-detection-completed"
 AGGREGATOR_ERROR = "aggregator-error"
-TOKEN = re.compile(r"^processor-sandbox-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+TOKEN = re.compile(r"^processor-sandbox-"
+                   r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
 # -- fixtures ---------------------------------------------------------------------------------
@@ -133,8 +134,10 @@ async def assert_events_valid(client, receiver: Receiver, *, headers: dict = ACM
         problems = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
                     for e in validators[event_type].iter_errors(record["body"])]
         assert problems == [], (event_type, record["body"])
-    received = {r.ce_id for r in receiver.received(HOOKS)}
-    assert [r["id"] for r in records if r["id"] not in received] == []
+    received = {r.ce_id: r.headers["ce-type"] for r in receiver.received(HOOKS)}
+    assert [(r["eventType"], r["id"]) for r in records if r["id"] not in received] == []
+    assert [(r["eventType"], received[r["id"]]) for r in records
+            if received[r["id"]] != f"com.example.{r['eventType']}"] == []
     return records
 
 

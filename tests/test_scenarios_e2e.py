@@ -113,6 +113,21 @@ EXPECTED: dict[str, Expected] = {
                                           final_at=13.5),
     "device-disconnected": failing_user_link("device-disconnected", authenticated=False,
                                              auth_at=4.5, final_at=10.5, connected_at_end=False),
+    # A fresh user has no linked account to disconnect: the task events only (the
+    # disconnection itself is tested in test_continuous_access.py).
+    "linked-account-disconnected": Expected(USER_LINK, "failed", "auth-expired", (
+        (1, updated("queued", "processing", authenticated=False)),
+        (4, authentication(False)),
+        (6, updated("processing", "failed", authenticated=False, reason="auth-expired")),
+        (6, workflow_finished("failed", "auth-expired")),
+    )),
+    "pii-data-deleted": Expected(USER_LINK, "completed", None, (
+        (1, updated("queued", "processing", authenticated=False)),
+        (3, authentication(True)),
+        (8, updated("processing", "completed", authenticated=True)),
+        (8, workflow_finished("completed")),
+        (86408, {"eventType": "pii-data-deleted"}),
+    )),
     "happy-path": Expected(USER_LINK, "completed", None, (
         (1, updated("queued", "processing", authenticated=False)),
         (3, authentication(True)),
@@ -298,6 +313,7 @@ async def test_scenario_task_events_carry_the_spec_fields(client, scenario):
     records = await task_events(client, task_id)
     assert records
 
+    records = [r for r in records if r["eventType"] != "pii-data-deleted"]  # not a task event
     for record in records:
         body = record["body"]
         assert record["task"] == task_id and record["userIdentifier"] == "fields-user"

@@ -296,12 +296,13 @@ class LinkedAccounts:
                                      lambda: self.delete_pii(tenant, account.identifier),
                                      background=True, label=f"PII deletion of {account.identifier}")
 
-    def delete_pii(self, tenant: Tenant, identifier: str, task_id: str | None = None) -> None:
+    def delete_pii(self, tenant: Tenant, identifier: str, task_id: str | None = None, *,
+                   even_without_accounts: bool = False) -> None:
         """The user's personal data is removed; `pii-data-deleted` has `user` and `task`
         and no `data` (spec: Privacy event)."""
         accounts = [a for a in tenant.linked_accounts.values()
                     if a.identifier == identifier and not a.pii_deleted]
-        if not accounts:
+        if not accounts and not even_without_accounts:
             return
         for account in accounts:
             account.pii_deleted = True
@@ -366,8 +367,7 @@ class LinkedAccounts:
         profile = account.profile
         today = _day(now)
         period_start, period_end = pay_period(profile, today)
-        worked_days = sum(1 for d in _days(period_start, today) if d.weekday() < 5)
-        per_day = profile.weekly_hours / 5
+        worked = sum(day_hours(account, d) for d in _days(period_start, today) if d.weekday() < 5)
         periods = PERIODS_PER_YEAR[profile.pay_cycle]
         return {
             "_id": account.income_id,
@@ -380,7 +380,7 @@ class LinkedAccounts:
             "nextExpectedPayDate": next_pay_date(profile, today).isoformat(),
             "currentPayPeriodStart": period_start.isoformat(),
             "currentPayPeriodEnd": period_end.isoformat(),
-            "unpaidHoursInPayPeriod": round(worked_days * per_day, 1),
+            "unpaidHoursInPayPeriod": round(worked, 1),
         }
 
     def _statements(self, tenant: Tenant, account: LinkedAccount, first: date,
@@ -391,8 +391,9 @@ class LinkedAccounts:
         for pay_date in pay_dates(profile, first, last):
             start, end = pay_period(profile, pay_date)
             if profile.employee_type == "hourly":
-                weeks = ((end - start).days + 1) / 7
-                hours = round(profile.weekly_hours * weeks * rng.uniform(0.9, 1.05), 2)
+                # The hours of the period's timesheets, so the two always agree.
+                hours = round(sum(day_hours(account, day) for day in _days(start, end)
+                                  if day.weekday() < 5), 2)
                 gross = round(hours * profile.hourly_rate, 2)
             else:
                 hours = round(profile.weekly_hours * ((end - start).days + 1) / 7, 2)
@@ -409,9 +410,8 @@ class LinkedAccounts:
         profile = account.profile
         if profile.employee_type != "hourly":
             return []
-        per_day = profile.weekly_hours / 5
-        return [{"_id": tenant.ids.object_id(), "date": day.isoformat(), "hours": per_day,
-                 "rate": profile.hourly_rate}
+        return [{"_id": tenant.ids.object_id(), "date": day.isoformat(),
+                 "hours": day_hours(account, day), "rate": profile.hourly_rate}
                 for day in _days(first, last) if day.weekday() < 5]
 
     def _tax_forms(self, tenant: Tenant, account: LinkedAccount, have: int,
@@ -498,6 +498,12 @@ def pay_period(profile: Profile, day: date) -> tuple[date, date]:
     previous = pay_dates(profile, end - timedelta(days=40), end - timedelta(days=1))
     start = previous[-1] + timedelta(days=1) if previous else end - timedelta(days=13)
     return start, end
+
+
+def day_hours(account: LinkedAccount, day: date) -> float:
+    """Hours worked on a workday: around the usual day, the same on every read."""
+    usual = account.profile.weekly_hours / 5
+    return round(usual * random.Random(f"{account.id}:{day}").uniform(0.85, 1.1), 2)
 
 
 def _mask(number: str) -> str:

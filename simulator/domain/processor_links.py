@@ -181,8 +181,9 @@ class ProcessorLinks:
             found = link.employer_matches if kind == CLASSIFY else link.recurring
             data += [{**item, "processorLink": link.id} for item in found or []]
         statuses = {l.status for l in links}
-        status = ERROR if ERROR in statuses and COMPLETED not in statuses else (
-            PROCESSING if PROCESSING in statuses else COMPLETED)
+        # A relink still processing is what a polling client waits for, not the old error.
+        status = PROCESSING if PROCESSING in statuses else (
+            COMPLETED if COMPLETED in statuses else ERROR)
         return {"data": data, "status": status, "links": [l.record() for l in links]}
 
     # -- the pipeline -----------------------------------------------------------------------

@@ -123,6 +123,9 @@ class TaskEngine:
         auth-expired (a refresh does not recover it; spec: Account update lifecycle).
         """
         account = None
+        if "linkedAccountId" in body:  # the spec's name for it (Pull refresh flow)
+            body = {**{k: v for k, v in body.items() if k != "linkedAccountId"},
+                    "linkedAccount": body["linkedAccountId"]}
         if "linkedAccount" in body:
             if self.linked_accounts is None:
                 raise NotFound("Continuous access is not available.", code="linked-account-not-found")

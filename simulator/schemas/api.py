@@ -191,6 +191,8 @@ TASK_CREATE_REQUEST = {
         "company": {"type": "string", "minLength": 1, "description": "A company `_id`."},
         "linkedAccount": {"type": "string", "minLength": 1,
                           "description": "Refresh this linked account (pull refresh flow)."},
+        "linkedAccountId": {"type": "string", "minLength": 1,
+                            "description": "The spec's name for `linkedAccount`."},
         "product": {"type": "string", "minLength": 1},
         "operation": {"type": "string", "minLength": 1, "description": "Same as `product`."},
         "tasks": {
@@ -217,7 +219,8 @@ TASK_CREATE_REQUEST = {
                                  "description": "Create the card token anew (tokens live 24 hours)."},
     },
     "not": {"anyOf": [{"required": ["product", "operation"]}, {"required": ["product", "tasks"]},
-                      {"required": ["operation", "tasks"]}]},
+                      {"required": ["operation", "tasks"]},
+                      {"required": ["linkedAccount", "linkedAccountId"]}]},
     "$defs": {"paymentMethod": PAYMENT_METHOD},
 }
 

@@ -100,6 +100,8 @@ STEP = {
         "stage": {"enum": ["pull-transactions", "employer-classification",
                            "recurring-transaction-detection"],
                   "description": "Processor-link scenarios: the pipeline stage that runs."},
+        "piiDataDeleted": {"const": True,
+                           "description": "The user's personal data is deleted (pii-data-deleted)."},
         "workflowFailureReason": {"type": "string",
                                   "description": "Failure reason in task-workflow-finished."},
     },
