@@ -19,7 +19,7 @@ UNKNOWN_EVENT = "No event has the id {event_id!r}."
 COMPANY_EVENT_TYPES = ("company-created", "company-updated", "company-deleted", "maintenance-mode")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Event:
     id: str                 # ce-id; kept on every delivery and replay
     type: str               # eventType

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import calendar
 import random
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta, timezone
+from functools import lru_cache
 from typing import Any
 
 from ..clock import isoformat
@@ -192,7 +194,7 @@ class LinkedAccounts:
         Continuous-access events). The data endpoints show the same change."""
         now = tenant.clock.timestamp()
         since, today = _day(account.last_refresh), _day(now)
-        rng = random.Random(f"{account.id}:{account.refreshes}")
+        rng = random.Random(zlib.crc32(f"{account.id}:{account.refreshes}".encode()))
         account.refreshes += 1
         account.last_refresh = now
         changes: dict[str, list[tuple[str, list[str]]]] = {}
@@ -386,7 +388,6 @@ class LinkedAccounts:
     def _statements(self, tenant: Tenant, account: LinkedAccount, first: date,
                     last: date) -> list[dict[str, Any]]:
         profile = account.profile
-        rng = random.Random(f"{account.id}:statements:{first}")
         statements = []
         for pay_date in pay_dates(profile, first, last):
             start, end = pay_period(profile, pay_date)
@@ -465,27 +466,31 @@ def _anchor(profile: Profile) -> date:
 
 def pay_dates(profile: Profile, first: date, last: date) -> list[date]:
     """Pay days between `first` and `last`, both included."""
+    anchor = _anchor(profile) if profile.pay_cycle in ("weekly", "biweekly") else None
+    return list(_pay_dates(profile.pay_cycle, anchor, first, last))
+
+
+@lru_cache(maxsize=65_536)  # thousands of accounts share a cycle and the same few days
+def _pay_dates(cycle: str, anchor: date | None, first: date, last: date) -> tuple[date, ...]:
     if last < first:
-        return []
-    cycle = profile.pay_cycle
-    if cycle in ("weekly", "biweekly"):
+        return ()
+    if anchor is not None:
         step = 7 if cycle == "weekly" else 14
-        anchor = _anchor(profile)
         offset = max(0, -(-(first - anchor).days // step))
         day = anchor + timedelta(days=offset * step)
         days = []
         while day <= last:
             days.append(day)
             day += timedelta(days=step)
-        return days
+        return tuple(days)
     days = []
     month = first.replace(day=1)
     while month <= last:
         candidates = [_month_end(month)] if cycle == "monthly" else [month.replace(day=15),
                                                                       _month_end(month)]
         days += [d for d in candidates if first <= d <= last]
-        month = (_month_end(month) + timedelta(days=1))
-    return days
+        month = _month_end(month) + timedelta(days=1)
+    return tuple(days)
 
 
 def next_pay_date(profile: Profile, today: date) -> date:
@@ -503,7 +508,8 @@ def pay_period(profile: Profile, day: date) -> tuple[date, date]:
 def day_hours(account: LinkedAccount, day: date) -> float:
     """Hours worked on a workday: around the usual day, the same on every read."""
     usual = account.profile.weekly_hours / 5
-    return round(usual * random.Random(f"{account.id}:{day}").uniform(0.85, 1.1), 2)
+    spread = zlib.crc32(f"{account.id}:{day.toordinal()}".encode()) / 0xFFFFFFFF  # 0..1
+    return round(usual * (0.85 + 0.25 * spread), 2)
 
 
 def _mask(number: str) -> str:

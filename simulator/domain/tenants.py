@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hmac
 import random
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +42,11 @@ class Ids:
         return f"{self._random.getrandbits(96):024x}"
 
     def uuid(self) -> str:
-        return str(uuid.UUID(int=self._random.getrandbits(128), version=4))
+        """A version-4 UUID from the seeded bits (what uuid.UUID(int=..., version=4) gives)."""
+        bits = self._random.getrandbits(128)
+        bits = (bits & ~(0xC000 << 48) | 0x8000 << 48) & ~(0xF000 << 64) | 4 << 76
+        text = f"{bits:032x}"
+        return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
     def secret(self, prefix: str) -> str:
         return f"{prefix}{self._random.getrandbits(128):032x}"

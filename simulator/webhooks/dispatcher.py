@@ -189,7 +189,6 @@ class Dispatcher:
             state.deliveries.setdefault(event.id, []).append(delivery)
             made.append(delivery)
             self._first_attempt(tenant, state, delivery, event)
-        state.deliveries.setdefault(event.id, [])
         return made
 
     def _first_attempt(self, tenant: Tenant, state: TenantWebhooks, delivery: Delivery,
