@@ -149,6 +149,7 @@ async def _stop_deliveries(app: web.Application) -> None:
 async def _background_context(app: web.Application) -> AsyncIterator[None]:
     """The webhook client session and the real-mode timer live as long as the app."""
     await app[DISPATCHER].start()
+    app[RUNNERS].start()
     yield
     app[RUNNERS].shutdown()
     await app[DISPATCHER].close()

@@ -96,6 +96,7 @@ class RealTimer:
 
     def __init__(self) -> None:
         self._scheduler: Any = None
+        self._loop_running = False
         self._wakes: dict[str, float] = {}
         self._runners: dict[str, Runner] = {}
 
@@ -119,7 +120,15 @@ class RealTimer:
         if due is not None:
             self._wake_at(name, due)
 
+    def start(self) -> None:
+        """The event loop runs: arm the wake-ups of jobs scheduled while the app was built."""
+        self._loop_running = True
+        for name in list(self._runners):
+            self._rearm(name)
+
     def _wake_at(self, name: str, due: float) -> None:
+        if not self._loop_running:
+            return  # armed by start()
         current = self._wakes.get(name)
         if current is not None and current <= due:
             return
@@ -167,6 +176,10 @@ class Runners:
         if runner is None or runner.tenant is not tenant:
             runner = self.add(tenant)
         return runner
+
+    def start(self) -> None:
+        if self.timer is not None:
+            self.timer.start()
 
     def shutdown(self) -> None:
         if self.timer is not None:

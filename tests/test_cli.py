@@ -152,3 +152,42 @@ def test_a_port_in_use_is_exit_2():
         result = run_cli("serve", "--port", port)
     assert result.returncode == 2
     assert "cannot listen" in result.stderr
+
+
+def test_trigger_command_emits_through_a_running_server():
+    with serving("--clock", "manual") as (base_url, key, secret, _):
+        result = run_cli("trigger", "earn-user-data", "--identifier", "cli-user", "--data",
+                         '{"netHourlyRate": 31.5}', "--url", base_url)
+        assert result.returncode == 0, result.stderr
+        event = json.loads(result.stdout)
+        assert event["eventType"] == "earn-user-data" and event["userIdentifier"] == "cli-user"
+        assert event["body"]["data"]["netHourlyRate"] == 31.5
+        status, ledger = get(f"{base_url}/_sandbox/events", {"x-api-key": key, "x-api-secret": secret})
+        assert [e["id"] for e in ledger["data"]] == [event["id"]]
+        unknown = run_cli("trigger", "no-such-event", "--url", base_url)
+        assert unknown.returncode == 1
+        assert "unknown-event-type" in unknown.stderr and "earn-user-data" in unknown.stderr
+        bad_data = run_cli("trigger", "earn-user-data", "--data", "{not json", "--url", base_url)
+        assert bad_data.returncode == 2 and "--data is not JSON" in bad_data.stderr
+    unreachable = run_cli("trigger", "company-created", "--url", "http://127.0.0.1:9")
+    assert unreachable.returncode == 1 and "cannot reach" in unreachable.stderr
+
+
+def test_ready_made_linked_accounts_answer_at_once():
+    with serving("--clock", "manual") as (base_url, *_):
+        headers = {"x-api-key": "sandbox-key-demo-0005", "x-api-secret": "sandbox-secret-demo-0005"}
+        status, accounts = get(f"{base_url}/linked-accounts?identifier=demo-user", headers)
+        assert status == 200 and len(accounts["data"]) == 2
+        status, income = get(f"{base_url}/income/demo-user", headers)
+        assert status == 200 and len(income["data"]) == 2
+        status, other = get(f"{base_url}/linked-accounts/demo-disconnected", headers)
+        assert [a["connected"] for a in other["data"]] == [False]
+
+
+def get(url: str, headers: dict) -> tuple[int, dict]:
+    request = urllib.request.Request(url, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as error:
+        return error.code, json.load(error)
