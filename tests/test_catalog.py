@@ -80,8 +80,10 @@ def test_another_seed_gives_another_catalog():
 
 
 def test_generated_catalog_has_franchise_networks_and_every_status(tmp_path: Path):
-    for name in ("service.yaml", "accounts.yaml"):
-        (tmp_path / name).write_text((bundled_dir("fixtures") / name).read_text())
+    (tmp_path / "service.yaml").write_text((bundled_dir("fixtures") / "service.yaml").read_text())
+    (tmp_path / "accounts.yaml").write_text(
+        "accounts: [{name: a, apiKey: key-a-123456, apiSecret: secret-a-123456, "
+        "environment: sandbox}]\n")
     (tmp_path / "companies.yaml").write_text("catalog: {generate: 3000, franchiseShare: 0.2}\n")
     catalog = load(Settings(fixtures=tmp_path)).catalog
     companies = catalog.ordered
