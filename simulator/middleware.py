@@ -12,7 +12,7 @@ from aiohttp import web
 from .clock import isoformat
 from .errors import (ApiError, InternalError, MethodNotAllowed, NotFound, PayloadTooLarge,
                      Unauthorized)
-from .journal import MAX_BODY_BYTES
+from .journal import MAX_BODY_BYTES as MAX_JOURNAL_BODY
 from .keys import BODY, ERROR_CODE, JOURNAL, PUBLIC_TOKEN, STORE, TENANT
 from .validation import parse_json_body
 
@@ -55,7 +55,7 @@ def _journal_body(request: web.Request) -> Any:
     if body is None:
         return None
     text = json.dumps(body)
-    return body if len(text) <= MAX_BODY_BYTES else {"truncated": text[:MAX_BODY_BYTES]}
+    return body if len(text) <= MAX_JOURNAL_BODY else {"truncated": text[:MAX_JOURNAL_BODY]}
 
 
 @web.middleware

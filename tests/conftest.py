@@ -49,6 +49,16 @@ def settings():
 
 
 @pytest.fixture
+async def receiver():
+    """A real webhook receiver on 127.0.0.1 (tests/receiver.py)."""
+    from receiver import Receiver
+
+    receiver = await Receiver().start()
+    yield receiver
+    await receiver.stop()
+
+
+@pytest.fixture
 def make_client(aiohttp_client, loaded, clock):
     """A client of a fresh app: `await make_client(environment="production")`."""
 

@@ -143,3 +143,34 @@ def closed_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+async def assert_events_valid(client, receiver: Receiver, *, headers: dict | None = None,
+                              path: str = "/hooks") -> list[dict]:
+    """Every event of the tenant's ledger matches its published schema and reached the
+    receiver at `path` with the same id and type; the ledger is returned."""
+    from conftest import ACME
+    from jsonschema import Draft202012Validator
+
+    headers = headers or ACME
+    response = await client.get("/_sandbox/events?limit=10000", headers=headers)
+    assert response.status == 200, await response.text()
+    records = (await response.json())["data"]
+    validators: dict[str, Draft202012Validator] = {}
+    for record in records:
+        event_type = record["eventType"]
+        if event_type not in validators:
+            response = await client.get(f"/_sandbox/schemas/events/{event_type}")
+            assert response.status == 200, (event_type, await response.text())
+            schema = await response.json()
+            Draft202012Validator.check_schema(schema)
+            validators[event_type] = Draft202012Validator(
+                schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+        problems = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+                    for e in validators[event_type].iter_errors(record["body"])]
+        assert problems == [], (event_type, record["body"])
+    received = {r.ce_id: r.headers["ce-type"] for r in receiver.received(path)}
+    assert [(r["eventType"], r["id"]) for r in records if r["id"] not in received] == []
+    assert [(r["eventType"], received[r["id"]]) for r in records
+            if received[r["id"]] != f"com.example.{r['eventType']}"] == []
+    return records

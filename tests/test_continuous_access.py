@@ -18,10 +18,9 @@ from typing import Any
 
 import pytest
 import yaml
-from jsonschema import Draft202012Validator
 
 from conftest import ACME, REPO, WALMART
-from receiver import Receiver
+from receiver import assert_events_valid
 from simulator.app import build_store, create_app, load
 from simulator.clock import Clock
 from simulator.settings import Settings
@@ -39,13 +38,6 @@ SYNCED_KINDS = ("statements", "income", "timesheets", "employment", "identity", 
 
 
 # -- fixtures ---------------------------------------------------------------------------------
-
-@pytest.fixture
-async def receiver():
-    receiver = await Receiver().start()
-    yield receiver
-    await receiver.stop()
-
 
 @pytest.fixture
 def make_sandbox(aiohttp_client, loaded, receiver):
@@ -144,30 +136,6 @@ def of_type(records: list[dict], *event_types: str) -> list[dict]:
 
 def since(records: list[dict], sequence: int) -> list[dict]:
     return [r for r in records if r["sequence"] > sequence]
-
-
-async def assert_events_valid(client, receiver: Receiver, *, headers: dict = ACME) -> list[dict]:
-    """Every event of the tenant's ledger matches its published schema and reached the
-    receiver with the same id; the ledger is returned for further checks."""
-    records = await ledger(client, headers=headers)
-    validators: dict[str, Draft202012Validator] = {}
-    for record in records:
-        event_type = record["eventType"]
-        if event_type not in validators:
-            response = await client.get(f"/_sandbox/schemas/events/{event_type}")
-            assert response.status == 200, (event_type, await response.text())
-            schema = await response.json()
-            Draft202012Validator.check_schema(schema)
-            validators[event_type] = Draft202012Validator(
-                schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
-        problems = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
-                    for e in validators[event_type].iter_errors(record["body"])]
-        assert problems == [], (event_type, record["body"])
-    received = {r.ce_id: r.headers["ce-type"] for r in receiver.received(HOOKS)}
-    assert [(r["eventType"], r["id"]) for r in records if r["id"] not in received] == []
-    assert [(r["eventType"], received[r["id"]]) for r in records
-            if received[r["id"]] != f"com.example.{r['eventType']}"] == []
-    return records
 
 
 # -- linked accounts from tasks (DESIGN.md: a completed user-link task leaves one) -----------

@@ -30,13 +30,6 @@ INTERVAL = 30             # spec: Limits, 30 seconds between attempts
 # -- fixtures ---------------------------------------------------------------------------------
 
 @pytest.fixture
-async def receiver():
-    receiver = await Receiver().start()
-    yield receiver
-    await receiver.stop()
-
-
-@pytest.fixture
 def make_sandbox(aiohttp_client, loaded, receiver):
     """A client of a fresh app delivering to the receiver: `await make_sandbox(seed=2)`."""
 

@@ -242,7 +242,6 @@ class Dispatcher:
 
     async def _send(self, tenant: Tenant, delivery: Delivery, event: Event, attempt: Attempt,
                     message: Any, started_at: float) -> None:
-        import aiohttp
 
         try:
             async with self._slots:
