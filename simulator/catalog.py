@@ -7,15 +7,13 @@ ids, and 100,000 companies is one setting.
 
 from __future__ import annotations
 
-import json
-import os
 import random
-from pathlib import Path
 from typing import Any
 
 from .domain.companies import (DISABLED, FRANCHISE_CHILD, FRANCHISE_PARENT, OPERATIONAL,
                                UNDER_MAINTENANCE, Company)
 from .fixtures import Fixtures, ServiceProfile, slug
+from .pools import faker_pools
 
 DEFAULT_CAPABILITIES: dict[str, Any] = {
     "headlessAuthentication": True,
@@ -166,45 +164,16 @@ def generate_companies(count: int, seed: int, service: ServiceProfile, *,
 
 
 def word_pools(seed: int, count: int) -> tuple[list[str], list[str], list[str], list[str]]:
-    """Real-looking last names, cities and words drawn from Faker with the seed.
+    """Real-looking last names, cities and words from Faker, for `count` companies."""
 
-    Faker draws them once; the seeded generator combines them, which keeps a large
-    catalog fast to build (Faker per name costs ~0.2 ms). Importing Faker costs more
-    than the rest of a start, so the pools are cached on disk per seed, size and
-    Faker version (PAYROLL_SANDBOX_CACHE_DIR, default ~/.cache/payroll-sandbox).
-    """
-    from importlib.metadata import version
+    def draw(fake: Any, size: int) -> dict[str, list[str]]:
+        return {"lastNames": sorted({fake.last_name() for _ in range(size)}),
+                "cities": sorted({fake.city() for _ in range(size // 2)}),
+                "words": sorted({fake.word().title() for _ in range(size // 4)}),
+                "companySuffixes": list(fake.provider("faker.providers.company").company_suffixes)}
 
-    pool = max(50, min(count // 2, 2000))
-    cache = _cache_dir() / f"word-pools-{seed}-{pool}-faker{version('faker')}.json"
-    try:
-        return tuple(json.loads(cache.read_text()))  # type: ignore[return-value]
-    except (OSError, ValueError):  # missing, unreadable or damaged: draw them again
-        pass
-    from faker import Faker  # slow to import: only when the pools are not cached
-
-    fake = Faker("en_US", use_weighting=False)
-    fake.seed_instance(seed)
-    pools = (sorted({fake.last_name() for _ in range(pool)}),
-             sorted({fake.city() for _ in range(pool // 2)}),
-             sorted({fake.word().title() for _ in range(pool // 4)}),
-             list(fake.provider("faker.providers.company").company_suffixes))
-    try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        temporary = cache.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(pools))
-        temporary.replace(cache)
-    except (OSError, ValueError):
-        pass  # a read-only or odd cache folder: no cache, same pools
-    return pools
-
-
-def _cache_dir() -> Path:
-    configured = os.environ.get("PAYROLL_SANDBOX_CACHE_DIR")
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "payroll-sandbox"
+    pools = faker_pools("catalog-words", seed, max(50, min(count // 2, 2000)), draw)
+    return pools["lastNames"], pools["cities"], pools["words"], pools["companySuffixes"]
 
 
 def _weighted_status(rng: random.Random) -> str:

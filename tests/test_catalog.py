@@ -102,7 +102,7 @@ def test_generated_catalog_is_the_same_with_and_without_the_word_pool_cache(tmp_
     service = load_fixtures(bundled_dir("fixtures")).service
     monkeypatch.setenv("PAYROLL_SANDBOX_CACHE_DIR", str(tmp_path))
     cold = generate_companies(300, 5, service)
-    assert list(tmp_path.glob("word-pools-5-*.json"))
+    assert list(tmp_path.glob("catalog-words-5-*.json"))
     warm = generate_companies(300, 5, service)
     assert [(c.id, c.name) for c in cold] == [(c.id, c.name) for c in warm]
     blocker = tmp_path / "a-file"

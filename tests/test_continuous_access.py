@@ -21,6 +21,7 @@ import yaml
 
 from conftest import ACME, REPO, WALMART
 from receiver import assert_events_valid
+from simulator.datagen import ProfileFactory
 from simulator.app import build_store, create_app, load
 from simulator.clock import Clock
 from simulator.settings import Settings
@@ -381,11 +382,17 @@ async def test_records_follow_the_design_fields_and_agree_with_each_other(sandbo
 # -- push cadence (spec: Continuous access, push; Continuous-access events) -------------------
 
 async def test_push_refresh_emits_synced_events_daily_and_events_agree_with_data(sandbox, receiver):
-    users = [f"push-user-{n}" for n in range(6)]
+    # Six users holding both kinds of pay: the seed decides who is hourly, so pick them.
+    def kind(user: str) -> str:
+        return ProfileFactory(1).profile("acme", user, WALMART, "Walmart", date.today()).employee_type
+
+    candidates = [f"push-user-{n}" for n in range(40)]
+    users = ([u for u in candidates if kind(u) == "hourly"][:3]
+             + [u for u in candidates if kind(u) == "salaried"][:3])
     accounts = {u: await link(sandbox, u) for u in users}
     hourly = {u for u in users
               if (await get_data(sandbox, "income", u))[0]["incomeType"] == "hourly"}
-    assert hourly and set(users) - hourly, "both kinds of pay should be among the users"
+    assert len(hourly) == 3, "the picked users hold both kinds of pay"
     statement_ids = {u: {s["_id"] for s in await get_data(sandbox, "statements", u)} for u in users}
     timesheet_ids = {u: {t["_id"] for t in await get_data(sandbox, "timesheets", u)} for u in users}
     deposit_ids = {u: {d["_id"] for d in await get_data(sandbox, "deposit-accounts", u)}

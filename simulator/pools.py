@@ -1,0 +1,51 @@
+"""Pools of real-looking words drawn from Faker, cached on disk.
+
+Faker draws a pool once per seed and size; seeded generators then pick from it.
+That keeps large catalogs and many linked accounts fast to build (Faker per value
+costs ~0.2 ms) and keeps Faker's import (longer than the rest of a start) off the
+start when the pool is cached. The same seed gives the same pool with or without
+the cache (PAYROLL_SANDBOX_CACHE_DIR, default ~/.cache/payroll-sandbox).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+def faker_pools(name: str, seed: int, size: int,
+                draw: Callable[[Any, int], dict[str, list[str]]]) -> dict[str, list[str]]:
+    """`draw(fake, size)` with a Faker seeded by `seed`, or its cached result."""
+    from importlib.metadata import version
+
+    cache = cache_dir() / f"{name}-{seed}-{size}-faker{version('faker')}.json"
+    try:
+        cached = json.loads(cache.read_text())
+        if isinstance(cached, dict):
+            return cached
+    except (OSError, ValueError):  # missing, unreadable or damaged: draw again
+        pass
+    from faker import Faker  # slow to import: only when the pool is not cached
+
+    fake = Faker("en_US", use_weighting=False)
+    fake.seed_instance(seed)
+    pools = draw(fake, size)
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        temporary = cache.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(pools))
+        temporary.replace(cache)
+    except (OSError, ValueError):
+        pass  # a read-only or odd cache folder: no cache, same pools
+    return pools
+
+
+def cache_dir() -> Path:
+    configured = os.environ.get("PAYROLL_SANDBOX_CACHE_DIR")
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "payroll-sandbox"
