@@ -690,3 +690,10 @@ async def test_faults_are_the_same_for_the_same_seed(make_sandbox, receiver):
     assert any(not faults for _, faults, _ in first)
     other = await run_fault_sequence(await make_sandbox(seed=8))
     assert [f for _, f, _ in other] != [f for _, f, _ in first]
+
+
+async def test_replay_with_a_range_half_given_is_422_even_beside_another_selector(sandbox):
+    response = await sandbox.post("/_sandbox/webhooks/replay", headers=ACME,
+                                  json={"userIdentifier": "u1", "from": "2026-01-01T00:00:00Z"})
+    assert response.status == 422
+    assert (await response.json())["error"]["code"] == "validation-failed"

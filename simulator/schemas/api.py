@@ -205,7 +205,7 @@ TASK_CREATE_REQUEST = {
                     "operation": {"type": "string", "minLength": 1},
                     "product": {"type": "string", "minLength": 1},
                     "metadata": _METADATA,
-                    "paymentMethod": {"$ref": "#/$defs/paymentMethod"},
+                    "paymentMethod": PAYMENT_METHOD,
                     "recreatePaymentToken": {"type": "boolean"},
                 },
             },
@@ -214,14 +214,13 @@ TASK_CREATE_REQUEST = {
         "metadata": _METADATA,
         "scenario": {"type": "string", "minLength": 1,
                      "description": "The scenario that drives the task (see GET /_sandbox/scenarios)."},
-        "paymentMethod": {"$ref": "#/$defs/paymentMethod"},
+        "paymentMethod": PAYMENT_METHOD,
         "recreatePaymentToken": {"type": "boolean",
                                  "description": "Create the card token anew (tokens live 24 hours)."},
     },
     "not": {"anyOf": [{"required": ["product", "operation"]}, {"required": ["product", "tasks"]},
                       {"required": ["operation", "tasks"]},
                       {"required": ["linkedAccount", "linkedAccountId"]}]},
-    "$defs": {"paymentMethod": PAYMENT_METHOD},
 }
 
 TASK_CREATED = {
@@ -321,6 +320,7 @@ REPLAY_REQUEST = {
         "from": {"type": "string", "format": "date-time"},
         "to": {"type": "string", "format": "date-time"},
     },
+    "dependentRequired": {"from": ["to"], "to": ["from"]},
     "oneOf": [{"required": ["userIdentifier"]}, {"required": ["taskId"]},
               {"required": ["from", "to"]}],
 }
