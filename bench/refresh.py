@@ -45,8 +45,6 @@ import asyncio
 import collections
 import cProfile
 import gc
-import pstats
-import resource
 import statistics
 import sys
 import time
@@ -54,6 +52,8 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
+
+from common import peak_rss_mb, print_profile
 
 from simulator.app import create_app
 from simulator.domain.companies import OPERATIONAL
@@ -94,11 +94,6 @@ class GcTimer:
             self.counts[info["generation"]] += 1
             self.seconds[info["generation"]] += time.perf_counter() - self._began
 
-
-def peak_rss_mb() -> float:
-    # Linux reports ru_maxrss in KiB (macOS in bytes).
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 
 
 async def batched(count: int, concurrency: int, call) -> float:
@@ -376,10 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     ok, problems = report(result)
     assert not problems, "; ".join(problems)
     if args.profile:
-        print()
-        stats = pstats.Stats(args.profile)
-        stats.sort_stats("tottime").print_stats(25)
-        stats.sort_stats("cumulative").print_stats(40)
+        print_profile(args.profile)
     return 1 if args.strict and not ok else 0
 
 

@@ -26,14 +26,14 @@ import argparse
 import asyncio
 import cProfile
 import collections
-import pstats
-import resource
 import sys
 import time
 from typing import Any
 
 import aiohttp
 from aiohttp import web
+
+from common import peak_rss_mb, print_profile
 
 from simulator.app import create_app
 from simulator.domain.states import FINAL
@@ -49,11 +49,6 @@ NETFLIX = "6410a0000000000000000060"   # merchant: product switch
 TARGET_RUN_SECONDS = 10.0
 TARGET_RSS_MB = 300.0
 
-
-def peak_rss_mb() -> float:
-    # Linux reports ru_maxrss in KiB (macOS in bytes).
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 
 
 def company_for(scenario: dict[str, Any]) -> tuple[str, str]:
@@ -292,10 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         f"e.g. {result['not_final'][:5]}")
     print("every task reached a final status (completed or failed)")
     if profiler:
-        print()
-        stats = pstats.Stats(args.profile)
-        stats.sort_stats("tottime").print_stats(25)
-        stats.sort_stats("cumulative").print_stats(40)
+        print_profile(args.profile)
     return 1 if args.strict and not ok else 0
 
 

@@ -41,7 +41,6 @@ import asyncio
 import cProfile
 import collections
 import logging
-import pstats
 import sys
 import time
 from dataclasses import dataclass, field
@@ -49,6 +48,8 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
+
+from common import print_profile
 
 from simulator.app import create_app
 from simulator.keys import DISPATCHER, STORE
@@ -335,10 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     result = asyncio.run(bench(args.events, args.warmup, args.profile))
     ok = report(result)
     if args.profile:
-        print()
-        stats = pstats.Stats(args.profile)
-        stats.sort_stats("tottime").print_stats(25)
-        stats.sort_stats("cumulative").print_stats(40)
+        print_profile(args.profile)
     return 1 if args.strict and not ok else 0
 
 

@@ -1,0 +1,22 @@
+"""What the benchmarks share: peak memory, profiles, and the PASS/FAIL line."""
+
+from __future__ import annotations
+
+import pstats
+import resource
+import sys
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far (ru_maxrss), in MB."""
+    # Linux reports ru_maxrss in KiB (macOS in bytes).
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+def print_profile(path: str) -> None:
+    """The top functions of a cProfile dump, by own time, then by cumulative time."""
+    print()
+    stats = pstats.Stats(path)
+    stats.sort_stats("tottime").print_stats(25)
+    stats.sort_stats("cumulative").print_stats(40)
