@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from calls import advance, call, error_of, run_until_idle, today
 from conftest import ACME, GLOBEX
 from receiver import assert_events_valid
 from simulator.app import build_store, create_app
@@ -51,17 +52,6 @@ async def sandbox(aiohttp_client, loaded, receiver):
 
 # -- helpers ----------------------------------------------------------------------------------
 
-async def call(client, method: str, path: str, *, status: int = 200, headers: dict = ACME,
-               **kwargs: Any) -> dict:
-    response = await client.request(method, path, headers=headers, **kwargs)
-    assert response.status == status, (method, path, response.status, await response.text())
-    return await response.json()
-
-
-async def error_of(client, method: str, path: str, status: int, *, headers: dict = ACME,
-                   **kwargs: Any) -> dict:
-    return (await call(client, method, path, status=status, headers=headers, **kwargs))["error"]
-
 
 def as_user(identifier: str, headers: dict = ACME) -> dict:
     return {**headers, "user-identifier": identifier}
@@ -83,20 +73,6 @@ async def register(client, token: str, identifier: str | None = None, *,
 
 async def results(client, path: str, identifier: str, *, headers: dict = ACME) -> dict:
     return await call(client, "GET", path, headers=as_user(identifier, headers))
-
-
-async def advance(client, seconds: float, *, headers: dict = ACME) -> None:
-    await call(client, "POST", "/_sandbox/clock/advance", json={"seconds": seconds}, headers=headers)
-
-
-async def run_until_idle(client, *, headers: dict = ACME) -> None:
-    body = await call(client, "POST", "/_sandbox/clock/run-until-idle", headers=headers)
-    assert body["data"]["idle"] is True
-
-
-async def today(client, *, headers: dict = ACME) -> date:
-    body = await call(client, "GET", "/_sandbox/clock", headers=headers)
-    return date.fromisoformat(body["data"]["now"][:10])
 
 
 async def ledger(client, *, headers: dict = ACME, **query: str) -> list[dict]:
