@@ -20,3 +20,14 @@ def print_profile(path: str) -> None:
     stats = pstats.Stats(path)
     stats.sort_stats("tottime").print_stats(25)
     stats.sort_stats("cumulative").print_stats(40)
+
+
+async def serve(app):
+    """Serves `app` on 127.0.0.1, a free port; returns (runner, base URL). Clean up the runner."""
+    from aiohttp import web
+
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    host, port = runner.addresses[0][:2]
+    return runner, f"http://{host}:{port}"

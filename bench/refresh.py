@@ -53,7 +53,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from common import peak_rss_mb, print_profile
+from common import peak_rss_mb, print_profile, serve
 
 from simulator.app import create_app
 from simulator.domain.companies import OPERATIONAL
@@ -155,12 +155,7 @@ async def bench(accounts: int, days: int, how: str, concurrency: int,
                 profile: str | None) -> dict[str, Any]:
     rss_start = peak_rss_mb()
     app = create_app(Settings(port=0, clock="manual"))
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    host, port = runner.addresses[0][:2]
-    base = f"http://{host}:{port}"
+    runner, base = await serve(app)
     tenant = app[STORE].tenants.default()
     result: dict[str, Any] = {"accounts": accounts, "days": days, "how": how,
                               "concurrency": concurrency, "base": base, "tenant": tenant.name,

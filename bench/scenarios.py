@@ -31,9 +31,8 @@ import time
 from typing import Any
 
 import aiohttp
-from aiohttp import web
 
-from common import peak_rss_mb, print_profile
+from common import peak_rss_mb, print_profile, serve
 
 from simulator.app import create_app
 from simulator.domain.states import FINAL
@@ -102,12 +101,7 @@ async def batched(count: int, concurrency: int, call) -> float:
 async def bench(tasks: int, concurrency: int) -> dict[str, Any]:
     rss_start = peak_rss_mb()
     app = create_app(Settings(port=0, clock="manual"))
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    host, port = runner.addresses[0][:2]
-    base = f"http://{host}:{port}"
+    runner, base = await serve(app)
     rss_app = peak_rss_mb()
     result: dict[str, Any] = {"tasks": tasks, "concurrency": concurrency, "base": base,
                               "rss_start": rss_start, "rss_app": rss_app}

@@ -49,7 +49,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from common import print_profile
+from common import print_profile, serve
 
 from simulator.app import create_app
 from simulator.keys import DISPATCHER, STORE
@@ -228,10 +228,7 @@ async def bench(events: int, warmup: int, profile: str | None) -> dict[str, Any]
     receiver = Receiver()
     await receiver.start()
     app = create_app(Settings(port=0, clock="manual", webhook_url=receiver.url))
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
+    runner, _ = await serve(app)
     tenant = app[STORE].tenants.default()
     dispatcher = app[DISPATCHER]
     sandbox, bare = Phase("sandbox dispatcher"), Phase("bare aiohttp client")
