@@ -24,8 +24,8 @@ from .domain.processor_links import ProcessorLinks
 from .keys import (DISPATCHER, ENGINE, JOURNAL, LINKED_ACCOUNTS, OPENAPI, PROCESSOR_LINKS, RUNNERS,
                    SETTINGS, STORE)
 from .middleware import MAX_BODY_BYTES, auth_middleware, error_middleware, journal_middleware
-from .routes import (access, companies, control, linked_accounts, meta, processor_links, tasks,
-                     webhooks)
+from .routes import (access, companies, control, linked_accounts, meta, processor_links, sdk,
+                     tasks, webhooks)
 from .scenarios.loader import Scenario, load_scenarios
 from .scheduler import Runners
 from .settings import Settings
@@ -136,7 +136,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None,
     # attempts finish or are recorded as interrupted, so no handler waits on them.
     app.on_shutdown.append(_stop_deliveries)
     app[PROCESSOR_LINKS] = ProcessorLinks(store.scenarios, store.service.aggregator)
-    for module in (meta, access, companies, tasks, linked_accounts, control, webhooks):
+    for module in (meta, access, companies, tasks, linked_accounts, control, webhooks, sdk):
         app.add_routes(module.routes)
     app.add_routes(processor_links.routes(store.service.aggregator))
     return app

@@ -21,8 +21,8 @@ error_log = logging.getLogger("payroll_sandbox.error")
 
 MAX_BODY_BYTES = 1024 * 1024  # DESIGN.md, Errors: 413 over 1 MiB
 # Paths anyone may call: liveness, the API description and the client SDK's pages.
-PUBLIC_PREFIXES = ("/health", "/openapi.json", "/sdk/", "/initialize/", "/_sandbox/schemas/",
-                   "/_sandbox/dashboard")
+PUBLIC_PREFIXES = ("/health", "/openapi.json", "/sdk/transact.js", "/sdk/flow.",
+                   "/sdk/deposit-form.pdf", "/initialize/", "/_sandbox/schemas/")
 BODY_TOO_LARGE = "The request body is larger than {limit} bytes."
 NO_ROUTE = "No route matches {method} {path}."
 WRONG_METHOD = "{method} is not allowed on {path}; allowed: {allowed}."

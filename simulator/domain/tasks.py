@@ -114,8 +114,8 @@ class TaskEngine:
     # -- creation ---------------------------------------------------------------------------
 
     def create_task(self, tenant: Tenant, body: dict[str, Any], *,
-                    token_identifier: str | None = None,
-                    public_token: str | None = None) -> tuple[Workflow, list[Task]]:
+                    token_identifier: str | None = None, public_token: str | None = None,
+                    login_scenario: str | None = None) -> tuple[Workflow, list[Task]]:
         """POST /task/create: one workflow with one or more tasks, all queued.
 
         With `linkedAccount` it is a pull refresh of that account: the company and the
@@ -149,7 +149,8 @@ class TaskEngine:
         requests = self._task_requests(body)
         for request in requests:
             self._check_company_accepts(company, request.product, request.path)
-        scenario = self.select_scenario(tenant, identifier, company, body.get("scenario"))
+        scenario = self.select_scenario(tenant, identifier, company, body.get("scenario"),
+                                        login_scenario)
         if account is not None and not account.connected:
             scenario = self.scenarios.get("auth-expired", scenario)
         user = tenant.user(identifier)

@@ -379,3 +379,52 @@ PROCESSOR_TOKEN_REQUEST = {
                      "description": "A processor-link scenario, e.g. item-login-required."},
     },
 }
+
+SDK_CONFIG = {
+    "type": "object",
+    "required": ["publicToken"],
+    "properties": {
+        "publicToken": {"type": "string", "minLength": 1},
+        "scope": {"enum": ["user-link", "pay-link"]},
+        "tasks": {"type": "array", "items": {"type": "object", "required": ["operation"],
+                                             "properties": {"operation": {"type": "string",
+                                                                          "minLength": 1}}}},
+        "deeplink": {
+            "type": "object",
+            "properties": {
+                "step": {"enum": ["login-company", "search-company", "search-payroll", "welcome",
+                                  "account", "direct-deposit-setup", "manual-fallback",
+                                  "generate-deposit-pdf", "add-card"]},
+                "companyId": {"type": "string"},
+            },
+        },
+        "theme": {"type": "object", "properties": {"navigationOptions": {
+            "type": "object",
+            "properties": {"showBackButton": {"type": "boolean"},
+                           "showBackButtonText": {"type": "boolean"},
+                           "showCloseButton": {"type": "boolean"}}}}},
+        "linkedAccount": {"type": "string", "minLength": 1},
+    },
+}
+
+SDK_SESSION_REQUEST = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["config"],
+    "properties": {"config": SDK_CONFIG},
+}
+
+SDK_LOGIN_REQUEST = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["companyId", "username", "password"],
+    "properties": {
+        "companyId": {"type": "string", "minLength": 1},
+        "username": {"type": "string", "minLength": 1, "maxLength": 200},
+        "password": {"type": "string", "minLength": 1, "maxLength": 200},
+        "tasks": SDK_CONFIG["properties"]["tasks"],
+        "linkedAccount": {"type": "string", "minLength": 1},
+        "metadata": {"type": "object"},
+        "paymentMethod": PAYMENT_METHOD,
+    },
+}

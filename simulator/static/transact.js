@@ -1,0 +1,91 @@
+/* payroll-sandbox client SDK: window.Transact.transact({...}) opens the hosted flow.
+ *
+ * It opens an iframe at <origin>/initialize/<base64 of JSON config>#hId=<handshake>
+ * and talks to it with postMessage({event, payload}). Messages are accepted only from
+ * the sandbox's origin and from that iframe; the public token is handed over only to
+ * a page that answers with the same handshake id.
+ */
+(function () {
+  "use strict";
+  var PREFIX = "__PREFIX__";
+  var script = document.currentScript;
+  var SANDBOX_ORIGIN = new URL(script ? script.src : window.location.href).origin;
+
+  function encodeConfig(config) {
+    var bytes = new TextEncoder().encode(JSON.stringify(config));
+    var binary = "";
+    bytes.forEach(function (b) { binary += String.fromCharCode(b); });
+    return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  }
+
+  function handshakeId() {
+    var values = new Uint32Array(4);
+    (window.crypto || window.msCrypto).getRandomValues(values);
+    return Array.prototype.map.call(values, function (v) { return v.toString(16); }).join("");
+  }
+
+  function transact(options) {
+    options = options || {};
+    var config = options.config || {};
+    var origin = options.environmentOverride || SANDBOX_ORIGIN;
+    origin = new URL(origin).origin;
+    var container = options.container || document.body;
+    var hId = handshakeId();
+    var iframe = document.createElement("iframe");
+    iframe.src = origin + "/initialize/" + encodeConfig(config) + "#hId=" + hId;
+    iframe.title = "Payroll connection";
+    iframe.setAttribute("data-transact", hId);
+    iframe.style.cssText = options.container ? "width:100%;height:100%;border:0" :
+      "position:fixed;inset:0;width:100%;height:100%;border:0;z-index:2147483647;background:rgba(0,0,0,.4)";
+    var closed = false;
+
+    function close() {
+      if (closed) { return; }
+      closed = true;
+      window.removeEventListener("message", onMessage);
+      if (iframe.parentNode) { iframe.parentNode.removeChild(iframe); }
+    }
+
+    function call(callback, payload) {
+      if (typeof callback === "function") {
+        try { callback(payload); } catch (error) { setTimeout(function () { throw error; }); }
+      }
+    }
+
+    function onMessage(event) {
+      if (event.origin !== origin || event.source !== iframe.contentWindow) { return; }
+      var message = event.data || {};
+      var payload = message.payload || {};
+      switch (message.event) {
+        case PREFIX + "-request-public-token":
+          iframe.contentWindow.postMessage({
+            event: "sdk-" + PREFIX + "-public-token",
+            payload: { publicToken: config.publicToken, handshakeId: hId }
+          }, origin);
+          break;
+        case PREFIX + "-interaction":
+          call(options.onInteraction, payload);
+          break;
+        case PREFIX + "-finish":
+          call(options.onFinish, payload);
+          break;
+        case PREFIX + "-close":
+          close();
+          call(options.onClose, payload);
+          break;
+        case PREFIX + "-data-request":
+          call(options.onDataRequest, payload);
+          break;
+        case PREFIX + "-open-url":
+          if (payload.url && /^https?:/.test(payload.url)) { window.open(payload.url, "_blank", "noopener"); }
+          break;
+      }
+    }
+
+    window.addEventListener("message", onMessage);
+    container.appendChild(iframe);
+    return { iframe: iframe, handshakeId: hId, close: close };
+  }
+
+  window.Transact = { transact: transact, prefix: PREFIX, origin: SANDBOX_ORIGIN };
+})();
