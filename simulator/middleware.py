@@ -23,6 +23,8 @@ MAX_BODY_BYTES = 1024 * 1024  # DESIGN.md, Errors: 413 over 1 MiB
 # Paths anyone may call: liveness, the API description and the client SDK's pages.
 PUBLIC_PREFIXES = ("/health", "/openapi.json", "/sdk/transact.js", "/sdk/flow.",
                    "/sdk/deposit-form.pdf", "/initialize/", "/_sandbox/schemas/")
+# The dashboard's page and assets: the page asks for the keys and sends them itself.
+PUBLIC_PATHS = frozenset({"/", "/_sandbox/", "/_sandbox/dashboard.js", "/_sandbox/dashboard.css"})
 BODY_TOO_LARGE = "The request body is larger than {limit} bytes."
 NO_ROUTE = "No route matches {method} {path}."
 WRONG_METHOD = "{method} is not allowed on {path}; allowed: {allowed}."
@@ -100,7 +102,7 @@ async def auth_middleware(request: web.Request, handler: Any) -> web.StreamRespo
     match_info = request.match_info
     if match_info.http_exception is not None:
         raise match_info.http_exception
-    if request.path.startswith(PUBLIC_PREFIXES) or request.path == "/":
+    if request.path.startswith(PUBLIC_PREFIXES) or request.path in PUBLIC_PATHS:
         return await handler(request)
     tenants = request.app[STORE].tenants
     api_key = request.headers.get("x-api-key")

@@ -10,7 +10,8 @@ from ..keys import DISPATCHER, ENGINE, JOURNAL, RUNNERS, STORE, tenant_of
 from ..middleware import read_json, require_api_keys
 from ..schemas.api import (CLOCK_ADVANCE_REQUEST, COMPANY_CREATE_REQUEST, COMPANY_STATUS_REQUEST,
                            COMPANY_UPDATE_REQUEST, EVENTS_QUERY, JOURNAL_QUERY,
-                           SCENARIO_BINDING_REQUEST, TENANT_REQUEST)
+                           SCENARIO_BINDING_REQUEST, TASKS_QUERY, TENANT_REQUEST)
+from ..static import static_text
 from ..validation import parse_query, parse_time
 from .webhooks import event_record
 
@@ -166,3 +167,30 @@ async def company_status(request: web.Request) -> web.Response:
         record["maintenanceProducts"] = list(company.maintenance_products)
     await request.app[DISPATCHER].settle(tenant)
     return web.json_response({"data": record})
+
+
+# -- tasks and the dashboard ----------------------------------------------------------------
+
+@routes.get("/_sandbox/tasks")
+async def list_tasks(request: web.Request) -> web.Response:
+    """Every task of the tenant, newest first (`status`, `user`, `limit` filters)."""
+    require_api_keys(request)
+    query = parse_query(request.query, TASKS_QUERY)
+    tasks = [t for t in reversed(list(tenant_of(request).tasks.values()))
+             if ("status" not in query or t.status == query["status"])
+             and ("user" not in query or t.identifier == query["user"])]
+    return web.json_response({"data": [t.record() for t in tasks[:query["limit"]]],
+                              "total": len(tasks)})
+
+
+@routes.get("/_sandbox/")
+async def dashboard(request: web.Request) -> web.Response:
+    return web.Response(text=static_text("dashboard.html"), content_type="text/html",
+                        headers={"cache-control": "no-store"})
+
+
+@routes.get("/_sandbox/{name:dashboard\\.(js|css)}")
+async def dashboard_asset(request: web.Request) -> web.Response:
+    name = request.match_info["name"]
+    kind = "application/javascript" if name.endswith(".js") else "text/css"
+    return web.Response(text=static_text(name), content_type=kind, headers={"cache-control": "no-store"})

@@ -24,3 +24,10 @@ async def openapi(request: web.Request) -> web.Response:
 
         cache["document"] = build_openapi(request.app[STORE].service, request.app[SETTINGS])
     return web.json_response(cache["document"])
+
+
+@routes.get("/")
+async def index(request: web.Request) -> web.Response:
+    """Where to go from here."""
+    return web.json_response({"data": {"dashboard": "/_sandbox/", "openapi": "/openapi.json",
+                                       "health": "/health", "sdk": "/sdk/transact.js"}})

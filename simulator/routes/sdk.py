@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-from importlib import resources
-
 from aiohttp import web
 
 from ..domain import sdk
@@ -13,6 +11,7 @@ from ..errors import Unauthorized
 from ..keys import ENGINE, STORE, public_token_of, tenant_of
 from ..middleware import read_json
 from ..schemas.api import SDK_LOGIN_REQUEST, SDK_SESSION_REQUEST
+from ..static import static_text
 
 routes = web.RouteTableDef()
 
@@ -21,21 +20,17 @@ TOKEN_REQUIRED = "The hosted flow authenticates with the user's public token (x-
 STATIC_TYPES = {"flow.js": "application/javascript", "flow.css": "text/css"}
 
 
-def _static(name: str) -> str:
-    return resources.files("simulator.static").joinpath(name).read_text(encoding="utf-8")
-
-
 @routes.get("/sdk/transact.js")
 async def transact_js(request: web.Request) -> web.Response:
     prefix = request.app[STORE].service.sdk_prefix
-    return web.Response(text=_static("transact.js").replace("__PREFIX__", prefix),
+    return web.Response(text=static_text("transact.js").replace("__PREFIX__", prefix),
                         content_type="application/javascript", headers=_no_store())
 
 
 @routes.get("/sdk/{name:flow\\.(js|css)}")
 async def flow_asset(request: web.Request) -> web.Response:
     name = request.match_info["name"]
-    return web.Response(text=_static(name), content_type=STATIC_TYPES[name], headers=_no_store())
+    return web.Response(text=static_text(name), content_type=STATIC_TYPES[name], headers=_no_store())
 
 
 @routes.get("/initialize/{config}")
@@ -50,7 +45,7 @@ async def initialize(request: web.Request) -> web.Response:
         status = error.status
     # Inside <script type="application/json">: nothing may close the element.
     embedded = json.dumps(bootstrap).replace("<", "\\u003c").replace(">", "\\u003e")
-    page = _static("flow.html").replace("__BOOTSTRAP__", embedded)
+    page = static_text("flow.html").replace("__BOOTSTRAP__", embedded)
     return web.Response(text=page, content_type="text/html", status=status, headers=_no_store())
 
 

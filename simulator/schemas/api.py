@@ -428,3 +428,13 @@ SDK_LOGIN_REQUEST = {
         "paymentMethod": PAYMENT_METHOD,
     },
 }
+
+TASKS_QUERY = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "status": {"enum": ["queued", "processing", "completed", "failed"]},
+        "user": {"type": "string", "description": "The user's identifier."},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 100},
+    },
+}
