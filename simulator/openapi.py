@@ -114,7 +114,17 @@ def build_openapi(service: ServiceProfile, settings: Settings) -> dict[str, Any]
                                 status={"enum": ["processing", "completed", "error"]},
                                 links={"type": "array"}),
                           **_errors("401", "404", "422")}}}
+    public_token = [{"publicToken": []}]
+    paths["/sdk/session"] = {"post": {
+        "summary": "Client SDK: start the hosted flow (token must match the config; deeplink resolved)",
+        "security": public_token, "requestBody": _body(api.SDK_SESSION_REQUEST),
+        "responses": {**_ok({"type": "object"}), **_errors("401", "404", "422")}}}
+    paths["/sdk/login"] = {"post": {
+        "summary": "Client SDK: sign in with sandbox credentials; starts the configured tasks",
+        "security": public_token, "requestBody": _body(api.SDK_LOGIN_REQUEST),
+        "responses": {**_ok(api.TASK_CREATED), **_errors("401", "403", "404", "422")}}}
     control = [
+        ("get", "/_sandbox/tasks", "Every task of the tenant, newest first", None, api.TASKS_QUERY),
         ("post", f"/_sandbox/{aggregator}/processor-token", "Mint a processor token as the "
          "aggregator would", api.PROCESSOR_TOKEN_REQUEST, None),
         ("post", f"/_sandbox/{aggregator}/processor-token/{{token}}/revoke",
