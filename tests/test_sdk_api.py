@@ -16,7 +16,7 @@ from calls import call, error_of, run_until_idle
 from conftest import ACME, FEDEX, SEARS, WALMART
 
 FLAKY_FREIGHT = "6410a0000000000000000012"  # defaultScenario: connection-error
-BOOTSTRAP = re.compile(r'<script id="bootstrap" type="application/json">(.*?)</script>', re.S)
+BOOTSTRAP = re.compile(r'<script id="bootstrap" type="application/json">(.*?)</script>', re.DOTALL)
 
 
 def encode(config) -> str:

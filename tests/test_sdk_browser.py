@@ -36,6 +36,8 @@ HOST_PAGE = """<!doctype html>
 <script src="__SANDBOX__/sdk/transact.js"></script>
 <script>
 window.events = [];
+window.received = [];  // every message the page hears, before transact.js judges it
+window.addEventListener("message", function (e) { window.received.push(e.data); });
 window.openFlow = function (config) {
   window.flow = Transact.transact({
     config: config,
@@ -108,7 +110,8 @@ async def page(chromium, host_url):
 # -- helpers ----------------------------------------------------------------------------------
 
 async def token_of(sandbox, identifier: str) -> str:
-    return (await call(sandbox, "POST", "/access-token", json={"identifier": identifier}))["data"]["publicToken"]
+    body = await call(sandbox, "POST", "/access-token", json={"identifier": identifier})
+    return body["data"]["publicToken"]
 
 
 async def open_flow(page, config: dict):
@@ -283,8 +286,10 @@ async def test_sdk_browser_messages_not_from_the_flow_iframe_are_ignored(page, s
     sandbox_origin = str(sandbox.server.make_url("/")).rstrip("/")
     # The host page itself (wrong origin, wrong source).
     await page.evaluate("""() => {
-        window.postMessage({event: 'example-transact-close', payload: {reason: 'fake-host'}}, '*');
-        window.postMessage({event: 'example-transact-finish', payload: {taskId: 'fake'}}, '*');
+        window.postMessage({event: 'example-transact-close', payload: {reason: 'fake-host'},
+                            fake: true}, '*');
+        window.postMessage({event: 'example-transact-finish', payload: {taskId: 'fake'},
+                            fake: true}, '*');
     }""")
     # Another frame of the sandbox's own origin (right origin, wrong source).
     await page.evaluate("""url => new Promise(resolve => {
@@ -294,8 +299,13 @@ async def test_sdk_browser_messages_not_from_the_flow_iframe_are_ignored(page, s
     })""", sandbox_origin + "/health")
     other = next(f for f in page.frames if f.url.startswith(sandbox_origin + "/health"))
     await other.evaluate("""() => parent.postMessage(
-        {event: 'example-transact-close', payload: {reason: 'fake-frame'}}, '*')""")
-    # Then the real close, after the fakes: only it may reach onClose.
+        {event: 'example-transact-close', payload: {reason: 'fake-frame'}, fake: true}, '*')""")
+    # All three fakes reached the page (its recorder runs before transact.js's listener,
+    # in the same dispatch), and none of them closed or finished the flow.
+    await page.wait_for_function(
+        "() => window.received.filter(m => m && m.fake).length === 3")
+    assert await events(page, "close") == []
+    assert await page.locator(FLOW).count() == 1
     await flow.get_by_test_id("close").click()
     assert await wait_for_event(page, "close") == {"reason": "user-closed"}
     assert await events(page, "close") == [{"reason": "user-closed"}]

@@ -335,7 +335,10 @@
       interaction("Initialized", { step: step });
       if (session.linkedAccount) { return login(company, { locked: true }); }
       switch (step) {
-        case "login-company": return login(company, { locked: nav.showBackButton === false });
+        case "login-company":
+          // A back button returns to company search unless the user is locked to the company.
+          if (nav.showBackButton !== false) { remember(function () { search(false); }); }
+          return login(company, { locked: nav.showBackButton === false });
         case "search-payroll": return search(true);
         case "welcome": return welcome();
         case "account": return account();
