@@ -7,6 +7,7 @@ tenants and a manual clock, so tests never sleep and never see each other.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +32,22 @@ JOES_DINER = "6410a000000000000000000f"
 MCDONALDS = "6410a0000000000000000040"
 MCDONALDS_RENO = "6410a0000000000000000045"
 SUBWAY = "6410a0000000000000000046"
+
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run", "--disable-sync"]
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """Debian's chromium for the browser tests (Playwright drives it; no browser download):
+    skipped where it is absent, a failure in CI (CI=true)."""
+    path = shutil.which("chromium") or "/usr/bin/chromium"
+    if not os.path.exists(path):
+        if os.environ.get("CI") == "true":
+            pytest.fail("chromium is required for the browser tests in CI")
+        pytest.skip("chromium is not installed")
+    return path
 
 
 @pytest.fixture(scope="session")

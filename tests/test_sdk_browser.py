@@ -9,14 +9,12 @@ plane and the page's own polling sees the outcome. No test sleeps for the simula
 
 from __future__ import annotations
 
-import os
 import secrets
-import shutil
 
 import pytest
 from aiohttp import web
 from calls import call, run_until_idle
-from conftest import FEDEX, WALMART
+from conftest import CHROMIUM_ARGS, FEDEX, WALMART
 from playwright.async_api import async_playwright
 
 from simulator.app import build_store, create_app
@@ -24,8 +22,6 @@ from simulator.settings import Settings
 
 NETFLIX = "6410a0000000000000000060"
 UNKNOWN_COMPANY = "6410a00000000000000fffff"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", "--disable-sync"]
 TIMEOUT_MS = 5_000
 FLOW = "iframe[data-transact]"
 
@@ -53,18 +49,6 @@ window.openFlow = function (config) {
 
 
 # -- fixtures ---------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def chromium():
-    """Debian's chromium (no Playwright browser download): skipped locally when absent,
-    a failure in CI."""
-    path = shutil.which("chromium") or "/usr/bin/chromium"
-    if not os.path.exists(path):
-        if os.environ.get("CI") == "true":
-            pytest.fail("chromium is required for the SDK browser tests in CI")
-        pytest.skip("chromium is not installed")
-    return path
-
 
 @pytest.fixture
 async def sandbox(aiohttp_server, aiohttp_client, loaded, clock):

@@ -1,0 +1,87 @@
+"""The dashboard in headless Chromium: it shows a tenant's tasks and events and drives the clock."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import ACME, CHROMIUM_ARGS
+from playwright.async_api import async_playwright
+
+from simulator.app import build_store, create_app
+from simulator.settings import Settings
+
+TIMEOUT_MS = 5_000
+
+
+@pytest.fixture
+async def dashboard(chromium, aiohttp_server, aiohttp_client, loaded, clock):
+    """The dashboard of tenant acme, on a sandbox with a manual clock; and a client of it."""
+    settings = Settings(port=0, clock="manual")
+    server = await aiohttp_server(create_app(settings, store=build_store(settings, clock=clock,
+                                                                          loaded=loaded)))
+    client = await aiohttp_client(server)
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        try:
+            page = await browser.new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            await page.goto(str(server.make_url("/_sandbox/"))
+                            + f"?key={ACME['x-api-key']}&secret={ACME['x-api-secret']}")
+            await page.locator("#task-scenario option[value='auth-expired']").wait_for(state="attached")
+            yield page, client
+        finally:
+            await browser.close()
+
+
+async def test_dashboard_creates_a_task_and_runs_it_to_its_events(dashboard):
+    page, client = dashboard
+    await page.fill("#task-user", "dash-user")
+    await page.select_option("#task-scenario", "auth-expired")
+    await page.click("#task-form button")
+    await page.locator("#tasks tr").first.wait_for()
+    assert "queued" in await page.locator("#tasks tr").first.inner_text()
+
+    await page.click("#run-until-idle")
+    await page.locator("#tasks tr", has_text="failed").wait_for()
+    row = await page.locator("#tasks tr").first.inner_text()
+    assert "auth-expired" in row and "dash-user" in row
+    events = (await (await client.get("/_sandbox/events?user=dash-user", headers=ACME)).json())["data"]
+    await page.locator("#events tr", has_text="task-workflow-finished").wait_for()
+    assert await page.locator("#events tr").count() == len(events)
+
+    await page.locator("#events tr", has_text="task-workflow-finished").click()
+    detail = await page.locator("#event-detail").inner_text()
+    assert '"failureReason": "auth-expired"' in detail and '"deliveries"' in detail
+
+
+async def test_dashboard_moves_the_clock_and_sets_a_company_status(dashboard):
+    page, client = dashboard
+    before = (await (await client.get("/_sandbox/clock", headers=ACME)).json())["data"]["timestamp"]
+    await page.wait_for_function("document.getElementById('clock').textContent !== '-'")
+    shown = await page.locator("#clock").inner_text()
+    await page.click("[data-advance='3600']")
+    await page.wait_for_function(f"document.getElementById('clock').textContent !== {shown!r}")
+    after = (await (await client.get("/_sandbox/clock", headers=ACME)).json())["data"]["timestamp"]
+    assert after == before + 3600
+
+    await page.fill("#company-id", "6410a0000000000000000001")
+    await page.select_option("#company-status", "under-maintenance")
+    await page.click("#company-form button")
+    await page.locator("#events tr", has_text="maintenance-mode").wait_for()
+    company = (await (await client.get("/company/6410a0000000000000000001", headers=ACME)).json())
+    assert company["data"]["status"] == "under-maintenance"
+
+
+async def test_dashboard_reports_wrong_keys(chromium, aiohttp_server, loaded, clock):
+    settings = Settings(port=0, clock="manual")
+    server = await aiohttp_server(create_app(settings, store=build_store(settings, clock=clock,
+                                                                          loaded=loaded)))
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        try:
+            page = await browser.new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            await page.goto(str(server.make_url("/_sandbox/")) + "?key=wrong-key&secret=wrong-secret")
+            await page.wait_for_function("document.getElementById('message').textContent.length > 0")
+            assert "do not match" in await page.locator("#message").inner_text()
+        finally:
+            await browser.close()
