@@ -341,3 +341,26 @@ async def test_sdk_browser_add_card_then_login_switches_with_that_card(page, san
     assert task["product"] == "switch"
     assert task["paymentMethod"]["lastFour"] == "4242"
     assert task["paymentMethod"]["type"] == "card"
+
+
+async def test_sdk_browser_deposit_pdf_opens_through_the_host_page(page, sandbox):
+    token = await token_of(sandbox, "browser-pdf")
+    flow = await open_flow(page, {"publicToken": token, "deeplink": {
+        "step": "generate-deposit-pdf", "companyId": WALMART}})
+    await on_screen(flow, "generate-deposit-pdf")
+    async with page.expect_popup() as popup_info:
+        await flow.get_by_test_id("deposit-pdf").click()  # asks the host page: -open-url
+    popup = await popup_info.value
+    assert "/sdk/deposit-form.pdf?companyId=" + WALMART in popup.url
+    response = await sandbox.get(popup.url.split(str(sandbox.server.make_url("/")).rstrip("/"), 1)[1])
+    assert response.status == 200 and (await response.read()).startswith(b"%PDF-")
+
+
+async def test_sdk_browser_manual_deposits_company_gets_manual_instructions(page, sandbox):
+    token = await token_of(sandbox, "browser-manual")
+    flow = await open_flow(page, {"publicToken": token})
+    await on_screen(flow, "search")
+    await flow.get_by_test_id("search").fill("Joe's Family Diner")
+    await flow.locator("[data-company='6410a000000000000000000f']").click()
+    await on_screen(flow, "manual-fallback")
+    assert "Joe's Family Diner" in await flow.get_by_test_id("manual-instructions").text_content()

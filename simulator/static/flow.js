@@ -298,7 +298,12 @@
     var link = el("a", { href: "/sdk/deposit-form.pdf?companyId=" + encodeURIComponent(company._id) +
                          "&publicToken=" + encodeURIComponent(state.token),
                          target: "_blank", "data-testid": "deposit-pdf", text: "Download the form (PDF)" });
-    link.onclick = function () { interaction("Downloaded Deposit Form", { companyId: company._id }); };
+    link.onclick = function (event) {
+      // The host page opens it (<prefix>-open-url): an iframe may not open windows itself.
+      event.preventDefault();
+      interaction("Downloaded Deposit Form", { companyId: company._id });
+      send("open-url", { url: new URL(link.getAttribute("href"), window.location.href).href });
+    };
     screen("generate-deposit-pdf", "Deposit Form", [
       el("h1", { text: "Your direct deposit form" }),
       el("p", { text: "Fill in your account, sign it, and hand it to " + company.name + "." }), link
