@@ -23,7 +23,8 @@ from .domain.processor_links import DEFAULT_SCENARIO as PROCESSOR_DEFAULT
 from .domain.processor_links import ProcessorLinks
 from .keys import (DISPATCHER, ENGINE, JOURNAL, LINKED_ACCOUNTS, OPENAPI, PROCESSOR_LINKS, RUNNERS,
                    SETTINGS, STORE)
-from .middleware import MAX_BODY_BYTES, auth_middleware, error_middleware, journal_middleware
+from .middleware import (MAX_BODY_BYTES, auth_middleware, cors_middleware, error_middleware,
+                         journal_middleware)
 from .routes import (access, companies, control, linked_accounts, meta, processor_links, sdk,
                      tasks, webhooks)
 from .scenarios.loader import Scenario, load_scenarios
@@ -96,7 +97,8 @@ def build_store(settings: Settings, *, clock: Clock | None = None,
 def create_app(settings: Settings, *, clock: Clock | None = None,
                store: Store | None = None) -> web.Application:
     app = web.Application(client_max_size=MAX_BODY_BYTES,
-                          middlewares=[journal_middleware, error_middleware, auth_middleware])
+                          middlewares=[cors_middleware, journal_middleware, error_middleware,
+                                       auth_middleware])
     app[SETTINGS] = settings
     app[STORE] = store or build_store(settings, clock=clock)
     app[JOURNAL] = Journal()

@@ -31,6 +31,26 @@ WRONG_METHOD = "{method} is not allowed on {path}; allowed: {allowed}."
 INTERNAL = "The sandbox failed to handle this request; see its log."
 
 
+CORS_HEADERS = {
+    "access-control-allow-origin": "*",
+    "access-control-allow-methods": "GET, POST, PUT, PATCH, DELETE, OPTIONS",
+    "access-control-allow-headers": "content-type, x-api-key, x-api-secret, x-public-token, "
+                                    "user-identifier",
+    "access-control-max-age": "600",
+}
+
+
+@web.middleware
+async def cors_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+    """Browsers on the developer's own origin may call the sandbox (a web app searching
+    companies with a public token): preflights are answered, every answer allows it."""
+    if request.method == "OPTIONS" and "access-control-request-method" in request.headers:
+        return web.Response(status=204, headers=CORS_HEADERS)
+    response = await handler(request)
+    response.headers.setdefault("access-control-allow-origin", "*")
+    return response
+
+
 @web.middleware
 async def journal_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
     """Records every request in the tenant's journal and writes one log line."""

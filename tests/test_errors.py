@@ -92,3 +92,16 @@ async def test_bad_input_changes_nothing(client):
     assert before == after
     journal = await (await client.get("/_sandbox/requests", headers=ACME)).json()
     assert [e["status"] for e in journal["data"][1:3]] == [422, 422]
+
+
+async def test_browsers_on_another_origin_may_call_the_api(client):
+    preflight = await client.options("/company/search", headers={
+        "origin": "http://localhost:3000", "access-control-request-method": "POST",
+        "access-control-request-headers": "x-public-token, content-type"})
+    assert preflight.status == 204
+    assert "x-public-token" in preflight.headers["access-control-allow-headers"]
+    response = await client.post("/company/search", json={"query": "walmart"},
+                                 headers={**ACME, "origin": "http://localhost:3000"})
+    assert response.headers["access-control-allow-origin"] == "*"
+    refused = await client.post("/company/search", json={"query": "walmart"})
+    assert refused.status == 401 and refused.headers["access-control-allow-origin"] == "*"
