@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -41,6 +42,8 @@ class Runner:
 
     async def advance(self, seconds: float) -> int:
         """Move the clock `seconds` forward, running every job due on the way."""
+        if not math.isfinite(seconds) or seconds < 0:
+            raise ValueError(f"cannot advance a clock by {seconds!r} seconds")
         async with self.lock:
             target = self.tenant.clock.timestamp() + seconds
             ran = await self._run_until(target)

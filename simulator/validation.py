@@ -19,7 +19,7 @@ def parse_json_body(raw: bytes, schema: dict) -> dict[str, Any]:
         document: Any = {}
     else:
         try:
-            document = json.loads(raw)
+            document = json.loads(raw, parse_constant=_not_json)
         except RecursionError:
             raise MalformedJson("The request body is nested too deeply.",
                                 details=[field_detail("$", "nested too deeply")]) from None
@@ -30,6 +30,11 @@ def parse_json_body(raw: bytes, schema: dict) -> dict[str, Any]:
     if errors:
         raise ValidationFailed(INVALID_BODY, details=[field_detail(p, m) for p, m in errors])
     return document
+
+
+def _not_json(constant: str) -> None:
+    """NaN and Infinity are not JSON (Python's parser accepts them by default)."""
+    raise ValueError(f"{constant} is not a JSON value")
 
 
 def parse_query(query: Mapping[str, str], schema: dict) -> dict[str, Any]:

@@ -6,12 +6,15 @@ turning it into a CloudEvent and delivering it is the webhooks package's job.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..clock import isoformat
 from ..errors import NotFound
+
+log = logging.getLogger("payroll_sandbox.events")
 
 UNKNOWN_EVENT = "No event has the id {event_id!r}."
 
@@ -47,7 +50,10 @@ class EventLog:
         self.events.append(event)
         self.by_id[event.id] = event
         for listener in self.listeners:
-            listener(event)
+            try:
+                listener(event)
+            except Exception:  # the event is stored; a listener's fault must not undo the caller
+                log.exception("listener failed on event %s (%s)", event.id, event.type)
         return event
 
     def get(self, event_id: str) -> Event:

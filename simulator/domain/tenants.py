@@ -182,7 +182,8 @@ class Tenants:
         if not api_key or not api_secret:
             raise Unauthorized(MISSING_CREDENTIALS, code="missing-credentials")
         tenant = self._by_key.get(api_key)
-        if tenant is None or not hmac.compare_digest(tenant.api_secret, api_secret):
+        if tenant is None or not hmac.compare_digest(
+                tenant.api_secret.encode(), api_secret.encode("utf-8", "surrogateescape")):
             raise Unauthorized(INVALID_CREDENTIALS, code="invalid-credentials")
         if tenant.environment != self.environment:
             raise Unauthorized(WRONG_ENVIRONMENT.format(theirs=tenant.environment,

@@ -422,7 +422,7 @@ SDK_LOGIN_REQUEST = {
         "companyId": {"type": "string", "minLength": 1},
         "username": {"type": "string", "minLength": 1, "maxLength": 200},
         "password": {"type": "string", "minLength": 1, "maxLength": 200},
-        "tasks": SDK_CONFIG["properties"]["tasks"],
+        "tasks": {**TASK_CREATE_REQUEST["properties"]["tasks"]},
         "linkedAccount": {"type": "string", "minLength": 1},
         "metadata": {"type": "object"},
         "paymentMethod": PAYMENT_METHOD,

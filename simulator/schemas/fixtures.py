@@ -58,10 +58,10 @@ CONTINUOUS_ACCESS = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        "refreshInterval": {"type": ["number", "null"], "exclusiveMinimum": 0,
+        "refreshInterval": {"type": ["number", "null"], "minimum": 60,
                             "description": "Seconds between push refreshes (default a day; "
                                            "null: never)."},
-        "piiDeletionInterval": {"type": ["number", "null"], "exclusiveMinimum": 0,
+        "piiDeletionInterval": {"type": ["number", "null"], "minimum": 60,
                                 "description": "Seconds after a user's account links until "
                                                "their personal data is deleted (default: never)."},
     },
