@@ -60,9 +60,10 @@ def load(settings: Settings) -> LoadedFixtures:
                                   f"no hand-written company has the id {entry['company']!r}")
     for number, company in enumerate(fixtures.companies):
         name = company.get("defaultScenario")
-        if name is not None and name not in scenarios:
+        if name is not None and (name not in scenarios or scenarios[name].kind != "task"):
             raise ConfigError(str(fixtures.directory / "companies.yaml"),
-                              f"$.companies[{number}].defaultScenario", f"no scenario named {name!r}")
+                              f"$.companies[{number}].defaultScenario",
+                              f"no task scenario named {name!r}")
     catalog = Catalog(build_companies(fixtures, settings.seed))
     return LoadedFixtures(fixtures=fixtures, catalog=catalog, index=SearchIndex(catalog.ordered),
                           scenarios=scenarios)

@@ -18,6 +18,8 @@ from .tenants import Tenant
 ALREADY_EXISTS = "A company with the id {company_id!r} already exists."
 NOT_A_PARENT = "Company {company_id!r} is not tagged franchise-parent."
 UNKNOWN_PRODUCTS = "Unknown products: {products}."
+CHILD_TAG = "A company with franchiseParent must be tagged franchise-child."
+PARENT_NEEDED = "A franchise-child needs franchiseParent."
 
 
 def create_company(tenant: Tenant, service: ServiceProfile, body: dict[str, Any]) -> Company:
@@ -96,11 +98,16 @@ def raise_unknown_products(unknown: list[str]) -> None:
 
 def _check_references(tenant: Tenant, service: ServiceProfile, body: dict[str, Any]) -> None:
     parent_id = body.get("franchiseParent")
+    child = "franchise-child" in body.get("tags", [])
     if parent_id is not None:
         parent = tenant.companies.get(parent_id)
-        if parent is None or "franchise-parent" not in parent.tags:
+        if parent is None or "franchise-parent" not in parent.tags or parent_id == body.get("_id"):
             raise ValidationFailed(NOT_A_PARENT.format(company_id=parent_id),
                                    details=[field_detail("$.franchiseParent", "not a franchise parent")])
+        if not child:
+            raise ValidationFailed(CHILD_TAG, details=[field_detail("$.tags", CHILD_TAG)])
+    elif child:
+        raise ValidationFailed(PARENT_NEEDED, details=[field_detail("$.franchiseParent", PARENT_NEEDED)])
     products = body.get("connector", {}).get("availableProducts", [])
     unknown = [p for p in products if p not in service.products]
     if unknown:

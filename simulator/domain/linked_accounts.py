@@ -31,7 +31,6 @@ USER_LINK_PRODUCTS = ("deposit", "verify")
 DEFAULT_REFRESH_INTERVAL = 86_400.0
 DATA_KINDS = ("statements", "income", "timesheets", "employment", "identity", "taxes",
               "deposit-accounts")
-DISCONNECT_REASONS = ("timeout", "credentials-changed", "system-update")
 # Chances per push refresh that something changes at the employer.
 RAISE_CHANCE = 0.04
 NEW_DEPOSIT_ACCOUNT_CHANCE = 0.02

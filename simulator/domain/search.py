@@ -45,7 +45,6 @@ COMMON_WORD = 1000
 MAX_FUZZY_CANDIDATES = 400
 
 PRODUCT_AND_PRODUCTS = "Send either `product` or `products`, not both."
-NOT_A_PARENT = "Company {company_id!r} is not a franchise parent."
 
 
 @dataclass(frozen=True)

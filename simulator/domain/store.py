@@ -14,6 +14,7 @@ from ..clock import Clock
 from ..fixtures import ServiceProfile
 from .companies import Catalog, CompanyDirectory, ManualDepositRule
 from .search import SearchIndex
+from .linked_accounts import DEFAULT_REFRESH_INTERVAL
 from .tenants import Ids, Tenant, Tenants
 
 DEFAULT_PRODUCTS = ("deposit", "verify", "switch", "present", "employer-classification",
@@ -48,7 +49,8 @@ class Store:
             clock=self.clock_factory(),
             ids=Ids(f"{self.seed}:{account['name']}"),
             companies=CompanyDirectory(self.catalog, self.index),
-            refresh_interval=account.get("continuousAccess", {}).get("refreshInterval", 86_400.0),
+            refresh_interval=account.get("continuousAccess", {}).get("refreshInterval",
+                                                                    DEFAULT_REFRESH_INTERVAL),
             pii_deletion_interval=account.get("continuousAccess", {}).get("piiDeletionInterval"),
         )
         self.accounts[tenant.name] = account

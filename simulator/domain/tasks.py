@@ -31,6 +31,7 @@ PRODUCT_NOT_OFFERED = "Company {name!r} does not offer the product {product!r} (
 IDENTIFIER_REQUIRED = "With API keys, name the user with `identifier`."
 IDENTIFIER_MISMATCH = "`identifier` does not match the user of the public token."
 COMPANY_OR_LINKED_ACCOUNT = "Send `company` (with a product or tasks) or `linkedAccount`."
+REFRESH_COMPANY = "A refresh runs at the linked account's company; leave `company` out."
 PRODUCT_REQUIRED = "Name the product: `product`, `operation` or `tasks`."
 
 
@@ -130,6 +131,9 @@ class TaskEngine:
             if self.linked_accounts is None:
                 raise NotFound("Continuous access is not available.", code="linked-account-not-found")
             account = self.linked_accounts.require(tenant, body["linkedAccount"])
+            if body.get("company", account.company_id) != account.company_id:
+                raise ValidationFailed(REFRESH_COMPANY, code="company-mismatch",
+                                       details=[field_detail("$.company", REFRESH_COMPANY)])
             body = {"identifier": token_identifier or account.identifier,
                     "company": account.company_id, **body}
             if "product" not in body and "operation" not in body and "tasks" not in body:
@@ -185,8 +189,9 @@ class TaskEngine:
             return self.require_scenario(requested, "$.scenario")
         for name in (tenant.scenario_bindings.get(identifier), login_scenario,
                      company.default_scenario if company else None):
-            if name is not None and name in self.scenarios:
-                return self.scenarios[name]
+            scenario = self.scenarios.get(name) if name is not None else None
+            if scenario is not None and scenario.kind == "task":
+                return scenario
         return self.scenarios[HAPPY_PATH]
 
     def require_scenario(self, name: str, path: str = "$.scenario") -> Scenario:
@@ -285,8 +290,11 @@ class TaskEngine:
         changes = step.changes
         if "company" in changes:
             company_change = changes["company"]
-            set_company_status(tenant, task.company_id, company_change["status"],
-                               company_change.get("products"))
+            company = tenant.companies.get(task.company_id)
+            # A scenario is written for any company: keep the listed products it offers.
+            offered = [p for p in company_change.get("products") or []
+                       if company is not None and p in company.available_products]
+            set_company_status(tenant, task.company_id, company_change["status"], offered or None)
         for name in ("product", "flow", "meta"):
             if name in changes:
                 setattr(task, name, changes[name])
@@ -373,10 +381,6 @@ class TaskEngine:
             data["failureReason"] = failure_reason or failed[0].reason
         self._emit_task_event(tenant, task, "task-workflow-finished", data)
 
-    def emit_for_task(self, tenant: Tenant, task: Task, event_type: str,
-                      data: dict[str, Any] | None) -> None:
-        self._emit_task_event(tenant, task, event_type, data)
-
     def _emit_task_event(self, tenant: Tenant, task: Task, event_type: str,
                          data: dict[str, Any] | None) -> None:
         company = tenant.companies.get(task.company_id)
@@ -391,9 +395,10 @@ class TaskEngine:
     # -- reading ----------------------------------------------------------------------------
 
     @staticmethod
-    def get_task(tenant: Tenant, task_id: str) -> Task:
+    def get_task(tenant: Tenant, task_id: str, identifier: str | None = None) -> Task:
+        """A task; with `identifier` (a public token's user) only that user's tasks exist."""
         task = tenant.tasks.get(task_id)
-        if task is None:
+        if task is None or identifier is not None and task.identifier != identifier:
             raise NotFound(UNKNOWN_TASK.format(task_id=task_id), code="task-not-found")
         return task
 

@@ -29,7 +29,6 @@ INVALID_PUBLIC_TOKEN = "The x-public-token header does not match a public token.
 EXPIRED_PUBLIC_TOKEN = "The public token expired at {expires}; create a new one with POST /access-token."
 WRONG_ENVIRONMENT_TOKEN = ("This public token belongs to the {theirs} environment; this server is "
                            "the {ours} environment.")
-API_KEY_REQUIRED = "This operation needs the x-api-key and x-api-secret headers, not a public token."
 
 
 class Ids:
@@ -160,6 +159,7 @@ class Tenants:
         self.environment = environment
         self._by_key: dict[str, Tenant] = {}
         self._by_name: dict[str, Tenant] = {}
+        self._token_owner: dict[str, str] = {}  # public token -> tenant name
 
     def add(self, tenant: Tenant) -> None:
         self._by_key[tenant.api_key] = tenant
@@ -197,10 +197,14 @@ class Tenants:
                 raise Unauthorized(WRONG_ENVIRONMENT_TOKEN.format(theirs=environment,
                                                                   ours=self.environment),
                                    code="wrong-environment")
-        for tenant in self._by_name.values():
+        # Tokens are found by their tenant, remembered after the first look (one tenant
+        # per test makes the scan grow); a reset tenant no longer has them.
+        known = self._by_name.get(self._token_owner.get(public_token, ""))
+        for tenant in ([known] if known is not None else []) + list(self._by_name.values()):
             token = tenant.tokens.get(public_token)
             if token is None:
                 continue
+            self._token_owner[public_token] = tenant.name
             if tenant.clock.timestamp() >= token.expires_at:
                 raise Unauthorized(EXPIRED_PUBLIC_TOKEN.format(expires=isoformat(token.expires_at)),
                                    code="public-token-expired")

@@ -130,6 +130,7 @@ async def bind_scenario(request: web.Request) -> web.Response:
 async def create_company(request: web.Request) -> web.Response:
     require_api_keys(request)
     body = await read_json(request, COMPANY_CREATE_REQUEST)
+    _check_default_scenario(request, body)
     tenant = tenant_of(request)
     company = company_admin.create_company(tenant, request.app[STORE].service, body)
     await request.app[DISPATCHER].settle(tenant)
@@ -140,11 +141,17 @@ async def create_company(request: web.Request) -> web.Response:
 async def update_company(request: web.Request) -> web.Response:
     require_api_keys(request)
     body = await read_json(request, COMPANY_UPDATE_REQUEST)
+    _check_default_scenario(request, body)
     tenant = tenant_of(request)
     company = company_admin.update_company(tenant, request.app[STORE].service,
                                            request.match_info["companyId"], body)
     await request.app[DISPATCHER].settle(tenant)
     return web.json_response({"data": full_record(company, tenant.manual_deposits)})
+
+
+def _check_default_scenario(request: web.Request, body: dict) -> None:
+    if "defaultScenario" in body:
+        request.app[ENGINE].require_scenario(body["defaultScenario"], "$.defaultScenario")
 
 
 @routes.delete("/_sandbox/companies/{companyId}")

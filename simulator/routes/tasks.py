@@ -27,5 +27,7 @@ async def create_task(request: web.Request) -> web.Response:
 
 @routes.get("/task/{taskId}")
 async def get_task(request: web.Request) -> web.Response:
-    task = request.app[ENGINE].get_task(tenant_of(request), request.match_info["taskId"])
+    token = public_token_of(request)
+    task = request.app[ENGINE].get_task(tenant_of(request), request.match_info["taskId"],
+                                        identifier=token.identifier if token else None)
     return web.json_response({"data": task.record()})

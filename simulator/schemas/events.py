@@ -10,6 +10,7 @@ shown", the sandbox's choice is documented in each schema's description.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from ..domain.states import CHANGED_FIELDS, FAILURE_REASONS, FLOWS, UPDATE_TYPES
@@ -182,6 +183,7 @@ def event_types(aggregator: str) -> list[str]:
             *CONTINUOUS_ACCESS_DATA, *processor_link_data(aggregator)]
 
 
+@lru_cache(maxsize=256)  # the same object each time: validators are cached by identity
 def event_schema(event_type: str, aggregator: str) -> dict[str, Any] | None:
     """The JSON Schema of one event type's body, or None if the spec has no such type."""
     base: dict[str, Any] = {

@@ -194,7 +194,9 @@ class Dispatcher:
     def _first_attempt(self, tenant: Tenant, state: TenantWebhooks, delivery: Delivery,
                        event: Event) -> None:
         faults, roll = state.faults, state.random
-        held, state.held = state.held, []
+        # Held deliveries go out behind the next *event*, not this event's other endpoints.
+        held = [pair for pair in state.held if pair[1].id != event.id]
+        state.held = [pair for pair in state.held if pair[1].id == event.id]
         if faults.delay and roll.random() < faults.delay:
             delivery.faults.append(f"delayed {faults.delay_seconds:g}s")
             self._schedule_attempt(tenant, delivery, event, tenant.clock.timestamp() + faults.delay_seconds)
