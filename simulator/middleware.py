@@ -25,6 +25,7 @@ PUBLIC_PREFIXES = ("/health", "/openapi.json", "/sdk/transact.js", "/sdk/flow.",
                    "/sdk/deposit-form.pdf", "/initialize/", "/_sandbox/schemas/")
 # The dashboard's page and assets: the page asks for the keys and sends them itself.
 PUBLIC_PATHS = frozenset({"/", "/_sandbox/", "/_sandbox/dashboard.js", "/_sandbox/dashboard.css"})
+SERVER_SIDE = ("/_sandbox/", "/access-token")
 BODY_TOO_LARGE = "The request body is larger than {limit} bytes."
 NO_ROUTE = "No route matches {method} {path}."
 WRONG_METHOD = "{method} is not allowed on {path}; allowed: {allowed}."
@@ -133,6 +134,10 @@ async def auth_middleware(request: web.Request, handler: Any) -> web.StreamRespo
         request[PUBLIC_TOKEN] = None
     else:
         request[TENANT], request[PUBLIC_TOKEN] = tenants.authenticate_public_token(public_token)
+        # Server-side operations (the console, tokens, processor links) take API keys only.
+        aggregator = request.app[STORE].service.aggregator
+        if request.path.startswith((*SERVER_SIDE, f"/{aggregator}/")):
+            require_api_keys(request)
     return await handler(request)
 
 

@@ -199,14 +199,14 @@ class Tenants:
                                    code="wrong-environment")
         # Tokens are found by their tenant, remembered after the first look (one tenant
         # per test makes the scan grow); a reset tenant no longer has them.
-        known = self._by_name.get(self._token_owner.get(public_token, ""))
-        for tenant in ([known] if known is not None else []) + list(self._by_name.values()):
-            token = tenant.tokens.get(public_token)
-            if token is None:
-                continue
-            self._token_owner[public_token] = tenant.name
-            if tenant.clock.timestamp() >= token.expires_at:
+        owner = self._by_name.get(self._token_owner.get(public_token, ""))
+        if owner is None or public_token not in owner.tokens:
+            owner = next((t for t in self._by_name.values() if public_token in t.tokens), None)
+        if owner is not None:
+            token = owner.tokens[public_token]
+            self._token_owner[public_token] = owner.name
+            if owner.clock.timestamp() >= token.expires_at:
                 raise Unauthorized(EXPIRED_PUBLIC_TOKEN.format(expires=isoformat(token.expires_at)),
                                    code="public-token-expired")
-            return tenant, token
+            return owner, token
         raise Unauthorized(INVALID_PUBLIC_TOKEN, code="invalid-public-token")

@@ -6,7 +6,7 @@ from aiohttp import web
 
 from ..domain.tenants import DEFAULT_TOKEN_LIFETIME, create_access_token, token_record
 from ..keys import tenant_of
-from ..middleware import read_json, require_api_keys
+from ..middleware import read_json
 from ..schemas.api import ACCESS_TOKEN_REQUEST
 
 routes = web.RouteTableDef()
@@ -14,7 +14,6 @@ routes = web.RouteTableDef()
 
 @routes.post("/access-token")
 async def access_token(request: web.Request) -> web.Response:
-    require_api_keys(request)
     body = await read_json(request, ACCESS_TOKEN_REQUEST)
     token = create_access_token(tenant_of(request), body["identifier"],
                                 body.get("tokenLifetime", DEFAULT_TOKEN_LIFETIME))

@@ -7,7 +7,7 @@ from aiohttp import web
 from ..domain import company_admin
 from ..domain.companies import full_record
 from ..keys import DISPATCHER, ENGINE, JOURNAL, RUNNERS, STORE, tenant_of
-from ..middleware import read_json, require_api_keys
+from ..middleware import read_json
 from ..schemas.api import (CLOCK_ADVANCE_REQUEST, COMPANY_CREATE_REQUEST, COMPANY_STATUS_REQUEST,
                            COMPANY_UPDATE_REQUEST, EVENTS_QUERY, JOURNAL_QUERY,
                            SCENARIO_BINDING_REQUEST, TASKS_QUERY, TENANT_REQUEST)
@@ -20,7 +20,6 @@ routes = web.RouteTableDef()
 
 @routes.post("/_sandbox/tenants")
 async def create_tenant(request: web.Request) -> web.Response:
-    require_api_keys(request)
     body = await read_json(request, TENANT_REQUEST)
     tenant = request.app[STORE].create_tenant(body)
     return web.json_response({"data": tenant.describe()}, status=201)
@@ -28,7 +27,6 @@ async def create_tenant(request: web.Request) -> web.Response:
 
 @routes.post("/_sandbox/reset")
 async def reset(request: web.Request) -> web.Response:
-    require_api_keys(request)
     tenant = request.app[STORE].reset_tenant(tenant_of(request))
     request.app[JOURNAL].clear(tenant.name)
     return web.json_response({"data": tenant.describe()})
@@ -36,7 +34,6 @@ async def reset(request: web.Request) -> web.Response:
 
 @routes.get("/_sandbox/requests")
 async def requests_journal(request: web.Request) -> web.Response:
-    require_api_keys(request)
     query = parse_query(request.query, JOURNAL_QUERY)
     entries = request.app[JOURNAL].query(tenant_of(request).name, path=query.get("path"),
                                          method=query.get("method"), status=query.get("status"),
@@ -48,13 +45,11 @@ async def requests_journal(request: web.Request) -> web.Response:
 
 @routes.get("/_sandbox/clock")
 async def clock(request: web.Request) -> web.Response:
-    require_api_keys(request)
     return web.json_response({"data": _clock_record(tenant_of(request))})
 
 
 @routes.post("/_sandbox/clock/advance")
 async def advance_clock(request: web.Request) -> web.Response:
-    require_api_keys(request)
     body = await read_json(request, CLOCK_ADVANCE_REQUEST)
     tenant = tenant_of(request)
     ran = await request.app[RUNNERS][tenant].advance(body["seconds"])
@@ -63,7 +58,6 @@ async def advance_clock(request: web.Request) -> web.Response:
 
 @routes.post("/_sandbox/clock/run-until-idle")
 async def run_until_idle(request: web.Request) -> web.Response:
-    require_api_keys(request)
     tenant = tenant_of(request)
     ran = await request.app[RUNNERS][tenant].run_until_idle()
     return web.json_response({"data": {**_clock_record(tenant), "jobsRun": ran}})
@@ -79,7 +73,6 @@ def _clock_record(tenant) -> dict:
 
 @routes.get("/_sandbox/events")
 async def list_events(request: web.Request) -> web.Response:
-    require_api_keys(request)
     query = parse_query(request.query, EVENTS_QUERY)
     since = parse_time(query["since"], "$.since") if "since" in query else None
     tenant = tenant_of(request)
@@ -94,7 +87,6 @@ async def list_events(request: web.Request) -> web.Response:
 
 @routes.get("/_sandbox/events/{eventId}")
 async def get_event(request: web.Request) -> web.Response:
-    require_api_keys(request)
     tenant = tenant_of(request)
     event = tenant.events.get(request.match_info["eventId"])
     return web.json_response({"data": event_record(request.app, tenant, event)})
@@ -104,7 +96,6 @@ async def get_event(request: web.Request) -> web.Response:
 
 @routes.get("/_sandbox/scenarios")
 async def list_scenarios(request: web.Request) -> web.Response:
-    require_api_keys(request)
     scenarios = request.app[ENGINE].scenarios
     bindings = tenant_of(request).scenario_bindings
     return web.json_response({"data": [s.describe() for s in scenarios.values()],
@@ -113,7 +104,6 @@ async def list_scenarios(request: web.Request) -> web.Response:
 
 @routes.put("/_sandbox/users/{identifier}/scenario")
 async def bind_scenario(request: web.Request) -> web.Response:
-    require_api_keys(request)
     body = await read_json(request, SCENARIO_BINDING_REQUEST)
     tenant, identifier = tenant_of(request), request.match_info["identifier"]
     if body["scenario"] is None:
@@ -128,7 +118,6 @@ async def bind_scenario(request: web.Request) -> web.Response:
 
 @routes.post("/_sandbox/companies")
 async def create_company(request: web.Request) -> web.Response:
-    require_api_keys(request)
     body = await read_json(request, COMPANY_CREATE_REQUEST)
     _check_default_scenario(request, body)
     tenant = tenant_of(request)
@@ -139,7 +128,6 @@ async def create_company(request: web.Request) -> web.Response:
 
 @routes.patch("/_sandbox/companies/{companyId}")
 async def update_company(request: web.Request) -> web.Response:
-    require_api_keys(request)
     body = await read_json(request, COMPANY_UPDATE_REQUEST)
     _check_default_scenario(request, body)
     tenant = tenant_of(request)
@@ -156,7 +144,6 @@ def _check_default_scenario(request: web.Request, body: dict) -> None:
 
 @routes.delete("/_sandbox/companies/{companyId}")
 async def delete_company(request: web.Request) -> web.Response:
-    require_api_keys(request)
     company_admin.delete_company(tenant_of(request), request.match_info["companyId"])
     await request.app[DISPATCHER].settle(tenant_of(request))
     return web.json_response({"data": {"_id": request.match_info["companyId"], "deleted": True}})
@@ -164,7 +151,6 @@ async def delete_company(request: web.Request) -> web.Response:
 
 @routes.post("/_sandbox/companies/{companyId}/status")
 async def company_status(request: web.Request) -> web.Response:
-    require_api_keys(request)
     body = await read_json(request, COMPANY_STATUS_REQUEST)
     tenant = tenant_of(request)
     company = company_admin.set_company_status(tenant, request.match_info["companyId"],
@@ -181,7 +167,6 @@ async def company_status(request: web.Request) -> web.Response:
 @routes.get("/_sandbox/tasks")
 async def list_tasks(request: web.Request) -> web.Response:
     """Every task of the tenant, newest first (`status`, `user`, `limit` filters)."""
-    require_api_keys(request)
     query = parse_query(request.query, TASKS_QUERY)
     tasks = [t for t in reversed(list(tenant_of(request).tasks.values()))
              if ("status" not in query or t.status == query["status"])

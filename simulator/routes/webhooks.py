@@ -7,7 +7,7 @@ from aiohttp import web
 from ..domain.triggers import trigger_event
 from ..errors import NotFound, ValidationFailed, field_detail
 from ..keys import DISPATCHER, ENGINE, STORE, tenant_of
-from ..middleware import read_json, require_api_keys
+from ..middleware import read_json
 from ..schemas.api import (REPLAY_REQUEST, TRIGGER_REQUEST, WEBHOOK_ENDPOINTS_REQUEST,
                            WEBHOOK_FAULTS_REQUEST)
 from ..schemas.events import event_schema, event_types
@@ -19,14 +19,12 @@ routes = web.RouteTableDef()
 
 @routes.get("/_sandbox/webhooks/endpoints")
 async def get_endpoints(request: web.Request) -> web.Response:
-    require_api_keys(request)
     state = request.app[DISPATCHER].state(tenant_of(request))
     return web.json_response({"data": state.endpoints})
 
 
 @routes.put("/_sandbox/webhooks/endpoints")
 async def put_endpoints(request: web.Request) -> web.Response:
-    require_api_keys(request)
     body = await read_json(request, WEBHOOK_ENDPOINTS_REQUEST)
     known = set(event_types(request.app[STORE].service.aggregator))
     problems = [field_detail(f"$.endpoints[{i}].eventTypes[{j}]", f"unknown event type {t!r}")
@@ -41,13 +39,11 @@ async def put_endpoints(request: web.Request) -> web.Response:
 
 @routes.get("/_sandbox/webhooks/faults")
 async def get_faults(request: web.Request) -> web.Response:
-    require_api_keys(request)
     return web.json_response({"data": request.app[DISPATCHER].state(tenant_of(request)).faults.record()})
 
 
 @routes.put("/_sandbox/webhooks/faults")
 async def put_faults(request: web.Request) -> web.Response:
-    require_api_keys(request)
     body = await read_json(request, WEBHOOK_FAULTS_REQUEST)
     state = request.app[DISPATCHER].state(tenant_of(request))
     state.faults = FaultPlan(duplicate=body.get("duplicate", 0.0),
@@ -58,7 +54,6 @@ async def put_faults(request: web.Request) -> web.Response:
 
 @routes.post("/_sandbox/webhooks/replay")
 async def replay(request: web.Request) -> web.Response:
-    require_api_keys(request)
     body = await read_json(request, REPLAY_REQUEST)
     tenant, dispatcher = tenant_of(request), request.app[DISPATCHER]
     since = until = None
@@ -79,7 +74,6 @@ async def replay(request: web.Request) -> web.Response:
 
 @routes.post("/_sandbox/events/trigger")
 async def trigger(request: web.Request) -> web.Response:
-    require_api_keys(request)
     body = await read_json(request, TRIGGER_REQUEST)
     tenant = tenant_of(request)
     event = trigger_event(tenant, request.app[ENGINE], request.app[STORE].service.aggregator, body)
