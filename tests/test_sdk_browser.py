@@ -163,7 +163,7 @@ async def test_sdk_browser_happy_path_search_login_finish_and_close(page, sandbo
 
     names = [e["name"] for e in await events(page, "interaction")]
     assert "Selected Company" in names and "Task Completed" in names
-    await flow.get_by_test_id("done").click()
+    await flow.get_by_test_id("done").dispatch_event("click")  # the frame goes away: no wait after
     assert await wait_for_event(page, "close") == {"reason": "completed"}
     assert await page.locator(FLOW).count() == 0
     assert await events(page, "close") == [{"reason": "completed"}]
@@ -182,7 +182,7 @@ async def test_sdk_browser_test_bad_fails_the_task_and_still_finishes(page, sand
     assert task["status"] == "failed"
     assert task["scenario"] == "bad-credentials"
     assert task["reason"] == "user-abandon"
-    await flow.get_by_test_id("done").click()
+    await flow.get_by_test_id("done").dispatch_event("click")  # the frame goes away: no wait after
     assert await wait_for_event(page, "close") == {"reason": "task-failed"}
 
 
@@ -224,7 +224,7 @@ async def test_sdk_browser_deeplink_unknown_company_shows_error_and_closes_inval
     flow = await open_flow(page, {"publicToken": token,
                                   "deeplink": {"step": "login-company", "companyId": UNKNOWN_COMPANY}})
     await flow.get_by_test_id("error").wait_for()
-    await flow.get_by_role("button", name="Close").first.click()
+    await flow.get_by_role("button", name="Close").first.dispatch_event("click")  # the frame goes away: no wait after
     assert await wait_for_event(page, "close") == {"reason": "invalid-company-id"}
     assert await page.locator(FLOW).count() == 0
     assert await tasks_of(sandbox, "browser-unknown") == []
@@ -251,7 +251,7 @@ async def test_sdk_browser_under_maintenance_company_is_unavailable_and_creates_
     await flow.get_by_test_id("unavailable").wait_for()
     assert "under maintenance" in await flow.get_by_test_id("unavailable").text_content()
     assert await flow.get_by_test_id("username").count() == 0
-    await flow.get_by_role("button", name="Close").first.click()
+    await flow.get_by_role("button", name="Close").first.dispatch_event("click")  # the frame goes away: no wait after
     assert await wait_for_event(page, "close") == {"reason": "company-unavailable"}
     assert await tasks_of(sandbox, "browser-maintenance") == []
 
@@ -259,7 +259,7 @@ async def test_sdk_browser_under_maintenance_company_is_unavailable_and_creates_
 async def test_sdk_browser_unknown_public_token_shows_error(page, sandbox):
     flow = await open_flow(page, {"publicToken": "public-sandbox-" + secrets.token_hex(16)})
     await flow.get_by_test_id("error").wait_for()
-    await flow.get_by_role("button", name="Close").first.click()
+    await flow.get_by_role("button", name="Close").first.dispatch_event("click")  # the frame goes away: no wait after
     assert await wait_for_event(page, "close") == {"reason": "invalid-public-token"}
 
 
@@ -290,7 +290,7 @@ async def test_sdk_browser_messages_not_from_the_flow_iframe_are_ignored(page, s
         "() => window.received.filter(m => m && m.fake).length === 3")
     assert await events(page, "close") == []
     assert await page.locator(FLOW).count() == 1
-    await flow.get_by_test_id("close").click()
+    await flow.get_by_test_id("close").dispatch_event("click")  # the frame goes away: no wait after
     assert await wait_for_event(page, "close") == {"reason": "user-closed"}
     assert await events(page, "close") == [{"reason": "user-closed"}]
     assert await events(page, "finish") == []
