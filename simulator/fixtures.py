@@ -62,7 +62,18 @@ def schema_errors(document: Any, schema: dict) -> list[tuple[str, str]]:
         validator = _validators[id(schema)] = Draft202012Validator(
             schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
     errors = sorted(validator.iter_errors(document), key=lambda e: [str(p) for p in e.path])
-    return [(json_path(e.absolute_path), _short_message(e)) for e in errors]
+    found = []
+    for error in errors:
+        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            # Name the field at fault, not the object that holds it.
+            allowed = error.schema.get("properties", {})
+            patterns = error.schema.get("patternProperties", {})
+            found += [(json_path([*error.absolute_path, name]), "is not a known field")
+                      for name in error.instance if name not in allowed
+                      and not any(re.search(pattern, name) for pattern in patterns)]
+        else:
+            found.append((json_path(error.absolute_path), _short_message(error)))
+    return found
 
 
 _validators: dict[int, Any] = {}

@@ -60,7 +60,7 @@ async def test_schema_violations_are_422_naming_every_path(client):
     body = await response.json()
     assert_error_shape(body, "validation-failed")
     paths = {d["path"] for d in body["error"]["details"]}
-    assert {"$.query", "$.scopes[0]", "$.limit", "$"} <= paths
+    assert {"$.query", "$.scopes[0]", "$.limit", "$.extra"} <= paths
 
 
 async def test_bad_query_parameters_are_422(client):

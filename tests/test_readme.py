@@ -54,7 +54,6 @@ def test_readme_task_example_ends_with_the_events_it_promises():
                        if c.startswith(("KEY=", "SECRET=")))
         outputs = run_examples("A task, end to end", base_url, prelude=keys)
     events = outputs[-1][1]["data"]
-    assert [e["eventType"] for e in events] == [
-        "task-status-updated", "task-authentication-status-updated", "task-status-updated",
-        "task-workflow-finished"]
-    assert events[2]["body"]["data"]["reason"] == "auth-expired"
+    assert [e["eventType"] for e in events] == ["task-status-updated", "task-workflow-finished"]
+    assert events[0]["body"]["data"]["previousStatus"] == "processing"
+    assert events[0]["body"]["data"]["reason"] == "auth-expired"

@@ -3,6 +3,9 @@
 Everything goes through real HTTP on a manual clock. The expected events are written
 out by hand from each file in `scenarios/` (not derived from the YAML at test time), so
 a change to a scenario or to the engine shows up here as a diff of the event list.
+The spec's event rules shape every list: no task-status-updated before a task resolves,
+no authentication event without a change, user.connected false for API-created tasks
+(tests/test_spec_rules.py checks them on a real receiver).
 """
 
 from __future__ import annotations
@@ -68,7 +71,7 @@ class Expected:
     status: str
     reason: str | None
     events: tuple[tuple[float, dict[str, Any]], ...]
-    connected_at_end: bool = True  # user.connected of the events from the final step on
+    history: tuple[str, ...] = ("queued", "processing")  # statuses before the final one
 
 
 def failing_pay_link(reason: str, flow: str, final_at: float,
@@ -76,7 +79,6 @@ def failing_pay_link(reason: str, flow: str, final_at: float,
     """The pay-link failure shape most pay-link files share: processing at 1.5 s with a flow,
     logged in at 5.5 s, failed at `final_at`."""
     return Expected(PAY_LINK, "failed", reason, (
-        (1.5, updated("queued", "processing", authenticated=False, flow=flow)),
         (5.5, authentication(True)),
         (final_at, updated("processing", "failed", authenticated=True, reason=reason, flow=flow,
                            meta=meta)),
@@ -84,52 +86,52 @@ def failing_pay_link(reason: str, flow: str, final_at: float,
     ))
 
 
-def failing_user_link(reason: str, *, authenticated: bool, auth_at: float, final_at: float,
-                      connected_at_end: bool = True) -> Expected:
-    """processing at 1.5 s, one authentication step, failed at `final_at`."""
+def failing_user_link(reason: str, *, final_at: float, auth_at: float | None = None) -> Expected:
+    """processing at 1.5 s (no event), logged in at `auth_at` if given, failed at `final_at`."""
     return Expected(USER_LINK, "failed", reason, (
-        (1.5, updated("queued", "processing", authenticated=False)),
-        (auth_at, authentication(authenticated)),
-        (final_at, updated("processing", "failed", authenticated=authenticated, reason=reason)),
+        *([(auth_at, authentication(True))] if auth_at is not None else []),
+        (final_at, updated("processing", "failed", authenticated=auth_at is not None,
+                           reason=reason)),
         (final_at, workflow_finished("failed", reason)),
-    ), connected_at_end=connected_at_end)
+    ))
+
+
+def failing_before_processing(reason: str, final_at: float) -> Expected:
+    """The task never starts processing: failed from queued at `final_at`."""
+    return Expected(USER_LINK, "failed", reason, (
+        (final_at, updated("queued", "failed", authenticated=False, reason=reason)),
+        (final_at, workflow_finished("failed", reason)),
+    ), history=("queued",))
 
 
 # One entry per file in scenarios/, read off the file by hand. Offsets are the running
 # sum of the steps' `after`.
 EXPECTED: dict[str, Expected] = {
     "action-failed": Expected(PAY_LINK, "failed", "action-failed", (
-        (1.5, updated("queued", "processing", authenticated=False, flow="change-plan")),
         (5.5, authentication(True)),
         (17.5, updated("processing", "failed", authenticated=True, reason="action-failed",
                        flow="change-plan")),
         (17.5, workflow_finished("failed", "action-failed")),
     )),
-    "auth-expired": failing_user_link("auth-expired", authenticated=False, auth_at=4.5,
-                                      final_at=9.5),
-    "bad-credentials": failing_user_link("user-abandon", authenticated=False, auth_at=5.5,
-                                         final_at=17.5, connected_at_end=False),
-    "connection-error": failing_user_link("connection-error", authenticated=False, auth_at=5.5,
-                                          final_at=13.5),
-    "device-disconnected": failing_user_link("device-disconnected", authenticated=False,
-                                             auth_at=4.5, final_at=10.5, connected_at_end=False),
+    "auth-expired": failing_user_link("auth-expired", final_at=9.5),
+    "bad-credentials": failing_user_link("user-abandon", final_at=17.5),
+    "connection-error": failing_user_link("connection-error", final_at=13.5),
+    "device-disconnected": failing_before_processing("device-disconnected", 6),
+    "distribution-not-supported": failing_user_link("product-not-supported", auth_at=4.5,
+                                                    final_at=10.5),
     # A fresh user has no linked account to disconnect: the task events only (the
     # disconnection itself is tested in test_continuous_access.py).
     "linked-account-disconnected": Expected(USER_LINK, "failed", "auth-expired", (
-        (1, updated("queued", "processing", authenticated=False)),
-        (4, authentication(False)),
         (6, updated("processing", "failed", authenticated=False, reason="auth-expired")),
         (6, workflow_finished("failed", "auth-expired")),
     )),
     "pii-data-deleted": Expected(USER_LINK, "completed", None, (
-        (1, updated("queued", "processing", authenticated=False)),
         (3, authentication(True)),
         (8, updated("processing", "completed", authenticated=True)),
         (8, workflow_finished("completed")),
         (86408, {"eventType": "pii-data-deleted"}),
     )),
     "happy-path": Expected(USER_LINK, "completed", None, (
-        (1, updated("queued", "processing", authenticated=False)),
         (3, authentication(True)),
         (8, updated("processing", "completed", authenticated=True)),
         (8, workflow_finished("completed")),
@@ -137,8 +139,6 @@ EXPECTED: dict[str, Expected] = {
     # The company steps (3.5 s into maintenance, 66.5 s operational) emit company events,
     # not task events: see test_maintenance_scenario_emits_company_events_without_user.
     "maintenance": Expected(USER_LINK, "failed", "system-unavailable", (
-        (1.5, updated("queued", "processing", authenticated=False)),
-        (4.5, authentication(False)),
         (6.5, updated("processing", "failed", authenticated=False, reason="system-unavailable")),
         (6.5, workflow_finished("failed", "system-unavailable")),
     )),
@@ -146,14 +146,11 @@ EXPECTED: dict[str, Expected] = {
         "subscription-managed-by-partner-provider", "switch", 11.5,
         meta={"managedBy": {"companyId": "6410a0000000000000000067", "name": "Comcast Xfinity"}}),
     "mfa-then-success": Expected(USER_LINK, "completed", None, (
-        (1.5, updated("queued", "processing", authenticated=False)),
-        (4.5, authentication(False)),
         (34.5, authentication(True)),
         (40.5, updated("processing", "completed", authenticated=True)),
         (40.5, workflow_finished("completed")),
     )),
     "pay-link-switch": Expected(PAY_LINK, "completed", None, (
-        (1.5, updated("queued", "processing", authenticated=False, flow="switch")),
         (5.5, authentication(True)),
         (14.5, updated("processing", "completed", authenticated=True, flow="switch")),
         (14.5, accounts_updated(("updated", [["paymentMethod"]]))),
@@ -171,35 +168,30 @@ EXPECTED: dict[str, Expected] = {
     "payment-token-expired": failing_pay_link("payment-token-expired", "switch", 10.5),
     "plan-selection-required": failing_pay_link("plan-selection-required", "change-plan", 12.5),
     "product-not-supported": failing_pay_link("product-not-supported", "pause-plan", 11.5),
-    # The user leaves at 60 s (connected false): no event of its own, it shows on the next.
+    # The user leaves at 60 s (connected false): no event of its own.
     "slow-processing": Expected(USER_LINK, "completed", None, (
-        (1.5, updated("queued", "processing", authenticated=False)),
         (5, authentication(True)),
         (600, updated("processing", "completed", authenticated=True)),
         (600, workflow_finished("completed")),
-    ), connected_at_end=False),
+    )),
     "subscription-inactive": failing_pay_link("subscription-inactive", "change-plan", 11.5),
     "subscription-managed-by-partner-provider": failing_pay_link(
         "subscription-managed-by-partner-provider", "switch", 11.5,
         meta={"managedBy": {"companyId": "6410a0000000000000000064", "name": "Verizon"}}),
     "subscription-not-found": failing_pay_link("subscription-not-found", "pause-plan", 12.5),
-    "system-unavailable": failing_user_link("system-unavailable", authenticated=False,
-                                            auth_at=4.5, final_at=9.5),
+    "system-unavailable": failing_user_link("system-unavailable", final_at=9.5),
     # The engine finishes the workflow when the task first becomes final (failed); the
     # patch an hour later emits task-status-patched only.
     "task-status-patched": Expected(USER_LINK, "completed", None, (
-        (1.5, updated("queued", "processing", authenticated=False)),
         (4.5, authentication(True)),
         (12.5, updated("processing", "failed", authenticated=True, reason="unknown-failure")),
         (12.5, workflow_finished("failed", "unknown-failure")),
         (3612.5, patched("failed", "completed", authenticated=True)),
     )),
-    "unexpected-response": failing_user_link("unexpected-response", authenticated=True,
-                                             auth_at=4.5, final_at=13.5),
-    "unknown-failure": failing_user_link("unknown-failure", authenticated=True, auth_at=4.5,
-                                         final_at=14.5),
-    "user-abandon": failing_user_link("user-abandon", authenticated=False, auth_at=4.5,
-                                      final_at=19.5, connected_at_end=False),
+    "unexpected-response": failing_user_link("unexpected-response", auth_at=4.5,
+                                             final_at=13.5),
+    "unknown-failure": failing_user_link("unknown-failure", auth_at=4.5, final_at=14.5),
+    "user-abandon": failing_before_processing("user-abandon", 15),
 }
 
 # Task scenarios; processor-link pipelines have tests of their own (test_processor_links.py).
@@ -337,25 +329,21 @@ async def test_scenario_task_events_carry_the_spec_fields(client, scenario):
         assert "metadata" not in body  # none was given at creation
         assert isinstance(body["data"], dict)
 
-    final_index = next(i for i, r in enumerate(records)
-                       if r["eventType"] == "task-status-updated"
-                       and r["body"]["data"]["status"] in ("completed", "failed"))
-    connected = [r["body"]["user"]["connected"] for r in records]
-    assert connected[:final_index] == [True] * final_index
-    assert connected[final_index:] == [expected.connected_at_end] * (len(records) - final_index)
+    # An API-created task has no user present in the hosted flow (spec: User object).
+    assert [r["body"]["user"]["connected"] for r in records] == [False] * len(records)
 
     # GET /task ends where the scenario ends, and its history walks the spec's transitions.
     assert task["status"] == expected.status
     assert task.get("reason") == expected.reason
-    assert task["user"]["connected"] is expected.connected_at_end
+    assert task["user"]["connected"] is False
     finals = ["completed"] if expected.status == "completed" else ["failed"]
     if scenario == "task-status-patched":
         finals = ["failed", "completed"]
-    assert [entry["status"] for entry in task["history"]] == ["queued", "processing", *finals]
-    assert [entry.get("previousStatus") for entry in task["history"]] == \
-        [None, "queued", "processing", *(["failed"] if len(finals) == 2 else [])]
+    statuses = [*expected.history, *finals]
+    assert [entry["status"] for entry in task["history"]] == statuses
+    assert [entry.get("previousStatus") for entry in task["history"]] == [None, *statuses[:-1]]
     assert [entry.get("patch", False) for entry in task["history"]] == \
-        [False, False, False, *([True] if len(finals) == 2 else [])]
+        [False] * (len(statuses) - 1) + [len(finals) == 2]
 
 
 @pytest.mark.parametrize("scenario", SCENARIO_FILES)

@@ -312,21 +312,52 @@ async def test_task_create_with_a_public_token_and_another_identifier_is_422(cli
 
 # -- pay-link rules (spec: Limits) ---------------------------------------------------------
 
-async def test_pay_link_card_token_expires_after_24_hours_and_can_be_recreated(client):
+async def test_pay_link_card_token_is_recreated_automatically_after_24_hours(client):
+    """Spec: payment-token-expired, "Tokens expire 24 hours after creation. Recreation is
+    normally automatic": a card used again a day later works."""
     first = await create_ok(client, switch())
     await advance(client, DAY)  # runs the first task to its end on the way
-    expired = await create_ok(client, switch())
-    assert expired["tasks"][0]["scenario"] == "payment-token-expired"
-    recreated = await create_ok(client, switch(recreatePaymentToken=True))
+    again = await create_ok(client, switch())
+    assert again["tasks"][0]["scenario"] == "happy-path"
+    await run_until_idle(client)
+    assert (await get_task(client, first["id"]))["status"] == "completed"
+    assert (await get_task(client, again["id"]))["status"] == "completed"
+
+
+async def test_pay_link_card_token_expires_only_when_recreation_is_switched_off(client):
+    """The control plane's switch on the user stands in for a failed recreation: a card
+    older than 24 hours then fails payment-token-expired; younger cards still work."""
+    response = await client.put("/_sandbox/users/payer-1/card-token-recreation",
+                                json={"enabled": False}, headers=ACME)
+    assert response.status == 200, await response.text()
+    first = await create_ok(client, switch())
     await advance(client, 23 * HOUR)
     within_a_day = await create_ok(client, switch())
+    await advance(client, HOUR)
+    expired = await create_ok(client, switch())
+    assert expired["tasks"][0]["scenario"] == "payment-token-expired"
+    response = await client.put("/_sandbox/users/payer-1/card-token-recreation",
+                                json={"enabled": True}, headers=ACME)
+    assert response.status == 200
+    recreated = await create_ok(client, switch())
     await run_until_idle(client)
 
     assert (await get_task(client, first["id"]))["status"] == "completed"
+    assert (await get_task(client, within_a_day["id"]))["status"] == "completed"
     task = await get_task(client, expired["id"])
     assert (task["status"], task["reason"]) == ("failed", "payment-token-expired")
     assert (await get_task(client, recreated["id"]))["status"] == "completed"
-    assert (await get_task(client, within_a_day["id"]))["status"] == "completed"
+
+
+async def test_recreate_payment_token_is_not_part_of_the_api(client):
+    """The spec has no such field; recreation is automatic. Sending it is a 422 naming it."""
+    response = await create(client, switch(recreatePaymentToken=True))
+    assert response.status == 422
+    error = (await response.json())["error"]
+    assert "$.recreatePaymentToken" in [d["path"] for d in error["details"]]
+    response = await client.put("/_sandbox/users/payer-1/card-token-recreation",
+                                json={"enabled": "no"}, headers=ACME)
+    assert response.status == 422
 
 
 async def test_pay_link_card_token_is_valid_just_before_24_hours(client):

@@ -546,8 +546,11 @@ def keys_of(tenant: dict) -> dict:
     return {"x-api-key": tenant["apiKey"], "x-api-secret": tenant["apiSecret"]}
 
 
-async def test_signing_tenant_signs_the_raw_body_with_its_api_secret(sandbox, receiver):
-    tenant = await new_tenant(sandbox, signing=True)
+async def test_signing_is_on_by_default_and_signs_the_raw_body_with_the_api_secret(sandbox,
+                                                                                 receiver):
+    """Real-service facts 5: "Signature header `X-HMAC-Signature-Sha-256`: HMAC-SHA256 of
+    the raw body keyed by the API secret". A new tenant that says nothing signs."""
+    tenant = await new_tenant(sandbox)
     assert tenant["signing"] is True
     keys = keys_of(tenant)
     response = await put_endpoints(sandbox, [{"url": receiver.url("/signed")}], headers=keys)
@@ -566,15 +569,21 @@ async def test_signing_tenant_signs_the_raw_body_with_its_api_secret(sandbox, re
     assert receiver.received(HOOKS) == []
 
 
-async def test_signing_off_sends_no_signature_header(sandbox, receiver):
-    tenant = await new_tenant(sandbox)
+async def test_every_fixture_account_signs_its_webhooks(sandbox, receiver):
+    """The real service "signs every webhook" (issue 8, point 11): the bundled accounts too,
+    so customers never write verification code that tolerates an unsigned request."""
+    await trigger(sandbox, "company-created")  # acme, from fixtures/accounts.yaml
+    [request] = receiver.received(HOOKS)
+    assert request.signature_matches(ACME["x-api-secret"])
+
+
+async def test_signing_off_is_a_tenant_setting_and_sends_no_signature_header(sandbox, receiver):
+    tenant = await new_tenant(sandbox, signing=False)
     assert tenant["signing"] is False
     await trigger(sandbox, "company-created", headers=keys_of(tenant))
-    await trigger(sandbox, "company-created")  # acme: signing off in the fixtures
 
-    assert len(receiver.received(HOOKS)) == 2
-    for request in receiver.received(HOOKS):
-        assert "x-hmac-signature-sha-256" not in request.headers
+    [request] = receiver.received(HOOKS)
+    assert "x-hmac-signature-sha-256" not in request.headers
 
 
 # -- faults on purpose -------------------------------------------------------------------------

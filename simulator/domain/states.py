@@ -12,9 +12,10 @@ COMPLETED = "completed"
 FAILED = "failed"
 FINAL = frozenset({COMPLETED, FAILED})
 
-# status -> statuses it may move to by an ordinary update (task-status-updated).
+# status -> statuses it may move to by an ordinary update. A task fails from queued when
+# it never started processing (the spec's previousStatus `queued`, e.g. device-disconnected).
 TASK_TRANSITIONS: dict[str, frozenset[str]] = {
-    QUEUED: frozenset({PROCESSING}),
+    QUEUED: frozenset({PROCESSING, FAILED}),
     PROCESSING: frozenset({COMPLETED, FAILED}),
     FAILED: frozenset(),
     COMPLETED: frozenset(),
@@ -40,6 +41,15 @@ UPDATE_TYPES = ("created", "updated", "deleted", "processing", "disconnected")
 CHANGED_FIELDS = ("amount", "autopayStatus", "billingCycle", "dueDate", "items", "name",
                   "paymentHistory", "paymentMethod", "plans", "profiles", "usage")
 PAYMENT_METHOD_TYPES = ("card", "bank")
+
+
+def emits_status_update(current: str, new: str, *, patch: bool) -> str | None:
+    """The event a legal move emits: task-status-updated only when a task resolves
+    ("Emitted when a Task resolves"), task-status-patched for a correction, else nothing
+    (queued -> processing is not announced; GET /task/{id} shows it)."""
+    if patch:
+        return "task-status-patched"
+    return "task-status-updated" if new in FINAL else None
 
 
 def transition_error(current: str, new: str, *, patch: bool) -> str | None:

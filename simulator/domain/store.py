@@ -44,7 +44,9 @@ class Store:
             environment=account["environment"],
             products=tuple(account.get("products", DEFAULT_PRODUCTS)),
             manual_deposits=ManualDepositRule.from_fixture(account.get("manualDeposits")),
-            signing=account.get("webhooks", {}).get("signing", False),
+            # Signed by default, as the real service signs every webhook
+            # (real-service facts 5); an account may turn it off.
+            signing=account.get("webhooks", {}).get("signing", True),
             webhook_endpoints=list(account.get("webhooks", {}).get("endpoints", [])),
             clock=self.clock_factory(),
             ids=Ids(f"{self.seed}:{account['name']}"),
@@ -77,7 +79,7 @@ class Store:
             "environment": self.tenants.environment,
             "products": request.get("products", list(DEFAULT_PRODUCTS)),
             "manualDeposits": request.get("manualDeposits", {}),
-            "webhooks": {"signing": request.get("signing", False), "endpoints": []},
+            "webhooks": {"signing": request.get("signing", True), "endpoints": []},
             "continuousAccess": request.get("continuousAccess", {}),
         }
         return self.add_account(account)

@@ -1,7 +1,11 @@
 """Tasks and task workflows: created by the API, moved by scenario steps on the clock.
 
-A task only moves along the spec's transitions (states.py); every change emits the
-spec's task events into the tenant's ledger (spec: Task, Task events).
+A task only moves along the spec's transitions (states.py), and the spec's event rules
+are applied here, whatever a scenario says (spec: Task, Task events, User object):
+task-authentication-status-updated only when `authenticated` changes,
+task-status-updated only when the task resolves, nothing after a final status but a
+patch, and `user.connected` true only for a task whose hosted-flow page was open
+when it resolved.
 """
 
 from __future__ import annotations
@@ -16,11 +20,13 @@ from ..errors import (ApiError, BadRequest, Forbidden, NotFound, ValidationFaile
 from ..scenarios.loader import Scenario, Step
 from .companies import DISABLED, Company
 from .company_admin import set_company_status
-from .states import COMPLETED, FAILED, FINAL, QUEUED, transition_error
+from .states import (COMPLETED, FAILED, FINAL, PROCESSING, QUEUED, emits_status_update,
+                     transition_error)
 from .tenants import Tenant, create_access_token
 
 HAPPY_PATH = "happy-path"
 PAYMENT_TOKEN_LIFETIME = 24 * 3600  # spec: Limits, card token lifetime
+PAYMENT_TOKEN_EXPIRED = "payment-token-expired"
 
 UNKNOWN_TASK = "No task has the id {task_id!r}."
 UNKNOWN_SCENARIO = "No scenario is named {name!r}. Known: {known}."
@@ -33,6 +39,9 @@ IDENTIFIER_MISMATCH = "`identifier` does not match the user of the public token.
 COMPANY_OR_LINKED_ACCOUNT = "Send `company` (with a product or tasks) or `linkedAccount`."
 REFRESH_COMPANY = "A refresh runs at the linked account's company; leave `company` out."
 PRODUCT_REQUIRED = "Name the product: `product`, `operation` or `tasks`."
+MANUAL_DEPOSITS_ONLY = ("Company {name!r} has no programmatic authentication for this account "
+                        "(manual-deposits): users update their direct deposit by hand, and the "
+                        "hosted flow shows them manual instructions.")
 
 
 @dataclass
@@ -50,7 +59,13 @@ class Task:
     status: str = QUEUED
     previous_status: str | None = None
     authenticated: bool = False
-    connected: bool = True
+    # user.connected (spec: User object): only a task started in the hosted flow can have
+    # its user present; the page closing (or a scenario's `connected: false`) means the
+    # user left. Frozen when the task resolves: later events (a patch, the workflow's
+    # end) tell whether the user saw the final outcome.
+    watched: bool = False
+    user_left: bool = False
+    saw_outcome: bool | None = None
     reason: str | None = None
     flow: str | None = None
     meta: dict[str, Any] | None = None
@@ -59,6 +74,14 @@ class Task:
     linked_account: str | None = None
     payment_method_given: bool = False
     history: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def connected(self) -> bool:
+        """True while the user is present in the hosted flow; after resolution, whether
+        they were present to see the final outcome."""
+        if self.saw_outcome is not None:
+            return self.saw_outcome
+        return self.watched and not self.user_left
 
     def record(self) -> dict[str, Any]:
         """GET /task/{id}: the task, its outcome and every transition it made."""
@@ -93,7 +116,6 @@ class TaskRequest:
     product: str
     metadata: dict[str, Any] | None
     payment_method: dict[str, Any] | None
-    recreate_payment_token: bool
     path: str = "$.product"  # where the product was named, for errors
 
 
@@ -116,8 +138,11 @@ class TaskEngine:
 
     def create_task(self, tenant: Tenant, body: dict[str, Any], *,
                     token_identifier: str | None = None, public_token: str | None = None,
-                    login_scenario: str | None = None) -> tuple[Workflow, list[Task]]:
+                    login_scenario: str | None = None,
+                    watched: bool = False) -> tuple[Workflow, list[Task]]:
         """POST /task/create: one workflow with one or more tasks, all queued.
+
+        `watched`: the tasks were started in the hosted flow, whose page is open.
 
         With `linkedAccount` it is a pull refresh of that account: the company and the
         user are the account's, and a disconnected account's refresh fails with
@@ -152,7 +177,7 @@ class TaskEngine:
                            details=[field_detail("$.company", "unknown company id")])
         requests = self._task_requests(body)
         for request in requests:
-            self._check_company_accepts(company, request.product, request.path)
+            self._check_company_accepts(tenant, company, request.product, request.path)
         scenario = self.select_scenario(tenant, identifier, company, body.get("scenario"),
                                         login_scenario)
         if account is not None and not account.connected:
@@ -173,7 +198,7 @@ class TaskEngine:
                 authentication_method=self.authentication_method(company, request.product),
                 public_token=token, metadata=request.metadata,
                 payment_method=request.payment_method, linked_account=body.get("linkedAccount"),
-                payment_method_given=request.payment_method is not None)
+                payment_method_given=request.payment_method is not None, watched=watched)
             task.history.append({"status": QUEUED, "at": isoformat(task.created_at)})
             tenant.tasks[task.id] = task
             workflow.tasks.append(task.id)
@@ -223,7 +248,6 @@ class TaskEngine:
             return [TaskRequest(product=t.get("product") or t["operation"],
                                 metadata=t.get("metadata", body.get("metadata")),
                                 payment_method=t.get("paymentMethod"),
-                                recreate_payment_token=t.get("recreatePaymentToken", False),
                                 path=f"$.tasks[{n}].{'product' if 'product' in t else 'operation'}")
                     for n, t in enumerate(body["tasks"])]
         field_name = "product" if "product" in body else "operation"
@@ -232,11 +256,13 @@ class TaskEngine:
                                    details=[field_detail("$.product", PRODUCT_REQUIRED)])
         return [TaskRequest(product=body[field_name], metadata=body.get("metadata"),
                             payment_method=body.get("paymentMethod"),
-                            recreate_payment_token=body.get("recreatePaymentToken", False),
                             path=f"$.{field_name}")]
 
     @staticmethod
-    def _check_company_accepts(company: Company, product: str, path: str) -> None:
+    def _check_company_accepts(tenant: Tenant, company: Company, product: str, path: str) -> None:
+        """Spec: "Starting an authentication flow against an under-maintenance or disabled
+        company is not possible" (maintenance is per product), and a manual-deposits company
+        "has no programmatic authentication"."""
         if company.status == DISABLED:
             raise Forbidden(COMPANY_DISABLED.format(name=company.name), code="company-disabled",
                             details=[field_detail("$.company", "disabled")])
@@ -244,6 +270,10 @@ class TaskEngine:
             raise Forbidden(COMPANY_IN_MAINTENANCE.format(name=company.name, product=product),
                             code="company-under-maintenance",
                             details=[field_detail("$.company", "under maintenance")])
+        if tenant.manual_deposits.applies_to(company):
+            raise Forbidden(MANUAL_DEPOSITS_ONLY.format(name=company.name),
+                            code="company-manual-deposits",
+                            details=[field_detail("$.company", "manual deposits only")])
         if product not in company.available_products:
             raise BadRequest(PRODUCT_NOT_OFFERED.format(
                 name=company.name, product=product,
@@ -260,8 +290,10 @@ class TaskEngine:
     def _pay_link_outcome(self, tenant: Tenant, identifier: str, company: Company,
                           request: TaskRequest) -> Scenario | None:
         """Spec rules that decide a pay-link task before any scenario: the merchant's
-        supported payment methods, the card token lifetime (24 h) and the merchant's
-        maximum of payment methods."""
+        supported payment methods, the card token lifetime and the merchant's maximum of
+        payment methods. A card token older than 24 hours is recreated, as "Recreation is
+        normally automatic"; it expires only for a user whose recreation was switched off
+        on the control plane (or through the payment-token-expired scenario)."""
         method = request.payment_method
         if not method:
             return None
@@ -272,10 +304,11 @@ class TaskEngine:
         key = (identifier, method["_id"])
         if method.get("type") == "card":
             created = tenant.payment_tokens.get(key)
-            if created is None or request.recreate_payment_token:
+            expired = created is not None and now - created >= PAYMENT_TOKEN_LIFETIME
+            if expired and identifier in tenant.card_token_recreation_off:
+                return self.scenarios.get(PAYMENT_TOKEN_EXPIRED)
+            if created is None or expired:
                 tenant.payment_tokens[key] = now
-            elif now - created >= PAYMENT_TOKEN_LIFETIME:
-                return self.scenarios.get("payment-token-expired")
         methods = tenant.merchant_payment_methods.setdefault((identifier, company.id), set())
         if method["_id"] not in methods:
             if company.max_payment_methods is not None and len(methods) >= company.max_payment_methods:
@@ -286,7 +319,8 @@ class TaskEngine:
     # -- steps ------------------------------------------------------------------------------
 
     def apply_step(self, tenant: Tenant, task: Task, step: Step) -> None:
-        """One scenario step: company first, then authentication, then status, then accounts."""
+        """One scenario step: company first, then the move to processing, authentication,
+        the final status, and accounts. The event rules are applied here, not by the step."""
         changes = step.changes
         if "company" in changes:
             company_change = changes["company"]
@@ -295,6 +329,10 @@ class TaskEngine:
             offered = [p for p in company_change.get("products") or []
                        if company is not None and p in company.available_products]
             set_company_status(tenant, task.company_id, company_change["status"], offered or None)
+        patch = changes.get("patch", False)
+        status = changes.get("status")
+        if status is not None and task.status in FINAL and not patch:
+            return  # nothing but a patch follows a final status (hand-built steps too)
         for name in ("product", "flow", "meta"):
             if name in changes:
                 setattr(task, name, changes[name])
@@ -303,27 +341,39 @@ class TaskEngine:
         if "paymentMethod" in changes and not task.payment_method_given:
             # The scenario's payment method stands in only when the request named none.
             task.payment_method = changes["paymentMethod"]
-        if "connected" in changes:
-            task.connected = changes["connected"]
+        if changes.get("connected") is False:
+            self.leave(task)
+        if status == PROCESSING:
+            self._move(tenant, task, status, reason=None, patch=False)
         if "authenticated" in changes:
-            # Emitted for every step that states it, also when it stays false: a refused
-            # login is news to the customer (spec: task-authentication-status-updated).
-            task.authenticated = changes["authenticated"]
-            self._emit_task_event(tenant, task, "task-authentication-status-updated",
-                                  {"authenticated": task.authenticated})
-        if "status" in changes:
-            self._move(tenant, task, changes["status"], reason=changes.get("reason"),
-                       patch=changes.get("patch", False))
+            self._authenticate(tenant, task, changes["authenticated"])
+        if status is not None and status != PROCESSING:
+            self._move(tenant, task, status, reason=changes.get("reason"), patch=patch)
         if "accounts" in changes:
             self._emit_task_event(tenant, task, "pay-link-accounts-updated",
                                   {"accounts": self._accounts(tenant, task, changes["accounts"])})
         for name, hook in self.step_hooks.items():
             if name in changes:
                 hook(tenant, task, changes[name])
-        if "status" in changes and task.status in FINAL and not changes.get("patch"):
+        if status in FINAL and not patch:
             for listener in self.on_final:
                 listener(tenant, task)
             self._finish_workflow_if_done(tenant, task, changes.get("workflowFailureReason"))
+
+    @staticmethod
+    def leave(task: Task) -> None:
+        """The user left the hosted flow (its page closed): user.connected is false from
+        now on, and on the final outcome if the task has not resolved yet."""
+        task.user_left = True
+
+    def _authenticate(self, tenant: Tenant, task: Task, authenticated: bool) -> None:
+        """Spec: task-authentication-status-updated, "Authentication status of a Task
+        changed": a step that states the value the task already has emits nothing."""
+        if task.status in FINAL or authenticated == task.authenticated:
+            return
+        task.authenticated = authenticated
+        self._emit_task_event(tenant, task, "task-authentication-status-updated",
+                              {"authenticated": task.authenticated})
 
     def _move(self, tenant: Tenant, task: Task, status: str, *, reason: str | None,
               patch: bool) -> None:
@@ -332,22 +382,25 @@ class TaskEngine:
             raise ApiError(problem, code="illegal-transition")
         task.previous_status, task.status = task.status, status
         task.reason = reason if status == FAILED else None
+        if status in FINAL and task.saw_outcome is None:
+            task.saw_outcome = task.watched and not task.user_left
         task.history.append({"status": status, "previousStatus": task.previous_status,
                              "at": isoformat(tenant.clock.timestamp()), "patch": patch,
                              **({"reason": reason} if reason else {})})
-        if patch:
+        event_type = emits_status_update(task.previous_status, status, patch=patch)
+        if event_type == "task-status-patched":
             data = {"authenticated": task.authenticated, "status": task.status,
                     "previousStatus": task.previous_status}
             if task.payment_method:
                 data["paymentMethod"] = task.payment_method
-            self._emit_task_event(tenant, task, "task-status-patched", data)
-            return
-        data = {"previousStatus": task.previous_status, "status": task.status,
-                "authenticated": task.authenticated}
-        optional = {"paymentMethod": task.payment_method, "reason": task.reason, "flow": task.flow,
-                    "meta": task.meta if status == FAILED else None}
-        data.update({k: v for k, v in optional.items() if v is not None})
-        self._emit_task_event(tenant, task, "task-status-updated", data)
+            self._emit_task_event(tenant, task, event_type, data)
+        elif event_type == "task-status-updated":
+            data = {"previousStatus": task.previous_status, "status": task.status,
+                    "authenticated": task.authenticated}
+            optional = {"paymentMethod": task.payment_method, "reason": task.reason,
+                        "flow": task.flow, "meta": task.meta if status == FAILED else None}
+            data.update({k: v for k, v in optional.items() if v is not None})
+            self._emit_task_event(tenant, task, event_type, data)
 
     def _accounts(self, tenant: Tenant, task: Task, updates: list[dict[str, Any]]) -> list[dict]:
         accounts = []

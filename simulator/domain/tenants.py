@@ -91,6 +91,9 @@ class Tenant:
     # payment methods each user has at each merchant.
     payment_tokens: dict[tuple[str, str], float] = field(default_factory=dict)
     merchant_payment_methods: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    # Users whose expired card tokens are not recreated (the control plane's switch):
+    # their next task with a card older than 24 hours fails payment-token-expired.
+    card_token_recreation_off: set[str] = field(default_factory=set)
     # Continuous access: linked accounts, the push cadence and the PII deletion cadence.
     linked_accounts: dict[str, Any] = field(default_factory=dict)   # id -> LinkedAccount
     refresh_interval: float | None = 86_400.0

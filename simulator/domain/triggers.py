@@ -16,7 +16,8 @@ from ..schemas.events import (COMPANY_EVENT_DATA, CONTINUOUS_ACCESS_DATA, TASK_E
                               event_schema, event_types)
 from .companies import OPERATIONAL, Company
 from .events import Event
-from .states import COMPLETED, PROCESSING
+from .linked_accounts import service_date
+from .states import COMPLETED, FINAL, PROCESSING
 from .tasks import Task, TaskEngine
 from .tenants import Tenant
 
@@ -114,9 +115,10 @@ def _task_data(event_type: str, task: Task) -> dict[str, Any]:
         return data
     if event_type == "task-status-patched":
         return {"authenticated": task.authenticated, "status": COMPLETED, "previousStatus": "failed"}
-    status = task.status if task.status in ("processing", "completed", "failed") else COMPLETED
-    data = {"previousStatus": task.previous_status if task.previous_status in ("queued", "processing")
-            else PROCESSING, "status": status, "authenticated": task.authenticated}
+    # "Emitted when a Task resolves": a task not yet final is shown as completing now.
+    final = task.status in FINAL
+    data = {"previousStatus": task.previous_status if final and task.previous_status else PROCESSING,
+            "status": task.status if final else COMPLETED, "authenticated": task.authenticated}
     if task.reason:
         data["reason"] = task.reason
     return data
@@ -152,7 +154,7 @@ def _user_data(tenant: Tenant, event_type: str, aggregator: str, company: Compan
         start = tenant.clock.now().date().replace(day=1)
         return {**linked, "netHourlyRate": round(rng.uniform(14, 48), 2),
                 "unpaidHoursInPayPeriod": round(rng.uniform(0, 80), 1),
-                "currentPayPeriodStart": start.isoformat()}
+                "currentPayPeriodStart": service_date(start)}
     if event_type == "linked-account-disconnected":
         return {**linked, "reason": "timeout"}
     if event_type == "deposit-switch-removed":

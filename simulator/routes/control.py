@@ -8,7 +8,7 @@ from ..domain import company_admin
 from ..domain.companies import full_record
 from ..keys import DISPATCHER, ENGINE, JOURNAL, RUNNERS, STORE, tenant_of
 from ..middleware import read_json
-from ..schemas.api import (CLOCK_ADVANCE_REQUEST, COMPANY_CREATE_REQUEST, COMPANY_STATUS_REQUEST,
+from ..schemas.api import (CARD_TOKEN_RECREATION_REQUEST, CLOCK_ADVANCE_REQUEST, COMPANY_CREATE_REQUEST, COMPANY_STATUS_REQUEST,
                            COMPANY_UPDATE_REQUEST, EVENTS_QUERY, JOURNAL_QUERY,
                            SCENARIO_BINDING_REQUEST, TASKS_QUERY, TENANT_REQUEST)
 from ..static import static_text
@@ -112,6 +112,19 @@ async def bind_scenario(request: web.Request) -> web.Response:
         request.app[ENGINE].require_scenario(body["scenario"])
         tenant.scenario_bindings[identifier] = body["scenario"]
     return web.json_response({"data": {"identifier": identifier, "scenario": body["scenario"]}})
+
+
+@routes.put("/_sandbox/users/{identifier}/card-token-recreation")
+async def card_token_recreation(request: web.Request) -> web.Response:
+    """Card tokens are recreated automatically (spec: payment-token-expired, "Recreation is
+    normally automatic"); switched off, a card older than 24 hours fails the task."""
+    body = await read_json(request, CARD_TOKEN_RECREATION_REQUEST)
+    tenant, identifier = tenant_of(request), request.match_info["identifier"]
+    if body["enabled"]:
+        tenant.card_token_recreation_off.discard(identifier)
+    else:
+        tenant.card_token_recreation_off.add(identifier)
+    return web.json_response({"data": {"identifier": identifier, "enabled": body["enabled"]}})
 
 
 # -- companies ----------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..domain.states import FAILED, FINAL, QUEUED, transition_error
+from ..domain.states import FAILED, FINAL, PROCESSING, QUEUED, transition_error
 from ..fixtures import ConfigError, load_yaml, validate_document
 from ..schemas.scenarios import SCENARIO_SCHEMA
 
@@ -72,6 +72,9 @@ def load_scenario(path: Path) -> Scenario:
 
 
 def _check_task_steps(steps: list[Step], file: str) -> None:
+    """The spec's transitions, step by step. The event rules themselves (no repeated
+    authentication event, no task-status-updated before resolution, user.connected)
+    are the engine's; here a file is refused when a step asks for what they forbid."""
     status = QUEUED
     for number, step in enumerate(steps):
         where = f"$.steps[{number}]"
@@ -89,6 +92,10 @@ def _check_task_steps(steps: list[Step], file: str) -> None:
         elif status == QUEUED and any(k in step.changes for k in TASK_FIELDS):
             raise ConfigError(file, where, f"step {number} changes the task while it is queued; "
                               "move it to processing first")
+        if status == QUEUED and new != PROCESSING and "authenticated" in step.changes:
+            raise ConfigError(file, f"{where}.authenticated",
+                              f"step {number}: a task authenticates only while processing; it "
+                              f"goes {QUEUED} -> {new} here")
         if new is not None:
             status = new
         if step.get("reason") is not None and new != FAILED:

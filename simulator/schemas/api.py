@@ -103,7 +103,9 @@ TENANT_REQUEST = {
         "name": {"type": "string", "pattern": r"^[A-Za-z0-9_.-]{1,64}$"},
         "products": _STRINGS,
         "manualDeposits": MANUAL_DEPOSITS,
-        "signing": {"type": "boolean"},
+        "signing": {"type": "boolean", "default": True,
+                    "description": "Sign webhooks with x-hmac-signature-sha-256 (the real "
+                                   "service signs every webhook); false turns it off."},
         "continuousAccess": CONTINUOUS_ACCESS,
     },
 }
@@ -206,7 +208,6 @@ TASK_CREATE_REQUEST = {
                     "product": {"type": "string", "minLength": 1},
                     "metadata": _METADATA,
                     "paymentMethod": PAYMENT_METHOD,
-                    "recreatePaymentToken": {"type": "boolean"},
                 },
             },
             "description": "Several operations in one task workflow.",
@@ -215,8 +216,6 @@ TASK_CREATE_REQUEST = {
         "scenario": {"type": "string", "minLength": 1,
                      "description": "The scenario that drives the task (see GET /_sandbox/scenarios)."},
         "paymentMethod": PAYMENT_METHOD,
-        "recreatePaymentToken": {"type": "boolean",
-                                 "description": "Create the card token anew (tokens live 24 hours)."},
     },
     "not": {"anyOf": [{"required": ["product", "operation"]}, {"required": ["product", "tasks"]},
                       {"required": ["operation", "tasks"]},
@@ -258,6 +257,17 @@ SCENARIO_BINDING_REQUEST = {
     "required": ["scenario"],
     "properties": {"scenario": {"type": ["string", "null"], "minLength": 1,
                                 "description": "null removes the binding."}},
+}
+
+CARD_TOKEN_RECREATION_REQUEST = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["enabled"],
+    "properties": {"enabled": {
+        "type": "boolean",
+        "description": "false: the user's card tokens are not recreated after their 24 hours, "
+                       "so the next task with such a card fails payment-token-expired. "
+                       "true (the default, as on the real service): recreated automatically."}},
 }
 
 COMPANY_STATUS_REQUEST = {
