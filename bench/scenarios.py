@@ -60,9 +60,11 @@ def company_for(scenario: dict[str, Any]) -> tuple[str, str]:
 def expected_events(scenarios: dict[str, dict[str, Any]], plan: list[tuple[str, str]]) -> int:
     """The events the scenario files predict for `plan` (scenario, company) per task.
 
-    Per step: `authenticated` -> task-authentication-status-updated; `status` ->
-    task-status-updated (or task-status-patched); `accounts` -> pay-link-accounts-updated;
-    a final, unpatched status -> task-workflow-finished (one task per workflow).
+    Per step, by the spec's event rules: `authenticated` that changes the value ->
+    task-authentication-status-updated; a final `status` -> task-status-updated (or
+    task-status-patched), the move to processing emits nothing; `accounts` ->
+    pay-link-accounts-updated; a final, unpatched status -> task-workflow-finished (one
+    task per workflow).
     Company steps emit maintenance-mode into maintenance every time, back to
     operational only when the company is under maintenance at that moment, so
     they are replayed in timeline order (every task was created at the same
@@ -72,10 +74,18 @@ def expected_events(scenarios: dict[str, dict[str, Any]], plan: list[tuple[str, 
     company_steps = []  # (due, scheduling order, company, status)
     order = 0
     for name, company_id in plan:
+        authenticated = False
         for step in scenarios[name]["steps"]:
             order += 1
-            total += "authenticated" in step
-            total += "status" in step
+            if "authenticated" in step and step["authenticated"] != authenticated:
+                total += 1
+                authenticated = step["authenticated"]
+            total += step.get("status") in FINAL
+            # A completed user-link task links the account (every bench user is new), and
+            # a privacy step emits pii-data-deleted.
+            total += (step.get("status") == "completed" and not step.get("patch", False)
+                      and company_id == WALMART)
+            total += "piiDataDeleted" in step
             total += "accounts" in step
             total += step.get("status") in FINAL and not step.get("patch", False)
             if "company" in step:
