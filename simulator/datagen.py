@@ -78,7 +78,7 @@ class ProfileFactory:
             accounts[0]["distributionType"] = "percent"
             accounts[0]["distributionAmount"] = 100 - accounts[1]["distributionAmount"]
         return Profile(
-            first_name=first, last_name=last, date_of_birth=born.isoformat(),
+            first_name=first, last_name=last, date_of_birth=born,
             email=f"{first}.{last}{rng.randint(1, 99)}@{rng.choice(people['emailDomains'])}".lower(),
             phone=f"+1{rng.randint(201, 989)}{rng.randint(200, 999)}{rng.randint(1000, 9999)}",
             ssn_last4=f"{rng.randint(0, 9999):04d}",
@@ -87,7 +87,7 @@ class ProfileFactory:
             postal_code=f"{rng.randint(1000, 99999):05d}",
             employer=company_name, employer_id=company_id, job_title=title,
             employee_type="hourly" if hourly else "salaried",
-            start_date=start.isoformat(), weekly_hours=weekly_hours, annual_income=annual,
+            start_date=start, weekly_hours=weekly_hours, annual_income=annual,
             hourly_rate=hourly_rate, pay_cycle=rng.choice(PAY_CYCLES),
             deposit_accounts=accounts, tax_rate=round(rng.uniform(0.16, 0.31), 3),
         )

@@ -8,6 +8,7 @@ from . import __version__
 from .fixtures import ServiceProfile
 from .schemas import api
 from .schemas.events import event_schema, event_types
+from .schemas.records import DATA_RECORDS, LINKED_ACCOUNT_LIST_RECORD
 from .settings import Settings
 
 _ERROR_RESPONSES = {
@@ -87,11 +88,23 @@ def build_openapi(service: ServiceProfile, settings: Settings) -> dict[str, Any]
     for kind in data_kinds:
         operation = {"summary": f"{kind} of a user's linked accounts",
                      "parameters": _query(api.DATA_QUERY),
-                     "responses": {**_ok({"type": "array", "items": {"type": "object"}}),
+                     "responses": {**_ok({"type": "array", "items": DATA_RECORDS[kind]}),
                                    **_errors("401", "404", "422")}}
         paths[f"/{kind}"] = {"get": operation}
         paths[f"/{kind}/{{identifier}}"] = {"get": {**operation, "parameters": [
             _path("identifier"), *_query({"properties": {"linkedAccount": {"type": "string"}}})]}}
+    paths["/linked-account/list/{identifier}"] = {"get": {
+        "summary": "The real service's linked-account list of a user",
+        "parameters": [_path("identifier")],
+        "responses": {**_ok({"type": "array", "items": LINKED_ACCOUNT_LIST_RECORD}),
+                      **_errors("401", "404", "422")}}}
+    paths["/paystub/{statementId}"] = {"get": {
+        "summary": "A pay statement's paystub (its `paystub` URL), as a PDF",
+        "parameters": [_path("statementId")],
+        "responses": {"200": {"description": "The paystub",
+                              "content": {"application/pdf": {"schema": {"type": "string",
+                                                                         "format": "binary"}}}},
+                      **_errors("401", "404")}}}
     aggregator = service.aggregator
     user_header = {"name": "user-identifier", "in": "header", "required": True,
                    "schema": {"type": "string"}}
@@ -123,6 +136,14 @@ def build_openapi(service: ServiceProfile, settings: Settings) -> dict[str, Any]
         "summary": "Client SDK: sign in with sandbox credentials; starts the configured tasks",
         "security": public_token, "requestBody": _body(api.SDK_LOGIN_REQUEST),
         "responses": {**_ok(api.TASK_CREATED), **_errors("401", "403", "404", "422")}}}
+    paths["/sdk/company"] = {"post": {
+        "summary": "Client SDK: the picked company, and why the configured tasks cannot start there",
+        "security": public_token, "requestBody": _body(api.SDK_COMPANY_REQUEST),
+        "responses": {**_ok({"type": "object"}), **_errors("401", "404", "422")}}}
+    paths["/sdk/leave"] = {"post": {
+        "summary": "Client SDK: the user left the flow before the outcome (user.connected false)",
+        "security": public_token, "requestBody": _body(api.SDK_LEAVE_REQUEST),
+        "responses": {**_ok({"type": "object"}), **_errors("401", "404", "422")}}}
     control = [
         ("get", "/_sandbox/tasks", "Every task of the tenant, newest first", None, api.TASKS_QUERY),
         ("post", f"/_sandbox/{aggregator}/processor-token", "Mint a processor token as the "
@@ -162,6 +183,9 @@ def build_openapi(service: ServiceProfile, settings: Settings) -> dict[str, Any]
         ("get", "/_sandbox/scenarios", "Every scenario and the user bindings", None, None),
         ("put", "/_sandbox/users/{identifier}/scenario", "Bind a scenario to a user's next tasks",
          api.SCENARIO_BINDING_REQUEST, None),
+        ("put", "/_sandbox/users/{identifier}/card-token-recreation", "Switch automatic card "
+         "token recreation off (payment-token-expired) or back on",
+         api.CARD_TOKEN_RECREATION_REQUEST, None),
         ("post", "/_sandbox/companies", "Create a company (company-created)",
          api.COMPANY_CREATE_REQUEST, None),
         ("patch", "/_sandbox/companies/{companyId}", "Update a company (company-updated)",

@@ -247,13 +247,23 @@ async def test_data_endpoints_public_token_reads_only_its_own_user(sandbox, rece
 
 # -- record shapes and consistency (DESIGN.md field lists) -----------------------------------
 
-ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+# real-service-facts: dates are date-times such as `2020-06-30T12:00:00.000Z`; the sandbox
+# writes a calendar day as that day at noon UTC.
+SERVICE_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}T12:00:00\.000Z$")
+
+
+def calendar_day(text: str) -> date:
+    """The calendar day of a date in a record, which must be in the real service's form."""
+    assert SERVICE_DATE.match(text), text
+    return date.fromisoformat(text[:10])
+
+
 FIELDS = {
     "income": {"income", "incomeType", "annualIncome", "hourlyIncome", "netHourlyRate", "payCycle",
                "nextExpectedPayDate", "currentPayPeriodStart", "currentPayPeriodEnd",
                "unpaidHoursInPayPeriod"},
     "statements": {"date", "payPeriodStartDate", "payPeriodEndDate", "grossAmount", "netAmount",
-                   "paymentMethod", "hours"},
+                   "paymentMethod", "paystub", "hours"},
     "deposit-accounts": {"accountNumber", "routingNumber", "type", "bankName", "distributionType",
                          "distributionAmount"},
     "employment": {"employeeType", "employmentStatus", "jobTitle", "startDate", "weeklyHours",
@@ -270,17 +280,17 @@ def assert_pay_calendar(records: dict[str, list[dict]], now: date) -> None:
     other without gaps, and the income's current period is the one after the last paid
     period (or that very period on a pay day)."""
     statements = sorted(records["statements"], key=lambda s: s["date"])
-    assert all(date.fromisoformat(s["date"]) <= now for s in statements)
+    assert all(calendar_day(s["date"]) <= now for s in statements)
     for previous, current in zip(statements, statements[1:]):
-        assert date.fromisoformat(current["payPeriodStartDate"]) == \
-            date.fromisoformat(previous["payPeriodEndDate"]) + timedelta(days=1), (previous, current)
+        assert calendar_day(current["payPeriodStartDate"]) == \
+            calendar_day(previous["payPeriodEndDate"]) + timedelta(days=1), (previous, current)
     (income,) = records["income"]
-    start = date.fromisoformat(income["currentPayPeriodStart"])
-    end = date.fromisoformat(income["currentPayPeriodEnd"])
+    start = calendar_day(income["currentPayPeriodStart"])
+    end = calendar_day(income["currentPayPeriodEnd"])
     assert start <= now <= end
-    assert date.fromisoformat(income["nextExpectedPayDate"]) > now
+    assert calendar_day(income["nextExpectedPayDate"]) > now
     if statements:
-        last_end = date.fromisoformat(statements[-1]["payPeriodEndDate"])
+        last_end = calendar_day(statements[-1]["payPeriodEndDate"])
         assert start == last_end + timedelta(days=1) or end == last_end == now, \
             (statements[-1], income)
 
@@ -294,14 +304,14 @@ def assert_record_shapes(records: dict[str, list[dict]]) -> None:
     assert income["incomeType"] in ("hourly", "salary")
     assert income["payCycle"] in ("weekly", "biweekly", "semimonthly", "monthly")
     for name in ("nextExpectedPayDate", "currentPayPeriodStart", "currentPayPeriodEnd"):
-        assert ISO_DATE.match(income[name]), name
+        assert SERVICE_DATE.match(income[name]), name
     assert income["currentPayPeriodStart"] <= income["currentPayPeriodEnd"]
     for number in ("income", "annualIncome", "hourlyIncome", "netHourlyRate"):
         assert income[number] > 0, number
     assert income["netHourlyRate"] < income["hourlyIncome"]
     for statement in records["statements"]:
         for name in ("date", "payPeriodStartDate", "payPeriodEndDate"):
-            assert ISO_DATE.match(statement[name]), name
+            assert SERVICE_DATE.match(statement[name]), name
         assert statement["payPeriodStartDate"] <= statement["payPeriodEndDate"]
         assert 0 < statement["netAmount"] < statement["grossAmount"]
         assert statement["hours"] > 0
@@ -313,12 +323,14 @@ def assert_record_shapes(records: dict[str, list[dict]]) -> None:
         assert re.fullmatch(r"\d{9}", account["routingNumber"])
     (employment,) = records["employment"]
     assert set(employment["employer"]) >= {"_id", "name"}
+    assert SERVICE_DATE.match(employment["startDate"]), employment["startDate"]
     (identity,) = records["identity"]
+    assert SERVICE_DATE.match(identity["dateOfBirth"]), identity["dateOfBirth"]
     assert re.fullmatch(r"\*\*\*-\*\*-\d{4}", identity["ssn"]), identity["ssn"]
     for form in records["taxes"]:
         assert isinstance(form["year"], int) and form["totalWages"] > 0
     for sheet in records["timesheets"]:
-        assert ISO_DATE.match(sheet["date"]) and sheet["hours"] > 0 and sheet["rate"] > 0
+        assert SERVICE_DATE.match(sheet["date"]) and sheet["hours"] > 0 and sheet["rate"] > 0
 
 
 async def test_records_follow_the_design_fields_and_agree_with_each_other(sandbox, receiver):
@@ -435,7 +447,7 @@ async def test_push_refresh_emits_synced_events_daily_and_events_agree_with_data
             added = [i for r in of_type(mine, "statements-added")
                      for i in r["body"]["data"]["records"]]
             paid = {s["date"] for s in current["statements"] if s["_id"] in added}
-            if next_pay[user] <= str(await today(sandbox)):
+            if calendar_day(next_pay[user]) <= await today(sandbox):
                 assert next_pay[user] in paid, (day, user, next_pay[user], paid)
             else:
                 assert paid == set(), (day, user)

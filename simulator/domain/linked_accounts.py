@@ -6,6 +6,9 @@ timesheets, tax forms, deposit accounts, employment and identity. The records
 agree with each other (statements follow the income, the employer is the
 company), stay the same between reads, and change only when a refresh says so
 (spec: Continuous access, Continuous-access events, Pull refresh flow).
+
+Dates in the records are written as the real service writes them: date-times with
+milliseconds and a `Z` (real-service-facts: `2020-06-30T12:00:00.000Z`), see `service_date`.
 """
 
 from __future__ import annotations
@@ -37,6 +40,20 @@ NEW_DEPOSIT_ACCOUNT_CHANCE = 0.02
 
 UNKNOWN_LINKED_ACCOUNT = "No linked account has the id {account_id!r}."
 UNKNOWN_USER = "No user has the identifier {identifier!r}."
+UNKNOWN_STATEMENT = "No pay statement has the id {statement_id!r}."
+PAYSTUB_PATH = "/paystub/{statement_id}"
+
+
+def service_date(day: date) -> str:
+    """A calendar day in payroll data, as the real service writes it: a date-time with
+    milliseconds and `Z` (real-service-facts: `2020-06-30T12:00:00.000Z`). The sandbox puts
+    the day at noon UTC, as in that example, so it is the same day in every US time zone."""
+    return f"{day.isoformat()}T12:00:00.000Z"
+
+
+def day_of(text: str) -> date:
+    """The calendar day of a `service_date` (or of a plain ISO date)."""
+    return date.fromisoformat(text[:10])
 
 
 @dataclass(frozen=True)
@@ -45,7 +62,7 @@ class Profile:
 
     first_name: str
     last_name: str
-    date_of_birth: str
+    date_of_birth: date
     email: str
     phone: str
     ssn_last4: str
@@ -57,7 +74,7 @@ class Profile:
     employer_id: str
     job_title: str
     employee_type: str          # hourly | salaried
-    start_date: str
+    start_date: date
     weekly_hours: int
     annual_income: float
     hourly_rate: float
@@ -74,8 +91,9 @@ class LinkedAccount:
     company_id: str
     product: str
     profile: Profile
+    company_at_link: Company    # shown if the company is later deleted from the catalog
     created_at: float
-    last_refresh: float
+    last_refresh: float         # the last successful sync: at the link, then each refresh
     connected: bool = True
     refreshes: int = 0
     pii_deleted: bool = False
@@ -87,11 +105,30 @@ class LinkedAccount:
     identity_id: str = ""
     income_id: str = ""
 
-    def record(self) -> dict[str, Any]:
+    def list_record(self, company: Company | None = None) -> dict[str, Any]:
+        """The real service's linked-account record, exactly its fields (real-service-facts 8:
+        `GET /linked-account/list/{identifier}`). `company` is the catalog's current record
+        of the company, if it still has one."""
+        company = company or self.company_at_link
+        return {"_id": self.id, "valid": self.connected,
+                # The user must go through the SDK again: only a disconnected account needs it.
+                "transactRequired": not self.connected,
+                "company": company.branding_summary(),
+                # Every company in this sandbox has a connector of its own, named after it.
+                "connector": {"_id": company.connector_id, "name": company.name},
+                # Refreshes run only while connected, so the last refresh is the last success.
+                "lastSuccess": isoformat(self.last_refresh)}
+
+    def record(self, company: Company | None = None) -> dict[str, Any]:
+        """The record of GET /linked-accounts: the sandbox's fields (`company` is the company's
+        `_id` there, as the hosted flow reads it) and the real record's other fields."""
+        real = self.list_record(company)
         return {"_id": self.id, "identifier": self.identifier, "company": self.company_id,
                 "product": self.product, "connected": self.connected,
                 "status": "connected" if self.connected else "disconnected",
-                "createdAt": isoformat(self.created_at), "lastRefreshedAt": isoformat(self.last_refresh)}
+                "createdAt": isoformat(self.created_at), "lastRefreshedAt": isoformat(self.last_refresh),
+                **{name: real[name] for name in ("valid", "transactRequired", "connector",
+                                                 "lastSuccess")}}
 
 
 ProfileMaker = Callable[[Tenant, str, Company], Profile]
@@ -112,14 +149,14 @@ class LinkedAccounts:
         account = LinkedAccount(id=tenant.ids.object_id(), identifier=identifier, user_id=user.id,
                                 company_id=company.id, product=product,
                                 profile=self.make_profile(tenant, identifier, company),
-                                created_at=now, last_refresh=now)
+                                company_at_link=company, created_at=now, last_refresh=now)
         ids = tenant.ids
         account.employment_id, account.identity_id, account.income_id = (
             ids.object_id(), ids.object_id(), ids.object_id())
         account.deposit_accounts = [{"_id": ids.object_id(), **a}
                                     for a in account.profile.deposit_accounts]
         today = _day(now)
-        history_start = max(_parse(account.profile.start_date), today - timedelta(days=90))
+        history_start = max(account.profile.start_date, today - timedelta(days=90))
         account.statements = self._statements(tenant, account, history_start, today)
         account.timesheets = self._timesheets(tenant, account, today - timedelta(days=14), today)
         account.taxes = self._tax_forms(tenant, account, 0, today)
@@ -333,16 +370,29 @@ class LinkedAccounts:
                                                      location="query")])
         return accounts
 
-    def records(self, tenant: Tenant, kind: str, account: LinkedAccount) -> list[dict[str, Any]]:
-        """One kind of data of one linked account, as the data endpoints show it."""
+    def record(self, tenant: Tenant, account: LinkedAccount) -> dict[str, Any]:
+        """The account as GET /linked-accounts shows it, with its company as it is now."""
+        return account.record(tenant.companies.get(account.company_id))
+
+    def linked_account_list(self, tenant: Tenant, identifier: str) -> list[dict[str, Any]]:
+        """GET /linked-account/list/{identifier}: the real service's records
+        (real-service-facts 8)."""
+        return [account.list_record(tenant.companies.get(account.company_id))
+                for account in self.accounts_of(tenant, identifier)]
+
+    def records(self, tenant: Tenant, kind: str, account: LinkedAccount, *,
+                base_url: str = "") -> list[dict[str, Any]]:
+        """One kind of data of one linked account, as the data endpoints show it. A
+        statement's `paystub` is the URL of its PDF under `base_url` (the sandbox's origin)."""
         link = {"linkedAccount": account.id}
         if kind == "linked-accounts":
-            return [account.record()]
+            return [self.record(tenant, account)]
         if account.pii_deleted:
             return []
         profile = account.profile
         if kind == "statements":
-            return [{**s, **link} for s in account.statements]
+            return [{**s, "paystub": base_url + PAYSTUB_PATH.format(statement_id=s["_id"]), **link}
+                    for s in account.statements]
         if kind == "timesheets":
             return [{**t, **link} for t in account.timesheets]
         if kind == "taxes":
@@ -356,13 +406,28 @@ class LinkedAccounts:
             return [{"_id": account.employment_id, **link,
                      "employeeType": "full-time" if profile.weekly_hours >= 35 else "part-time",
                      "employmentStatus": "active", "jobTitle": profile.job_title,
-                     "startDate": profile.start_date, "weeklyHours": profile.weekly_hours,
+                     "startDate": service_date(profile.start_date),
+                     "weeklyHours": profile.weekly_hours,
                      "employer": {"_id": profile.employer_id, "name": profile.employer}}]
         return [{"_id": account.identity_id, **link, "firstName": profile.first_name,
-                 "lastName": profile.last_name, "dateOfBirth": profile.date_of_birth,
+                 "lastName": profile.last_name, "dateOfBirth": service_date(profile.date_of_birth),
                  "email": profile.email, "phone": profile.phone,
                  "ssn": f"***-**-{profile.ssn_last4}", "address": profile.address,
                  "city": profile.city, "state": profile.state, "postalCode": profile.postal_code}]
+
+    def paystub(self, tenant: Tenant, statement_id: str,
+                owner: str | None = None) -> tuple[LinkedAccount, dict[str, Any]]:
+        """The pay statement a `paystub` URL names, with its linked account. A public token
+        (`owner`: its user) finds only its own user's statements; another user's is unknown."""
+        for account in tenant.linked_accounts.values():
+            if owner is not None and account.identifier != owner:
+                continue
+            for statement in account.statements:
+                if statement["_id"] == statement_id:
+                    return account, statement
+        raise NotFound(UNKNOWN_STATEMENT.format(statement_id=statement_id),
+                       code="statement-not-found",
+                       details=[field_detail("$.statementId", "unknown", location="path")])
 
     def income(self, account: LinkedAccount, now: float) -> dict[str, Any]:
         profile = account.profile
@@ -378,9 +443,9 @@ class LinkedAccounts:
             "hourlyIncome": profile.hourly_rate,
             "netHourlyRate": round(profile.hourly_rate * (1 - profile.tax_rate), 2),
             "payCycle": profile.pay_cycle,
-            "nextExpectedPayDate": next_pay_date(profile, today).isoformat(),
-            "currentPayPeriodStart": period_start.isoformat(),
-            "currentPayPeriodEnd": period_end.isoformat(),
+            "nextExpectedPayDate": service_date(next_pay_date(profile, today)),
+            "currentPayPeriodStart": service_date(period_start),
+            "currentPayPeriodEnd": service_date(period_end),
             "unpaidHoursInPayPeriod": round(worked, 1),
         }
 
@@ -399,8 +464,8 @@ class LinkedAccounts:
                 hours = round(profile.weekly_hours * ((end - start).days + 1) / 7, 2)
                 gross = round(profile.annual_income / PERIODS_PER_YEAR[profile.pay_cycle], 2)
             statements.append({
-                "_id": tenant.ids.object_id(), "date": pay_date.isoformat(),
-                "payPeriodStartDate": start.isoformat(), "payPeriodEndDate": end.isoformat(),
+                "_id": tenant.ids.object_id(), "date": service_date(pay_date),
+                "payPeriodStartDate": service_date(start), "payPeriodEndDate": service_date(end),
                 "grossAmount": gross, "netAmount": round(gross * (1 - profile.tax_rate), 2),
                 "paymentMethod": "deposit", "hours": hours})
         return statements
@@ -410,7 +475,7 @@ class LinkedAccounts:
         profile = account.profile
         if profile.employee_type != "hourly":
             return []
-        return [{"_id": tenant.ids.object_id(), "date": day.isoformat(),
+        return [{"_id": tenant.ids.object_id(), "date": service_date(day),
                  "hours": day_hours(account, day), "rate": profile.hourly_rate}
                 for day in _days(first, last) if day.weekday() < 5]
 
@@ -418,7 +483,7 @@ class LinkedAccounts:
                    today: date) -> list[dict[str, Any]]:
         """W-2s for each full year worked, published by January 31 of the next year."""
         profile = account.profile
-        started = _parse(profile.start_date)
+        started = profile.start_date
         last_year = today.year - 1 if today >= date(today.year, 1, 31) else today.year - 2
         years = [y for y in range(max(started.year, last_year - 2), last_year + 1)]
         forms = []
@@ -442,10 +507,6 @@ def _day(timestamp: float) -> date:
     return datetime.fromtimestamp(timestamp, tz=timezone.utc).date()
 
 
-def _parse(text: str) -> date:
-    return date.fromisoformat(text)
-
-
 def _days(first: date, last: date):
     day = first
     while day <= last:
@@ -459,7 +520,7 @@ def _month_end(day: date) -> date:
 
 def _anchor(profile: Profile) -> date:
     """The first Friday on or after the start date: weekly and biweekly pay days count from it."""
-    start = _parse(profile.start_date)
+    start = profile.start_date
     return start + timedelta(days=(4 - start.weekday()) % 7)
 
 

@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..domain.states import CHANGED_FIELDS, FAILURE_REASONS, FLOWS, UPDATE_TYPES
+from .records import SERVICE_DATE_TIME
 from .scenarios import PAYMENT_METHOD
 
 _TIME = {"type": "string", "format": "date-time"}
@@ -151,7 +152,8 @@ CONTINUOUS_ACCESS_DATA: dict[str, dict[str, Any]] = {
         "required": ["netHourlyRate", "unpaidHoursInPayPeriod", "currentPayPeriodStart"],
         "properties": {**_LINKED, "netHourlyRate": {"type": "number"},
                        "unpaidHoursInPayPeriod": {"type": "number"},
-                       "currentPayPeriodStart": {"type": "string", "format": "date"}},
+                       # Dates in payroll data are date-times (real-service-facts).
+                       "currentPayPeriodStart": SERVICE_DATE_TIME},
     },
 }
 

@@ -1,0 +1,128 @@
+"""JSON Schemas of the records the linked-account data endpoints return (draft 2020-12).
+
+Field names follow the real service's published record fields (real-service-facts, DESIGN.md:
+Public API); the OpenAPI document publishes these, and the tests check every record the
+endpoints return against them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Dates in payroll data, as the real service writes them: `2020-06-30T12:00:00.000Z`.
+SERVICE_DATE_TIME = {
+    "type": "string", "format": "date-time",
+    "pattern": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$",
+    "description": "A date-time in UTC with milliseconds, e.g. 2020-06-30T12:00:00.000Z; a "
+                   "calendar day (pay day, period bound, start date) is that day at 12:00 UTC.",
+}
+_ID = {"type": "string", "minLength": 1}
+_MONEY = {"type": "number", "minimum": 0}
+_LINK = {"linkedAccount": {**_ID, "description": "The linked account the record comes from."}}
+_BRANDING = {
+    "type": "object",
+    "properties": {"color": {"type": "string"},
+                   "logo": {"type": "object", "properties": {"url": {"type": "string"},
+                                                             "backgroundColor": {"type": "string"}}}},
+}
+_REAL_FIELDS: dict[str, Any] = {
+    "_id": _ID,
+    "valid": {"type": "boolean", "description": "The account is connected: refreshes work."},
+    "transactRequired": {"type": "boolean",
+                         "description": "The user must go through the SDK again (to reconnect)."},
+    "company": {"type": "object", "additionalProperties": False,
+                "required": ["_id", "name", "branding"],
+                "properties": {"_id": _ID, "name": {"type": "string"}, "branding": _BRANDING}},
+    "connector": {"type": "object", "additionalProperties": False, "required": ["_id", "name"],
+                  "properties": {"_id": _ID, "name": {"type": "string"}}},
+    "lastSuccess": {"anyOf": [SERVICE_DATE_TIME, {"type": "null"}],
+                    "description": "When data was last synced successfully (null: never)."},
+}
+
+LINKED_ACCOUNT_LIST_RECORD = {
+    "type": "object",
+    "description": "The real service's linked-account record "
+                   "(GET /linked-account/list/{identifier}).",
+    "additionalProperties": False,
+    "required": list(_REAL_FIELDS),
+    "properties": _REAL_FIELDS,
+}
+
+LINKED_ACCOUNT_RECORD = {
+    "type": "object",
+    "description": "The sandbox's linked-account record: its own fields (`company` is the "
+                   "company's `_id` here) and the real record's `valid`, `transactRequired`, "
+                   "`connector` and `lastSuccess`.",
+    "additionalProperties": False,
+    "required": ["_id", "identifier", "company", "product", "connected", "status", "createdAt",
+                 "lastRefreshedAt", "valid", "transactRequired", "connector", "lastSuccess"],
+    "properties": {
+        **{name: _REAL_FIELDS[name] for name in ("_id", "valid", "transactRequired", "connector",
+                                                 "lastSuccess")},
+        "identifier": _ID,
+        "company": {**_ID, "description": "The company's `_id`."},
+        "product": {"type": "string"},
+        "connected": {"type": "boolean"},
+        "status": {"enum": ["connected", "disconnected"]},
+        "createdAt": SERVICE_DATE_TIME,
+        "lastRefreshedAt": SERVICE_DATE_TIME,
+    },
+}
+
+
+def _record(required: list[str], properties: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "required": ["_id", "linkedAccount", *required],
+            "properties": {"_id": _ID, **_LINK, **properties}}
+
+
+DATA_RECORDS: dict[str, dict[str, Any]] = {
+    "linked-accounts": LINKED_ACCOUNT_RECORD,
+    "income": _record(
+        ["income", "incomeType", "annualIncome", "hourlyIncome", "netHourlyRate", "payCycle",
+         "nextExpectedPayDate", "currentPayPeriodStart", "currentPayPeriodEnd",
+         "unpaidHoursInPayPeriod"],
+        {"income": {**_MONEY, "description": "Gross pay per pay period."},
+         "incomeType": {"enum": ["hourly", "salary"]}, "annualIncome": _MONEY,
+         "hourlyIncome": _MONEY, "netHourlyRate": _MONEY,
+         "payCycle": {"enum": ["weekly", "biweekly", "semimonthly", "monthly"]},
+         "nextExpectedPayDate": SERVICE_DATE_TIME, "currentPayPeriodStart": SERVICE_DATE_TIME,
+         "currentPayPeriodEnd": SERVICE_DATE_TIME, "unpaidHoursInPayPeriod": {"type": "number"}}),
+    "statements": _record(
+        ["date", "payPeriodStartDate", "payPeriodEndDate", "grossAmount", "netAmount",
+         "paymentMethod", "paystub", "hours"],
+        {"date": SERVICE_DATE_TIME, "payPeriodStartDate": SERVICE_DATE_TIME,
+         "payPeriodEndDate": SERVICE_DATE_TIME, "grossAmount": _MONEY, "netAmount": _MONEY,
+         "paymentMethod": {"type": "string"}, "hours": {"type": "number", "minimum": 0},
+         "paystub": {"type": "string", "format": "uri",
+                     "description": "URL of the paystub as a PDF (GET /paystub/{statementId}, "
+                                    "with the same credentials as the data endpoints)."}}),
+    "timesheets": _record(["date", "hours", "rate"],
+                          {"date": SERVICE_DATE_TIME, "hours": {"type": "number", "minimum": 0},
+                           "rate": _MONEY}),
+    "deposit-accounts": _record(
+        ["accountNumber", "routingNumber", "type", "bankName", "distributionType",
+         "distributionAmount"],
+        {"accountNumber": {"type": "string", "description": "Masked but for the last 4 digits."},
+         "routingNumber": {"type": "string", "pattern": r"^\d{9}$"},
+         "type": {"enum": ["checking", "savings", "paycard"]}, "bankName": {"type": "string"},
+         "distributionType": {"enum": ["total", "percent", "fixed"]},
+         "distributionAmount": {"type": "number", "minimum": 0}}),
+    "employment": _record(
+        ["employeeType", "employmentStatus", "jobTitle", "startDate", "weeklyHours", "employer"],
+        {"employeeType": {"type": "string"}, "employmentStatus": {"type": "string"},
+         "jobTitle": {"type": "string"}, "startDate": SERVICE_DATE_TIME,
+         "weeklyHours": {"type": "number"},
+         "employer": {"type": "object", "required": ["_id", "name"],
+                      "properties": {"_id": _ID, "name": {"type": "string"}}}}),
+    "identity": _record(
+        ["firstName", "lastName", "dateOfBirth", "email", "phone", "ssn", "address", "city",
+         "state", "postalCode"],
+        {"firstName": {"type": "string"}, "lastName": {"type": "string"},
+         "dateOfBirth": SERVICE_DATE_TIME, "email": {"type": "string"},
+         "phone": {"type": "string"}, "ssn": {"type": "string", "description": "Masked."},
+         "address": {"type": "string"}, "city": {"type": "string"}, "state": {"type": "string"},
+         "postalCode": {"type": "string"}}),
+    "taxes": _record(["year", "totalWages", "form"],
+                     {"year": {"type": "integer"}, "totalWages": _MONEY, "form": {"type": "string"},
+                      "employer": {"type": "string"}}),
+}
