@@ -51,10 +51,19 @@ _MANAGED_BY = {"type": "object", "required": ["companyId", "name"],
 TASK_EVENT_DATA: dict[str, dict[str, Any]] = {
     "task-status-updated": {
         "type": "object",
+        "description": "Emitted when a Task resolves (spec: Task events): the status is final; "
+                       "previousStatus is processing, or queued for a task that failed before "
+                       "it ever started processing. A failure carries its reason.",
         "required": ["previousStatus", "status", "authenticated"],
+        "allOf": [
+            {"if": {"properties": {"status": {"const": "failed"}}},
+             "then": {"required": ["reason"]}},
+            {"if": {"properties": {"previousStatus": {"const": "queued"}}},
+             "then": {"properties": {"status": {"const": "failed"}}}},
+        ],
         "properties": {
             "previousStatus": {"enum": ["queued", "processing"]},
-            "status": {"enum": ["processing", "completed", "failed"]},
+            "status": {"enum": ["completed", "failed"]},
             "authenticated": {"type": "boolean"},
             "paymentMethod": PAYMENT_METHOD,
             "reason": {"enum": list(FAILURE_REASONS)},
