@@ -135,7 +135,8 @@ def build_openapi(service: ServiceProfile, settings: Settings) -> dict[str, Any]
     paths["/sdk/login"] = {"post": {
         "summary": "Client SDK: sign in with sandbox credentials; starts the configured tasks",
         "security": public_token, "requestBody": _body(api.SDK_LOGIN_REQUEST),
-        "responses": {**_ok(api.TASK_CREATED), **_errors("401", "403", "404", "422")}}}
+        "responses": {**_ok({"oneOf": [api.TASK_CREATED, api.SDK_MFA_CHALLENGE]}),
+                      **_errors("401", "403", "404", "422")}}}
     paths["/sdk/company"] = {"post": {
         "summary": "Client SDK: the picked company, and why the configured tasks cannot start there",
         "security": public_token, "requestBody": _body(api.SDK_COMPANY_REQUEST),

@@ -85,7 +85,9 @@ async def test_sdk_initialize_page_carries_the_config_in_bootstrap(client):
     assert response.status == 200
     assert response.content_type == "text/html"
     boot = await bootstrap_of(response)
-    assert boot == {"prefix": "example-transact", "config": config}
+    assert boot["prefix"] == "example-transact"
+    assert boot["config"] == config
+    assert set(boot["messages"]) == {"reasons", "errors", "fallback"}
 
 
 async def test_sdk_initialize_accepts_standard_padded_base64(client):
@@ -152,7 +154,7 @@ async def test_sdk_session_without_deeplink_starts_at_search(client):
     token = await token_of(client, "sdk-user-1")
     data = (await session(client, token, {"publicToken": token}))["data"]
     assert data == {"step": "search-company", "user": {"identifier": "sdk-user-1"},
-                    "company": None, "linkedAccount": None}
+                    "company": None, "refusal": None, "linkedAccount": None}
 
 
 @pytest.mark.parametrize("deeplink", [
@@ -181,12 +183,13 @@ async def test_sdk_session_deeplink_login_company_returns_the_step_and_full_comp
     assert "capabilities" in data["company"]["connector"]
 
 
-async def test_sdk_session_returns_an_under_maintenance_company_for_the_page_to_refuse(client):
+async def test_sdk_session_returns_an_under_maintenance_company_with_its_refusal(client):
     token = await token_of(client, "sdk-user-1")
     config = {"publicToken": token, "deeplink": {"step": "login-company", "companyId": FEDEX}}
     data = (await session(client, token, config))["data"]
     assert data["company"]["_id"] == FEDEX
     assert data["company"]["status"] == "under-maintenance"
+    assert data["refusal"]["code"] == "company-under-maintenance"
 
 
 async def test_sdk_session_linked_account_returns_the_account_and_its_company(client):
@@ -210,8 +213,11 @@ async def test_sdk_session_linked_account_of_another_user_is_401(client):
 
 @pytest.mark.parametrize(("username", "scenario"), [
     ("test-good", "happy-path"),
-    ("test-bad", "bad-credentials"),
+    ("test-good@test.com", "happy-path"),
+    ("test-failure", "unknown-failure"),
+    ("test-distribution-not-supported", "happy-path"),  # no fractional distribution
     ("test-auth-expired", "auth-expired"),
+    ("test-bad-credentials", "bad-credentials"),
     ("jane.doe@example.com", "happy-path"),
     ("test-no-such-scenario", "happy-path"),
 ])

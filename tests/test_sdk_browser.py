@@ -2,14 +2,21 @@
 
 A host page on another origin (http://localhost:<port>) loads the sandbox's
 /sdk/transact.js (http://127.0.0.1:<port>), opens the hosted flow and records every
-callback in `window.events`. The sandbox runs in-process on a manual clock: once
-the flow has started its task, the test runs the clock until idle over the control
-plane and the page's own polling sees the outcome. No test sleeps for the simulator.
+callback in `window.events`. The sandbox runs in-process on a manual clock and delivers
+its webhooks to a real receiver (tests/receiver.py): once the flow has started its task,
+the test runs the clock until idle over the control plane and the page's own polling
+sees the outcome. No test sleeps for the simulator. Screenshots of the screens land in
+/tmp/shots/.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+import re
 import secrets
+import time
+from pathlib import Path
 
 import pytest
 from aiohttp import web
@@ -18,12 +25,19 @@ from conftest import CHROMIUM_ARGS, FEDEX, WALMART
 from playwright.async_api import async_playwright
 
 from simulator.app import build_store, create_app
+from simulator.domain.states import FAILURE_REASONS
 from simulator.settings import Settings
 
 NETFLIX = "6410a0000000000000000060"
 UNKNOWN_COMPANY = "6410a00000000000000fffff"
 TIMEOUT_MS = 5_000
 FLOW = "iframe[data-transact]"
+HOOKS = "/hooks"
+SHOTS = Path("/tmp/shots")
+# Codes and developer words a user must never read (issue 8, point 12).
+JARGON = re.compile(r"x-public-token|header|token|deeplink|companyId|_id|\(|\)|"
+                    r"invalid-company-id|company-under-maintenance|credentials-refused|"
+                    r"<scenario>", re.IGNORECASE)
 
 HOST_PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>Customer page</title></head>
@@ -51,9 +65,10 @@ window.openFlow = function (config) {
 # -- fixtures ---------------------------------------------------------------------------------
 
 @pytest.fixture
-async def sandbox(aiohttp_server, aiohttp_client, loaded, clock):
-    """The sandbox on 127.0.0.1, manual clock; a client of it for the control plane."""
-    settings = Settings(port=0, clock="manual")
+async def sandbox(aiohttp_server, aiohttp_client, loaded, clock, receiver):
+    """The sandbox on 127.0.0.1, manual clock, webhooks to the real receiver at /hooks;
+    a client of it for the control plane."""
+    settings = Settings(port=0, clock="manual", webhook_url=receiver.url(HOOKS))
     store = build_store(settings, clock=clock, loaded=loaded)
     server = await aiohttp_server(create_app(settings, store=store), host="127.0.0.1")
     return await aiohttp_client(server)
@@ -132,16 +147,52 @@ async def tasks_of(sandbox, identifier: str) -> list[dict]:
     return (await call(sandbox, "GET", "/_sandbox/tasks", params={"user": identifier}))["data"]
 
 
+async def started_task(page) -> str:
+    """The id of the task the flow started (its "Started Task" interaction)."""
+    await page.wait_for_function(
+        "() => window.events.some(e => e[0] === 'interaction' && e[1].name === 'Started Task')")
+    return await page.evaluate("""() => window.events.filter(e => e[0] === 'interaction'
+        && e[1].name === 'Started Task').map(e => e[1].value.taskId).pop()""")
+
+
 async def finish_task(page, sandbox, flow) -> dict:
-    """Run the scenario to its end; the page sees it on its next poll and finishes."""
+    """Run the scenario to its end; the page sees it on its next poll and shows the end
+    screen; the user presses Done and the flow finishes (the iframe goes away)."""
     await run_until_idle(sandbox)
     await on_screen(flow, "done")
+    await flow.get_by_test_id("done").dispatch_event("click")  # the frame goes away: no wait after
     return await wait_for_event(page, "finish")
+
+
+def final_event(receiver, task_id: str) -> dict:
+    """The task's task-status-updated as the receiver got it."""
+    [event] = [body for body in (json.loads(r.body) for r in receiver.received(HOOKS))
+               if body.get("task") == task_id and body["eventType"] == "task-status-updated"]
+    return event
+
+
+async def shot(page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    await page.screenshot(path=str(SHOTS / f"{name}.png"))
+
+
+async def under_maintenance(sandbox, company_id: str, products: list[str]) -> None:
+    await call(sandbox, "POST", f"/_sandbox/companies/{company_id}/status",
+               json={"status": "under-maintenance", "products": products})
+
+
+async def visible_text(flow) -> str:
+    return await flow.locator("body").inner_text()
 
 
 # -- the flows --------------------------------------------------------------------------------
 
-async def test_sdk_browser_happy_path_search_login_finish_and_close(page, sandbox):
+async def test_sdk_browser_happy_path_search_login_and_finish_removes_the_flow(page, sandbox, receiver):
+    """Spec, Client SDK configuration: `onFinish` "Receives an object with `taskId` and
+    `handoff`"; the real SDK removes its iframe when the flow finishes (issue 8, point 12).
+    The page stayed open: spec, User object, `connected` is "True when the user was
+    present to see confirmation of the Task's final outcome."
+    """
     token = await token_of(sandbox, "browser-happy")
     flow = await open_flow(page, {"publicToken": token, "scope": "user-link",
                                   "tasks": [{"operation": "deposit"}]})
@@ -150,40 +201,56 @@ async def test_sdk_browser_happy_path_search_login_finish_and_close(page, sandbo
     await flow.locator(f"[data-company='{WALMART}']").click()
     assert await flow.get_by_test_id("company-name").text_content() == "Walmart"
     await sign_in(flow, "test-good")
+    task_id = await started_task(page)
 
-    finished = await finish_task(page, sandbox, flow)
-    assert set(finished) == {"taskId", "handoff"}
+    await run_until_idle(sandbox)
+    await on_screen(flow, "done")
     assert await flow.get_by_test_id("outcome").text_content() == "You're all set"
-    task = await get_task(sandbox, finished["taskId"])
+    await shot(page, "sdk-happy-path-done")
+    assert await events(page, "finish") == []  # the user has not left the end screen yet
+    await flow.get_by_test_id("done").dispatch_event("click")  # the frame goes away: no wait after
+    finished = await wait_for_event(page, "finish")
+    assert finished == {"taskId": task_id, "handoff": None}
+    assert await page.locator(FLOW).count() == 0
+    assert await events(page, "close") == []
+
+    task = await get_task(sandbox, task_id)
     assert task["status"] == "completed"
     assert task["company"] == WALMART
     assert task["user"]["identifier"] == "browser-happy"
     assert task["scenario"] == "happy-path"
-    await page.screenshot(path="/tmp/sdk-browser-happy-path.png")
-
+    final = final_event(receiver, task_id)
+    assert final["data"]["status"] == "completed"
+    assert final["user"]["connected"] is True
     names = [e["name"] for e in await events(page, "interaction")]
     assert "Selected Company" in names and "Task Completed" in names
-    await flow.get_by_test_id("done").dispatch_event("click")  # the frame goes away: no wait after
-    assert await wait_for_event(page, "close") == {"reason": "completed"}
-    assert await page.locator(FLOW).count() == 0
-    assert await events(page, "close") == [{"reason": "completed"}]
 
 
-async def test_sdk_browser_test_bad_fails_the_task_and_still_finishes(page, sandbox):
+async def test_sdk_browser_test_bad_is_refused_on_the_form_and_the_user_tries_again(page, sandbox):
+    """real-service-facts 7: "Sandbox usernames: test-good, test-bad, ...; any password".
+    test-bad is refused on the login form (no task); the user can try again."""
     token = await token_of(sandbox, "browser-bad")
     flow = await open_flow(page, {"publicToken": token,
                                   "deeplink": {"step": "login-company", "companyId": WALMART}})
-    await sign_in(flow, "test-bad")
+    await on_screen(flow, "login")
+    await flow.get_by_label("Username").fill("test-bad@test.com")
+    await flow.get_by_label("Password").fill("hunter2")
+    await flow.get_by_label("Password").press("Enter")  # the keyboard submits the form
+    message = flow.get_by_role("alert")
+    await message.filter(has_text="username or password").wait_for()
+    text = await message.text_content()
+    assert text == "That username or password isn't right. Check them and try again."
+    assert not JARGON.search(text)
+    assert await flow.locator("#app").get_attribute("data-screen") == "login"
+    assert await flow.get_by_label("Password").input_value() == ""
+    assert await tasks_of(sandbox, "browser-bad") == []
+    refused = [e["value"] for e in await events(page, "interaction") if e["name"] == "Login Refused"]
+    assert refused == [{"code": "credentials-refused"}]  # the code goes to the host page only
+    await shot(page, "sdk-test-bad-inline-message")
 
+    await sign_in(flow, "test-good")
     finished = await finish_task(page, sandbox, flow)
-    assert await flow.get_by_test_id("outcome").text_content() == "We couldn't finish"
-    assert await flow.locator("#title").text_content() == "Task Failed"
-    task = await get_task(sandbox, finished["taskId"])
-    assert task["status"] == "failed"
-    assert task["scenario"] == "bad-credentials"
-    assert task["reason"] == "user-abandon"
-    await flow.get_by_test_id("done").dispatch_event("click")  # the frame goes away: no wait after
-    assert await wait_for_event(page, "close") == {"reason": "task-failed"}
+    assert (await get_task(sandbox, finished["taskId"]))["status"] == "completed"
 
 
 async def test_sdk_browser_deeplink_login_company_without_back_button(page, sandbox):
@@ -224,6 +291,10 @@ async def test_sdk_browser_deeplink_unknown_company_shows_error_and_closes_inval
     flow = await open_flow(page, {"publicToken": token,
                                   "deeplink": {"step": "login-company", "companyId": UNKNOWN_COMPANY}})
     await flow.get_by_test_id("error").wait_for()
+    text = await flow.get_by_test_id("error").text_content()
+    assert text == ("We couldn't find the employer this link points to. Close this window and "
+                    "try again from the app.")
+    assert not JARGON.search(await visible_text(flow))
     await flow.get_by_role("button", name="Close").first.dispatch_event("click")  # the frame goes away: no wait after
     assert await wait_for_event(page, "close") == {"reason": "invalid-company-id"}
     assert await page.locator(FLOW).count() == 0
@@ -245,20 +316,27 @@ async def test_sdk_browser_search_payroll_lists_only_payroll_providers(page, san
 
 
 async def test_sdk_browser_under_maintenance_company_is_unavailable_and_creates_no_task(page, sandbox):
+    """Spec, API and SDK errors 2: "Starting an authentication flow against an
+    `under-maintenance` or `disabled` company is not possible." The flow closes with the
+    code the API gives."""
     token = await token_of(sandbox, "browser-maintenance")
     flow = await open_flow(page, {"publicToken": token,
                                   "deeplink": {"step": "login-company", "companyId": FEDEX}})
     await flow.get_by_test_id("unavailable").wait_for()
-    assert "under maintenance" in await flow.get_by_test_id("unavailable").text_content()
+    text = await flow.get_by_test_id("unavailable").text_content()
+    assert text == "FedEx is under maintenance right now, so you can't sign in. Try again later."
     assert await flow.get_by_test_id("username").count() == 0
     await flow.get_by_role("button", name="Close").first.dispatch_event("click")  # the frame goes away: no wait after
-    assert await wait_for_event(page, "close") == {"reason": "company-unavailable"}
+    assert await wait_for_event(page, "close") == {"reason": "company-under-maintenance"}
     assert await tasks_of(sandbox, "browser-maintenance") == []
 
 
 async def test_sdk_browser_unknown_public_token_shows_error(page, sandbox):
     flow = await open_flow(page, {"publicToken": "public-sandbox-" + secrets.token_hex(16)})
     await flow.get_by_test_id("error").wait_for()
+    assert "session has expired" in await flow.get_by_test_id("error").text_content()
+    assert not JARGON.search(await visible_text(flow))
+    await shot(page, "sdk-error-invalid-public-token")
     await flow.get_by_role("button", name="Close").first.dispatch_event("click")  # the frame goes away: no wait after
     assert await wait_for_event(page, "close") == {"reason": "invalid-public-token"}
 
@@ -364,3 +442,249 @@ async def test_sdk_browser_manual_deposits_company_gets_manual_instructions(page
     await flow.locator("[data-company='6410a000000000000000000f']").click()
     await on_screen(flow, "manual-fallback")
     assert "Joe's Family Diner" in await flow.get_by_test_id("manual-instructions").text_content()
+
+
+# -- issue 8: fidelity of the hosted flow -------------------------------------------------------
+
+async def eventually(check, timeout: float = 5.0):
+    """Wait for the browser (not the simulator): a keepalive request after the page went away."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = await check()
+        if result or time.monotonic() > deadline:
+            return result
+        await asyncio.sleep(0.05)
+
+
+async def test_sdk_browser_close_button_during_progress_makes_the_task_not_connected(page, sandbox, receiver):
+    """Spec, User object: `connected` is "True when the user was present to see
+    confirmation of the Task's final outcome." The user closed the flow while the task
+    ran; onClose gets the real SDK's reason for it, task-pending."""
+    token = await token_of(sandbox, "browser-closer")
+    flow = await open_flow(page, {"publicToken": token,
+                                  "deeplink": {"step": "login-company", "companyId": WALMART}})
+    await sign_in(flow, "test-good")
+    task_id = await started_task(page)
+    await flow.get_by_test_id("close").dispatch_event("click")  # the frame goes away: no wait after
+    assert await wait_for_event(page, "close") == {"reason": "task-pending"}
+    assert await page.locator(FLOW).count() == 0
+    # The page told the sandbox before it closed.
+    assert (await get_task(sandbox, task_id))["user"]["connected"] is False
+
+    await run_until_idle(sandbox)
+    final = final_event(receiver, task_id)
+    assert final["data"]["status"] == "completed"
+    assert final["user"]["connected"] is False
+
+
+async def test_sdk_browser_flow_removed_during_progress_tells_the_sandbox_on_pagehide(page, sandbox, receiver):
+    """Spec, User object: `connected` is "True when the user was present to see
+    confirmation of the Task's final outcome." The host page removed the flow (its
+    handle's close()) while the task ran: pagehide sends the leave with keepalive."""
+    token = await token_of(sandbox, "browser-gone")
+    flow = await open_flow(page, {"publicToken": token,
+                                  "deeplink": {"step": "login-company", "companyId": WALMART}})
+    await sign_in(flow, "test-good")
+    task_id = await started_task(page)
+    await page.evaluate("() => window.flow.close()")
+    assert await page.locator(FLOW).count() == 0
+
+    async def left() -> bool:
+        return (await get_task(sandbox, task_id))["user"]["connected"] is False
+
+    assert await eventually(left)
+    await run_until_idle(sandbox)
+    assert final_event(receiver, task_id)["user"]["connected"] is False
+
+
+async def test_sdk_browser_maintenance_for_deposit_refuses_deposit_but_signs_in_verify(page, sandbox):
+    """Spec, Company status: maintenance is "enabled for listed products" and then "Users
+    cannot start an authentication flow"; Walmart is under maintenance for deposit only."""
+    await under_maintenance(sandbox, WALMART, ["deposit"])
+    token = await token_of(sandbox, "browser-maint-product")
+    flow = await open_flow(page, {"publicToken": token, "tasks": [{"operation": "verify"}],
+                                  "deeplink": {"step": "login-company", "companyId": WALMART}})
+    await sign_in(flow, "test-good")
+    finished = await finish_task(page, sandbox, flow)
+    assert (await get_task(sandbox, finished["taskId"]))["product"] == "verify"
+
+    # The same company picked in search by a deposit flow is refused before any sign-in.
+    flow = await open_flow(page, {"publicToken": token, "tasks": [{"operation": "deposit"}]})
+    await on_screen(flow, "search")
+    await flow.get_by_test_id("search").fill("walmart")
+    await flow.locator(f"[data-company='{WALMART}']").click()
+    await on_screen(flow, "unavailable")
+    assert await flow.get_by_test_id("username").count() == 0
+    await shot(page, "sdk-unavailable-maintenance")
+    await flow.get_by_role("button", name="Close").first.dispatch_event("click")  # the frame goes away: no wait after
+    closes = await page.wait_for_function("() => window.events.filter(e => e[0] === 'close')")
+    assert (await closes.json_value())[-1][1] == {"reason": "company-under-maintenance"}
+    assert len(await tasks_of(sandbox, "browser-maint-product")) == 1
+
+
+@pytest.mark.parametrize(("step", "screen_name"), [
+    ("direct-deposit-setup", "direct-deposit-setup"),
+    ("manual-fallback", "manual-fallback"),
+    ("generate-deposit-pdf", "generate-deposit-pdf"),
+])
+async def test_sdk_browser_company_steps_without_company_id_pick_the_company_first(
+        page, sandbox, step, screen_name):
+    """Spec, Client SDK configuration: `deeplink.step` lists "`login-company` (requires
+    `companyId`)"; the other company steps work without one: the user picks the company."""
+    token = await token_of(sandbox, "browser-steps")
+    flow = await open_flow(page, {"publicToken": token, "deeplink": {"step": step}})
+    await on_screen(flow, "search")
+    await flow.get_by_test_id("search").fill("walmart")
+    await flow.locator(f"[data-company='{WALMART}']").click()
+    await on_screen(flow, screen_name)
+    assert await flow.get_by_test_id("company-name").text_content() == "Walmart"
+    if step == "direct-deposit-setup":
+        await flow.get_by_test_id("continue").click()  # the entire paycheck
+        await sign_in(flow, "test-good")
+        finished = await finish_task(page, sandbox, flow)
+        assert (await get_task(sandbox, finished["taskId"]))["company"] == WALMART
+
+
+@pytest.mark.parametrize(("username", "screen_name", "label", "shot_name"), [
+    ("test-code-mfa", "mfa-code", "Verification code", "sdk-mfa-code"),
+    ("test-question-mfa", "security-question", "What was the name of your first pet?",
+     "sdk-security-question"),
+])
+async def test_sdk_browser_mfa_usernames_ask_then_any_answer_succeeds(
+        page, sandbox, receiver, username, screen_name, label, shot_name):
+    """real-service-facts 7: "Sandbox usernames: ..., test-code-mfa, test-question-mfa;
+    any password; any MFA answer"."""
+    token = await token_of(sandbox, f"browser-{screen_name}")
+    flow = await open_flow(page, {"publicToken": token,
+                                  "deeplink": {"step": "login-company", "companyId": WALMART}})
+    await on_screen(flow, "login")
+    await flow.get_by_label("Username").fill(username)
+    await flow.get_by_label("Password").fill("anything")
+    await flow.get_by_test_id("submit").click()
+    await on_screen(flow, screen_name)
+    assert await tasks_of(sandbox, f"browser-{screen_name}") == []
+    answer = flow.get_by_label(label)
+    assert await answer.evaluate("node => node === document.activeElement")  # focus is there
+    await flow.get_by_test_id("mfa-submit").click()  # empty: asked again, nothing sent
+    await flow.get_by_role("alert").filter(has_text="Enter").wait_for()
+    await shot(page, shot_name)
+    await answer.fill("42 whatever")
+    await answer.press("Enter")
+    await on_screen(flow, "progress")
+    finished = await finish_task(page, sandbox, flow)
+    assert final_event(receiver, finished["taskId"])["data"]["status"] == "completed"
+
+
+async def test_sdk_browser_test_failure_shows_a_plain_sentence_and_closes_with_the_reason(page, sandbox):
+    """real-service-facts 7: the sandbox username test-failure fails the task; spec,
+    Errors: `unknown-failure` is the "Fallback when no other reason matches". The user
+    reads a sentence with a next step; the reason code goes to onClose only."""
+    token = await token_of(sandbox, "browser-failure")
+    flow = await open_flow(page, {"publicToken": token,
+                                  "deeplink": {"step": "login-company", "companyId": WALMART}})
+    await sign_in(flow, "test-failure")
+    await run_until_idle(sandbox)
+    await on_screen(flow, "done")
+    assert await flow.get_by_test_id("outcome").text_content() == "We couldn't finish"
+    detail = await flow.get_by_test_id("outcome-detail").text_content()
+    assert detail == "Something went wrong and we couldn't finish. Try again in a few minutes."
+    text = await visible_text(flow)
+    assert "unknown-failure" not in text and "Reason" not in text
+    await shot(page, "sdk-failure-screen")
+    failed = [e["value"] for e in await events(page, "interaction") if e["name"] == "Task Failed"]
+    assert failed[0]["reason"] == "unknown-failure"
+    assert await events(page, "finish") == []
+    await flow.get_by_test_id("done").dispatch_event("click")  # the frame goes away: no wait after
+    assert await wait_for_event(page, "close") == {"reason": "unknown-failure"}
+    assert await page.locator(FLOW).count() == 0
+
+
+async def test_sdk_browser_failure_try_again_returns_to_the_login_form(page, sandbox):
+    """Spec, Errors: `connection-error` ("The merchant could not be reached"): the
+    sentence's next step is to try again, and the screen offers it."""
+    token = await token_of(sandbox, "browser-retry")
+    flow = await open_flow(page, {"publicToken": token,
+                                  "deeplink": {"step": "login-company", "companyId": WALMART}})
+    await sign_in(flow, "test-connection-error")
+    await run_until_idle(sandbox)
+    await on_screen(flow, "done")
+    assert (await flow.get_by_test_id("outcome-detail").text_content()).startswith(
+        "We couldn't reach Walmart.")
+    await flow.get_by_test_id("retry").click()
+    await sign_in(flow, "test-good")
+    finished = await finish_task(page, sandbox, flow)
+    assert (await get_task(sandbox, finished["taskId"]))["status"] == "completed"
+
+
+@pytest.mark.parametrize(("choice", "amount", "status"), [
+    ("percent", "40", "failed"), ("fixed", "250", "failed"), ("total", None, "completed"),
+])
+async def test_sdk_browser_distribution_not_supported_fails_only_a_fractional_deposit(
+        page, sandbox, receiver, choice, amount, status):
+    """real-service-facts 7: the sandbox username test-distribution-not-supported. A
+    percent or fixed deposit chosen on direct-deposit-setup fails with the spec's nearest
+    reason, product-not-supported ("The merchant does not permit the Task for this
+    account"); the entire paycheck succeeds."""
+    token = await token_of(sandbox, f"browser-distribution-{choice}")
+    flow = await open_flow(page, {"publicToken": token, "deeplink": {
+        "step": "direct-deposit-setup", "companyId": WALMART}})
+    await on_screen(flow, "direct-deposit-setup")
+    await flow.get_by_label("How much of your pay should go to this account?").select_option(choice)
+    if amount:
+        await flow.get_by_label("Percentage (1 to 100)" if choice == "percent" else
+                                "Amount in dollars").fill(amount)
+        await shot(page, f"sdk-direct-deposit-setup-{choice}")
+    await flow.get_by_test_id("continue").click()
+    await sign_in(flow, "test-distribution-not-supported@test.com")
+    task_id = await started_task(page)
+    await run_until_idle(sandbox)
+    await on_screen(flow, "done")
+    final = final_event(receiver, task_id)
+    assert final["data"]["status"] == status
+    assert "metadata" not in final  # the customer gave none; the split is not put there
+    if status == "failed":
+        assert final["data"]["reason"] == "product-not-supported"
+        detail = await flow.get_by_test_id("outcome-detail").text_content()
+        assert detail.startswith("Walmart doesn't allow this change for your account.")
+
+
+async def test_sdk_browser_every_failure_reason_reads_as_a_plain_sentence(page, sandbox):
+    """Spec, Errors, Task failure reasons: all twenty reasons. Each reaches the user as a
+    plain sentence with a next step; the code reaches the host page in onClose only."""
+    token = await token_of(sandbox, "browser-reasons")
+    sentences = {}
+    for n, reason in enumerate(FAILURE_REASONS):
+        flow = await open_flow(page, {"publicToken": token,
+                                      "deeplink": {"step": "login-company", "companyId": WALMART}})
+        await sign_in(flow, f"test-{reason}")
+        await run_until_idle(sandbox)
+        await on_screen(flow, "done")
+        detail = await flow.get_by_test_id("outcome-detail").text_content()
+        text = await visible_text(flow)
+        assert not [code for code in FAILURE_REASONS if code in text], (reason, text)
+        assert not JARGON.search(text), (reason, text)
+        sentences[reason] = detail
+        await flow.get_by_test_id("done").dispatch_event("click")  # the frame goes away
+        await page.wait_for_function(
+            "n => window.events.filter(e => e[0] === 'close').length === n", arg=n + 1)
+        assert (await events(page, "close"))[-1] == {"reason": reason}
+    assert len(set(sentences.values())) == len(FAILURE_REASONS)  # one sentence each
+    assert "Make the change with" in sentences["subscription-managed-by-partner-provider"]
+
+
+async def test_sdk_browser_login_form_is_labelled_and_its_hint_names_the_sandbox_usernames(page, sandbox):
+    """real-service-facts 7: "Sandbox usernames: test-good, test-bad, test-failure,
+    test-distribution-not-supported, test-code-mfa, test-question-mfa; any password; any
+    MFA answer; append @test.com where an email is needed." The hint says so plainly."""
+    token = await token_of(sandbox, "browser-hint")
+    flow = await open_flow(page, {"publicToken": token,
+                                  "deeplink": {"step": "login-company", "companyId": WALMART}})
+    await on_screen(flow, "login")
+    assert await flow.get_by_label("Username").evaluate("node => node === document.activeElement")
+    await flow.get_by_text("Testing? Use a sandbox username").click()
+    hint = await flow.get_by_test_id("login-hint").inner_text()
+    for username in ("test-good", "test-bad", "test-failure", "test-distribution-not-supported",
+                     "test-code-mfa", "test-question-mfa", "@test.com"):
+        assert username in hint
+    assert not JARGON.search(hint), hint
+    await shot(page, "sdk-login-hint")

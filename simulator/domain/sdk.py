@@ -1,10 +1,14 @@
-"""The client SDK's hosted flow: its configuration and the sandbox login.
+"""The client SDK's hosted flow: its configuration, the sandbox login and what the
+user reads.
 
 The flow is configured by the customer's page (spec: Client SDK configuration) and
-talks to the sandbox with the user's public token. Logging in with a sandbox
-username starts a real task, driven by its scenario (DESIGN.md, Scenarios):
-`test-good` is the happy path, `test-bad` bad credentials, `test-<scenario>` any
-scenario; other usernames are accepted as good credentials.
+talks to the sandbox with the user's public token. Logging in starts a real task,
+driven by its scenario (DESIGN.md, Scenarios). The usernames are the real sandbox's
+(real-service-facts 7): `test-good` succeeds, `test-bad` is refused on the login form,
+`test-failure` fails, `test-distribution-not-supported` fails a fractional deposit,
+`test-code-mfa` and `test-question-mfa` ask for a code or an answer first; `@test.com`
+may follow any of them. `test-<scenario>` runs that scenario (this sandbox's own
+extension); any other username is a good login.
 """
 
 from __future__ import annotations
@@ -12,27 +16,168 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ApiError, BadRequest, Forbidden, ValidationFailed, field_detail
+from ..errors import ApiError, BadRequest, Unauthorized, ValidationFailed, field_detail
 from .companies import DISABLED, Company
-from .tasks import HAPPY_PATH, TaskEngine
+from .tasks import HAPPY_PATH, Task, TaskEngine, Workflow
 from .tenants import PublicToken, Tenant
 
 DEEPLINK_STEPS = ("login-company", "search-company", "search-payroll", "welcome", "account",
                   "direct-deposit-setup", "manual-fallback", "generate-deposit-pdf", "add-card")
-STEPS_NEEDING_COMPANY = ("login-company", "direct-deposit-setup", "manual-fallback",
-                         "generate-deposit-pdf")
-USERNAMES = {"test-good": HAPPY_PATH, "test-bad": "bad-credentials"}
+# Spec (Client SDK configuration): "`login-company` (requires `companyId`)". The other
+# company steps let the user pick the company first when the deeplink names none.
+STEPS_NEEDING_COMPANY = ("login-company",)
+DEFAULT_OPERATIONS = ("deposit", "verify", "switch", "present")
+
+# The real sandbox's usernames (real-service-facts 7); "@test.com" may follow them.
+SANDBOX_EMAIL = "@test.com"
+REFUSED_USERNAME = "test-bad"
+DISTRIBUTION_USERNAME = "test-distribution-not-supported"
+DISTRIBUTION_SCENARIO = "distribution-not-supported"
+FRACTIONAL_DISTRIBUTIONS = ("percent", "fixed")
+USERNAMES = {"test-good": HAPPY_PATH, "test-failure": "unknown-failure",
+             "test-code-mfa": HAPPY_PATH, "test-question-mfa": HAPPY_PATH}
+
+
+@dataclass(frozen=True)
+class MfaChallenge:
+    """A second sign-in step the flow shows before the task starts; any answer passes."""
+
+    type: str  # "code" or "question"
+    prompt: str
+
+    def record(self) -> dict[str, str]:
+        return {"type": self.type, "prompt": self.prompt}
+
+
+MFA_CHALLENGES = {
+    "test-code-mfa": MfaChallenge("code", "Enter the 6-digit code we sent to your phone."),
+    "test-question-mfa": MfaChallenge("question", "What was the name of your first pet?"),
+}
+
+
+@dataclass(frozen=True)
+class LoginOutcome:
+    """POST /sdk/login: either the started workflow and tasks, or an MFA challenge."""
+
+    workflow: Workflow | None = None
+    tasks: tuple[Task, ...] = ()
+    mfa: MfaChallenge | None = None
+
 
 INVALID_CONFIG = "The SDK configuration is not base64 of a JSON object."
 INVALID_COMPANY_ID = "The deeplink names no company with that _id (invalid-company-id)."
+CREDENTIALS_REFUSED = ("The company refused the username and password (sandbox username "
+                       "test-bad); no task was started. The user can try again.")
+LINKED_ACCOUNT_ELSEWHERE = "The linked account is not this user's at this company."
 
 
 class InvalidCompanyId(ApiError):
     status = 404
     code = "invalid-company-id"
 
+
+class CredentialsRefused(Unauthorized):
+    code = "credentials-refused"
+
+
+# -- what the user reads --------------------------------------------------------------------
+# Spec (Errors): every task failure reason, and every error the hosted flow can meet,
+# as a plain sentence with a next step. The codes go to onClose / onInteraction only.
+# `{company}` is the company's name (or "the company"), `{partner}` meta.managedBy's name.
+
+FAILURE_SENTENCES = {
+    "auth-expired": "Your session with {company} has ended. Sign in again to continue.",
+    "connection-error": "We couldn't reach {company}. Check your internet connection and try "
+                        "again in a few minutes.",
+    "device-disconnected": "The connection to your device was lost before we could finish. "
+                           "Start again and keep this window open until it's done.",
+    "action-failed": "We couldn't confirm the change at {company}. Try again in a few minutes.",
+    "plan-selection-required": "We couldn't tell which of your plans at {company} to update. "
+                               "Check your plans at {company}, then try again.",
+    "product-not-supported": "{company} doesn't allow this change for your account. Try "
+                             "another option, such as your entire paycheck, or make the change "
+                             "with {company} directly.",
+    "subscription-inactive": "Your subscription at {company} isn't active, so nothing could be "
+                             "changed. Reactivate it at {company}, then try again.",
+    "subscription-managed-by-partner-provider": "Your subscription at {company} is managed by "
+                                                "{partner}. Make the change with {partner}.",
+    "subscription-not-found": "We couldn't find your subscription at {company}. Check that it "
+                              "is still there, then try again.",
+    "payment-method-locked": "Your payment method is locked at {company}. Try again once "
+                             "{company} unlocks it.",
+    "payment-method-not-supported": "{company} doesn't accept this payment method. Try another "
+                                    "card or bank account.",
+    "payment-method-insufficient-funds": "Your payment method didn't have enough funds for "
+                                         "{company}'s check. Add funds or use another card or "
+                                         "account, then try again.",
+    "payment-method-limit-reached": "{company} already holds as many payment methods as it "
+                                    "allows. Remove one at {company}, then try again.",
+    "payment-method-declined": "{company} declined this payment method. Try another card or "
+                               "bank account.",
+    "user-abandon": "The sign-in wasn't finished, so nothing was changed. Start again when "
+                    "you're ready.",
+    "payment-token-expired": "Your card details expired before we could use them. Add your "
+                             "card again, then try again.",
+    "payment-switch-unsuccessful": "We couldn't update your payment method at {company}. Try "
+                                   "again, or update it at {company} directly.",
+    "system-unavailable": "{company} is unavailable right now, perhaps for maintenance. Try "
+                          "again later.",
+    "unexpected-response": "{company} answered in a way we didn't expect. Try again in a few "
+                           "minutes.",
+    "unknown-failure": "Something went wrong and we couldn't finish. Try again in a few "
+                       "minutes.",
+}
+
+_SESSION_ENDED = ("This session has expired or isn't valid any more. Close this window and "
+                  "start again from the app.")
+ERROR_SENTENCES = {
+    "invalid-config": "This connection link isn't set up correctly. Close this window and "
+                      "contact the app that sent you here.",
+    "public-token-mismatch": _SESSION_ENDED,
+    "public-token-required": _SESSION_ENDED,
+    "public-token-expired": _SESSION_ENDED,
+    "invalid-public-token": _SESSION_ENDED,
+    "identifier-mismatch": _SESSION_ENDED,
+    "invalid-credentials": _SESSION_ENDED,
+    "missing-credentials": _SESSION_ENDED,
+    "wrong-environment": _SESSION_ENDED,
+    "unauthorized": _SESSION_ENDED,
+    "invalid-company-id": "We couldn't find the employer this link points to. Close this "
+                          "window and try again from the app.",
+    "company-not-found": "We couldn't find that company. Go back and search for it again.",
+    "company-under-maintenance": "{company} is under maintenance right now, so you can't sign "
+                                 "in. Try again later.",
+    "company-disabled": "{company} can't be connected at the moment. Go back and choose "
+                        "another company, or try again later.",
+    "company-manual-deposits": "{company} can't be connected online. Update your direct "
+                               "deposit with your employer's payroll team instead.",
+    "product-not-offered": "{company} doesn't support this kind of connection. Go back and "
+                           "choose another company.",
+    "credentials-refused": "That username or password isn't right. Check them and try again.",
+    "linked-account-not-found": "We couldn't find the account you want to reconnect. Close "
+                                "this window and start again from the app.",
+    "linked-account-not-yours": "We couldn't find the account you want to reconnect. Close "
+                                "this window and start again from the app.",
+    "task-not-found": "We lost track of your connection. Close this window and start again.",
+    "validation-failed": "Some of the details weren't accepted. Check what you entered and try "
+                         "again.",
+    "network": "We couldn't reach the service. Check your internet connection and try again.",
+}
+FALLBACK_SENTENCE = ("Something went wrong on our side. Close this window and try again in a "
+                     "few minutes.")
+
+
+def user_messages() -> dict[str, Any]:
+    """The sentences the hosted page shows, handed to it with its configuration."""
+    return {"reasons": FAILURE_SENTENCES, "errors": ERROR_SENTENCES,
+            "fallback": FALLBACK_SENTENCE}
+
+
+# -- configuration and session --------------------------------------------------------------
 
 def decode_config(encoded: str) -> dict[str, Any]:
     """The configuration from /initialize/{base64 of JSON} (URL-safe or not, padded or not)."""
@@ -51,7 +196,8 @@ def decode_config(encoded: str) -> dict[str, Any]:
 
 def deeplink_company(tenant: Tenant, config: dict[str, Any]) -> Company | None:
     """The deeplinked company, or the invalid-company-id condition (spec: API and SDK
-    errors 3): the id must be non-empty and be a company's `_id`."""
+    errors 3): a given id must be non-empty and be a company's `_id`; only
+    `login-company` requires one."""
     deeplink = config.get("deeplink") or {}
     step = deeplink.get("step")
     if step not in STEPS_NEEDING_COMPANY and "companyId" not in deeplink:
@@ -64,49 +210,120 @@ def deeplink_company(tenant: Tenant, config: dict[str, Any]) -> Company | None:
     return company
 
 
-def scenario_for_username(engine: TaskEngine, username: str) -> str | None:
-    if username in USERNAMES:
-        return USERNAMES[username]
-    if username.startswith("test-"):
-        name = username[len("test-"):]
-        scenario = engine.scenarios.get(name)
-        if scenario is not None and scenario.kind == "task":
-            return name
+def operations_of(tasks: list[dict[str, Any]] | None, company: Company) -> list[dict[str, Any]]:
+    """The configured tasks, or the company's default operation when none is configured."""
+    if tasks:
+        return tasks
+    for operation in DEFAULT_OPERATIONS:
+        if operation in company.available_products:
+            return [{"operation": operation}]
+    return [{"operation": company.available_products[0]}]
+
+
+def check_flow_can_start(tenant: Tenant, company: Company,
+                         operations: Iterable[dict[str, Any]]) -> None:
+    """Spec (Company status): under maintenance, "Users cannot start an authentication
+    flow", per product listed. The task engine's own rule, so the API and the hosted flow
+    refuse alike, with the same code: the flow cannot start when ANY of its tasks cannot."""
+    for n, operation in enumerate(operations):
+        name = "product" if "product" in operation else "operation"
+        TaskEngine.check_company_accepts(tenant, company, operation[name], f"$.tasks[{n}].{name}")
+
+
+def refusal(tenant: Tenant, company: Company | None,
+            operations: list[dict[str, Any]] | None) -> dict[str, Any] | None:
+    """Why the flow cannot sign in at `company` (the API's error code and message), or None."""
+    if company is None:
+        return None
+    try:
+        check_flow_can_start(tenant, company, operations_of(operations, company))
+    except ApiError as error:
+        return {"code": error.code, "message": error.message}
     return None
 
 
-def login(engine: TaskEngine, tenant: Tenant, token: PublicToken, body: dict[str, Any]):
-    """POST /sdk/login: the user's credentials at a company start the configured tasks."""
-    company = tenant.companies.get(body["companyId"])
+def company_for_flow(tenant: Tenant, company_id: str,
+                     tasks: list[dict[str, Any]] | None) -> tuple[Company, dict[str, Any] | None]:
+    """POST /sdk/company: the company the user picked, and why the configured tasks
+    cannot start there (None when they can)."""
+    company = _company(tenant, company_id)
+    return company, refusal(tenant, company, tasks)
+
+
+def _company(tenant: Tenant, company_id: str) -> Company:
+    company = tenant.companies.get(company_id)
     if company is None:
         raise InvalidCompanyId(INVALID_COMPANY_ID,
                                details=[field_detail("$.companyId", "not a company _id")])
-    if company.status == DISABLED:
-        raise Forbidden(f"{company.name} is disabled: signing in is not possible.",
-                        code="company-disabled", details=[field_detail("$.companyId", "disabled")])
-    operations = body.get("tasks") or [{"operation": _default_operation(company)}]
-    request: dict[str, Any] = {"company": company.id, "tasks": operations}
-    for name in ("metadata", "paymentMethod"):
-        if name in body:
-            request[name] = body[name]
-    if "paymentMethod" in body:
-        request["tasks"] = [{**t, "paymentMethod": body["paymentMethod"]} for t in operations]
-        del request["paymentMethod"]
+    return company
+
+
+# -- login ----------------------------------------------------------------------------------
+
+def sandbox_username(username: str) -> str:
+    """`test-good@test.com` is `test-good` (real-service-facts 7: "append @test.com where
+    an email is needed")."""
+    name = username.strip().lower()
+    return name[:-len(SANDBOX_EMAIL)] if name.endswith(SANDBOX_EMAIL) else name
+
+
+def scenario_for_username(engine: TaskEngine, username: str,
+                          distribution: dict[str, Any] | None = None) -> str | None:
+    name = sandbox_username(username)
+    if name == DISTRIBUTION_USERNAME:
+        # Only a fractional deposit is refused; the entire paycheck goes through.
+        fractional = (distribution or {}).get("type") in FRACTIONAL_DISTRIBUTIONS
+        return DISTRIBUTION_SCENARIO if fractional else HAPPY_PATH
+    if name in USERNAMES:
+        return USERNAMES[name]
+    if name.startswith("test-"):
+        scenario = engine.scenarios.get(name[len("test-"):])
+        if scenario is not None and scenario.kind == "task":
+            return scenario.name
+    return None
+
+
+def login(engine: TaskEngine, tenant: Tenant, token: PublicToken,
+          body: dict[str, Any]) -> LoginOutcome:
+    """POST /sdk/login: the user's credentials at a company start the configured tasks
+    (watched: the hosted flow's page is open), after an MFA step for the MFA usernames."""
+    company = _company(tenant, body["companyId"])
+    operations = operations_of(body.get("tasks"), company)
+    check_flow_can_start(tenant, company, operations)
     if body.get("linkedAccount"):
         account = engine.linked_accounts.require(tenant, body["linkedAccount"], "$.linkedAccount")
         if account.company_id != company.id or account.identifier != token.identifier:
-            raise ValidationFailed("The linked account is not this user's at this company.",
+            raise ValidationFailed(LINKED_ACCOUNT_ELSEWHERE,
                                    details=[field_detail("$.linkedAccount", "not this user's")])
-    return engine.create_task(tenant, request, token_identifier=token.identifier,
-                              public_token=token.public_token,
-                              login_scenario=scenario_for_username(engine, body["username"]))
+    name = sandbox_username(body["username"])
+    if name == REFUSED_USERNAME:
+        raise CredentialsRefused(CREDENTIALS_REFUSED,
+                                 details=[field_detail("$.username", "refused by the company")])
+    challenge = MFA_CHALLENGES.get(name)
+    if challenge is not None and not body.get("mfaAnswer"):
+        return LoginOutcome(mfa=challenge)
+    request: dict[str, Any] = {"company": company.id, "tasks": operations}
+    if "metadata" in body:
+        request["metadata"] = body["metadata"]
+    if "paymentMethod" in body:
+        request["tasks"] = [{**t, "paymentMethod": body["paymentMethod"]} for t in operations]
+    workflow, tasks = engine.create_task(
+        tenant, request, token_identifier=token.identifier, public_token=token.public_token,
+        login_scenario=scenario_for_username(engine, body["username"], body.get("distribution")),
+        watched=True)
+    return LoginOutcome(workflow=workflow, tasks=tuple(tasks))
 
 
-def _default_operation(company: Company) -> str:
-    for operation in ("deposit", "verify", "switch", "present"):
-        if operation in company.available_products:
-            return operation
-    return company.available_products[0]
+def leave(engine: TaskEngine, tenant: Tenant, token: PublicToken, task_id: str) -> list[Task]:
+    """POST /sdk/leave: the user left the hosted flow (closed it, or the page went away)
+    before the outcome. Every task of the workflow the flow started is left: their events
+    carry user.connected false (spec: User object, connected)."""
+    task = engine.get_task(tenant, task_id, token.identifier)
+    workflow = tenant.workflows.get(task.workflow)
+    tasks = [tenant.tasks[t] for t in workflow.tasks] if workflow is not None else [task]
+    for each in tasks:
+        engine.leave(each)
+    return tasks
 
 
 def deposit_form_pdf(employer: str, identifier: str, today: Any) -> bytes:

@@ -177,7 +177,7 @@ class TaskEngine:
                            details=[field_detail("$.company", "unknown company id")])
         requests = self._task_requests(body)
         for request in requests:
-            self._check_company_accepts(tenant, company, request.product, request.path)
+            self.check_company_accepts(tenant, company, request.product, request.path)
         scenario = self.select_scenario(tenant, identifier, company, body.get("scenario"),
                                         login_scenario)
         if account is not None and not account.connected:
@@ -259,7 +259,7 @@ class TaskEngine:
                             path=f"$.{field_name}")]
 
     @staticmethod
-    def _check_company_accepts(tenant: Tenant, company: Company, product: str, path: str) -> None:
+    def check_company_accepts(tenant: Tenant, company: Company, product: str, path: str) -> None:
         """Spec: "Starting an authentication flow against an under-maintenance or disabled
         company is not possible" (maintenance is per product), and a manual-deposits company
         "has no programmatic authentication"."""

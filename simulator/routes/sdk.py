@@ -10,7 +10,8 @@ from ..domain.companies import full_record
 from ..errors import Unauthorized
 from ..keys import ENGINE, STORE, public_token_of, tenant_of
 from ..middleware import read_json
-from ..schemas.api import SDK_LOGIN_REQUEST, SDK_SESSION_REQUEST
+from ..schemas.api import (SDK_COMPANY_REQUEST, SDK_LEAVE_REQUEST, SDK_LOGIN_REQUEST,
+                           SDK_SESSION_REQUEST)
 from ..static import static_text
 
 routes = web.RouteTableDef()
@@ -36,7 +37,8 @@ async def flow_asset(request: web.Request) -> web.Response:
 @routes.get("/initialize/{config}")
 async def initialize(request: web.Request) -> web.Response:
     """The hosted flow's page for a configuration (base64 of JSON in the path)."""
-    bootstrap: dict = {"prefix": request.app[STORE].service.sdk_prefix}
+    bootstrap: dict = {"prefix": request.app[STORE].service.sdk_prefix,
+                       "messages": sdk.user_messages()}
     status = 200
     try:
         bootstrap["config"] = sdk.decode_config(request.match_info["config"])
@@ -70,17 +72,49 @@ async def session(request: web.Request) -> web.Response:
     return web.json_response({"data": {
         "step": step, "user": {"identifier": token.identifier},
         "company": full_record(company, tenant.manual_deposits) if company else None,
+        "refusal": sdk.refusal(tenant, company, config.get("tasks")),
         "linkedAccount": linked}})
+
+
+@routes.post("/sdk/company")
+async def company(request: web.Request) -> web.Response:
+    """The company the user picked in the flow, with `refusal` (the API's error code and
+    message) when the configured tasks cannot start there, e.g. a product under
+    maintenance (spec: Company status)."""
+    _token(request)
+    body = await read_json(request, SDK_COMPANY_REQUEST)
+    tenant = tenant_of(request)
+    chosen, refusal = sdk.company_for_flow(tenant, body["companyId"], body.get("tasks"))
+    return web.json_response({"data": {"company": full_record(chosen, tenant.manual_deposits),
+                                       "refusal": refusal}})
 
 
 @routes.post("/sdk/login")
 async def login(request: web.Request) -> web.Response:
+    """Sign in with sandbox credentials: starts the configured tasks, or answers an MFA
+    challenge (`{mfa: {type, prompt}}`, no task yet) that the page re-submits with
+    `mfaAnswer`."""
     token = _token(request)
     body = await read_json(request, SDK_LOGIN_REQUEST)
-    workflow, tasks = sdk.login(request.app[ENGINE], tenant_of(request), token, body)
-    return web.json_response({"data": {"id": tasks[0].id, "taskWorkflow": workflow.id,
+    outcome = sdk.login(request.app[ENGINE], tenant_of(request), token, body)
+    if outcome.mfa is not None:
+        return web.json_response({"data": {"mfa": outcome.mfa.record()}})
+    tasks = outcome.tasks
+    return web.json_response({"data": {"id": tasks[0].id, "status": tasks[0].status,
+                                       "taskWorkflow": outcome.workflow.id,
                                        "tasks": [{"id": t.id, "product": t.product,
                                                   "scenario": t.scenario} for t in tasks]}})
+
+
+@routes.post("/sdk/leave")
+async def leave(request: web.Request) -> web.Response:
+    """The user left the hosted flow before its task resolved (close button, page gone):
+    the tasks' events carry user.connected false from now on."""
+    token = _token(request)
+    body = await read_json(request, SDK_LEAVE_REQUEST)
+    tasks = sdk.leave(request.app[ENGINE], tenant_of(request), token, body["taskId"])
+    return web.json_response({"data": {"taskWorkflow": tasks[0].workflow, "tasks": [
+        {"id": t.id, "status": t.status, "connected": t.connected} for t in tasks]}})
 
 
 @routes.get("/sdk/deposit-form.pdf")

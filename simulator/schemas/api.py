@@ -436,7 +436,46 @@ SDK_LOGIN_REQUEST = {
         "linkedAccount": {"type": "string", "minLength": 1},
         "metadata": {"type": "object"},
         "paymentMethod": PAYMENT_METHOD,
+        "distribution": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["type"],
+            "properties": {"type": {"enum": ["total", "percent", "fixed"]},
+                           "amount": {"type": "number", "exclusiveMinimum": 0}},
+            "description": "The split chosen on the direct-deposit-setup screen (the real "
+                           "deposit accounts' distributionType and distributionAmount).",
+        },
+        "mfaAnswer": {"type": "string", "minLength": 1, "maxLength": 200,
+                      "description": "The answer to the MFA challenge a previous login returned."},
     },
+}
+
+SDK_MFA_CHALLENGE = {
+    "type": "object",
+    "required": ["mfa"],
+    "properties": {"mfa": {
+        "type": "object", "required": ["type", "prompt"],
+        "properties": {"type": {"enum": ["code", "question"]}, "prompt": {"type": "string"}},
+        "description": "The sandbox usernames test-code-mfa and test-question-mfa: answer with "
+                       "`mfaAnswer` (any answer passes) to start the tasks."}},
+}
+
+SDK_COMPANY_REQUEST = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["companyId"],
+    "properties": {
+        "companyId": {"type": "string", "minLength": 1},
+        "tasks": {**TASK_CREATE_REQUEST["properties"]["tasks"]},
+    },
+}
+
+SDK_LEAVE_REQUEST = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["taskId"],
+    "properties": {"taskId": {"type": "string", "minLength": 1,
+                              "description": "A task the flow started (its workflow is left)."}},
 }
 
 TASKS_QUERY = {

@@ -3,7 +3,8 @@
  * It opens an iframe at <origin>/initialize/<base64 of JSON config>#hId=<handshake>
  * and talks to it with postMessage({event, payload}). Messages are accepted only from
  * the sandbox's origin and from that iframe; the public token is handed over only to
- * a page that answers with the same handshake id.
+ * a page that answers with the same handshake id. The iframe is removed when the flow
+ * finishes (onFinish) or closes (onClose), and by the returned handle's close().
  */
 (function () {
   "use strict";
@@ -67,6 +68,8 @@
           call(options.onInteraction, payload);
           break;
         case PREFIX + "-finish":
+          // The flow is over: the real SDK removes it before telling the host page.
+          close();
           call(options.onFinish, payload);
           break;
         case PREFIX + "-close":
