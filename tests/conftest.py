@@ -75,6 +75,19 @@ async def receiver():
     await receiver.stop()
 
 
+HOOKS = "/hooks"  # where `sandbox` delivers every event
+
+
+@pytest.fixture
+async def sandbox(aiohttp_client, loaded, clock, receiver):
+    """A client of a fresh app on the manual clock, delivering every event of every tenant
+    to the real receiver at /hooks (0.5 s wall-clock attempt timeout)."""
+    settings = Settings(port=0, clock="manual", webhook_url=receiver.url(HOOKS),
+                        webhook_timeout=0.5)
+    store = build_store(settings, clock=clock, loaded=loaded)
+    return await aiohttp_client(create_app(settings, store=store))
+
+
 @pytest.fixture
 def make_client(aiohttp_client, loaded, clock):
     """A client of a fresh app: `await make_client(environment="production")`."""

@@ -14,7 +14,6 @@ import json
 import re
 from datetime import date, timedelta
 
-import pytest
 from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 from yarl import URL
@@ -22,10 +21,7 @@ from yarl import URL
 from calls import advance, call, error_of, run_until_idle, today
 from conftest import ACME, WALMART
 from receiver import assert_events_valid
-from simulator.app import build_store, create_app
-from simulator.clock import Clock
 from simulator.datagen import ProfileFactory
-from simulator.settings import Settings
 
 START = 1_780_000_000
 DAY = 86_400
@@ -42,15 +38,6 @@ DATE_FIELDS = {"income": ("nextExpectedPayDate", "currentPayPeriodStart", "curre
                "statements": ("date", "payPeriodStartDate", "payPeriodEndDate"),
                "timesheets": ("date",), "employment": ("startDate",),
                "identity": ("dateOfBirth",)}
-
-
-@pytest.fixture
-async def sandbox(aiohttp_client, loaded, receiver):
-    """A fresh app on its own manual clock, delivering every event to the receiver."""
-    settings = Settings(port=0, clock="manual", seed=1, webhook_url=receiver.url(HOOKS),
-                        webhook_timeout=0.5)
-    store = build_store(settings, clock=Clock(mode="manual", start=START), loaded=loaded)
-    return await aiohttp_client(create_app(settings, store=store))
 
 
 # -- helpers ----------------------------------------------------------------------------------

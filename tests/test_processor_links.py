@@ -21,9 +21,6 @@ import pytest
 from calls import advance, call, error_of, run_until_idle, today
 from conftest import ACME, GLOBEX
 from receiver import assert_events_valid
-from simulator.app import build_store, create_app
-from simulator.clock import Clock
-from simulator.settings import Settings
 
 INITECH = {"x-api-key": "sandbox-key-initech-0003", "x-api-secret": "sandbox-secret-initech-0003"}
 START = 1_780_000_000
@@ -40,15 +37,6 @@ TOKEN = re.compile(r"^processor-sandbox-"
 
 
 # -- fixtures ---------------------------------------------------------------------------------
-
-@pytest.fixture
-async def sandbox(aiohttp_client, loaded, receiver):
-    """A fresh app with its own manual clock, delivering every event to the receiver."""
-    settings = Settings(port=0, clock="manual", seed=1, webhook_url=receiver.url(HOOKS),
-                        webhook_timeout=0.5)
-    store = build_store(settings, clock=Clock(mode="manual", start=START), loaded=loaded)
-    return await aiohttp_client(create_app(settings, store=store))
-
 
 # -- helpers ----------------------------------------------------------------------------------
 

@@ -16,9 +16,7 @@ import pytest
 from calls import advance, call, error_of, run_until_idle
 from conftest import ACME, FEDEX, WALMART
 
-from simulator.app import build_store, create_app
 from simulator.domain.states import FAILURE_REASONS
-from simulator.settings import Settings
 
 HOOKS = "/hooks"
 # Every error code the hosted flow can meet on its own calls (/sdk/*, search, GET /task).
@@ -36,14 +34,6 @@ JARGON = re.compile(r"x-public-token|x-api|header|token|config|deeplink|companyI
 
 
 # -- fixtures and helpers ---------------------------------------------------------------------
-
-@pytest.fixture
-async def sandbox(aiohttp_client, loaded, clock, receiver):
-    """The app on a manual clock, every event delivered to the real receiver at /hooks."""
-    settings = Settings(port=0, clock="manual", webhook_url=receiver.url(HOOKS))
-    store = build_store(settings, clock=clock, loaded=loaded)
-    return await aiohttp_client(create_app(settings, store=store))
-
 
 async def token_of(client, identifier: str) -> str:
     return (await call(client, "POST", "/access-token", json={"identifier": identifier}))["data"]["publicToken"]

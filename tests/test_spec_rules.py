@@ -23,7 +23,7 @@ import yaml
 
 from conftest import ACME, JOES_DINER, REPO, WALMART, run_cli
 from receiver import Receiver, assert_events_valid
-from simulator.app import build_store, create_app
+from simulator.app import create_app
 from simulator.clock import Clock
 from simulator.settings import Settings
 
@@ -69,14 +69,6 @@ SCENARIO_IDS = [s.name for s in SCENARIOS]
 
 
 # -- the sandbox, the receiver and the two ways a task starts ---------------------------------
-
-@pytest.fixture
-async def sandbox(aiohttp_client, loaded, receiver):
-    settings = Settings(port=0, clock="manual", webhook_url=receiver.url(HOOKS),
-                        webhook_timeout=0.5)
-    store = build_store(settings, clock=Clock(mode="manual", start=START), loaded=loaded)
-    return await aiohttp_client(create_app(settings, store=store))
-
 
 async def call(client, method: str, path: str, *, status: int = 200, headers: dict = ACME,
                **kwargs: Any) -> dict:

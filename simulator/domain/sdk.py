@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ApiError, BadRequest, Unauthorized, ValidationFailed, field_detail
+from ..pdf import text_pdf
 from .companies import DISABLED, Company
 from .tasks import HAPPY_PATH, Task, TaskEngine, Workflow
 from .tenants import PublicToken, Tenant
@@ -327,38 +328,12 @@ def leave(engine: TaskEngine, tenant: Tenant, token: PublicToken, task_id: str) 
 
 
 def deposit_form_pdf(employer: str, identifier: str, today: Any) -> bytes:
-    """A one-page PDF: the direct deposit authorization a user hands to the employer.
-
-    Written directly (a PDF page of text is a few objects), to keep a PDF library out of
-    the dependencies for one form.
-    """
-    def text(value: str) -> str:
-        return value.encode("latin-1", "replace").decode("latin-1").replace("\\", "\\\\") \
-            .replace("(", "\\(").replace(")", "\\)")
-
-    lines = [(18, "Direct Deposit Authorization"), (12, f"Employer: {employer}"),
-             (12, f"Employee: {identifier}"), (12, f"Date: {today.isoformat()}"), (12, ""),
-             (12, "Bank name: ______________________________"),
-             (12, "Routing number: _________________________"),
-             (12, "Account number: _________________________"),
-             (12, "Account type:  [ ] checking   [ ] savings"),
-             (12, "Amount:  [ ] entire paycheck   [ ] ____ %   [ ] $ ______"), (12, ""),
-             (12, "Signature: ______________________________")]
-    content = "BT /F1 12 Tf 72 740 Td 18 TL\n" + "".join(
-        f"/F1 {size} Tf ({text(line)}) Tj T*\n" for size, line in lines) + "ET"
-    objects = ["<< /Type /Catalog /Pages 2 0 R >>",
-               "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-               "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
-               "/Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>",
-               f"<< /Length {len(content.encode('latin-1'))} >>\nstream\n{content}\nendstream",
-               "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
-    out = b"%PDF-1.4\n"
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += f"{number} 0 obj\n{body}\nendobj\n".encode("latin-1")
-    xref = len(out)
-    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
-    out += "".join(f"{offset:010d} 00000 n \n" for offset in offsets).encode()
-    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    return out
+    """A one-page PDF: the direct deposit authorization a user hands to the employer."""
+    return text_pdf([(18, "Direct Deposit Authorization"), (12, f"Employer: {employer}"),
+                     (12, f"Employee: {identifier}"), (12, f"Date: {today.isoformat()}"), (12, ""),
+                     (12, "Bank name: ______________________________"),
+                     (12, "Routing number: _________________________"),
+                     (12, "Account number: _________________________"),
+                     (12, "Account type:  [ ] checking   [ ] savings"),
+                     (12, "Amount:  [ ] entire paycheck   [ ] ____ %   [ ] $ ______"), (12, ""),
+                     (12, "Signature: ______________________________")])
