@@ -310,7 +310,7 @@ async def test_card_token_recreation_is_automatic(sandbox, receiver):
 
 @pytest.mark.parametrize("steps, path, words", [
     ([{"after": 1, "status": "processing"}, {"connected": True}, {"status": "completed"}],
-     "$.steps[1].connected", "False was expected"),
+     "$.steps[1].connected", "a scenario can only say the user left"),
     ([{"after": 1, "status": "failed", "reason": "user-abandon", "authenticated": True}],
      "$.steps[0].authenticated", "authenticates only while processing"),
     ([{"status": "processing"}, {"status": "completed"}, {"authenticated": True}],

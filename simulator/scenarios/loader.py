@@ -92,6 +92,11 @@ def _check_task_steps(steps: list[Step], file: str) -> None:
         elif status == QUEUED and any(k in step.changes for k in TASK_FIELDS):
             raise ConfigError(file, where, f"step {number} changes the task while it is queued; "
                               "move it to processing first")
+        if step.get("connected") is True:
+            raise ConfigError(file, f"{where}.connected",
+                              f"step {number}: only the hosted flow's open page makes a user "
+                              "present (user.connected); a scenario can only say the user "
+                              "left: connected: false")
         if status == QUEUED and new != PROCESSING and "authenticated" in step.changes:
             raise ConfigError(file, f"{where}.authenticated",
                               f"step {number}: a task authenticates only while processing; it "

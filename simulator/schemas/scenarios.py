@@ -75,10 +75,10 @@ STEP = {
         "product": {"type": "string", "minLength": 1},
         "authenticationMethod": {"enum": list(AUTHENTICATION_METHODS)},
         "paymentMethod": PAYMENT_METHOD,
-        "connected": {"const": False,
-                      "description": "The user leaves the hosted flow (user.connected false "
-                                     "from here on). Only the flow's open page makes a user "
-                                     "present, so a scenario cannot state true."},
+        "connected": {"type": "boolean",
+                      "description": "false: the user leaves the hosted flow (user.connected "
+                                     "false from here on). Only the flow's open page makes a "
+                                     "user present, so a scenario cannot state true."},
         "accounts": {"type": "array", "items": ACCOUNT_UPDATE, "minItems": 1,
                      "description": "Pay-link accounts that changed: pay-link-accounts-updated."},
         "company": {
