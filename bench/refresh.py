@@ -60,7 +60,7 @@ from simulator.domain.companies import OPERATIONAL
 from simulator.domain.linked_accounts import DATA_KINDS
 from simulator.domain.states import COMPLETED
 from simulator.domain.tasks import HAPPY_PATH
-from simulator.keys import LINKED_ACCOUNTS, STORE
+from simulator.keys import SANDBOX
 from simulator.settings import Settings
 
 API_KEY = "sandbox-key-acme-0001"
@@ -146,7 +146,7 @@ async def create_http(session: aiohttp.ClientSession, tenant, companies: list[An
 
 
 def create_domain(app: web.Application, tenant, companies: list[Any]) -> None:
-    linked = app[LINKED_ACCOUNTS]
+    linked = app[SANDBOX].linked_accounts
     for n, company in enumerate(companies):
         linked.create(tenant, f"refresh-{n}", company, PRODUCT)
 
@@ -156,7 +156,7 @@ async def bench(accounts: int, days: int, how: str, concurrency: int,
     rss_start = peak_rss_mb()
     app = create_app(Settings(port=0, clock="manual"))
     runner, base = await serve(app)
-    tenant = app[STORE].tenants.default()
+    tenant = app[SANDBOX].store.tenants.default()
     result: dict[str, Any] = {"accounts": accounts, "days": days, "how": how,
                               "concurrency": concurrency, "base": base, "tenant": tenant.name,
                               "rss_start": rss_start, "rss_app": peak_rss_mb()}

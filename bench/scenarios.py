@@ -36,7 +36,7 @@ from common import peak_rss_mb, print_profile, serve
 
 from simulator.app import create_app
 from simulator.domain.states import FINAL
-from simulator.keys import STORE
+from simulator.keys import SANDBOX
 from simulator.settings import Settings
 
 API_KEY = "sandbox-key-acme-0001"
@@ -185,7 +185,7 @@ async def bench(tasks: int, concurrency: int) -> dict[str, Any]:
                 result["events_total"] = (await response.json())["total"]
 
         # Final state, read in-process (10,000 GET /task/{id} would only add noise).
-        tenant = app[STORE].tenants.default()
+        tenant = app[SANDBOX].store.tenants.default()
         per_scenario: dict[str, collections.Counter[str]] = {
             name: collections.Counter() for name in names}
         not_final = []

@@ -52,7 +52,7 @@ from aiohttp import web
 from common import print_profile, serve
 
 from simulator.app import create_app
-from simulator.keys import DISPATCHER, STORE
+from simulator.keys import SANDBOX
 from simulator.settings import Settings
 from simulator.webhooks.cloudevents import to_message
 from simulator.webhooks.dispatcher import ATTEMPT_TIMEOUT
@@ -181,8 +181,8 @@ class Phase:
 
 async def sandbox_emit(app: web.Application, count: int, phase: Phase | None) -> list:
     """Emit `count` events through the default tenant, then settle; returns the events."""
-    tenant = app[STORE].tenants.default()
-    dispatcher = app[DISPATCHER]
+    tenant = app[SANDBOX].store.tenants.default()
+    dispatcher = app[SANDBOX].dispatcher
     events = []
     emitted = phase.emitted if phase is not None else {}
     clock = time.perf_counter
@@ -229,8 +229,8 @@ async def bench(events: int, warmup: int, profile: str | None) -> dict[str, Any]
     await receiver.start()
     app = create_app(Settings(port=0, clock="manual", webhook_url=receiver.url))
     runner, _ = await serve(app)
-    tenant = app[STORE].tenants.default()
-    dispatcher = app[DISPATCHER]
+    tenant = app[SANDBOX].store.tenants.default()
+    dispatcher = app[SANDBOX].dispatcher
     sandbox, bare = Phase("sandbox dispatcher"), Phase("bare aiohttp client")
     result: dict[str, Any] = {"events": events, "warmup": warmup, "receiver": receiver.url,
                               "tenant": tenant.name, "signing": tenant.signing,

@@ -21,12 +21,9 @@ from .domain.linked_accounts import LinkedAccounts
 from .domain.tenants import Tenant
 from .domain.processor_links import DEFAULT_SCENARIO as PROCESSOR_DEFAULT
 from .domain.processor_links import ProcessorLinks
-from .keys import (DISPATCHER, ENGINE, JOURNAL, LINKED_ACCOUNTS, OPENAPI, PROCESSOR_LINKS, RUNNERS,
-                   SETTINGS, STORE)
-from .middleware import (MAX_BODY_BYTES, auth_middleware, cors_middleware, error_middleware,
-                         journal_middleware)
-from .routes import (access, companies, control, linked_accounts, meta, processor_links, sdk,
-                     tasks, webhooks)
+from .keys import SANDBOX, Sandbox
+from .middleware import MAX_BODY_BYTES, cors_middleware, error_middleware, journal_middleware
+from .routes import OPERATIONS, add_routes
 from .scenarios.loader import Scenario, load_scenarios
 from .scheduler import Runners
 from .settings import Settings
@@ -97,25 +94,17 @@ def build_store(settings: Settings, *, clock: Clock | None = None,
 
 def create_app(settings: Settings, *, clock: Clock | None = None,
                store: Store | None = None) -> web.Application:
-    app = web.Application(client_max_size=MAX_BODY_BYTES,
-                          middlewares=[cors_middleware, journal_middleware, error_middleware,
-                                       auth_middleware])
-    app[SETTINGS] = settings
-    app[STORE] = store or build_store(settings, clock=clock)
-    app[JOURNAL] = Journal()
-    app[OPENAPI] = {}  # built on first request
-    store = app[STORE]
-    app[ENGINE] = TaskEngine(store.scenarios, scope_of=store.service.products.get)
+    store = store or build_store(settings, clock=clock)
+    engine = TaskEngine(store.scenarios, scope_of=store.service.products.get)
     real = settings.clock == REAL and clock is None
-    dispatcher = app[DISPATCHER] = Dispatcher(
+    dispatcher = Dispatcher(
         vendor=store.service.vendor, seed=settings.seed, default_url=settings.webhook_url,
         timeout=settings.webhook_timeout or ATTEMPT_TIMEOUT / (settings.time_scale if real else 1))
-    runners = app[RUNNERS] = Runners(real=real, settle=dispatcher.settle)
+    runners = Runners(real=real, settle=dispatcher.settle)
     profiles = ProfileFactory(settings.seed)
-    linked = app[LINKED_ACCOUNTS] = LinkedAccounts(
+    linked = LinkedAccounts(
         lambda tenant, identifier, company: profiles.profile(
             tenant.name, identifier, company.id, company.name, tenant.clock.now().date()))
-    engine = app[ENGINE]
     engine.linked_accounts = linked
     engine.on_final.append(linked.on_task_final)
     engine.step_hooks["linkedAccount"] = linked.on_step
@@ -134,25 +123,31 @@ def create_app(settings: Settings, *, clock: Clock | None = None,
         runners.add(tenant)
         ready_made_accounts(tenant)
     store.on_tenant += [dispatcher.attach, runners.add, ready_made_accounts]
+    operations = [op.at(store.service.aggregator) for op in OPERATIONS]
+    sandbox = Sandbox(settings=settings, store=store, engine=engine, dispatcher=dispatcher,
+                      runners=runners, journal=Journal(), linked_accounts=linked,
+                      processor_links=ProcessorLinks(store.scenarios, store.service.aggregator),
+                      operations=operations)
+    app = web.Application(client_max_size=MAX_BODY_BYTES,
+                          middlewares=[cors_middleware, journal_middleware, error_middleware])
+    app[SANDBOX] = sandbox
+    add_routes(app, operations)
     app.cleanup_ctx.append(_background_context)
     # On shutdown (SIGTERM), before the server waits for handlers: in-flight webhook
     # attempts finish or are recorded as interrupted, so no handler waits on them.
     app.on_shutdown.append(_stop_deliveries)
-    app[PROCESSOR_LINKS] = ProcessorLinks(store.scenarios, store.service.aggregator)
-    for module in (meta, access, companies, tasks, linked_accounts, control, webhooks, sdk):
-        app.add_routes(module.routes)
-    app.add_routes(processor_links.routes(store.service.aggregator))
     return app
 
 
 async def _stop_deliveries(app: web.Application) -> None:
-    await app[DISPATCHER].stop()
+    await app[SANDBOX].dispatcher.stop()
 
 
 async def _background_context(app: web.Application) -> AsyncIterator[None]:
     """The webhook client session and the real-mode timer live as long as the app."""
-    await app[DISPATCHER].start()
-    app[RUNNERS].start()
+    sandbox = app[SANDBOX]
+    await sandbox.dispatcher.start()
+    sandbox.runners.start()
     yield
-    app[RUNNERS].shutdown()
-    await app[DISPATCHER].close()
+    sandbox.runners.shutdown()
+    await sandbox.dispatcher.close()

@@ -191,7 +191,7 @@ def _serve(flags: dict) -> int:
 async def _run(app, settings) -> None:
     from aiohttp import web
 
-    from .keys import STORE
+    from .keys import SANDBOX
 
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
@@ -206,7 +206,7 @@ async def _run(app, settings) -> None:
     shown_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     if ":" in shown_host:
         shown_host = f"[{shown_host}]"
-    tenant = app[STORE].tenants.default()
+    tenant = app[SANDBOX].store.tenants.default()
     print(f"payroll-sandbox serving http://{shown_host}:{port} environment={settings.environment} "
           f"x-api-key={tenant.api_key} x-api-secret={tenant.api_secret}", flush=True)
 

@@ -1,7 +1,9 @@
-"""Typed keys for application and request state, declared once."""
+"""Typed keys for application and request state, declared once, and the one object the
+app keeps: the sandbox's collaborators, which handlers receive as `sandbox`."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
@@ -16,30 +18,35 @@ from .scheduler import Runners
 from .settings import Settings
 from .webhooks.dispatcher import Dispatcher
 
-SETTINGS = web.AppKey("settings", Settings)
-STORE = web.AppKey("store", Store)
-JOURNAL = web.AppKey("journal", Journal)
-OPENAPI = web.AppKey("openapi", dict)
-ENGINE = web.AppKey("engine", TaskEngine)
-RUNNERS = web.AppKey("runners", Runners)
-DISPATCHER = web.AppKey("dispatcher", Dispatcher)
-LINKED_ACCOUNTS = web.AppKey("linked_accounts", LinkedAccounts)
-PROCESSOR_LINKS = web.AppKey("processor_links", ProcessorLinks)
+
+@dataclass
+class Sandbox:
+    """Everything a handler may need besides its request: built once by create_app."""
+
+    settings: Settings
+    store: Store
+    engine: TaskEngine
+    dispatcher: Dispatcher
+    runners: Runners
+    journal: Journal
+    linked_accounts: LinkedAccounts
+    processor_links: ProcessorLinks
+    operations: list[Any] = field(default_factory=list)  # routes.pipeline.Operation
+    _openapi: dict[str, Any] | None = None
+
+    def openapi(self) -> dict[str, Any]:
+        """The OpenAPI document of this app's operations, built on first use."""
+        if self._openapi is None:
+            from .openapi import build_openapi
+
+            self._openapi = build_openapi(self.operations, self.store.service, self.settings)
+        return self._openapi
+
+
+SANDBOX = web.AppKey("sandbox", Sandbox)
 
 # Request-scoped values.
 TENANT = web.RequestKey("tenant", Tenant)
 PUBLIC_TOKEN = web.RequestKey("public_token", PublicToken)
 BODY = web.RequestKey("body", object)
 ERROR_CODE = web.RequestKey("error_code", str)
-
-
-def tenant_of(request: web.Request) -> Tenant:
-    return request[TENANT]
-
-
-def body_of(request: web.Request) -> Any:
-    return request.get(BODY)
-
-
-def public_token_of(request: web.Request) -> PublicToken | None:
-    return request.get(PUBLIC_TOKEN)

@@ -1,4 +1,6 @@
-"""The edge: journal and access log, the one error renderer, and authentication."""
+"""The edge: CORS, the journal and access log, and the one error renderer.
+
+Authentication, parsing and validation are the operations' pipeline (routes/pipeline.py)."""
 
 from __future__ import annotations
 
@@ -10,22 +12,14 @@ from typing import Any
 from aiohttp import web
 
 from .clock import isoformat
-from .errors import (ApiError, InternalError, MethodNotAllowed, NotFound, PayloadTooLarge,
-                     Unauthorized)
+from .errors import ApiError, InternalError, MethodNotAllowed, NotFound, PayloadTooLarge
 from .journal import MAX_BODY_BYTES as MAX_JOURNAL_BODY
-from .keys import BODY, ERROR_CODE, JOURNAL, PUBLIC_TOKEN, STORE, TENANT
-from .validation import parse_json_body
+from .keys import BODY, ERROR_CODE, SANDBOX, TENANT
 
 access_log = logging.getLogger("payroll_sandbox.access")
 error_log = logging.getLogger("payroll_sandbox.error")
 
 MAX_BODY_BYTES = 1024 * 1024  # DESIGN.md, Errors: 413 over 1 MiB
-# Paths anyone may call: liveness, the API description and the client SDK's pages.
-PUBLIC_PREFIXES = ("/health", "/openapi.json", "/sdk/transact.js", "/sdk/flow.",
-                   "/sdk/deposit-form.pdf", "/initialize/", "/_sandbox/schemas/")
-# The dashboard's page and assets: the page asks for the keys and sends them itself.
-PUBLIC_PATHS = frozenset({"/", "/_sandbox/", "/_sandbox/dashboard.js", "/_sandbox/dashboard.css"})
-SERVER_SIDE = ("/_sandbox/", "/access-token")
 BODY_TOO_LARGE = "The request body is larger than {limit} bytes."
 NO_ROUTE = "No route matches {method} {path}."
 WRONG_METHOD = "{method} is not allowed on {path}; allowed: {allowed}."
@@ -61,7 +55,7 @@ async def journal_middleware(request: web.Request, handler: Any) -> web.StreamRe
     tenant = request.get(TENANT)
     tenant_name = tenant.name if tenant is not None else None
     if tenant is not None:
-        request.app[JOURNAL].add(
+        request.app[SANDBOX].journal.add(
             tenant_name, time=isoformat(tenant.clock.timestamp()), method=request.method,
             path=request.path, query=dict(request.query), status=response.status,
             durationMs=duration, errorCode=request.get(ERROR_CODE), body=_journal_body(request))
@@ -115,48 +109,6 @@ def render_error(request: web.Request, error: ApiError, *, status: int | None = 
 
 def _kebab(text: str) -> str:
     return "-".join(text.lower().split())
-
-
-@web.middleware
-async def auth_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
-    """API key and secret, or a public token (spec: Authentication)."""
-    match_info = request.match_info
-    if match_info.http_exception is not None:
-        raise match_info.http_exception
-    if request.path.startswith(PUBLIC_PREFIXES) or request.path in PUBLIC_PATHS:
-        return await handler(request)
-    tenants = request.app[STORE].tenants
-    api_key = request.headers.get("x-api-key")
-    api_secret = request.headers.get("x-api-secret")
-    public_token = request.headers.get("x-public-token")
-    if api_key or api_secret or not public_token:
-        request[TENANT] = tenants.authenticate_keys(api_key, api_secret)
-        request[PUBLIC_TOKEN] = None
-    else:
-        request[TENANT], request[PUBLIC_TOKEN] = tenants.authenticate_public_token(public_token)
-        # Server-side operations (the console, tokens, processor links) take API keys only.
-        aggregator = request.app[STORE].service.aggregator
-        if request.path.startswith((*SERVER_SIDE, f"/{aggregator}/")):
-            require_api_keys(request)
-    return await handler(request)
-
-
-API_KEYS_REQUIRED = "This operation needs the x-api-key and x-api-secret headers, not a public token."
-
-
-def require_api_keys(request: web.Request) -> None:
-    """For server-side operations: a public token is not enough."""
-    if request.get(PUBLIC_TOKEN) is not None:
-        raise Unauthorized(API_KEYS_REQUIRED, code="api-keys-required")
-
-
-async def read_json(request: web.Request, schema: dict) -> dict[str, Any]:
-    """The request body, parsed and valid against `schema`, kept for the journal."""
-    raw = await request.read()
-    request[BODY] = raw.decode("utf-8", "replace") if raw else None  # shown even when invalid
-    body = parse_json_body(raw, schema)
-    request[BODY] = body
-    return body
 
 
 class JsonLogFormatter(logging.Formatter):

@@ -134,7 +134,7 @@ class _ServerThread:
         from aiohttp import web
 
         from .app import create_app
-        from .keys import STORE
+        from .keys import SANDBOX
         from .settings import Settings
 
         app = create_app(Settings(port=0, clock="manual"))
@@ -144,7 +144,7 @@ class _ServerThread:
         await site.start()
         port = self._runner.addresses[0][1]
         self.base_url = f"http://127.0.0.1:{port}"
-        tenant = app[STORE].tenants.default()
+        tenant = app[SANDBOX].store.tenants.default()
         self.keys = (tenant.api_key, tenant.api_secret)
 
     def stop(self) -> None:

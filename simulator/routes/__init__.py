@@ -1,0 +1,11 @@
+"""The API's operations, one module per resource; importing this declares them all.
+
+Each module declares its operations beside their handlers (routes/pipeline.py); the app
+adds them as routes and openapi.py describes them, from the same declarations.
+"""
+
+from . import (access, companies, control, linked_accounts, meta, processor_links,  # noqa: F401
+               sdk, tasks, webhooks)
+from .pipeline import OPERATIONS, Operation, add_routes
+
+__all__ = ["OPERATIONS", "Operation", "add_routes"]

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-from aiohttp import web
-
 from ..domain.tenants import DEFAULT_TOKEN_LIFETIME, create_access_token, token_record
-from ..keys import tenant_of
-from ..middleware import read_json
-from ..schemas.api import ACCESS_TOKEN_REQUEST
-
-routes = web.RouteTableDef()
+from ..schemas.api import ACCESS_TOKEN, ACCESS_TOKEN_REQUEST
+from .pipeline import Auth, operation
 
 
-@routes.post("/access-token")
-async def access_token(request: web.Request) -> web.Response:
-    body = await read_json(request, ACCESS_TOKEN_REQUEST)
-    token = create_access_token(tenant_of(request), body["identifier"],
+@operation("POST", "/access-token", "Create a public token for a user (creates the user if new)",
+           auth=Auth.API_KEYS, body=ACCESS_TOKEN_REQUEST, response=ACCESS_TOKEN, errors=(400,))
+async def access_token(tenant, body) -> dict:
+    token = create_access_token(tenant, body["identifier"],
                                 body.get("tokenLifetime", DEFAULT_TOKEN_LIFETIME))
-    return web.json_response({"data": token_record(token)})
+    return token_record(token)

@@ -2,41 +2,36 @@
 
 from __future__ import annotations
 
-from aiohttp import web
-
 from ..domain.companies import full_record, search_record
 from ..domain.search import SearchQuery, company_filter, search_companies
-from ..keys import tenant_of
-from ..middleware import read_json
 from ..schemas.api import COMPANY_LIST_QUERY, SEARCH_REQUEST
-from ..validation import parse_query
+from .pipeline import Reply, operation
 
-routes = web.RouteTableDef()
+SEARCH_COMPANIES = {"type": "array", "items": {"$ref": "#/components/schemas/SearchCompany"}}
+COMPANIES = {"type": "array", "items": {"$ref": "#/components/schemas/Company"}}
+COMPANY = {"$ref": "#/components/schemas/Company"}
 
 
-@routes.post("/company/search")
-async def search(request: web.Request) -> web.Response:
-    body = await read_json(request, SEARCH_REQUEST)
-    tenant = tenant_of(request)
+@operation("POST", "/company/search", "Fuzzy company search, most relevant first",
+           body=SEARCH_REQUEST, response=SEARCH_COMPANIES, errors=(400, 404))
+async def search(tenant, body) -> list:
     found = search_companies(tenant.companies, tenant.manual_deposits, SearchQuery.from_body(body))
-    return web.json_response({"data": [search_record(c, tenant.manual_deposits) for c in found]})
+    return [search_record(c, tenant.manual_deposits) for c in found]
 
 
-@routes.get("/company/list")
-async def list_companies(request: web.Request) -> web.Response:
-    query = parse_query(request.query, COMPANY_LIST_QUERY)
-    tenant = tenant_of(request)
+@operation("GET", "/company/list", "The full catalog for the account", query=COMPANY_LIST_QUERY,
+           response=COMPANIES, envelope={"total": {"type": "integer"}})
+async def list_companies(tenant, query) -> Reply:
     keep = company_filter(tenant.manual_deposits, include_disabled=True,
                           scopes=[query["scope"]] if "scope" in query else (),
                           products=[query["product"]] if "product" in query else ())
     matching = [c for c in tenant.companies.ordered() if keep(c)]
     page = matching[query["skip"]:query["skip"] + query["limit"]]
-    return web.json_response({"data": [full_record(c, tenant.manual_deposits) for c in page],
-                              "total": len(matching)})
+    return Reply([full_record(c, tenant.manual_deposits) for c in page],
+                 extra={"total": len(matching)})
 
 
-@routes.get("/company/{companyId}")
-async def company_details(request: web.Request) -> web.Response:
-    tenant = tenant_of(request)
-    company = tenant.companies.require(request.match_info["companyId"])
-    return web.json_response({"data": full_record(company, tenant.manual_deposits)})
+@operation("GET", "/company/{companyId}", "Company Details with full connector capabilities",
+           response=COMPANY, errors=(404,))
+async def company_details(tenant, params) -> dict:
+    return full_record(tenant.companies.require(params["companyId"]), tenant.manual_deposits)

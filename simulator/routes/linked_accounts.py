@@ -7,26 +7,23 @@ from typing import Any
 
 from aiohttp import web
 
-from ..domain.linked_accounts import LinkedAccount, day_of
+from ..domain.linked_accounts import DATA_KINDS, LinkedAccount, day_of
 from ..errors import ValidationFailed, field_detail
-from ..keys import DISPATCHER, LINKED_ACCOUNTS, public_token_of, tenant_of
-from ..middleware import read_json
 from ..pdf import text_pdf
 from ..schemas.api import DATA_QUERY, DISCONNECT_REQUEST
-from ..validation import parse_query
+from ..schemas.records import DATA_RECORDS, LINKED_ACCOUNT_LIST_RECORD
+from .pipeline import Auth, operation
 
-routes = web.RouteTableDef()
-
-RESOURCES = ("linked-accounts", "income", "statements", "deposit-accounts", "employment", "taxes",
-             "identity", "timesheets")
 IDENTIFIER_REQUIRED = "Name the user: ?identifier=... or /<resource>/{identifier}."
 NOT_YOUR_USER = "A public token reads only its own user's data."
+RESOURCES = ("linked-accounts", *DATA_KINDS)  # spec: Linked-account data endpoints
+LINKED_ACCOUNT_QUERY = {**DATA_QUERY, "properties": {
+    name: spec for name, spec in DATA_QUERY["properties"].items() if name != "identifier"}}
 
 
-def _user_of(request: web.Request, named: str | None) -> str:
+def _user_of(token, named: str | None) -> str:
     """The user a data request is about: the one it names, else the public token's.
     A public token reads only its own user."""
-    token = public_token_of(request)
     identifier = named or (token.identifier if token else None)
     if identifier is None:
         raise ValidationFailed(IDENTIFIER_REQUIRED, details=[
@@ -37,40 +34,46 @@ def _user_of(request: web.Request, named: str | None) -> str:
     return identifier
 
 
-async def data(request: web.Request) -> web.Response:
-    """GET /<resource>?identifier=... or /<resource>/{identifier}, optional linkedAccount."""
-    kind = request.match_info["resource"]
-    query = parse_query(request.query, DATA_QUERY)
-    identifier = _user_of(request, request.match_info.get("identifier") or query.get("identifier"))
-    service, tenant = request.app[LINKED_ACCOUNTS], tenant_of(request)
-    accounts = service.accounts_of(tenant, identifier, query.get("linkedAccount"))
-    base_url = str(request.url.origin())
-    records = [record for account in accounts
-               for record in service.records(tenant, kind, account, base_url=base_url)]
-    return web.json_response({"data": records})
+def _data_of(kind: str):
+    """GET /<kind>?identifier=... or /<kind>/{identifier}, optional linkedAccount."""
+
+    async def data(tenant, token, query, params, request, sandbox) -> list:
+        identifier = _user_of(token, params.get("identifier") or query.get("identifier"))
+        service = sandbox.linked_accounts
+        accounts = service.accounts_of(tenant, identifier, query.get("linkedAccount"))
+        base_url = str(request.url.origin())
+        return [record for account in accounts
+                for record in service.records(tenant, kind, account, base_url=base_url)]
+
+    data.__name__ = f"{kind.replace('-', '_')}_data"
+    return data
 
 
-for resource in RESOURCES:
-    routes.get(f"/{{resource:{resource}}}")(data)
-    routes.get(f"/{{resource:{resource}}}/{{identifier}}")(data)
+for _kind in RESOURCES:
+    _records = {"type": "array", "items": DATA_RECORDS[_kind]}
+    operation("GET", f"/{_kind}", f"{_kind} of a user's linked accounts", query=DATA_QUERY,
+              response=_records, errors=(404,))(_data_of(_kind))
+    operation("GET", f"/{_kind}/{{identifier}}", f"{_kind} of a user's linked accounts",
+              query=LINKED_ACCOUNT_QUERY, response=_records, errors=(404,))(_data_of(_kind))
 
 
-@routes.get("/linked-account/list/{identifier}")
-async def linked_account_list(request: web.Request) -> web.Response:
+@operation("GET", "/linked-account/list/{identifier}", "The real service's linked-account list "
+           "of a user", response={"type": "array", "items": LINKED_ACCOUNT_LIST_RECORD},
+           errors=(404,))
+async def linked_account_list(tenant, token, params, sandbox) -> list:
     """The real service's path and record (real-service-facts 8): `{_id, valid,
     transactRequired, company, connector, lastSuccess}` per linked account of the user."""
-    identifier = _user_of(request, request.match_info["identifier"])
-    service, tenant = request.app[LINKED_ACCOUNTS], tenant_of(request)
-    return web.json_response({"data": service.linked_account_list(tenant, identifier)})
+    identifier = _user_of(token, params["identifier"])
+    return sandbox.linked_accounts.linked_account_list(tenant, identifier)
 
 
-@routes.get("/paystub/{statementId}")
-async def paystub(request: web.Request) -> web.Response:
+@operation("GET", "/paystub/{statementId}", "A pay statement's paystub (its `paystub` URL), as "
+           "a PDF", content_type="application/pdf", errors=(404,))
+async def paystub(tenant, token, params, sandbox) -> web.Response:
     """A statement's `paystub`: the pay statement as a one-page PDF. The same credentials
     as the data endpoints; a public token opens only its own user's paystubs."""
-    token = public_token_of(request)
-    account, statement = request.app[LINKED_ACCOUNTS].paystub(
-        tenant_of(request), request.match_info["statementId"], token.identifier if token else None)
+    account, statement = sandbox.linked_accounts.paystub(
+        tenant, params["statementId"], token.identifier if token else None)
     disposition = f'inline; filename="paystub-{statement["_id"]}.pdf"'
     return web.Response(body=text_pdf(_paystub_lines(account, statement)),
                         content_type="application/pdf",
@@ -94,53 +97,59 @@ def _paystub_lines(account: LinkedAccount, statement: dict[str, Any]) -> list[tu
             (12, f"Payment method: {statement['paymentMethod']}")]
 
 
-def _on_account(change):
+ACCOUNT = {"type": "object"}
+
+
+def _on_account(action: str, summary: str, change, body: dict | None = None) -> None:
     """A control-plane change to one linked account: find it, change it, let the events go."""
 
-    async def handler(request: web.Request) -> web.Response:
-        service, tenant = request.app[LINKED_ACCOUNTS], tenant_of(request)
-        account = service.require(tenant, request.match_info["accountId"], "$.accountId")
-        result = await change(request, service, tenant, account)
-        await request.app[DISPATCHER].settle(tenant)
-        return web.json_response({"data": result})
+    async def handler(tenant, params, sandbox, body):
+        service = sandbox.linked_accounts
+        account = service.require(tenant, params["accountId"], "$.accountId")
+        return change(service, tenant, account, body)
 
-    return handler
+    handler.__name__ = action.replace("-", "_")
+    operation("POST", f"/_sandbox/linked-accounts/{{accountId}}/{action}", summary,
+              auth=Auth.API_KEYS, body=body, settles=True, response=ACCOUNT, errors=(404,),
+              tags=("control plane",))(handler)
 
 
-async def _disconnect(request, service, tenant, account):
-    body = await read_json(request, DISCONNECT_REQUEST)
+def _disconnect(service, tenant, account, body):
     service.disconnect(tenant, account, body.get("reason", "timeout"))
     return service.record(tenant, account)
 
 
-async def _reconnect(request, service, tenant, account):
+def _reconnect(service, tenant, account, body):
     service.reconnect(tenant, account)
     return service.record(tenant, account)
 
 
-async def _push_refresh(request, service, tenant, account):
+def _push_refresh(service, tenant, account, body):
     """A push refresh now, as the periodic one would do it (disconnected: nothing happens)."""
     if account.connected:
         service.refresh(tenant, account)
     return service.record(tenant, account)
 
 
-async def _remove_deposit_switch(request, service, tenant, account):
+def _remove_deposit_switch(service, tenant, account, body):
     removed = service.remove_deposit_switch(tenant, account)
     return {"linkedAccount": account.id, "removed": removed["_id"]}
 
 
-for action, change in (("disconnect", _disconnect), ("reconnect", _reconnect),
-                       ("refresh", _push_refresh), ("remove-deposit-switch", _remove_deposit_switch)):
-    routes.post(f"/_sandbox/linked-accounts/{{accountId}}/{action}")(_on_account(change))
+_on_account("disconnect", "Disconnect a linked account (linked-account-disconnected)",
+            _disconnect, DISCONNECT_REQUEST)
+_on_account("reconnect", "Reconnect a linked account (linked-account-connected)", _reconnect)
+_on_account("refresh", "A push refresh now", _push_refresh)
+_on_account("remove-deposit-switch", "The deposit switch is removed (deposit-switch-removed)",
+            _remove_deposit_switch)
 
 
-@routes.post("/_sandbox/users/{identifier}/delete-pii")
-async def delete_pii(request: web.Request) -> web.Response:
+@operation("POST", "/_sandbox/users/{identifier}/delete-pii", "Delete the user's personal data "
+           "now (pii-data-deleted)", auth=Auth.API_KEYS, settles=True, response={"type": "object"},
+           errors=(404,), tags=("control plane",))
+async def delete_pii(tenant, params, sandbox) -> dict:
     """The PII deletion cadence, now."""
-    service, tenant = request.app[LINKED_ACCOUNTS], tenant_of(request)
-    identifier = request.match_info["identifier"]
-    service.accounts_of(tenant, identifier)  # 404 for an unknown user
-    service.delete_pii(tenant, identifier)
-    await request.app[DISPATCHER].settle(tenant)
-    return web.json_response({"data": {"identifier": identifier, "deleted": True}})
+    identifier = params["identifier"]
+    sandbox.linked_accounts.accounts_of(tenant, identifier)  # 404 for an unknown user
+    sandbox.linked_accounts.delete_pii(tenant, identifier)
+    return {"identifier": identifier, "deleted": True}

@@ -1,33 +1,30 @@
-"""Liveness and the OpenAPI document."""
+"""Liveness, the OpenAPI document and where to go from the root."""
 
 from __future__ import annotations
 
 from aiohttp import web
 
-from ..keys import OPENAPI, SETTINGS, STORE
+from .pipeline import Auth, operation
 
-routes = web.RouteTableDef()
-
-
-@routes.get("/health")
-async def health(request: web.Request) -> web.Response:
-    store = request.app[STORE]
-    return web.json_response({"data": {"status": "ok", "environment": store.tenants.environment,
-                                       "companies": len(store.catalog)}})
+HEALTH = {"type": "object", "required": ["status"],
+          "properties": {"status": {"const": "ok"}, "environment": {"type": "string"},
+                         "companies": {"type": "integer"}}}
 
 
-@routes.get("/openapi.json")
-async def openapi(request: web.Request) -> web.Response:
-    cache = request.app[OPENAPI]
-    if "document" not in cache:
-        from ..openapi import build_openapi
-
-        cache["document"] = build_openapi(request.app[STORE].service, request.app[SETTINGS])
-    return web.json_response(cache["document"])
+@operation("GET", "/health", "Liveness", auth=Auth.NONE, response=HEALTH)
+async def health(sandbox) -> dict:
+    return {"status": "ok", "environment": sandbox.store.tenants.environment,
+            "companies": len(sandbox.store.catalog)}
 
 
-@routes.get("/")
-async def index(request: web.Request) -> web.Response:
-    """Where to go from here."""
-    return web.json_response({"data": {"dashboard": "/_sandbox/", "openapi": "/openapi.json",
-                                       "health": "/health", "sdk": "/sdk/transact.js"}})
+@operation("GET", "/openapi.json", "This OpenAPI document", auth=Auth.NONE,
+           content_type="application/json")
+async def openapi(sandbox) -> web.Response:
+    return web.json_response(sandbox.openapi())
+
+
+@operation("GET", "/", "Where to go from here: the dashboard, the API description, the SDK",
+           auth=Auth.NONE, response={"type": "object"})
+async def index() -> dict:
+    return {"dashboard": "/_sandbox/", "openapi": "/openapi.json", "health": "/health",
+            "sdk": "/sdk/transact.js"}

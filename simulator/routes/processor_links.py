@@ -1,66 +1,76 @@
-"""Processor links at /{aggregator}/... and the aggregator's token minting (control plane).
+"""Processor links at /<aggregator>/... and the aggregator's token minting (control plane).
 
-The aggregator's name comes from the service profile, so the routes are made per app.
+The aggregator's name comes from the service profile: the paths hold `<aggregator>`,
+which the app fills in when it adds the routes.
 """
 
 from __future__ import annotations
 
-from aiohttp import web
-
 from ..domain.processor_links import CLASSIFY, DETECT
 from ..errors import ValidationFailed, field_detail
-from ..keys import DISPATCHER, PROCESSOR_LINKS, tenant_of
-from ..middleware import read_json
 from ..schemas.api import PROCESSOR_LINK_REQUEST, PROCESSOR_TOKEN_REQUEST
+from .pipeline import AGGREGATOR, Auth, Reply, operation
 
 IDENTIFIER_HEADER = "user-identifier"
 IDENTIFIER_REQUIRED = "Send the user-identifier header."
+USER_HEADER = ((IDENTIFIER_HEADER, True),)
+RESULTS = {"type": "array", "items": {"type": "object"}}
+RESULTS_ENVELOPE = {"status": {"enum": ["processing", "completed", "error"]},
+                    "links": {"type": "array"}}
 
 
-def routes(aggregator: str) -> web.RouteTableDef:
-    table = web.RouteTableDef()
-
-    @table.post(f"/{aggregator}/processor-links")
-    async def register(request: web.Request) -> web.Response:
-        body = await read_json(request, PROCESSOR_LINK_REQUEST)
-        link = request.app[PROCESSOR_LINKS].register(
-            tenant_of(request), body["processorToken"], request.headers.get(IDENTIFIER_HEADER))
-        return web.json_response({"data": {"_id": link.id, "status": link.status}}, status=202)
-
-    @table.delete(f"/{aggregator}/processor-links")
-    async def remove(request: web.Request) -> web.Response:
-        links = request.app[PROCESSOR_LINKS].remove_links(tenant_of(request), _identifier(request))
-        return web.json_response({"data": {"removed": [link.id for link in links]}})
-
-    @table.get(f"/{aggregator}/employer-matches")
-    async def employer_matches(request: web.Request) -> web.Response:
-        return web.json_response(request.app[PROCESSOR_LINKS].results(
-            tenant_of(request), _identifier(request), CLASSIFY))
-
-    @table.get(f"/{aggregator}/recurring-transactions")
-    async def recurring_transactions(request: web.Request) -> web.Response:
-        return web.json_response(request.app[PROCESSOR_LINKS].results(
-            tenant_of(request), _identifier(request), DETECT))
-
-    @table.post(f"/_sandbox/{aggregator}/processor-token")
-    async def mint(request: web.Request) -> web.Response:
-        """What the aggregator's processor-token creation answers."""
-        body = await read_json(request, PROCESSOR_TOKEN_REQUEST)
-        token = request.app[PROCESSOR_LINKS].mint_token(tenant_of(request), body)
-        return web.json_response({"data": token.record()}, status=201)
-
-    @table.post(f"/_sandbox/{aggregator}/processor-token/{{token}}/revoke")
-    async def revoke(request: web.Request) -> web.Response:
-        token = request.app[PROCESSOR_LINKS].revoke_token(tenant_of(request),
-                                                          request.match_info["token"])
-        await request.app[DISPATCHER].settle(tenant_of(request))
-        return web.json_response({"data": token.record()})
-
-    return table
+@operation("POST", f"/{AGGREGATOR}/processor-links", "Register a processor token; the pipeline "
+           "runs asynchronously", auth=Auth.API_KEYS, body=PROCESSOR_LINK_REQUEST, status=202,
+           response={"type": "object"}, errors=(400, 404, 409),
+           headers=((IDENTIFIER_HEADER, False),))
+async def register(tenant, body, headers, sandbox) -> dict:
+    link = sandbox.processor_links.register(tenant, body["processorToken"],
+                                            headers.get(IDENTIFIER_HEADER))
+    return {"_id": link.id, "status": link.status}
 
 
-def _identifier(request: web.Request) -> str:
-    identifier = request.headers.get(IDENTIFIER_HEADER)
+@operation("DELETE", f"/{AGGREGATOR}/processor-links", "Remove every processor link of the user "
+           "and stop processing", auth=Auth.API_KEYS, response={"type": "object"}, errors=(404,),
+           headers=USER_HEADER)
+async def remove(tenant, headers, sandbox) -> dict:
+    links = sandbox.processor_links.remove_links(tenant, _identifier(headers))
+    return {"removed": [link.id for link in links]}
+
+
+@operation("GET", f"/{AGGREGATOR}/employer-matches", "Get Employer Matches", auth=Auth.API_KEYS,
+           response=RESULTS, envelope=RESULTS_ENVELOPE, errors=(404,), headers=USER_HEADER)
+async def employer_matches(tenant, headers, sandbox) -> Reply:
+    return _results(sandbox.processor_links.results(tenant, _identifier(headers), CLASSIFY))
+
+
+@operation("GET", f"/{AGGREGATOR}/recurring-transactions", "Get Recurring Financial Transactions",
+           auth=Auth.API_KEYS, response=RESULTS, envelope=RESULTS_ENVELOPE, errors=(404,),
+           headers=USER_HEADER)
+async def recurring_transactions(tenant, headers, sandbox) -> Reply:
+    return _results(sandbox.processor_links.results(tenant, _identifier(headers), DETECT))
+
+
+def _results(document: dict) -> Reply:
+    return Reply(document["data"], extra={k: v for k, v in document.items() if k != "data"})
+
+
+@operation("POST", f"/_sandbox/{AGGREGATOR}/processor-token", "Mint a processor token as the "
+           "aggregator would", auth=Auth.API_KEYS, body=PROCESSOR_TOKEN_REQUEST, status=201,
+           response={"type": "object"}, tags=("control plane",))
+async def mint(tenant, body, sandbox) -> dict:
+    """What the aggregator's processor-token creation answers."""
+    return sandbox.processor_links.mint_token(tenant, body).record()
+
+
+@operation("POST", f"/_sandbox/{AGGREGATOR}/processor-token/{{token}}/revoke", "Revoke a "
+           "processor token at the aggregator", auth=Auth.API_KEYS, settles=True,
+           response={"type": "object"}, errors=(404,), tags=("control plane",))
+async def revoke(tenant, params, sandbox) -> dict:
+    return sandbox.processor_links.revoke_token(tenant, params["token"]).record()
+
+
+def _identifier(headers) -> str:
+    identifier = headers.get(IDENTIFIER_HEADER)
     if not identifier:
         raise ValidationFailed(IDENTIFIER_REQUIRED, details=[
             field_detail(IDENTIFIER_HEADER, IDENTIFIER_REQUIRED, location="header")])

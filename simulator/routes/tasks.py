@@ -2,32 +2,30 @@
 
 from __future__ import annotations
 
-from aiohttp import web
-
-from ..keys import ENGINE, public_token_of, tenant_of
-from ..middleware import read_json
-from ..schemas.api import TASK_CREATE_REQUEST
-
-routes = web.RouteTableDef()
+from ..schemas.api import TASK_CREATE_REQUEST, TASK_CREATED, TASK_RECORD
+from .pipeline import operation
 
 
-@routes.post("/task/create")
-async def create_task(request: web.Request) -> web.Response:
-    body = await read_json(request, TASK_CREATE_REQUEST)
-    token = public_token_of(request)
-    workflow, tasks = request.app[ENGINE].create_task(
-        tenant_of(request), body, token_identifier=token.identifier if token else None,
+@operation("POST", "/task/create", "Create a task (or a workflow of several) driven by a scenario",
+           body=TASK_CREATE_REQUEST, response=TASK_CREATED, errors=(400, 403, 404))
+async def create_task(tenant, token, body, sandbox) -> dict:
+    workflow, tasks = sandbox.engine.create_task(
+        tenant, body, token_identifier=token.identifier if token else None,
         public_token=token.public_token if token else None)
+    return created_record(workflow, tasks)
+
+
+def created_record(workflow, tasks) -> dict:
+    """What task creation answers: the first task, its workflow, and every task."""
     first = tasks[0]
-    return web.json_response({"data": {
-        "id": first.id, "status": first.status, "taskWorkflow": workflow.id,
-        "tasks": [{"id": t.id, "product": t.product, "status": t.status, "scenario": t.scenario}
-                  for t in tasks]}})
+    return {"id": first.id, "status": first.status, "taskWorkflow": workflow.id,
+            "tasks": [{"id": t.id, "product": t.product, "status": t.status,
+                       "scenario": t.scenario} for t in tasks]}
 
 
-@routes.get("/task/{taskId}")
-async def get_task(request: web.Request) -> web.Response:
-    token = public_token_of(request)
-    task = request.app[ENGINE].get_task(tenant_of(request), request.match_info["taskId"],
-                                        identifier=token.identifier if token else None)
-    return web.json_response({"data": task.record()})
+@operation("GET", "/task/{taskId}", "A task: status, reason, flow, authenticated and its transitions",
+           response=TASK_RECORD, errors=(404,))
+async def get_task(tenant, token, params, sandbox) -> dict:
+    task = sandbox.engine.get_task(tenant, params["taskId"],
+                                   identifier=token.identifier if token else None)
+    return task.record()

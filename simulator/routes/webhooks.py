@@ -6,56 +6,58 @@ from aiohttp import web
 
 from ..domain.triggers import trigger_event
 from ..errors import NotFound, ValidationFailed, field_detail
-from ..keys import DISPATCHER, ENGINE, STORE, tenant_of
-from ..middleware import read_json
 from ..schemas.api import (REPLAY_REQUEST, TRIGGER_REQUEST, WEBHOOK_ENDPOINTS_REQUEST,
                            WEBHOOK_FAULTS_REQUEST)
 from ..schemas.events import event_schema, event_types
 from ..validation import parse_time
 from ..webhooks.dispatcher import FaultPlan
+from .pipeline import Auth, Reply, operation
 
-routes = web.RouteTableDef()
-
-
-@routes.get("/_sandbox/webhooks/endpoints")
-async def get_endpoints(request: web.Request) -> web.Response:
-    state = request.app[DISPATCHER].state(tenant_of(request))
-    return web.json_response({"data": state.endpoints})
+CONTROL = {"auth": Auth.API_KEYS, "tags": ("control plane",)}
+ENDPOINTS = {"type": "array", "items": {"type": "object"}}
+UNKNOWN_EVENT_TYPE = "No event type is named {event_type!r}."
 
 
-@routes.put("/_sandbox/webhooks/endpoints")
-async def put_endpoints(request: web.Request) -> web.Response:
-    body = await read_json(request, WEBHOOK_ENDPOINTS_REQUEST)
-    known = set(event_types(request.app[STORE].service.aggregator))
+@operation("GET", "/_sandbox/webhooks/endpoints", "Endpoints per event type", response=ENDPOINTS,
+           **CONTROL)
+async def get_endpoints(tenant, sandbox) -> list:
+    return sandbox.dispatcher.state(tenant).endpoints
+
+
+@operation("PUT", "/_sandbox/webhooks/endpoints", "Register endpoints per event type",
+           body=WEBHOOK_ENDPOINTS_REQUEST, response=ENDPOINTS, **CONTROL)
+async def put_endpoints(tenant, body, sandbox) -> list:
+    known = set(event_types(sandbox.store.service.aggregator))
     problems = [field_detail(f"$.endpoints[{i}].eventTypes[{j}]", f"unknown event type {t!r}")
                 for i, endpoint in enumerate(body["endpoints"])
                 for j, t in enumerate(endpoint.get("eventTypes", [])) if t not in known]
     if problems:
         raise ValidationFailed("Unknown event types.", code="unknown-event-type", details=problems)
-    state = request.app[DISPATCHER].state(tenant_of(request))
+    state = sandbox.dispatcher.state(tenant)
     state.endpoints = body["endpoints"]
-    return web.json_response({"data": state.endpoints})
+    return state.endpoints
 
 
-@routes.get("/_sandbox/webhooks/faults")
-async def get_faults(request: web.Request) -> web.Response:
-    return web.json_response({"data": request.app[DISPATCHER].state(tenant_of(request)).faults.record()})
+@operation("GET", "/_sandbox/webhooks/faults", "Delivery faults on purpose",
+           response={"type": "object"}, **CONTROL)
+async def get_faults(tenant, sandbox) -> dict:
+    return sandbox.dispatcher.state(tenant).faults.record()
 
 
-@routes.put("/_sandbox/webhooks/faults")
-async def put_faults(request: web.Request) -> web.Response:
-    body = await read_json(request, WEBHOOK_FAULTS_REQUEST)
-    state = request.app[DISPATCHER].state(tenant_of(request))
+@operation("PUT", "/_sandbox/webhooks/faults", "Set delivery faults (duplicate, out of order, "
+           "delay)", body=WEBHOOK_FAULTS_REQUEST, response={"type": "object"}, **CONTROL)
+async def put_faults(tenant, body, sandbox) -> dict:
+    state = sandbox.dispatcher.state(tenant)
     state.faults = FaultPlan(duplicate=body.get("duplicate", 0.0),
                              out_of_order=body.get("outOfOrder", 0.0), delay=body.get("delay", 0.0),
                              delay_seconds=body.get("delaySeconds", 60.0))
-    return web.json_response({"data": state.faults.record()})
+    return state.faults.record()
 
 
-@routes.post("/_sandbox/webhooks/replay")
-async def replay(request: web.Request) -> web.Response:
-    body = await read_json(request, REPLAY_REQUEST)
-    tenant, dispatcher = tenant_of(request), request.app[DISPATCHER]
+@operation("POST", "/_sandbox/webhooks/replay", "Replay by userIdentifier, taskId or from/to",
+           body=REPLAY_REQUEST, settles=True, response={"type": "array"},
+           envelope={"total": {"type": "integer"}}, **CONTROL)
+async def replay(tenant, body, sandbox) -> Reply:
     since = until = None
     if "from" in body:
         since = parse_time(body["from"], "$.from", location="body")
@@ -65,38 +67,40 @@ async def replay(request: web.Request) -> web.Response:
                                    details=[field_detail("$.from", "later than $.to")])
     events = tenant.events.query(user=body.get("userIdentifier"), task=body.get("taskId"),
                                  since=since, until=until)
+    dispatcher = sandbox.dispatcher
     queued = [{"eventId": event.id, "eventType": event.type,
                "deliveries": [d.id for d in dispatcher.deliver(tenant, event, replay=True)]}
               for event in events]
-    await dispatcher.settle(tenant)
-    return web.json_response({"data": queued, "total": len(queued)})
+    return Reply(queued, extra={"total": len(queued)})
 
 
-@routes.post("/_sandbox/events/trigger")
-async def trigger(request: web.Request) -> web.Response:
-    body = await read_json(request, TRIGGER_REQUEST)
-    tenant = tenant_of(request)
-    event = trigger_event(tenant, request.app[ENGINE], request.app[STORE].service.aggregator, body)
-    await request.app[DISPATCHER].settle(tenant)
-    return web.json_response({"data": event_record(request.app, tenant, event)}, status=201)
+@operation("POST", "/_sandbox/events/trigger", "Emit any event type with a realistic payload",
+           body=TRIGGER_REQUEST, status=201, settles=True, response={"type": "object"},
+           errors=(404,), **CONTROL)
+async def trigger(tenant, body, sandbox):
+    event = trigger_event(tenant, sandbox.engine, sandbox.store.service.aggregator, body)
+    # Rendered after the attempts settled, so the record shows how they went.
+    return lambda: event_record(sandbox.dispatcher, tenant, event)
 
 
-@routes.get("/_sandbox/schemas/events")
-async def list_event_schemas(request: web.Request) -> web.Response:
-    return web.json_response({"data": event_types(request.app[STORE].service.aggregator)})
+@operation("GET", "/_sandbox/schemas/events", "The event types, each with a published schema",
+           auth=Auth.NONE, response={"type": "array", "items": {"type": "string"}})
+async def list_event_schemas(sandbox) -> list:
+    return event_types(sandbox.store.service.aggregator)
 
 
-@routes.get("/_sandbox/schemas/events/{eventType}")
-async def get_event_schema(request: web.Request) -> web.Response:
-    event_type = request.match_info["eventType"]
-    schema = event_schema(event_type, request.app[STORE].service.aggregator)
+@operation("GET", "/_sandbox/schemas/events/{eventType}", "The JSON Schema of one event type's "
+           "body", auth=Auth.NONE, content_type="application/schema+json", errors=(404,))
+async def get_event_schema(params, sandbox) -> web.Response:
+    event_type = params["eventType"]
+    schema = event_schema(event_type, sandbox.store.service.aggregator)
     if schema is None:
-        raise NotFound(f"No event type is named {event_type!r}.", code="unknown-event-type")
+        raise NotFound(UNKNOWN_EVENT_TYPE.format(event_type=event_type), code="unknown-event-type")
     return web.json_response(schema)
 
 
-def event_record(app: web.Application, tenant, event) -> dict:
+def event_record(dispatcher, tenant, event) -> dict:
     """An event with its deliveries and every attempt (GET /_sandbox/events)."""
-    state = app[DISPATCHER].state(tenant)
+    state = dispatcher.state(tenant)
     return {**event.record(), "delivery": state.state_of(event.id),
             "deliveries": [d.record() for d in state.deliveries.get(event.id, [])]}

@@ -230,6 +230,22 @@ TASK_CREATED = {
                    "tasks": {"type": "array", "items": {"type": "object"}}},
 }
 
+TASK_RECORD = {
+    "type": "object",
+    "required": ["id", "taskWorkflow", "status", "product", "company", "user", "authenticated",
+                 "history"],
+    "properties": {
+        "id": {"type": "string"}, "taskWorkflow": {"type": "string"},
+        "status": {"enum": ["queued", "processing", "completed", "failed"]},
+        "previousStatus": {"enum": [None, "queued", "processing", "failed"]},
+        "product": {"type": "string"}, "company": {"type": "string"},
+        "user": {"type": "object"}, "authenticated": {"type": "boolean"},
+        "reason": {"type": "string"}, "scenario": {"type": "string"},
+        "history": {"type": "array", "items": {"type": "object"},
+                    "description": "Every transition: status, previousStatus, at, patch, reason."},
+    },
+}
+
 CLOCK_ADVANCE_REQUEST = {
     "type": "object",
     "additionalProperties": False,

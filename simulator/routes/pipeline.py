@@ -1,0 +1,170 @@
+"""Operations as data, and the one pipeline that applies them.
+
+Each API operation is declared once, beside its handler, as an `Operation`: method, path,
+handler, the auth kind, the request body and query schemas, whether it settles webhook
+deliveries, a summary, the errors it can answer and its response schema. Everything
+else is derived from that declaration: the aiohttp routes and the pipeline every request
+goes through (auth -> parse and validate -> handler -> settle -> render `{"data": ...}`)
+here, and the whole OpenAPI document in openapi.py.
+
+A handler names what it needs as parameters and gets exactly that: `tenant`, `token`
+(the public token, or None under API keys), `body`, `query`, `params` (the path's),
+`headers`, `sandbox` (the app's collaborators) or, for pages and files, `request`. It
+returns the `data` (or a `Reply`, or a web.Response for pages and files, or a function
+that makes the data once the webhook attempts it started have settled).
+Model: stripe-mock's single HandleRequest pipeline; FastAPI's declarations.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Any
+
+from aiohttp import web
+
+from ..errors import Unauthorized
+from ..keys import BODY, PUBLIC_TOKEN, SANDBOX, TENANT
+from ..static import static_text
+from ..validation import parse_json_body, parse_query
+
+AGGREGATOR = "<aggregator>"  # in a declared path: the service profile's aggregator name
+
+API_KEYS_REQUIRED = "This operation needs the x-api-key and x-api-secret headers, not a public token."
+TOKEN_REQUIRED = "The hosted flow authenticates with the user's public token (x-public-token)."
+
+
+class Auth(Enum):
+    """Who may call an operation (spec: Authentication)."""
+
+    API_KEYS = "api-keys"          # server side: x-api-key and x-api-secret only
+    EITHER = "either"              # API keys, or a user's x-public-token
+    PUBLIC_TOKEN = "public-token"  # the hosted flow: the user's x-public-token only
+    NONE = "none"                  # liveness, the API description, the SDK's pages
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A handler's answer when it is more than `data`: another status, or extra top-level
+    fields beside `data` (such as `total`)."""
+
+    data: Any
+    status: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Operation:
+    method: str
+    path: str
+    handler: Callable[..., Awaitable[Any]]
+    summary: str
+    auth: Auth = Auth.EITHER
+    body: dict[str, Any] | None = None       # JSON Schema of the request body
+    query: dict[str, Any] | None = None      # JSON Schema of the query parameters
+    response: dict[str, Any] | None = None   # JSON Schema of `data`
+    envelope: dict[str, Any] = field(default_factory=dict)  # fields beside `data`: schemas
+    status: int = 200
+    errors: tuple[int, ...] = ()             # besides 401 (auth), 413 and 422 (body, query)
+    settles: bool = False                    # waits for the webhook attempts it started
+    content_type: str | None = None          # a page, script or file instead of JSON
+    headers: tuple[tuple[str, bool], ...] = ()  # request headers it reads: (name, required)
+    tags: tuple[str, ...] = ()
+    description: str = ""
+
+    def at(self, aggregator: str) -> Operation:
+        """The operation with the service profile's aggregator name in its path."""
+        if AGGREGATOR not in self.path:
+            return self
+        return replace(self, path=self.path.replace(AGGREGATOR, aggregator))
+
+
+def operation(method: str, path: str, summary: str, **declared: Any) -> Callable:
+    """A decorator that declares the function below it as an operation's handler:
+    `@operation("POST", "/task/create", "Create a task", body=TASK_CREATE_REQUEST)`."""
+
+    def declare(handler: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+        OPERATIONS.append(Operation(method, path, handler, summary,
+                                    description=inspect.getdoc(handler) or "", **declared))
+        return handler
+
+    return declare
+
+
+OPERATIONS: list[Operation] = []  # every operation of every route module, in declaration order
+
+
+def add_routes(app: web.Application, operations: Iterable[Operation]) -> None:
+    for op in operations:
+        if op.method == "GET":  # HEAD answers as GET would, without the body
+            app.router.add_get(op.path, _endpoint(op))
+        else:
+            app.router.add_route(op.method, op.path, _endpoint(op))
+
+
+def _endpoint(op: Operation) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    wants = frozenset(inspect.signature(op.handler).parameters)
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        sandbox = request.app[SANDBOX]
+        tenant, token = _authenticate(request, op.auth, sandbox)
+        given: dict[str, Any] = {"body": None, "query": None}
+        if op.body is not None:
+            raw = await request.read()
+            request[BODY] = raw.decode("utf-8", "replace") if raw else None  # kept if invalid
+            request[BODY] = given["body"] = parse_json_body(raw, op.body)
+        if op.query is not None:
+            given["query"] = parse_query(request.query, op.query)
+        offered = {"tenant": tenant, "token": token, "params": request.match_info,
+                   "headers": request.headers, "sandbox": sandbox, "request": request, **given}
+        result = await op.handler(**{name: offered[name] for name in wants})
+        if op.settles and tenant is not None:
+            await sandbox.dispatcher.settle(tenant)
+        if callable(result):  # an answer that shows what the settled attempts did
+            result = result()
+        if isinstance(result, web.StreamResponse):
+            return result
+        if isinstance(result, Reply):
+            return web.json_response({"data": result.data, **result.extra},
+                                     status=result.status or op.status)
+        return web.json_response({"data": result}, status=op.status)
+
+    handle.__name__ = op.handler.__name__
+    return handle
+
+
+def _authenticate(request: web.Request, auth: Auth, sandbox: Any) -> tuple[Any, Any]:
+    """The tenant and the public token (None under API keys) of a request, by the
+    operation's auth kind; remembered on the request for the journal."""
+    if auth is Auth.NONE:
+        return None, None
+    tenants = sandbox.store.tenants
+    api_key = request.headers.get("x-api-key")
+    api_secret = request.headers.get("x-api-secret")
+    public_token = request.headers.get("x-public-token")
+    if api_key or api_secret or not public_token:
+        tenant, token = tenants.authenticate_keys(api_key, api_secret), None
+    else:
+        tenant, token = tenants.authenticate_public_token(public_token)
+    request[TENANT], request[PUBLIC_TOKEN] = tenant, token
+    if auth is Auth.API_KEYS and token is not None:
+        raise Unauthorized(API_KEYS_REQUIRED, code="api-keys-required")
+    if auth is Auth.PUBLIC_TOKEN and token is None:
+        raise Unauthorized(TOKEN_REQUIRED, code="public-token-required")
+    return tenant, token
+
+
+NO_STORE = {"cache-control": "no-store"}  # the sandbox's pages change with the package
+
+
+def serve_file(path: str, summary: str, content_type: str, **declared: Any) -> None:
+    """Declares an operation that answers a file of simulator/static (a script, a style)."""
+    name = path.rsplit("/", 1)[-1]
+
+    async def asset() -> web.Response:
+        return web.Response(text=static_text(name), content_type=content_type, headers=NO_STORE)
+
+    asset.__name__ = f"asset_{name.replace('.', '_')}"
+    operation("GET", path, summary, auth=Auth.NONE, content_type=content_type, **declared)(asset)
