@@ -116,7 +116,6 @@ def build_openapi(operations: list[Operation], service: ServiceProfile,
         "info": {"title": "payroll-sandbox", "version": __version__,
                  "description": f"Local sandbox of the payroll-connectivity service "
                                 f"(vendor {service.vendor}, {settings.environment} environment)."},
-        "servers": [{"url": "/"}],
         "security": [{"apiKey": [], "apiSecret": []}, {"publicToken": []}],
         "paths": paths,
         "webhooks": webhooks,
