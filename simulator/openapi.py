@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from . import __version__
@@ -81,8 +82,11 @@ def _json_body(schema: dict[str, Any]) -> dict[str, Any]:
     return {"required": True, "content": {"application/json": {"schema": schema}}}
 
 
+PATH_PARAMETER = re.compile(r"\{([^}:]+)")  # {name} or {name:regex}
+
+
 def _path_names(path: str) -> list[str]:
-    return [part[1:-1].split(":")[0] for part in path.split("/") if part.startswith("{")]
+    return PATH_PARAMETER.findall(path)
 
 
 def build_openapi(operations: list[Operation], service: ServiceProfile,
