@@ -156,7 +156,7 @@ async def bench(accounts: int, days: int, how: str, concurrency: int,
     rss_start = peak_rss_mb()
     app = create_app(Settings(port=0, clock="manual"))
     runner, base = await serve(app)
-    tenant = app[SANDBOX].store.tenants.default()
+    tenant = app[SANDBOX].registry.tenants.default()
     result: dict[str, Any] = {"accounts": accounts, "days": days, "how": how,
                               "concurrency": concurrency, "base": base, "tenant": tenant.name,
                               "rss_start": rss_start, "rss_app": peak_rss_mb()}

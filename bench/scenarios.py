@@ -185,7 +185,7 @@ async def bench(tasks: int, concurrency: int) -> dict[str, Any]:
                 result["events_total"] = (await response.json())["total"]
 
         # Final state, read in-process (10,000 GET /task/{id} would only add noise).
-        tenant = app[SANDBOX].store.tenants.default()
+        tenant = app[SANDBOX].registry.tenants.default()
         per_scenario: dict[str, collections.Counter[str]] = {
             name: collections.Counter() for name in names}
         not_final = []

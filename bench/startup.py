@@ -163,7 +163,7 @@ def import_breakdown(env: dict[str, str], top: int = 10) -> None:
 
 
 def phase_breakdown() -> None:
-    """build_store's phases, in this process (imports already warm)."""
+    """build_registry's phases, in this process (imports already warm)."""
     from simulator.catalog import build_companies
     from simulator.domain.companies import Catalog
     from simulator.domain.search import SearchIndex
@@ -184,7 +184,7 @@ def phase_breakdown() -> None:
     catalog = Catalog(companies)
     SearchIndex(catalog.ordered)
     phases.append(("Catalog + SearchIndex", time.perf_counter() - started))
-    print("\nbuild_store phases, in-process with imports warm:")
+    print("\nbuild_registry phases, in-process with imports warm:")
     for label, seconds in phases:
         print(f"  {seconds * 1000:8.1f} ms  {label}")
 

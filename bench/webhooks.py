@@ -181,7 +181,7 @@ class Phase:
 
 async def sandbox_emit(app: web.Application, count: int, phase: Phase | None) -> list:
     """Emit `count` events through the default tenant, then settle; returns the events."""
-    tenant = app[SANDBOX].store.tenants.default()
+    tenant = app[SANDBOX].registry.tenants.default()
     dispatcher = app[SANDBOX].dispatcher
     events = []
     emitted = phase.emitted if phase is not None else {}
@@ -229,7 +229,7 @@ async def bench(events: int, warmup: int, profile: str | None) -> dict[str, Any]
     await receiver.start()
     app = create_app(Settings(port=0, clock="manual", webhook_url=receiver.url))
     runner, _ = await serve(app)
-    tenant = app[SANDBOX].store.tenants.default()
+    tenant = app[SANDBOX].registry.tenants.default()
     dispatcher = app[SANDBOX].dispatcher
     sandbox, bare = Phase("sandbox dispatcher"), Phase("bare aiohttp client")
     result: dict[str, Any] = {"events": events, "warmup": warmup, "receiver": receiver.url,
@@ -247,7 +247,7 @@ async def bench(events: int, warmup: int, profile: str | None) -> dict[str, Any]
             profiler.disable()
             profiler.dump_stats(profile)
         sandbox.take(receiver)
-        state = dispatcher.state(tenant)
+        state = tenant.webhooks
         for event in measured:
             outcome = state.state_of(event.id)
             sandbox.statuses[outcome] += 1

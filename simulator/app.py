@@ -11,21 +11,19 @@ from .catalog import build_companies
 from .clock import REAL, Clock
 from .domain.companies import Catalog
 from .domain.search import SearchIndex
-from .domain.store import Store
-from .domain.tenants import Tenants
+from .domain.registry import TenantRegistry
 from .fixtures import ConfigError, Fixtures, load_fixtures
-from .journal import Journal
 from .domain.tasks import HAPPY_PATH, TaskEngine
 from .datagen import ProfileFactory
 from .domain.linked_accounts import LinkedAccounts
-from .domain.tenants import Tenant
+from .domain.tenants import Tenant, TenantServices
 from .domain.processor_links import DEFAULT_SCENARIO as PROCESSOR_DEFAULT
 from .domain.processor_links import ProcessorLinks
 from .keys import SANDBOX, Sandbox
 from .middleware import MAX_BODY_BYTES, cors_middleware, error_middleware, journal_middleware
 from .routes import OPERATIONS, add_routes
 from .scenarios.loader import Scenario, load_scenarios
-from .scheduler import Runners
+from .scheduler import RealTimer
 from .settings import Settings
 from .webhooks.dispatcher import ATTEMPT_TIMEOUT, Dispatcher
 
@@ -66,9 +64,9 @@ def load(settings: Settings) -> LoadedFixtures:
                           scenarios=scenarios)
 
 
-def build_store(settings: Settings, *, clock: Clock | None = None,
-                loaded: LoadedFixtures | None = None) -> Store:
-    """The whole state: the catalog and a tenant per account of the fixtures.
+def build_registry(settings: Settings, *, clock: Clock | None = None,
+                   loaded: LoadedFixtures | None = None) -> TenantRegistry:
+    """The tenant registry of the fixtures' accounts (not yet open: create_app opens it).
 
     Raises ConfigError (file and JSON path) when a fixture is wrong. With `clock`,
     every tenant reads that one clock (tests); otherwise each gets its own.
@@ -79,54 +77,43 @@ def build_store(settings: Settings, *, clock: Clock | None = None,
     def clock_factory() -> Clock:
         return clock or Clock(mode=settings.clock, time_scale=settings.time_scale)
 
-    store = Store(service=fixtures.service, catalog=loaded.catalog, index=loaded.index,
-                  tenants=Tenants(settings.environment), seed=settings.seed,
-                  clock_factory=clock_factory, scenarios=loaded.scenarios)
-    for account in fixtures.accounts:
-        store.add_account(account)
-    try:
-        store.tenants.default()
-    except LookupError:
+    if not any(a["environment"] == settings.environment for a in fixtures.accounts):
         raise ConfigError(str(fixtures.directory / "accounts.yaml"), "$.accounts",
-                          f"no account has environment {settings.environment!r}") from None
-    return store
+                          f"no account has environment {settings.environment!r}")
+    return TenantRegistry(service=fixtures.service, catalog=loaded.catalog, index=loaded.index,
+                          environment=settings.environment, seed=settings.seed,
+                          clock_factory=clock_factory, scenarios=loaded.scenarios,
+                          accounts=fixtures.accounts)
 
 
 def create_app(settings: Settings, *, clock: Clock | None = None,
-               store: Store | None = None) -> web.Application:
-    store = store or build_store(settings, clock=clock)
-    engine = TaskEngine(store.scenarios, scope_of=store.service.products.get)
+               registry: TenantRegistry | None = None) -> web.Application:
+    registry = registry or build_registry(settings, clock=clock)
+    service = registry.service
     real = settings.clock == REAL and clock is None
     dispatcher = Dispatcher(
-        vendor=store.service.vendor, seed=settings.seed, default_url=settings.webhook_url,
+        vendor=service.vendor, seed=settings.seed, default_url=settings.webhook_url,
         timeout=settings.webhook_timeout or ATTEMPT_TIMEOUT / (settings.time_scale if real else 1))
-    runners = Runners(real=real, settle=dispatcher.settle)
     profiles = ProfileFactory(settings.seed)
     linked = LinkedAccounts(
         lambda tenant, identifier, company: profiles.profile(
             tenant.name, identifier, company.id, company.name, tenant.clock.now().date()))
-    engine.linked_accounts = linked
-    engine.on_final.append(linked.on_task_final)
-    engine.step_hooks["linkedAccount"] = linked.on_step
-    engine.step_hooks["piiDataDeleted"] = lambda tenant, task, _: linked.delete_pii(
-        tenant, task.identifier, task.id, even_without_accounts=True)
+    engine = TaskEngine(registry.scenarios, scope_of=service.products.get, linked_accounts=linked)
 
-    def ready_made_accounts(tenant: Tenant) -> None:
-        for entry in store.accounts[tenant.name].get("linkedAccounts", []):
+    def seed_accounts(tenant: Tenant) -> None:
+        """The account's ready-made linked accounts (fixtures `linkedAccounts`)."""
+        for entry in tenant.account.get("linkedAccounts", []):
             company = tenant.companies.require(entry["company"])
             account = linked.create(tenant, entry["identifier"], company,
                                     entry.get("product", "deposit"), emit=False)
             account.connected = entry.get("connected", True)
 
-    for tenant in store.tenants:
-        dispatcher.attach(tenant)
-        runners.add(tenant)
-        ready_made_accounts(tenant)
-    store.on_tenant += [dispatcher.attach, runners.add, ready_made_accounts]
-    operations = [op.at(store.service.aggregator) for op in OPERATIONS]
-    sandbox = Sandbox(settings=settings, store=store, engine=engine, dispatcher=dispatcher,
-                      runners=runners, journal=Journal(), linked_accounts=linked,
-                      processor_links=ProcessorLinks(store.scenarios, store.service.aggregator),
+    registry.open(TenantServices(dispatcher=dispatcher, timer=RealTimer() if real else None,
+                                 seed_accounts=seed_accounts))
+    operations = [op.at(service.aggregator) for op in OPERATIONS]
+    sandbox = Sandbox(settings=settings, registry=registry, engine=engine, dispatcher=dispatcher,
+                      linked_accounts=linked,
+                      processor_links=ProcessorLinks(registry.scenarios, service.aggregator),
                       operations=operations)
     app = web.Application(client_max_size=MAX_BODY_BYTES,
                           middlewares=[cors_middleware, journal_middleware, error_middleware])
@@ -140,14 +127,18 @@ def create_app(settings: Settings, *, clock: Clock | None = None,
 
 
 async def _stop_deliveries(app: web.Application) -> None:
-    await app[SANDBOX].dispatcher.stop()
+    sandbox = app[SANDBOX]
+    await sandbox.dispatcher.stop(list(sandbox.registry.tenants))
 
 
 async def _background_context(app: web.Application) -> AsyncIterator[None]:
     """The webhook client session and the real-mode timer live as long as the app."""
     sandbox = app[SANDBOX]
+    timer = sandbox.registry.services.timer
     await sandbox.dispatcher.start()
-    sandbox.runners.start()
+    if timer is not None:
+        timer.start()
     yield
-    sandbox.runners.shutdown()
+    if timer is not None:
+        timer.shutdown()
     await sandbox.dispatcher.close()

@@ -181,9 +181,9 @@ def _serve(flags: dict) -> int:
 
     settings = load_settings(flags)
     _configure_logging(settings.log_format)
-    from .app import build_store, create_app
+    from .app import build_registry, create_app
 
-    app = create_app(settings, store=build_store(settings))
+    app = create_app(settings, registry=build_registry(settings))
     asyncio.run(_run(app, settings))
     return 0
 
@@ -206,7 +206,7 @@ async def _run(app, settings) -> None:
     shown_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     if ":" in shown_host:
         shown_host = f"[{shown_host}]"
-    tenant = app[SANDBOX].store.tenants.default()
+    tenant = app[SANDBOX].registry.tenants.default()
     print(f"payroll-sandbox serving http://{shown_host}:{port} environment={settings.environment} "
           f"x-api-key={tenant.api_key} x-api-secret={tenant.api_secret}", flush=True)
 

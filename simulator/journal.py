@@ -1,7 +1,7 @@
 """The journal of API requests received, per tenant, for assertions in tests.
 
 Bounded: each tenant keeps its newest entries only. Requests whose credentials
-matched no tenant are kept apart and shown to nobody (they are in the log).
+matched no tenant are in no journal (the access log has them).
 """
 
 from __future__ import annotations
@@ -31,25 +31,26 @@ class JournalEntry:
 
 
 class Journal:
+    """One tenant's journal: its newest requests, oldest dropped first."""
+
     def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
-        self._max = max_entries
-        self._entries: dict[str, deque[JournalEntry]] = {}
+        self._entries: deque[JournalEntry] = deque(maxlen=max_entries)
         self._next_id = 1
 
-    def add(self, tenant: str, **fields: Any) -> JournalEntry:
+    def add(self, **fields: Any) -> JournalEntry:
         entry = JournalEntry(id=self._next_id, **fields)
         self._next_id += 1
-        self._entries.setdefault(tenant, deque(maxlen=self._max)).append(entry)
+        self._entries.append(entry)
         return entry
 
-    def clear(self, tenant: str) -> None:
-        self._entries.pop(tenant, None)
+    def __len__(self) -> int:
+        return len(self._entries)
 
-    def query(self, tenant: str, *, path: str | None = None, method: str | None = None,
+    def query(self, *, path: str | None = None, method: str | None = None,
               status: int | None = None, limit: int = 100) -> list[JournalEntry]:
         """Newest first, filtered by path prefix, method and status."""
         found = []
-        for entry in reversed(self._entries.get(tenant, ())):
+        for entry in reversed(self._entries):
             if path is not None and not entry.path.startswith(path):
                 continue
             if method is not None and entry.method != method.upper():

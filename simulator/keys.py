@@ -10,11 +10,9 @@ from aiohttp import web
 
 from .domain.linked_accounts import LinkedAccounts
 from .domain.processor_links import ProcessorLinks
-from .domain.store import Store
+from .domain.registry import TenantRegistry
 from .domain.tasks import TaskEngine
 from .domain.tenants import PublicToken, Tenant
-from .journal import Journal
-from .scheduler import Runners
 from .settings import Settings
 from .webhooks.dispatcher import Dispatcher
 
@@ -24,11 +22,9 @@ class Sandbox:
     """Everything a handler may need besides its request: built once by create_app."""
 
     settings: Settings
-    store: Store
+    registry: TenantRegistry
     engine: TaskEngine
     dispatcher: Dispatcher
-    runners: Runners
-    journal: Journal
     linked_accounts: LinkedAccounts
     processor_links: ProcessorLinks
     operations: list[Any] = field(default_factory=list)  # routes.pipeline.Operation
@@ -39,7 +35,7 @@ class Sandbox:
         if self._openapi is None:
             from .openapi import build_openapi
 
-            self._openapi = build_openapi(self.operations, self.store.service, self.settings)
+            self._openapi = build_openapi(self.operations, self.registry.service, self.settings)
         return self._openapi
 
 

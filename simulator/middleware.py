@@ -14,7 +14,7 @@ from aiohttp import web
 from .clock import isoformat
 from .errors import ApiError, InternalError, MethodNotAllowed, NotFound, PayloadTooLarge
 from .journal import MAX_BODY_BYTES as MAX_JOURNAL_BODY
-from .keys import BODY, ERROR_CODE, SANDBOX, TENANT
+from .keys import BODY, ERROR_CODE, TENANT
 
 access_log = logging.getLogger("payroll_sandbox.access")
 error_log = logging.getLogger("payroll_sandbox.error")
@@ -55,8 +55,8 @@ async def journal_middleware(request: web.Request, handler: Any) -> web.StreamRe
     tenant = request.get(TENANT)
     tenant_name = tenant.name if tenant is not None else None
     if tenant is not None:
-        request.app[SANDBOX].journal.add(
-            tenant_name, time=isoformat(tenant.clock.timestamp()), method=request.method,
+        tenant.journal.add(
+            time=isoformat(tenant.clock.timestamp()), method=request.method,
             path=request.path, query=dict(request.query), status=response.status,
             durationMs=duration, errorCode=request.get(ERROR_CODE), body=_journal_body(request))
     access_log.info("%s %s %s %.1fms tenant=%s", request.method, request.path, response.status,

@@ -144,7 +144,7 @@ class _ServerThread:
         await site.start()
         port = self._runner.addresses[0][1]
         self.base_url = f"http://127.0.0.1:{port}"
-        tenant = app[SANDBOX].store.tenants.default()
+        tenant = app[SANDBOX].registry.tenants.default()
         self.keys = (tenant.api_key, tenant.api_secret)
 
     def stop(self) -> None:

@@ -14,17 +14,19 @@ import logging
 import math
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .domain.tenants import Tenant
 from .domain.timeline import Job
+
+if TYPE_CHECKING:
+    from .domain.tenants import Tenant
 
 log = logging.getLogger("payroll_sandbox.scheduler")
 
 # A guard against scenarios or hooks that keep scheduling work forever.
 MAX_JOBS_PER_RUN = 5_000_000
 
-Settle = Callable[[Tenant], Awaitable[None]]
+Settle = Callable[["Tenant"], Awaitable[None]]
 
 
 async def _nothing(tenant: Tenant) -> None:
@@ -116,10 +118,20 @@ class RealTimer:
         runner.tenant.timeline.on_schedule = lambda job: self._wake_at(name, job.due)
         runner.on_moved = lambda: self._rearm(name)
 
+    def forget(self, runner: Runner) -> None:
+        """The tenant is reset or deleted: its runner is no longer woken."""
+        name = runner.tenant.name
+        if self._runners.get(name) is runner:
+            del self._runners[name]
+            self._wakes.pop(name, None)
+            if self._scheduler is not None and self._scheduler.get_job(f"wake:{name}"):
+                self._scheduler.remove_job(f"wake:{name}")
+
     def _rearm(self, name: str) -> None:
         """The clock jumped: the next job's wall time moved, so set the wake-up again."""
         self._wakes.pop(name, None)
-        due = self._runners[name].tenant.timeline.next_due()
+        runner = self._runners.get(name)
+        due = runner.tenant.timeline.next_due() if runner is not None else None
         if due is not None:
             self._wake_at(name, due)
 
@@ -130,8 +142,8 @@ class RealTimer:
             self._rearm(name)
 
     def _wake_at(self, name: str, due: float) -> None:
-        if not self._loop_running:
-            return  # armed by start()
+        if not self._loop_running or name not in self._runners:
+            return  # armed by start(), or the tenant is gone
         current = self._wakes.get(name)
         if current is not None and current <= due:
             return
@@ -157,33 +169,3 @@ class RealTimer:
             return
         await runner.run_due()
         self._rearm(name)
-
-
-class Runners:
-    """A Runner per tenant; in real mode each is also watched by the wall-clock timer."""
-
-    def __init__(self, *, real: bool, settle: Settle = _nothing) -> None:
-        self._runners: dict[str, Runner] = {}
-        self._settle = settle
-        self.timer = RealTimer() if real else None
-
-    def add(self, tenant: Tenant) -> Runner:
-        runner = Runner(tenant, self._settle)
-        self._runners[tenant.name] = runner
-        if self.timer is not None:
-            self.timer.watch(runner)
-        return runner
-
-    def __getitem__(self, tenant: Tenant) -> Runner:
-        runner = self._runners.get(tenant.name)
-        if runner is None or runner.tenant is not tenant:
-            runner = self.add(tenant)
-        return runner
-
-    def start(self) -> None:
-        if self.timer is not None:
-            self.timer.start()
-
-    def shutdown(self) -> None:
-        if self.timer is not None:
-            self.timer.shutdown()

@@ -15,7 +15,7 @@ import yaml
 from conftest import ACME, GLOBEX, WALMART, run_cli
 from test_cli import copy_fixtures, post, serving
 
-from simulator.app import build_store, create_app
+from simulator.app import build_registry, create_app
 from simulator.settings import Settings, bundled_dir
 
 START = 1_780_000_000  # the manual clock of conftest
@@ -144,7 +144,7 @@ async def test_clock_control_needs_api_keys(client):
 async def test_clock_is_per_tenant(aiohttp_client, loaded):
     # The conftest `client` shares one clock between tenants; this app gives each its own.
     settings = Settings(port=0, clock="manual")
-    client = await aiohttp_client(create_app(settings, store=build_store(settings, loaded=loaded)))
+    client = await aiohttp_client(create_app(settings, registry=build_registry(settings, loaded=loaded)))
     acme_before, globex_before = await clock_of(client, ACME), await clock_of(client, GLOBEX)
     globex_task = await create_task(client, headers=GLOBEX)
     data = await advance(client, 3600, ACME)

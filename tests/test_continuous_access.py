@@ -23,7 +23,7 @@ from calls import advance, call, error_of, run_until_idle, today
 from conftest import ACME, REPO, WALMART
 from receiver import assert_events_valid
 from simulator.datagen import ProfileFactory
-from simulator.app import build_store, create_app, load
+from simulator.app import build_registry, create_app, load
 from simulator.clock import Clock
 from simulator.settings import Settings
 
@@ -48,9 +48,9 @@ def make_sandbox(aiohttp_client, loaded, receiver):
     async def make(fixtures_loaded=None):
         settings = Settings(port=0, clock="manual", seed=1, webhook_url=receiver.url(HOOKS),
                             webhook_timeout=0.5)
-        store = build_store(settings, clock=Clock(mode="manual", start=START),
+        store = build_registry(settings, clock=Clock(mode="manual", start=START),
                             loaded=fixtures_loaded or loaded)
-        return await aiohttp_client(create_app(settings, store=store))
+        return await aiohttp_client(create_app(settings, registry=store))
 
     return make
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 from conftest import ACME
 
-from simulator.app import build_store, create_app, load
+from simulator.app import build_registry, create_app, load
 from simulator.settings import Settings
 
 
@@ -22,7 +22,7 @@ async def test_vendor_and_aggregator_names_change_everything(aiohttp_client, aio
     settings = Settings(port=0, clock="manual", vendor="acme.pay", aggregator="plaid",
                         webhook_url=str(server.make_url("/hook")))
     client = await aiohttp_client(create_app(
-        settings, store=build_store(settings, clock=clock, loaded=load(settings))))
+        settings, registry=build_registry(settings, clock=clock, loaded=load(settings))))
 
     token = await (await client.post("/_sandbox/plaid/processor-token",
                                      json={"identifier": "u1", "scenario": "item-login-required"},

@@ -16,7 +16,7 @@ from jsonschema import Draft202012Validator
 
 from conftest import ACME, WALMART
 from receiver import HANG, RESET, Received, Receiver, Redirect, closed_port, parse_time
-from simulator.app import build_store, create_app
+from simulator.app import build_registry, create_app
 from simulator.clock import Clock
 from simulator.settings import Settings
 
@@ -36,8 +36,8 @@ def make_sandbox(aiohttp_client, loaded, receiver):
     async def make(seed: int = 1, clock: str = "manual"):
         settings = Settings(port=0, clock=clock, seed=seed, webhook_url=receiver.url(HOOKS),
                             webhook_timeout=0.5)
-        store = build_store(settings, clock=Clock(mode=clock, start=START), loaded=loaded)
-        return await aiohttp_client(create_app(settings, store=store))
+        store = build_registry(settings, clock=Clock(mode=clock, start=START), loaded=loaded)
+        return await aiohttp_client(create_app(settings, registry=store))
 
     return make
 

@@ -31,7 +31,6 @@ from .tenants import Tenant
 PAY_CYCLES = ("weekly", "biweekly", "semimonthly", "monthly")
 PERIODS_PER_YEAR = {"weekly": 52, "biweekly": 26, "semimonthly": 24, "monthly": 12}
 USER_LINK_PRODUCTS = ("deposit", "verify")
-DEFAULT_REFRESH_INTERVAL = 86_400.0
 DATA_KINDS = ("statements", "income", "timesheets", "employment", "identity", "taxes",
               "deposit-accounts")
 # Chances per push refresh that something changes at the employer.
@@ -211,6 +210,10 @@ class LinkedAccounts:
                     self.create(tenant, task.identifier, company, task.product)
             else:
                 self.reconnect(tenant, account)
+
+    def on_pii_step(self, tenant: Tenant, task: Any, _: Any) -> None:
+        """A scenario step `piiDataDeleted`: the user's personal data is deleted now."""
+        self.delete_pii(tenant, task.identifier, task.id, even_without_accounts=True)
 
     def on_step(self, tenant: Tenant, task: Any, value: str) -> None:
         """A scenario step `linkedAccount: connected|disconnected`."""

@@ -127,12 +127,19 @@ StepHook = Callable[[Tenant, Task, Any], None]
 class TaskEngine:
     """Creates tasks and runs their scenario steps on the tenant's timeline."""
 
-    def __init__(self, scenarios: Mapping[str, Scenario], scope_of: Callable[[str], str | None]):
+    def __init__(self, scenarios: Mapping[str, Scenario], scope_of: Callable[[str], str | None],
+                 linked_accounts: Any = None) -> None:
+        """`linked_accounts` (LinkedAccounts): continuous access, told of every task that
+        ends and of the steps that change a linked account or delete a user's data."""
         self.scenarios = scenarios
         self.scope_of = scope_of
+        self.linked_accounts = linked_accounts
         self.step_hooks: dict[str, StepHook] = {}
         self.on_final: list[Callable[[Tenant, Task], None]] = []
-        self.linked_accounts: Any = None  # LinkedAccounts, when continuous access is wired
+        if linked_accounts is not None:
+            self.on_final.append(linked_accounts.on_task_final)
+            self.step_hooks["linkedAccount"] = linked_accounts.on_step
+            self.step_hooks["piiDataDeleted"] = linked_accounts.on_pii_step
 
     # -- creation ---------------------------------------------------------------------------
 

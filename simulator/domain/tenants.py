@@ -8,14 +8,22 @@ from __future__ import annotations
 
 import hmac
 import random
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from ..clock import Clock, isoformat
 from ..errors import Unauthorized, ValidationFailed, field_detail
+from ..journal import Journal
+from ..scheduler import Runner
 from .companies import CompanyDirectory, ManualDepositRule
 from .events import Event, EventLog, event_body
 from .timeline import Timeline
+
+DEFAULT_PRODUCTS = ("deposit", "verify", "switch", "present", "employer-classification",
+                    "recurring-transaction-detection")
+DEFAULT_REFRESH_INTERVAL = 86_400.0  # a push refresh a day (continuous access)
 
 MIN_TOKEN_LIFETIME = 1800
 MAX_TOKEN_LIFETIME = 2_592_000
@@ -66,41 +74,96 @@ class PublicToken:
     expires_at: float
 
 
-@dataclass
+@dataclass(frozen=True)
+class TenantServices:
+    """What every tenant works with, made once by the app factory and handed to each
+    tenant's constructor: the webhook dispatcher, the wall-clock timer (real mode only)
+    and the seeding of the account's ready-made linked accounts."""
+
+    dispatcher: Any                                  # webhooks.dispatcher.Dispatcher
+    timer: Any = None                                # scheduler.RealTimer, or None
+    seed_accounts: Callable[[Tenant], None] = lambda tenant: None
+
+
 class Tenant:
-    name: str
-    api_key: str
-    api_secret: str
-    environment: str
-    products: tuple[str, ...]
-    manual_deposits: ManualDepositRule
-    signing: bool
-    webhook_endpoints: list[dict[str, Any]]
-    clock: Clock
-    ids: Ids
-    companies: CompanyDirectory
-    users: dict[str, User] = field(default_factory=dict)
-    tokens: dict[str, PublicToken] = field(default_factory=dict)
-    latest_token: dict[str, str] = field(default_factory=dict)  # identifier -> public token
-    timeline: Timeline = field(default_factory=Timeline)
-    events: EventLog = field(default_factory=EventLog)
-    tasks: dict[str, Any] = field(default_factory=dict)          # id -> tasks.Task
-    workflows: dict[str, Any] = field(default_factory=dict)      # id -> tasks.Workflow
-    scenario_bindings: dict[str, str] = field(default_factory=dict)  # identifier -> scenario
-    # Pay-link: card tokens (identifier, payment method id) -> created at, and the
-    # payment methods each user has at each merchant.
-    payment_tokens: dict[tuple[str, str], float] = field(default_factory=dict)
-    merchant_payment_methods: dict[tuple[str, str], set[str]] = field(default_factory=dict)
-    # Users whose expired card tokens are not recreated (the control plane's switch):
-    # their next task with a card older than 24 hours fails payment-token-expired.
-    card_token_recreation_off: set[str] = field(default_factory=set)
-    # Continuous access: linked accounts, the push cadence and the PII deletion cadence.
-    linked_accounts: dict[str, Any] = field(default_factory=dict)   # id -> LinkedAccount
-    refresh_interval: float | None = 86_400.0
-    pii_deletion_interval: float | None = None
-    # Processor links: minted tokens and registered links.
-    processor_tokens: dict[str, Any] = field(default_factory=dict)
-    processor_links: dict[str, Any] = field(default_factory=dict)
+    """One customer account and all its state: users, tokens, tasks, linked accounts,
+    processor links, events and their deliveries, webhook endpoints and faults, the
+    request journal, the clock and the runner of its timeline.
+
+    Nothing of a tenant lives anywhere else, so `reset()` (back to the account as the
+    fixtures made it, same keys) and `close()` (before it is deleted) are one call each.
+    """
+
+    def __init__(self, account: dict[str, Any], *, clock_factory: Callable[[], Clock],
+                 companies: Callable[[], CompanyDirectory], seed: int | str,
+                 services: TenantServices) -> None:
+        self.account = account
+        self.name: str = account["name"]
+        self.api_key: str = account["apiKey"]
+        self.api_secret: str = account["apiSecret"]
+        self.environment: str = account["environment"]
+        self.products: tuple[str, ...] = tuple(account.get("products", DEFAULT_PRODUCTS))
+        self.manual_deposits = ManualDepositRule.from_fixture(account.get("manualDeposits"))
+        webhooks = account.get("webhooks", {})
+        # Signed by default, as the real service signs every webhook (real-service facts
+        # 5); an account may turn it off.
+        self.signing: bool = webhooks.get("signing", True)
+        self.webhook_endpoints: list[dict[str, Any]] = list(webhooks.get("endpoints", []))
+        continuous = account.get("continuousAccess", {})
+        self.refresh_interval: float | None = continuous.get("refreshInterval",
+                                                             DEFAULT_REFRESH_INTERVAL)
+        self.pii_deletion_interval: float | None = continuous.get("piiDeletionInterval")
+        self._clock_factory = clock_factory
+        self._companies = companies
+        self._seed = seed
+        self.services = services
+        self._start()
+
+    def _start(self) -> None:
+        """The tenant's state as its account first makes it."""
+        self.clock: Clock = self._clock_factory()
+        self.ids = Ids(f"{self._seed}:{self.name}")
+        self.companies: CompanyDirectory = self._companies()
+        self.users: dict[str, User] = {}
+        self.tokens: dict[str, PublicToken] = {}
+        self.latest_token: dict[str, str] = {}  # identifier -> public token
+        self.timeline = Timeline()
+        self.events = EventLog()
+        self.tasks: dict[str, Any] = {}                # id -> tasks.Task
+        self.workflows: dict[str, Any] = {}            # id -> tasks.Workflow
+        self.scenario_bindings: dict[str, str] = {}    # identifier -> scenario
+        # Pay-link: card tokens (identifier, payment method id) -> created at, and the
+        # payment methods each user has at each merchant.
+        self.payment_tokens: dict[tuple[str, str], float] = {}
+        self.merchant_payment_methods: dict[tuple[str, str], set[str]] = {}
+        # Users whose expired card tokens are not recreated (the control plane's switch):
+        # their next task with a card older than 24 hours fails payment-token-expired.
+        self.card_token_recreation_off: set[str] = set()
+        self.linked_accounts: dict[str, Any] = {}      # id -> LinkedAccount
+        self.processor_tokens: dict[str, Any] = {}
+        self.processor_links: dict[str, Any] = {}
+        self.journal = Journal()
+        dispatcher = self.services.dispatcher
+        self.webhooks = dispatcher.webhooks_for(self)  # endpoints, faults, deliveries
+        self.events.listeners.append(partial(dispatcher.deliver_new, self))
+        self.runner = Runner(self, dispatcher.settle)
+        if self.services.timer is not None:
+            self.services.timer.watch(self.runner)
+        self.services.seed_accounts(self)
+
+    def reset(self) -> None:
+        """POST /_sandbox/reset: back to the account as the fixtures made it, same keys;
+        work in flight (jobs, webhook attempts) is dropped."""
+        self.close()
+        self._start()
+
+    def close(self) -> None:
+        """Stop everything the tenant has going: jobs on its clock, webhook attempts in
+        flight, the wall-clock timer's watch."""
+        self.timeline.clear()
+        self.webhooks.cancel()
+        if self.services.timer is not None:
+            self.services.timer.forget(self.runner)
 
     def emit(self, event_type: str, *, identifier: str | None = None, task_id: str | None = None,
              at: float | None = None, **body: Any) -> Event:
@@ -170,6 +233,19 @@ class Tenants:
 
     def __iter__(self):
         return iter(self._by_name.values())
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def remove(self, tenant: Tenant) -> None:
+        """A deleted tenant: its keys and public tokens find nothing any more."""
+        self.forget_tokens(tenant)
+        self._by_key.pop(tenant.api_key, None)
+        self._by_name.pop(tenant.name, None)
+
+    def forget_tokens(self, tenant: Tenant) -> None:
+        for public_token in tenant.tokens:
+            self._token_owner.pop(public_token, None)
 
     def get(self, name: str) -> Tenant | None:
         return self._by_name.get(name)

@@ -23,24 +23,28 @@ TOTAL = {"total": {"type": "integer"}}
 
 @operation("POST", "/_sandbox/tenants", "A new isolated tenant with its own keys",
            body=TENANT_REQUEST, status=201, response=OBJECT, **CONTROL)
-async def create_tenant(body, sandbox) -> dict:
-    return sandbox.store.create_tenant(body).describe()
+async def create_tenant(tenant, body, sandbox) -> dict:
+    return sandbox.registry.create_tenant(body, creator=tenant).describe()
+
+
+@operation("DELETE", "/_sandbox/tenants/{name}", "Delete a tenant this tenant created (or "
+           "itself): frees all of it", response=OBJECT, errors=(404, 409), **CONTROL)
+async def delete_tenant(tenant, params, sandbox) -> dict:
+    sandbox.registry.delete(params["name"], caller=tenant)
+    return {"name": params["name"], "deleted": True}
 
 
 @operation("POST", "/_sandbox/reset", "This tenant back to its fixtures", response=OBJECT,
            **CONTROL)
 async def reset(tenant, sandbox) -> dict:
-    tenant = sandbox.store.reset_tenant(tenant)
-    sandbox.journal.clear(tenant.name)
-    return tenant.describe()
+    return sandbox.registry.reset(tenant).describe()
 
 
 @operation("GET", "/_sandbox/requests", "Journal of API requests received, newest first",
            query=JOURNAL_QUERY, response=RECORDS, **CONTROL)
-async def requests_journal(tenant, query, sandbox) -> list:
-    entries = sandbox.journal.query(tenant.name, path=query.get("path"),
-                                    method=query.get("method"), status=query.get("status"),
-                                    limit=query["limit"])
+async def requests_journal(tenant, query) -> list:
+    entries = tenant.journal.query(path=query.get("path"), method=query.get("method"),
+                                   status=query.get("status"), limit=query["limit"])
     return [e.record() for e in entries]
 
 
@@ -54,14 +58,14 @@ async def clock(tenant) -> dict:
 @operation("POST", "/_sandbox/clock/advance", "Move virtual time, running every due step, retry "
            "and refresh in order", body=CLOCK_ADVANCE_REQUEST, response=OBJECT, **CONTROL)
 async def advance_clock(tenant, body, sandbox) -> dict:
-    ran = await sandbox.runners[tenant].advance(body["seconds"])
+    ran = await tenant.runner.advance(body["seconds"])
     return {**_clock_record(tenant), "jobsRun": ran}
 
 
 @operation("POST", "/_sandbox/clock/run-until-idle", "Run every pending job in time order",
            response=OBJECT, **CONTROL)
 async def run_until_idle(tenant, sandbox) -> dict:
-    ran = await sandbox.runners[tenant].run_until_idle()
+    ran = await tenant.runner.run_until_idle()
     return {**_clock_record(tenant), "jobsRun": ran}
 
 
@@ -80,7 +84,7 @@ async def list_events(tenant, query, sandbox) -> Reply:
     events = tenant.events.query(event_type=query.get("type"), user=query.get("user"),
                                  task=query.get("task"), since=since)
     if "delivery" in query:
-        state = sandbox.dispatcher.state(tenant)
+        state = tenant.webhooks
         events = [e for e in events if state.state_of(e.id) == query["delivery"]]
     records = [event_record(sandbox.dispatcher, tenant, e) for e in events[-query["limit"]:]]
     return Reply(records, extra={"total": len(events)})
@@ -137,7 +141,7 @@ COMPANY = {"$ref": "#/components/schemas/Company"}
            errors=(409,), **CONTROL)
 async def create_company(tenant, body, sandbox) -> dict:
     _check_default_scenario(sandbox, body)
-    company = company_admin.create_company(tenant, sandbox.store.service, body)
+    company = company_admin.create_company(tenant, sandbox.registry.service, body)
     return full_record(company, tenant.manual_deposits)
 
 
@@ -145,7 +149,7 @@ async def create_company(tenant, body, sandbox) -> dict:
            body=COMPANY_UPDATE_REQUEST, settles=True, response=COMPANY, errors=(404,), **CONTROL)
 async def update_company(tenant, params, body, sandbox) -> dict:
     _check_default_scenario(sandbox, body)
-    company = company_admin.update_company(tenant, sandbox.store.service, params["companyId"], body)
+    company = company_admin.update_company(tenant, sandbox.registry.service, params["companyId"], body)
     return full_record(company, tenant.manual_deposits)
 
 

@@ -13,8 +13,8 @@ HEALTH = {"type": "object", "required": ["status"],
 
 @operation("GET", "/health", "Liveness", auth=Auth.NONE, response=HEALTH)
 async def health(sandbox) -> dict:
-    return {"status": "ok", "environment": sandbox.store.tenants.environment,
-            "companies": len(sandbox.store.catalog)}
+    return {"status": "ok", "environment": sandbox.registry.tenants.environment,
+            "companies": len(sandbox.registry.catalog)}
 
 
 @operation("GET", "/openapi.json", "This OpenAPI document", auth=Auth.NONE,

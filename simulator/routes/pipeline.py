@@ -140,7 +140,7 @@ def _authenticate(request: web.Request, auth: Auth, sandbox: Any) -> tuple[Any, 
     operation's auth kind; remembered on the request for the journal."""
     if auth is Auth.NONE:
         return None, None
-    tenants = sandbox.store.tenants
+    tenants = sandbox.registry.tenants
     api_key = request.headers.get("x-api-key")
     api_secret = request.headers.get("x-api-secret")
     public_token = request.headers.get("x-public-token")

@@ -30,7 +30,7 @@ DEPOSIT_FORM_QUERY = {
 @operation("GET", "/sdk/transact.js", "Client SDK: the script that opens the hosted flow",
            auth=Auth.NONE, content_type="application/javascript")
 async def transact_js(sandbox) -> web.Response:
-    script = static_text("transact.js").replace("__PREFIX__", sandbox.store.service.sdk_prefix)
+    script = static_text("transact.js").replace("__PREFIX__", sandbox.registry.service.sdk_prefix)
     return web.Response(text=script, content_type="application/javascript", headers=NO_STORE)
 
 
@@ -42,7 +42,7 @@ for _name, _type in (("flow.js", "application/javascript"), ("flow.css", "text/c
            "configuration (base64 of JSON in the path)", auth=Auth.NONE, content_type="text/html",
            errors=(400,))
 async def initialize(params, sandbox) -> web.Response:
-    bootstrap: dict = {"prefix": sandbox.store.service.sdk_prefix,
+    bootstrap: dict = {"prefix": sandbox.registry.service.sdk_prefix,
                        "messages": sdk.user_messages()}
     status = 200
     try:
@@ -121,7 +121,7 @@ async def leave(tenant, token, body, sandbox) -> dict:
            query=DEPOSIT_FORM_QUERY, content_type="application/pdf", errors=(404,))
 async def deposit_form(query, sandbox) -> web.Response:
     """Opened in a new tab, so the public token comes in the query."""
-    tenant, token = sandbox.store.tenants.authenticate_public_token(query.get("publicToken", ""))
+    tenant, token = sandbox.registry.tenants.authenticate_public_token(query.get("publicToken", ""))
     company = tenant.companies.require(query["companyId"])
     pdf = sdk.deposit_form_pdf(company.name, token.identifier, tenant.clock.now().date())
     return web.Response(body=pdf, content_type="application/pdf", headers={

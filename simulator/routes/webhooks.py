@@ -21,19 +21,19 @@ UNKNOWN_EVENT_TYPE = "No event type is named {event_type!r}."
 @operation("GET", "/_sandbox/webhooks/endpoints", "Endpoints per event type", response=ENDPOINTS,
            **CONTROL)
 async def get_endpoints(tenant, sandbox) -> list:
-    return sandbox.dispatcher.state(tenant).endpoints
+    return tenant.webhooks.endpoints
 
 
 @operation("PUT", "/_sandbox/webhooks/endpoints", "Register endpoints per event type",
            body=WEBHOOK_ENDPOINTS_REQUEST, response=ENDPOINTS, **CONTROL)
 async def put_endpoints(tenant, body, sandbox) -> list:
-    known = set(event_types(sandbox.store.service.aggregator))
+    known = set(event_types(sandbox.registry.service.aggregator))
     problems = [field_detail(f"$.endpoints[{i}].eventTypes[{j}]", f"unknown event type {t!r}")
                 for i, endpoint in enumerate(body["endpoints"])
                 for j, t in enumerate(endpoint.get("eventTypes", [])) if t not in known]
     if problems:
         raise ValidationFailed("Unknown event types.", code="unknown-event-type", details=problems)
-    state = sandbox.dispatcher.state(tenant)
+    state = tenant.webhooks
     state.endpoints = body["endpoints"]
     return state.endpoints
 
@@ -41,13 +41,13 @@ async def put_endpoints(tenant, body, sandbox) -> list:
 @operation("GET", "/_sandbox/webhooks/faults", "Delivery faults on purpose",
            response={"type": "object"}, **CONTROL)
 async def get_faults(tenant, sandbox) -> dict:
-    return sandbox.dispatcher.state(tenant).faults.record()
+    return tenant.webhooks.faults.record()
 
 
 @operation("PUT", "/_sandbox/webhooks/faults", "Set delivery faults (duplicate, out of order, "
            "delay)", body=WEBHOOK_FAULTS_REQUEST, response={"type": "object"}, **CONTROL)
 async def put_faults(tenant, body, sandbox) -> dict:
-    state = sandbox.dispatcher.state(tenant)
+    state = tenant.webhooks
     state.faults = FaultPlan(duplicate=body.get("duplicate", 0.0),
                              out_of_order=body.get("outOfOrder", 0.0), delay=body.get("delay", 0.0),
                              delay_seconds=body.get("delaySeconds", 60.0))
@@ -78,7 +78,7 @@ async def replay(tenant, body, sandbox) -> Reply:
            body=TRIGGER_REQUEST, status=201, settles=True, response={"type": "object"},
            errors=(404,), **CONTROL)
 async def trigger(tenant, body, sandbox):
-    event = trigger_event(tenant, sandbox.engine, sandbox.store.service.aggregator, body)
+    event = trigger_event(tenant, sandbox.engine, sandbox.registry.service.aggregator, body)
     # Rendered after the attempts settled, so the record shows how they went.
     return lambda: event_record(sandbox.dispatcher, tenant, event)
 
@@ -86,14 +86,14 @@ async def trigger(tenant, body, sandbox):
 @operation("GET", "/_sandbox/schemas/events", "The event types, each with a published schema",
            auth=Auth.NONE, response={"type": "array", "items": {"type": "string"}})
 async def list_event_schemas(sandbox) -> list:
-    return event_types(sandbox.store.service.aggregator)
+    return event_types(sandbox.registry.service.aggregator)
 
 
 @operation("GET", "/_sandbox/schemas/events/{eventType}", "The JSON Schema of one event type's "
            "body", auth=Auth.NONE, content_type="application/schema+json", errors=(404,))
 async def get_event_schema(params, sandbox) -> web.Response:
     event_type = params["eventType"]
-    schema = event_schema(event_type, sandbox.store.service.aggregator)
+    schema = event_schema(event_type, sandbox.registry.service.aggregator)
     if schema is None:
         raise NotFound(UNKNOWN_EVENT_TYPE.format(event_type=event_type), code="unknown-event-type")
     return web.json_response(schema)
@@ -101,6 +101,6 @@ async def get_event_schema(params, sandbox) -> web.Response:
 
 def event_record(dispatcher, tenant, event) -> dict:
     """An event with its deliveries and every attempt (GET /_sandbox/events)."""
-    state = dispatcher.state(tenant)
+    state = tenant.webhooks
     return {**event.record(), "delivery": state.state_of(event.id),
             "deliveries": [d.record() for d in state.deliveries.get(event.id, [])]}

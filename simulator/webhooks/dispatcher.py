@@ -92,6 +92,13 @@ class TenantWebhooks:
                 urls.append(endpoint["url"])
         return urls
 
+    def cancel(self) -> None:
+        """The tenant is reset or deleted: attempts in flight stop (recorded as
+        interrupted), nothing held waits any longer."""
+        for task in list(self.in_flight):
+            task.cancel()
+        self.held.clear()
+
     def state_of(self, event_id: str) -> str:
         """`none` (no endpoint), `pending`, `failed` (any failed) or `delivered` (all)."""
         deliveries = self.deliveries.get(event_id, [])
@@ -116,24 +123,19 @@ class Dispatcher:
         self._session: Any = None
         # Attempts wait here for a connection, so the timeout counts only the attempt.
         self._slots = asyncio.Semaphore(CONNECTIONS)
-        self._tenants: dict[str, TenantWebhooks] = {}
+        self._in_flight: set[asyncio.Task] = set()  # every tenant's attempts in flight
         self.closing = False
 
     # -- wiring -----------------------------------------------------------------------------
 
-    def attach(self, tenant: Tenant) -> TenantWebhooks:
-        """Deliver this tenant's events from now on (called for every new tenant)."""
+    def webhooks_for(self, tenant: Tenant) -> TenantWebhooks:
+        """A tenant's webhook state as its account makes it: its endpoints (and
+        `--webhook-url`), no faults, a fault roll seeded by the tenant's name."""
         endpoints = [dict(e) for e in tenant.webhook_endpoints]
         if self.default_url and not any(e["url"] == self.default_url for e in endpoints):
             endpoints.append({"url": self.default_url})
-        state = TenantWebhooks(endpoints=endpoints,
-                               random=random.Random(f"{self.seed}:{tenant.name}:faults"))
-        self._tenants[tenant.name] = state
-        tenant.events.listeners.append(lambda event: self._on_event(tenant, event))
-        return state
-
-    def state(self, tenant: Tenant) -> TenantWebhooks:
-        return self._tenants[tenant.name]
+        return TenantWebhooks(endpoints=endpoints,
+                              random=random.Random(f"{self.seed}:{tenant.name}:faults"))
 
     async def start(self) -> None:
         import aiohttp
@@ -142,26 +144,26 @@ class Dispatcher:
             timeout=aiohttp.ClientTimeout(total=None),
             connector=aiohttp.TCPConnector(limit=CONNECTIONS, force_close=False))
 
-    async def stop(self, grace: float = SHUTDOWN_GRACE) -> None:
+    async def stop(self, tenants: Any = (), grace: float = SHUTDOWN_GRACE) -> None:
         """Stop sending: attempts in flight get `grace` seconds to finish; the rest, and
-        every delivery still waiting for a retry, are recorded as interrupted."""
+        every delivery of `tenants` still waiting for a retry, are recorded as interrupted."""
         if self.closing:
             return
         self.closing = True
-        tasks = [t for state in self._tenants.values() for t in state.in_flight]
+        tasks = list(self._in_flight)
         if tasks:
             done, pending = await asyncio.wait(tasks, timeout=grace)
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
-        for name, state in self._tenants.items():
-            for deliveries in state.deliveries.values():
+        for tenant in tenants:
+            for deliveries in tenant.webhooks.deliveries.values():
                 for delivery in deliveries:
                     if delivery.state == PENDING:
                         delivery.state = INTERRUPTED
                         log.warning("delivery %s of event %s to %s interrupted by shutdown "
                                     "(tenant %s, %d attempts made)", delivery.id, delivery.eventId,
-                                    delivery.url, name, len(delivery.attempts))
+                                    delivery.url, tenant.name, len(delivery.attempts))
 
     async def close(self) -> None:
         await self.stop()
@@ -171,18 +173,19 @@ class Dispatcher:
 
     async def settle(self, tenant: Tenant) -> None:
         """Wait until no attempt of this tenant is in flight."""
-        state = self._tenants.get(tenant.name)
-        while state is not None and state.in_flight:
+        state = tenant.webhooks
+        while state.in_flight:
             await asyncio.gather(*list(state.in_flight), return_exceptions=True)
 
     # -- delivery ---------------------------------------------------------------------------
 
-    def _on_event(self, tenant: Tenant, event: Event) -> None:
+    def deliver_new(self, tenant: Tenant, event: Event) -> None:
+        """A tenant's ledger has a new event: deliver it (the ledger's listener)."""
         self.deliver(tenant, event)
 
     def deliver(self, tenant: Tenant, event: Event, *, replay: bool = False) -> list[Delivery]:
         """New deliveries of `event` to every endpoint registered for its type."""
-        state = self._tenants[tenant.name]
+        state = tenant.webhooks
         made = []
         for url in state.endpoints_for(event.type):
             delivery = Delivery(id=tenant.ids.uuid(), eventId=event.id, url=url, replay=replay)
@@ -228,7 +231,7 @@ class Dispatcher:
 
     def _start_attempt(self, tenant: Tenant, delivery: Delivery, event: Event,
                        fault: str | None = None) -> None:
-        state = self._tenants[tenant.name]
+        state = tenant.webhooks
         delivery.nextAttemptAt = None
         secret = tenant.api_secret if tenant.signing else None
         message = to_message(event, self.vendor, secret)
@@ -241,6 +244,8 @@ class Dispatcher:
             self._send(tenant, delivery, event, attempt, message, started_at))
         state.in_flight.add(task)
         task.add_done_callback(state.in_flight.discard)
+        self._in_flight.add(task)
+        task.add_done_callback(self._in_flight.discard)
 
     async def _send(self, tenant: Tenant, delivery: Delivery, event: Event, attempt: Attempt,
                     message: Any, started_at: float) -> None:
@@ -291,7 +296,7 @@ class Dispatcher:
                        started_at: float) -> None:
         if attempt.fault == "duplicate":
             return  # the extra copy never changes the delivery's outcome
-        state = self._tenants[tenant.name]
+        state = tenant.webhooks
         if attempt.error is None:
             delivery.state = DELIVERED
             faults = state.faults

@@ -1,0 +1,115 @@
+"""The tenant registry: the service profile, the shared catalog, and every tenant.
+
+Built from the fixtures before the app exists (so a bad fixture stops the start);
+the app factory then opens it with the collaborators every tenant works with, and
+the accounts of the fixtures become tenants. The control plane adds, resets and
+deletes tenants here. Time comes from each tenant's Clock, randomness from seeded Ids;
+the keys of created tenants from a cryptographic source.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+from ..clock import Clock
+from ..errors import ApiError, NotFound
+from ..fixtures import ServiceProfile
+from .companies import Catalog, CompanyDirectory
+from .search import SearchIndex
+from .tenants import DEFAULT_PRODUCTS, Tenant, Tenants, TenantServices
+
+UNKNOWN_TENANT = "No tenant is named {name!r}."
+NOT_YOURS = "A tenant can delete itself or a tenant it created, not {name!r}."
+FIXTURE_TENANT = ("{name!r} comes from the fixtures; reset it (POST /_sandbox/reset) instead of "
+                  "deleting it.")
+
+
+class TenantNotDeletable(ApiError):
+    status = 409
+    code = "tenant-not-deletable"
+
+
+class TenantRegistry:
+    def __init__(self, *, service: ServiceProfile, catalog: Catalog, index: SearchIndex,
+                 environment: str, seed: int, clock_factory: Callable[[], Clock],
+                 scenarios: dict[str, Any], accounts: list[dict[str, Any]]) -> None:
+        self.service = service
+        self.catalog = catalog
+        self.index = index
+        self.seed = seed
+        self.scenarios = scenarios
+        self.tenants = Tenants(environment)
+        self._clock_factory = clock_factory
+        self._fixture_accounts = accounts
+        self._services: TenantServices | None = None
+        self._created_by: dict[str, str] = {}  # tenant made by the control plane -> its maker
+
+    @property
+    def services(self) -> TenantServices:
+        assert self._services is not None, "open the registry first"
+        return self._services
+
+    def open(self, services: TenantServices) -> None:
+        """Every account of the fixtures becomes a tenant working with `services`."""
+        self._services = services
+        for account in self._fixture_accounts:
+            self._add(account)
+
+    def _add(self, account: dict[str, Any]) -> Tenant:
+        assert self._services is not None, "open the registry first"
+        tenant = Tenant(account, clock_factory=self._clock_factory,
+                        companies=lambda: CompanyDirectory(self.catalog, self.index),
+                        seed=self.seed, services=self._services)
+        self.tenants.add(tenant)
+        return tenant
+
+    def create_tenant(self, request: dict[str, Any], creator: Tenant | None = None) -> Tenant:
+        """POST /_sandbox/tenants: a fresh, isolated tenant with new, random keys."""
+        name = request.get("name")
+        if name is None or self.tenants.get(name) is not None:
+            base = name or "tenant"
+            number = len(self.tenants) + 1
+            while self.tenants.get(f"{base}-{number}") is not None:
+                number += 1
+            name = f"{base}-{number}"
+        prefix = self.tenants.environment[:4]
+        account = {
+            "name": name,
+            "apiKey": f"{prefix}_key_{secrets.token_hex(16)}",
+            "apiSecret": f"{prefix}_secret_{secrets.token_hex(16)}",
+            "environment": self.tenants.environment,
+            "products": request.get("products", list(DEFAULT_PRODUCTS)),
+            "manualDeposits": request.get("manualDeposits", {}),
+            "webhooks": {"signing": request.get("signing", True), "endpoints": []},
+            "continuousAccess": request.get("continuousAccess", {}),
+        }
+        tenant = self._add(account)
+        if creator is not None:
+            self._created_by[name] = creator.name
+        return tenant
+
+    def reset(self, tenant: Tenant) -> Tenant:
+        """POST /_sandbox/reset: the tenant as its account first made it, same keys."""
+        self.tenants.forget_tokens(tenant)
+        tenant.reset()
+        return tenant
+
+    def delete(self, name: str, caller: Tenant) -> None:
+        """DELETE /_sandbox/tenants/{name}: stops and forgets every object of the tenant.
+        A tenant may delete itself or one it created; fixture accounts are reset instead."""
+        tenant = self.tenants.get(name)
+        if tenant is None:
+            raise NotFound(UNKNOWN_TENANT.format(name=name), code="tenant-not-found")
+        if name not in self._created_by and tenant in self._fixture_tenants():
+            raise TenantNotDeletable(FIXTURE_TENANT.format(name=name))
+        if caller is not tenant and self._created_by.get(name) != caller.name:
+            raise TenantNotDeletable(NOT_YOURS.format(name=name))
+        tenant.close()
+        self.tenants.remove(tenant)
+        self._created_by.pop(name, None)
+
+    def _fixture_tenants(self) -> list[Tenant]:
+        names = {account["name"] for account in self._fixture_accounts}
+        return [t for t in self.tenants if t.name in names]
