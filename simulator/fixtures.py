@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from .schemas.fixtures import (ACCOUNTS_SCHEMA, COMPANIES_SCHEMA, SERVICE_SCHEMA)
+from .schemas.validate import schema_errors
 
 try:  # libyaml when present: several times faster on large fixture files
     _Loader = yaml.CSafeLoader
@@ -28,13 +29,6 @@ class ConfigError(Exception):
     def __init__(self, file: str, path: str, message: str) -> None:
         super().__init__(f"{file}: {path}: {message}")
         self.file, self.path, self.message = file, path, message
-
-
-def json_path(parts: Any) -> str:
-    path = "$"
-    for part in parts:
-        path += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return path
 
 
 def load_yaml(path: Path) -> Any:
@@ -51,40 +45,6 @@ def load_yaml(path: Path) -> Any:
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         problem = getattr(error, "problem", None) or str(error)
         raise ConfigError(str(path), "$", f"not valid YAML: {where}{problem}") from None
-
-
-def schema_errors(document: Any, schema: dict) -> list[tuple[str, str]]:
-    """Every (JSON path, message) at which the document breaks the schema, in path order."""
-    from jsonschema import Draft202012Validator  # loaded on first use: it is slow to import
-
-    validator = _validators.get(id(schema))
-    if validator is None:
-        validator = _validators[id(schema)] = Draft202012Validator(
-            schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
-    errors = sorted(validator.iter_errors(document), key=lambda e: [str(p) for p in e.path])
-    found = []
-    for error in errors:
-        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-            # Name the field at fault, not the object that holds it.
-            allowed = error.schema.get("properties", {})
-            patterns = error.schema.get("patternProperties", {})
-            found += [(json_path([*error.absolute_path, name]), "is not a known field")
-                      for name in error.instance if name not in allowed
-                      and not any(re.search(pattern, name) for pattern in patterns)]
-        else:
-            found.append((json_path(error.absolute_path), _short_message(error)))
-    return found
-
-
-_validators: dict[int, Any] = {}
-
-
-def _short_message(error: Any) -> str:
-    # jsonschema repeats the whole instance in some messages; keep them short.
-    message = error.message
-    if len(message) > 300:
-        message = message[:297] + "..."
-    return message
 
 
 def validate_document(document: Any, schema: dict, file: str) -> None:

@@ -7,7 +7,7 @@ matched no tenant are in no journal (the access log has them).
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 MAX_ENTRIES = 1000
@@ -22,12 +22,15 @@ class JournalEntry:
     path: str
     query: dict[str, str]
     status: int
-    durationMs: float
-    errorCode: str | None
+    duration_ms: float
+    error_code: str | None
     body: Any
 
     def record(self) -> dict[str, Any]:
-        return asdict(self)
+        """The entry as GET /_sandbox/requests shows it (camelCase, as the API writes)."""
+        return {"id": self.id, "time": self.time, "method": self.method, "path": self.path,
+                "query": self.query, "status": self.status, "durationMs": self.duration_ms,
+                "errorCode": self.error_code, "body": self.body}
 
 
 class Journal:

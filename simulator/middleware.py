@@ -58,7 +58,7 @@ async def journal_middleware(request: web.Request, handler: Any) -> web.StreamRe
         tenant.journal.add(
             time=isoformat(tenant.clock.timestamp()), method=request.method,
             path=request.path, query=dict(request.query), status=response.status,
-            durationMs=duration, errorCode=request.get(ERROR_CODE), body=_journal_body(request))
+            duration_ms=duration, error_code=request.get(ERROR_CODE), body=_journal_body(request))
     access_log.info("%s %s %s %.1fms tenant=%s", request.method, request.path, response.status,
                     duration, tenant_name or "-",
                     extra={"fields": {"method": request.method, "path": request.path,

@@ -69,7 +69,7 @@ def test_journal_keeps_the_newest_entries():
     journal = Journal(max_entries=3)
     for number in range(5):
         journal.add(time="t", method="GET", path=f"/{number}", query={}, status=200,
-                    durationMs=1.0, errorCode=None, body=None)
+                    duration_ms=1.0, error_code=None, body=None)
     assert [e.path for e in journal.query()] == ["/4", "/3", "/2"]
     assert len(journal) == 3
 

@@ -18,10 +18,6 @@ log = logging.getLogger("payroll_sandbox.events")
 
 UNKNOWN_EVENT = "No event has the id {event_id!r}."
 
-# Event types not tied to a user: no `user` in the body (spec: Events, Body).
-COMPANY_EVENT_TYPES = ("company-created", "company-updated", "company-deleted", "maintenance-mode")
-
-
 @dataclass(frozen=True, slots=True)
 class Event:
     id: str                 # ce-id; kept on every delivery and replay

@@ -26,8 +26,6 @@ from .companies import DISABLED, Company
 from .tasks import HAPPY_PATH, Task, TaskEngine, Workflow
 from .tenants import PublicToken, Tenant
 
-DEEPLINK_STEPS = ("login-company", "search-company", "search-payroll", "welcome", "account",
-                  "direct-deposit-setup", "manual-fallback", "generate-deposit-pdf", "add-card")
 # Spec (Client SDK configuration): "`login-company` (requires `companyId`)". The other
 # company steps let the user pick the company first when the deeplink names none.
 STEPS_NEEDING_COMPANY = ("login-company",)

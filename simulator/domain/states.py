@@ -41,6 +41,9 @@ UPDATE_TYPES = ("created", "updated", "deleted", "processing", "disconnected")
 CHANGED_FIELDS = ("amount", "autopayStatus", "billingCycle", "dueDate", "items", "name",
                   "paymentHistory", "paymentMethod", "plans", "profiles", "usage")
 PAYMENT_METHOD_TYPES = ("card", "bank")
+# Spec: Client SDK configuration, deeplink.step.
+DEEPLINK_STEPS = ("login-company", "search-company", "search-payroll", "welcome", "account",
+                  "direct-deposit-setup", "manual-fallback", "generate-deposit-pdf", "add-card")
 
 
 def emits_status_update(current: str, new: str, *, patch: bool) -> str | None:

@@ -167,7 +167,7 @@ def _user_data(tenant: Tenant, event_type: str, aggregator: str, company: Compan
 
 def _checked_emit(tenant: Tenant, event_type: str, aggregator: str, body: dict[str, Any], *,
                   identifier: str | None = None, task_id: str | None = None) -> Event:
-    from ..fixtures import schema_errors
+    from ..schemas.validate import schema_errors
 
     schema = event_schema(event_type, aggregator)
     candidate = {"eventType": event_type, "eventTime": "2000-01-01T00:00:00.000Z", **body}

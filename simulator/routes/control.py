@@ -11,7 +11,7 @@ from ..schemas.api import (CARD_TOKEN_RECREATION_REQUEST, CLOCK_ADVANCE_REQUEST,
                            EVENTS_QUERY, JOURNAL_QUERY, SCENARIO_BINDING_REQUEST, TASKS_QUERY,
                            TENANT_REQUEST)
 from ..static import static_text
-from ..validation import parse_time
+from ..schemas.validate import parse_time
 from .pipeline import NO_STORE, Auth, Reply, operation, serve_file
 from .webhooks import event_record
 

@@ -28,7 +28,7 @@ from aiohttp import web
 from ..errors import Unauthorized
 from ..keys import BODY, PUBLIC_TOKEN, SANDBOX, TENANT
 from ..static import static_text
-from ..validation import parse_json_body, parse_query
+from ..schemas.validate import parse_json_body, parse_query
 
 AGGREGATOR = "<aggregator>"  # in a declared path: the service profile's aggregator name
 

@@ -9,7 +9,7 @@ from ..errors import NotFound, ValidationFailed, field_detail
 from ..schemas.api import (REPLAY_REQUEST, TRIGGER_REQUEST, WEBHOOK_ENDPOINTS_REQUEST,
                            WEBHOOK_FAULTS_REQUEST)
 from ..schemas.events import event_schema, event_types
-from ..validation import parse_time
+from ..schemas.validate import parse_time
 from ..webhooks.dispatcher import FaultPlan
 from .pipeline import Auth, Reply, operation
 

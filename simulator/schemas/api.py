@@ -6,6 +6,7 @@ objects, so what is documented is what is enforced.
 
 from __future__ import annotations
 
+from ..domain.states import DEEPLINK_STEPS
 from .fixtures import (AUTHENTICATION_METHODS, COMPANY_SCHEMA, COMPANY_STATUSES,
                        CONTINUOUS_ACCESS, DERIVED_TAGS, MANUAL_DEPOSITS, SCOPES, STORED_TAGS)
 from .scenarios import PAYMENT_METHOD
@@ -418,9 +419,7 @@ SDK_CONFIG = {
         "deeplink": {
             "type": "object",
             "properties": {
-                "step": {"enum": ["login-company", "search-company", "search-payroll", "welcome",
-                                  "account", "direct-deposit-setup", "manual-fallback",
-                                  "generate-deposit-pdf", "add-card"]},
+                "step": {"enum": list(DEEPLINK_STEPS)},
                 "companyId": {"type": "string"},
             },
         },

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import random
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..clock import isoformat
@@ -36,27 +36,35 @@ INTERRUPTED_ATTEMPT = "interrupted: the sandbox stopped during the attempt"
 class Attempt:
     number: int
     time: str            # virtual
-    wallTime: str
-    requestHeaders: dict[str, str]
+    wall_time: str
+    request_headers: dict[str, str]
     status: int | None = None
-    latencyMs: float | None = None
+    latency_ms: float | None = None
     error: str | None = None
     fault: str | None = None   # a delivery fault injected on purpose (duplicate, ...)
+
+    def record(self) -> dict[str, Any]:
+        return {"number": self.number, "time": self.time, "wallTime": self.wall_time,
+                "requestHeaders": self.request_headers, "status": self.status,
+                "latencyMs": self.latency_ms, "error": self.error, "fault": self.fault}
 
 
 @dataclass
 class Delivery:
     id: str
-    eventId: str
+    event_id: str
     url: str
     state: str = PENDING
     replay: bool = False
     attempts: list[Attempt] = field(default_factory=list)
-    nextAttemptAt: str | None = None
+    next_attempt_at: str | None = None
     faults: list[str] = field(default_factory=list)
 
     def record(self) -> dict[str, Any]:
-        return asdict(self)
+        """The delivery as GET /_sandbox/events shows it (camelCase, as the API writes)."""
+        return {"id": self.id, "eventId": self.event_id, "url": self.url, "state": self.state,
+                "replay": self.replay, "attempts": [a.record() for a in self.attempts],
+                "nextAttemptAt": self.next_attempt_at, "faults": list(self.faults)}
 
 
 @dataclass(frozen=True)
@@ -162,7 +170,7 @@ class Dispatcher:
                     if delivery.state == PENDING:
                         delivery.state = INTERRUPTED
                         log.warning("delivery %s of event %s to %s interrupted by shutdown "
-                                    "(tenant %s, %d attempts made)", delivery.id, delivery.eventId,
+                                    "(tenant %s, %d attempts made)", delivery.id, delivery.event_id,
                                     delivery.url, tenant.name, len(delivery.attempts))
 
     async def close(self) -> None:
@@ -188,7 +196,7 @@ class Dispatcher:
         state = tenant.webhooks
         made = []
         for url in state.endpoints_for(event.type):
-            delivery = Delivery(id=tenant.ids.uuid(), eventId=event.id, url=url, replay=replay)
+            delivery = Delivery(id=tenant.ids.uuid(), event_id=event.id, url=url, replay=replay)
             state.deliveries.setdefault(event.id, []).append(delivery)
             made.append(delivery)
             self._first_attempt(tenant, state, delivery, event)
@@ -224,7 +232,7 @@ class Dispatcher:
         tenant.timeline.schedule(tenant.clock.timestamp() + 1, release, label="release held event")
 
     def _schedule_attempt(self, tenant: Tenant, delivery: Delivery, event: Event, due: float) -> None:
-        delivery.nextAttemptAt = isoformat(due)
+        delivery.next_attempt_at = isoformat(due)
         tenant.timeline.schedule(due, lambda: self._start_attempt(tenant, delivery, event),
                                  label=f"webhook attempt {len(delivery.attempts) + 1} of {event.id}",
                                  owner=f"delivery:{delivery.id}")
@@ -232,11 +240,11 @@ class Dispatcher:
     def _start_attempt(self, tenant: Tenant, delivery: Delivery, event: Event,
                        fault: str | None = None) -> None:
         state = tenant.webhooks
-        delivery.nextAttemptAt = None
+        delivery.next_attempt_at = None
         secret = tenant.api_secret if tenant.signing else None
         message = to_message(event, self.vendor, secret)
         attempt = Attempt(number=len(delivery.attempts) + 1, time=isoformat(tenant.clock.timestamp()),
-                          wallTime=isoformat(time.time()), requestHeaders=message.headers,
+                          wall_time=isoformat(time.time()), request_headers=message.headers,
                           fault=fault)
         delivery.attempts.append(attempt)
         started_at = tenant.clock.timestamp()
@@ -252,13 +260,13 @@ class Dispatcher:
 
         try:
             async with self._slots:
-                attempt.wallTime = isoformat(time.time())
+                attempt.wall_time = isoformat(time.time())
                 await self._post(delivery, attempt, message)
         except asyncio.CancelledError:
             attempt.error = attempt.error or INTERRUPTED_ATTEMPT
             delivery.state = INTERRUPTED
             log.warning("delivery %s of event %s to %s interrupted by shutdown during attempt %d "
-                        "(tenant %s)", delivery.id, delivery.eventId, delivery.url, attempt.number,
+                        "(tenant %s)", delivery.id, delivery.event_id, delivery.url, attempt.number,
                         tenant.name)
             raise
         self._after_attempt(tenant, delivery, event, attempt, started_at)
@@ -290,7 +298,7 @@ class Dispatcher:
         except (aiohttp.ClientError, OSError, ValueError) as error:
             attempt.error = f"{type(error).__name__}: {error}"
         finally:
-            attempt.latencyMs = round((time.perf_counter() - started) * 1000, 3)
+            attempt.latency_ms = round((time.perf_counter() - started) * 1000, 3)
 
     def _after_attempt(self, tenant: Tenant, delivery: Delivery, event: Event, attempt: Attempt,
                        started_at: float) -> None:

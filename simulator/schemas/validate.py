@@ -1,13 +1,59 @@
-"""Turning raw request input into checked values, or an error naming the field at fault."""
+"""Checking input against the JSON Schemas the OpenAPI document publishes: request
+bodies, query parameters and times, and the fixture, scenario and config files.
+
+Each fault is a (JSON path, message) pair, so every error names the field at fault.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
-from .errors import MalformedJson, ValidationFailed, field_detail
-from .fixtures import schema_errors
+from ..errors import MalformedJson, ValidationFailed, field_detail
+
+
+def json_path(parts: Any) -> str:
+    path = "$"
+    for part in parts:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path
+
+
+def schema_errors(document: Any, schema: dict) -> list[tuple[str, str]]:
+    """Every (JSON path, message) at which the document breaks the schema, in path order."""
+    from jsonschema import Draft202012Validator  # loaded on first use: it is slow to import
+
+    validator = _validators.get(id(schema))
+    if validator is None:
+        validator = _validators[id(schema)] = Draft202012Validator(
+            schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    errors = sorted(validator.iter_errors(document), key=lambda e: [str(p) for p in e.path])
+    found = []
+    for error in errors:
+        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            # Name the field at fault, not the object that holds it.
+            allowed = error.schema.get("properties", {})
+            patterns = error.schema.get("patternProperties", {})
+            found += [(json_path([*error.absolute_path, name]), "is not a known field")
+                      for name in error.instance if name not in allowed
+                      and not any(re.search(pattern, name) for pattern in patterns)]
+        else:
+            found.append((json_path(error.absolute_path), _short_message(error)))
+    return found
+
+
+_validators: dict[int, Any] = {}
+
+
+def _short_message(error: Any) -> str:
+    # jsonschema repeats the whole instance in some messages; keep them short.
+    message = error.message
+    if len(message) > 300:
+        message = message[:297] + "..."
+    return message
+
 
 INVALID_BODY = "The request body does not match the schema."
 INVALID_QUERY = "The query parameters do not match the schema."
