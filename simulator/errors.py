@@ -1,7 +1,8 @@
-"""The one family of API errors.
+"""The one family of API errors, every code the API answers with as a class.
 
 Domain code raises these; exactly one middleware turns them into the error body
-`{"error": {"code", "message", "details"}}` (DESIGN.md, Errors).
+`{"error": {"code", "message", "details"}}` (DESIGN.md, Errors). The status comes from
+the base class (NotFound: 404, ...), the code from the class itself.
 """
 
 from __future__ import annotations
@@ -75,6 +76,172 @@ class ValidationFailed(ApiError):
 class InternalError(ApiError):
     status = 500
     code = "internal-error"
+
+
+# -- the codes the API answers with, one class each (README: Errors) ----------------------
+
+class ApiKeysRequired(Unauthorized):
+    code = "api-keys-required"
+
+
+class CompanyDisabled(Forbidden):
+    code = "company-disabled"
+
+
+class CompanyExists(Conflict):
+    code = "company-exists"
+
+
+class CompanyManualDeposits(Forbidden):
+    code = "company-manual-deposits"
+
+
+class CompanyMismatch(ValidationFailed):
+    code = "company-mismatch"
+
+
+class CompanyNotFound(NotFound):
+    code = "company-not-found"
+
+
+class CompanyUnderMaintenance(Forbidden):
+    code = "company-under-maintenance"
+
+
+class DepositAccountNotFound(NotFound):
+    code = "deposit-account-not-found"
+
+
+class EventNotFound(NotFound):
+    code = "event-not-found"
+
+
+class IdentifierMismatch(ValidationFailed):
+    code = "identifier-mismatch"
+
+
+class IllegalTransition(ApiError):
+    code = "illegal-transition"
+
+
+class InvalidConfig(BadRequest):
+    code = "invalid-config"
+
+
+class InvalidCredentials(Unauthorized):
+    code = "invalid-credentials"
+
+
+class InvalidProcessorToken(ValidationFailed):
+    code = "invalid-processor-token"
+
+
+class InvalidPublicToken(Unauthorized):
+    code = "invalid-public-token"
+
+
+class LinkedAccountNotFound(NotFound):
+    code = "linked-account-not-found"
+
+
+class LinkedAccountNotYours(Unauthorized):
+    code = "linked-account-not-yours"
+
+
+class MissingCredentials(Unauthorized):
+    code = "missing-credentials"
+
+
+class ProcessorLinksNotFound(NotFound):
+    code = "processor-links-not-found"
+
+
+class ProcessorTokenAlreadyRegistered(Conflict):
+    code = "processor-token-already-registered"
+
+
+class ProcessorTokenNotFound(NotFound):
+    code = "processor-token-not-found"
+
+
+class ProcessorTokenRevoked(Conflict):
+    code = "processor-token-revoked"
+
+
+class ProductAndProducts(BadRequest):
+    code = "product-and-products"
+
+
+class ProductNotOffered(BadRequest):
+    code = "product-not-offered"
+
+
+class PublicTokenExpired(Unauthorized):
+    code = "public-token-expired"
+
+
+class PublicTokenMismatch(Unauthorized):
+    code = "public-token-mismatch"
+
+
+class PublicTokenRequired(Unauthorized):
+    code = "public-token-required"
+
+
+class RouteNotFound(NotFound):
+    code = "route-not-found"
+
+
+class StatementNotFound(NotFound):
+    code = "statement-not-found"
+
+
+class TaskNotFound(NotFound):
+    code = "task-not-found"
+
+
+class TenantNotFound(NotFound):
+    code = "tenant-not-found"
+
+
+class UnknownEventType(ValidationFailed):
+    code = "unknown-event-type"
+
+
+class EventTypeNotFound(NotFound):
+    code = "unknown-event-type"
+
+
+class UnknownProducts(ValidationFailed):
+    code = "unknown-products"
+
+
+class UnknownScenario(ValidationFailed):
+    code = "unknown-scenario"
+
+
+class UserNotFound(NotFound):
+    code = "user-not-found"
+
+
+class OtherEnvironmentToken(BadRequest):
+    code = "wrong-environment"
+
+
+class WrongEnvironment(Unauthorized):
+    code = "wrong-environment"
+
+
+class InvalidCompanyId(NotFound):
+    code = "invalid-company-id"
+
+
+class CredentialsRefused(Unauthorized):
+    code = "credentials-refused"
+
+
+class TenantNotDeletable(Conflict):
+    code = "tenant-not-deletable"
 
 
 def field_detail(path: str, message: str, *, location: str = "body") -> dict[str, str]:

@@ -12,7 +12,7 @@ from typing import Any
 from aiohttp import web
 
 from .clock import isoformat
-from .errors import ApiError, InternalError, MethodNotAllowed, NotFound, PayloadTooLarge
+from .errors import ApiError, InternalError, MethodNotAllowed, PayloadTooLarge, RouteNotFound
 from .journal import MAX_BODY_BYTES as MAX_JOURNAL_BODY
 from .keys import BODY, ERROR_CODE, TENANT
 
@@ -89,9 +89,8 @@ async def error_middleware(request: web.Request, handler: Any) -> web.StreamResp
         return render_error(request, MethodNotAllowed(WRONG_METHOD.format(
             method=request.method, path=request.path, allowed=allowed)))
     except web.HTTPNotFound:
-        return render_error(request, NotFound(NO_ROUTE.format(method=request.method,
-                                                              path=request.path),
-                                              code="route-not-found"))
+        return render_error(request, RouteNotFound(NO_ROUTE.format(method=request.method,
+                                                              path=request.path)))
     except web.HTTPException as error:
         if error.status < 400:
             raise

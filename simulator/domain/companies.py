@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..errors import NotFound
+from ..errors import CompanyNotFound
 
 OPERATIONAL = "operational"
 UNDER_MAINTENANCE = "under-maintenance"
@@ -149,7 +149,7 @@ class Catalog:
     def require(self, company_id: str) -> Company:
         company = self._by_id.get(company_id)
         if company is None:
-            raise NotFound(UNKNOWN_COMPANY.format(company_id=company_id), code="company-not-found")
+            raise CompanyNotFound(UNKNOWN_COMPANY.format(company_id=company_id))
         return company
 
     def children_of(self, parent_id: str) -> list[Company]:
@@ -178,7 +178,7 @@ class CompanyDirectory:
     def require(self, company_id: str) -> Company:
         company = self.get(company_id)
         if company is None:
-            raise NotFound(UNKNOWN_COMPANY.format(company_id=company_id), code="company-not-found")
+            raise CompanyNotFound(UNKNOWN_COMPANY.format(company_id=company_id))
         return company
 
     def ordered(self) -> list[Company]:

@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..catalog import company_from_fixture
-from ..errors import Conflict, ValidationFailed, field_detail
+from ..errors import CompanyExists, UnknownProducts, ValidationFailed, field_detail
 from ..fixtures import ServiceProfile
 from .companies import DISABLED, OPERATIONAL, UNDER_MAINTENANCE, Company
 from .tenants import Tenant
@@ -27,8 +27,8 @@ def create_company(tenant: Tenant, service: ServiceProfile, body: dict[str, Any]
     if "_id" not in body:
         body = {**body, "_id": tenant.ids.object_id()}
     if tenant.companies.get(body["_id"]) is not None:
-        raise Conflict(ALREADY_EXISTS.format(company_id=body["_id"]), code="company-exists",
-                       details=[field_detail("$._id", "already exists")])
+        raise CompanyExists(ALREADY_EXISTS.format(company_id=body["_id"]),
+                            details=[field_detail("$._id", "already exists")])
     _check_references(tenant, service, body)
     company = company_from_fixture(body, service)
     tenant.companies.put(company)
@@ -90,9 +90,8 @@ def set_company_status(tenant: Tenant, company_id: str, status: str,
 
 
 def raise_unknown_products(unknown: list[str]) -> None:
-    raise ValidationFailed(UNKNOWN_PRODUCTS.format(products=", ".join(unknown)),
-                           code="unknown-products",
-                           details=[field_detail("$.products", f"not offered by the company: {p}")
+    raise UnknownProducts(UNKNOWN_PRODUCTS.format(products=", ".join(unknown)),
+                          details=[field_detail("$.products", f"not offered by the company: {p}")
                                     for p in unknown])
 
 
@@ -107,14 +106,14 @@ def _check_references(tenant: Tenant, service: ServiceProfile, body: dict[str, A
         if not child:
             raise ValidationFailed(CHILD_TAG, details=[field_detail("$.tags", CHILD_TAG)])
     elif child:
-        raise ValidationFailed(PARENT_NEEDED, details=[field_detail("$.franchiseParent", PARENT_NEEDED)])
+        raise ValidationFailed(PARENT_NEEDED,
+                               details=[field_detail("$.franchiseParent", PARENT_NEEDED)])
     products = body.get("connector", {}).get("availableProducts", [])
     unknown = [p for p in products if p not in service.products]
     if unknown:
-        raise ValidationFailed(UNKNOWN_PRODUCTS.format(products=", ".join(unknown)),
-                               code="unknown-products",
-                               details=[field_detail("$.connector.availableProducts", f"unknown: {p}")
-                                        for p in unknown])
+        raise UnknownProducts(
+            UNKNOWN_PRODUCTS.format(products=", ".join(unknown)),
+            details=[field_detail("$.connector.availableProducts", f"unknown: {p}") for p in unknown])
 
 
 def fixture_of(company: Company) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..clock import isoformat
-from ..errors import NotFound
+from ..errors import EventNotFound
 
 log = logging.getLogger("payroll_sandbox.events")
 
@@ -55,7 +55,7 @@ class EventLog:
     def get(self, event_id: str) -> Event:
         event = self.by_id.get(event_id)
         if event is None:
-            raise NotFound(UNKNOWN_EVENT.format(event_id=event_id), code="event-not-found")
+            raise EventNotFound(UNKNOWN_EVENT.format(event_id=event_id))
         return event
 
     def query(self, *, event_type: str | None = None, user: str | None = None,

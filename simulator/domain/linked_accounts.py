@@ -23,7 +23,8 @@ from functools import lru_cache
 from typing import Any
 
 from ..clock import isoformat
-from ..errors import NotFound, field_detail
+from ..errors import (DepositAccountNotFound, LinkedAccountNotFound, StatementNotFound,
+                      UserNotFound, field_detail)
 from .companies import Company
 from .states import COMPLETED
 from .tenants import Tenant
@@ -181,8 +182,8 @@ class LinkedAccounts:
     def require(self, tenant: Tenant, account_id: str, path: str = "$.linkedAccount") -> LinkedAccount:
         account = tenant.linked_accounts.get(account_id)
         if account is None:
-            raise NotFound(UNKNOWN_LINKED_ACCOUNT.format(account_id=account_id),
-                           code="linked-account-not-found", details=[field_detail(path, "unknown")])
+            raise LinkedAccountNotFound(UNKNOWN_LINKED_ACCOUNT.format(account_id=account_id),
+                                        details=[field_detail(path, "unknown")])
         return account
 
     def find(self, tenant: Tenant, identifier: str, company_id: str) -> LinkedAccount | None:
@@ -305,8 +306,7 @@ class LinkedAccounts:
     def remove_deposit_switch(self, tenant: Tenant, account: LinkedAccount) -> dict[str, Any]:
         """The deposit account our deposit switch added is gone at the employer."""
         if len(account.deposit_accounts) == 0:
-            raise NotFound("This linked account has no deposit account to remove.",
-                           code="deposit-account-not-found")
+            raise DepositAccountNotFound("This linked account has no deposit account to remove.")
         removed = account.deposit_accounts.pop()
         self._emit(tenant, account, "deposit-switch-removed", {"depositAccount": removed["_id"]})
         self._emit(tenant, account, "deposit-accounts-removed", {"records": [removed["_id"]]})
@@ -361,16 +361,15 @@ class LinkedAccounts:
     def accounts_of(self, tenant: Tenant, identifier: str,
                     linked_account: str | None = None) -> list[LinkedAccount]:
         if identifier not in tenant.users:
-            raise NotFound(UNKNOWN_USER.format(identifier=identifier), code="user-not-found",
-                           details=[field_detail("$.identifier", "unknown", location="query")])
+            raise UserNotFound(UNKNOWN_USER.format(identifier=identifier),
+                               details=[field_detail("$.identifier", "unknown", location="query")])
         accounts = [a for a in tenant.linked_accounts.values() if a.identifier == identifier]
         if linked_account is not None:
             accounts = [a for a in accounts if a.id == linked_account]
             if not accounts:
-                raise NotFound(UNKNOWN_LINKED_ACCOUNT.format(account_id=linked_account),
-                               code="linked-account-not-found",
-                               details=[field_detail("$.linkedAccount", "not this user's",
-                                                     location="query")])
+                raise LinkedAccountNotFound(
+                    UNKNOWN_LINKED_ACCOUNT.format(account_id=linked_account),
+                    details=[field_detail("$.linkedAccount", "not this user's", location="query")])
         return accounts
 
     def record(self, tenant: Tenant, account: LinkedAccount) -> dict[str, Any]:
@@ -428,9 +427,8 @@ class LinkedAccounts:
             for statement in account.statements:
                 if statement["_id"] == statement_id:
                     return account, statement
-        raise NotFound(UNKNOWN_STATEMENT.format(statement_id=statement_id),
-                       code="statement-not-found",
-                       details=[field_detail("$.statementId", "unknown", location="path")])
+        raise StatementNotFound(UNKNOWN_STATEMENT.format(statement_id=statement_id),
+                                details=[field_detail("$.statementId", "unknown", location="path")])
 
     def income(self, account: LinkedAccount, now: float) -> dict[str, Any]:
         profile = account.profile

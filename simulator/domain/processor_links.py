@@ -16,7 +16,10 @@ from datetime import date, timedelta
 from typing import Any
 
 from ..clock import isoformat
-from ..errors import ApiError, BadRequest, Conflict, NotFound, ValidationFailed, field_detail
+from ..errors import (ApiError, IdentifierMismatch, InvalidProcessorToken, OtherEnvironmentToken,
+                      ProcessorLinksNotFound, ProcessorTokenAlreadyRegistered,
+                      ProcessorTokenNotFound, ProcessorTokenRevoked, UnknownScenario,
+                      ValidationFailed, field_detail)
 from rapidfuzz import fuzz
 
 from ..scenarios.loader import Scenario
@@ -104,9 +107,9 @@ class ProcessorLinks:
             found = self.scenarios.get(scenario)
             if found is None or found.kind != "processor-link":
                 known = sorted(n for n, s in self.scenarios.items() if s.kind == "processor-link")
-                raise ValidationFailed(f"No processor-link scenario is named {scenario!r}. "
-                                       f"Known: {', '.join(known)}.", code="unknown-scenario",
-                                       details=[field_detail("$.scenario", "unknown")])
+                raise UnknownScenario(f"No processor-link scenario is named {scenario!r}. "
+                                      f"Known: {', '.join(known)}.",
+                                      details=[field_detail("$.scenario", "unknown")])
         token = ProcessorToken(
             token=f"processor-{tenant.environment}-{tenant.ids.uuid()}",
             environment=tenant.environment, identifier=request.get("identifier"),
@@ -119,7 +122,7 @@ class ProcessorLinks:
     def revoke_token(self, tenant: Tenant, token_text: str) -> ProcessorToken:
         token = tenant.processor_tokens.get(token_text)
         if token is None:
-            raise NotFound(UNKNOWN_TOKEN.format(token=token_text), code="processor-token-not-found")
+            raise ProcessorTokenNotFound(UNKNOWN_TOKEN.format(token=token_text))
         token.revoked = True
         return token
 
@@ -130,27 +133,26 @@ class ProcessorLinks:
         path = "$.processorToken"
         match = TOKEN_PATTERN.match(token_text)
         if match is None:
-            raise ValidationFailed(MALFORMED, code="invalid-processor-token",
-                                   details=[field_detail(path, MALFORMED)])
+            raise InvalidProcessorToken(MALFORMED, details=[field_detail(path, MALFORMED)])
         if match.group(1) != tenant.environment:
-            raise BadRequest(WRONG_ENVIRONMENT.format(theirs=match.group(1), ours=tenant.environment),
-                             code="wrong-environment", details=[field_detail(path, "other environment")])
+            raise OtherEnvironmentToken(
+                WRONG_ENVIRONMENT.format(theirs=match.group(1), ours=tenant.environment),
+                details=[field_detail(path, "other environment")])
         token = tenant.processor_tokens.get(token_text)
         if token is None:
-            raise NotFound(UNKNOWN_TOKEN.format(token=token_text), code="processor-token-not-found",
-                           details=[field_detail(path, "unknown")])
+            raise ProcessorTokenNotFound(UNKNOWN_TOKEN.format(token=token_text),
+                                         details=[field_detail(path, "unknown")])
         if token.revoked:
-            raise Conflict(REVOKED, code="processor-token-revoked", details=[field_detail(path, "revoked")])
+            raise ProcessorTokenRevoked(REVOKED, details=[field_detail(path, "revoked")])
         if token.link_id is not None:
-            raise Conflict(ALREADY_REGISTERED.format(link_id=token.link_id),
-                           code="processor-token-already-registered",
-                           details=[field_detail(path, "already registered")])
+            raise ProcessorTokenAlreadyRegistered(ALREADY_REGISTERED.format(link_id=token.link_id),
+                                                  details=[field_detail(path, "already registered")])
         identifier = header_identifier or token.identifier
         if identifier is None:
             raise ValidationFailed(IDENTIFIER_NEEDED, details=[
                 field_detail("user-identifier", IDENTIFIER_NEEDED, location="header")])
         if token.identifier is not None and header_identifier and header_identifier != token.identifier:
-            raise ValidationFailed(IDENTIFIER_MISMATCH, code="identifier-mismatch", details=[
+            raise IdentifierMismatch(IDENTIFIER_MISMATCH, details=[
                 field_detail("user-identifier", IDENTIFIER_MISMATCH, location="header")])
         user = tenant.user(identifier)
         link = ProcessorLink(id=tenant.ids.object_id(), identifier=identifier, user_id=user.id,
@@ -164,7 +166,7 @@ class ProcessorLinks:
         """DELETE: every link of the user goes, and nothing pending runs afterwards."""
         links = [l for l in tenant.processor_links.values() if l.identifier == identifier]
         if not links:
-            raise NotFound(NO_LINKS.format(identifier=identifier), code="processor-links-not-found")
+            raise ProcessorLinksNotFound(NO_LINKS.format(identifier=identifier))
         for link in links:
             tenant.timeline.cancel_owned(link.id)
             del tenant.processor_links[link.id]
@@ -175,7 +177,7 @@ class ProcessorLinks:
         links' status, so a caller sees when processing has not completed."""
         links = [l for l in tenant.processor_links.values() if l.identifier == identifier]
         if not links:
-            raise NotFound(NO_LINKS.format(identifier=identifier), code="processor-links-not-found")
+            raise ProcessorLinksNotFound(NO_LINKS.format(identifier=identifier))
         data = []
         for link in links:
             found = link.employer_matches if kind == CLASSIFY else link.recurring

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..clock import Clock
-from ..errors import ApiError, NotFound
+from ..errors import TenantNotDeletable, TenantNotFound
 from ..fixtures import ServiceProfile
 from .companies import Catalog, CompanyDirectory
 from .search import SearchIndex
@@ -25,10 +25,6 @@ NOT_YOURS = "A tenant can delete itself or a tenant it created, not {name!r}."
 FIXTURE_TENANT = ("{name!r} comes from the fixtures; reset it (POST /_sandbox/reset) instead of "
                   "deleting it.")
 
-
-class TenantNotDeletable(ApiError):
-    status = 409
-    code = "tenant-not-deletable"
 
 
 class TenantRegistry:
@@ -101,7 +97,7 @@ class TenantRegistry:
         A tenant may delete itself or one it created; fixture accounts are reset instead."""
         tenant = self.tenants.get(name)
         if tenant is None:
-            raise NotFound(UNKNOWN_TENANT.format(name=name), code="tenant-not-found")
+            raise TenantNotFound(UNKNOWN_TENANT.format(name=name))
         if name not in self._created_by and tenant in self._fixture_tenants():
             raise TenantNotDeletable(FIXTURE_TENANT.format(name=name))
         if caller is not tenant and self._created_by.get(name) != caller.name:

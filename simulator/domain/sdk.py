@@ -20,7 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ApiError, BadRequest, Unauthorized, ValidationFailed, field_detail
+from ..errors import (ApiError, CredentialsRefused, InvalidCompanyId, InvalidConfig,
+                      ValidationFailed, field_detail)
 from ..pdf import text_pdf
 from .companies import DISABLED, Company
 from .tasks import HAPPY_PATH, Task, TaskEngine, Workflow
@@ -74,13 +75,6 @@ CREDENTIALS_REFUSED = ("The company refused the username and password (sandbox u
 LINKED_ACCOUNT_ELSEWHERE = "The linked account is not this user's at this company."
 
 
-class InvalidCompanyId(ApiError):
-    status = 404
-    code = "invalid-company-id"
-
-
-class CredentialsRefused(Unauthorized):
-    code = "credentials-refused"
 
 
 # -- what the user reads --------------------------------------------------------------------
@@ -185,11 +179,11 @@ def decode_config(encoded: str) -> dict[str, Any]:
         raw = base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
         config = json.loads(raw)
     except (binascii.Error, ValueError):
-        raise BadRequest(INVALID_CONFIG, code="invalid-config",
-                         details=[field_detail("$", INVALID_CONFIG, location="path")]) from None
+        raise InvalidConfig(INVALID_CONFIG,
+                            details=[field_detail("$", INVALID_CONFIG, location="path")]) from None
     if not isinstance(config, dict):
-        raise BadRequest(INVALID_CONFIG, code="invalid-config",
-                         details=[field_detail("$", INVALID_CONFIG, location="path")])
+        raise InvalidConfig(INVALID_CONFIG,
+                            details=[field_detail("$", INVALID_CONFIG, location="path")])
     return config
 
 

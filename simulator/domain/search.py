@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from rapidfuzz import fuzz, process
 from rapidfuzz.utils import default_process
 
-from ..errors import BadRequest, NotFound, field_detail
+from ..errors import CompanyNotFound, ProductAndProducts, field_detail
 from .companies import (DISABLED, UNKNOWN_COMPANY, Company, CompanyDirectory,
                         ManualDepositRule, effective_tags)
 
@@ -61,8 +61,8 @@ class SearchQuery:
     @classmethod
     def from_body(cls, body: dict) -> SearchQuery:
         if "product" in body and "products" in body:
-            raise BadRequest(PRODUCT_AND_PRODUCTS, code="product-and-products",
-                             details=[field_detail("$.product", PRODUCT_AND_PRODUCTS),
+            raise ProductAndProducts(PRODUCT_AND_PRODUCTS,
+                                     details=[field_detail("$.product", PRODUCT_AND_PRODUCTS),
                                       field_detail("$.products", PRODUCT_AND_PRODUCTS)])
         return cls(query=body["query"], scopes=tuple(body.get("scopes", ())),
                    product=body.get("product"), products=tuple(body.get("products", ())),
@@ -233,9 +233,8 @@ def search_companies(companies: CompanyDirectory, rule: ManualDepositRule,
     if query.franchise_parent is not None:
         parent = companies.get(query.franchise_parent)
         if parent is None:
-            raise NotFound(UNKNOWN_COMPANY.format(company_id=query.franchise_parent),
-                           code="company-not-found",
-                           details=[field_detail("$.franchiseParent", "unknown company id")])
+            raise CompanyNotFound(UNKNOWN_COMPANY.format(company_id=query.franchise_parent),
+                                  details=[field_detail("$.franchiseParent", "unknown company id")])
         children = companies.children_of(parent.id)
         base_within = companies.index.ordinals_of(c for c in children if c.id not in companies.changed)
         overlay_within = frozenset()  # resolved below against the overlay's own ordinals

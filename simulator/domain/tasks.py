@@ -15,10 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..clock import isoformat
-from ..errors import (ApiError, BadRequest, Forbidden, NotFound, ValidationFailed,
-                      field_detail)
+from ..errors import (CompanyDisabled, CompanyManualDeposits, CompanyMismatch, CompanyNotFound,
+                      CompanyUnderMaintenance, IdentifierMismatch, IllegalTransition,
+                      LinkedAccountNotFound, ProductNotOffered, TaskNotFound, UnknownScenario,
+                      ValidationFailed, field_detail)
 from ..scenarios.loader import Scenario, Step
-from .companies import DISABLED, Company
+from .companies import DISABLED, UNKNOWN_COMPANY, Company
 from .company_admin import set_company_status
 from .states import (COMPLETED, FAILED, FINAL, PROCESSING, QUEUED, emits_status_update,
                      transition_error)
@@ -161,27 +163,27 @@ class TaskEngine:
                     "linkedAccount": body["linkedAccountId"]}
         if "linkedAccount" in body:
             if self.linked_accounts is None:
-                raise NotFound("Continuous access is not available.", code="linked-account-not-found")
+                raise LinkedAccountNotFound("Continuous access is not available.")
             account = self.linked_accounts.require(tenant, body["linkedAccount"])
             if body.get("company", account.company_id) != account.company_id:
-                raise ValidationFailed(REFRESH_COMPANY, code="company-mismatch",
-                                       details=[field_detail("$.company", REFRESH_COMPANY)])
+                raise CompanyMismatch(REFRESH_COMPANY,
+                                      details=[field_detail("$.company", REFRESH_COMPANY)])
             body = {"identifier": token_identifier or account.identifier,
                     "company": account.company_id, **body}
             if "product" not in body and "operation" not in body and "tasks" not in body:
                 body["product"] = account.product
         identifier = self._identifier(body, token_identifier)
         if account is not None and account.identifier != identifier:
-            raise NotFound(f"No linked account of {identifier!r} has the id {account.id!r}.",
-                           code="linked-account-not-found",
-                           details=[field_detail("$.linkedAccount", "not this user's")])
+            raise LinkedAccountNotFound(
+                f"No linked account of {identifier!r} has the id {account.id!r}.",
+                details=[field_detail("$.linkedAccount", "not this user's")])
         if "company" not in body:
             raise ValidationFailed(COMPANY_OR_LINKED_ACCOUNT,
                                    details=[field_detail("$.company", COMPANY_OR_LINKED_ACCOUNT)])
         company = tenant.companies.get(body["company"])
         if company is None:
-            raise NotFound(f"No company has the id {body['company']!r}.", code="company-not-found",
-                           details=[field_detail("$.company", "unknown company id")])
+            raise CompanyNotFound(UNKNOWN_COMPANY.format(company_id=body["company"]),
+                                  details=[field_detail("$.company", "unknown company id")])
         requests = self._task_requests(body)
         for request in requests:
             self.check_company_accepts(tenant, company, request.product, request.path)
@@ -230,8 +232,8 @@ class TaskEngine:
         scenario = self.scenarios.get(name)
         if scenario is None or scenario.kind != "task":
             known = ", ".join(n for n, s in sorted(self.scenarios.items()) if s.kind == "task")
-            raise ValidationFailed(UNKNOWN_SCENARIO.format(name=name, known=known),
-                                   code="unknown-scenario", details=[field_detail(path, "unknown")])
+            raise UnknownScenario(UNKNOWN_SCENARIO.format(name=name, known=known),
+                                  details=[field_detail(path, "unknown")])
         return scenario
 
     def schedule(self, tenant: Tenant, task: Task, scenario: Scenario) -> None:
@@ -242,8 +244,8 @@ class TaskEngine:
     def _identifier(self, body: dict[str, Any], token_identifier: str | None) -> str:
         if token_identifier is not None:
             if body.get("identifier", token_identifier) != token_identifier:
-                raise ValidationFailed(IDENTIFIER_MISMATCH, code="identifier-mismatch",
-                                       details=[field_detail("$.identifier", IDENTIFIER_MISMATCH)])
+                raise IdentifierMismatch(IDENTIFIER_MISMATCH,
+                                         details=[field_detail("$.identifier", IDENTIFIER_MISMATCH)])
             return token_identifier
         if "identifier" not in body:
             raise ValidationFailed(IDENTIFIER_REQUIRED,
@@ -271,21 +273,20 @@ class TaskEngine:
         company is not possible" (maintenance is per product), and a manual-deposits company
         "has no programmatic authentication"."""
         if company.status == DISABLED:
-            raise Forbidden(COMPANY_DISABLED.format(name=company.name), code="company-disabled",
-                            details=[field_detail("$.company", "disabled")])
+            raise CompanyDisabled(COMPANY_DISABLED.format(name=company.name),
+                                  details=[field_detail("$.company", "disabled")])
         if company.under_maintenance_for(product):
-            raise Forbidden(COMPANY_IN_MAINTENANCE.format(name=company.name, product=product),
-                            code="company-under-maintenance",
-                            details=[field_detail("$.company", "under maintenance")])
+            raise CompanyUnderMaintenance(
+                COMPANY_IN_MAINTENANCE.format(name=company.name, product=product),
+                details=[field_detail("$.company", "under maintenance")])
         if tenant.manual_deposits.applies_to(company):
-            raise Forbidden(MANUAL_DEPOSITS_ONLY.format(name=company.name),
-                            code="company-manual-deposits",
-                            details=[field_detail("$.company", "manual deposits only")])
+            raise CompanyManualDeposits(MANUAL_DEPOSITS_ONLY.format(name=company.name),
+                                        details=[field_detail("$.company", "manual deposits only")])
         if product not in company.available_products:
-            raise BadRequest(PRODUCT_NOT_OFFERED.format(
+            raise ProductNotOffered(PRODUCT_NOT_OFFERED.format(
                 name=company.name, product=product,
                 offered=", ".join(company.available_products)),
-                code="product-not-offered", details=[field_detail(path, "not offered")])
+                                  details=[field_detail(path, "not offered")])
 
     def authentication_method(self, company: Company, product: str) -> str:
         methods = company.capabilities.get("authenticationMethods") or ["standard-auth"]
@@ -386,7 +387,7 @@ class TaskEngine:
               patch: bool) -> None:
         problem = transition_error(task.status, status, patch=patch)
         if problem:  # loaded scenarios are checked; this guards hand-built steps
-            raise ApiError(problem, code="illegal-transition")
+            raise IllegalTransition(problem)
         task.previous_status, task.status = task.status, status
         task.reason = reason if status == FAILED else None
         if status in FINAL and task.saw_outcome is None:
@@ -459,7 +460,7 @@ class TaskEngine:
         """A task; with `identifier` (a public token's user) only that user's tasks exist."""
         task = tenant.tasks.get(task_id)
         if task is None or identifier is not None and task.identifier != identifier:
-            raise NotFound(UNKNOWN_TASK.format(task_id=task_id), code="task-not-found")
+            raise TaskNotFound(UNKNOWN_TASK.format(task_id=task_id))
         return task
 
 

@@ -14,7 +14,8 @@ from functools import partial
 from typing import Any
 
 from ..clock import Clock, isoformat
-from ..errors import Unauthorized, ValidationFailed, field_detail
+from ..errors import (InvalidCredentials, InvalidPublicToken, MissingCredentials,
+                      PublicTokenExpired, ValidationFailed, WrongEnvironment, field_detail)
 from ..journal import Journal
 from ..scheduler import Runner
 from .companies import CompanyDirectory, ManualDepositRule
@@ -259,23 +260,21 @@ class Tenants:
 
     def authenticate_keys(self, api_key: str | None, api_secret: str | None) -> Tenant:
         if not api_key or not api_secret:
-            raise Unauthorized(MISSING_CREDENTIALS, code="missing-credentials")
+            raise MissingCredentials(MISSING_CREDENTIALS)
         tenant = self._by_key.get(api_key)
         if tenant is None or not hmac.compare_digest(
                 tenant.api_secret.encode(), api_secret.encode("utf-8", "surrogateescape")):
-            raise Unauthorized(INVALID_CREDENTIALS, code="invalid-credentials")
+            raise InvalidCredentials(INVALID_CREDENTIALS)
         if tenant.environment != self.environment:
-            raise Unauthorized(WRONG_ENVIRONMENT.format(theirs=tenant.environment,
-                                                        ours=self.environment),
-                               code="wrong-environment")
+            raise WrongEnvironment(WRONG_ENVIRONMENT.format(theirs=tenant.environment,
+                                                        ours=self.environment))
         return tenant
 
     def authenticate_public_token(self, public_token: str) -> tuple[Tenant, PublicToken]:
         for environment in ("sandbox", "production"):
             if public_token.startswith(f"public-{environment}-") and environment != self.environment:
-                raise Unauthorized(WRONG_ENVIRONMENT_TOKEN.format(theirs=environment,
-                                                                  ours=self.environment),
-                                   code="wrong-environment")
+                raise WrongEnvironment(WRONG_ENVIRONMENT_TOKEN.format(theirs=environment,
+                                                                  ours=self.environment))
         # Tokens are found by their tenant, remembered after the first look (one tenant
         # per test makes the scan grow); a reset tenant no longer has them.
         owner = self._by_name.get(self._token_owner.get(public_token, ""))
@@ -285,7 +284,6 @@ class Tenants:
             token = owner.tokens[public_token]
             self._token_owner[public_token] = owner.name
             if owner.clock.timestamp() >= token.expires_at:
-                raise Unauthorized(EXPIRED_PUBLIC_TOKEN.format(expires=isoformat(token.expires_at)),
-                                   code="public-token-expired")
+                raise PublicTokenExpired(EXPIRED_PUBLIC_TOKEN.format(expires=isoformat(token.expires_at)))
             return owner, token
-        raise Unauthorized(INVALID_PUBLIC_TOKEN, code="invalid-public-token")
+        raise InvalidPublicToken(INVALID_PUBLIC_TOKEN)

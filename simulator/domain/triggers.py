@@ -11,14 +11,15 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from ..errors import NotFound, ValidationFailed, field_detail
+from ..errors import (CompanyNotFound, TaskNotFound, UnknownEventType, ValidationFailed,
+                      field_detail)
 from ..schemas.events import (COMPANY_EVENT_DATA, CONTINUOUS_ACCESS_DATA, TASK_EVENT_DATA,
                               event_schema, event_types)
-from .companies import OPERATIONAL, Company
+from .companies import OPERATIONAL, UNKNOWN_COMPANY, Company
 from .events import Event
 from .linked_accounts import service_date
 from .states import COMPLETED, FINAL, PROCESSING
-from .tasks import Task, TaskEngine
+from .tasks import UNKNOWN_TASK, Task, TaskEngine
 from .tenants import Tenant
 
 DEFAULT_IDENTIFIER = "sandbox-user"
@@ -31,8 +32,7 @@ def trigger_event(tenant: Tenant, engine: TaskEngine, aggregator: str,
     event_type = request["eventType"]
     known = event_types(aggregator)
     if event_type not in known:
-        raise ValidationFailed(UNKNOWN_TYPE.format(event_type=event_type, known=", ".join(known)),
-                               code="unknown-event-type",
+        raise UnknownEventType(UNKNOWN_TYPE.format(event_type=event_type, known=", ".join(known)),
                                details=[field_detail("$.eventType", "unknown event type")])
     overrides = request.get("data") or {}
     if event_type == "pii-data-deleted" and overrides:
@@ -70,8 +70,8 @@ def _task(tenant: Tenant, engine: TaskEngine, request: dict[str, Any],
     if "taskId" in request:
         task = tenant.tasks.get(request["taskId"])
         if task is None:
-            raise NotFound(f"No task has the id {request['taskId']!r}.", code="task-not-found",
-                           details=[field_detail("$.taskId", "unknown task")])
+            raise TaskNotFound(UNKNOWN_TASK.format(task_id=request["taskId"]),
+                               details=[field_detail("$.taskId", "unknown task")])
         return task
     if request["eventType"] not in TASK_EVENT_DATA:
         return None
@@ -92,9 +92,8 @@ def _company(tenant: Tenant, request: dict[str, Any], task: Task | None) -> Comp
     if "companyId" in request:
         company = tenant.companies.get(request["companyId"])
         if company is None:
-            raise NotFound(f"No company has the id {request['companyId']!r}.",
-                           code="company-not-found",
-                           details=[field_detail("$.companyId", "unknown company")])
+            raise CompanyNotFound(UNKNOWN_COMPANY.format(company_id=request["companyId"]),
+                                  details=[field_detail("$.companyId", "unknown company")])
         return company
     if task is not None:
         company = tenant.companies.get(task.company_id)

@@ -8,7 +8,7 @@ from typing import Any
 from aiohttp import web
 
 from ..domain.linked_accounts import DATA_KINDS, LinkedAccount, day_of
-from ..errors import ValidationFailed, field_detail
+from ..errors import IdentifierMismatch, ValidationFailed, field_detail
 from ..pdf import text_pdf
 from ..schemas.api import DATA_QUERY, DISCONNECT_REQUEST
 from ..schemas.records import DATA_RECORDS, LINKED_ACCOUNT_LIST_RECORD
@@ -29,7 +29,7 @@ def _user_of(token, named: str | None) -> str:
         raise ValidationFailed(IDENTIFIER_REQUIRED, details=[
             field_detail("$.identifier", IDENTIFIER_REQUIRED, location="query")])
     if token is not None and token.identifier != identifier:
-        raise ValidationFailed(NOT_YOUR_USER, code="identifier-mismatch", details=[
+        raise IdentifierMismatch(NOT_YOUR_USER, details=[
             field_detail("$.identifier", NOT_YOUR_USER, location="query")])
     return identifier
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ..errors import Unauthorized
+from ..errors import ApiKeysRequired, PublicTokenRequired
 from ..keys import BODY, PUBLIC_TOKEN, SANDBOX, TENANT
 from ..static import static_text
 from ..schemas.validate import parse_json_body, parse_query
@@ -150,9 +150,9 @@ def _authenticate(request: web.Request, auth: Auth, sandbox: Any) -> tuple[Any, 
         tenant, token = tenants.authenticate_public_token(public_token)
     request[TENANT], request[PUBLIC_TOKEN] = tenant, token
     if auth is Auth.API_KEYS and token is not None:
-        raise Unauthorized(API_KEYS_REQUIRED, code="api-keys-required")
+        raise ApiKeysRequired(API_KEYS_REQUIRED)
     if auth is Auth.PUBLIC_TOKEN and token is None:
-        raise Unauthorized(TOKEN_REQUIRED, code="public-token-required")
+        raise PublicTokenRequired(TOKEN_REQUIRED)
     return tenant, token
 
 

@@ -8,7 +8,7 @@ from aiohttp import web
 
 from ..domain import sdk
 from ..domain.companies import full_record
-from ..errors import Unauthorized
+from ..errors import ApiError, LinkedAccountNotYours, PublicTokenMismatch
 from ..schemas.api import (SDK_COMPANY_REQUEST, SDK_LEAVE_REQUEST, SDK_LOGIN_REQUEST,
                            SDK_MFA_CHALLENGE, SDK_SESSION_REQUEST, TASK_CREATED)
 from ..static import static_text
@@ -47,7 +47,7 @@ async def initialize(params, sandbox) -> web.Response:
     status = 200
     try:
         bootstrap["config"] = sdk.decode_config(params["config"])
-    except sdk.ApiError as error:
+    except ApiError as error:
         bootstrap["error"] = {"code": error.code, "message": error.message}
         status = error.status
     # Inside <script type="application/json">: nothing may close the element.
@@ -64,15 +64,14 @@ async def session(tenant, token, body, sandbox) -> dict:
     resolved (invalid-company-id) and a linkedAccount opens its reconnect flow."""
     config = body["config"]
     if config["publicToken"] != token.public_token:
-        raise Unauthorized(TOKEN_MISMATCH, code="public-token-mismatch")
+        raise PublicTokenMismatch(TOKEN_MISMATCH)
     company = sdk.deeplink_company(tenant, config)
     linked = None
     if config.get("linkedAccount"):
         account = sandbox.linked_accounts.require(tenant, config["linkedAccount"],
                                                   "$.config.linkedAccount")
         if account.identifier != token.identifier:
-            raise Unauthorized("The linked account is not this user's.",
-                               code="linked-account-not-yours")
+            raise LinkedAccountNotYours("The linked account is not this user's.")
         linked, company = account.record(), tenant.companies.require(account.company_id)
     step = (config.get("deeplink") or {}).get("step", "search-company")
     return {"step": step, "user": {"identifier": token.identifier},

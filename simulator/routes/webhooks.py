@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from ..domain.triggers import trigger_event
-from ..errors import NotFound, ValidationFailed, field_detail
+from ..errors import EventTypeNotFound, UnknownEventType, ValidationFailed, field_detail
 from ..schemas.api import (REPLAY_REQUEST, TRIGGER_REQUEST, WEBHOOK_ENDPOINTS_REQUEST,
                            WEBHOOK_FAULTS_REQUEST)
 from ..schemas.events import event_schema, event_types
@@ -32,7 +32,7 @@ async def put_endpoints(tenant, body, sandbox) -> list:
                 for i, endpoint in enumerate(body["endpoints"])
                 for j, t in enumerate(endpoint.get("eventTypes", [])) if t not in known]
     if problems:
-        raise ValidationFailed("Unknown event types.", code="unknown-event-type", details=problems)
+        raise UnknownEventType("Unknown event types.", details=problems)
     state = tenant.webhooks
     state.endpoints = body["endpoints"]
     return state.endpoints
@@ -95,7 +95,7 @@ async def get_event_schema(params, sandbox) -> web.Response:
     event_type = params["eventType"]
     schema = event_schema(event_type, sandbox.registry.service.aggregator)
     if schema is None:
-        raise NotFound(UNKNOWN_EVENT_TYPE.format(event_type=event_type), code="unknown-event-type")
+        raise EventTypeNotFound(UNKNOWN_EVENT_TYPE.format(event_type=event_type))
     return web.json_response(schema)
 
 
