@@ -78,3 +78,13 @@ async def test_health_needs_no_credentials(client):
     response = await client.get("/health")
     assert response.status == 200
     assert (await response.json())["data"]["status"] == "ok"
+
+
+async def test_the_calling_tenant_describes_itself(client):
+    response = await client.get("/_sandbox/tenant", headers=ACME)
+    assert response.status == 200
+    data = (await response.json())["data"]
+    assert (data["name"], data["apiKey"], data["environment"]) == ("acme", ACME["x-api-key"],
+                                                                    "sandbox")
+    assert data["signing"] is True
+    assert (await client.get("/_sandbox/tenant")).status == 401

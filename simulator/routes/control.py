@@ -27,6 +27,13 @@ async def create_tenant(tenant, body, sandbox) -> dict:
     return sandbox.registry.create_tenant(body, creator=tenant).describe()
 
 
+@operation("GET", "/_sandbox/tenant", "The calling tenant: name, environment, keys, products, "
+           "signing", response=OBJECT, **CONTROL)
+async def current_tenant(tenant) -> dict:
+    """Which tenant these keys are (the pytest plugin's tenants, scripts that got keys)."""
+    return tenant.describe()
+
+
 @operation("DELETE", "/_sandbox/tenants/{name}", "Delete a tenant this tenant created (or "
            "itself): frees all of it", response=OBJECT, errors=(404, 409), **CONTROL)
 async def delete_tenant(tenant, params, sandbox) -> dict:
