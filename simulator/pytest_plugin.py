@@ -74,10 +74,18 @@ class Sandbox:
 
     # The control plane, for the common cases.
     def advance(self, seconds: float) -> dict[str, Any]:
-        return self.post("/_sandbox/clock/advance", {"seconds": seconds})
+        """Moves the clock `seconds`, calling again while the sandbox stops at its work
+        limit (`complete: false`), so the whole span runs."""
+        clock = self.post("/_sandbox/clock/advance", {"seconds": seconds})
+        while not clock.get("complete", True):
+            clock = self.post("/_sandbox/clock/advance", {"seconds": clock["remainingSeconds"]})
+        return clock
 
     def run_until_idle(self) -> dict[str, Any]:
-        return self.post("/_sandbox/clock/run-until-idle")
+        clock = self.post("/_sandbox/clock/run-until-idle")
+        while not clock.get("complete", True):
+            clock = self.post("/_sandbox/clock/run-until-idle")
+        return clock
 
     def events(self, **filters: Any) -> list[dict[str, Any]]:
         return self.get("/_sandbox/events", **filters)

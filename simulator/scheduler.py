@@ -13,6 +13,7 @@ import asyncio
 import logging
 import math
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -23,18 +24,40 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("payroll_sandbox.scheduler")
 
-# A guard against scenarios or hooks that keep scheduling work forever.
+# The work one advance or run-until-idle may do before it answers (README: Limits); the
+# next call goes on from there. Also a guard against work that schedules itself forever.
 MAX_JOBS_PER_RUN = 5_000_000
+MAX_EVENTS_PER_RUN = 200_000
+YIELD_EVERY = 200  # jobs between two yields to the event loop
 
-Settle = Callable[["Tenant"], Awaitable[None]]
+Settle = Callable[..., Awaitable[None]]  # (tenant, before=inf)
 
 
-async def _nothing(tenant: Tenant) -> None:
+async def _nothing(tenant: Tenant, before: float = math.inf) -> None:
     return None
 
 
+@dataclass(frozen=True)
+class RunResult:
+    """What one advance or run-until-idle did. `complete` is false when it stopped at its
+    work limit (MAX_EVENTS_PER_RUN events): the clock stands at the last job it ran, and
+    the next call goes on from there."""
+
+    jobs: int
+    events: int
+    complete: bool
+
+
 class Runner:
-    """Runs one tenant's timeline; one at a time per tenant."""
+    """Runs one tenant's timeline; one run at a time per tenant.
+
+    Webhook attempts started by a job are not waited for one by one: the runner only
+    waits, all of them together, for the attempts whose retry could fall due before the
+    next job (an attempt started at t retries at t + 30 s at the earliest), so many
+    slow receivers cost one timeout per retry round and every retry still runs at its
+    exact virtual time. Every YIELD_EVERY jobs it yields to the event loop, so one
+    tenant's long advance never stalls the other tenants.
+    """
 
     def __init__(self, tenant: Tenant, settle: Settle = _nothing) -> None:
         self.tenant = tenant
@@ -42,43 +65,71 @@ class Runner:
         self.lock = asyncio.Lock()
         self.on_moved: Callable[[], None] | None = None  # the real-mode timer re-arms itself
 
-    async def advance(self, seconds: float) -> int:
-        """Move the clock `seconds` forward, running every job due on the way."""
+    async def advance(self, seconds: float) -> RunResult:
+        """Move the clock `seconds` forward, running every job due on the way (up to the
+        work limit: then the clock stops at the last job run)."""
         if not math.isfinite(seconds) or seconds < 0:
             raise ValueError(f"cannot advance a clock by {seconds!r} seconds")
         async with self.lock:
             target = self.tenant.clock.timestamp() + seconds
-            ran = await self._run_until(target)
-            self.tenant.clock.advance_to(target)
+            result = await self._run_until(target)
+            if result.complete:
+                self.tenant.clock.advance_to(target)
+            # The call answers once the attempts it started are done (their retries, due
+            # after the target, wait on the timeline), so the ledger and the receiver
+            # already show them.
+            await self.settle(self.tenant)
         self._moved()
-        return ran
+        return result
 
-    async def run_due(self) -> int:
+    async def run_due(self) -> RunResult:
         async with self.lock:
             return await self._run_until(self.tenant.clock.timestamp())
 
-    async def run_until_idle(self) -> int:
-        """Run jobs in time order until only background jobs are left."""
+    async def run_until_idle(self) -> RunResult:
+        """Run jobs in time order until only background jobs are left and no webhook
+        attempt can schedule another retry (up to the work limit)."""
         async with self.lock:
             timeline, clock = self.tenant.timeline, self.tenant.clock
-            ran = 0
-            while not timeline.idle and ran < MAX_JOBS_PER_RUN:
-                due = timeline.next_due()
-                if due is None:
+            jobs = events = 0
+            first = self.tenant.events.emitted
+            while True:
+                events = self.tenant.events.emitted - first
+                if events >= MAX_EVENTS_PER_RUN or jobs >= MAX_JOBS_PER_RUN:
                     break
-                ran += await self._run_until(max(due, clock.timestamp()), limit=1)
+                if timeline.idle:
+                    if not self.tenant.webhooks.in_flight:
+                        break
+                    await self.settle(self.tenant)  # their retries may still come
+                    continue
+                due = timeline.next_due()
+                result = await self._run_until(max(due, clock.timestamp()), limit=1)
+                jobs += result.jobs
+            done = timeline.idle and not self.tenant.webhooks.in_flight
         self._moved()
-        return ran
+        return RunResult(jobs=jobs, events=events, complete=done)
 
-    async def _run_until(self, target: float, limit: int = MAX_JOBS_PER_RUN) -> int:
+    async def _run_until(self, target: float, limit: int = MAX_JOBS_PER_RUN) -> RunResult:
         timeline, clock = self.tenant.timeline, self.tenant.clock
-        ran = 0
-        while ran < limit and (job := timeline.pop_due(target)) is not None:
+        first = self.tenant.events.emitted
+        jobs = 0
+        while jobs < limit:
+            due = timeline.next_due()
+            # Attempts that could still schedule a retry at or before the next job finish
+            # first (all together), so the retry takes its place in time order.
+            await self.settle(self.tenant, min(target, math.inf if due is None else due))
+            due = timeline.next_due()
+            if due is None or due > target:
+                break
+            if self.tenant.events.emitted - first >= MAX_EVENTS_PER_RUN:
+                return RunResult(jobs, self.tenant.events.emitted - first, complete=False)
+            job = timeline.pop_due(target)
             clock.advance_to(job.due)
             self._run(job)
-            ran += 1
-            await self.settle(self.tenant)
-        return ran
+            jobs += 1
+            if jobs % YIELD_EVERY == 0:
+                await asyncio.sleep(0)  # let the other tenants' requests in
+        return RunResult(jobs, self.tenant.events.emitted - first, complete=True)
 
     def _moved(self) -> None:
         if self.on_moved is not None:

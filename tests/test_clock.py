@@ -129,7 +129,7 @@ async def test_clock_run_until_idle_runs_every_task_to_its_end(client):
 async def test_clock_run_until_idle_with_nothing_pending_does_not_move(client):
     response = await client.post("/_sandbox/clock/run-until-idle", headers=ACME)
     data = (await response.json())["data"]
-    assert data == {**await clock_of(client), "jobsRun": 0}
+    assert data == {**await clock_of(client), "jobsRun": 0, "eventsEmitted": 0, "complete": True}
     assert data["timestamp"] == START and data["idle"] is True
 
 

@@ -41,8 +41,10 @@ class EventLog:
     events: list[Event] = field(default_factory=list)
     by_id: dict[str, Event] = field(default_factory=dict)
     listeners: list[Callable[[Event], None]] = field(default_factory=list)
+    emitted: int = 0  # every event ever appended (also those evicted since)
 
     def append(self, event: Event) -> Event:
+        self.emitted += 1
         self.events.append(event)
         self.by_id[event.id] = event
         for listener in self.listeners:

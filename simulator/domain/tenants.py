@@ -176,7 +176,7 @@ class Tenant:
         at = self.clock.timestamp() if at is None else at
         at = round(at, 3)  # milliseconds, as eventTime and ce-time show it
         event = Event(id=self.ids.uuid(), type=event_type, time=at,
-                      body=event_body(event_type, at, **body), sequence=len(self.events.events) + 1,
+                      body=event_body(event_type, at, **body), sequence=self.events.emitted + 1,
                       user=identifier, task=task_id)
         return self.events.append(event)
 

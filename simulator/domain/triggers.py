@@ -37,7 +37,7 @@ def trigger_event(tenant: Tenant, engine: TaskEngine, aggregator: str,
     overrides = request.get("data") or {}
     if event_type == "pii-data-deleted" and overrides:
         raise ValidationFailed(NO_DATA, details=[field_detail("$.data", NO_DATA)])
-    rng = random.Random(f"{tenant.name}:{len(tenant.events.events)}")
+    rng = random.Random(f"{tenant.name}:{tenant.events.emitted}")
     identifier = request.get("identifier")
     task = _task(tenant, engine, request, identifier)
     company = _company(tenant, request, task)

@@ -64,16 +64,24 @@ async def clock(tenant) -> dict:
 
 @operation("POST", "/_sandbox/clock/advance", "Move virtual time, running every due step, retry "
            "and refresh in order", body=CLOCK_ADVANCE_REQUEST, response=OBJECT, **CONTROL)
-async def advance_clock(tenant, body, sandbox) -> dict:
-    ran = await tenant.runner.advance(body["seconds"])
-    return {**_clock_record(tenant), "jobsRun": ran}
+async def advance_clock(tenant, body) -> dict:
+    """Stops at the work limit (README: Limits) with `complete: false` and the
+    `remainingSeconds` to ask for next; the clock stands at the last job it ran."""
+    target = tenant.clock.timestamp() + body["seconds"]
+    result = await tenant.runner.advance(body["seconds"])
+    return {**_clock_record(tenant), **_run_record(result),
+            "remainingSeconds": round(max(0.0, target - tenant.clock.timestamp()), 3)}
 
 
 @operation("POST", "/_sandbox/clock/run-until-idle", "Run every pending job in time order",
            response=OBJECT, **CONTROL)
-async def run_until_idle(tenant, sandbox) -> dict:
-    ran = await tenant.runner.run_until_idle()
-    return {**_clock_record(tenant), "jobsRun": ran}
+async def run_until_idle(tenant) -> dict:
+    result = await tenant.runner.run_until_idle()
+    return {**_clock_record(tenant), **_run_record(result)}
+
+
+def _run_record(result) -> dict:
+    return {"jobsRun": result.jobs, "eventsEmitted": result.events, "complete": result.complete}
 
 
 def _clock_record(tenant) -> dict:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import random
 import time
 from dataclasses import dataclass, field
@@ -25,7 +26,9 @@ log = logging.getLogger("payroll_sandbox.webhooks")
 MAX_ATTEMPTS = 3          # the first plus two retries
 RETRY_INTERVAL = 30.0     # virtual seconds between attempts
 ATTEMPT_TIMEOUT = 15.0    # virtual seconds per attempt
-CONNECTIONS = 100         # attempts in flight at once, over every tenant
+CONNECTIONS = 256         # attempts in flight at once, over every tenant
+TENANT_CONNECTIONS = 32   # of those, one tenant's at most: slow endpoints of one tenant
+                          # never hold up another tenant's deliveries
 SHUTDOWN_GRACE = 5.0      # wall seconds attempts in flight get to finish at shutdown
 
 PENDING, DELIVERED, FAILED, INTERRUPTED = "pending", "delivered", "failed", "interrupted"
@@ -89,7 +92,9 @@ class TenantWebhooks:
     deliveries: dict[str, list[Delivery]] = field(default_factory=dict)
     faults: FaultPlan = FaultPlan()
     random: random.Random = field(default_factory=random.Random)
-    in_flight: set[asyncio.Task] = field(default_factory=set)
+    in_flight: dict[asyncio.Task, float] = field(default_factory=dict)  # -> virtual start
+    slots: asyncio.Semaphore = field(
+        default_factory=lambda: asyncio.Semaphore(TENANT_CONNECTIONS))
     held: list[tuple[Delivery, Event]] = field(default_factory=list)
 
     def endpoints_for(self, event_type: str) -> list[str]:
@@ -179,11 +184,17 @@ class Dispatcher:
             await self._session.close()
             self._session = None
 
-    async def settle(self, tenant: Tenant) -> None:
-        """Wait until no attempt of this tenant is in flight."""
+    async def settle(self, tenant: Tenant, before: float = math.inf) -> None:
+        """Wait, for all of them together, until no attempt of this tenant is in flight
+        that could schedule a retry at or before the virtual time `before` (an attempt
+        started at t retries at t + RETRY_INTERVAL); by default, until none is in flight."""
         state = tenant.webhooks
-        while state.in_flight:
-            await asyncio.gather(*list(state.in_flight), return_exceptions=True)
+        while True:
+            waiting = [task for task, started in state.in_flight.items()
+                       if started + RETRY_INTERVAL <= before]
+            if not waiting:
+                return
+            await asyncio.gather(*waiting, return_exceptions=True)
 
     # -- delivery ---------------------------------------------------------------------------
 
@@ -250,8 +261,8 @@ class Dispatcher:
         started_at = tenant.clock.timestamp()
         task = asyncio.get_running_loop().create_task(
             self._send(tenant, delivery, event, attempt, message, started_at))
-        state.in_flight.add(task)
-        task.add_done_callback(state.in_flight.discard)
+        state.in_flight[task] = started_at
+        task.add_done_callback(lambda done: state.in_flight.pop(done, None))
         self._in_flight.add(task)
         task.add_done_callback(self._in_flight.discard)
 
@@ -259,7 +270,7 @@ class Dispatcher:
                     message: Any, started_at: float) -> None:
 
         try:
-            async with self._slots:
+            async with tenant.webhooks.slots, self._slots:
                 attempt.wall_time = isoformat(time.time())
                 await self._post(delivery, attempt, message)
         except asyncio.CancelledError:
