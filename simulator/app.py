@@ -16,7 +16,7 @@ from .fixtures import ConfigError, Fixtures, load_fixtures
 from .domain.tasks import HAPPY_PATH, TaskEngine
 from .datagen import ProfileFactory
 from .domain.linked_accounts import LinkedAccounts
-from .domain.tenants import Tenant, TenantServices
+from .domain.tenants import Limits, Tenant, TenantServices
 from .domain.processor_links import DEFAULT_SCENARIO as PROCESSOR_DEFAULT
 from .domain.processor_links import ProcessorLinks
 from .keys import SANDBOX, Sandbox
@@ -83,7 +83,7 @@ def build_registry(settings: Settings, *, clock: Clock | None = None,
     return TenantRegistry(service=fixtures.service, catalog=loaded.catalog, index=loaded.index,
                           environment=settings.environment, seed=settings.seed,
                           clock_factory=clock_factory, scenarios=loaded.scenarios,
-                          accounts=fixtures.accounts)
+                          accounts=fixtures.accounts, max_tenants=settings.max_tenants)
 
 
 def create_app(settings: Settings, *, clock: Clock | None = None,
@@ -108,8 +108,10 @@ def create_app(settings: Settings, *, clock: Clock | None = None,
                                     entry.get("product", "deposit"), emit=False)
             account.connected = entry.get("connected", True)
 
+    limits = Limits(max_events=settings.max_events, max_tasks=settings.max_tasks,
+                    max_tokens=settings.max_tokens, max_users=settings.max_users)
     registry.open(TenantServices(dispatcher=dispatcher, timer=RealTimer() if real else None,
-                                 seed_accounts=seed_accounts))
+                                 seed_accounts=seed_accounts, limits=limits))
     operations = [op.at(service.aggregator) for op in OPERATIONS]
     sandbox = Sandbox(settings=settings, registry=registry, engine=engine, dispatcher=dispatcher,
                       linked_accounts=linked,

@@ -244,6 +244,23 @@ class TenantNotDeletable(Conflict):
     code = "tenant-not-deletable"
 
 
+class LimitReached(ApiError):
+    """429: a bound of the sandbox is reached (README: Limits); `retry-after` says when
+    trying again makes sense."""
+
+    status = 429
+    code = "limit-reached"
+    retry_after = 60
+
+
+class UserLimitReached(LimitReached):
+    code = "user-limit-reached"
+
+
+class TenantLimitReached(LimitReached):
+    code = "tenant-limit-reached"
+
+
 def field_detail(path: str, message: str, *, location: str = "body") -> dict[str, str]:
     """One entry of `details`: the JSON path at fault (`$.products[0]`) and why."""
     return {"location": location, "path": path, "message": message}

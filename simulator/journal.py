@@ -37,12 +37,16 @@ class Journal:
     """One tenant's journal: its newest requests, oldest dropped first."""
 
     def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
+        self.max_entries = max_entries
         self._entries: deque[JournalEntry] = deque(maxlen=max_entries)
         self._next_id = 1
+        self.evicted = 0
 
     def add(self, **fields: Any) -> JournalEntry:
         entry = JournalEntry(id=self._next_id, **fields)
         self._next_id += 1
+        if len(self._entries) == self.max_entries:
+            self.evicted += 1
         self._entries.append(entry)
         return entry
 

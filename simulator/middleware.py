@@ -103,7 +103,9 @@ async def error_middleware(request: web.Request, handler: Any) -> web.StreamResp
 
 def render_error(request: web.Request, error: ApiError, *, status: int | None = None) -> web.Response:
     request[ERROR_CODE] = error.code
-    return web.json_response(error.body(), status=status or error.status)
+    retry_after = getattr(error, "retry_after", None)
+    headers = {"retry-after": str(retry_after)} if retry_after is not None else None
+    return web.json_response(error.body(), status=status or error.status, headers=headers)
 
 
 def _kebab(text: str) -> str:

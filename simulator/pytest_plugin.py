@@ -185,6 +185,12 @@ def payroll_sandbox_server() -> Iterator[Sandbox]:
 
 
 @pytest.fixture
-def payroll_sandbox(payroll_sandbox_server: Sandbox) -> Sandbox:
-    """A fresh tenant for this test: its own users, tasks, events, clock and endpoints."""
-    return payroll_sandbox_server.new_tenant()
+def payroll_sandbox(payroll_sandbox_server: Sandbox) -> Iterator[Sandbox]:
+    """A fresh tenant for this test: its own users, tasks, events, clock and endpoints;
+    deleted after the test, so a long session keeps the server small."""
+    tenant = payroll_sandbox_server.new_tenant()
+    yield tenant
+    try:
+        tenant.request("DELETE", f"/_sandbox/tenants/{tenant.name}")
+    except SandboxError:
+        pass  # already gone (the test deleted or reset it)

@@ -46,6 +46,12 @@ class Settings:
     vendor: str | None = None
     aggregator: str | None = None
     sdk_prefix: str | None = None
+    # Bounds of what a long-running server keeps (README: Limits).
+    max_events: int = 10_000     # per tenant: the event ledger with its deliveries
+    max_tasks: int = 10_000      # per tenant
+    max_tokens: int = 10_000     # per tenant: public tokens
+    max_users: int = 100_000     # per tenant
+    max_tenants: int = 1_000     # tenants made by the control plane
 
     def with_overrides(self, **values: Any) -> Settings:
         return replace(self, **{k: v for k, v in values.items() if v is not None})
@@ -57,7 +63,9 @@ _CONFIG_NAMES = {
     "seed": "seed", "clock": "clock", "timeScale": "time_scale", "webhookUrl": "webhook_url",
     "webhookTimeout": "webhook_timeout",
     "environment": "environment", "logFormat": "log_format", "vendor": "vendor",
-    "aggregator": "aggregator", "sdkPrefix": "sdk_prefix",
+    "aggregator": "aggregator", "sdkPrefix": "sdk_prefix", "maxEvents": "max_events",
+    "maxTasks": "max_tasks", "maxTokens": "max_tokens", "maxUsers": "max_users",
+    "maxTenants": "max_tenants",
 }
 _TYPES = {f.name: f.type for f in fields(Settings)}
 
@@ -87,6 +95,9 @@ def _check_choices(settings: Settings, source: str) -> None:
         raise ConfigError(source, "$.time_scale", "must be greater than 0")
     if not 0 <= settings.port <= 65535:
         raise ConfigError(source, "$.port", "must be between 0 and 65535")
+    for name in ("max_events", "max_tasks", "max_tokens", "max_users", "max_tenants"):
+        if getattr(settings, name) < 1:
+            raise ConfigError(source, f"$.{name}", "must be at least 1")
 
 
 def load_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Settings:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..clock import isoformat
@@ -34,25 +34,58 @@ class Event:
                 "body": self.body}
 
 
-@dataclass
 class EventLog:
-    """The tenant's ledger, in emission order, with listeners told of each new event."""
+    """The tenant's ledger, in emission order, with listeners told of each new event.
 
-    events: list[Event] = field(default_factory=list)
-    by_id: dict[str, Event] = field(default_factory=dict)
-    listeners: list[Callable[[Event], None]] = field(default_factory=list)
-    emitted: int = 0  # every event ever appended (also those evicted since)
+    Bounded (README: Limits): past `max_events` the oldest *settled* events go, a tenth
+    of the bound at a time, with their deliveries (`on_evict`); an event whose delivery
+    is still pending (`settled` says no) is never evicted. `emitted` and `evicted` count
+    every event ever appended and every one evicted.
+    """
+
+    def __init__(self, max_events: int | None = None,
+                 settled: Callable[[str], bool] = lambda event_id: True,
+                 on_evict: Callable[[str], None] = lambda event_id: None) -> None:
+        self.by_id: dict[str, Event] = {}  # oldest first
+        self.listeners: list[Callable[[Event], None]] = []
+        self.max_events = max_events
+        self.settled = settled
+        self.on_evict = on_evict
+        self.emitted = 0
+        self.evicted = 0
+
+    @property
+    def events(self) -> list[Event]:
+        return list(self.by_id.values())
+
+    def __len__(self) -> int:
+        return len(self.by_id)
 
     def append(self, event: Event) -> Event:
         self.emitted += 1
-        self.events.append(event)
         self.by_id[event.id] = event
         for listener in self.listeners:
             try:
                 listener(event)
             except Exception:  # the event is stored; a listener's fault must not undo the caller
                 log.exception("listener failed on event %s (%s)", event.id, event.type)
+        if self.max_events is not None and len(self.by_id) > self.max_events:
+            self._evict(self.max_events - max(1, self.max_events // 10))
         return event
+
+    def _evict(self, keep: int) -> None:
+        """Oldest settled events first, until `keep` are left (pending ones stay)."""
+        excess = len(self.by_id) - keep
+        gone = []
+        for event_id in self.by_id:
+            if len(gone) == excess:
+                break
+            if self.settled(event_id):
+                gone.append(event_id)
+        for event_id in gone:
+            del self.by_id[event_id]
+            self.on_evict(event_id)
+        self.evicted += len(gone)
 
     def get(self, event_id: str) -> Event:
         event = self.by_id.get(event_id)
@@ -64,7 +97,7 @@ class EventLog:
               task: str | None = None, since: float | None = None,
               until: float | None = None) -> list[Event]:
         """Oldest first; every filter optional."""
-        return [e for e in self.events
+        return [e for e in self.by_id.values()
                 if (event_type is None or e.type == event_type)
                 and (user is None or e.user == user)
                 and (task is None or e.task == task)

@@ -9,12 +9,14 @@ the keys of created tenants from a cryptographic source.
 
 from __future__ import annotations
 
+import ctypes
+import gc
 import secrets
 from collections.abc import Callable
 from typing import Any
 
 from ..clock import Clock
-from ..errors import TenantNotDeletable, TenantNotFound
+from ..errors import TenantLimitReached, TenantNotDeletable, TenantNotFound
 from ..fixtures import ServiceProfile
 from .companies import Catalog, CompanyDirectory
 from .search import SearchIndex
@@ -22,15 +24,28 @@ from .tenants import DEFAULT_PRODUCTS, Tenant, Tenants, TenantServices
 
 UNKNOWN_TENANT = "No tenant is named {name!r}."
 NOT_YOURS = "A tenant can delete itself or a tenant it created, not {name!r}."
+TENANT_LIMIT = ("{limit} tenants made by the control plane exist (--max-tenants); delete some "
+                "(DELETE /_sandbox/tenants/{{name}}) first.")
 FIXTURE_TENANT = ("{name!r} comes from the fixtures; reset it (POST /_sandbox/reset) instead of "
                   "deleting it.")
 
 
 
+def release_memory() -> None:
+    """After a reset or a delete: collect the tenant's old objects now (they hold cycles)
+    and hand freed memory back to the system, so a long-running server shrinks again."""
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: the memory is reused, not returned
+        pass
+
+
 class TenantRegistry:
     def __init__(self, *, service: ServiceProfile, catalog: Catalog, index: SearchIndex,
                  environment: str, seed: int, clock_factory: Callable[[], Clock],
-                 scenarios: dict[str, Any], accounts: list[dict[str, Any]]) -> None:
+                 scenarios: dict[str, Any], accounts: list[dict[str, Any]],
+                 max_tenants: int = 1_000) -> None:
         self.service = service
         self.catalog = catalog
         self.index = index
@@ -40,6 +55,7 @@ class TenantRegistry:
         self._clock_factory = clock_factory
         self._fixture_accounts = accounts
         self._services: TenantServices | None = None
+        self.max_tenants = max_tenants  # made by the control plane (fixtures' accounts aside)
         self._created_by: dict[str, str] = {}  # tenant made by the control plane -> its maker
 
     @property
@@ -63,6 +79,8 @@ class TenantRegistry:
 
     def create_tenant(self, request: dict[str, Any], creator: Tenant | None = None) -> Tenant:
         """POST /_sandbox/tenants: a fresh, isolated tenant with new, random keys."""
+        if len(self._created_by) >= self.max_tenants:
+            raise TenantLimitReached(TENANT_LIMIT.format(limit=self.max_tenants))
         name = request.get("name")
         if name is None or self.tenants.get(name) is not None:
             base = name or "tenant"
@@ -82,30 +100,28 @@ class TenantRegistry:
             "continuousAccess": request.get("continuousAccess", {}),
         }
         tenant = self._add(account)
-        if creator is not None:
-            self._created_by[name] = creator.name
+        self._created_by[name] = creator.name if creator is not None else ""
         return tenant
 
     def reset(self, tenant: Tenant) -> Tenant:
         """POST /_sandbox/reset: the tenant as its account first made it, same keys."""
         self.tenants.forget_tokens(tenant)
         tenant.reset()
+        release_memory()
         return tenant
 
     def delete(self, name: str, caller: Tenant) -> None:
         """DELETE /_sandbox/tenants/{name}: stops and forgets every object of the tenant.
-        A tenant may delete itself or one it created; fixture accounts are reset instead."""
+        A tenant made by the control plane may be deleted by itself or by its maker; the
+        fixtures' accounts are reset instead."""
         tenant = self.tenants.get(name)
         if tenant is None:
             raise TenantNotFound(UNKNOWN_TENANT.format(name=name))
-        if name not in self._created_by and tenant in self._fixture_tenants():
+        if name not in self._created_by:
             raise TenantNotDeletable(FIXTURE_TENANT.format(name=name))
         if caller is not tenant and self._created_by.get(name) != caller.name:
             raise TenantNotDeletable(NOT_YOURS.format(name=name))
         tenant.close()
         self.tenants.remove(tenant)
         self._created_by.pop(name, None)
-
-    def _fixture_tenants(self) -> list[Tenant]:
-        names = {account["name"] for account in self._fixture_accounts}
-        return [t for t in self.tenants if t.name in names]
+        release_memory()

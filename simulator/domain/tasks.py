@@ -214,6 +214,7 @@ class TaskEngine:
             self.schedule(tenant, task, task_scenario)
             tasks.append(task)
         tenant.workflows[workflow.id] = workflow
+        tenant.keep_tasks_bounded()
         return workflow, tasks
 
     def select_scenario(self, tenant: Tenant, identifier: str, company: Company | None,

@@ -15,7 +15,8 @@ from typing import Any
 
 from ..clock import Clock, isoformat
 from ..errors import (InvalidCredentials, InvalidPublicToken, MissingCredentials,
-                      PublicTokenExpired, ValidationFailed, WrongEnvironment, field_detail)
+                      PublicTokenExpired, UserLimitReached, ValidationFailed, WrongEnvironment,
+                      field_detail)
 from ..journal import Journal
 from ..scheduler import Runner
 from .companies import CompanyDirectory, ManualDepositRule
@@ -35,6 +36,9 @@ INVALID_CREDENTIALS = "The x-api-key and x-api-secret headers do not match an ac
 WRONG_ENVIRONMENT = ("These credentials belong to the {theirs} environment; this server is the "
                      "{ours} environment. Use the {ours} credentials.")
 INVALID_PUBLIC_TOKEN = "The x-public-token header does not match a public token."
+TOKEN_OWNER_CACHE = 100_000  # public tokens whose tenant is remembered (a lookup cache)
+USER_LIMIT = ("This tenant already has {limit} users (--max-users); reset it or use a fresh "
+              "tenant.")
 EXPIRED_PUBLIC_TOKEN = "The public token expired at {expires}; create a new one with POST /access-token."
 WRONG_ENVIRONMENT_TOKEN = ("This public token belongs to the {theirs} environment; this server is "
                            "the {ours} environment.")
@@ -76,6 +80,20 @@ class PublicToken:
 
 
 @dataclass(frozen=True)
+class Limits:
+    """What one tenant keeps at most (README: Limits; settings --max-events, ...).
+
+    Past a bound the oldest settled items go first (events whose deliveries are done,
+    workflows whose tasks all ended, expired tokens before live ones); nothing still
+    pending is evicted. Users past `max_users` are refused (429)."""
+
+    max_events: int = 10_000
+    max_tasks: int = 10_000
+    max_tokens: int = 10_000
+    max_users: int = 100_000
+
+
+@dataclass(frozen=True)
 class TenantServices:
     """What every tenant works with, made once by the app factory and handed to each
     tenant's constructor: the webhook dispatcher, the wall-clock timer (real mode only)
@@ -84,6 +102,7 @@ class TenantServices:
     dispatcher: Any                                  # webhooks.dispatcher.Dispatcher
     timer: Any = None                                # scheduler.RealTimer, or None
     seed_accounts: Callable[[Tenant], None] = lambda tenant: None
+    limits: Limits = Limits()
 
 
 class Tenant:
@@ -129,7 +148,11 @@ class Tenant:
         self.tokens: dict[str, PublicToken] = {}
         self.latest_token: dict[str, str] = {}  # identifier -> public token
         self.timeline = Timeline()
-        self.events = EventLog()
+        dispatcher = self.services.dispatcher
+        self.webhooks = dispatcher.webhooks_for(self)  # endpoints, faults, deliveries
+        self.events = EventLog(self.services.limits.max_events, settled=self.webhooks.settled,
+                               on_evict=self.webhooks.forget)
+        self.evicted = {"tasks": 0, "tokens": 0}
         self.tasks: dict[str, Any] = {}                # id -> tasks.Task
         self.workflows: dict[str, Any] = {}            # id -> tasks.Workflow
         self.scenario_bindings: dict[str, str] = {}    # identifier -> scenario
@@ -144,8 +167,6 @@ class Tenant:
         self.processor_tokens: dict[str, Any] = {}
         self.processor_links: dict[str, Any] = {}
         self.journal = Journal()
-        dispatcher = self.services.dispatcher
-        self.webhooks = dispatcher.webhooks_for(self)  # endpoints, faults, deliveries
         self.events.listeners.append(partial(dispatcher.deliver_new, self))
         self.runner = Runner(self, dispatcher.settle)
         if self.services.timer is not None:
@@ -181,13 +202,68 @@ class Tenant:
         return self.events.append(event)
 
     def user(self, identifier: str) -> User:
-        """The user with this identifier, created on first use."""
+        """The user with this identifier, created on first use (up to max_users)."""
         user = self.users.get(identifier)
         if user is None:
+            if len(self.users) >= self.services.limits.max_users:
+                raise UserLimitReached(USER_LIMIT.format(limit=len(self.users)))
             user = User(id=self.ids.object_id(), identifier=identifier,
                         created_at=self.clock.timestamp())
             self.users[identifier] = user
         return user
+
+    def keep_tasks_bounded(self) -> None:
+        """Past max_tasks, the oldest finished workflows go with their tasks (a workflow
+        with a task still running, or a patch still to come, stays)."""
+        limit = self.services.limits.max_tasks
+        if len(self.tasks) <= limit:
+            return
+        keep = limit - max(1, limit // 10)
+        gone = []
+        for workflow in self.workflows.values():
+            if len(self.tasks) - sum(len(w.tasks) for w in gone) <= keep:
+                break
+            if workflow.finished and not any(self.timeline.owns_pending(t)
+                                             for t in workflow.tasks):
+                gone.append(workflow)
+        for workflow in gone:
+            del self.workflows[workflow.id]
+            for task_id in workflow.tasks:
+                self.tasks.pop(task_id, None)
+                self.evicted["tasks"] += 1
+
+    def keep_tokens_bounded(self) -> None:
+        """Past max_tokens, expired tokens go first, then the oldest."""
+        limit = self.services.limits.max_tokens
+        if len(self.tokens) <= limit:
+            return
+        keep = limit - max(1, limit // 10)
+        now = self.clock.timestamp()
+        expired = [t for t, token in self.tokens.items() if token.expires_at <= now]
+        oldest = [t for t in self.tokens if t not in set(expired)]
+        for public_token in (expired + oldest)[:len(self.tokens) - keep]:
+            token = self.tokens.pop(public_token)
+            if self.latest_token.get(token.identifier) == public_token:
+                del self.latest_token[token.identifier]
+            self.evicted["tokens"] += 1
+
+    def stats(self) -> dict[str, Any]:
+        """What the tenant keeps, its bounds, and what it evicted (GET /_sandbox/stats)."""
+        limits = self.services.limits
+        deliveries = sum(len(d) for d in self.webhooks.deliveries.values())
+        return {
+            "events": {"stored": len(self.events), "max": limits.max_events,
+                       "emitted": self.events.emitted, "evicted": self.events.evicted},
+            "deliveries": {"stored": deliveries, "inFlight": len(self.webhooks.in_flight)},
+            "tasks": {"stored": len(self.tasks), "max": limits.max_tasks,
+                      "evicted": self.evicted["tasks"]},
+            "tokens": {"stored": len(self.tokens), "max": limits.max_tokens,
+                       "evicted": self.evicted["tokens"]},
+            "users": {"stored": len(self.users), "max": limits.max_users},
+            "journal": {"stored": len(self.journal), "max": self.journal.max_entries,
+                        "evicted": self.journal.evicted},
+            "pendingJobs": len(self.timeline),
+        }
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "environment": self.environment, "apiKey": self.api_key,
@@ -211,6 +287,7 @@ def create_access_token(tenant: Tenant, identifier: str,
     )
     tenant.tokens[token.public_token] = token
     tenant.latest_token[identifier] = token.public_token
+    tenant.keep_tokens_bounded()
     return token
 
 
@@ -283,6 +360,8 @@ class Tenants:
         if owner is not None:
             token = owner.tokens[public_token]
             self._token_owner[public_token] = owner.name
+            if len(self._token_owner) > TOKEN_OWNER_CACHE:  # a cache: the oldest go first
+                del self._token_owner[next(iter(self._token_owner))]
             if owner.clock.timestamp() >= token.expires_at:
                 raise PublicTokenExpired(EXPIRED_PUBLIC_TOKEN.format(expires=isoformat(token.expires_at)))
             return owner, token

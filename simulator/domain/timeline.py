@@ -31,6 +31,7 @@ class Timeline:
         self._heap: list[Job] = []
         self._counter = itertools.count()
         self._busy = 0
+        self._owned: dict[str, int] = {}  # owner -> pending jobs
         self.on_schedule: Callable[[Job], None] | None = None
 
     def schedule(self, due: float, action: Callable[[], Any], *, label: str = "",
@@ -40,6 +41,8 @@ class Timeline:
         heapq.heappush(self._heap, job)
         if not background:
             self._busy += 1
+        if owner is not None:
+            self._owned[owner] = self._owned.get(owner, 0) + 1
         if self.on_schedule is not None:
             self.on_schedule(job)
         return job
@@ -49,6 +52,19 @@ class Timeline:
             job.cancelled = True
             if not job.background:
                 self._busy -= 1
+            self._release(job)
+
+    def _release(self, job: Job) -> None:
+        if job.owner is not None:
+            left = self._owned[job.owner] - 1
+            if left:
+                self._owned[job.owner] = left
+            else:
+                del self._owned[job.owner]
+
+    def owns_pending(self, owner: str) -> bool:
+        """Whether a job of this owner (a task, a delivery) is still to run."""
+        return owner in self._owned
 
     def cancel_owned(self, owner: str) -> int:
         """Cancels every pending job of one owner (a task, a processor link); returns how many."""
@@ -69,6 +85,7 @@ class Timeline:
         job = heapq.heappop(self._heap)
         if not job.background:
             self._busy -= 1
+        self._release(job)
         return job
 
     @property
@@ -91,6 +108,7 @@ class Timeline:
             job.cancelled = True
         self._heap.clear()
         self._busy = 0
+        self._owned.clear()
 
     def _drop_cancelled(self) -> None:
         while self._heap and self._heap[0].cancelled:

@@ -84,6 +84,15 @@ def _run_record(result) -> dict:
     return {"jobsRun": result.jobs, "eventsEmitted": result.events, "complete": result.complete}
 
 
+@operation("GET", "/_sandbox/stats", "What this tenant keeps, its bounds and what was evicted",
+           response=OBJECT, **CONTROL)
+async def stats(tenant, sandbox) -> dict:
+    """Every bound of README > Limits with what is stored and how many items went."""
+    registry = sandbox.registry
+    return {**tenant.stats(), "tenants": {"stored": len(registry.tenants),
+                                          "maxCreated": registry.max_tenants}}
+
+
 def _clock_record(tenant) -> dict:
     timeline = tenant.timeline
     return {**tenant.clock.describe(), "pendingJobs": timeline.busy,

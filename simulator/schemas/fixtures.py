@@ -213,5 +213,7 @@ CONFIG_SCHEMA = {
         "vendor": _LABEL,
         "aggregator": {"type": "string", "pattern": r"^[a-z][a-z0-9-]*$"},
         "sdkPrefix": {"type": "string", "pattern": r"^[a-z][a-z0-9-]*$"},
+        **{name: {"type": "integer", "minimum": 1}
+           for name in ("maxEvents", "maxTasks", "maxTokens", "maxUsers", "maxTenants")},
     },
 }

@@ -112,6 +112,14 @@ class TenantWebhooks:
             task.cancel()
         self.held.clear()
 
+    def settled(self, event_id: str) -> bool:
+        """No delivery of the event is still pending: the ledger may evict it."""
+        return all(d.state != PENDING for d in self.deliveries.get(event_id, ()))
+
+    def forget(self, event_id: str) -> None:
+        """The ledger evicted the event: its deliveries and attempts go with it."""
+        self.deliveries.pop(event_id, None)
+
     def state_of(self, event_id: str) -> str:
         """`none` (no endpoint), `pending`, `failed` (any failed) or `delivered` (all)."""
         deliveries = self.deliveries.get(event_id, [])
