@@ -227,7 +227,9 @@ async def bare_post(session: aiohttp.ClientSession, url: str, messages: list[tup
 async def bench(events: int, warmup: int, profile: str | None) -> dict[str, Any]:
     receiver = Receiver()
     await receiver.start()
-    app = create_app(Settings(port=0, clock="manual", webhook_url=receiver.url))
+    # The ledger keeps every event of the run, so each delivery can be checked after it.
+    app = create_app(Settings(port=0, clock="manual", webhook_url=receiver.url,
+                              max_events=2 * (events + warmup)))
     runner, _ = await serve(app)
     tenant = app[SANDBOX].registry.tenants.default()
     dispatcher = app[SANDBOX].dispatcher

@@ -6,15 +6,17 @@ tenants and a manual clock, so tests never sleep and never see each other.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from simulator.app import build_store, create_app, load
+from simulator.app import build_registry, create_app, load
 from simulator.clock import Clock
 from simulator.settings import Settings
 
@@ -48,6 +50,80 @@ def chromium():
             pytest.fail("chromium is required for the browser tests in CI")
         pytest.skip("chromium is not installed")
     return path
+
+
+BROWSER_START_TIMEOUT = 30.0  # wall seconds for the browser server to print its endpoint
+
+# Playwright's browser server (the driver's `launch-server`, what launchServer runs; Python
+# has no launch_server method), kept alive by an open stdin: when it closes, at the end of
+# the session or because pytest died, the server is stopped and takes its chromium with it.
+BROWSER_SERVER = """\
+import contextlib, os, signal, subprocess, sys, threading
+server = subprocess.Popen([sys.executable, "-m", "playwright", "launch-server", *sys.argv[1:]],
+                          stdin=subprocess.DEVNULL, start_new_session=True)
+
+def stop_when_stdin_closes():
+    sys.stdin.buffer.read()
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(server.pid, signal.SIGTERM)  # the node driver closes chromium on SIGTERM
+
+threading.Thread(target=stop_when_stdin_closes, daemon=True).start()
+sys.exit(server.wait())
+"""
+
+
+@pytest.fixture(scope="session")
+def browser_server(chromium, tmp_path_factory):
+    """One chromium for the whole session, behind Playwright's browser server; its WebSocket
+    endpoint. Playwright objects belong to the event loop that made them and every test runs
+    in a loop of its own (pytest-aiohttp), so what tests share is the browser process: each
+    one connects to it (`browser_context`). Fails like `chromium` when it cannot start."""
+    folder = tmp_path_factory.mktemp("browser-server")
+    config = folder / "launch.json"
+    config.write_text(json.dumps({"executablePath": chromium, "args": CHROMIUM_ARGS,
+                                  "headless": True}))
+    out, err = folder / "stdout", folder / "stderr"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        server = subprocess.Popen(
+            [sys.executable, "-c", BROWSER_SERVER, "--browser", "chromium",
+             "--config", str(config)],
+            stdin=subprocess.PIPE, stdout=stdout, stderr=stderr, start_new_session=True)
+    try:
+        yield _endpoint_of(server, out, err)
+    finally:
+        server.stdin.close()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def _endpoint_of(server: subprocess.Popen, out: Path, err: Path) -> str:
+    deadline = time.monotonic() + BROWSER_START_TIMEOUT
+    while True:
+        for line in out.read_text(errors="replace").splitlines():
+            if line.startswith("ws://"):
+                return line.strip()
+        if server.poll() is not None or time.monotonic() > deadline:
+            pytest.fail("the Playwright browser server did not start:\n"
+                        + err.read_text(errors="replace"))
+        time.sleep(0.02)
+
+
+@pytest.fixture
+async def browser_context(browser_server):
+    """A fresh browser context (its own cookies, storage and pages) in the session's chromium,
+    over a connection made in this test's event loop."""
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.connect(browser_server,
+                                                    timeout=BROWSER_START_TIMEOUT * 1000)
+        try:
+            yield await browser.new_context()
+        finally:
+            await browser.close()  # closes this connection's contexts; chromium keeps running
 
 
 @pytest.fixture(scope="session")
@@ -84,8 +160,8 @@ async def sandbox(aiohttp_client, loaded, clock, receiver):
     to the real receiver at /hooks (0.5 s wall-clock attempt timeout)."""
     settings = Settings(port=0, clock="manual", webhook_url=receiver.url(HOOKS),
                         webhook_timeout=0.5)
-    store = build_store(settings, clock=clock, loaded=loaded)
-    return await aiohttp_client(create_app(settings, store=store))
+    store = build_registry(settings, clock=clock, loaded=loaded)
+    return await aiohttp_client(create_app(settings, registry=store))
 
 
 @pytest.fixture
@@ -94,8 +170,8 @@ def make_client(aiohttp_client, loaded, clock):
 
     async def make(**overrides):
         settings = Settings(port=0, clock="manual").with_overrides(**overrides)
-        store = build_store(settings, clock=clock, loaded=loaded)
-        return await aiohttp_client(create_app(settings, store=store))
+        store = build_registry(settings, clock=clock, loaded=loaded)
+        return await aiohttp_client(create_app(settings, registry=store))
 
     return make
 

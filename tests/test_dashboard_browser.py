@@ -3,33 +3,28 @@
 from __future__ import annotations
 
 import pytest
-from conftest import ACME, CHROMIUM_ARGS
-from playwright.async_api import async_playwright
+from conftest import ACME
 
-from simulator.app import build_store, create_app
+from simulator.app import build_registry, create_app
 from simulator.settings import Settings
 
 TIMEOUT_MS = 5_000
 
 
 @pytest.fixture
-async def dashboard(chromium, aiohttp_server, aiohttp_client, loaded, clock):
-    """The dashboard of tenant acme, on a sandbox with a manual clock; and a client of it."""
+async def dashboard(aiohttp_server, aiohttp_client, loaded, clock, browser_context):
+    """The dashboard of tenant acme, on a sandbox with a manual clock; and a client of it.
+    The browser context comes after the server, so it closes before it."""
     settings = Settings(port=0, clock="manual")
-    server = await aiohttp_server(create_app(settings, store=build_store(settings, clock=clock,
+    server = await aiohttp_server(create_app(settings, registry=build_registry(settings, clock=clock,
                                                                           loaded=loaded)))
     client = await aiohttp_client(server)
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        try:
-            page = await browser.new_page()
-            page.set_default_timeout(TIMEOUT_MS)
-            await page.goto(str(server.make_url("/_sandbox/"))
-                            + f"?key={ACME['x-api-key']}&secret={ACME['x-api-secret']}")
-            await page.locator("#task-scenario option[value='auth-expired']").wait_for(state="attached")
-            yield page, client
-        finally:
-            await browser.close()
+    page = await browser_context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    await page.goto(str(server.make_url("/_sandbox/"))
+                    + f"?key={ACME['x-api-key']}&secret={ACME['x-api-secret']}")
+    await page.locator("#task-scenario option[value='auth-expired']").wait_for(state="attached")
+    return page, client
 
 
 async def test_dashboard_creates_a_task_and_runs_it_to_its_events(dashboard):
@@ -71,17 +66,12 @@ async def test_dashboard_moves_the_clock_and_sets_a_company_status(dashboard):
     assert company["data"]["status"] == "under-maintenance"
 
 
-async def test_dashboard_reports_wrong_keys(chromium, aiohttp_server, loaded, clock):
+async def test_dashboard_reports_wrong_keys(aiohttp_server, loaded, clock, browser_context):
     settings = Settings(port=0, clock="manual")
-    server = await aiohttp_server(create_app(settings, store=build_store(settings, clock=clock,
+    server = await aiohttp_server(create_app(settings, registry=build_registry(settings, clock=clock,
                                                                           loaded=loaded)))
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        try:
-            page = await browser.new_page()
-            page.set_default_timeout(TIMEOUT_MS)
-            await page.goto(str(server.make_url("/_sandbox/")) + "?key=wrong-key&secret=wrong-secret")
-            await page.wait_for_function("document.getElementById('message').textContent.length > 0")
-            assert "do not match" in await page.locator("#message").inner_text()
-        finally:
-            await browser.close()
+    page = await browser_context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    await page.goto(str(server.make_url("/_sandbox/")) + "?key=wrong-key&secret=wrong-secret")
+    await page.wait_for_function("document.getElementById('message').textContent.length > 0")
+    assert "do not match" in await page.locator("#message").inner_text()

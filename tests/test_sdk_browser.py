@@ -21,10 +21,9 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 from calls import call, run_until_idle
-from conftest import CHROMIUM_ARGS, FEDEX, WALMART
-from playwright.async_api import async_playwright
+from conftest import FEDEX, WALMART
 
-from simulator.app import build_store, create_app
+from simulator.app import build_registry, create_app
 from simulator.domain.states import FAILURE_REASONS
 from simulator.settings import Settings
 
@@ -69,8 +68,8 @@ async def sandbox(aiohttp_server, aiohttp_client, loaded, clock, receiver):
     """The sandbox on 127.0.0.1, manual clock, webhooks to the real receiver at /hooks;
     a client of it for the control plane."""
     settings = Settings(port=0, clock="manual", webhook_url=receiver.url(HOOKS))
-    store = build_store(settings, clock=clock, loaded=loaded)
-    server = await aiohttp_server(create_app(settings, store=store), host="127.0.0.1")
+    store = build_registry(settings, clock=clock, loaded=loaded)
+    server = await aiohttp_server(create_app(settings, registry=store), host="127.0.0.1")
     return await aiohttp_client(server)
 
 
@@ -90,20 +89,17 @@ async def host_url(aiohttp_server, sandbox):
 
 
 @pytest.fixture
-async def page(chromium, host_url):
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        try:
-            page = await browser.new_page()
-            page.set_default_timeout(TIMEOUT_MS)
-            logs: list[str] = []
-            page.on("console", lambda message: logs.append(f"console: {message.text}"))
-            page.on("pageerror", lambda error: logs.append(f"pageerror: {error}"))
-            await page.goto(host_url)
-            yield page
-            print("\n".join(logs))  # shown when the test fails
-        finally:
-            await browser.close()
+async def page(host_url, browser_context):
+    """The customer's page in a fresh context of the session's chromium (requested after the
+    servers, so it closes before them)."""
+    page = await browser_context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    logs: list[str] = []
+    page.on("console", lambda message: logs.append(f"console: {message.text}"))
+    page.on("pageerror", lambda error: logs.append(f"pageerror: {error}"))
+    await page.goto(host_url)
+    yield page
+    print("\n".join(logs))  # shown when the test fails
 
 
 # -- helpers ----------------------------------------------------------------------------------

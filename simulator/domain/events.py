@@ -53,6 +53,7 @@ class EventLog:
         self.on_evict = on_evict
         self.emitted = 0
         self.evicted = 0
+        self._next_eviction = max_events  # size at which to try evicting again
 
     @property
     def events(self) -> list[Event]:
@@ -69,8 +70,12 @@ class EventLog:
                 listener(event)
             except Exception:  # the event is stored; a listener's fault must not undo the caller
                 log.exception("listener failed on event %s (%s)", event.id, event.type)
-        if self.max_events is not None and len(self.by_id) > self.max_events:
-            self._evict(self.max_events - max(1, self.max_events // 10))
+        if self._next_eviction is not None and len(self.by_id) > self._next_eviction:
+            batch = max(1, self.max_events // 10)
+            self._evict(self.max_events - batch)
+            # Events still pending stay; try again only a batch later, so a burst of
+            # pending events costs one scan per batch, not one per event.
+            self._next_eviction = max(self.max_events, len(self.by_id) + batch)
         return event
 
     def _evict(self, keep: int) -> None:

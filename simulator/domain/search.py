@@ -77,7 +77,8 @@ _DROPPED = str.maketrans("", "", "'\u2019&.")
 
 def normalize(text: str) -> str:
     """Lower case, words only: "McDonald's" -> "mcdonalds", "AT&T" -> "att", "U.S." -> "us"."""
-    return default_process(text.translate(_DROPPED))
+    # Words joined by one space: a comma or " & " dropped must not leave two.
+    return " ".join(default_process(text.translate(_DROPPED)).split())
 
 
 class SearchIndex:

@@ -24,6 +24,7 @@ class Job:
     background: bool = field(default=False, compare=False)
     owner: str | None = field(default=None, compare=False)
     cancelled: bool = field(default=False, compare=False)
+    handed_out: bool = field(default=False, compare=False)  # pop_due gave it to the runner
 
 
 class Timeline:
@@ -48,7 +49,7 @@ class Timeline:
         return job
 
     def cancel(self, job: Job) -> None:
-        if not job.cancelled:
+        if not job.cancelled and not job.handed_out:
             job.cancelled = True
             if not job.background:
                 self._busy -= 1
@@ -83,6 +84,7 @@ class Timeline:
         if not self._heap or self._heap[0].due > now:
             return None
         job = heapq.heappop(self._heap)
+        job.handed_out = True
         if not job.background:
             self._busy -= 1
         self._release(job)

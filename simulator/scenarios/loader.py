@@ -135,7 +135,7 @@ def _check_processor_steps(steps: list[Step], file: str) -> None:
                               "aggregatorError steps")
         if len(fields) != 1:
             raise ConfigError(file, where, f"step {number}: one of stage or aggregatorError")
-        if done == len(STAGES) or (number and "aggregatorError" in steps[number - 1].changes):
+        if number and "aggregatorError" in steps[number - 1].changes:
             raise ConfigError(file, where, f"step {number} follows the end of the pipeline")
         if "stage" in step.changes:
             stage = STAGES.index(step.get("stage"))
@@ -143,6 +143,8 @@ def _check_processor_steps(steps: list[Step], file: str) -> None:
                 raise ConfigError(file, f"{where}.stage", f"step {number}: stages run in the order "
                                   f"{' -> '.join(STAGES)}, transactions first")
             done = stage
+        elif done == len(STAGES) - 1:  # an aggregator error after the last stage
+            raise ConfigError(file, where, f"step {number} follows the end of the pipeline")
 
 
 def load_scenarios(directory: Path) -> dict[str, Scenario]:

@@ -44,6 +44,7 @@ def to_message(event: Event, vendor: str, signing_secret: str | None = None) -> 
     )
     message = to_binary(cloud_event, JSONFormat())
     headers = {name.lower(): value for name, value in message.headers.items()}
+    headers["ce-time"] = isoformat(event.time)  # exactly the body's eventTime string
     if signing_secret is not None:
         headers[SIGNATURE_HEADER] = sign(message.body, signing_secret)
     return OutboundMessage(headers=headers, body=message.body)

@@ -251,6 +251,9 @@ def test_load_scenario_processor_link_may_fail_with_an_aggregator_error_first(tm
                  "  - aggregatorError: {errorType: E, errorCode: C}\n"
                  "  - stage: employer-classification\n", "$.steps[2]",
                  "follows the end of the pipeline", id="after-aggregator-error"),
+    pytest.param("  - stage: pull-transactions\n  - stage: recurring-transaction-detection\n"
+                 "  - aggregatorError: {errorType: E, errorCode: C}\n", "$.steps[2]",
+                 "follows the end of the pipeline", id="error-after-the-last-stage"),
 ])
 def test_load_scenario_refuses_a_broken_processor_pipeline(tmp_path, steps, path, words):
     error = refusal(write(tmp_path, steps, kind="processor-link"))

@@ -187,8 +187,6 @@ def test_timeline_schedule_keeps_what_the_job_was_given():
         7.5, never_run, "step 2 of t1", "t1", True, False)
 
 
-@pytest.mark.xfail(reason="cancel() of a job pop_due already handed out decrements busy a "
-                          "second time: busy goes to -1 and idle stays False", strict=True)
 def test_timeline_cancelling_a_job_already_handed_out_keeps_it_idle():
     timeline = Timeline()
     job = timeline.schedule(1, never_run)
