@@ -47,7 +47,7 @@ class Settings:
     aggregator: str | None = None
     sdk_prefix: str | None = None
     # Bounds of what a long-running server keeps (README: Limits).
-    max_events: int = 10_000     # per tenant: the event ledger with its deliveries
+    max_events: int = 5_000      # per tenant: the event ledger with its deliveries
     max_tasks: int = 10_000      # per tenant
     max_tokens: int = 10_000     # per tenant: public tokens
     max_users: int = 100_000     # per tenant

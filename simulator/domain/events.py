@@ -6,9 +6,9 @@ turning it into a CloudEvent and delivering it is the webhooks package's job.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from ..clock import isoformat
@@ -18,15 +18,25 @@ log = logging.getLogger("payroll_sandbox.events")
 
 UNKNOWN_EVENT = "No event has the id {event_id!r}."
 
-@dataclass(frozen=True, slots=True)
 class Event:
-    id: str                 # ce-id; kept on every delivery and replay
-    type: str               # eventType
-    time: float             # virtual time it was emitted
-    body: dict[str, Any]    # eventType, eventTime, user, data and the task fields
-    sequence: int
-    user: str | None = None  # the user's identifier, for filters and replay
-    task: str | None = None
+    """One event. Its body (eventType, eventTime, user, data and the task fields) is kept
+    as the compact JSON the webhook sends: written once, a third of a dict's memory."""
+
+    __slots__ = ("id", "type", "time", "body_json", "sequence", "user", "task")
+
+    def __init__(self, id: str, type: str, time: float, body: dict[str, Any], sequence: int,
+                 user: str | None = None, task: str | None = None) -> None:
+        self.id = id              # ce-id; kept on every delivery and replay
+        self.type = type          # eventType
+        self.time = time          # virtual time it was emitted
+        self.body_json: bytes = json.dumps(body, separators=(",", ":")).encode()
+        self.sequence = sequence
+        self.user = user          # the user's identifier, for filters and replay
+        self.task = task
+
+    @property
+    def body(self) -> dict[str, Any]:
+        return json.loads(self.body_json)
 
     def record(self) -> dict[str, Any]:
         return {"id": self.id, "eventType": self.type, "time": isoformat(self.time),

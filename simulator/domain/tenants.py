@@ -87,7 +87,7 @@ class Limits:
     workflows whose tasks all ended, expired tokens before live ones); nothing still
     pending is evicted. Users past `max_users` are refused (429)."""
 
-    max_events: int = 10_000
+    max_events: int = 5_000
     max_tasks: int = 10_000
     max_tokens: int = 10_000
     max_users: int = 100_000

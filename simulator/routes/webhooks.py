@@ -10,7 +10,7 @@ from ..schemas.api import (REPLAY_REQUEST, TRIGGER_REQUEST, WEBHOOK_ENDPOINTS_RE
                            WEBHOOK_FAULTS_REQUEST)
 from ..schemas.events import event_schema, event_types
 from ..schemas.validate import parse_time
-from ..webhooks.dispatcher import FaultPlan
+from ..webhooks.dispatcher import FaultPlan, request_headers
 from .pipeline import Auth, Reply, operation
 
 CONTROL = {"auth": Auth.API_KEYS, "tags": ("control plane",)}
@@ -102,5 +102,7 @@ async def get_event_schema(params, sandbox) -> web.Response:
 def event_record(dispatcher, tenant, event) -> dict:
     """An event with its deliveries and every attempt (GET /_sandbox/events)."""
     state = tenant.webhooks
+    deliveries = state.deliveries.get(event.id, [])
+    headers = request_headers(tenant, event, dispatcher.vendor) if deliveries else {}
     return {**event.record(), "delivery": state.state_of(event.id),
-            "deliveries": [d.record() for d in state.deliveries.get(event.id, [])]}
+            "deliveries": [d.record(headers) for d in deliveries]}

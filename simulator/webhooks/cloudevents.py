@@ -40,7 +40,7 @@ def to_message(event: Event, vendor: str, signing_secret: str | None = None) -> 
             "time": datetime.fromisoformat(isoformat(event.time).replace("Z", "+00:00")),
             "datacontenttype": "application/json",
         },
-        data=event.body,
+        data=event.body_json,  # the JSON as stored: sent byte for byte
     )
     message = to_binary(cloud_event, JSONFormat())
     headers = {name.lower(): value for name, value in message.headers.items()}

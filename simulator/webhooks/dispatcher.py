@@ -35,38 +35,45 @@ PENDING, DELIVERED, FAILED, INTERRUPTED = "pending", "delivered", "failed", "int
 INTERRUPTED_ATTEMPT = "interrupted: the sandbox stopped during the attempt"
 
 
-@dataclass
+@dataclass(slots=True)
 class Attempt:
     number: int
-    time: str            # virtual
-    wall_time: str
-    request_headers: dict[str, str]
+    time: float          # virtual, when it started
+    wall_time: float     # wall clock, when it left (after waiting for a connection)
     status: int | None = None
     latency_ms: float | None = None
     error: str | None = None
     fault: str | None = None   # a delivery fault injected on purpose (duplicate, ...)
 
-    def record(self) -> dict[str, Any]:
-        return {"number": self.number, "time": self.time, "wallTime": self.wall_time,
-                "requestHeaders": self.request_headers, "status": self.status,
+    def record(self, request_headers: dict[str, str]) -> dict[str, Any]:
+        return {"number": self.number, "time": isoformat(self.time),
+                "wallTime": isoformat(self.wall_time),
+                "requestHeaders": request_headers, "status": self.status,
                 "latencyMs": self.latency_ms, "error": self.error, "fault": self.fault}
 
 
-@dataclass
+@dataclass(slots=True)
 class Delivery:
-    id: str
     event_id: str
+    number: int          # 1, 2, ... among the event's deliveries (endpoints, replays)
     url: str
     state: str = PENDING
     replay: bool = False
     attempts: list[Attempt] = field(default_factory=list)
     next_attempt_at: str | None = None
-    faults: list[str] = field(default_factory=list)
+    faults: tuple[str, ...] = ()  # the faults injected on purpose (most deliveries: none)
 
-    def record(self) -> dict[str, Any]:
-        """The delivery as GET /_sandbox/events shows it (camelCase, as the API writes)."""
+    @property
+    def id(self) -> str:
+        """`<event id>.<number>`: unique, and made only when asked for (not stored)."""
+        return f"{self.event_id}.{self.number}"
+
+    def record(self, request_headers: dict[str, str]) -> dict[str, Any]:
+        """The delivery as GET /_sandbox/events shows it (camelCase, as the API writes).
+        Every attempt sent the same headers (the event's message): kept once, by the caller."""
         return {"id": self.id, "eventId": self.event_id, "url": self.url, "state": self.state,
-                "replay": self.replay, "attempts": [a.record() for a in self.attempts],
+                "replay": self.replay,
+                "attempts": [a.record(request_headers) for a in self.attempts],
                 "nextAttemptAt": self.next_attempt_at, "faults": list(self.faults)}
 
 
@@ -215,8 +222,10 @@ class Dispatcher:
         state = tenant.webhooks
         made = []
         for url in state.endpoints_for(event.type):
-            delivery = Delivery(id=tenant.ids.uuid(), event_id=event.id, url=url, replay=replay)
-            state.deliveries.setdefault(event.id, []).append(delivery)
+            deliveries = state.deliveries.setdefault(event.id, [])
+            delivery = Delivery(event_id=event.id, number=len(deliveries) + 1, url=url,
+                                replay=replay)
+            deliveries.append(delivery)
             made.append(delivery)
             self._first_attempt(tenant, state, delivery, event)
         return made
@@ -228,11 +237,11 @@ class Dispatcher:
         held = [pair for pair in state.held if pair[1].id != event.id]
         state.held = [pair for pair in state.held if pair[1].id == event.id]
         if faults.delay and roll.random() < faults.delay:
-            delivery.faults.append(f"delayed {faults.delay_seconds:g}s")
+            delivery.faults += (f"delayed {faults.delay_seconds:g}s",)
             self._schedule_attempt(tenant, delivery, event, tenant.clock.timestamp() + faults.delay_seconds)
         elif faults.out_of_order and not held and roll.random() < faults.out_of_order:
             # Held back until the next event has gone out: that one overtakes it.
-            delivery.faults.append("out-of-order")
+            delivery.faults += ("out-of-order",)
             state.held.append((delivery, event))
             # Released behind the next event, or after a second if none comes.
             self._schedule_release(tenant, state)
@@ -262,8 +271,8 @@ class Dispatcher:
         delivery.next_attempt_at = None
         secret = tenant.api_secret if tenant.signing else None
         message = to_message(event, self.vendor, secret)
-        attempt = Attempt(number=len(delivery.attempts) + 1, time=isoformat(tenant.clock.timestamp()),
-                          wall_time=isoformat(time.time()), request_headers=message.headers,
+        attempt = Attempt(number=len(delivery.attempts) + 1, time=tenant.clock.timestamp(),
+                          wall_time=time.time(),
                           fault=fault)
         delivery.attempts.append(attempt)
         started_at = tenant.clock.timestamp()
@@ -279,7 +288,7 @@ class Dispatcher:
 
         try:
             async with tenant.webhooks.slots, self._slots:
-                attempt.wall_time = isoformat(time.time())
+                attempt.wall_time = time.time()
                 await self._post(delivery, attempt, message)
         except asyncio.CancelledError:
             attempt.error = attempt.error or INTERRUPTED_ATTEMPT
@@ -328,7 +337,7 @@ class Dispatcher:
             delivery.state = DELIVERED
             faults = state.faults
             if faults.duplicate and state.random.random() < faults.duplicate:
-                delivery.faults.append("duplicate")
+                delivery.faults += ("duplicate",)
                 self._start_attempt(tenant, delivery, event, fault="duplicate")
             return
         failures = sum(1 for a in delivery.attempts if a.fault != "duplicate")
@@ -338,3 +347,8 @@ class Dispatcher:
                      failures, attempt.error)
             return
         self._schedule_attempt(tenant, delivery, event, started_at + RETRY_INTERVAL)
+
+
+def request_headers(tenant: Tenant, event: Event, vendor: str) -> dict[str, str]:
+    """The headers every attempt of the event sent (the same for each: not stored)."""
+    return to_message(event, vendor, tenant.api_secret if tenant.signing else None).headers
