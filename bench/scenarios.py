@@ -26,6 +26,9 @@ import argparse
 import asyncio
 import cProfile
 import collections
+import contextlib
+import socket
+import subprocess
 import sys
 import time
 from typing import Any
@@ -47,6 +50,7 @@ NETFLIX = "6410a0000000000000000060"   # merchant: product switch
 
 TARGET_RUN_SECONDS = 10.0
 TARGET_RSS_MB = 300.0
+TARGET_RECEIVER_RATIO = 2.0  # run-until-idle with every event delivered / without
 
 
 
@@ -108,9 +112,46 @@ async def batched(count: int, concurrency: int, call) -> float:
     return time.perf_counter() - started
 
 
-async def bench(tasks: int, concurrency: int) -> dict[str, Any]:
+RECEIVER = """
+import sys
+from aiohttp import web
+async def hook(request):
+    await request.read()
+    return web.Response(status=200)
+app = web.Application()
+app.router.add_post("/hook", hook)
+web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None, access_log=None)
+"""
+
+
+@contextlib.contextmanager
+def receiver_process():
+    """A webhook receiver in a process of its own (answers 200); its URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen([sys.executable, "-c", RECEIVER, str(port)])
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/hook"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+async def bench(tasks: int, concurrency: int, webhook_url: str | None = None) -> dict[str, Any]:
     rss_start = peak_rss_mb()
-    app = create_app(Settings(port=0, clock="manual"))
+    # The bench measures run time: the ledger and the task table keep everything.
+    app = create_app(Settings(port=0, clock="manual", webhook_url=webhook_url,
+                              max_events=10**8, max_tasks=10**8))
     runner, base = await serve(app)
     rss_app = peak_rss_mb()
     result: dict[str, Any] = {"tasks": tasks, "concurrency": concurrency, "base": base,
@@ -265,10 +306,12 @@ def report(r: dict[str, Any]) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", type=int, default=10_000, help="tasks to create (10000)")
+    parser.add_argument("--tasks", type=int, default=20_000, help="tasks to create (20000)")
     parser.add_argument("--concurrency", type=int, default=50,
                         help="requests in flight per batch (50)")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target fails")
+    parser.add_argument("--no-receiver", action="store_true",
+                        help="skip the second run, with every event delivered to a receiver")
     parser.add_argument("--profile", metavar="FILE",
                         help="cProfile the whole run into FILE and print the top functions")
     args = parser.parse_args(argv)
@@ -284,6 +327,16 @@ def main(argv: list[str] | None = None) -> int:
         profiler.dump_stats(args.profile)
 
     ok = report(result)
+    if not args.no_receiver:
+        with receiver_process() as url:
+            delivered = asyncio.run(bench(args.tasks, args.concurrency, webhook_url=url))
+        ratio = delivered["run_seconds"] / result["run_seconds"]
+        ratio_ok = ratio <= TARGET_RECEIVER_RATIO
+        print(f"\nwith a webhook receiver (another process): run-until-idle "
+              f"{delivered['run_seconds']:.3f} s, {delivered['events_total']} events delivered")
+        print(f"{'PASS' if ratio_ok else 'FAIL'}  with / without a receiver = {ratio:.2f} "
+              f"(target <= {TARGET_RECEIVER_RATIO:g})")
+        ok = ok and ratio_ok
     failures = result["create_status"].get(200, 0) != args.tasks
     assert not failures, f"task creation failed: statuses {result['create_status']}"
     assert not result["not_final"], (

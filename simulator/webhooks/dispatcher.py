@@ -204,9 +204,13 @@ class Dispatcher:
         that could schedule a retry at or before the virtual time `before` (an attempt
         started at t retries at t + RETRY_INTERVAL); by default, until none is in flight."""
         state = tenant.webhooks
-        while True:
-            waiting = [task for task, started in state.in_flight.items()
-                       if started + RETRY_INTERVAL <= before]
+        while state.in_flight:
+            # In start order (a tenant's clock only moves forward): the oldest decides.
+            waiting = []
+            for task, started in state.in_flight.items():
+                if started + RETRY_INTERVAL > before:
+                    break
+                waiting.append(task)
             if not waiting:
                 return
             await asyncio.gather(*waiting, return_exceptions=True)
