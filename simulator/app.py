@@ -20,7 +20,7 @@ from .domain.tenants import Limits, Tenant, TenantServices
 from .domain.processor_links import DEFAULT_SCENARIO as PROCESSOR_DEFAULT
 from .domain.processor_links import ProcessorLinks
 from .keys import SANDBOX, Sandbox
-from .middleware import MAX_BODY_BYTES, cors_middleware, error_middleware, journal_middleware
+from .middleware import MAX_BODY_BYTES, edge_middleware
 from .routes import OPERATIONS, add_routes
 from .scenarios.loader import Scenario, load_scenarios
 from .scheduler import RealTimer
@@ -118,7 +118,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None,
                       processor_links=ProcessorLinks(registry.scenarios, service.aggregator),
                       operations=operations)
     app = web.Application(client_max_size=MAX_BODY_BYTES,
-                          middlewares=[cors_middleware, journal_middleware, error_middleware])
+                          middlewares=[edge_middleware])
     app[SANDBOX] = sandbox
     add_routes(app, operations)
     app.cleanup_ctx.append(_background_context)

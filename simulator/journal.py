@@ -6,12 +6,26 @@ matched no tenant are in no journal (the access log has them).
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
 MAX_ENTRIES = 1000
 MAX_BODY_BYTES = 16 * 1024
+# Re-serialised, a JSON body (or the text of a refused one) is at most this many times
+# its raw bytes (`1e15` becomes `1000000000000000.0`, a control byte `\u0001`), so a body
+# whose raw size is under MAX_BODY_BYTES / this is kept as it is, without serialising it.
+_GROWTH = 8
+
+
+def journal_body(body: Any, raw_size: int) -> Any:
+    """What the journal keeps of a request body of `raw_size` bytes: the body itself, or
+    when its JSON is longer than MAX_BODY_BYTES, `{"truncated": <its first characters>}`."""
+    if body is None or raw_size * _GROWTH <= MAX_BODY_BYTES:
+        return body
+    text = json.dumps(body)
+    return body if len(text) <= MAX_BODY_BYTES else {"truncated": text[:MAX_BODY_BYTES]}
 
 
 @dataclass(frozen=True)

@@ -191,3 +191,14 @@ def get(url: str, headers: dict) -> tuple[int, dict]:
             return response.status, json.load(response)
     except urllib.error.HTTPError as error:
         return error.code, json.load(error)
+
+
+def test_serve_refuses_a_bound_below_one_naming_it():
+    """README, Limits: every bound is a setting (flag, variable, config key); a bound
+    below 1 stops the start with exit 2 and names the setting."""
+    result = run_cli("serve", "--port", "0", "--max-events", "0")
+    assert result.returncode == 2, result.stderr
+    assert "$.max_events" in result.stderr and "at least 1" in result.stderr
+    result = run_cli("serve", "--port", "0", env={"PAYROLL_SANDBOX_MAX_TENANTS": "many"})
+    assert result.returncode == 2, result.stderr
+    assert "PAYROLL_SANDBOX_MAX_TENANTS" in result.stderr

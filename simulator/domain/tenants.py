@@ -153,6 +153,7 @@ class Tenant:
         self.events = EventLog(self.services.limits.max_events, settled=self.webhooks.settled,
                                on_evict=self.webhooks.forget)
         self.evicted = {"tasks": 0, "tokens": 0}
+        self._next_task_eviction = 0  # task count at which to look for evictions again
         self.tasks: dict[str, Any] = {}                # id -> tasks.Task
         self.workflows: dict[str, Any] = {}            # id -> tasks.Workflow
         self.scenario_bindings: dict[str, str] = {}    # identifier -> scenario
@@ -216,7 +217,7 @@ class Tenant:
         """Past max_tasks, the oldest finished workflows go with their tasks (a workflow
         with a task still running, or a patch still to come, stays)."""
         limit = self.services.limits.max_tasks
-        if len(self.tasks) <= limit:
+        if len(self.tasks) <= max(limit, self._next_task_eviction):
             return
         keep = limit - max(1, limit // 10)
         gone = []
@@ -231,6 +232,9 @@ class Tenant:
             for task_id in workflow.tasks:
                 self.tasks.pop(task_id, None)
                 self.evicted["tasks"] += 1
+        # Tasks still running stay; look again only a tenth of the bound later, so a
+        # burst of running tasks costs one scan per batch, not one per task.
+        self._next_task_eviction = len(self.tasks) + max(1, limit // 10)
 
     def keep_tokens_bounded(self) -> None:
         """Past max_tokens, expired tokens go first, then the oldest."""
@@ -240,8 +244,8 @@ class Tenant:
         keep = limit - max(1, limit // 10)
         now = self.clock.timestamp()
         expired = [t for t, token in self.tokens.items() if token.expires_at <= now]
-        oldest = [t for t in self.tokens if t not in set(expired)]
-        for public_token in (expired + oldest)[:len(self.tokens) - keep]:
+        live = [t for t, token in self.tokens.items() if token.expires_at > now]
+        for public_token in (expired + live)[:len(self.tokens) - keep]:
             token = self.tokens.pop(public_token)
             if self.latest_token.get(token.identifier) == public_token:
                 del self.latest_token[token.identifier]

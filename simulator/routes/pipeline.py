@@ -25,8 +25,10 @@ from typing import Any
 
 from aiohttp import web
 
-from ..errors import ApiKeysRequired, PublicTokenRequired
+from ..errors import ApiError, ApiKeysRequired, PublicTokenRequired
+from ..journal import journal_body
 from ..keys import BODY, PUBLIC_TOKEN, SANDBOX, TENANT
+from ..middleware import json_response
 from ..static import static_text
 from ..schemas.validate import parse_json_body, parse_query
 
@@ -105,20 +107,26 @@ def add_routes(app: web.Application, operations: Iterable[Operation]) -> None:
 
 
 def _endpoint(op: Operation) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
-    wants = frozenset(inspect.signature(op.handler).parameters)
+    wants = tuple(inspect.signature(op.handler).parameters)
 
     async def handle(request: web.Request) -> web.StreamResponse:
         sandbox = request.app[SANDBOX]
         tenant, token = _authenticate(request, op.auth, sandbox)
-        given: dict[str, Any] = {"body": None, "query": None}
+        body = query = None
         if op.body is not None:
             raw = await request.read()
-            request[BODY] = raw.decode("utf-8", "replace") if raw else None  # kept if invalid
-            request[BODY] = given["body"] = parse_json_body(raw, op.body)
+            try:
+                body = parse_json_body(raw, op.body)
+            except ApiError:  # the journal keeps the text of a refused body
+                request[BODY] = journal_body(raw.decode("utf-8", "replace") if raw else None,
+                                             len(raw))
+                raise
+            request[BODY] = journal_body(body, len(raw))
         if op.query is not None:
-            given["query"] = parse_query(request.query, op.query)
-        offered = {"tenant": tenant, "token": token, "params": request.match_info,
-                   "headers": request.headers, "sandbox": sandbox, "request": request, **given}
+            query = parse_query(request.query, op.query)
+        offered = {"tenant": tenant, "token": token, "body": body, "query": query,
+                   "params": request.match_info, "headers": request.headers,
+                   "sandbox": sandbox, "request": request}
         result = await op.handler(**{name: offered[name] for name in wants})
         if op.settles and tenant is not None:
             await sandbox.dispatcher.settle(tenant)
@@ -127,9 +135,9 @@ def _endpoint(op: Operation) -> Callable[[web.Request], Awaitable[web.StreamResp
         if isinstance(result, web.StreamResponse):
             return result
         if isinstance(result, Reply):
-            return web.json_response({"data": result.data, **result.extra},
-                                     status=result.status or op.status)
-        return web.json_response({"data": result}, status=op.status)
+            return json_response({"data": result.data, **result.extra},
+                                 status=result.status or op.status)
+        return json_response({"data": result}, status=op.status)
 
     handle.__name__ = op.handler.__name__
     return handle

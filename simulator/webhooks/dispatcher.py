@@ -52,7 +52,7 @@ class Attempt:
                 "latencyMs": self.latency_ms, "error": self.error, "fault": self.fault}
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, weakref_slot=True)
 class Delivery:
     event_id: str
     number: int          # 1, 2, ... among the event's deliveries (endpoints, replays)

@@ -1,0 +1,52 @@
+"""The batched access log of `serve` writes the lines logging would write."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import logging
+
+import pytest
+
+from simulator.middleware import (ACCESS_MESSAGE, BatchedAccessLog, JsonLogFormatter,
+                                  TextLogFormatter, access_log)
+
+ARGS = ("POST", "/company/search", 200, 0.123, "acme")
+FIELDS = {"method": "POST", "path": "/company/search", "status": 200, "ms": 0.123,
+          "tenant": "acme"}
+
+
+def record_at(created: float) -> logging.LogRecord:
+    record = access_log.makeRecord(access_log.name, logging.INFO, __file__, 1, ACCESS_MESSAGE,
+                                   ARGS, None, extra={"fields": FIELDS})
+    record.created = created
+    record.msecs = int((created - int(created)) * 1000) + 0.0
+    return record
+
+
+@pytest.mark.parametrize("formatter", [TextLogFormatter(), JsonLogFormatter()],
+                         ids=["text", "json"])
+@pytest.mark.parametrize("created", [1_764_000_000.0, 1_764_000_000.999, 1_764_000_001.5])
+def test_access_line_is_what_logging_formats(formatter, created):
+    assert formatter.access_line(created, ARGS, FIELDS) == formatter.format(record_at(created))
+    plain = logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s")
+    if isinstance(formatter, TextLogFormatter):  # the cached time is logging's own
+        assert formatter.format(record_at(created)) == plain.format(record_at(created))
+
+
+async def test_lines_of_one_loop_turn_go_out_in_one_write():
+    stream = io.StringIO()
+    writes = []
+    stream.write = lambda text, write=stream.write: writes.append(text) or write(text)
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonLogFormatter())
+    batched = BatchedAccessLog(handler)
+    batched.add(ARGS, FIELDS)
+    batched.add(ARGS, {**FIELDS, "status": 404})
+    assert writes == []
+    await asyncio.sleep(0)
+    assert len(writes) == 1
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert [line["status"] for line in lines] == [200, 404]
+    assert lines[0]["logger"] == "payroll_sandbox.access" and lines[0]["tenant"] == "acme"
