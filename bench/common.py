@@ -31,3 +31,14 @@ async def serve(app):
     await web.TCPSite(runner, "127.0.0.1", 0).start()
     host, port = runner.addresses[0][:2]
     return runner, f"http://{host}:{port}"
+
+
+async def serve_hook(handler):
+    """A webhook receiver: POST /hook answered by `handler`, on 127.0.0.1, a free port;
+    returns (runner, URL). Clean up the runner."""
+    from aiohttp import web
+
+    app = web.Application()
+    app.router.add_post("/hook", handler)
+    runner, base = await serve(app)
+    return runner, f"{base}/hook"

@@ -32,7 +32,7 @@ import tracemalloc
 import aiohttp
 from aiohttp import web
 
-from common import serve
+from common import serve, serve_hook
 
 from simulator.app import create_app
 from simulator.keys import SANDBOX
@@ -64,13 +64,7 @@ class CountingReceiver:
         return web.Response(status=200)
 
     async def start(self) -> None:
-        app = web.Application()
-        app.router.add_post("/hook", self.hook)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
-        host, port = self._runner.addresses[0][:2]
-        self.url = f"http://{host}:{port}/hook"
+        self._runner, self.url = await serve_hook(self.hook)
 
     async def stop(self) -> None:
         if self._runner is not None:

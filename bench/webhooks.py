@@ -49,7 +49,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from common import print_profile, serve
+from common import print_profile, serve, serve_hook
 
 from simulator.app import create_app
 from simulator.keys import SANDBOX
@@ -91,14 +91,7 @@ class Receiver:
         return web.Response(status=200)
 
     async def start(self) -> None:
-        app = web.Application()
-        app.router.add_post("/hook", self.hook)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        host, port = self._runner.addresses[0][:2]
-        self.url = f"http://{host}:{port}/hook"
+        self._runner, self.url = await serve_hook(self.hook)
 
     async def stop(self) -> None:
         if self._runner is not None:
