@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -28,7 +29,7 @@ log = logging.getLogger("payroll_sandbox.scheduler")
 # next call goes on from there. Also a guard against work that schedules itself forever.
 MAX_JOBS_PER_RUN = 5_000_000
 MAX_EVENTS_PER_RUN = 200_000
-YIELD_EVERY = 200  # jobs between two yields to the event loop
+YIELD_SECONDS = 0.004  # wall time a run keeps the event loop before it lets others in
 
 Settle = Callable[..., Awaitable[None]]  # (tenant, before=inf)
 
@@ -55,8 +56,8 @@ class Runner:
     waits, all of them together, for the attempts whose retry could fall due before the
     next job (an attempt started at t retries at t + 30 s at the earliest), so many
     slow receivers cost one timeout per retry round and every retry still runs at its
-    exact virtual time. Every YIELD_EVERY jobs it yields to the event loop, so one
-    tenant's long advance never stalls the other tenants.
+    exact virtual time. After every YIELD_SECONDS of work it yields to the event loop, so
+    one tenant's long advance never stalls the other tenants.
     """
 
     def __init__(self, tenant: Tenant, settle: Settle = _nothing) -> None:
@@ -113,6 +114,7 @@ class Runner:
         timeline, clock = self.tenant.timeline, self.tenant.clock
         first = self.tenant.events.emitted
         jobs = 0
+        slice_started = time.perf_counter()
         while jobs < limit:
             due = timeline.next_due()
             # Attempts that could still schedule a retry at or before the next job finish
@@ -127,8 +129,9 @@ class Runner:
             clock.advance_to(job.due)
             self._run(job)
             jobs += 1
-            if jobs % YIELD_EVERY == 0:
+            if time.perf_counter() - slice_started > YIELD_SECONDS:
                 await asyncio.sleep(0)  # let the other tenants' requests in
+                slice_started = time.perf_counter()
         return RunResult(jobs, self.tenant.events.emitted - first, complete=True)
 
     def _moved(self) -> None:
