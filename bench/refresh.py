@@ -105,9 +105,11 @@ async def batched(count: int, concurrency: int, call) -> float:
 
 
 def pick_companies(tenant, count: int) -> tuple[list[Any], int]:
-    """`count` companies spread evenly over the operational ones that offer deposit."""
+    """`count` companies spread evenly over the operational ones that offer deposit and
+    take a programmatic login (manual-deposits companies refuse tasks)."""
     eligible = [c for c in tenant.companies.ordered()
-                if c.status == OPERATIONAL and PRODUCT in c.available_products]
+                if c.status == OPERATIONAL and PRODUCT in c.available_products
+                and not tenant.manual_deposits.applies_to(c)]
     if not eligible:
         raise SystemExit("no operational company offers deposit")
     if count <= len(eligible):
@@ -154,7 +156,8 @@ def create_domain(app: web.Application, tenant, companies: list[Any]) -> None:
 async def bench(accounts: int, days: int, how: str, concurrency: int,
                 profile: str | None) -> dict[str, Any]:
     rss_start = peak_rss_mb()
-    app = create_app(Settings(port=0, clock="manual"))
+    # The bench reads the ledger's events back: it keeps all of them (no eviction).
+    app = create_app(Settings(port=0, clock="manual", max_events=10**8, max_tasks=10**8))
     runner, base = await serve(app)
     tenant = app[SANDBOX].registry.tenants.default()
     result: dict[str, Any] = {"accounts": accounts, "days": days, "how": how,
