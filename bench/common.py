@@ -42,3 +42,11 @@ async def serve_hook(handler):
     app.router.add_post("/hook", handler)
     runner, base = await serve(app)
     return runner, f"{base}/hook"
+
+
+def report(results: list[tuple[str, bool]], strict: bool) -> None:
+    """One PASS/FAIL line per (check, ok); with `strict`, exit 1 when a check failed."""
+    for line, ok in results:
+        print(f"{'PASS' if ok else 'FAIL'}  {line}")
+    if strict and not all(ok for _, ok in results):
+        sys.exit(1)

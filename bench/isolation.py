@@ -17,12 +17,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import sys
 import time
 
 import aiohttp
 
-from common import serve
+from common import report, serve
 
 from simulator.app import create_app
 from simulator.settings import Settings
@@ -92,11 +91,7 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=60)
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target fails")
     args = parser.parse_args()
-    results = asyncio.run(run(args.days))
-    for line, ok in results:
-        print(f"{'PASS' if ok else 'FAIL'}  {line}")
-    if args.strict and not all(ok for _, ok in results):
-        sys.exit(1)
+    report(asyncio.run(run(args.days)), args.strict)
 
 
 if __name__ == "__main__":

@@ -25,14 +25,13 @@ import argparse
 import asyncio
 import gc
 import os
-import sys
 import time
 import tracemalloc
 
 import aiohttp
 from aiohttp import web
 
-from common import serve, serve_hook
+from common import report, serve, serve_hook
 
 from simulator.app import create_app
 from simulator.keys import SANDBOX
@@ -160,11 +159,7 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target fails")
     args = parser.parse_args()
-    results = asyncio.run(run(args.events))
-    for line, ok in results:
-        print(f"{'PASS' if ok else 'FAIL'}  {line}")
-    if args.strict and not all(ok for _, ok in results):
-        sys.exit(1)
+    report(asyncio.run(run(args.events)), args.strict)
 
 
 if __name__ == "__main__":
