@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import gc
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -84,6 +86,19 @@ def build_registry(settings: Settings, *, clock: Clock | None = None,
                           environment=settings.environment, seed=settings.seed,
                           clock_factory=clock_factory, scenarios=loaded.scenarios,
                           accounts=fixtures.accounts, max_tenants=settings.max_tenants)
+
+
+@contextmanager
+def long_lived() -> Iterator[None]:
+    """For building what lives as long as the process (the catalog, its index, the app):
+    no collection while it is made, then it is frozen out of the collector's way, so a
+    full collection (after every tenant reset or delete) does not walk the catalog."""
+    gc.disable()
+    try:
+        yield
+        gc.freeze()
+    finally:
+        gc.enable()
 
 
 def create_app(settings: Settings, *, clock: Clock | None = None,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import logging
 import signal
 import sys
@@ -184,21 +183,14 @@ def _configure_logging(log_format: str) -> None:
 
 
 def _serve(flags: dict) -> int:
-    # Start-up only makes objects that live as long as the process (modules, the catalog
-    # and its index, the app): no collection until they are built, then they are frozen
-    # out of the collector's way, so a full collection does not walk the catalog.
-    gc.disable()
-    try:
-        from .settings import load_settings
+    from .settings import load_settings
 
-        settings = load_settings(flags)
-        _configure_logging(settings.log_format)
-        from .app import build_registry, create_app
+    settings = load_settings(flags)
+    _configure_logging(settings.log_format)
+    from .app import build_registry, create_app, long_lived
 
+    with long_lived():  # start-up makes only what lives as long as the process
         app = create_app(settings, registry=build_registry(settings))
-        gc.freeze()
-    finally:
-        gc.enable()
     from .middleware import batch_access_log
 
     try:

@@ -141,11 +141,12 @@ class _ServerThread:
     async def _start(self) -> None:
         from aiohttp import web
 
-        from .app import create_app
+        from .app import create_app, long_lived
         from .keys import SANDBOX
         from .settings import Settings
 
-        app = create_app(Settings(port=0, clock="manual"))
+        with long_lived():  # each test's tenant deletion collects; the catalog stays out
+            app = create_app(Settings(port=0, clock="manual"))
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
