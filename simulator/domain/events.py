@@ -6,10 +6,11 @@ turning it into a CloudEvent and delivering it is the webhooks package's job.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from typing import Any
+
+import orjson
 
 from ..clock import isoformat
 from ..errors import EventNotFound
@@ -29,14 +30,14 @@ class Event:
         self.id = id              # ce-id; kept on every delivery and replay
         self.type = type          # eventType
         self.time = time          # virtual time it was emitted
-        self.body_json: bytes = json.dumps(body, separators=(",", ":")).encode()
+        self.body_json: bytes = orjson.dumps(body)
         self.sequence = sequence
         self.user = user          # the user's identifier, for filters and replay
         self.task = task
 
     @property
     def body(self) -> dict[str, Any]:
-        return json.loads(self.body_json)
+        return orjson.loads(self.body_json)
 
     def record(self) -> dict[str, Any]:
         return {"id": self.id, "eventType": self.type, "time": isoformat(self.time),

@@ -168,8 +168,10 @@ class Dispatcher:
     async def start(self) -> None:
         import aiohttp
 
+        self._attempt_timeout = aiohttp.ClientTimeout(total=self.timeout)
+        # No cookie jar: a webhook sender does not carry cookies from one delivery to the next.
         self._session = aiohttp.ClientSession(
-            timeout=aiohttp.ClientTimeout(total=None),
+            timeout=aiohttp.ClientTimeout(total=None), cookie_jar=aiohttp.DummyCookieJar(),
             connector=aiohttp.TCPConnector(limit=CONNECTIONS, force_close=False))
 
     async def stop(self, tenants: Any = (), grace: float = SHUTDOWN_GRACE) -> None:
@@ -275,17 +277,16 @@ class Dispatcher:
         delivery.next_attempt_at = None
         secret = tenant.api_secret if tenant.signing else None
         message = to_message(event, self.vendor, secret)
-        attempt = Attempt(number=len(delivery.attempts) + 1, time=tenant.clock.timestamp(),
-                          wall_time=time.time(),
-                          fault=fault)
-        delivery.attempts.append(attempt)
         started_at = tenant.clock.timestamp()
+        attempt = Attempt(number=len(delivery.attempts) + 1, time=started_at,
+                          wall_time=time.time(), fault=fault)
+        delivery.attempts.append(attempt)
         task = asyncio.get_running_loop().create_task(
             self._send(tenant, delivery, event, attempt, message, started_at))
         state.in_flight[task] = started_at
-        task.add_done_callback(lambda done: state.in_flight.pop(done, None))
         self._in_flight.add(task)
-        task.add_done_callback(self._in_flight.discard)
+        task.add_done_callback(lambda done: (state.in_flight.pop(done, None),
+                                             self._in_flight.discard(done)))
 
     async def _send(self, tenant: Tenant, delivery: Delivery, event: Event, attempt: Attempt,
                     message: Any, started_at: float) -> None:
@@ -312,7 +313,7 @@ class Dispatcher:
                 raise ConnectionAbortedError("the sandbox is shutting down")
             async with self._session.post(delivery.url, data=message.body, headers=message.headers,
                                           allow_redirects=False,
-                                          timeout=aiohttp.ClientTimeout(total=self.timeout)) as response:
+                                          timeout=self._attempt_timeout) as response:
                 await response.read()
                 attempt.status = response.status
                 if 300 <= response.status < 400:
