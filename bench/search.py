@@ -9,7 +9,9 @@ queries with filters. Prints p50/p99/max per query kind and overall, beside a
 plain substring scan over the same query strings, and checks that an exact-name
 query returns the searched company first.
 
-Target: overall p99 <= 10 ms per query.
+Target: overall p99 <= 10 ms per query, with the machine idle and again while another
+process keeps one core busy (a Python busy loop; the output states it). Every query is
+measured as a first-time query: the index's fuzzy-tier cache is emptied before each.
 
     python bench/search.py [--size 100000] [--queries 400] [--seed 1] [--strict]
 
@@ -19,8 +21,11 @@ Exits 0 whatever the result, unless --strict is given (then 1 on FAIL).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
+import os
 import random
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -164,23 +169,16 @@ def seconds(duration: float) -> str:
     return f"{duration:.2f}s"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size", type=int, default=100_000, help="companies in the catalog")
-    parser.add_argument("--queries", type=int, default=400, help="queries to run")
-    parser.add_argument("--seed", type=int, default=1, help="catalog and query-set seed")
-    parser.add_argument("--strict", action="store_true", help="exit 1 on FAIL")
-    args = parser.parse_args(argv)
-
-    companies, directory, rule = build(args.size, args.seed)
-    catalog = directory.base
-    cases = make_cases(companies, catalog, args.queries, random.Random(f"{args.seed}:queries"))
-
+def measure(cases: list[Case], companies: list[Company], directory: CompanyDirectory,
+            rule: ManualDepositRule):
+    """Every case once through search_companies (the fuzzy-tier cache emptied first, so
+    each figure is a first-time query) and through the plain scan."""
     search_ms: dict[str, list[float]] = {kind: [] for kind in KINDS}
     scan_ms: dict[str, list[float]] = {kind: [] for kind in KINDS}
     slowest: list[tuple[float, Case, int]] = []
     misses: list[tuple[Case, list[Company]]] = []
     for case in cases:
+        directory.index._fuzzy.cache_clear()
         started = time.perf_counter()
         found = search_companies(directory, rule, case.query)
         elapsed = (time.perf_counter() - started) * 1000
@@ -193,7 +191,34 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         _ = [c for c in companies if text.lower() in c.name.lower()][:20]
         scan_ms[case.kind].append((time.perf_counter() - started) * 1000)
+    return search_ms, scan_ms, slowest, misses
 
+
+@contextlib.contextmanager
+def busy_process():
+    """Another process on the machine, busy all the time: one core's worth of load."""
+    child = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.2)
+        yield
+    finally:
+        child.kill()
+        child.wait()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=int, default=100_000, help="companies in the catalog")
+    parser.add_argument("--queries", type=int, default=400, help="queries to run")
+    parser.add_argument("--seed", type=int, default=1, help="catalog and query-set seed")
+    parser.add_argument("--strict", action="store_true", help="exit 1 on FAIL")
+    args = parser.parse_args(argv)
+
+    companies, directory, rule = build(args.size, args.seed)
+    catalog = directory.base
+    cases = make_cases(companies, catalog, args.queries, random.Random(f"{args.seed}:queries"))
+
+    search_ms, scan_ms, slowest, misses = measure(cases, companies, directory, rule)
     print(f"\nqueries: {len(cases)} (seed {args.seed}); times in ms per query")
     header = (f"{'kind':<18}{'n':>5}{'p50':>9}{'p99':>9}{'max':>9}"
               f"   {'scan p50':>9}{'scan p99':>9}")
@@ -225,8 +250,16 @@ def main(argv: list[str] | None = None) -> int:
     p99 = percentile(everything, 99)
     passed = p99 <= TARGET_P99_MS
     print(f"\n{'PASS' if passed else 'FAIL'}: overall p99 {p99:.2f} ms "
-          f"(target <= {TARGET_P99_MS:.0f} ms) on {len(companies):,} companies")
-    return 1 if args.strict and not passed else 0
+          f"(target <= {TARGET_P99_MS:.0f} ms) on {len(companies):,} companies, machine idle")
+
+    with busy_process():
+        loaded = measure(cases, companies, directory, rule)[0]
+    loaded_p99 = percentile([t for times in loaded.values() for t in times], 99)
+    loaded_ok = loaded_p99 <= TARGET_P99_MS
+    print(f"{'PASS' if loaded_ok else 'FAIL'}: overall p99 {loaded_p99:.2f} ms "
+          f"(target <= {TARGET_P99_MS:.0f} ms) on {len(companies):,} companies, under load: "
+          f"one busy-loop process beside it ({os.cpu_count()} cores)")
+    return 1 if args.strict and not (passed and loaded_ok) else 0
 
 
 def describe(query: SearchQuery, catalog: Catalog) -> str:

@@ -13,6 +13,7 @@ than over every name.
 
 from __future__ import annotations
 
+import functools
 import heapq
 from bisect import bisect_left
 from collections import Counter
@@ -43,6 +44,7 @@ WHOLE_NAME_SIMILARITY = 75
 COMMON_WORD = 1000
 # WRatio costs ~2 us a name: the fuzzy tier scores at most this many.
 MAX_FUZZY_CANDIDATES = 400
+FUZZY_CACHE = 512  # queries whose fuzzy matches an index keeps (per index; least recent out)
 
 PRODUCT_AND_PRODUCTS = "Send either `product` or `products`, not both."
 
@@ -110,6 +112,10 @@ class SearchIndex:
                 for variant in _deletion_variants(word):
                     deletions.setdefault(variant, []).append(word)
         self._deletions = deletions
+        # The fuzzy tier is the one costly step and the same queries come back (a test
+        # suite searches what it searched last run): its answers, per (query, scope), are
+        # kept for the latest FUZZY_CACHE queries. The index never changes, so they hold.
+        self._fuzzy = functools.lru_cache(maxsize=FUZZY_CACHE)(self._fuzzy_matches)
 
     def ordinals_of(self, companies: Iterable[Company]) -> frozenset[int]:
         return frozenset(self._ordinal_by_id[c.id] for c in companies)
@@ -133,7 +139,7 @@ class SearchIndex:
             lambda: [(o, 0) for o in self._exact.get(name, [])],
             lambda: [(o, 0) for o in self._prefix_matches(name)],
             lambda: [(o, 0) for o in self._word_matches(words)],
-            lambda: self._fuzzy_matches(name, words, within, scan_names=not seen),
+            lambda: self._fuzzy(name, within, not seen),
         )
         for tier, matches in enumerate(tiers):
             for ordinal, score in matches():
@@ -180,8 +186,9 @@ class SearchIndex:
         scored = sorted(((fuzz.ratio(word, w), w) for w in found), reverse=True)
         return [w for score, w in scored if score >= WORD_SIMILARITY][:SIMILAR_WORDS]
 
-    def _fuzzy_matches(self, name: str, words: list[str], within: frozenset[int] | None,
-                       scan_names: bool = True) -> list[tuple[int, int]]:
+    def _fuzzy_matches(self, name: str, within: frozenset[int] | None,
+                       scan_names: bool = True) -> tuple[tuple[int, int], ...]:
+        words = name.split()
         if within is not None and len(within) <= 2000:
             # A small scope (one franchise network): compare every name in it.
             candidates: Iterable[int] = within
@@ -201,12 +208,12 @@ class SearchIndex:
                 rare = [per_word[0].intersection(*per_word[1:2])]
             if not rare:
                 if not scan_names:
-                    return []
+                    return ()
                 # Nothing found yet and no word resembles a catalog word (words run
                 # together, "homedepot"): compare the whole query with every name.
                 found = process.extract(name, self.names, scorer=fuzz.ratio,
                                         score_cutoff=WHOLE_NAME_SIMILARITY, limit=MAX_LIMIT)
-                return sorted((ordinal, round(score)) for _, score, ordinal in found)
+                return tuple(sorted((ordinal, round(score)) for _, score, ordinal in found))
             hits: Counter[int] = Counter()
             for ordinals in rare:
                 hits.update(ordinals)
@@ -220,7 +227,7 @@ class SearchIndex:
             if score >= NAME_SIMILARITY:
                 scored.append((-score, ordinal))
         scored.sort()
-        return [(ordinal, -negative) for negative, ordinal in scored]
+        return tuple((ordinal, -negative) for negative, ordinal in scored)
 
 
 def _deletion_variants(word: str) -> set[str]:
