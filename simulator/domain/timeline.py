@@ -9,27 +9,45 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 
-@dataclass(order=True)
 class Job:
-    due: float
-    sequence: int
-    action: Callable[[], Any] = field(compare=False)
-    label: str = field(default="", compare=False)
-    # Background jobs (periodic refreshes) do not keep the timeline busy: run-until-idle
-    # stops when only they are left.
-    background: bool = field(default=False, compare=False)
-    owner: str | None = field(default=None, compare=False)
-    cancelled: bool = field(default=False, compare=False)
-    handed_out: bool = field(default=False, compare=False)  # pop_due gave it to the runner
+    """One thing due on a tenant's clock. Ordered by (due, sequence): the heap holds
+    `(due, sequence, job)` tuples, so ordering is a C tuple comparison (sequences are
+    unique: the job itself is never compared)."""
+
+    __slots__ = ("due", "sequence", "action", "_label", "background", "owner", "cancelled",
+                 "handed_out")
+
+    def __init__(self, due: float, sequence: int, action: Callable[[], Any], label: str = "",
+                 background: bool = False, owner: str | None = None) -> None:
+        self.due = due
+        self.sequence = sequence
+        self.action = action
+        self._label = label
+        # Background jobs (periodic refreshes) do not keep the timeline busy: run-until-idle
+        # stops when only they are left.
+        self.background = background
+        self.owner = owner
+        self.cancelled = False
+        self.handed_out = False  # pop_due gave it to the runner
+
+    @property
+    def label(self) -> str:
+        """What the job does: the label given, else the action's own description."""
+        return self._label or str(self.action)
+
+    def __lt__(self, other: Job) -> bool:
+        return (self.due, self.sequence) < (other.due, other.sequence)
+
+    def __repr__(self) -> str:
+        return f"Job(due={self.due!r}, sequence={self.sequence}, label={self.label!r})"
 
 
 class Timeline:
     def __init__(self) -> None:
-        self._heap: list[Job] = []
+        self._heap: list[tuple[float, int, Job]] = []
         self._counter = itertools.count()
         self._busy = 0
         self._owned: dict[str, int] = {}  # owner -> pending jobs
@@ -37,9 +55,9 @@ class Timeline:
 
     def schedule(self, due: float, action: Callable[[], Any], *, label: str = "",
                  background: bool = False, owner: str | None = None) -> Job:
-        job = Job(due=due, sequence=next(self._counter), action=action, label=label,
-                  background=background, owner=owner)
-        heapq.heappush(self._heap, job)
+        sequence = next(self._counter)
+        job = Job(due, sequence, action, label, background, owner)
+        heapq.heappush(self._heap, (due, sequence, job))
         if not background:
             self._busy += 1
         if owner is not None:
@@ -69,21 +87,21 @@ class Timeline:
 
     def cancel_owned(self, owner: str) -> int:
         """Cancels every pending job of one owner (a task, a processor link); returns how many."""
-        jobs = [j for j in self._heap if j.owner == owner and not j.cancelled]
+        jobs = [j for _, _, j in self._heap if j.owner == owner and not j.cancelled]
         for job in jobs:
             self.cancel(job)
         return len(jobs)
 
     def next_due(self) -> float | None:
         self._drop_cancelled()
-        return self._heap[0].due if self._heap else None
+        return self._heap[0][0] if self._heap else None
 
     def pop_due(self, now: float) -> Job | None:
         """The earliest job due at or before `now`, removed from the timeline."""
         self._drop_cancelled()
-        if not self._heap or self._heap[0].due > now:
+        if not self._heap or self._heap[0][0] > now:
             return None
-        job = heapq.heappop(self._heap)
+        job = heapq.heappop(self._heap)[2]
         job.handed_out = True
         if not job.background:
             self._busy -= 1
@@ -100,18 +118,18 @@ class Timeline:
         return self._busy
 
     def __len__(self) -> int:
-        return sum(1 for j in self._heap if not j.cancelled)
+        return sum(1 for _, _, j in self._heap if not j.cancelled)
 
     def pending(self) -> list[Job]:
-        return sorted(j for j in self._heap if not j.cancelled)
+        return [j for _, _, j in sorted(self._heap) if not j.cancelled]
 
     def clear(self) -> None:
-        for job in self._heap:
+        for _, _, job in self._heap:
             job.cancelled = True
         self._heap.clear()
         self._busy = 0
         self._owned.clear()
 
     def _drop_cancelled(self) -> None:
-        while self._heap and self._heap[0].cancelled:
+        while self._heap and self._heap[0][2].cancelled:
             heapq.heappop(self._heap)
