@@ -8,7 +8,7 @@ them), and the result. The exit status is 1 with `--strict` when a check failed.
     python bench/all.py [--quick] [--strict]
 
 `--quick` runs the long ones smaller (memory: 100,000 events; scenarios: 5,000 tasks;
-refresh: 200 accounts), for a look rather than a record.
+refresh: 200 accounts; stored: 20,000 tasks), for a look rather than a record.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 BENCHES = [
-    ("search", []), ("startup", []), ("throughput", []), ("isolation", []),
+    ("search", []), ("startup", []), ("throughput", []), ("stored", []), ("isolation", []),
     ("scenarios", []), ("webhooks", []), ("refresh", []), ("memory", []),
 ]
 QUICK = {"memory": ["--events", "100000"], "scenarios": ["--tasks", "5000"],
-         "refresh": ["--accounts", "200"]}
+         "refresh": ["--accounts", "200"], "stored": ["--stored", "20000", "--timed", "2000"]}
 
 
 def run(name: str, args: list[str]) -> tuple[list[tuple[str, str]], float, int]:

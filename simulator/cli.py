@@ -187,10 +187,11 @@ def _serve(flags: dict) -> int:
 
     settings = load_settings(flags)
     _configure_logging(settings.log_format)
-    from .app import build_registry, create_app, long_lived
+    from .app import build_registry, create_app, long_lived, tune_collector
 
     with long_lived():  # start-up makes only what lives as long as the process
         app = create_app(settings, registry=build_registry(settings))
+    tune_collector()
     from .middleware import batch_access_log
 
     try:
