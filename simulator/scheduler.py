@@ -146,6 +146,9 @@ class Runner:
             log.exception("job %s failed", job.label or job.action)
 
 
+START_GRACE = 1.0  # wall seconds: wake-ups further out than this are armed after start
+
+
 class RealTimer:
     """APScheduler as the wall-clock timer of every tenant in `--clock real` mode.
 
@@ -190,10 +193,22 @@ class RealTimer:
             self._wake_at(name, due)
 
     def start(self) -> None:
-        """The event loop runs: arm the wake-ups of jobs scheduled while the app was built."""
+        """The event loop runs: arm the wake-ups of jobs scheduled while the app was built.
+
+        Those due within START_GRACE wall seconds are armed now; the rest (seeded refreshes,
+        hours away) a moment later, once the server is answering: arming is what loads
+        APScheduler, and a first request should not wait for that."""
         self._loop_running = True
-        for name in list(self._runners):
-            self._rearm(name)
+        later = []
+        for name, runner in list(self._runners.items()):
+            clock, due = runner.tenant.clock, runner.tenant.timeline.next_due()
+            if due is not None and clock.wall_seconds(due - clock.timestamp()) <= START_GRACE:
+                self._rearm(name)
+            else:
+                later.append(name)
+        if later:
+            asyncio.get_running_loop().call_later(
+                START_GRACE, lambda: [self._rearm(name) for name in later if name not in self._wakes])
 
     def _wake_at(self, name: str, due: float) -> None:
         if not self._loop_running or name not in self._runners:

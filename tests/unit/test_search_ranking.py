@@ -153,3 +153,17 @@ def test_search_ranking_name_with_a_comma_is_a_prefix_of_the_words_typed_without
 
 def test_search_ranking_two_spaces_between_query_words_still_find_the_exact_name(index):
     assert ranked(index, "home  depot")[0] == (EXACT, "Home Depot")
+
+
+def test_search_fuzzy_answers_are_kept_for_a_bounded_number_of_queries():
+    from simulator.domain.search import FUZZY_CACHE
+
+    index = SearchIndex(CATALOG)
+    first = ranked(index, "hoem depto")
+    assert any(tier == TYPO for tier, _ in first)
+    assert ranked(index, "hoem depto") == first  # answered again from what was kept
+    assert index._fuzzy.cache_info().hits >= 1
+    for number in range(FUZZY_CACHE + 50):
+        list(index.ranked(f"zzq{number}"))
+    assert index._fuzzy.cache_info().currsize == FUZZY_CACHE
+    assert ranked(index, "hoem depto") == first  # evicted, then worked out the same way
