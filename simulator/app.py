@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,11 +25,14 @@ from .domain.processor_links import DEFAULT_SCENARIO as PROCESSOR_DEFAULT
 from .domain.processor_links import ProcessorLinks
 from .keys import SANDBOX, Sandbox
 from .middleware import MAX_BODY_BYTES, edge_middleware
+from .security import HostPolicy
 from .routes import OPERATIONS, add_routes
 from .scenarios.loader import Scenario, load_scenarios
 from .scheduler import RealTimer
 from .settings import Settings
 from .webhooks.dispatcher import ATTEMPT_TIMEOUT, Dispatcher
+
+log = logging.getLogger("payroll_sandbox.tenants")
 
 
 @dataclass(frozen=True)
@@ -145,7 +150,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None,
     sandbox = Sandbox(settings=settings, registry=registry, engine=engine, dispatcher=dispatcher,
                       linked_accounts=linked,
                       processor_links=ProcessorLinks(registry.scenarios, service.aggregator),
-                      operations=operations)
+                      operations=operations, host_policy=HostPolicy.from_settings(settings))
     app = web.Application(client_max_size=MAX_BODY_BYTES,
                           middlewares=[edge_middleware])
     app[SANDBOX] = sandbox
@@ -163,13 +168,28 @@ async def _stop_deliveries(app: web.Application) -> None:
 
 
 async def _background_context(app: web.Application) -> AsyncIterator[None]:
-    """The webhook client session and the real-mode timer live as long as the app."""
+    """The webhook client session, the real-mode timer and the idle-tenant sweep live as
+    long as the app."""
     sandbox = app[SANDBOX]
     timer = sandbox.registry.services.timer
     await sandbox.dispatcher.start()
     if timer is not None:
         timer.start()
+    expiry = sandbox.settings.tenant_idle_expiry
+    sweep = asyncio.create_task(_expire_idle_tenants(sandbox.registry, expiry)) if expiry else None
     yield
+    if sweep is not None:
+        sweep.cancel()
     if timer is not None:
         timer.shutdown()
     await sandbox.dispatcher.close()
+
+
+async def _expire_idle_tenants(registry: TenantRegistry, expiry: float) -> None:
+    """Every quarter of the expiry (at most a minute), the tenants idle past it go."""
+    while True:
+        await asyncio.sleep(min(60.0, expiry / 4))
+        gone = registry.expire_idle(expiry)
+        if gone:
+            log.info("deleted %d tenants idle for more than %gs: %s", len(gone), expiry,
+                     ", ".join(gone))

@@ -38,6 +38,14 @@ def _parser() -> argparse.ArgumentParser:
                        help="wall seconds per webhook attempt (default: 15 virtual seconds)")
     serve.add_argument("--environment", choices=["sandbox", "production"])
     serve.add_argument("--log-format", choices=["text", "json"])
+    serve.add_argument("--allowed-host", dest="allowed_hosts", action="append", metavar="NAME",
+                       help="a host name clients use to reach the server, besides IP addresses "
+                            "and localhost (repeat it; '*' allows any; see SECURITY.md)")
+    serve.add_argument("--frame-ancestors", metavar="SOURCES",
+                       help="who may frame the hosted SDK flow (CSP frame-ancestors; default *)")
+    serve.add_argument("--tenant-idle-expiry", type=float, metavar="SECONDS",
+                       help="delete tenants made by the control plane after this long without "
+                            "a request (default 0: never)")
     serve.add_argument("--loop", choices=["asyncio", "uvloop"],
                        help="event loop (default asyncio; uvloop needs the uvloop extra)")
     for name, what in (("events", "per tenant: events kept with their deliveries (5000)"),
@@ -219,8 +227,9 @@ async def _run(app, settings) -> None:
     from aiohttp import web
 
     from .keys import SANDBOX
+    from .server import SandboxRunner
 
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    runner = SandboxRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
     site = web.TCPSite(runner, settings.host, settings.port)
     try:

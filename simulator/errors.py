@@ -48,6 +48,10 @@ class Forbidden(ApiError):
     code = "forbidden"
 
 
+class HostNotAllowed(Forbidden):
+    code = "host-not-allowed"
+
+
 class NotFound(ApiError):
     status = 404
     code = "not-found"
@@ -56,6 +60,7 @@ class NotFound(ApiError):
 class MethodNotAllowed(ApiError):
     status = 405
     code = "method-not-allowed"
+    allow: str | None = None  # the methods the path takes, for the Allow header
 
 
 class Conflict(ApiError):
@@ -66,6 +71,11 @@ class Conflict(ApiError):
 class PayloadTooLarge(ApiError):
     status = 413
     code = "payload-too-large"
+
+
+class UnsupportedMediaType(ApiError):
+    status = 415
+    code = "unsupported-media-type"
 
 
 class ValidationFailed(ApiError):
@@ -259,6 +269,11 @@ class UserLimitReached(LimitReached):
 
 class TenantLimitReached(LimitReached):
     code = "tenant-limit-reached"
+
+
+class ShuttingDown(ApiError):
+    status = 503
+    code = "shutting-down"
 
 
 def field_detail(path: str, message: str, *, location: str = "body") -> dict[str, str]:

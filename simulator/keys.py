@@ -13,6 +13,7 @@ from .domain.processor_links import ProcessorLinks
 from .domain.registry import TenantRegistry
 from .domain.tasks import TaskEngine
 from .domain.tenants import PublicToken, Tenant
+from .security import HostPolicy
 from .settings import Settings
 from .webhooks.dispatcher import Dispatcher
 
@@ -28,6 +29,7 @@ class Sandbox:
     linked_accounts: LinkedAccounts
     processor_links: ProcessorLinks
     operations: list[Any] = field(default_factory=list)  # routes.pipeline.Operation
+    host_policy: HostPolicy | None = None  # None: every Host (an app built in a test)
     _openapi: dict[str, Any] | None = None
 
     def openapi(self) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import time
 from typing import Any
 
@@ -14,8 +15,10 @@ import orjson
 from aiohttp import web
 
 from .clock import isoformat
-from .errors import ApiError, InternalError, MethodNotAllowed, PayloadTooLarge, RouteNotFound
-from .keys import BODY, ERROR_CODE, TENANT
+from .errors import (ApiError, HostNotAllowed, InternalError, MethodNotAllowed, PayloadTooLarge,
+                     RouteNotFound, field_detail)
+from .keys import BODY, ERROR_CODE, SANDBOX, TENANT
+from .security import COMMON_HEADERS, page_headers
 
 access_log = logging.getLogger("payroll_sandbox.access")
 error_log = logging.getLogger("payroll_sandbox.error")
@@ -25,6 +28,9 @@ BODY_TOO_LARGE = "The request body is larger than {limit} bytes."
 NO_ROUTE = "No route matches {method} {path}."
 WRONG_METHOD = "{method} is not allowed on {path}; allowed: {allowed}."
 INTERNAL = "The sandbox failed to handle this request; see its log."
+HOST_REFUSED = ("This server does not answer the host name {host!r}: start it with "
+                "--allowed-host NAME (or PAYROLL_SANDBOX_ALLOWED_HOSTS) to allow it.")
+FLOW_PAGE = "/initialize/"  # the hosted SDK flow: framed by the customer's page
 
 
 CORS_HEADERS = {
@@ -40,18 +46,28 @@ CORS_HEADERS = {
 async def edge_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
     """The edge of every request, in one layer (each layer costs every request a call):
 
-    - CORS: browsers on the developer's own origin may call the sandbox (a web app
-      searching companies with a public token): preflights are answered, every answer
-      allows it;
+    - the Host check (SECURITY.md): a name the server was not told about is refused, so
+      a web page cannot reach it by rebinding its own name to 127.0.0.1;
+    - CORS, only for the operations a browser app calls with a public token (search,
+      company details, tasks): their preflights are answered and their answers readable
+      from any origin; the control plane and API-key operations allow no other origin;
     - the one place an error becomes the error body (DESIGN.md, Errors), for the
       operations' errors and aiohttp's own (no route, wrong method, body too large);
+    - the headers every answer carries (nosniff) and those of pages (CSP, Referrer-Policy);
     - the tenant's journal and one access log line for every request.
     """
-    if request.method == "OPTIONS" and "access-control-request-method" in request.headers:
-        return web.Response(status=204, headers=CORS_HEADERS)
     started = time.perf_counter()
+    sandbox = request.app[SANDBOX]
     try:
-        response = await handler(request)
+        if sandbox.host_policy is not None and not sandbox.host_policy.allows(
+                request.headers.get("host")):
+            raise HostNotAllowed(HOST_REFUSED.format(host=request.headers.get("host", "")),
+                                 details=[field_detail("host", "not an allowed host name",
+                                                       location="header")])
+        if request.method == "OPTIONS" and "access-control-request-method" in request.headers:
+            response = await _preflight(request)
+        else:
+            response = await handler(request)
     except ApiError as error:
         response = render_error(request, error)
     except web.HTTPException as error:
@@ -72,8 +88,25 @@ async def edge_middleware(request: web.Request, handler: Any) -> web.StreamRespo
             duration_ms=duration, error_code=request.get(ERROR_CODE), body=request.get(BODY))
     if access_log.isEnabledFor(logging.INFO):
         _log_access(request.method, request.path, response.status, duration, tenant_name)
-    response.headers.setdefault("access-control-allow-origin", "*")
+    headers = response.headers
+    headers.update(COMMON_HEADERS)
+    if getattr(request.match_info.handler, "cors", False):
+        headers.setdefault("access-control-allow-origin", "*")
+    elif response.content_type == "text/html":
+        ancestors = (sandbox.settings.frame_ancestors if request.path.startswith(FLOW_PAGE)
+                     else "'none'")
+        headers.update(page_headers(ancestors))
     return response
+
+
+async def _preflight(request: web.Request) -> web.Response:
+    """A CORS preflight: allowed (204 with the CORS headers) only for an operation marked
+    `cors`; otherwise 204 without them, which the browser takes as a refusal."""
+    method = request.headers["access-control-request-method"].upper()
+    match = await request.app.router.resolve(request.clone(method=method))
+    if getattr(match.handler, "cors", False):
+        return web.Response(status=204, headers=CORS_HEADERS)
+    return web.Response(status=204)
 
 
 def _http_error(request: web.Request, error: web.HTTPException) -> tuple[ApiError, int | None]:
@@ -81,9 +114,11 @@ def _http_error(request: web.Request, error: web.HTTPException) -> tuple[ApiErro
     if isinstance(error, web.HTTPRequestEntityTooLarge):
         return PayloadTooLarge(BODY_TOO_LARGE.format(limit=MAX_BODY_BYTES)), None
     if isinstance(error, web.HTTPMethodNotAllowed):
-        allowed = ", ".join(sorted(error.allowed_methods))
-        return MethodNotAllowed(WRONG_METHOD.format(method=request.method, path=request.path,
-                                                    allowed=allowed)), None
+        refusal = MethodNotAllowed(WRONG_METHOD.format(
+            method=request.method, path=request.path,
+            allowed=", ".join(sorted(error.allowed_methods))))
+        refusal.allow = ", ".join(sorted(error.allowed_methods))  # a 405's Allow (RFC 9110)
+        return refusal, None
     if isinstance(error, web.HTTPNotFound):
         return RouteNotFound(NO_ROUTE.format(method=request.method, path=request.path)), None
     return ApiError(error.reason, code=_kebab(error.reason)), error.status
@@ -92,8 +127,13 @@ def _http_error(request: web.Request, error: web.HTTPException) -> tuple[ApiErro
 def render_error(request: web.Request, error: ApiError, status: int | None = None) -> web.Response:
     request[ERROR_CODE] = error.code
     retry_after = getattr(error, "retry_after", None)
-    headers = {"retry-after": str(retry_after)} if retry_after is not None else None
-    return json_response(error.body(), status=status or error.status, headers=headers)
+    allow = getattr(error, "allow", None)
+    headers = {}
+    if retry_after is not None:
+        headers["retry-after"] = str(retry_after)
+    if allow is not None:
+        headers["allow"] = allow
+    return json_response(error.body(), status=status or error.status, headers=headers or None)
 
 
 def json_response(data: Any, *, status: int = 200,
@@ -199,15 +239,32 @@ class _SecondsFormatter(logging.Formatter):
         return self.default_msec_format % (self._stamp, int((created - second) * 1000))
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def escape_controls(text: str) -> str:
+    """Control characters as `\\xNN` (`\\uNNNN`): what a request sent (a path with
+    `%0d%0a`) cannot start a forged line of its own in a text log."""
+    if not _CONTROL.search(text):
+        return text
+    return _CONTROL.sub(lambda m: (f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100
+                                   else f"\\u{ord(m[0]):04x}"), text)
+
+
 class TextLogFormatter(_SecondsFormatter):
-    """One line: time, level, logger and message."""
+    """One line: time, level, logger and message (its control characters escaped; a
+    traceback, when there is one, follows on lines of its own)."""
 
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s")
 
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = escape_controls(record.message)
+        return super().formatMessage(record)
+
     def access_line(self, created: float, args: tuple, fields: dict[str, Any]) -> str:
         """What format() makes of the access log record of these fields, without the record."""
-        return f"{self._time(created, None)} INFO {access_log.name} {ACCESS_MESSAGE % args}"
+        return f"{self._time(created, None)} INFO {access_log.name} {escape_controls(ACCESS_MESSAGE % args)}"
 
 
 class JsonLogFormatter(_SecondsFormatter):

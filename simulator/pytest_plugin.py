@@ -143,11 +143,12 @@ class _ServerThread:
 
         from .app import create_app, long_lived
         from .keys import SANDBOX
+        from .server import SandboxRunner
         from .settings import Settings
 
         with long_lived():  # each test's tenant deletion collects; the catalog stays out
             app = create_app(Settings(port=0, clock="manual"))
-        self._runner = web.AppRunner(app, access_log=None)
+        self._runner = SandboxRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()

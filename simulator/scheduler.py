@@ -19,6 +19,7 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from .domain.timeline import Job
+from .errors import ShuttingDown
 
 if TYPE_CHECKING:
     from .domain.tenants import Tenant
@@ -30,6 +31,8 @@ log = logging.getLogger("payroll_sandbox.scheduler")
 MAX_JOBS_PER_RUN = 5_000_000
 MAX_EVENTS_PER_RUN = 200_000
 YIELD_SECONDS = 0.004  # wall time a run keeps the event loop before it lets others in
+SHUTTING_DOWN = ("The sandbox is shutting down: the run stopped between two jobs; what it "
+                 "ran is kept, the rest was not run.")
 
 Settle = Callable[..., Awaitable[None]]  # (tenant, before=inf)
 
@@ -65,6 +68,8 @@ class Runner:
         self.settle = settle
         self.lock = asyncio.Lock()
         self.on_moved: Callable[[], None] | None = None  # the real-mode timer re-arms itself
+        # True once the server is stopping (SIGTERM): a run stops between two jobs.
+        self.stopping: Callable[[], bool] = lambda: False
 
     async def advance(self, seconds: float) -> RunResult:
         """Move the clock `seconds` forward, running every job due on the way (up to the
@@ -98,6 +103,8 @@ class Runner:
                 events = self.tenant.events.emitted - first
                 if events >= MAX_EVENTS_PER_RUN or jobs >= MAX_JOBS_PER_RUN:
                     break
+                if self.stopping():
+                    raise ShuttingDown(SHUTTING_DOWN)
                 if timeline.idle:
                     if not self.tenant.webhooks.in_flight:
                         break
@@ -125,6 +132,8 @@ class Runner:
                 break
             if self.tenant.events.emitted - first >= MAX_EVENTS_PER_RUN:
                 return RunResult(jobs, self.tenant.events.emitted - first, complete=False)
+            if self.stopping():
+                raise ShuttingDown(SHUTTING_DOWN)
             job = timeline.pop_due(target)
             clock.advance_to(job.due)
             self._run(job)

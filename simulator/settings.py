@@ -52,6 +52,12 @@ class Settings:
     max_tokens: int = 10_000     # per tenant: public tokens
     max_users: int = 100_000     # per tenant
     max_tenants: int = 1_000     # tenants made by the control plane
+    # Shared deployments (SECURITY.md): host names the server answers besides IP literals
+    # and localhost (comma-separated, `*` for any); who may frame the hosted flow; how long
+    # a tenant made by the control plane may sit idle before it goes (seconds; 0: never).
+    allowed_hosts: str = ""
+    frame_ancestors: str = "*"
+    tenant_idle_expiry: float = 0.0
 
     def with_overrides(self, **values: Any) -> Settings:
         return replace(self, **{k: v for k, v in values.items() if v is not None})
@@ -65,7 +71,8 @@ _CONFIG_NAMES = {
     "environment": "environment", "logFormat": "log_format", "vendor": "vendor",
     "aggregator": "aggregator", "sdkPrefix": "sdk_prefix", "maxEvents": "max_events",
     "maxTasks": "max_tasks", "maxTokens": "max_tokens", "maxUsers": "max_users",
-    "maxTenants": "max_tenants",
+    "maxTenants": "max_tenants", "allowedHosts": "allowed_hosts",
+    "frameAncestors": "frame_ancestors", "tenantIdleExpiry": "tenant_idle_expiry",
 }
 _TYPES = {f.name: f.type for f in fields(Settings)}
 
@@ -75,6 +82,8 @@ def _coerce(name: str, raw: Any, source: str) -> Any:
     try:
         if kind == "int":
             return int(raw)
+        if kind == "str" and isinstance(raw, list):  # a list in the config file
+            return ",".join(str(item) for item in raw)
         if kind in ("float", "float | None"):
             return float(raw)
         if kind in ("Path", "Path | None"):
@@ -98,6 +107,17 @@ def _check_choices(settings: Settings, source: str) -> None:
     for name in ("max_events", "max_tasks", "max_tokens", "max_users", "max_tenants"):
         if getattr(settings, name) < 1:
             raise ConfigError(source, f"$.{name}", "must be at least 1")
+    if settings.tenant_idle_expiry < 0:
+        raise ConfigError(source, "$.tenant_idle_expiry", "must be 0 (never) or more seconds")
+    if any(c in settings.frame_ancestors for c in ";,\r\n"):
+        raise ConfigError(source, "$.frame_ancestors",
+                          "sources separated by spaces, without ';' or ','")
+    if settings.webhook_url is not None:
+        from .schemas.validate import webhook_url_problem
+
+        problem = webhook_url_problem(settings.webhook_url)
+        if problem is not None:
+            raise ConfigError(source, "$.webhook_url", f"{settings.webhook_url!r} {problem}")
 
 
 def load_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Settings:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from conftest import ACME
+from playwright.async_api import expect
 
 from simulator.app import build_registry, create_app
 from simulator.settings import Settings
@@ -22,8 +25,9 @@ async def dashboard(aiohttp_server, aiohttp_client, loaded, clock, browser_conte
     page = await browser_context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
     await page.goto(str(server.make_url("/_sandbox/"))
-                    + f"?key={ACME['x-api-key']}&secret={ACME['x-api-secret']}")
+                    + f"#key={ACME['x-api-key']}&secret={ACME['x-api-secret']}")
     await page.locator("#task-scenario option[value='auth-expired']").wait_for(state="attached")
+    assert "secret" not in page.url, "the keys leave the address (and the history) at once"
     return page, client
 
 
@@ -51,10 +55,12 @@ async def test_dashboard_creates_a_task_and_runs_it_to_its_events(dashboard):
 async def test_dashboard_moves_the_clock_and_sets_a_company_status(dashboard):
     page, client = dashboard
     before = (await (await client.get("/_sandbox/clock", headers=ACME)).json())["data"]["timestamp"]
-    await page.wait_for_function("document.getElementById('clock').textContent !== '-'")
+    # Locator expectations, not wait_for_function: the page's CSP (no 'unsafe-eval')
+    # refuses the string predicates Playwright evaluates there.
+    await expect(page.locator("#clock")).not_to_have_text("-", timeout=TIMEOUT_MS)
     shown = await page.locator("#clock").inner_text()
     await page.click("[data-advance='3600']")
-    await page.wait_for_function(f"document.getElementById('clock').textContent !== {shown!r}")
+    await expect(page.locator("#clock")).not_to_have_text(shown, timeout=TIMEOUT_MS)
     after = (await (await client.get("/_sandbox/clock", headers=ACME)).json())["data"]["timestamp"]
     assert after == before + 3600
 
@@ -72,6 +78,6 @@ async def test_dashboard_reports_wrong_keys(aiohttp_server, loaded, clock, brows
                                                                           loaded=loaded)))
     page = await browser_context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
-    await page.goto(str(server.make_url("/_sandbox/")) + "?key=wrong-key&secret=wrong-secret")
-    await page.wait_for_function("document.getElementById('message').textContent.length > 0")
+    await page.goto(str(server.make_url("/_sandbox/")) + "#key=wrong-key&secret=wrong-secret")
+    await expect(page.locator("#message")).to_have_text(re.compile(".+"), timeout=TIMEOUT_MS)
     assert "do not match" in await page.locator("#message").inner_text()

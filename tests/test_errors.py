@@ -19,7 +19,8 @@ def assert_error_shape(body, code=None):
 
 
 async def test_malformed_json_is_400(client):
-    response = await client.post("/company/search", data=b'{"query": ', headers=ACME)
+    response = await client.post("/company/search", data=b'{"query": ',
+                                 headers={**ACME, "content-type": "application/json"})
     assert response.status == 400
     assert_error_shape(await response.json(), "malformed-json")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from conftest import ACME, GLOBEX, JOES_DINER, WALMART
 
 NETFLIX = "6410a0000000000000000060"
+JSON_ACME = {**ACME, "content-type": "application/json"}
 
 
 async def events(client, headers=ACME, **query):
@@ -14,11 +15,11 @@ async def events(client, headers=ACME, **query):
 
 async def test_nan_and_infinity_are_not_json(client):
     for raw in (b'{"seconds": NaN}', b'{"seconds": Infinity}', b'{"seconds": -Infinity}'):
-        response = await client.post("/_sandbox/clock/advance", data=raw, headers=ACME)
+        response = await client.post("/_sandbox/clock/advance", data=raw, headers=JSON_ACME)
         assert response.status == 400
         assert (await response.json())["error"]["code"] == "malformed-json"
     response = await client.put("/_sandbox/webhooks/faults", data=b'{"delay": 1, "delaySeconds": NaN}',
-                                headers=ACME)
+                                headers=JSON_ACME)
     assert response.status == 400
 
 

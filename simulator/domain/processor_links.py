@@ -25,7 +25,7 @@ from rapidfuzz import fuzz
 from ..scenarios.loader import Scenario
 from .companies import OPERATIONAL, Company, ManualDepositRule
 from .search import SearchQuery, normalize, search_companies
-from .tenants import Tenant
+from .tenants import Tenant, unguessable
 
 TOKEN_PATTERN = re.compile(r"^processor-(sandbox|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-"
                            r"[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -111,7 +111,7 @@ class ProcessorLinks:
                                       f"Known: {', '.join(known)}.",
                                       details=[field_detail("$.scenario", "unknown")])
         token = ProcessorToken(
-            token=f"processor-{tenant.environment}-{tenant.ids.uuid()}",
+            token=unguessable(f"processor-{tenant.environment}-"),
             environment=tenant.environment, identifier=request.get("identifier"),
             days_requested=request.get("daysRequested", 90),
             products=tuple(request.get("products", ("transactions",))), scenario=scenario,

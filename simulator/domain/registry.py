@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import secrets
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -57,6 +58,7 @@ class TenantRegistry:
         self._services: TenantServices | None = None
         self.max_tenants = max_tenants  # made by the control plane (fixtures' accounts aside)
         self._created_by: dict[str, str] = {}  # tenant made by the control plane -> its maker
+        self.expired = 0  # tenants deleted for being idle (--tenant-idle-expiry)
 
     @property
     def services(self) -> TenantServices:
@@ -121,7 +123,25 @@ class TenantRegistry:
             raise TenantNotDeletable(FIXTURE_TENANT.format(name=name))
         if caller is not tenant and self._created_by.get(name) != caller.name:
             raise TenantNotDeletable(NOT_YOURS.format(name=name))
+        self._forget(tenant)
+        release_memory()
+
+    def expire_idle(self, max_idle: float, now: float | None = None) -> list[str]:
+        """Deletes every tenant made by the control plane whose latest request is more than
+        `max_idle` wall seconds old (before `now`, monotonic); the fixtures' accounts stay.
+        Their names."""
+        now = time.monotonic() if now is None else now
+        idle = [tenant for name in self._created_by
+                if (tenant := self.tenants.get(name)) is not None
+                and now - tenant.last_request > max_idle]
+        for tenant in idle:
+            self._forget(tenant)
+        if idle:
+            self.expired += len(idle)
+            release_memory()
+        return [tenant.name for tenant in idle]
+
+    def _forget(self, tenant: Tenant) -> None:
         tenant.close()
         self.tenants.remove(tenant)
-        self._created_by.pop(name, None)
-        release_memory()
+        self._created_by.pop(tenant.name, None)

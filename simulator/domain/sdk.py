@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 from ..errors import (ApiError, CredentialsRefused, InvalidCompanyId, InvalidConfig,
                       ValidationFailed, field_detail)
 from ..pdf import text_pdf
+from ..schemas.validate import strict_json
 from .companies import DISABLED, Company
 from .tasks import HAPPY_PATH, Task, TaskEngine, Workflow
 from .tenants import PublicToken, Tenant
@@ -177,7 +177,7 @@ def decode_config(encoded: str) -> dict[str, Any]:
     text = encoded.replace("-", "+").replace("_", "/")
     try:
         raw = base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
-        config = json.loads(raw)
+        config = strict_json(raw)  # NaN or a 1,500-deep document: 400, not a stuck page
     except (binascii.Error, ValueError):
         raise InvalidConfig(INVALID_CONFIG,
                             details=[field_detail("$", INVALID_CONFIG, location="path")]) from None

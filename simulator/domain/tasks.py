@@ -20,6 +20,7 @@ from ..errors import (CompanyDisabled, CompanyManualDeposits, CompanyMismatch, C
                       LinkedAccountNotFound, ProductNotOffered, TaskNotFound, UnknownScenario,
                       ValidationFailed, field_detail)
 from ..scenarios.loader import Scenario, Step
+from ..schemas.validate import check_metadata
 from .companies import DISABLED, UNKNOWN_COMPANY, Company
 from .company_admin import set_company_status
 from .states import (COMPLETED, FAILED, FINAL, PROCESSING, QUEUED, emits_status_update,
@@ -256,6 +257,11 @@ class TaskEngine:
         return body["identifier"]
 
     def _task_requests(self, body: dict[str, Any]) -> list[TaskRequest]:
+        if "metadata" in body:
+            check_metadata(body["metadata"], "$.metadata")
+        for n, t in enumerate(body.get("tasks", ())):
+            if "metadata" in t:
+                check_metadata(t["metadata"], f"$.tasks[{n}].metadata")
         if "tasks" in body:
             return [TaskRequest(product=t.get("product") or t["operation"],
                                 metadata=t.get("metadata", body.get("metadata")),

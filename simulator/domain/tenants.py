@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hmac
 import random
+import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -62,6 +64,13 @@ class Ids:
 
     def secret(self, prefix: str) -> str:
         return f"{prefix}{self._random.getrandbits(128):032x}"
+
+
+def unguessable(prefix: str) -> str:
+    """A credential (public, access and processor tokens): from the operating system's
+    cryptographic source, never from the seed, so knowing the seed, or other tokens,
+    tells nothing about it. Ids and generated data stay seeded."""
+    return f"{prefix}{uuid.uuid4()}"
 
 
 @dataclass
@@ -119,6 +128,9 @@ class Tenant:
                  services: TenantServices) -> None:
         self.account = account
         self.name: str = account["name"]
+        # Wall time (monotonic) of its latest request: a shared deployment forgets tenants
+        # idle past --tenant-idle-expiry (TenantRegistry.expire_idle).
+        self.last_request = time.monotonic()
         self.api_key: str = account["apiKey"]
         self.api_secret: str = account["apiSecret"]
         self.environment: str = account["environment"]
@@ -170,6 +182,7 @@ class Tenant:
         self.journal = Journal()
         self.events.listeners.append(partial(dispatcher.deliver_new, self))
         self.runner = Runner(self, dispatcher.settle)
+        self.runner.stopping = lambda: dispatcher.closing
         if self.services.timer is not None:
             self.services.timer.watch(self.runner)
         self.services.seed_accounts(self)
@@ -284,8 +297,8 @@ def create_access_token(tenant: Tenant, identifier: str,
                                details=[field_detail("$.tokenLifetime", message)])
     tenant.user(identifier)
     token = PublicToken(
-        public_token=f"public-{tenant.environment}-{tenant.ids.uuid()}",
-        access_token=f"access-{tenant.environment}-{tenant.ids.uuid()}",
+        public_token=unguessable(f"public-{tenant.environment}-"),
+        access_token=unguessable(f"access-{tenant.environment}-"),
         identifier=identifier,
         expires_at=tenant.clock.timestamp() + token_lifetime,
     )

@@ -8,7 +8,7 @@ from .pipeline import Auth, operation
 
 
 @operation("POST", "/access-token", "Create a public token for a user (creates the user if new)",
-           auth=Auth.API_KEYS, body=ACCESS_TOKEN_REQUEST, response=ACCESS_TOKEN, errors=(400,))
+           auth=Auth.API_KEYS, body=ACCESS_TOKEN_REQUEST, response=ACCESS_TOKEN, errors=(400, 429))
 async def access_token(tenant, body) -> dict:
     token = create_access_token(tenant, body["identifier"],
                                 body.get("tokenLifetime", DEFAULT_TOKEN_LIFETIME))

@@ -22,7 +22,7 @@ TOTAL = {"total": {"type": "integer"}}
 
 
 @operation("POST", "/_sandbox/tenants", "A new isolated tenant with its own keys",
-           body=TENANT_REQUEST, status=201, response=OBJECT, **CONTROL)
+           body=TENANT_REQUEST, status=201, response=OBJECT, errors=(429,), **CONTROL)
 async def create_tenant(tenant, body, sandbox) -> dict:
     return sandbox.registry.create_tenant(body, creator=tenant).describe()
 
@@ -90,7 +90,8 @@ async def stats(tenant, sandbox) -> dict:
     """Every bound of README > Limits with what is stored and how many items went."""
     registry = sandbox.registry
     return {**tenant.stats(), "tenants": {"stored": len(registry.tenants),
-                                          "maxCreated": registry.max_tenants}}
+                                          "maxCreated": registry.max_tenants,
+                                          "expiredIdle": registry.expired}}
 
 
 def _clock_record(tenant) -> dict:

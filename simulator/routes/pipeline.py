@@ -18,19 +18,22 @@ Model: stripe-mock's single HandleRequest pipeline; FastAPI's declarations.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Iterable
+from time import monotonic
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
 from aiohttp import web
 
-from ..errors import ApiError, ApiKeysRequired, PublicTokenRequired
+from ..errors import (ApiError, ApiKeysRequired, MethodNotAllowed, PublicTokenRequired,
+                      ValidationFailed, field_detail)
 from ..journal import journal_body
 from ..keys import BODY, PUBLIC_TOKEN, SANDBOX, TENANT
-from ..middleware import json_response
+from ..middleware import WRONG_METHOD, json_response
 from ..static import static_text
-from ..schemas.validate import parse_json_body, parse_query
+from ..schemas.validate import (INVALID_TEXT, check_json_type, parse_json_body, parse_query,
+                                text_problem)
 
 AGGREGATOR = "<aggregator>"  # in a declared path: the service profile's aggregator name
 
@@ -99,23 +102,52 @@ OPERATIONS: list[Operation] = []  # every operation of every route module, in de
 
 
 def add_routes(app: web.Application, operations: Iterable[Operation]) -> None:
+    operations = list(operations)
+    fixed: dict[str, set[str]] = {}  # a path without parameters -> its methods
     for op in operations:
+        if "{" not in op.path:
+            fixed.setdefault(op.path, set()).add(op.method)
+    for op in operations:
+        handler = _endpoint(op, _shadowed(op, fixed))
         if op.method == "GET":  # HEAD answers as GET would, without the body
-            app.router.add_get(op.path, _endpoint(op))
+            app.router.add_get(op.path, handler)
         else:
-            app.router.add_route(op.method, op.path, _endpoint(op))
+            app.router.add_route(op.method, op.path, handler)
 
 
-def _endpoint(op: Operation) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+def _shadowed(op: Operation, fixed: dict[str, set[str]]) -> dict[str, str]:
+    """The fixed paths `op`'s parameters would also match, with the methods they take
+    (GET /task/{taskId} matches /task/create): asked with op's method, those are a 405
+    for the fixed path, not a 404 for a task named "create"."""
+    if "{" not in op.path:
+        return {}
+    segments = op.path.split("/")
+    found = {}
+    for path, methods in fixed.items():
+        other = path.split("/")
+        if (op.method not in methods and len(other) == len(segments)
+                and all(a == b or a.startswith("{") for a, b in zip(segments, other))):
+            found[path] = ", ".join(sorted(methods))
+    return found
+
+
+def _endpoint(op: Operation, shadowed: dict[str, str] | None = None
+              ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     wants = tuple(inspect.signature(op.handler).parameters)
 
     async def handle(request: web.Request) -> web.StreamResponse:
+        if shadowed and request.path in shadowed:
+            raise wrong_method(request, shadowed[request.path])
         sandbox = request.app[SANDBOX]
         tenant, token = _authenticate(request, op.auth, sandbox)
+        if request.match_info:
+            _check_path(request.match_info)
         body = query = None
         if op.body is not None:
             raw = await request.read()
             try:
+                if raw:
+                    check_json_type(request.headers.get("content-type"))
                 body = parse_json_body(raw, op.body)
             except ApiError:  # the journal keeps the text of a refused body
                 request[BODY] = journal_body(raw.decode("utf-8", "replace") if raw else None,
@@ -140,7 +172,26 @@ def _endpoint(op: Operation) -> Callable[[web.Request], Awaitable[web.StreamResp
         return json_response({"data": result}, status=op.status)
 
     handle.__name__ = op.handler.__name__
+    # A browser app on another origin calls these with a public token (the edge answers
+    # their preflights and lets that origin read their answers); nothing else.
+    handle.cors = op.auth in (Auth.EITHER, Auth.PUBLIC_TOKEN)  # type: ignore[attr-defined]
     return handle
+
+
+def wrong_method(request: web.Request, allowed: str) -> MethodNotAllowed:
+    """405 for `request`, whose path takes only the `allowed` methods."""
+    refusal = MethodNotAllowed(WRONG_METHOD.format(method=request.method, path=request.path,
+                                                   allowed=allowed))
+    refusal.allow = allowed
+    return refusal
+
+
+def _check_path(params: Mapping[str, str]) -> None:
+    """Ids and identifiers in the path hold no control character or lone surrogate (422)."""
+    faults = [field_detail(name, problem, location="path") for name, value in params.items()
+              if (problem := text_problem(value)) is not None]
+    if faults:
+        raise ValidationFailed(INVALID_TEXT, details=faults)
 
 
 def _authenticate(request: web.Request, auth: Auth, sandbox: Any) -> tuple[Any, Any]:
@@ -157,6 +208,7 @@ def _authenticate(request: web.Request, auth: Auth, sandbox: Any) -> tuple[Any, 
     else:
         tenant, token = tenants.authenticate_public_token(public_token)
     request[TENANT], request[PUBLIC_TOKEN] = tenant, token
+    tenant.last_request = monotonic()
     if auth is Auth.API_KEYS and token is not None:
         raise ApiKeysRequired(API_KEYS_REQUIRED)
     if auth is Auth.PUBLIC_TOKEN and token is None:

@@ -21,7 +21,7 @@ RESULTS_ENVELOPE = {"status": {"enum": ["processing", "completed", "error"]},
 
 @operation("POST", f"/{AGGREGATOR}/processor-links", "Register a processor token; the pipeline "
            "runs asynchronously", auth=Auth.API_KEYS, body=PROCESSOR_LINK_REQUEST, status=202,
-           response={"type": "object"}, errors=(400, 404, 409),
+           response={"type": "object"}, errors=(400, 404, 409, 429),
            headers=((IDENTIFIER_HEADER, False),))
 async def register(tenant, body, headers, sandbox) -> dict:
     link = sandbox.processor_links.register(tenant, body["processorToken"],

@@ -117,7 +117,7 @@ async def leave(tenant, token, body, sandbox) -> dict:
 
 @operation("GET", "/sdk/deposit-form.pdf", "Client SDK: a direct deposit authorization form "
            "for the user's employer (generate-deposit-pdf)", auth=Auth.NONE,
-           query=DEPOSIT_FORM_QUERY, content_type="application/pdf", errors=(404,))
+           query=DEPOSIT_FORM_QUERY, content_type="application/pdf", errors=(401, 404))
 async def deposit_form(query, sandbox) -> web.Response:
     """Opened in a new tab, so the public token comes in the query."""
     tenant, token = sandbox.registry.tenants.authenticate_public_token(query.get("publicToken", ""))

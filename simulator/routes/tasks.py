@@ -7,7 +7,7 @@ from .pipeline import operation
 
 
 @operation("POST", "/task/create", "Create a task (or a workflow of several) driven by a scenario",
-           body=TASK_CREATE_REQUEST, response=TASK_CREATED, errors=(400, 403, 404))
+           body=TASK_CREATE_REQUEST, response=TASK_CREATED, errors=(400, 403, 404, 429))
 async def create_task(tenant, token, body, sandbox) -> dict:
     workflow, tasks = sandbox.engine.create_task(
         tenant, body, token_identifier=token.identifier if token else None,

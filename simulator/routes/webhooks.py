@@ -9,7 +9,7 @@ from ..errors import EventTypeNotFound, UnknownEventType, ValidationFailed, fiel
 from ..schemas.api import (REPLAY_REQUEST, TRIGGER_REQUEST, WEBHOOK_ENDPOINTS_REQUEST,
                            WEBHOOK_FAULTS_REQUEST)
 from ..schemas.events import event_schema, event_types
-from ..schemas.validate import parse_time
+from ..schemas.validate import check_webhook_urls, parse_time
 from ..webhooks.dispatcher import FaultPlan, request_headers
 from .pipeline import Auth, Reply, operation
 
@@ -33,6 +33,8 @@ async def put_endpoints(tenant, body, sandbox) -> list:
                 for j, t in enumerate(endpoint.get("eventTypes", [])) if t not in known]
     if problems:
         raise UnknownEventType("Unknown event types.", details=problems)
+    check_webhook_urls([(f"$.endpoints[{i}].url", endpoint["url"])
+                        for i, endpoint in enumerate(body["endpoints"])])
     state = tenant.webhooks
     state.endpoints = body["endpoints"]
     return state.endpoints
@@ -76,7 +78,7 @@ async def replay(tenant, body, sandbox) -> Reply:
 
 @operation("POST", "/_sandbox/events/trigger", "Emit any event type with a realistic payload",
            body=TRIGGER_REQUEST, status=201, settles=True, response={"type": "object"},
-           errors=(404,), **CONTROL)
+           errors=(404, 429), **CONTROL)
 async def trigger(tenant, body, sandbox):
     event = trigger_event(tenant, sandbox.engine, sandbox.registry.service.aggregator, body)
     # Rendered after the attempts settled, so the record shows how they went.

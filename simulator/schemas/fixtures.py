@@ -215,5 +215,9 @@ CONFIG_SCHEMA = {
         "sdkPrefix": {"type": "string", "pattern": r"^[a-z][a-z0-9-]*$"},
         **{name: {"type": "integer", "minimum": 1}
            for name in ("maxEvents", "maxTasks", "maxTokens", "maxUsers", "maxTenants")},
+        "allowedHosts": {"oneOf": [{"type": "string"},
+                                   {"type": "array", "items": {"type": "string", "minLength": 1}}]},
+        "frameAncestors": {"type": "string", "minLength": 1},
+        "tenantIdleExpiry": {"type": "number", "minimum": 0},
     },
 }

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..errors import MalformedJson, ValidationFailed, field_detail
+from ..errors import MalformedJson, UnsupportedMediaType, ValidationFailed, field_detail
 
 
 def json_path(parts: Any) -> str:
@@ -80,6 +80,24 @@ INVALID_BODY = "The request body does not match the schema."
 INVALID_QUERY = "The query parameters do not match the schema."
 
 
+NOT_JSON_TYPE = ("The request body is sent as {given}; send it as application/json "
+                 "(header content-type: application/json).")
+
+
+def check_json_type(content_type: str | None) -> None:
+    """A body's declared type must be JSON (application/json or a `+json` type); none
+    declared is read as JSON. Otherwise 415: a form or text is not parsed as JSON."""
+    if content_type is None:
+        return
+    media = content_type.partition(";")[0].strip().lower()
+    if media == "application/json" or (media.startswith("application/")
+                                      and media.endswith("+json")):
+        return
+    raise UnsupportedMediaType(NOT_JSON_TYPE.format(given=media or "an empty content-type"),
+                               details=[field_detail("content-type", f"{media!r} is not JSON",
+                                                     location="header")])
+
+
 def parse_json_body(raw: bytes, schema: dict) -> dict[str, Any]:
     """JSON body -> dict valid against `schema` (400 not JSON, 422 not valid)."""
     if not raw.strip():
@@ -94,10 +112,53 @@ def parse_json_body(raw: bytes, schema: dict) -> dict[str, Any]:
         except (UnicodeDecodeError, ValueError) as error:
             raise MalformedJson(f"The request body is not valid JSON: {error}.",
                                 details=[field_detail("$", str(error))]) from None
+    if b"\\u" in raw or b"\x7f" in raw or b"\xc2" in raw:  # else no string can hold one
+        faults = text_faults(document)
+        if faults:
+            raise ValidationFailed(INVALID_TEXT, details=[field_detail(p, m) for p, m in faults])
     errors = schema_errors(document, schema)
     if errors:
         raise ValidationFailed(INVALID_BODY, details=[field_detail(p, m) for p, m in errors])
     return document
+
+
+INVALID_TEXT = "The request holds text that is not allowed."
+IDENTIFIER_FIELDS = frozenset({"identifier", "userIdentifier"})
+LONE_SURROGATE = "holds a lone surrogate (not Unicode text)"
+CONTROL_CHARACTER = "holds a control character"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def text_problem(text: str, identifier: bool = True) -> str | None:
+    """Why `text` cannot be stored (None: it can): a lone surrogate anywhere; a control
+    character in an identifier (a user's, a path's)."""
+    if _SURROGATE.search(text):
+        return LONE_SURROGATE
+    if identifier and _CONTROL.search(text):
+        return CONTROL_CHARACTER
+    return None
+
+
+def text_faults(document: Any, path: str = "$", identifier: bool = False) -> list[tuple[str, str]]:
+    """Every (path, problem) of text_problem in a JSON document: lone surrogates in any key
+    or string, control characters in the identifier fields."""
+    if isinstance(document, str):
+        problem = text_problem(document, identifier)
+        return [(path, problem)] if problem else []
+    faults = []
+    if isinstance(document, dict):
+        for key, value in document.items():
+            inner = f"{path}.{key}"
+            if _SURROGATE.search(key):
+                shown = key.encode("utf-8", "backslashreplace").decode()
+                faults.append((f"{path}.{shown}", LONE_SURROGATE))
+                continue
+            faults += text_faults(value, inner, key in IDENTIFIER_FIELDS)
+    elif isinstance(document, list):
+        for index, value in enumerate(document):
+            faults += text_faults(value, f"{path}[{index}]")
+    return faults
 
 
 def _not_json(constant: str) -> None:
@@ -108,17 +169,36 @@ def _not_json(constant: str) -> None:
 _DECODER = json.JSONDecoder(parse_constant=_not_json)
 
 
+def strict_json(text: str | bytes) -> Any:
+    """JSON as the standard says: NaN and Infinity refused, and a document nested too
+    deeply for the parser is a ValueError like any other bad JSON (not a RecursionError)."""
+    if isinstance(text, bytes):
+        text = text.decode(json.detect_encoding(text), "surrogatepass")
+    try:
+        return _DECODER.decode(text)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+_INTEGER = re.compile(r"-?[0-9]{1,18}")
+
+
 def parse_query(query: Mapping[str, str], schema: dict) -> dict[str, Any]:
     """Query string -> typed dict valid against `schema` (422 naming each bad parameter)."""
     properties = schema.get("properties", {})
     values: dict[str, Any] = {}
     problems = []
     for name, raw in query.items():
+        problem = text_problem(raw) or text_problem(name)
+        if problem:
+            problems.append(field_detail(f"$.{name}", problem, location="query"))
+            continue
         kind = properties.get(name, {}).get("type")
         if kind == "integer":
-            try:
+            # Digits only: int() would also read "1_0", " 10 " and other scripts' digits.
+            if _INTEGER.fullmatch(raw):
                 values[name] = int(raw)
-            except ValueError:
+            else:
                 problems.append(field_detail(f"$.{name}", f"{raw!r} is not an integer",
                                              location="query"))
         else:
@@ -146,3 +226,75 @@ def parse_time(value: str, path: str, *, location: str = "query") -> float:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return moment.timestamp()
+
+
+# Customer context (task `metadata`) travels in every event of the task: it is bounded
+# so that every event stays buildable and small (README: Limits).
+METADATA_MAX_DEPTH = 8          # objects and arrays nested inside the metadata object
+METADATA_MAX_ITEMS = 200        # keys and array elements, counted over the whole value
+METADATA_MAX_BYTES = 8 * 1024   # as compact JSON
+METADATA_TOO_BIG = ("metadata is limited to {depth} levels of nesting, {items} keys and "
+                    "elements in all and {size} bytes as JSON.")
+
+
+def check_metadata(value: Any, path: str) -> None:
+    """Refuses (422, naming `path`) metadata past the bounds above."""
+    import orjson
+
+    items = 0
+    level = [value]
+    for depth in range(METADATA_MAX_DEPTH + 1):
+        children = []
+        for node in level:
+            members = node.values() if isinstance(node, dict) else node
+            items += len(node)
+            children += [m for m in members if isinstance(m, (dict, list)) and m]
+        if not children:
+            break
+        level = children
+    else:
+        _refuse_metadata(path, f"nested deeper than {METADATA_MAX_DEPTH} levels")
+    if items > METADATA_MAX_ITEMS:
+        _refuse_metadata(path, f"{items} keys and elements (at most {METADATA_MAX_ITEMS})")
+    try:
+        size = len(orjson.dumps(value))
+    except TypeError:  # an integer past 64 bits: still JSON
+        size = len(json.dumps(value, separators=(",", ":")))
+    if size > METADATA_MAX_BYTES:
+        _refuse_metadata(path, f"{size} bytes as JSON (at most {METADATA_MAX_BYTES})")
+
+
+def _refuse_metadata(path: str, problem: str) -> None:
+    raise ValidationFailed(METADATA_TOO_BIG.format(depth=METADATA_MAX_DEPTH,
+                                                   items=METADATA_MAX_ITEMS,
+                                                   size=METADATA_MAX_BYTES),
+                           details=[field_detail(path, problem)])
+
+
+def webhook_url_problem(url: str) -> str | None:
+    """Why `url` cannot receive webhooks (None: it can): an absolute http(s) URL with a
+    host, a port from 1 to 65535, no spaces or control characters."""
+    import yarl
+
+    if any(c.isspace() or not c.isprintable() for c in url):
+        return "contains spaces or control characters"
+    try:
+        parsed = yarl.URL(url)
+        port = parsed.port
+    except (ValueError, TypeError) as error:
+        return f"is not a URL ({error})"
+    if parsed.scheme not in ("http", "https"):
+        return "must start with http:// or https://"
+    if not parsed.host:
+        return "has no host"
+    if port is None or not 1 <= port <= 65535:
+        return "has a port outside 1-65535"
+    return None
+
+
+def check_webhook_urls(urls: list[tuple[str, str]]) -> None:
+    """422 naming every (path, url) that cannot receive webhooks."""
+    problems = [field_detail(path, f"{url!r} {problem}") for path, url in urls
+                if (problem := webhook_url_problem(url)) is not None]
+    if problems:
+        raise ValidationFailed("A webhook URL is not usable.", details=problems)

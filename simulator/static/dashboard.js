@@ -1,7 +1,8 @@
 /* The sandbox dashboard: live tasks, events and deliveries of one tenant, and controls.
  *
- * It calls the control plane with the tenant's keys, taken from ?key=&secret= in the
- * address, the form, or this browser's storage, and refreshes every second.
+ * It calls the control plane with the tenant's keys, taken from #key=&secret= in the
+ * address (a fragment: never sent to the server, and removed from the address and the
+ * history at once), the form, or this browser's storage, and refreshes every second.
  */
 (function () {
   "use strict";
@@ -137,10 +138,13 @@
         "Webhook endpoint saved.");
   };
 
-  var query = new URLSearchParams(window.location.search);
+  var given = new URLSearchParams(window.location.hash.replace(/^#/, ""));
+  if (window.location.hash) {
+    history.replaceState(null, "", window.location.pathname + window.location.search);
+  }
   var stored = null;
   try { stored = JSON.parse(localStorage.getItem("payroll-sandbox-keys") || "null"); } catch (e) { stored = null; }
-  if (query.get("key") && query.get("secret")) { connect(query.get("key"), query.get("secret")); }
+  if (given.get("key") && given.get("secret")) { connect(given.get("key"), given.get("secret")); }
   else if (stored && stored.key) { connect(stored.key, stored.secret); }
   setInterval(refresh, 1000);
 })();

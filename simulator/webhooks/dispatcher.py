@@ -276,11 +276,18 @@ class Dispatcher:
         state = tenant.webhooks
         delivery.next_attempt_at = None
         secret = tenant.api_secret if tenant.signing else None
-        message = to_message(event, self.vendor, secret)
         started_at = tenant.clock.timestamp()
         attempt = Attempt(number=len(delivery.attempts) + 1, time=started_at,
                           wall_time=time.time(), fault=fault)
         delivery.attempts.append(attempt)
+        try:
+            message = to_message(event, self.vendor, secret)
+        except Exception as error:  # recorded on the ledger, not lost: no retry can fix it
+            attempt.error = f"the request could not be built: {type(error).__name__}: {error}"
+            delivery.state = FAILED
+            log.error("delivery %s of event %s to %s failed: %s (tenant %s)", delivery.id,
+                      event.id, delivery.url, attempt.error, tenant.name)
+            return
         task = asyncio.get_running_loop().create_task(
             self._send(tenant, delivery, event, attempt, message, started_at))
         state.in_flight[task] = started_at
@@ -310,7 +317,8 @@ class Dispatcher:
         started = time.perf_counter()
         try:
             if self._session is None or self.closing:
-                raise ConnectionAbortedError("the sandbox is shutting down")
+                attempt.error = INTERRUPTED_ATTEMPT  # never sent: the sandbox is stopping
+                return
             async with self._session.post(delivery.url, data=message.body, headers=message.headers,
                                           allow_redirects=False,
                                           timeout=self._attempt_timeout) as response:
@@ -323,8 +331,13 @@ class Dispatcher:
                     attempt.error = f"non-2xx response {response.status}"
         except asyncio.TimeoutError:
             attempt.error = f"timeout after {self.timeout:g}s"
+        except aiohttp.ClientConnectorDNSError as error:
+            attempt.error = f"DNS lookup failed for {error.host}: {error.os_error}"
         except aiohttp.ClientConnectorError as error:
-            attempt.error = f"connection refused: {error.os_error}" if error.os_error else str(error)
+            # Refused, or another failure to connect (unreachable, TLS): what the OS said.
+            what = ("connection refused" if isinstance(error.os_error, ConnectionRefusedError)
+                    else f"cannot connect to {error.host}:{error.port}")
+            attempt.error = f"{what}: {error.os_error}"
         except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError,
                 aiohttp.ClientPayloadError) as error:
             attempt.error = f"connection reset: {error}"
@@ -345,9 +358,15 @@ class Dispatcher:
                 delivery.faults += ("duplicate",)
                 self._start_attempt(tenant, delivery, event, fault="duplicate")
             return
+        if self.closing:
+            delivery.state = INTERRUPTED
+            log.warning("delivery %s of event %s to %s interrupted by shutdown after %d attempts "
+                        "(tenant %s)", delivery.id, event.id, delivery.url, len(delivery.attempts),
+                        tenant.name)
+            return
         failures = sum(1 for a in delivery.attempts if a.fault != "duplicate")
-        if failures >= MAX_ATTEMPTS or self.closing:
-            delivery.state = FAILED if not self.closing else INTERRUPTED
+        if failures >= MAX_ATTEMPTS:
+            delivery.state = FAILED
             log.info("delivery of %s to %s failed after %d attempts: %s", event.id, delivery.url,
                      failures, attempt.error)
             return
@@ -355,5 +374,9 @@ class Dispatcher:
 
 
 def request_headers(tenant: Tenant, event: Event, vendor: str) -> dict[str, str]:
-    """The headers every attempt of the event sent (the same for each: not stored)."""
-    return to_message(event, vendor, tenant.api_secret if tenant.signing else None).headers
+    """The headers every attempt of the event sent (the same for each: not stored); none
+    when the request could not be built (its attempt says why)."""
+    try:
+        return to_message(event, vendor, tenant.api_secret if tenant.signing else None).headers
+    except Exception:
+        return {}
