@@ -393,3 +393,28 @@ def test_what_the_http_parser_refuses_is_answered_in_the_error_shape(raw, status
         _, log = process.communicate(timeout=10)
     refusals = [line for line in log.splitlines() if "refused a malformed request" in line]
     assert len(refusals) == 1 and "Traceback" not in log, log
+
+
+def test_allowed_hosts_come_from_repeated_flags_or_the_variable():
+    import os
+
+    for args, env in ((["--allowed-host", "ci-a", "--allowed-host", "ci-b"], {}),
+                      ([], {"PAYROLL_SANDBOX_ALLOWED_HOSTS": "ci-a,ci-b"})):
+        process = subprocess.Popen(
+            [sys.executable, "-m", "simulator", "serve", "--port", "0", *args],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+            env={**os.environ, **env})
+        try:
+            base = process.stdout.readline().split()[2]
+            statuses = {}
+            for host in ("ci-b:8080", "other:8080"):
+                request = urllib.request.Request(base + "/health", headers={"host": host})
+                try:
+                    with urllib.request.urlopen(request, timeout=10) as response:
+                        statuses[host] = response.status
+                except urllib.error.HTTPError as error:
+                    statuses[host] = error.code
+            assert statuses == {"ci-b:8080": 200, "other:8080": 403}, (args, env)
+        finally:
+            process.terminate()
+            process.communicate(timeout=10)
