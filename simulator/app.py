@@ -27,9 +27,9 @@ from .keys import SANDBOX, Sandbox
 from .middleware import MAX_BODY_BYTES, edge_middleware
 from .security import HostPolicy
 from .routes import OPERATIONS, add_routes
-from .scenarios.loader import Scenario, load_scenarios
+from .scenarios.loader import Scenario, load_all_scenarios, scenario_folders
 from .scheduler import RealTimer
-from .settings import Settings
+from .settings import Settings, bundled_dir
 from .webhooks.dispatcher import ATTEMPT_TIMEOUT, Dispatcher
 
 log = logging.getLogger("payroll_sandbox.tenants")
@@ -49,10 +49,11 @@ def load(settings: Settings) -> LoadedFixtures:
     """Load and check fixtures and scenarios, build the catalog (ConfigError when one is wrong)."""
     fixtures = load_fixtures(settings.fixtures, vendor=settings.vendor,
                              aggregator=settings.aggregator, sdk_prefix=settings.sdk_prefix)
-    scenarios = load_scenarios(settings.scenarios)
-    for default in (HAPPY_PATH, PROCESSOR_DEFAULT):
-        if default not in scenarios:
-            raise ConfigError(str(settings.scenarios), "$", f"no {default}.yaml: it is a default")
+    scenarios = load_all_scenarios(scenario_folders(settings.scenarios, bundled_dir("scenarios")))
+    for default, kind in ((HAPPY_PATH, "task"), (PROCESSOR_DEFAULT, "processor-link")):
+        if scenarios[default].kind != kind:
+            raise ConfigError(str(settings.scenarios / f"{default}.yaml"), "$.kind",
+                              f"{default} is the default {kind} scenario: it must be one")
     known_companies = {c["_id"] for c in fixtures.companies}
     for number, account in enumerate(fixtures.accounts):
         for entry_number, entry in enumerate(account.get("linkedAccounts", [])):

@@ -19,9 +19,19 @@ from .fixtures import ConfigError
 EXIT_CONFIG = 2
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("payroll-sandbox")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="payroll-sandbox",
                                      description="Local sandbox of a payroll-connectivity service.")
+    parser.add_argument("--version", action="version", version=f"payroll-sandbox {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="run the sandbox server")
@@ -57,10 +67,15 @@ def _parser() -> argparse.ArgumentParser:
 
     scenarios = commands.add_parser("scenarios", help="list or check scenario files")
     scenario_commands = scenarios.add_subparsers(dest="action", required=True)
-    for action, text in (("list", "list the scenarios of a folder"),
-                         ("validate", "check every scenario file of a folder")):
+    for action, text in (("list", "list the scenarios a server would load with this folder"),
+                         ("validate", "check a folder as `serve --scenarios DIR` would load it")):
         command = scenario_commands.add_parser(action, help=text)
-        command.add_argument("directory", nargs="?", help="default: the bundled scenarios")
+        command.add_argument("directory", nargs="?",
+                             help="added to the bundled scenarios (default: those alone)")
+    export = scenario_commands.add_parser("export", help="copy the bundled scenarios into a "
+                                                         "folder, to start your own from")
+    export.add_argument("directory")
+    export.add_argument("--force", action="store_true", help="overwrite files already there")
 
     trigger = commands.add_parser("trigger", help="emit an event through a running server")
     trigger.add_argument("event_type", metavar="EVENT-TYPE")
@@ -90,11 +105,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "fixtures":
             return _validate_fixtures(args.directory)
         if args.command == "scenarios":
-            return _scenarios(args.action, args.directory)
+            return _scenarios(args.action, args.directory, getattr(args, "force", False))
         if args.command == "trigger":
             return _trigger(args)
     except ConfigError as error:
-        print(f"payroll-sandbox: configuration error: {error}", file=sys.stderr)
+        for file, path, message in error.problems:
+            print(f"payroll-sandbox: configuration error: {file}: {path}: {message}",
+                  file=sys.stderr)
         return EXIT_CONFIG
     return 1
 
@@ -111,19 +128,47 @@ def _validate_fixtures(directory: str | None) -> int:
     return 0
 
 
-def _scenarios(action: str, directory: str | None) -> int:
+def _scenarios(action: str, directory: str | None, force: bool = False) -> int:
+    from .app import load
     from .scenarios.loader import load_scenarios
-    from .settings import bundled_dir
+    from .settings import Settings, bundled_dir
 
-    folder = Path(directory) if directory else bundled_dir("scenarios")
-    scenarios = load_scenarios(folder)
+    bundled = bundled_dir("scenarios")
+    if action == "export":
+        return _export_scenarios(bundled, Path(directory), force)
+    folder = Path(directory) if directory else bundled
+    # What `serve --scenarios DIR` loads, checked as it checks it (companies' default
+    # scenarios included); every problem of every file is reported.
+    scenarios = load(Settings(scenarios=folder)).scenarios
+    own = set(load_scenarios(folder)) if folder.resolve() != bundled.resolve() else set()
     if action == "validate":
-        print(f"{folder}: valid ({len(scenarios)} scenarios)")
+        replacing = len(own & set(load_scenarios(bundled)))
+        print(f"{folder}: valid ({len(scenarios)} scenarios: {len(own)} from this folder"
+              f"{f', {replacing} of them replacing bundled ones' if replacing else ''})")
         return 0
     width = max((len(name) for name in scenarios), default=0)
-    for name, scenario in scenarios.items():
-        print(f"{name:<{width}}  {scenario.outcome:<10} {scenario.duration:>7.1f}s  "
+    for name, scenario in sorted(scenarios.items()):
+        source = "yours  " if name in own else "bundled"
+        print(f"{name:<{width}}  {source}  {scenario.outcome:<10} {scenario.duration:>7.1f}s  "
               f"{scenario.description}")
+    return 0
+
+
+def _export_scenarios(bundled: Path, target: Path, force: bool) -> int:
+    """The bundled scenario files, copied into `target` (made if missing)."""
+    import shutil
+
+    files = sorted(bundled.glob("*.yaml"))
+    existing = [target / f.name for f in files if (target / f.name).exists()]
+    if existing and not force:
+        print(f"payroll-sandbox: {len(existing)} files already exist in {target} (e.g. "
+              f"{existing[0].name}); --force overwrites them", file=sys.stderr)
+        return EXIT_CONFIG
+    target.mkdir(parents=True, exist_ok=True)
+    for file in files:
+        shutil.copyfile(file, target / file.name)
+    print(f"copied {len(files)} scenarios to {target}; serve --scenarios {target} loads your "
+          "changes (files there add to or replace the bundled ones by name)")
     return 0
 
 

@@ -24,11 +24,19 @@ except AttributeError:  # pragma: no cover - depends on how pyyaml was built
 
 
 class ConfigError(Exception):
-    """A configuration, fixture or scenario file is not right."""
+    """A configuration, fixture or scenario file is not right: the first problem (file,
+    JSON path, message) and, in `problems`, every one found, that one first."""
 
-    def __init__(self, file: str, path: str, message: str) -> None:
-        super().__init__(f"{file}: {path}: {message}")
+    def __init__(self, file: str, path: str, message: str,
+                 more: list[tuple[str, str, str]] | tuple = ()) -> None:
+        self.problems = [(file, path, message), *more]
+        super().__init__("\n".join(f"{f}: {p}: {m}" for f, p, m in self.problems))
         self.file, self.path, self.message = file, path, message
+
+    @classmethod
+    def collected(cls, problems: list[tuple[str, str, str]]) -> ConfigError:
+        """One error holding every (file, path, message) found."""
+        return cls(*problems[0], more=problems[1:])
 
 
 def load_yaml(path: Path) -> Any:
@@ -50,8 +58,7 @@ def load_yaml(path: Path) -> Any:
 def validate_document(document: Any, schema: dict, file: str) -> None:
     errors = schema_errors(document, schema)
     if errors:
-        path, message = errors[0]
-        raise ConfigError(file, path, message)
+        raise ConfigError.collected([(file, path, message) for path, message in errors])
 
 
 @dataclass(frozen=True)
@@ -89,7 +96,7 @@ def load_fixtures(directory: Path, *, vendor: str | None = None, aggregator: str
                              products=dict(service_doc["products"]))
     accounts = accounts_doc["accounts"]
     companies = companies_doc.get("companies", [])
-    _check_accounts(accounts, directory / "accounts.yaml")
+    _check_accounts(accounts, service, directory / "accounts.yaml")
     _check_companies(companies, service, directory / "companies.yaml")
     return Fixtures(directory=directory, service=service, accounts=accounts,
                     companies=companies, catalog=companies_doc.get("catalog", {}))
@@ -103,10 +110,21 @@ def _checked(path: Path, schema: dict, default: Any = None) -> Any:
     return document
 
 
-def _check_accounts(accounts: list[dict[str, Any]], path: Path) -> None:
+# What an account may also enable besides the service's products: the processor-link
+# pipeline's stages (domain/processor_links.py, STAGE_PRODUCT).
+AGGREGATOR_PRODUCTS = ("employer-classification", "recurring-transaction-detection")
+
+
+def _check_accounts(accounts: list[dict[str, Any]], service: ServiceProfile, path: Path) -> None:
     seen_names: set[str] = set()
     seen_keys: set[str] = set()
     for i, account in enumerate(accounts):
+        known = {*service.products, *AGGREGATOR_PRODUCTS}
+        for j, product in enumerate(account.get("products", [])):
+            if product not in known:
+                raise ConfigError(str(path), f"$.accounts[{i}].products[{j}]",
+                                  f"unknown product {product!r} (known: "
+                                  f"{', '.join(sorted(known))})")
         if account["name"] in seen_names:
             raise ConfigError(str(path), f"$.accounts[{i}].name",
                               f"duplicate account name {account['name']!r}")

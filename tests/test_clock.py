@@ -217,7 +217,7 @@ def test_scenarios_validate_accepts_a_valid_folder(tmp_path):
     shutil.copy(bundled_dir("scenarios") / "happy-path.yaml", tmp_path / "happy-path.yaml")
     result = run_cli("scenarios", "validate", str(tmp_path))
     assert result.returncode == 0, result.stderr
-    assert "valid (1 scenarios)" in result.stdout
+    assert "1 from this folder, 1 of them replacing bundled ones" in result.stdout
 
 
 def test_scenarios_list_prints_every_bundled_scenario_with_its_description():

@@ -75,47 +75,54 @@ def _check_task_steps(steps: list[Step], file: str) -> None:
     """The spec's transitions, step by step. The event rules themselves (no repeated
     authentication event, no task-status-updated before resolution, user.connected)
     are the engine's; here a file is refused when a step asks for what they forbid."""
+    problems: list[tuple[str, str, str]] = []
+
+    def refuse(where: str, message: str) -> None:
+        problems.append((file, where, message))
+
     status = QUEUED
     for number, step in enumerate(steps):
         where = f"$.steps[{number}]"
         new = step.get("status")
         patch = step.get("patch", False)
         if patch and new is None:
-            raise ConfigError(file, f"{where}.patch", f"step {number}: a patch needs a status")
+            refuse(f"{where}.patch", f"step {number}: a patch needs a status")
         if new is not None:
             problem = transition_error(status, new, patch=patch)
             if problem:
-                raise ConfigError(file, f"{where}.status", f"step {number}: {problem}")
+                refuse(f"{where}.status", f"step {number}: {problem}")
         elif status in FINAL and any(k in step.changes for k in TASK_FIELDS):
-            raise ConfigError(file, where, f"step {number} changes the task after it became "
-                              f"{status}; nothing but a patch may follow a final status")
+            refuse(where, f"step {number} changes the task after it became "
+                   f"{status}; nothing but a patch may follow a final status")
         elif status == QUEUED and any(k in step.changes for k in TASK_FIELDS):
-            raise ConfigError(file, where, f"step {number} changes the task while it is queued; "
-                              "move it to processing first")
+            refuse(where, f"step {number} changes the task while it is queued; "
+                   "move it to processing first")
         if step.get("connected") is True:
-            raise ConfigError(file, f"{where}.connected",
-                              f"step {number}: only the hosted flow's open page makes a user "
-                              "present (user.connected); a scenario can only say the user "
-                              "left: connected: false")
+            refuse(f"{where}.connected",
+                   f"step {number}: only the hosted flow's open page makes a user "
+                   "present (user.connected); a scenario can only say the user "
+                   "left: connected: false")
         if status == QUEUED and new != PROCESSING and "authenticated" in step.changes:
-            raise ConfigError(file, f"{where}.authenticated",
-                              f"step {number}: a task authenticates only while processing; it "
-                              f"goes {QUEUED} -> {new} here")
+            refuse(f"{where}.authenticated",
+                   f"step {number}: a task authenticates only while processing; it "
+                   f"goes {QUEUED} -> {new} here")
         if new is not None:
             status = new
         if step.get("reason") is not None and new != FAILED:
-            raise ConfigError(file, f"{where}.reason",
-                              f"step {number}: a reason goes with status failed")
+            refuse(f"{where}.reason",
+                   f"step {number}: a reason goes with status failed")
         if new == FAILED and step.get("reason") is None:
-            raise ConfigError(file, f"{where}.reason", f"step {number}: status failed needs a reason")
+            refuse(f"{where}.reason", f"step {number}: status failed needs a reason")
         if "meta" in step.changes and new != FAILED:
-            raise ConfigError(file, f"{where}.meta", f"step {number}: meta goes with status failed")
+            refuse(f"{where}.meta", f"step {number}: meta goes with status failed")
         if step.get("reason") == MANAGED_BY_REASON and "managedBy" not in step.get("meta", {}):
-            raise ConfigError(file, f"{where}.meta",
-                              f"step {number}: {MANAGED_BY_REASON} needs meta.managedBy")
+            refuse(f"{where}.meta",
+                   f"step {number}: {MANAGED_BY_REASON} needs meta.managedBy")
     if status not in FINAL:
-        raise ConfigError(file, "$.steps", f"the task ends {status}; a scenario must end it "
-                          "completed or failed")
+        refuse("$.steps", f"the task ends {status}; a scenario must end it "
+               "completed or failed")
+    if problems:
+        raise ConfigError.collected(problems)
 
 
 PROCESSOR_FIELDS = ("stage", "aggregatorError")
@@ -124,27 +131,34 @@ STAGES = ("pull-transactions", "employer-classification", "recurring-transaction
 
 def _check_processor_steps(steps: list[Step], file: str) -> None:
     """A processor-link pipeline: stages in order, or an aggregator error that ends it."""
+    problems: list[tuple[str, str, str]] = []
+
+    def refuse(where: str, message: str) -> None:
+        problems.append((file, where, message))
+
     done = -1
     for number, step in enumerate(steps):
         where = f"$.steps[{number}]"
         fields = [k for k in step.changes if k in PROCESSOR_FIELDS]
         others = [k for k in step.changes if k not in PROCESSOR_FIELDS]
         if others:
-            raise ConfigError(file, f"{where}.{others[0]}",
-                              f"step {number}: a processor-link scenario has only stage and "
-                              "aggregatorError steps")
+            refuse(f"{where}.{others[0]}",
+                   f"step {number}: a processor-link scenario has only stage and "
+                   "aggregatorError steps")
         if len(fields) != 1:
-            raise ConfigError(file, where, f"step {number}: one of stage or aggregatorError")
+            refuse(where, f"step {number}: one of stage or aggregatorError")
         if number and "aggregatorError" in steps[number - 1].changes:
-            raise ConfigError(file, where, f"step {number} follows the end of the pipeline")
+            refuse(where, f"step {number} follows the end of the pipeline")
         if "stage" in step.changes:
             stage = STAGES.index(step.get("stage"))
             if stage <= done or (stage > 0 and done < 0):
-                raise ConfigError(file, f"{where}.stage", f"step {number}: stages run in the order "
-                                  f"{' -> '.join(STAGES)}, transactions first")
+                refuse(f"{where}.stage", f"step {number}: stages run in the order "
+                       f"{' -> '.join(STAGES)}, transactions first")
             done = stage
         elif done == len(STAGES) - 1:  # an aggregator error after the last stage
-            raise ConfigError(file, where, f"step {number} follows the end of the pipeline")
+            refuse(where, f"step {number} follows the end of the pipeline")
+    if problems:
+        raise ConfigError.collected(problems)
 
 
 def load_scenarios(directory: Path) -> dict[str, Scenario]:
@@ -154,4 +168,28 @@ def load_scenarios(directory: Path) -> dict[str, Scenario]:
     misnamed = sorted(directory.glob("*.yml"))
     if misnamed:
         raise ConfigError(str(misnamed[0]), "$", "scenario files end in .yaml")
-    return {path.stem: load_scenario(path) for path in sorted(directory.glob("*.yaml"))}
+    scenarios, problems = {}, []
+    for path in sorted(directory.glob("*.yaml")):
+        try:
+            scenarios[path.stem] = load_scenario(path)
+        except ConfigError as error:  # every file's problems, not only the first file's
+            problems += error.problems
+    if problems:
+        raise ConfigError.collected(problems)
+    return scenarios
+
+
+def scenario_folders(settings_scenarios: Path, bundled: Path) -> list[Path]:
+    """The folders a server loads, in order: the bundled scenarios, then `--scenarios`
+    (its files add to the bundled ones and replace those of the same name)."""
+    if settings_scenarios.resolve() == bundled.resolve():
+        return [bundled]
+    return [bundled, settings_scenarios]
+
+
+def load_all_scenarios(folders: list[Path]) -> dict[str, Scenario]:
+    """The scenarios of every folder, a later folder's replacing an earlier's by name."""
+    scenarios: dict[str, Scenario] = {}
+    for folder in folders:
+        scenarios.update(load_scenarios(folder))
+    return scenarios
