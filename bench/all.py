@@ -21,7 +21,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 BENCHES = [
-    ("search", []), ("startup", []), ("throughput", []), ("stored", []), ("isolation", []),
+    ("search", []), ("startup", []), ("throughput", []), ("stored", []), ("tenants", []), ("isolation", []),
     ("scenarios", []), ("webhooks", []), ("refresh", []), ("memory", []),
 ]
 QUICK = {"memory": ["--events", "100000"], "scenarios": ["--tasks", "5000"],
