@@ -4,14 +4,20 @@
 FROM python:3.12-slim
 
 WORKDIR /app
-COPY pyproject.toml README.md ./
+# Dependencies first, in a layer of their own: a change to the source does not reinstall them.
+COPY pyproject.toml ./
+RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" \
+        > /tmp/requirements.txt \
+    && pip install --no-cache-dir -r /tmp/requirements.txt
+COPY README.md ./
 COPY simulator ./simulator
 COPY fixtures ./fixtures
 COPY scenarios ./scenarios
-RUN pip install --no-cache-dir . && useradd --create-home --uid 10001 sandbox
+RUN pip install --no-cache-dir --no-deps . && useradd --create-home --uid 10001 sandbox
 
 USER sandbox
-# Inside a container the server must listen on every interface to be reachable.
+# Inside a container the server must listen on every interface to be reachable. Other
+# containers that reach it by a name need that name allowed: PAYROLL_SANDBOX_ALLOWED_HOSTS.
 ENV PAYROLL_SANDBOX_HOST=0.0.0.0 \
     PAYROLL_SANDBOX_PORT=8080 \
     PYTHONUNBUFFERED=1

@@ -1,0 +1,115 @@
+"""A small customer app, as an integrator of the payroll-connectivity service writes one.
+
+It starts deposit switches for its users (POST /deposits -> the service's POST /task/create)
+and receives the service's webhooks (POST /webhooks): it checks each signature, reads the
+CloudEvent, and keeps what it learnt: the status of each user's deposit switch. It knows
+nothing of the sandbox: point SANDBOX_URL at the real service and it works the same.
+
+    SANDBOX_URL=http://127.0.0.1:8080 SANDBOX_API_KEY=... SANDBOX_API_SECRET=... \\
+        python examples/app.py          # serves on PORT (8000)
+
+`create_app(url, key, secret)` builds it for tests (examples/test_app.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+from typing import Any
+
+from aiohttp import ClientSession, web
+
+SIGNATURE = "x-hmac-signature-sha-256"
+SETTINGS = web.AppKey("settings", dict)
+STATE = web.AppKey("state", dict)
+HTTP = web.AppKey("http", ClientSession)
+
+
+def create_app(service_url: str, api_key: str, api_secret: str) -> web.Application:
+    app = web.Application()
+    app[SETTINGS] = {"url": service_url.rstrip("/"), "key": api_key, "secret": api_secret}
+    # deposits: user -> {"task": id, "status": ..., "reason": ...}; events: every event
+    # body received, in arrival order; outage: answer 503 to webhooks (a handler down).
+    app[STATE] = {"deposits": {}, "events": [], "seen": set(), "outage": False}
+    app.router.add_post("/deposits", start_deposit)
+    app.router.add_get("/deposits/{user}", deposit_status)
+    app.router.add_post("/webhooks", receive_webhook)
+    app.router.add_put("/outage", set_outage)
+    app.cleanup_ctx.append(_http_session)
+    return app
+
+
+async def _http_session(app: web.Application):
+    async with ClientSession() as session:
+        app[HTTP] = session
+        yield
+
+
+async def start_deposit(request: web.Request) -> web.Response:
+    """Starts a deposit switch for `user` at `company` (a scenario may be named in tests)."""
+    body = await request.json()
+    settings = request.app[SETTINGS]
+    task = {"identifier": body["user"], "company": body["company"], "product": "deposit"}
+    if "scenario" in body:
+        task["scenario"] = body["scenario"]
+    async with request.app[HTTP].post(
+            settings["url"] + "/task/create", json=task,
+            headers={"x-api-key": settings["key"], "x-api-secret": settings["secret"]}) as answer:
+        created = await answer.json()
+        if answer.status != 200:
+            return web.json_response(created, status=502)
+    task_id = created["data"]["id"]
+    request.app[STATE]["deposits"][body["user"]] = {"task": task_id, "status": "queued",
+                                                    "reason": None}
+    return web.json_response({"task": task_id}, status=201)
+
+
+async def deposit_status(request: web.Request) -> web.Response:
+    deposit = request.app[STATE]["deposits"].get(request.match_info["user"])
+    if deposit is None:
+        raise web.HTTPNotFound()
+    return web.json_response(deposit)
+
+
+async def receive_webhook(request: web.Request) -> web.Response:
+    """A signed CloudEvent (binary mode): verify, de-duplicate by ce-id, record."""
+    state = request.app[STATE]
+    if state["outage"]:
+        return web.Response(status=503)
+    raw = await request.read()
+    secret = request.app[SETTINGS]["secret"].encode()
+    expected = hmac.new(secret, raw, hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(request.headers.get(SIGNATURE, ""), expected):
+        return web.Response(status=401, text="bad signature")
+    event_id = request.headers["ce-id"]
+    if event_id in state["seen"]:
+        return web.Response(status=200)  # a retry or a duplicate: already handled
+    state["seen"].add(event_id)
+    event: dict[str, Any] = json.loads(raw)
+    state["events"].append(event)
+    _apply(state, event)
+    return web.Response(status=200)
+
+
+def _apply(state: dict, event: dict) -> None:
+    """What the app learns from an event: a deposit's status and its reason."""
+    user = (event.get("user") or {}).get("identifier")
+    deposit = state["deposits"].get(user)
+    if deposit is None or event.get("task") != deposit["task"]:
+        return
+    if event["eventType"] == "task-status-updated":
+        deposit["status"] = event["data"]["status"]
+        deposit["reason"] = event["data"].get("reason")
+
+
+async def set_outage(request: web.Request) -> web.Response:
+    request.app[STATE]["outage"] = bool((await request.json())["outage"])
+    return web.json_response({"outage": request.app[STATE]["outage"]})
+
+
+if __name__ == "__main__":
+    web.run_app(create_app(os.environ["SANDBOX_URL"], os.environ["SANDBOX_API_KEY"],
+                           os.environ["SANDBOX_API_SECRET"]),
+                host=os.environ.get("HOST", "0.0.0.0"), port=int(os.environ.get("PORT", "8000")))
