@@ -4,8 +4,8 @@ Each module declares its operations beside their handlers (routes/pipeline.py); 
 adds them as routes and openapi.py describes them, from the same declarations.
 """
 
-from . import (access, companies, control, linked_accounts, meta, processor_links,  # noqa: F401
-               sdk, tasks, webhooks)
+from . import (access, companies, control, docs, linked_accounts, meta,  # noqa: F401
+               processor_links, sdk, tasks, webhooks)
 from .pipeline import OPERATIONS, Operation, add_routes
 
 __all__ = ["OPERATIONS", "Operation", "add_routes"]

@@ -26,5 +26,5 @@ async def openapi(sandbox) -> web.Response:
 @operation("GET", "/", "Where to go from here: the dashboard, the API description, the SDK",
            auth=Auth.NONE, response={"type": "object"})
 async def index() -> dict:
-    return {"dashboard": "/_sandbox/", "openapi": "/openapi.json", "health": "/health",
-            "sdk": "/sdk/transact.js"}
+    return {"dashboard": "/_sandbox/", "openapi": "/openapi.json", "docs": "/docs",
+            "health": "/health", "sdk": "/sdk/transact.js"}
