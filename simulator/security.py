@@ -21,8 +21,8 @@ COMMON_HEADERS = {"x-content-type-options": "nosniff"}
 # The pages load only their own scripts, styles and data; company logos may come from
 # anywhere over http(s) or data: URLs.
 _PAGE_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-                "img-src 'self' data: https: http:; font-src 'self'; base-uri 'none'; "
-                "form-action 'self'; frame-ancestors {ancestors}")
+                "img-src 'self' data: https: http:; font-src 'self'; frame-src 'self'; "
+                "base-uri 'none'; form-action 'self'; frame-ancestors {ancestors}")
 
 
 @dataclass(frozen=True)

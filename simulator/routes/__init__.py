@@ -4,7 +4,7 @@ Each module declares its operations beside their handlers (routes/pipeline.py); 
 adds them as routes and openapi.py describes them, from the same declarations.
 """
 
-from . import (access, companies, control, docs, linked_accounts, meta,  # noqa: F401
+from . import (access, companies, control, demo, docs, linked_accounts, meta,  # noqa: F401
                processor_links, sdk, tasks, webhooks)
 from .pipeline import OPERATIONS, Operation, add_routes
 

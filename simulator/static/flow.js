@@ -131,6 +131,11 @@
       if (key === "onclick" || key === "oninput" || key === "onsubmit" || key === "onchange") {
         node[key] = attributes[key];
       } else if (key === "text") { node.textContent = attributes[key]; }
+      else if (key === "style") {
+        // Property by property: the page's Content-Security-Policy refuses style attributes.
+        var look = attributes.style;
+        Object.keys(look).forEach(function (name) { node.style[name] = look[name]; });
+      }
       else { node.setAttribute(key, attributes[key]); }
     });
     (children || []).forEach(function (child) { if (child) { node.appendChild(child); } });
@@ -187,7 +192,7 @@
   function logo(company) {
     var branding = company.branding || {};
     return el("span", { "class": "logo", "aria-hidden": "true",
-                        style: "background:" + (branding.color || "#555"),
+                        style: { background: branding.color || "#555" },
                         text: company.name.charAt(0) });
   }
 

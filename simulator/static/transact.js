@@ -36,8 +36,12 @@
     iframe.src = origin + "/initialize/" + encodeConfig(config) + "#hId=" + hId;
     iframe.title = "Payroll connection";
     iframe.setAttribute("data-transact", hId);
-    iframe.style.cssText = options.container ? "width:100%;height:100%;border:0" :
-      "position:fixed;inset:0;width:100%;height:100%;border:0;z-index:2147483647;background:rgba(0,0,0,.4)";
+    // One property at a time: a host page whose Content-Security-Policy refuses inline
+    // styles (style-src without 'unsafe-inline') refuses `style.cssText`, not these.
+    var look = options.container ? { width: "100%", height: "100%", border: "0" } :
+      { position: "fixed", inset: "0", width: "100%", height: "100%", border: "0",
+        zIndex: "2147483647", background: "rgba(0,0,0,.4)" };
+    Object.keys(look).forEach(function (name) { iframe.style[name] = look[name]; });
     var closed = false;
 
     function close() {
