@@ -1,9 +1,12 @@
 """A small customer app, as an integrator of the payroll-connectivity service writes one.
 
-It starts deposit switches for its users (POST /deposits -> the service's POST /task/create)
-and receives the service's webhooks (POST /webhooks): it checks each signature, reads the
-CloudEvent, and keeps what it learnt: the status of each user's deposit switch. It knows
-nothing of the sandbox: point SANDBOX_URL at the real service and it works the same.
+It starts deposit switches for its users (POST /deposits -> the service's POST /task/create),
+links their bank data through an aggregator's processor token (POST /processor-links), and
+receives the service's webhooks (POST /webhooks): it checks each signature, reads the
+CloudEvent, and keeps what it learnt: each deposit switch's status and reason, each
+processor link's state (a relink when the aggregator says ITEM_LOGIN_REQUIRED), and the
+companies under maintenance. It knows nothing of the sandbox: point SANDBOX_URL at the
+real service and it works the same.
 
     SANDBOX_URL=http://127.0.0.1:8080 SANDBOX_API_KEY=... SANDBOX_API_SECRET=... \\
         python examples/app.py          # serves on PORT (8000)
@@ -32,8 +35,11 @@ def create_app(service_url: str, api_key: str, api_secret: str) -> web.Applicati
     app[SETTINGS] = {"url": service_url.rstrip("/"), "key": api_key, "secret": api_secret}
     # deposits: user -> {"task": id, "status": ..., "reason": ...}; events: every event
     # body received, in arrival order; outage: answer 503 to webhooks (a handler down).
-    app[STATE] = {"deposits": {}, "events": [], "seen": set(), "outage": False}
+    app[STATE] = {"deposits": {}, "links": {}, "maintenance": set(), "events": [],
+                  "seen": set(), "outage": False}
     app.router.add_post("/deposits", start_deposit)
+    app.router.add_post("/processor-links", link_bank_data)
+    app.router.add_get("/processor-links/{user}", link_status)
     app.router.add_get("/deposits/{user}", deposit_status)
     app.router.add_post("/webhooks", receive_webhook)
     app.router.add_put("/outage", set_outage)
@@ -58,12 +64,40 @@ async def start_deposit(request: web.Request) -> web.Response:
             settings["url"] + "/task/create", json=task,
             headers={"x-api-key": settings["key"], "x-api-secret": settings["secret"]}) as answer:
         created = await answer.json()
+        if answer.status == 403 and created["error"]["code"] == "company-under-maintenance":
+            # Not an error of ours: tell the user to come back later.
+            return web.json_response({"error": "company-under-maintenance", "retryLater": True},
+                                     status=409)
         if answer.status != 200:
             return web.json_response(created, status=502)
     task_id = created["data"]["id"]
     request.app[STATE]["deposits"][body["user"]] = {"task": task_id, "status": "queued",
                                                     "reason": None}
     return web.json_response({"task": task_id}, status=201)
+
+
+async def link_bank_data(request: web.Request) -> web.Response:
+    """Registers the aggregator's processor token for `user` (a new token relinks)."""
+    body = await request.json()
+    settings = request.app[SETTINGS]
+    async with request.app[HTTP].post(
+            settings["url"] + "/aggregator/processor-links",
+            json={"processorToken": body["processorToken"]},
+            headers={"x-api-key": settings["key"], "x-api-secret": settings["secret"],
+                     "user-identifier": body["user"]}) as answer:
+        linked = await answer.json()
+        if answer.status >= 300:
+            return web.json_response(linked, status=502)
+    request.app[STATE]["links"][body["user"]] = {"link": linked["data"]["_id"],
+                                                 "state": "processing"}
+    return web.json_response(request.app[STATE]["links"][body["user"]], status=201)
+
+
+async def link_status(request: web.Request) -> web.Response:
+    link = request.app[STATE]["links"].get(request.match_info["user"])
+    if link is None:
+        raise web.HTTPNotFound()
+    return web.json_response(link)
 
 
 async def deposit_status(request: web.Request) -> web.Response:
@@ -94,8 +128,23 @@ async def receive_webhook(request: web.Request) -> web.Response:
 
 
 def _apply(state: dict, event: dict) -> None:
-    """What the app learns from an event: a deposit's status and its reason."""
+    """What the app learns from an event: a deposit's status and its reason, a processor
+    link's state, a company going under maintenance or back."""
+    kind, data = event["eventType"], event.get("data") or {}
     user = (event.get("user") or {}).get("identifier")
+    if kind == "maintenance-mode":
+        if data["status"] == "operational":
+            state["maintenance"].discard(data["companyId"])
+        else:
+            state["maintenance"].add(data["companyId"])
+        return
+    link = state["links"].get(user)
+    if link is not None and data.get("processorLink") == link["link"]:
+        if kind == "aggregator-error" and data.get("errorCode") == "ITEM_LOGIN_REQUIRED":
+            link["state"] = "relink-required"
+        elif kind.endswith("-completed"):
+            link["state"] = "ready"
+        return
     deposit = state["deposits"].get(user)
     if deposit is None or event.get("task") != deposit["task"]:
         return
