@@ -82,11 +82,14 @@ async def test_reset_releases_the_old_state_and_keeps_the_keys(sandbox, receiver
 async def test_a_tenant_deletes_itself_or_what_it_created_only(sandbox):
     first = (await call(sandbox, "POST", "/_sandbox/tenants", status=201, json={}))["data"]
     second = (await call(sandbox, "POST", "/_sandbox/tenants", status=201, json={}))["data"]
-    error = (await call(sandbox, "DELETE", f"/_sandbox/tenants/{second['name']}", status=409,
+    # Another's tenant, made by the control plane or not, is one that does not exist.
+    error = (await call(sandbox, "DELETE", f"/_sandbox/tenants/{second['name']}", status=404,
                         headers=keys_of(first)))["error"]
-    assert error["code"] == "tenant-not-deletable"
-    error = (await call(sandbox, "DELETE", "/_sandbox/tenants/globex", status=409))["error"]
-    assert error["code"] == "tenant-not-deletable"
+    assert error["code"] == "tenant-not-found"
+    error = (await call(sandbox, "DELETE", "/_sandbox/tenants/globex", status=404))["error"]
+    assert error["code"] == "tenant-not-found"
+    error = (await call(sandbox, "DELETE", "/_sandbox/tenants/acme", status=409))["error"]
+    assert error["code"] == "tenant-not-deletable"  # a fixture account: reset it instead
     error = (await call(sandbox, "DELETE", "/_sandbox/tenants/nobody", status=404))["error"]
     assert error["code"] == "tenant-not-found"
     await call(sandbox, "DELETE", f"/_sandbox/tenants/{first['name']}", headers=keys_of(first))

@@ -24,7 +24,6 @@ from .search import SearchIndex
 from .tenants import DEFAULT_PRODUCTS, Tenant, Tenants, TenantServices
 
 UNKNOWN_TENANT = "No tenant is named {name!r}."
-NOT_YOURS = "A tenant can delete itself or a tenant it created, not {name!r}."
 TENANT_LIMIT = ("{limit} tenants made by the control plane exist (--max-tenants); delete some "
                 "(DELETE /_sandbox/tenants/{{name}}) first.")
 FIXTURE_TENANT = ("{name!r} comes from the fixtures; reset it (POST /_sandbox/reset) instead of "
@@ -105,6 +104,17 @@ class TenantRegistry:
         self._created_by[name] = creator.name if creator is not None else ""
         return tenant
 
+    def restore_tenant(self, account: dict[str, Any], created_by: str) -> Tenant:
+        """--state-file: a tenant the control plane had made, back with its saved account
+        (name and keys) and its maker's name ("" for none); snapshot.py fills in its state."""
+        tenant = self._add(account)
+        self._created_by[tenant.name] = created_by
+        return tenant
+
+    def creator_of(self, name: str) -> str | None:
+        """Who made a tenant by the control plane ("" for no tenant); None: a fixtures' account."""
+        return self._created_by.get(name)
+
     def reset(self, tenant: Tenant) -> Tenant:
         """POST /_sandbox/reset: the tenant as its account first made it, same keys."""
         self.tenants.forget_tokens(tenant)
@@ -115,14 +125,13 @@ class TenantRegistry:
     def delete(self, name: str, caller: Tenant) -> None:
         """DELETE /_sandbox/tenants/{name}: stops and forgets every object of the tenant.
         A tenant made by the control plane may be deleted by itself or by its maker; the
-        fixtures' accounts are reset instead."""
+        fixtures' accounts are reset instead. Any other tenant is, to the caller, one that
+        does not exist (404): a neighbour learns nothing of the names in use."""
         tenant = self.tenants.get(name)
-        if tenant is None:
+        if tenant is None or (caller is not tenant and self._created_by.get(name) != caller.name):
             raise TenantNotFound(UNKNOWN_TENANT.format(name=name))
         if name not in self._created_by:
             raise TenantNotDeletable(FIXTURE_TENANT.format(name=name))
-        if caller is not tenant and self._created_by.get(name) != caller.name:
-            raise TenantNotDeletable(NOT_YOURS.format(name=name))
         self._forget(tenant)
         release_memory()
 
