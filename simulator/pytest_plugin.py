@@ -1,172 +1,148 @@
-"""pytest fixtures for customers' own test suites.
+"""pytest fixtures for customers' own test suites (entry point `pytest11`).
 
 `payroll_sandbox` gives each test a fresh, isolated tenant on one sandbox server
-shared by the whole session (so tests can run in parallel), with a manual clock.
-The server starts in a background thread of the test process, or, with
+shared by the whole session (so tests can run in parallel), with a manual clock;
+`webhook_receiver` is a real local receiver registered as that tenant's endpoint.
+`async_payroll_sandbox` and `async_webhook_receiver` are their twins for async tests
+(with pytest-asyncio installed): the same tenant, awaitable, never blocking the loop.
+
+The server starts in a thread of the test process, configured by the options and ini
+keys `payroll_sandbox_scenarios`, `payroll_sandbox_fixtures`, `payroll_sandbox_seed`
+and the PAYROLL_SANDBOX_* variables (the options and ini keys win). With
 PAYROLL_SANDBOX_URL set, the fixtures use a server you run yourself (e.g. Docker).
 
-    def test_refund_flow(payroll_sandbox):
+    def test_refund_flow(payroll_sandbox, webhook_receiver):
         task = payroll_sandbox.post("/task/create", {"identifier": "u1",
                                     "company": "6410a0000000000000000001", "product": "deposit",
                                     "scenario": "auth-expired"})
         payroll_sandbox.run_until_idle()
-        assert [e["eventType"] for e in payroll_sandbox.events(task=task["id"])][-2:] == [
-            "task-status-updated", "task-workflow-finished"]
+        webhook_receiver.assert_order(["task-status-updated", "task-workflow-finished"],
+                                      task=task["id"])
+
+The types come from simulator.testing.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 import os
-import threading
-import urllib.error
-import urllib.parse
-import urllib.request
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from .testing import (AsyncSandbox, AsyncWebhookReceiver, Sandbox, SandboxError,
+                      WebhookReceiver, _LoopThread)
+
+try:
+    import pytest_asyncio
+except ImportError:  # the async fixtures need it; the sync ones do not
+    pytest_asyncio = None
+
+__all__ = ["Sandbox", "SandboxError"]  # importable from here as before; simulator.testing has all
+
 URL_VARIABLE = "PAYROLL_SANDBOX_URL"
 
-
-class SandboxError(AssertionError):
-    """The sandbox answered with an error body."""
-
-    def __init__(self, status: int, body: dict[str, Any]) -> None:
-        error = body.get("error", {})
-        super().__init__(f"{status} {error.get('code')}: {error.get('message')} "
-                         f"{error.get('details') or ''}".rstrip())
-        self.status, self.body = status, body
+# pytest option (and ini key) -> the Settings field it sets, and what it is.
+OPTIONS = {
+    "payroll_sandbox_scenarios": ("scenarios", "path", "folder of scenario files, added to the "
+                                  "bundled ones (same name: yours)"),
+    "payroll_sandbox_fixtures": ("fixtures", "path", "fixtures folder instead of the bundled one"),
+    "payroll_sandbox_seed": ("seed", "int", "seed of every generated id and record (default 1)"),
+}
 
 
-class Sandbox:
-    """One tenant of a running sandbox: its base URL, keys and the control plane."""
-
-    def __init__(self, base_url: str, api_key: str, api_secret: str, name: str = "") -> None:
-        self.base_url = base_url.rstrip("/")
-        self.api_key, self.api_secret, self.name = api_key, api_secret, name
-
-    @property
-    def headers(self) -> dict[str, str]:
-        return {"x-api-key": self.api_key, "x-api-secret": self.api_secret}
-
-    def request(self, method: str, path: str, body: Any = None, *,
-                headers: dict[str, str] | None = None) -> Any:
-        """Any API call with this tenant's keys; returns `data` (raises SandboxError on 4xx/5xx)."""
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(f"{self.base_url}{path}", data=data, method=method,
-                                         headers={"content-type": "application/json",
-                                                  **self.headers, **(headers or {})})
-        try:
-            with urllib.request.urlopen(request, timeout=60) as response:
-                return json.load(response).get("data")
-        except urllib.error.HTTPError as error:
-            raise SandboxError(error.code, json.load(error)) from None
-
-    def get(self, path: str, **query: Any) -> Any:
-        suffix = f"?{urllib.parse.urlencode(query)}" if query else ""
-        return self.request("GET", f"{path}{suffix}")
-
-    def post(self, path: str, body: Any = None) -> Any:
-        return self.request("POST", path, body if body is not None else {})
-
-    # The control plane, for the common cases.
-    def advance(self, seconds: float) -> dict[str, Any]:
-        """Moves the clock `seconds`, calling again while the sandbox stops at its work
-        limit (`complete: false`), so the whole span runs."""
-        clock = self.post("/_sandbox/clock/advance", {"seconds": seconds})
-        while not clock.get("complete", True):
-            clock = self.post("/_sandbox/clock/advance", {"seconds": clock["remainingSeconds"]})
-        return clock
-
-    def run_until_idle(self) -> dict[str, Any]:
-        clock = self.post("/_sandbox/clock/run-until-idle")
-        while not clock.get("complete", True):
-            clock = self.post("/_sandbox/clock/run-until-idle")
-        return clock
-
-    def events(self, **filters: Any) -> list[dict[str, Any]]:
-        return self.get("/_sandbox/events", **filters)
-
-    def trigger(self, event_type: str, **fields: Any) -> dict[str, Any]:
-        return self.post("/_sandbox/events/trigger", {"eventType": event_type, **fields})
-
-    def use_webhook_url(self, url: str, event_types: list[str] | None = None) -> None:
-        endpoint = {"url": url, **({"eventTypes": event_types} if event_types else {})}
-        self.request("PUT", "/_sandbox/webhooks/endpoints", {"endpoints": [endpoint]})
-
-    def bind_scenario(self, identifier: str, scenario: str | None) -> None:
-        self.request("PUT", f"/_sandbox/users/{urllib.parse.quote(identifier)}/scenario",
-                     {"scenario": scenario})
-
-    def public_token(self, identifier: str) -> str:
-        return self.post("/access-token", {"identifier": identifier})["publicToken"]
-
-    def new_tenant(self, **settings: Any) -> Sandbox:
-        tenant = self.post("/_sandbox/tenants", settings)
-        return Sandbox(self.base_url, tenant["apiKey"], tenant["apiSecret"], tenant["name"])
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("payroll-sandbox", "the in-process payroll sandbox server")
+    for name, (_, kind, text) in OPTIONS.items():
+        group.addoption(f"--{name.replace('_', '-')}", dest=name,
+                        type=int if kind == "int" else str, metavar="N" if kind == "int" else "DIR",
+                        help=f"{text} (ini: {name})")
+        parser.addini(name, f"payroll-sandbox: {text}", default=None)
 
 
-class _ServerThread:
-    """The sandbox app on 127.0.0.1, port 0, in a thread with its own event loop."""
+def sandbox_settings(config: pytest.Config, environ: dict[str, str] | None = None) -> Any:
+    """The in-process server's Settings: a manual clock on 127.0.0.1, a free port; the
+    options, then the ini keys, then the PAYROLL_SANDBOX_* variables, then the defaults.
+    Relative folders are read from where pytest runs (options) or the ini file's folder."""
+    from .fixtures import ConfigError
+    from .settings import load_settings
 
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="payroll-sandbox", daemon=True)
+    ini_dir = config.inipath.parent if config.inipath else config.rootpath
+    flags: dict[str, Any] = {"host": "127.0.0.1", "port": 0, "clock": "manual"}
+    for name, (setting, kind, _) in OPTIONS.items():
+        value, base = config.getoption(name), config.invocation_params.dir
+        if value is None:
+            value, base = config.getini(name) or None, ini_dir
+        if value is None:
+            continue
+        if kind == "path":
+            value = Path(base) / str(value).strip()
+        elif not str(value).strip().isdigit():
+            raise ConfigError(f"ini key {name}", f"$.{setting}", f"{value!r} is not a whole number")
+        flags[setting] = value
+    return load_settings(flags, os.environ if environ is None else environ)
+
+
+class _ServerThread(_LoopThread):
+    """The sandbox app on 127.0.0.1, port 0, on an event loop in a thread of its own;
+    the sync receivers are served by the same loop."""
+
+    def __init__(self, settings: Any) -> None:
+        super().__init__("payroll-sandbox")
+        self.settings = settings
         self.base_url = ""
         self.keys: tuple[str, str] = ("", "")
         self._runner: Any = None
-        self._error: BaseException | None = None
 
-    def start(self) -> None:
-        self._thread.start()
-        self._ready.wait(60)
-        if self._error is not None:
-            raise self._error
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        try:
-            self.loop.run_until_complete(self._start())
-        except BaseException as error:  # reported to the starting thread
-            self._error = error
-            self._ready.set()
-            return
-        self._ready.set()
-        self.loop.run_forever()
-
-    async def _start(self) -> None:
+    async def _setup(self) -> None:
         from aiohttp import web
 
         from .app import create_app, long_lived
         from .keys import SANDBOX
         from .server import SandboxRunner
-        from .settings import Settings
 
         with long_lived():  # each test's tenant deletion collects; the catalog stays out
-            app = create_app(Settings(port=0, clock="manual"))
+            app = create_app(self.settings)
         self._runner = SandboxRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = self._runner.addresses[0][1]
-        self.base_url = f"http://127.0.0.1:{port}"
+        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
+        self.base_url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"
         tenant = app[SANDBOX].registry.tenants.default()
         self.keys = (tenant.api_key, tenant.api_secret)
 
-    def stop(self) -> None:
+    async def _cleanup(self) -> None:
         if self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self.loop).result(30)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(30)
-        self.loop.close()
+            await self._runner.cleanup()
 
 
 @pytest.fixture(scope="session")
-def payroll_sandbox_server() -> Iterator[Sandbox]:
+def _payroll_sandbox_thread(request: pytest.FixtureRequest) -> Iterator[_LoopThread]:
+    """The session's loop thread: the in-process server's, or (PAYROLL_SANDBOX_URL) a bare
+    one for the sync receivers."""
+    from .fixtures import ConfigError
+
+    thread: _LoopThread | None = None
+    try:
+        thread = (_LoopThread() if os.environ.get(URL_VARIABLE)
+                  else _ServerThread(sandbox_settings(request.config)))
+        thread.start()
+    except BaseException as error:
+        if thread is not None:
+            thread.stop()
+        if not isinstance(error, ConfigError):
+            raise
+        pytest.fail("payroll-sandbox configuration error: " + "; ".join(
+            f"{file}: {path}: {message}" for file, path, message in error.problems),
+            pytrace=False)
+    try:
+        yield thread
+    finally:
+        thread.stop()
+
+
+@pytest.fixture(scope="session")
+def payroll_sandbox_server(_payroll_sandbox_thread: _LoopThread) -> Sandbox:
     """The session's sandbox, as its default tenant (PAYROLL_SANDBOX_URL: yours)."""
     url = os.environ.get(URL_VARIABLE)
     if url:
@@ -176,14 +152,9 @@ def payroll_sandbox_server() -> Iterator[Sandbox]:
         secret = os.environ.get("PAYROLL_SANDBOX_API_SECRET")
         if not key or not secret:
             key, secret = default_credentials()
-        yield Sandbox(url, key, secret)
-        return
-    server = _ServerThread()
-    server.start()
-    try:
-        yield Sandbox(server.base_url, *server.keys)
-    finally:
-        server.stop()
+        return Sandbox(url, key, secret)
+    assert isinstance(_payroll_sandbox_thread, _ServerThread)
+    return Sandbox(_payroll_sandbox_thread.base_url, *_payroll_sandbox_thread.keys)
 
 
 @pytest.fixture
@@ -196,3 +167,40 @@ def payroll_sandbox(payroll_sandbox_server: Sandbox) -> Iterator[Sandbox]:
         tenant.request("DELETE", f"/_sandbox/tenants/{tenant.name}")
     except SandboxError:
         pass  # already gone (the test deleted or reset it)
+
+
+@pytest.fixture
+def webhook_receiver(payroll_sandbox: Sandbox,
+                     _payroll_sandbox_thread: _LoopThread) -> Iterator[WebhookReceiver]:
+    """A real receiver on 127.0.0.1, this test's tenant's endpoint for every event type.
+    A delivery it had to refuse (bad signature, not a CloudEvent) fails the test."""
+    receiver = WebhookReceiver(loop=_payroll_sandbox_thread).start()
+    try:
+        receiver.register(payroll_sandbox)
+        yield receiver
+    finally:
+        receiver.close()
+    receiver.check()
+
+
+if pytest_asyncio is not None:
+
+    @pytest_asyncio.fixture
+    async def async_payroll_sandbox(payroll_sandbox: Sandbox) -> AsyncIterator[AsyncSandbox]:
+        """`payroll_sandbox`'s tenant, awaitable: its calls leave the event loop free."""
+        async with AsyncSandbox(payroll_sandbox.base_url, payroll_sandbox.api_key,
+                                payroll_sandbox.api_secret, payroll_sandbox.name) as sandbox:
+            yield sandbox
+
+    @pytest_asyncio.fixture
+    async def async_webhook_receiver(
+            async_payroll_sandbox: AsyncSandbox) -> AsyncIterator[AsyncWebhookReceiver]:
+        """A real receiver on the test's event loop, this test's tenant's endpoint for
+        every event type. A delivery it had to refuse fails the test."""
+        receiver = await AsyncWebhookReceiver().start()
+        try:
+            await receiver.register(async_payroll_sandbox)
+            yield receiver
+        finally:
+            await receiver.close()
+        receiver.check()

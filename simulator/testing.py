@@ -1,0 +1,691 @@
+"""Clients and webhook receivers for tests against the sandbox: the one module to import from.
+
+- `Sandbox` (blocking, for sync tests) and `AsyncSandbox` (awaitable, over an aiohttp
+  session, never blocking the event loop) are one tenant of a running sandbox: its keys,
+  any API call, and the control plane (clock, events, triggers, endpoints, scenarios).
+- `WebhookReceiver` and `AsyncWebhookReceiver` are real HTTP servers on 127.0.0.1 that a
+  tenant delivers its webhooks to. They check each delivery as a customer's endpoint
+  should (the signature, the CloudEvent read by the official SDK), keep every one as a
+  `ReceivedDelivery`, answer as programmed (`fail_next`, `hang_next`) and wait for or
+  assert on what arrived.
+
+The pytest plugin (simulator/pytest_plugin.py) builds its fixtures from these; they work
+without pytest too. Nothing heavy is imported until it is used, so the plugin costs a
+test run that does not use it nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import inspect
+import json
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections import deque
+from collections.abc import Coroutine, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    import aiohttp
+    from aiohttp import web
+
+__all__ = ["AsyncSandbox", "AsyncWebhookReceiver", "ReceivedDelivery", "Sandbox", "SandboxError",
+           "WebhookReceiver"]
+
+REQUEST_TIMEOUT = 60.0   # wall seconds for one call to the sandbox (an advance may run long)
+WAIT_TIMEOUT = 10.0      # wall seconds `wait_for` waits by default
+SIGNATURE_HEADER = "x-hmac-signature-sha-256"
+WEBHOOK_PATH = "/webhooks"
+ENDPOINTS = "/_sandbox/webhooks/endpoints"
+
+T = TypeVar("T")
+
+
+class SandboxError(AssertionError):
+    """The sandbox answered with an error: `status` and the error `body`
+    (`{"error": {code, message, details}}`)."""
+
+    def __init__(self, status: int, body: dict[str, Any]) -> None:
+        error = body.get("error", {})
+        super().__init__(f"{status} {error.get('code')}: {error.get('message')} "
+                         f"{error.get('details') or ''}".rstrip())
+        self.status, self.body = status, body
+
+
+def _error_body(raw: bytes) -> dict[str, Any]:
+    """An error answer as the sandbox's error body; a proxy's page or an empty answer
+    in the same shape, so SandboxError always has one."""
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        return body
+    return {"error": {"code": None, "message": raw.decode(errors="replace")[:500], "details": []}}
+
+
+def _answer(raw: bytes, content_type: str) -> Any:
+    """`data` of an API answer; a JSON document as is; the bytes of anything else (a
+    paystub PDF, a page)."""
+    if "json" not in content_type:
+        return raw
+    document = json.loads(raw) if raw else None
+    if isinstance(document, dict) and "data" in document:
+        return document["data"]
+    return document  # a document of its own: /openapi.json, an event schema
+
+
+def _query(path: str, query: Mapping[str, Any]) -> str:
+    return f"{path}?{urllib.parse.urlencode(query)}" if query else path
+
+
+def _endpoints_with(endpoints: list[dict[str, Any]], url: str,
+                    event_types: Iterable[str] | None) -> list[dict[str, Any]]:
+    """The tenant's endpoints with `url` (re)registered for `event_types` (None: all)."""
+    kept = [{k: v for k, v in e.items() if k in ("url", "eventTypes")}
+            for e in endpoints if e["url"] != url]
+    types = list(event_types) if event_types is not None else None
+    return [*kept, {"url": url, **({"eventTypes": types} if types else {})}]
+
+
+class Sandbox:
+    """One tenant of a running sandbox, over blocking HTTP (urllib): for sync tests.
+
+    `request/get/post` return the answer's `data` and raise SandboxError on a 4xx/5xx.
+    In an async test use AsyncSandbox instead: a blocking call there holds up the event
+    loop, and with it any receiver of the test's that the call makes the sandbox deliver to.
+    """
+
+    def __init__(self, base_url: str, api_key: str, api_secret: str, name: str = "") -> None:
+        self.base_url = base_url.rstrip("/")
+        self.api_key, self.api_secret, self.name = api_key, api_secret, name
+        # No proxies from the environment: the sandbox is local (aiohttp's default too).
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    def __repr__(self) -> str:
+        return f"<Sandbox {self.name or 'tenant'} at {self.base_url}>"
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"x-api-key": self.api_key, "x-api-secret": self.api_secret}
+
+    def request(self, method: str, path: str, body: Any = None, *,
+                headers: dict[str, str] | None = None) -> Any:
+        """Any API call with this tenant's keys; returns `data` (raises SandboxError on 4xx/5xx)."""
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(f"{self.base_url}{path}", data=data, method=method,
+                                         headers={"content-type": "application/json",
+                                                  **self.headers, **(headers or {})})
+        try:
+            with self._opener.open(request, timeout=REQUEST_TIMEOUT) as response:
+                return _answer(response.read(), response.headers.get("content-type", ""))
+        except urllib.error.HTTPError as error:
+            raise SandboxError(error.code, _error_body(error.read())) from None
+
+    def get(self, path: str, **query: Any) -> Any:
+        return self.request("GET", _query(path, query))
+
+    def post(self, path: str, body: Any = None) -> Any:
+        return self.request("POST", path, body if body is not None else {})
+
+    # -- the control plane, for the common cases --------------------------------------------
+
+    def advance(self, seconds: float) -> dict[str, Any]:
+        """Moves the clock `seconds`, running every step, retry and refresh due on the way;
+        asks again while the sandbox stops at its work limit (`complete: false`)."""
+        clock = self.post("/_sandbox/clock/advance", {"seconds": seconds})
+        while not clock.get("complete", True):
+            clock = self.post("/_sandbox/clock/advance", {"seconds": clock["remainingSeconds"]})
+        return clock
+
+    def run_until_idle(self) -> dict[str, Any]:
+        """Runs every pending job in time order until nothing but background work is left."""
+        clock = self.post("/_sandbox/clock/run-until-idle")
+        while not clock.get("complete", True):
+            clock = self.post("/_sandbox/clock/run-until-idle")
+        return clock
+
+    def events(self, **filters: Any) -> list[dict[str, Any]]:
+        """The ledger: `type`, `user`, `task`, `since`, `delivery`, `limit` filter it."""
+        return self.get("/_sandbox/events", **filters)
+
+    def trigger(self, event_type: str, **fields: Any) -> dict[str, Any]:
+        """Emits `event_type` (`identifier`, `taskId`, `companyId`, `data` as the API takes
+        them); answers once its first delivery attempts are done."""
+        return self.post("/_sandbox/events/trigger", {"eventType": event_type, **fields})
+
+    def use_webhook_url(self, url: str, event_types: Iterable[str] | None = None) -> None:
+        """Delivers this tenant's events (every type, or `event_types`) to `url` too; the
+        other endpoints stay (a receiver fixture's among them), an earlier registration of
+        `url` is replaced."""
+        endpoints = self.request("GET", ENDPOINTS)
+        self.request("PUT", ENDPOINTS, {"endpoints": _endpoints_with(endpoints, url, event_types)})
+
+    def bind_scenario(self, identifier: str, scenario: str | None) -> None:
+        """The user's next tasks run `scenario` (None removes the binding)."""
+        self.request("PUT", f"/_sandbox/users/{urllib.parse.quote(identifier, safe='')}/scenario",
+                     {"scenario": scenario})
+
+    def public_token(self, identifier: str) -> str:
+        return self.post("/access-token", {"identifier": identifier})["publicToken"]
+
+    def new_tenant(self, **settings: Any) -> Sandbox:
+        """Another isolated tenant (`name`, `products`, `signing`, ... as the API takes them)."""
+        tenant = self.post("/_sandbox/tenants", settings)
+        return Sandbox(self.base_url, tenant["apiKey"], tenant["apiSecret"], tenant["name"])
+
+    def snapshot(self) -> dict[str, Any]:
+        """This tenant's whole state as one JSON document (`GET /_sandbox/snapshot`)."""
+        return self.get("/_sandbox/snapshot")
+
+    def restore(self, document: dict[str, Any]) -> Any:
+        """Puts back a `snapshot()` exactly: ids, clock, cursors, ledger."""
+        return self.post("/_sandbox/snapshot", document)
+
+
+class AsyncSandbox:
+    """One tenant of a running sandbox, awaitable: the methods of Sandbox over an
+    aiohttp session, so the event loop keeps serving (the customer's app on
+    `aiohttp_server`, an AsyncWebhookReceiver) while the sandbox works.
+
+    Each method is Sandbox's, awaited. The session is made on first use, in the running
+    loop; `await close()` (or `async with`) ends it. Tenants from `new_tenant` share it.
+    """
+
+    def __init__(self, base_url: str, api_key: str, api_secret: str, name: str = "", *,
+                 session: aiohttp.ClientSession | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.api_key, self.api_secret, self.name = api_key, api_secret, name
+        self._session = session
+        self._owns_session = session is None
+
+    def __repr__(self) -> str:
+        return f"<AsyncSandbox {self.name or 'tenant'} at {self.base_url}>"
+
+    async def __aenter__(self) -> AsyncSandbox:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._owns_session and self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"x-api-key": self.api_key, "x-api-secret": self.api_secret}
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            import aiohttp
+
+            self._session = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT))
+        return self._session
+
+    async def request(self, method: str, path: str, body: Any = None, *,
+                      headers: dict[str, str] | None = None) -> Any:
+        """Any API call with this tenant's keys; returns `data` (raises SandboxError on 4xx/5xx)."""
+        data = None if body is None else json.dumps(body).encode()
+        async with self._client().request(
+                method, f"{self.base_url}{path}", data=data,
+                headers={"content-type": "application/json", **self.headers,
+                         **(headers or {})}) as response:
+            raw = await response.read()
+            if response.status >= 400:
+                raise SandboxError(response.status, _error_body(raw))
+            return _answer(raw, response.headers.get("content-type", ""))
+
+    async def get(self, path: str, **query: Any) -> Any:
+        return await self.request("GET", _query(path, query))
+
+    async def post(self, path: str, body: Any = None) -> Any:
+        return await self.request("POST", path, body if body is not None else {})
+
+    async def advance(self, seconds: float) -> dict[str, Any]:
+        """Sandbox.advance, awaited: deliveries it makes reach receivers on this loop."""
+        clock = await self.post("/_sandbox/clock/advance", {"seconds": seconds})
+        while not clock.get("complete", True):
+            clock = await self.post("/_sandbox/clock/advance",
+                                    {"seconds": clock["remainingSeconds"]})
+        return clock
+
+    async def run_until_idle(self) -> dict[str, Any]:
+        clock = await self.post("/_sandbox/clock/run-until-idle")
+        while not clock.get("complete", True):
+            clock = await self.post("/_sandbox/clock/run-until-idle")
+        return clock
+
+    async def events(self, **filters: Any) -> list[dict[str, Any]]:
+        return await self.get("/_sandbox/events", **filters)
+
+    async def trigger(self, event_type: str, **fields: Any) -> dict[str, Any]:
+        return await self.post("/_sandbox/events/trigger", {"eventType": event_type, **fields})
+
+    async def use_webhook_url(self, url: str, event_types: Iterable[str] | None = None) -> None:
+        endpoints = await self.request("GET", ENDPOINTS)
+        await self.request("PUT", ENDPOINTS,
+                           {"endpoints": _endpoints_with(endpoints, url, event_types)})
+
+    async def bind_scenario(self, identifier: str, scenario: str | None) -> None:
+        await self.request("PUT",
+                           f"/_sandbox/users/{urllib.parse.quote(identifier, safe='')}/scenario",
+                           {"scenario": scenario})
+
+    async def public_token(self, identifier: str) -> str:
+        return (await self.post("/access-token", {"identifier": identifier}))["publicToken"]
+
+    async def new_tenant(self, **settings: Any) -> AsyncSandbox:
+        tenant = await self.post("/_sandbox/tenants", settings)
+        return AsyncSandbox(self.base_url, tenant["apiKey"], tenant["apiSecret"], tenant["name"],
+                            session=self._client())
+
+    async def snapshot(self) -> dict[str, Any]:
+        return await self.get("/_sandbox/snapshot")
+
+    async def restore(self, document: dict[str, Any]) -> Any:
+        return await self.post("/_sandbox/snapshot", document)
+
+
+# -- webhook receivers --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ReceivedDelivery:
+    """One webhook request as a receiver got it, and how it answered."""
+
+    arrival: int                 # 1, 2, ... in order of arrival
+    event_id: str | None         # ce-id (None: not a CloudEvent)
+    event_type: str | None       # the body's eventType
+    body: dict[str, Any] | None  # the event body (None: unparseable)
+    status: int | None           # the answer; None: hung until the sandbox gave up
+    problem: str | None = None   # why it was refused: a bad signature, not a CloudEvent
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)  # names lower-cased
+    raw_body: bytes = field(default=b"", repr=False)
+    cloud_event: Any = field(default=None, repr=False, compare=False)  # the SDK's CloudEvent
+
+    @property
+    def accepted(self) -> bool:
+        """Answered with a 2xx: the delivery counts (the sandbox will not retry it)."""
+        return self.status is not None and 200 <= self.status < 300
+
+    def describe(self) -> str:
+        answer = "hung" if self.status is None else str(self.status)
+        refused = f" refused: {self.problem}" if self.problem else ""
+        return (f"#{self.arrival} {self.event_type or '?'} {self.event_id or '?'} "
+                f"-> {answer}{refused}")
+
+
+HANG = "hang"
+
+
+def _matches(body: Mapping[str, Any], match: Mapping[str, Any]) -> bool:
+    """Top-level body fields equal `match`; `user=` is the user's identifier, and an
+    object with an `_id` (`company`) also matches its id."""
+    for key, wanted in match.items():
+        value = body.get(key)
+        if key == "user" and isinstance(value, dict) and not isinstance(wanted, dict):
+            value = value.get("identifier")
+        elif isinstance(value, dict) and "_id" in value and not isinstance(wanted, dict):
+            value = value["_id"]
+        if value != wanted:
+            return False
+    return True
+
+
+def _where(match: Mapping[str, Any]) -> str:
+    """` (task='...', user='...')`, or nothing without a match."""
+    return f" ({', '.join(f'{k}={v!r}' for k, v in match.items())})" if match else ""
+
+
+class _Receiving:
+    """What both receivers share: the server (on whichever loop serves it), the checks
+    of each delivery, the programmed answers and the assertions over what arrived."""
+
+    def __init__(self, *, secret: str | None = None, path: str = WEBHOOK_PATH) -> None:
+        self.path = path
+        self.port: int | None = None
+        self._secrets: set[str] = {secret} if secret else set()
+        self._deliveries: list[ReceivedDelivery] = []
+        self._plan: deque[int | str] = deque()   # answers for the next deliveries
+        self._lock = threading.Lock()            # the sync receiver serves on another thread
+        self._runner: web.AppRunner | None = None
+        self._release: asyncio.Event | None = None
+
+    @property
+    def url(self) -> str:
+        if self.port is None:
+            raise RuntimeError("the receiver is not started")
+        return f"http://127.0.0.1:{self.port}{self.path}"
+
+    @property
+    def deliveries(self) -> list[ReceivedDelivery]:
+        """Every request received, accepted or not, in order of arrival."""
+        with self._lock:
+            return list(self._deliveries)
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """The bodies of the deliveries accepted with a 2xx, in order of arrival."""
+        return [d.body for d in self.deliveries if d.accepted and d.body is not None]
+
+    @property
+    def problems(self) -> list[str]:
+        """Deliveries a customer's endpoint must refuse: each one fails the test."""
+        return [d.describe() for d in self.deliveries if d.problem]
+
+    def trust(self, secret: str) -> None:
+        """Accept signatures keyed by `secret` (register() does this for its tenant)."""
+        self._secrets.add(secret)
+
+    def fail_next(self, n: int = 1, status: int = 500) -> None:
+        """Answer the next `n` deliveries with `status` (the sandbox retries them)."""
+        if not 100 <= status <= 599:
+            raise ValueError(f"{status!r} is not an HTTP status")
+        with self._lock:
+            self._plan.extend([status] * n)
+
+    def hang_next(self, n: int = 1) -> None:
+        """Answer nothing to the next `n` deliveries, until the sandbox's attempt times out."""
+        with self._lock:
+            self._plan.extend([HANG] * n)
+
+    def check(self) -> None:
+        """Raises AssertionError when a delivery was refused (signature, not a CloudEvent)."""
+        problems = self.problems
+        if problems:
+            count = f"{len(problems)} deliver{'y' if len(problems) == 1 else 'ies'}"
+            raise AssertionError(f"the webhook receiver refused {count}: " + "; ".join(problems))
+
+    def assert_exactly_once(self, event_type: str, **match: Any) -> dict[str, Any]:
+        """Exactly one accepted delivery of `event_type` matching `match`; its body."""
+        self.check()
+        found = self._matching(event_type, match)
+        if len(found) != 1:
+            raise AssertionError(f"expected exactly one {event_type}{_where(match)} "
+                                 f"delivery, got {len(found)}; received {self._summary()}")
+        return found[0]
+
+    def assert_order(self, event_types: Iterable[str], **match: Any) -> list[dict[str, Any]]:
+        """The accepted deliveries matching `match` whose type is listed came in exactly this
+        order (each listed once per expected delivery); their bodies."""
+        self.check()
+        expected = list(event_types)
+        wanted = set(expected)
+        found = [b for b in self.events if b.get("eventType") in wanted and _matches(b, match)]
+        got = [b.get("eventType") for b in found]
+        if got != expected:
+            raise AssertionError(f"expected {expected}{_where(match)} in this order, got {got}; "
+                                 f"received {self._summary()}")
+        return found
+
+    # -- for the subclasses -----------------------------------------------------------------
+
+    def _matching(self, event_type: str, match: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return [b for b in self.events if b.get("eventType") == event_type and _matches(b, match)]
+
+    def _summary(self) -> str:
+        deliveries = self.deliveries
+        if not deliveries:
+            return "nothing"
+        shown = deliveries[-50:]
+        more = (f"(the last {len(shown)} of {len(deliveries)}) "
+                if len(shown) < len(deliveries) else "")
+        return f"{len(deliveries)}: {more}" + "; ".join(d.describe() for d in shown)
+
+    def _timed_out(self, event_type: str, match: Mapping[str, Any],
+                   timeout: float) -> AssertionError:
+        return AssertionError(f"no {event_type}{_where(match)} delivery was accepted within "
+                              f"{timeout:g} s; received {self._summary()}")
+
+    def _recorded(self) -> None:
+        """A delivery was recorded (on the serving loop): wake whoever waits."""
+
+    async def _serve(self) -> None:
+        from aiohttp import web
+
+        app = web.Application()
+        app.router.add_post(self.path, self._handle)
+        self._release = asyncio.Event()
+        # handler_cancellation: when the sandbox gives up on a hung attempt, its handler goes.
+        runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=1.0,
+                               access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        self._runner = runner
+        self.port = runner.addresses[0][1]
+
+    async def _stop(self) -> None:
+        if self._release is not None:
+            self._release.set()
+        if self._runner is not None:
+            runner, self._runner = self._runner, None
+            await runner.cleanup()
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        from aiohttp import web
+
+        raw = await request.read()
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        event, body, problem, refusal = self._read(headers, raw)
+        with self._lock:
+            answer: int | str = refusal or (self._plan.popleft() if self._plan else 200)
+            self._deliveries.append(ReceivedDelivery(
+                arrival=len(self._deliveries) + 1, event_id=headers.get("ce-id"),
+                event_type=body.get("eventType") if body else None, body=body,
+                status=None if answer == HANG else int(answer), problem=problem,
+                headers=headers, raw_body=raw, cloud_event=event))
+        self._recorded()
+        if answer == HANG:
+            assert self._release is not None
+            await self._release.wait()  # or cancelled when the sandbox's attempt times out
+            return web.Response(status=503)
+        return web.Response(status=int(answer))
+
+    def _read(self, headers: dict[str, str], raw: bytes
+              ) -> tuple[Any, dict[str, Any] | None, str | None, int | None]:
+        """The delivery read as a customer's endpoint must: (CloudEvent, body, problem,
+        refusal status). The signature is checked against every trusted secret."""
+        from cloudevents.core.bindings.http import HTTPMessage, from_binary
+        from cloudevents.core.formats.json import JSONFormat
+        from cloudevents.core.v1.event import CloudEvent
+
+        try:
+            event = from_binary(HTTPMessage(headers=headers, body=raw), JSONFormat(), CloudEvent)
+        except Exception as error:  # any SDK refusal is the finding
+            return None, None, f"not a binary-mode CloudEvent: {error}", 400
+        body = event.get_data()
+        if not isinstance(body, dict):
+            return event, None, "the body is not a JSON object", 400
+        ce_type, event_type = event.get_type(), body.get("eventType")
+        if not isinstance(event_type, str) or not ce_type.endswith(f".{event_type}"):
+            return event, body, f"ce-type {ce_type!r} does not name eventType {event_type!r}", 400
+        if self._secrets:
+            signature = headers.get(SIGNATURE_HEADER)
+            if signature is None:
+                return event, body, f"unsigned (no {SIGNATURE_HEADER} header)", 401
+            if not any(hmac.compare_digest(signature, hmac.new(secret.encode(), raw,
+                                                               hashlib.sha256).hexdigest())
+                       for secret in self._secrets):
+                return event, body, f"{SIGNATURE_HEADER} does not match the body", 401
+        return event, body, None, None
+
+
+class _LoopThread:
+    """An event loop running in a daemon thread, for servers a sync test uses."""
+
+    def __init__(self, name: str = "payroll-sandbox-loop") -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+
+    def start(self) -> None:
+        self._thread.start()
+        self._ready.wait(60)
+        if self._error is not None:
+            raise self._error
+
+    def run(self, coroutine: Coroutine[Any, Any, T], timeout: float = 60) -> T:
+        """Runs `coroutine` on the loop, from another thread, and returns its result."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+
+    async def _setup(self) -> None:
+        """Runs on the loop before start() returns (a server's start-up)."""
+
+    async def _cleanup(self) -> None:
+        """Runs on the loop when stop() is called."""
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_until_complete(self._setup())
+        except BaseException as error:  # reported to the starting thread
+            self._error = error
+            self._ready.set()
+            return
+        self._ready.set()
+        self.loop.run_forever()
+
+    def stop(self) -> None:
+        if self._thread.is_alive() and self._error is None:
+            self.run(self._cleanup(), 30)
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(30)
+        self.loop.close()
+
+
+class WebhookReceiver(_Receiving):
+    """A webhook receiver for sync tests, served by an event loop in a thread (its own,
+    or `loop`: the pytest plugin's server thread).
+
+        with WebhookReceiver() as receiver:
+            receiver.register(sandbox)
+            sandbox.trigger("company-updated")
+            receiver.assert_exactly_once("company-updated")
+    """
+
+    def __init__(self, *, secret: str | None = None, path: str = WEBHOOK_PATH,
+                 loop: _LoopThread | None = None) -> None:
+        super().__init__(secret=secret, path=path)
+        self._own_loop = loop is None
+        self._loop = loop or _LoopThread("payroll-sandbox-receiver")
+        self._changed = threading.Condition(self._lock)
+
+    def __enter__(self) -> WebhookReceiver:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def start(self) -> WebhookReceiver:
+        if self._own_loop:
+            self._loop.start()
+        self._loop.run(self._serve())
+        return self
+
+    def close(self) -> None:
+        try:
+            self._loop.run(self._stop())
+        finally:
+            if self._own_loop:
+                self._loop.stop()
+
+    def register(self, sandbox: Sandbox, event_types: Iterable[str] | None = None) -> None:
+        """Registers this receiver as an endpoint of `sandbox`'s tenant (every event type,
+        or `event_types`) and trusts the tenant's signatures."""
+        self.trust(sandbox.api_secret)
+        sandbox.use_webhook_url(self.url, event_types)
+
+    def wait_for(self, event_type: str, timeout: float = WAIT_TIMEOUT,
+                 **match: Any) -> dict[str, Any]:
+        """The body of the first accepted delivery of `event_type` matching `match`,
+        waiting up to `timeout` seconds for it (it is usually there already: the sandbox's
+        clock calls answer once their deliveries are done)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                seen = len(self._deliveries)
+            self.check()
+            found = self._matching(event_type, match)
+            if found:
+                return found[0]
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise self._timed_out(event_type, match, timeout)
+            with self._changed:
+                if len(self._deliveries) == seen:  # nothing new since the look above
+                    self._changed.wait(remaining)
+
+    def _recorded(self) -> None:
+        with self._changed:
+            self._changed.notify_all()
+
+
+class AsyncWebhookReceiver(_Receiving):
+    """A webhook receiver on the running event loop, for async tests: the deliveries
+    reach it while the test awaits the sandbox (AsyncSandbox).
+
+        async with AsyncWebhookReceiver() as receiver:
+            await receiver.register(sandbox)
+            await sandbox.trigger("company-updated")
+            await receiver.wait_for("company-updated")
+    """
+
+    def __init__(self, *, secret: str | None = None, path: str = WEBHOOK_PATH) -> None:
+        super().__init__(secret=secret, path=path)
+        self._changed: asyncio.Event | None = None
+
+    async def __aenter__(self) -> AsyncWebhookReceiver:
+        return await self.start()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def start(self) -> AsyncWebhookReceiver:
+        self._changed = asyncio.Event()
+        await self._serve()
+        return self
+
+    async def close(self) -> None:
+        await self._stop()
+
+    async def register(self, sandbox: AsyncSandbox | Sandbox,
+                       event_types: Iterable[str] | None = None) -> None:
+        """Registers this receiver as an endpoint of `sandbox`'s tenant (every event type,
+        or `event_types`) and trusts the tenant's signatures."""
+        self.trust(sandbox.api_secret)
+        registered = sandbox.use_webhook_url(self.url, event_types)
+        if inspect.isawaitable(registered):
+            await registered
+
+    async def wait_for(self, event_type: str, timeout: float = WAIT_TIMEOUT,
+                       **match: Any) -> dict[str, Any]:
+        """The body of the first accepted delivery of `event_type` matching `match`,
+        waiting up to `timeout` seconds (without blocking the loop) for it."""
+        assert self._changed is not None, "the receiver is not started"
+        deadline = time.monotonic() + timeout
+        while True:
+            self.check()
+            found = self._matching(event_type, match)
+            if found:
+                return found[0]
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise self._timed_out(event_type, match, timeout)
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), remaining)
+            except TimeoutError:
+                pass
+
+    def _recorded(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
