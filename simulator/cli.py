@@ -56,6 +56,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--tenant-idle-expiry", type=float, metavar="SECONDS",
                        help="delete tenants made by the control plane after this long without "
                             "a request (default 0: never)")
+    serve.add_argument("--state-file", metavar="PATH",
+                       help="keep every tenant in this file: restored at start if it exists, "
+                            "saved on shutdown and periodically (written atomically)")
+    serve.add_argument("--state-interval", type=float, metavar="SECONDS",
+                       help="save the state file this often when something changed (default "
+                            "30; 0: only on shutdown)")
     serve.add_argument("--loop", choices=["asyncio", "uvloop"],
                        help="event loop (default asyncio; uvloop needs the uvloop extra)")
     for name, what in (("events", "per tenant: events kept with their deliveries (5000)"),
@@ -90,10 +96,44 @@ def _parser() -> argparse.ArgumentParser:
     trigger.add_argument("--api-secret", help="default $PAYROLL_SANDBOX_API_SECRET or the "
                                               "bundled default tenant's")
 
+    listen = commands.add_parser(
+        "listen", help="follow a running server's events; optionally forward them to a URL",
+        description="One line per new event and per delivery attempt of a running server, "
+                    "as they happen. With --forward-to, each new event is also sent to that "
+                    "URL as the sandbox sends it (CloudEvent, signed). Ctrl-C stops.")
+    listen.add_argument("--url", help="base URL (default $PAYROLL_SANDBOX_URL or "
+                                      "http://127.0.0.1:8080)")
+    listen.add_argument("--api-key", help="default $PAYROLL_SANDBOX_API_KEY or the bundled "
+                                          "default tenant's")
+    listen.add_argument("--api-secret", help="default $PAYROLL_SANDBOX_API_SECRET or the "
+                                             "bundled default tenant's")
+    listen.add_argument("--forward-to", metavar="URL",
+                        help="deliver each new event to this URL (e.g. your local handler)")
+    listen.add_argument("--events", action="append", metavar="TYPE,TYPE",
+                        help="only these event types (comma-separated; repeatable)")
+    listen.add_argument("--json", action="store_true",
+                        help="one JSON object per line instead of text")
+
     fixtures = commands.add_parser("fixtures", help="check fixture files")
     fixtures_commands = fixtures.add_subparsers(dest="action", required=True)
     validate = fixtures_commands.add_parser("validate", help="validate a fixtures folder")
     validate.add_argument("directory", nargs="?", help="default: the bundled fixtures")
+
+    check = commands.add_parser(
+        "check-handler", help="judge a webhook handler the way the service will treat it",
+        description="Sends a fixed suite of deliveries from an in-process sandbox to URL and "
+                    "prints one line per check (README: Checking your webhook handler). "
+                    "Exit 0 only when no check fails.")
+    check.add_argument("url", metavar="URL", help="the handler's webhook URL")
+    check.add_argument("--secret", help="the secret the handler verifies "
+                                        "x-hmac-signature-sha-256 with (without it the "
+                                        "signature checks are skipped)")
+    check.add_argument("--events", action="append", metavar="TYPE,TYPE",
+                       help="only these event types (comma-separated; repeatable)")
+    check.add_argument("--state-url", metavar="URL",
+                       help='where the handler shows what it stored: {"outcomes": [{"task", '
+                            '"status", "reason"}, ...]}')
+    check.add_argument("--json", action="store_true", help="the report as one JSON document")
     return parser
 
 
@@ -108,6 +148,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _scenarios(args.action, args.directory, getattr(args, "force", False))
         if args.command == "trigger":
             return _trigger(args)
+        if args.command == "listen":
+            return _listen(args)
+        if args.command == "check-handler":
+            return _check_handler(args)
     except ConfigError as error:
         for file, path, message in error.problems:
             print(f"payroll-sandbox: configuration error: {file}: {path}: {message}",
@@ -214,6 +258,24 @@ def _trigger(args: argparse.Namespace) -> int:
         return 1
 
 
+def _listen(args: argparse.Namespace) -> int:
+    """Follow a running server's ledger (simulator/listen.py); URL and keys as `trigger`."""
+    import os
+
+    from .listen import ListenOptions, run
+
+    key = args.api_key or os.environ.get("PAYROLL_SANDBOX_API_KEY")
+    secret = args.api_secret or os.environ.get("PAYROLL_SANDBOX_API_SECRET")
+    if not key or not secret:
+        key, secret = default_credentials()
+    types = frozenset(t.strip() for item in args.events or () for t in item.split(",")
+                      if t.strip())
+    return run(ListenOptions(
+        url=args.url or os.environ.get("PAYROLL_SANDBOX_URL") or "http://127.0.0.1:8080",
+        api_key=key, api_secret=secret, forward_to=args.forward_to,
+        event_types=types or None, as_json=args.json))
+
+
 def default_credentials() -> tuple[str, str]:
     from .fixtures import load_fixtures
     from .settings import bundled_dir
@@ -299,3 +361,22 @@ async def _run(app, settings) -> None:
         await stop.wait()
     finally:
         await runner.cleanup()
+
+
+def _check_handler(args: argparse.Namespace) -> int:
+    """Judge a webhook handler (simulator/checker.py): exit 0 when no check failed, 1 when
+    one did, 2 when the arguments cannot make a run."""
+    import json
+
+    from .checker import CheckerError, check_handler
+
+    types = [t.strip() for item in args.events or () for t in item.split(",") if t.strip()]
+    print(f"payroll-sandbox: checking {args.url}", file=sys.stderr, flush=True)
+    try:
+        report = check_handler(args.url, secret=args.secret, events=types or None,
+                               state_url=args.state_url)
+    except CheckerError as error:
+        print(f"payroll-sandbox: {error}", file=sys.stderr)
+        return EXIT_CONFIG
+    print(json.dumps(report.to_dict(), indent=2) if args.json else report.text())
+    return 0 if report.ok else 1
