@@ -160,6 +160,16 @@ class Sandbox:
         them); answers once its first delivery attempts are done."""
         return self.post("/_sandbox/events/trigger", {"eventType": event_type, **fields})
 
+    def check_handler(self, url: str, secret: str | None = None, **options: Any) -> Any:
+        """Judges the webhook handler at `url` as the service will treat it (README:
+        Checking your webhook handler): a report whose `ok` is true when no check failed
+        and whose text reads as an assertion message (`assert report.ok, report`).
+        `options` as `simulator.checker.check_handler` takes them (`events`,
+        `state_url`, `burst`, `timeout`, ...)."""
+        from .checker import check_handler
+
+        return check_handler(url, secret, **options)
+
     def use_webhook_url(self, url: str, event_types: Iterable[str] | None = None) -> None:
         """Delivers this tenant's events (every type, or `event_types`) to `url` too; the
         other endpoints stay (a receiver fixture's among them), an earlier registration of
@@ -269,6 +279,12 @@ class AsyncSandbox:
 
     async def trigger(self, event_type: str, **fields: Any) -> dict[str, Any]:
         return await self.post("/_sandbox/events/trigger", {"eventType": event_type, **fields})
+
+    async def check_handler(self, url: str, secret: str | None = None, **options: Any) -> Any:
+        """Sandbox.check_handler, awaitable: the handler may run on this test's loop."""
+        from .checker import check_handler_async
+
+        return await check_handler_async(url, secret, **options)
 
     async def use_webhook_url(self, url: str, event_types: Iterable[str] | None = None) -> None:
         endpoints = await self.request("GET", ENDPOINTS)

@@ -1,0 +1,425 @@
+"""Issue 14: `payroll-sandbox check-handler` judges a webhook handler the way the service
+treats it, and each check catches what it claims.
+
+Every handler here is a real local server: the example handler (examples/handler.py)
+passes every check; a deliberately naive one fails exactly the signature, duplicate and
+unknown-type checks; one handler per remaining fault fails the check made for it. The
+burst is smaller than the CLI's 200 (the CLI tests run the real default).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+from aiohttp import web
+from conftest import REPO, run_cli
+
+from simulator import checker
+from simulator.checker import (BURST, CHECKS, DUPLICATE_DELIVERY, EVERY_EVENT_TYPE, EXTRA_FIELDS,
+                               MISSING_SIGNATURE, NO_REDIRECT, OUT_OF_ORDER, PASS, SKIP,
+                               STATE_URL, UNKNOWN_EVENT_TYPE, WRONG_SIGNATURE, CheckerError,
+                               check_handler, check_handler_async)
+from simulator.cli import main
+from simulator.schemas.events import event_types
+
+SECRET = "handler-secret-0001"
+FAST = {"burst": 40, "concurrency": 20}
+SIGNATURE = "x-hmac-signature-sha-256"
+
+
+def load_example():
+    spec = importlib.util.spec_from_file_location("example_handler",
+                                                  REPO / "examples" / "handler.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+example = load_example()
+
+
+async def serve(aiohttp_server, app: web.Application) -> str:
+    """The app on a real local server; its base URL."""
+    server = await aiohttp_server(app)
+    return str(server.make_url("")).rstrip("/")
+
+
+def verifies(request_body: bytes, headers, secret: str = SECRET) -> bool:
+    expected = hmac.new(secret.encode(), request_body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(headers.get(SIGNATURE, "").encode(), expected.encode())
+
+
+# ---------------------------------------------------------------- handlers with one fault each
+
+def naive_app(requests: list | None = None) -> web.Application:
+    """A first integration as it is often written: no signature check, the ce-id as a
+    primary key that a redelivery violates (500), a closed list of event types (400)."""
+    known = set(event_types("aggregator"))
+    seen: set[str] = set()
+
+    async def receive(request: web.Request) -> web.Response:
+        body = await request.read()
+        if requests is not None:
+            requests.append((dict(request.headers), body))
+        event = json.loads(body)
+        if event["eventType"] not in known:
+            return web.json_response({"error": f"unknown event type {event['eventType']}"},
+                                     status=400)
+        if request.headers["ce-id"] in seen:
+            return web.json_response(
+                {"error": "duplicate key value violates unique constraint"}, status=500)
+        seen.add(request.headers["ce-id"])
+        return web.json_response({"ok": True})
+
+    app = web.Application()
+    app.router.add_post("/webhooks", receive)
+    return app
+
+
+def example_with(middleware) -> web.Application:
+    """The example handler behind one middleware that adds a fault."""
+    app = example.create_app(SECRET)
+    app.middlewares.append(middleware)
+    return app
+
+
+@web.middleware
+async def redirects_one_type(request, handler):
+    """company-updated moved to a new path, and the old one redirects there."""
+    body = await request.read()
+    if json.loads(body).get("eventType") == "company-updated":
+        raise web.HTTPPermanentRedirect("/v2/webhooks")
+    return await handler(request)
+
+
+@web.middleware
+async def refuses_unknown_fields(request, handler):
+    """Validates bodies against the fields it was written for: 422 for anything else."""
+    if request.method != "POST":
+        return await handler(request)
+    known = {"eventType", "eventTime", "user", "data", "publicToken", "product", "task",
+             "taskWorkflow", "authenticationMethod", "company", "metadata"}
+    extra = set(json.loads(await request.read())) - known
+    if extra:
+        return web.json_response({"error": f"unexpected fields {sorted(extra)}"}, status=422)
+    return await handler(request)
+
+
+STAGES = {"task-authentication-status-updated": 1, "task-status-updated": 2,
+          "task-status-patched": 3, "task-workflow-finished": 4}
+
+
+def order_dependent_app() -> web.Application:
+    """Refuses (409) a task event that arrives after a later stage of the same task."""
+    stage: dict[str, int] = {}
+
+    @web.middleware
+    async def in_order_only(request, handler):
+        if request.method != "POST":
+            return await handler(request)
+        event = json.loads(await request.read())
+        number = STAGES.get(event.get("eventType"))
+        if number is not None:
+            task = event["task"]
+            if stage.get(task, 0) > number:
+                return web.json_response({"error": "event out of order"}, status=409)
+            stage[task] = max(stage.get(task, 0), number)
+        return await handler(request)
+
+    return example_with(in_order_only)
+
+
+def thrashing_app() -> web.Application:
+    """Fast alone, slower with every request in flight (each waits 4 ms times the square
+    of the requests in flight): 4 ms for one, 1.6 s for twenty."""
+    in_flight = 0
+
+    @web.middleware
+    async def thrashing(request, handler):
+        nonlocal in_flight
+        await request.read()  # before the wait: a request timed out meanwhile is complete
+        in_flight += 1
+        try:
+            await asyncio.sleep(0.004 * in_flight ** 2)
+            return await handler(request)
+        finally:
+            in_flight -= 1
+
+    return example_with(thrashing)
+
+
+def hanging_app(seconds: float = 3600) -> web.Application:
+    async def hang(request: web.Request) -> web.Response:
+        await asyncio.sleep(seconds)
+        return web.json_response({"ok": True})
+
+    app = web.Application()
+    app.router.add_post("/webhooks", hang)
+    return app
+
+
+def storing_app(*, dedupe: bool, verify_first: bool, latest_wins: bool) -> web.Application:
+    """Stores task outcomes as rows, with one of the mistakes the state URL shows."""
+    rows: list[dict] = []
+    seen: set[str] = set()
+
+    async def receive(request: web.Request) -> web.Response:
+        body = await request.read()
+        valid = verifies(body, request.headers)
+        if verify_first and not valid:
+            return web.json_response({"error": "bad signature"}, status=401)
+        event = json.loads(body)
+        ce_id = request.headers["ce-id"]
+        if event["eventType"] in ("task-status-updated", "task-status-patched") and not (
+                dedupe and ce_id in seen):
+            row = {"task": event["task"], "status": event["data"]["status"],
+                   "reason": event["data"].get("reason")}
+            if latest_wins:
+                rows[:] = [r for r in rows if r["task"] != row["task"]]
+            rows.append(row)  # last write wins, whatever its eventTime
+        seen.add(ce_id)
+        if not valid:
+            return web.json_response({"error": "bad signature"}, status=401)
+        return web.json_response({"ok": True})
+
+    async def state(request: web.Request) -> web.Response:
+        return web.json_response({"outcomes": rows})
+
+    app = web.Application()
+    app.router.add_post("/webhooks", receive)
+    app.router.add_get("/state", state)
+    return app
+
+
+# ---------------------------------------------------------------- the good and the naive handler
+
+async def test_example_handler_passes_every_check(aiohttp_server):
+    base = await serve(aiohttp_server, example.create_app(SECRET))
+    report = await check_handler_async(f"{base}/webhooks", SECRET, state_url=f"{base}/state",
+                                       **FAST)
+    assert report.ok, report
+    assert [(c.name, c.status) for c in report.checks] == [(name, PASS) for name in CHECKS]
+    every = report.check(EVERY_EVENT_TYPE)
+    assert [d.event_type for d in every.deliveries] == event_types("aggregator")
+    assert all(d.latency_ms is not None and d.latency_ms < 15_000 for d in every.deliveries)
+    assert report.check(STATE_URL).received.startswith("each of the ")
+
+
+async def test_naive_handler_fails_exactly_the_signature_duplicate_and_unknown_type_checks(
+        aiohttp_server):
+    base = await serve(aiohttp_server, naive_app())
+    report = await check_handler_async(f"{base}/webhooks", SECRET, **FAST)
+    assert report.failed_names == {WRONG_SIGNATURE, MISSING_SIGNATURE, DUPLICATE_DELIVERY,
+                                   UNKNOWN_EVENT_TYPE}, report
+    assert report.skipped_names == {STATE_URL}
+    assert "a forged delivery was accepted" in report.check(WRONG_SIGNATURE).received
+    assert "then 500" in report.check(DUPLICATE_DELIVERY).received
+    assert "duplicate key value" in report.check(DUPLICATE_DELIVERY).line()
+    assert "400" in report.check(UNKNOWN_EVENT_TYPE).received
+    # The report reads as an assertion message: one line per check, then the summary.
+    text = str(report)
+    assert text.splitlines()[0].startswith("PASS every-event-type: sent 33 deliveries")
+    assert text.splitlines()[-1].endswith(
+        "failed: wrong-signature, missing-signature, duplicate-delivery, unknown-event-type")
+
+
+async def test_without_a_secret_the_signature_checks_are_skipped_and_the_secret_used_is_named(
+        aiohttp_server):
+    requests: list = []
+    base = await serve(aiohttp_server, naive_app(requests))
+    report = await check_handler_async(f"{base}/webhooks", **FAST)
+    assert report.failed_names == {DUPLICATE_DELIVERY, UNKNOWN_EVENT_TYPE}, report
+    assert report.skipped_names == {WRONG_SIGNATURE, MISSING_SIGNATURE, STATE_URL}
+    generated = re.search(r"generated secret (check-handler-[0-9a-f]{32})", report.text())[1]
+    assert requests and all(verifies(body, headers, generated) for headers, body in requests)
+    assert report.to_dict()["secret"] == "generated"
+    assert report.check(WRONG_SIGNATURE).line().startswith(
+        "SKIP wrong-signature: not run, no --secret")
+
+
+# ---------------------------------------------------------------- each other check, proven
+
+async def test_a_redirect_fails_no_redirect_and_the_deliveries_it_met(aiohttp_server):
+    base = await serve(aiohttp_server, example_with(redirects_one_type))
+    report = await check_handler_async(f"{base}/webhooks", SECRET, **FAST)
+    assert report.failed_names == {EVERY_EVENT_TYPE, BURST, NO_REDIRECT}, report
+    assert report.check(NO_REDIRECT).received.startswith("3 redirects: 308 to /v2/webhooks")
+    assert report.check(NO_REDIRECT).received.endswith("for company-updated")
+    assert "company-updated" in report.check(EVERY_EVENT_TYPE).received
+
+
+async def test_refusing_unknown_fields_fails_extra_fields_only(aiohttp_server):
+    base = await serve(aiohttp_server, example_with(refuses_unknown_fields))
+    report = await check_handler_async(f"{base}/webhooks", SECRET, state_url=f"{base}/state",
+                                       **FAST)
+    assert report.failed_names == {EXTRA_FIELDS}, report
+    assert "422" in report.check(EXTRA_FIELDS).received
+
+
+async def test_depending_on_order_fails_out_of_order_only(aiohttp_server):
+    base = await serve(aiohttp_server, order_dependent_app())
+    report = await check_handler_async(f"{base}/webhooks", SECRET, state_url=f"{base}/state",
+                                       **FAST)
+    assert report.failed_names == {OUT_OF_ORDER}, report
+    assert "409" in report.check(OUT_OF_ORDER).received
+
+
+@pytest.mark.parametrize("mistake, stored", [
+    ({"dedupe": False, "verify_first": True, "latest_wins": False}, "stored 2 times"),
+    ({"dedupe": True, "verify_first": True, "latest_wins": True}, "stored failed/"),
+    ({"dedupe": True, "verify_first": False, "latest_wins": True}, "from a forged delivery"),
+], ids=["duplicate-stored-twice", "older-status-overwrites-the-patch", "forged-outcome-stored"])
+async def test_a_state_that_differs_from_what_was_sent_fails_state_url_only(
+        aiohttp_server, mistake, stored):
+    base = await serve(aiohttp_server, storing_app(**mistake))
+    report = await check_handler_async(f"{base}/webhooks", SECRET, state_url=f"{base}/state",
+                                       state_settle=0.3, **FAST)
+    assert report.failed_names == {STATE_URL}, report
+    assert stored in report.check(STATE_URL).received
+
+
+async def test_a_handler_slow_under_load_fails_the_burst_only(aiohttp_server):
+    base = await serve(aiohttp_server, thrashing_app())
+    report = await check_handler_async(f"{base}/webhooks", SECRET, timeout=0.5, **FAST)
+    assert report.failed_names == {BURST}, report
+    burst = report.check(BURST)
+    assert "timeouts" in burst.received and burst.details["p99Ms"] >= 500
+
+
+async def test_a_hanging_handler_stops_the_run_after_three_timeouts(aiohttp_server):
+    base = await serve(aiohttp_server, hanging_app())
+    started = time.monotonic()
+    report = await check_handler_async(f"{base}/webhooks", SECRET, timeout=0.2, **FAST)
+    assert time.monotonic() - started < 5
+    assert report.failed_names == set(CHECKS) - {STATE_URL}, report
+    received = report.check(EVERY_EVENT_TYPE).received
+    assert "timeout after 0.2s for task-status-updated" in received
+    assert "not sent: 3 deliveries timed out already" in received
+    assert report.check(NO_REDIRECT).received == "no HTTP answer at all"
+
+
+async def test_the_whole_run_is_bounded(aiohttp_server):
+    base = await serve(aiohttp_server, hanging_app(seconds=0.1))
+    started = time.monotonic()
+    report = await check_handler_async(f"{base}/webhooks", SECRET, run_timeout=0.5, **FAST)
+    assert time.monotonic() - started < 3
+    every = report.check(EVERY_EVENT_TYPE).received
+    assert "not sent: the run's bound of 0.5s was reached" in every
+    assert report.check(BURST).received == "40 not sent"
+    assert report.failed_names == set(CHECKS) - {NO_REDIRECT, STATE_URL}, report
+
+
+async def test_events_narrow_the_types_and_unknown_ones_are_refused(aiohttp_server):
+    base = await serve(aiohttp_server, example.create_app(SECRET))
+    report = await check_handler_async(f"{base}/webhooks", SECRET,
+                                       events="task-status-updated,company-created", **FAST)
+    assert report.ok, report
+    assert report.skipped_names == {OUT_OF_ORDER, STATE_URL}
+    assert {d.event_type for d in report.check(BURST).deliveries} == {"task-status-updated",
+                                                                       "company-created"}
+    with pytest.raises(CheckerError, match="no event type is named task-exploded"):
+        await check_handler_async(f"{base}/webhooks", events=["task-exploded"])
+    with pytest.raises(CheckerError, match="not an http"):
+        await check_handler_async("ftp://example.com/hooks")
+
+
+async def test_check_handler_in_a_running_loop_says_to_await_the_async_one():
+    with pytest.raises(RuntimeError, match="await check_handler_async"):
+        check_handler("http://127.0.0.1:9/webhooks")
+
+
+def test_readme_documents_every_check_in_order():
+    text = (REPO / "README.md").read_text()
+    section = text.split("## Checking your webhook handler\n", 1)[1].split("\n## ", 1)[0]
+    assert re.findall(r"^\| `([a-z][a-z-]+)` \|", section, re.M) == list(CHECKS)
+
+
+def test_cli_refuses_bad_arguments_with_exit_2(capsys):
+    assert main(["check-handler", "http://127.0.0.1:9/webhooks", "--events", "nope"]) == 2
+    assert "--events: no event type is named nope" in capsys.readouterr().err
+    assert main(["check-handler", "ftp://x"]) == 2
+    assert "is not an http:// or https:// URL" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- real processes
+
+@pytest.fixture(scope="module")
+def example_process():
+    """examples/handler.py as a real process, its secret from WEBHOOK_SECRET."""
+    process = subprocess.Popen([sys.executable, "examples/handler.py", "--port", "0"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               cwd=REPO, env={**os.environ, "WEBHOOK_SECRET": SECRET})
+    try:
+        line = process.stdout.readline().strip()
+        assert line.startswith("handler listening on http://"), process.stderr.read()
+        yield line.split()[-1].removesuffix("/webhooks")
+    finally:
+        process.terminate()
+        process.communicate(timeout=10)
+    assert process.returncode == 0
+
+
+def test_cli_against_the_example_handler_prints_every_check_passing_and_exits_0(
+        example_process):
+    result = run_cli("check-handler", f"{example_process}/webhooks", "--secret", SECRET,
+                     "--state-url", f"{example_process}/state")
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines[:-1]] == [f"PASS {name}" for name in CHECKS]
+    burst = next(line for line in lines if line.startswith("PASS burst:"))
+    assert "sent 200 deliveries of 33 event types, 20 at a time; got 2xx to all 200" in burst
+    assert lines[-1].startswith("10 passed, 0 failed, 0 skipped in ")
+
+
+def test_cli_json_parses_and_exits_0_with_only_the_secret(example_process):
+    result = run_cli("check-handler", f"{example_process}/webhooks", "--secret", SECRET, "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    assert report["ok"] is True and report["failed"] == [] and report["secret"] == "given"
+    assert {c["name"]: c["status"] for c in report["checks"]} == {
+        **{name: PASS for name in CHECKS}, STATE_URL: SKIP}
+    burst = next(c for c in report["checks"] if c["name"] == BURST)
+    assert len(burst["deliveries"]) == 200 and burst["p99Ms"] < 15_000
+
+
+def test_cli_exits_1_when_a_check_fails_and_names_the_generated_secret(example_process):
+    result = run_cli("check-handler", f"{example_process}/webhooks")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert re.search(r"^note: no --secret: .* generated secret check-handler-[0-9a-f]{32}",
+                     result.stdout, re.M)
+    assert result.stdout.splitlines()[0].startswith("FAIL every-event-type")
+
+
+def test_check_handler_api_runs_without_an_event_loop(example_process):
+    report = check_handler(f"{example_process}/webhooks", secret=SECRET,
+                           state_url=f"{example_process}/state", burst=20)
+    assert report.ok, report
+    assert checker.Report is type(report)
+
+
+# ---------------------------------------------------------------- from the pytest plugin
+
+def test_the_plugin_checks_a_handler_and_its_report_reads_as_an_assertion(payroll_sandbox,
+                                                                         example_process):
+    report = payroll_sandbox.check_handler(f"{example_process}/webhooks", SECRET,
+                                           state_url=f"{example_process}/state", **FAST)
+    assert report.ok, report
+
+
+async def test_the_async_plugin_checks_a_handler_on_the_tests_own_loop(async_payroll_sandbox,
+                                                                      aiohttp_server):
+    base = await serve(aiohttp_server, naive_app())
+    report = await async_payroll_sandbox.check_handler(f"{base}/webhooks", SECRET, **FAST)
+    assert not report.ok
+    assert str(report).splitlines()[-1].endswith(
+        "failed: wrong-signature, missing-signature, duplicate-delivery, unknown-event-type")
