@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +23,8 @@ from ..errors import (ApiError, CredentialsRefused, InvalidCompanyId, InvalidCon
                       ValidationFailed, field_detail)
 from ..pdf import text_pdf
 from ..schemas.validate import strict_json
-from .companies import DISABLED, Company
+from .companies import DISABLED, Company, CompanyDirectory, ManualDepositRule
+from .search import company_filter
 from .tasks import HAPPY_PATH, Task, TaskEngine, Workflow
 from .tenants import PublicToken, Tenant
 
@@ -123,6 +124,22 @@ FAILURE_SENTENCES = {
                            "minutes.",
     "unknown-failure": "Something went wrong and we couldn't finish. Try again in a few "
                        "minutes.",
+}
+
+# The next step each failure's sentence names, offered first on the failure screen:
+# `retry` (sign in again), `another-card` (add another card: a pay-link flow), `manual`
+# (make the change with the company directly), `close` (nothing the flow can do).
+# Choosing another company is offered besides, wherever the flow may go back to search.
+NEXT_STEPS = {
+    "auth-expired": "retry", "connection-error": "retry", "device-disconnected": "retry",
+    "action-failed": "retry", "plan-selection-required": "retry",
+    "product-not-supported": "manual", "subscription-inactive": "retry",
+    "subscription-managed-by-partner-provider": "close", "subscription-not-found": "retry",
+    "payment-method-locked": "retry", "payment-method-not-supported": "another-card",
+    "payment-method-insufficient-funds": "another-card", "payment-method-limit-reached": "retry",
+    "payment-method-declined": "another-card", "user-abandon": "retry",
+    "payment-token-expired": "another-card", "payment-switch-unsuccessful": "retry",
+    "system-unavailable": "retry", "unexpected-response": "retry", "unknown-failure": "retry",
 }
 
 _SESSION_ENDED = ("This session has expired or isn't valid any more. Close this window and "
@@ -249,6 +266,87 @@ def _company(tenant: Tenant, company_id: str) -> Company:
         raise InvalidCompanyId(INVALID_COMPANY_ID,
                                details=[field_detail("$.companyId", "not a company _id")])
     return company
+
+
+# -- the empty search screen ----------------------------------------------------------------
+# The sandbox keeps no usage statistics: "popular" is the names below, the best-known
+# employers, merchants and payroll providers of the bundled fixtures, in the order a
+# user meets them. Names a catalog lacks (custom fixtures) are skipped; payroll
+# providers then come from the catalog's `payroll-provider` tag.
+
+POPULAR_COMPANIES = ("Walmart", "Amazon", "Target", "Starbucks", "The Home Depot",
+                     "Costco Wholesale", "United Parcel Service", "Kroger", "CVS Health",
+                     "McDonald's", "Uber", "DoorDash",
+                     # Merchants, for a pay-link flow.
+                     "Netflix", "Spotify", "Hulu", "Disney+", "Verizon", "AT&T")
+POPULAR_PAYROLL_PROVIDERS = ("ADP", "Paychex", "Gusto", "Workday", "Paylocity", "Paycom")
+PAYROLL_PROVIDER = "payroll-provider"
+POPULAR_LIMIT = 9
+POPULAR_PAYROLL_LIMIT = 6
+
+
+def popular_companies(directory: CompanyDirectory, rule: ManualDepositRule, *,
+                      scope: str | None = None, tasks: list[dict[str, Any]] | None = None,
+                      payroll_only: bool = False) -> dict[str, list[Company]]:
+    """POST /sdk/popular: what the search screen shows before the user types, filtered as
+    the flow's own search is (the configured scope and operations; never a disabled
+    company): `companies` (employers, or merchants for pay-link) and `payrollProviders`."""
+    products = tuple(t.get("operation") or t.get("product") for t in tasks or ())
+    scopes = (scope,) if scope else ()
+    keep = company_filter(rule, scopes=scopes, products=products)
+    keep_payroll = company_filter(rule, scopes=scopes, products=products, tags=(PAYROLL_PROVIDER,))
+
+    named = [c for c in (_named(directory, n) for n in POPULAR_PAYROLL_PROVIDERS) if c is not None]
+    payroll = [c for c in named if keep_payroll(c)] if named else _first(directory, keep_payroll)
+    payroll = payroll[:POPULAR_PAYROLL_LIMIT]
+    if payroll_only:
+        return {"companies": [], "payrollProviders": payroll}
+    companies = [c for c in (_named(directory, n) for n in POPULAR_COMPANIES)
+                 if c is not None and keep(c) and PAYROLL_PROVIDER not in c.tags]
+    return {"companies": companies[:POPULAR_LIMIT], "payrollProviders": payroll}
+
+
+def _named(directory: CompanyDirectory, name: str) -> Company | None:
+    """The company named exactly `name` as this tenant sees it: the search index's
+    exact-name tier only (the first of its tiers), over the shared catalog and the
+    tenant's own changes."""
+    indexes = [(directory.index, directory.changed.__contains__)]
+    if directory.changed:
+        indexes.append((directory.overlay_index(), None))
+    for index, skip in indexes:
+        for key, company in index.ranked(name, skip=skip):
+            if key[0] != EXACT_TIER:
+                break
+            if company.name == name:
+                return company
+    return None
+
+
+EXACT_TIER = 0  # SearchIndex.ranked: the exact name comes first, as tier 0
+
+
+def _first(directory: CompanyDirectory, keep: Callable[[Company], bool]) -> list[Company]:
+    """A catalog without the bundled names: its first payroll providers, by name."""
+    found: list[Company] = []
+    for company in directory.ordered():
+        if keep(company):
+            found.append(company)
+            if len(found) == POPULAR_PAYROLL_LIMIT:
+                break
+    return found
+
+
+# -- what the progress screen names ---------------------------------------------------------
+# Scenarios whose task waits for the user's second factor while processing (the
+# mfa-then-success scenario: authenticated turns true only after the code): the hosted
+# flow's progress shows a verification step for them.
+MFA_SCENARIOS = ("mfa-then-success",)
+
+
+def flow_hints() -> dict[str, Any]:
+    """What the hosted page needs besides its sentences, handed to it at load: the next
+    step of each failure reason, and the scenarios whose progress has a verification step."""
+    return {"nextSteps": NEXT_STEPS, "mfaScenarios": list(MFA_SCENARIOS)}
 
 
 # -- login ----------------------------------------------------------------------------------

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 from aiohttp import web
 
 from ..domain import sdk
-from ..domain.companies import full_record
-from ..errors import ApiError, LinkedAccountNotYours, PublicTokenMismatch
+from ..domain.companies import full_record, search_record
+from ..errors import ApiError, CompanyNotFound, LinkedAccountNotYours, PublicTokenMismatch
+from ..logos import company_logo_svg
 from ..schemas.api import (SDK_COMPANY_REQUEST, SDK_LEAVE_REQUEST, SDK_LOGIN_REQUEST,
-                           SDK_MFA_CHALLENGE, SDK_SESSION_REQUEST, TASK_CREATED)
+                           SDK_MFA_CHALLENGE, SDK_SESSION_REQUEST, TASK_CREATED,
+                           TASK_CREATE_REQUEST)
 from ..static import static_text
 from .pipeline import NO_STORE, Auth, operation, serve_file
 from .tasks import created_record
@@ -25,6 +28,29 @@ DEPOSIT_FORM_QUERY = {
                                    "description": "The user's public token (the form opens in "
                                                   "a new tab, so it comes in the query)."}},
 }
+
+SDK_POPULAR_REQUEST = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "scope": {"type": "string", "minLength": 1,
+                  "description": "The configuration's scope (as the flow's search sends it)."},
+        "tasks": {**TASK_CREATE_REQUEST["properties"]["tasks"]},
+        "payrollOnly": {"type": "boolean", "default": False,
+                        "description": "Payroll providers only (deeplink step search-payroll)."},
+    },
+}
+_SEARCH_COMPANIES = {"type": "array", "items": {"$ref": "#/components/schemas/SearchCompany"}}
+SDK_POPULAR = {
+    "type": "object",
+    "required": ["companies", "payrollProviders"],
+    "properties": {"companies": _SEARCH_COMPANIES, "payrollProviders": _SEARCH_COMPANIES},
+}
+UNKNOWN_LOGO = ("No company of the shared catalog has the id {company_id!r} (a tenant's own "
+                "companies have no generated logo).")
+# A logo is a pure function of the catalog, which does not change while the server runs.
+LOGO_HEADERS = {"cache-control": "public, max-age=3600",
+                "content-security-policy": "default-src 'none'"}
 
 
 @operation("GET", "/sdk/transact.js", "Client SDK: the script that opens the hosted flow",
@@ -43,7 +69,7 @@ for _name, _type in (("flow.js", "application/javascript"), ("flow.css", "text/c
            errors=(400,))
 async def initialize(params, sandbox) -> web.Response:
     bootstrap: dict = {"prefix": sandbox.registry.service.sdk_prefix,
-                       "messages": sdk.user_messages()}
+                       "messages": sdk.user_messages(), "flow": sdk.flow_hints()}
     status = 200
     try:
         bootstrap["config"] = sdk.decode_config(params["config"])
@@ -89,6 +115,38 @@ async def company(tenant, body) -> dict:
     maintenance (spec: Company status)."""
     chosen, refusal = sdk.company_for_flow(tenant, body["companyId"], body.get("tasks"))
     return {"company": full_record(chosen, tenant.manual_deposits), "refusal": refusal}
+
+
+@operation("POST", "/sdk/popular", "Client SDK: the popular employers and payroll providers "
+           "the search screen shows before the user types", auth=Auth.PUBLIC_TOKEN,
+           body=SDK_POPULAR_REQUEST, response=SDK_POPULAR)
+async def popular(tenant, body) -> dict:
+    """Filtered as the flow's own search: the configured scope and operations, never a
+    disabled company. `payrollOnly` (the search-payroll step) leaves `companies` empty."""
+    found = sdk.popular_companies(tenant.companies, tenant.manual_deposits,
+                                  scope=body.get("scope"), tasks=body.get("tasks"),
+                                  payroll_only=body.get("payrollOnly", False))
+    return {key: [search_record(c, tenant.manual_deposits) for c in companies]
+            for key, companies in found.items()}
+
+
+@operation("GET", "/sdk/logo/{companyId}.svg", "Client SDK: a company's generated logo (its "
+           "monogram on its brand colour)", auth=Auth.NONE, content_type="image/svg+xml",
+           errors=(404,))
+async def logo(params, request, sandbox) -> web.Response:
+    """Drawn from the shared catalog's name and `branding.color` (the catalog's logo URLs
+    point at hosts that do not exist, and the hosted flow fetches nothing from outside).
+    Public, for an <img>, so a tenant's own companies are not drawn: nothing of a tenant
+    leaves it without its credentials."""
+    company = sandbox.registry.catalog.get(params["companyId"])
+    if company is None:
+        raise CompanyNotFound(UNKNOWN_LOGO.format(company_id=params["companyId"]))
+    svg = company_logo_svg(company.name, (company.branding or {}).get("color"), company.id)
+    etag = '"' + hashlib.sha256(svg.encode()).hexdigest()[:20] + '"'
+    if request.headers.get("if-none-match") == etag:
+        return web.Response(status=304, headers={**LOGO_HEADERS, "etag": etag})
+    return web.Response(text=svg, content_type="image/svg+xml",
+                        headers={**LOGO_HEADERS, "etag": etag})
 
 
 @operation("POST", "/sdk/login", "Client SDK: sign in with sandbox credentials; starts the "

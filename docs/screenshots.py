@@ -1,0 +1,198 @@
+"""Screenshots of the hosted flow for the README, taken from a real server.
+
+    python docs/screenshots.py [--out docs/screenshots] [--chromium /usr/bin/chromium]
+
+Starts `python -m simulator serve --port 0 --clock manual`, opens /demo in Debian's
+chromium through Playwright, drives the flow as a user would (sandbox usernames; the
+clock moved over the control plane with the demo tenant's keys, so every task step is
+the server's own) and saves one PNG per screen and width into docs/screenshots/,
+overwriting. Phone shots are 390 px wide (the flow is the whole screen), desktop shots
+1280 px (the flow is a centred modal over the demo page).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+from playwright.sync_api import FrameLocator, Page, sync_playwright
+
+REPO = Path(__file__).resolve().parent.parent
+SERVING = "payroll-sandbox serving "
+DEMO_KEYS = {"x-api-key": "sandbox-key-demo-0005", "x-api-secret": "sandbox-secret-demo-0005"}
+FLOW = "iframe[src*='/initialize/']"
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1280, "height": 800}
+TIMEOUT_MS = 15_000
+
+
+@contextmanager
+def sandbox():
+    """A real server on a free port with a manual clock; its base URL."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "simulator", "serve", "--port", "0", "--clock", "manual"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        line = process.stdout.readline().strip()
+        if not line.startswith(SERVING):
+            raise SystemExit(f"the server did not start: {line!r}")
+        # Keep reading what it prints, so a full pipe never stops it.
+        threading.Thread(target=process.stdout.read, daemon=True).start()
+        yield line.split()[2]
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+
+
+def control(base: str, path: str, body: dict | None = None) -> dict:
+    """A control-plane call for the demo tenant (whose visitor the demo page signs in)."""
+    request = urllib.request.Request(base + path, data=json.dumps(body or {}).encode(),
+                                     method="POST",
+                                     headers={"content-type": "application/json", **DEMO_KEYS})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)
+
+
+def advance(base: str, seconds: float) -> None:
+    control(base, "/_sandbox/clock/advance", {"seconds": seconds})
+
+
+class Shooter:
+    def __init__(self, browser, base: str, out: Path) -> None:
+        self.browser, self.base, self.out = browser, base, out
+        self.taken: list[Path] = []
+
+    def open_flow(self, viewport: dict) -> tuple[Page, FrameLocator]:
+        # Phone shots at twice the pixels (they are shown small, side by side).
+        scale = 2 if viewport["width"] < 600 else 1
+        context = self.browser.new_context(viewport=viewport, device_scale_factor=scale)
+        page = context.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        page.goto(self.base + "/demo")
+        page.get_by_role("button", name="Connect payroll").click()
+        flow = page.frame_locator(FLOW)
+        screen(flow, "search")
+        flow.locator("[data-testid=popular] [data-company]").first.wait_for()
+        flow.locator("[data-testid=popular] img").last.wait_for()
+        return page, flow
+
+    def shot(self, page: Page, name: str) -> None:
+        path = self.out / f"{name}.png"
+        page.mouse.move(0, 0)  # no hover left on what was clicked last
+        # Finite animations at their end, endless ones (spinners) at their start: the same
+        # picture on every run.
+        page.screenshot(path=str(path), animations="disabled")
+        self.taken.append(path)
+        print(path.relative_to(REPO) if path.is_relative_to(REPO) else path)
+
+
+def screen(flow: FrameLocator, name: str) -> None:
+    flow.locator(f"#app[data-screen='{name}']").wait_for()
+
+
+def pick(flow: FrameLocator, query: str, name: str) -> None:
+    flow.get_by_test_id("search").fill(query)
+    flow.locator("[data-testid=results] [data-company]", has_text=name).first.click()
+    screen(flow, "login")
+
+
+def sign_in(flow: FrameLocator, username: str) -> None:
+    flow.get_by_test_id("username").fill(username)
+    flow.get_by_test_id("password").fill("any password")
+    flow.get_by_test_id("submit").click()
+
+
+def logos_loaded(flow: FrameLocator) -> None:
+    flow.locator("#app img").last.wait_for()
+    flow.locator("#app").evaluate(
+        "app => Promise.all([...app.querySelectorAll('img')].map(i => i.decode().catch(() => 0)))")
+
+
+def take_all(shooter: Shooter, base: str) -> None:
+    for label, viewport in (("phone", PHONE), ("desktop", DESKTOP)):
+        # Search, before typing (popular companies) and with results.
+        page, flow = shooter.open_flow(viewport)
+        shooter.shot(page, f"search-empty-{label}")
+        if label == "phone":
+            flow.get_by_test_id("search").fill("pay")
+            flow.locator("[data-testid=results] [data-company]").first.wait_for()
+            logos_loaded(flow)
+            shooter.shot(page, "search-results-phone")
+
+        # Login, then the inline message of a refused password (test-bad).
+        flow.get_by_test_id("search").fill("walmart")
+        flow.locator("[data-testid=results] [data-company]", has_text="Walmart").first.click()
+        screen(flow, "login")
+        logos_loaded(flow)
+        shooter.shot(page, f"login-{label}")
+        if label == "phone":
+            sign_in(flow, "test-bad")
+            flow.get_by_test_id("login-error").filter(has_text="username").wait_for()
+            flow.get_by_test_id("submit").filter(has_text="Sign in").wait_for()
+            shooter.shot(page, "login-refused-phone")
+
+        # MFA (test-code-mfa), then progress as the server's clock moves the task.
+        sign_in(flow, "test-code-mfa")
+        screen(flow, "mfa-code")
+        logos_loaded(flow)
+        if label == "phone":
+            shooter.shot(page, "mfa-code-phone")
+        flow.get_by_test_id("mfa-answer").fill("123456")
+        flow.get_by_test_id("mfa-submit").click()
+        screen(flow, "progress")
+        advance(base, 1)  # happy-path: processing after 1 s
+        flow.locator("[data-step=mfa][data-state=active]").wait_for()
+        logos_loaded(flow)
+        shooter.shot(page, f"progress-{label}")
+        advance(base, 2)  # authenticated after 2 s more: the update runs
+        flow.locator("[data-step=update][data-state=active]").wait_for()
+        if label == "phone":
+            shooter.shot(page, "progress-updating-phone")
+        advance(base, 5)  # completed
+        screen(flow, "done")
+        logos_loaded(flow)
+        shooter.shot(page, f"success-{label}")
+        page.context.close()
+
+        # A failure: the merchant cannot be reached (test-connection-error).
+        page, flow = shooter.open_flow(viewport)
+        pick(flow, "target", "Target")
+        sign_in(flow, "test-connection-error")
+        screen(flow, "progress")
+        control(base, "/_sandbox/clock/run-until-idle")
+        screen(flow, "done")
+        logos_loaded(flow)
+        shooter.shot(page, f"failure-{label}")
+        page.context.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "screenshots")
+    parser.add_argument("--chromium", default="/usr/bin/chromium")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    with sandbox() as base, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=args.chromium, headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync",
+                  "--disable-background-networking", "--disable-component-update"])
+        try:
+            shooter = Shooter(browser, base, args.out)
+            take_all(shooter, base)
+        finally:
+            browser.close()
+    print(f"{len(shooter.taken)} screenshots in {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
