@@ -30,6 +30,7 @@ from .routes import OPERATIONS, add_routes
 from .scenarios.loader import Scenario, load_all_scenarios, scenario_folders
 from .scheduler import RealTimer
 from .settings import Settings, bundled_dir
+from .snapshot import STATE_FILE, StateFile, save_on_shutdown
 from .webhooks.dispatcher import ATTEMPT_TIMEOUT, Dispatcher
 
 log = logging.getLogger("payroll_sandbox.tenants")
@@ -157,6 +158,9 @@ def create_app(settings: Settings, *, clock: Clock | None = None,
     app[SANDBOX] = sandbox
     add_routes(app, operations)
     app.cleanup_ctx.append(_background_context)
+    app[STATE_FILE] = StateFile(sandbox)  # --state-file (nothing without it)
+    # --state-file: the last save, before deliveries stop (pending retries stay pending).
+    app.on_shutdown.append(save_on_shutdown)
     # On shutdown (SIGTERM), before the server waits for handlers: in-flight webhook
     # attempts finish or are recorded as interrupted, so no handler waits on them.
     app.on_shutdown.append(_stop_deliveries)
@@ -173,12 +177,16 @@ async def _background_context(app: web.Application) -> AsyncIterator[None]:
     long as the app."""
     sandbox = app[SANDBOX]
     timer = sandbox.registry.services.timer
+    state_file = app[STATE_FILE]
+    state_file.restore()  # --state-file: every tenant as saved (ConfigError when it is torn)
     await sandbox.dispatcher.start()
     if timer is not None:
         timer.start()
     expiry = sandbox.settings.tenant_idle_expiry
     sweep = asyncio.create_task(_expire_idle_tenants(sandbox.registry, expiry)) if expiry else None
+    state_file.start()  # saved every --state-interval seconds when something changed
     yield
+    await state_file.stop()
     if sweep is not None:
         sweep.cancel()
     if timer is not None:

@@ -58,6 +58,11 @@ class Settings:
     allowed_hosts: str = ""
     frame_ancestors: str = "*"
     tenant_idle_expiry: float = 0.0
+    # --state-file: every tenant restored from this file at start (if it exists), saved to
+    # it on shutdown and every state_interval seconds when something changed (0: only on
+    # shutdown), written atomically (README: Snapshots and --state-file).
+    state_file: Path | None = None
+    state_interval: float = 30.0
 
     def with_overrides(self, **values: Any) -> Settings:
         return replace(self, **{k: v for k, v in values.items() if v is not None})
@@ -73,6 +78,7 @@ _CONFIG_NAMES = {
     "maxTasks": "max_tasks", "maxTokens": "max_tokens", "maxUsers": "max_users",
     "maxTenants": "max_tenants", "allowedHosts": "allowed_hosts",
     "frameAncestors": "frame_ancestors", "tenantIdleExpiry": "tenant_idle_expiry",
+    "stateFile": "state_file", "stateInterval": "state_interval",
 }
 _TYPES = {f.name: f.type for f in fields(Settings)}
 
@@ -112,6 +118,17 @@ def _check_choices(settings: Settings, source: str) -> None:
     if any(c in settings.frame_ancestors for c in ";,\r\n"):
         raise ConfigError(source, "$.frame_ancestors",
                           "sources separated by spaces, without ';' or ','")
+    if settings.state_interval < 0:
+        raise ConfigError(source, "$.state_interval",
+                          "must be 0 (only on shutdown) or more seconds")
+    if settings.state_file is not None:
+        folder = settings.state_file.parent
+        if not folder.is_dir():
+            raise ConfigError(source, "$.state_file", f"{str(settings.state_file)!r}: the "
+                              f"folder {str(folder)!r} does not exist")
+        if settings.state_file.is_dir():
+            raise ConfigError(source, "$.state_file",
+                              f"{str(settings.state_file)!r} is a folder; name a file")
     if settings.webhook_url is not None:
         from .schemas.validate import webhook_url_problem
 
@@ -133,7 +150,7 @@ def load_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = 
         values = {_CONFIG_NAMES[k]: _coerce(_CONFIG_NAMES[k], v, str(path))
                   for k, v in document.items()}
         base = path.parent
-        for name in ("fixtures", "scenarios"):
+        for name in ("fixtures", "scenarios", "state_file"):
             if name in values and not values[name].is_absolute():
                 values[name] = base / values[name]
         settings = settings.with_overrides(config=path, **values)

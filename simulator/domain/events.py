@@ -114,6 +114,19 @@ class EventLog:
             self.on_evict(event_id)
         self.evicted += len(gone)
 
+    @property
+    def next_eviction(self) -> int | None:
+        """The size at which the ledger next looks for events to evict."""
+        return self._next_eviction
+
+    def restore(self, events: list[Event], *, emitted: int, evicted: int,
+                next_eviction: int | None) -> None:
+        """A snapshot's ledger (snapshot.py): its events in order and its counters. The
+        listeners are not told: the events were delivered (or are pending) already."""
+        self.by_id = {event.id: event for event in events}
+        self.emitted, self.evicted = emitted, evicted
+        self._next_eviction = next_eviction
+
     def get(self, event_id: str) -> Event:
         event = self.by_id.get(event_id)
         if event is None:

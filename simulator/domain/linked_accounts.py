@@ -28,6 +28,7 @@ from ..errors import (DepositAccountNotFound, LinkedAccountNotFound, StatementNo
 from .companies import Company
 from .states import COMPLETED
 from .tenants import Tenant
+from .timeline import action_kind
 
 PAY_CYCLES = ("weekly", "biweekly", "semimonthly", "monthly")
 PERIODS_PER_YEAR = {"weekly": 52, "biweekly": 26, "semimonthly": 24, "monthly": 12}
@@ -316,16 +317,8 @@ class LinkedAccounts:
         interval = tenant.refresh_interval
         if not interval:
             return
-
-        def push() -> None:
-            if tenant.linked_accounts.get(account.id) is not account:
-                return  # deleted
-            if account.connected:
-                self.refresh(tenant, account)
-            tenant.timeline.schedule(tenant.clock.timestamp() + interval, push, background=True,
-                                     label=f"push refresh of {account.id}", owner=account.id)
-
-        tenant.timeline.schedule(account.created_at + interval, push, background=True,
+        tenant.timeline.schedule(account.created_at + interval,
+                                 _PushRefresh(self, tenant, account, interval), background=True,
                                  label=f"push refresh of {account.id}", owner=account.id)
 
     # -- privacy ----------------------------------------------------------------------------
@@ -334,7 +327,7 @@ class LinkedAccounts:
         interval = tenant.pii_deletion_interval
         if interval:
             tenant.timeline.schedule(account.created_at + interval,
-                                     lambda: self.delete_pii(tenant, account.identifier),
+                                     _PiiDeletion(self, tenant, account.identifier),
                                      background=True, label=f"PII deletion of {account.identifier}")
 
     def delete_pii(self, tenant: Tenant, identifier: str, task_id: str | None = None, *,
@@ -500,6 +493,65 @@ class LinkedAccounts:
         tenant.emit(event_type, identifier=account.identifier, task_id=task_id,
                     user={"_id": account.user_id, "identifier": account.identifier},
                     data={"linkedAccount": account.id, "companyId": account.company_id, **data})
+
+
+@action_kind("push-refresh")
+@dataclass(frozen=True)
+class _PushRefresh:
+    """A push refresh of one linked account, which schedules the next one `interval`
+    seconds later (a small object rather than a closure: a snapshot describes it)."""
+
+    linked: LinkedAccounts
+    tenant: Tenant
+    account: LinkedAccount
+    interval: float
+
+    schema = {"type": "object", "additionalProperties": False,
+              "required": ["kind", "account", "interval"],
+              "properties": {"kind": {"const": "push-refresh"}, "account": {"type": "string"},
+                             "interval": {"type": "number", "exclusiveMinimum": 0}}}
+
+    def __call__(self) -> None:
+        tenant, account = self.tenant, self.account
+        if tenant.linked_accounts.get(account.id) is not account:
+            return  # deleted
+        if account.connected:
+            self.linked.refresh(tenant, account)
+        tenant.timeline.schedule(tenant.clock.timestamp() + self.interval, self, background=True,
+                                 label=f"push refresh of {account.id}", owner=account.id)
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "push-refresh", "account": self.account.id, "interval": self.interval}
+
+    @classmethod
+    def rebuild(cls, data: dict[str, Any], context: Any) -> _PushRefresh:
+        return cls(context.linked_accounts, context.tenant,
+                   context.linked_account(data["account"]), float(data["interval"]))
+
+
+@action_kind("pii-deletion")
+@dataclass(frozen=True)
+class _PiiDeletion:
+    """The user's personal data deleted, `piiDeletionInterval` after an account linked."""
+
+    linked: LinkedAccounts
+    tenant: Tenant
+    identifier: str
+
+    schema = {"type": "object", "additionalProperties": False,
+              "required": ["kind", "identifier"],
+              "properties": {"kind": {"const": "pii-deletion"},
+                             "identifier": {"type": "string"}}}
+
+    def __call__(self) -> None:
+        self.linked.delete_pii(self.tenant, self.identifier)
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "pii-deletion", "identifier": self.identifier}
+
+    @classmethod
+    def rebuild(cls, data: dict[str, Any], context: Any) -> _PiiDeletion:
+        return cls(context.linked_accounts, context.tenant, data["identifier"])
 
 
 # -- pay calendar ---------------------------------------------------------------------------

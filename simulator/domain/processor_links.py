@@ -26,6 +26,7 @@ from ..scenarios.loader import Scenario
 from .companies import OPERATIONAL, Company, ManualDepositRule
 from .search import SearchQuery, normalize, search_companies
 from .tenants import Tenant, unguessable
+from .timeline import action_kind
 
 TOKEN_PATTERN = re.compile(r"^processor-(sandbox|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-"
                            r"[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -353,6 +354,7 @@ def _cadence(dates: list[date]) -> str:
     return "monthly"
 
 
+@action_kind("processor-link-stage")
 @dataclass(frozen=True)
 class _Stage:
     links: ProcessorLinks
@@ -361,5 +363,27 @@ class _Stage:
     token: ProcessorToken
     changes: dict[str, Any]
 
+    # In a snapshot: the link (its token follows) and the step's changes as they are.
+    schema = {"type": "object", "additionalProperties": False,
+              "required": ["kind", "link", "changes"],
+              "properties": {"kind": {"const": "processor-link-stage"},
+                             "link": {"type": "string"},
+                             "changes": {"type": "object", "properties": {
+                                 "stage": {"enum": [PULL, CLASSIFY, DETECT]},
+                                 "aggregatorError": {"type": "object"},
+                                 "last": {"type": "boolean"}}}}}
+
     def __call__(self) -> None:
         self.links.run_step(self.tenant, self.link, self.token, self.changes)
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "processor-link-stage", "link": self.link.id, "changes": self.changes}
+
+    @classmethod
+    def rebuild(cls, data: dict[str, Any], context: Any) -> _Stage:
+        changes = data["changes"]
+        if "aggregatorError" not in changes and "stage" not in changes:
+            raise LookupError("a stage's changes name a `stage` or an `aggregatorError`")
+        link = context.processor_link(data["link"])
+        return cls(context.processor_links, context.tenant, link,
+                   context.processor_token(link.token), dict(changes))

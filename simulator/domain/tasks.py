@@ -26,6 +26,7 @@ from .company_admin import set_company_status
 from .states import (COMPLETED, FAILED, FINAL, PROCESSING, QUEUED, emits_status_update,
                      transition_error)
 from .tenants import Tenant, create_access_token
+from .timeline import action_kind
 
 HAPPY_PATH = "happy-path"
 PAYMENT_TOKEN_LIFETIME = 24 * 3600  # spec: Limits, card token lifetime
@@ -473,6 +474,7 @@ class TaskEngine:
         return task
 
 
+@action_kind("task-step")
 @dataclass(frozen=True)
 class _StepAction:
     """A scheduled step (a small object rather than a closure: cheap at 10,000s of tasks)."""
@@ -482,8 +484,26 @@ class _StepAction:
     task: Task
     step: Step
 
+    # In a snapshot a step is a scenario cursor: the task, its scenario, the step's place.
+    schema = {"type": "object", "additionalProperties": False,
+              "required": ["kind", "task", "scenario", "step"],
+              "properties": {"kind": {"const": "task-step"}, "task": {"type": "string"},
+                             "scenario": {"type": "string"},
+                             "step": {"type": "integer", "minimum": 0}}}
+
     def __call__(self) -> None:
         self.engine.apply_step(self.tenant, self.task, self.step)
 
     def __str__(self) -> str:
         return f"{self.task.scenario} step for task {self.task.id}"
+
+    def describe(self) -> dict[str, Any]:
+        steps = self.engine.scenarios[self.task.scenario].steps
+        index = next((n for n, step in enumerate(steps) if step is self.step), None)
+        return {"kind": "task-step", "task": self.task.id, "scenario": self.task.scenario,
+                "step": steps.index(self.step) if index is None else index}
+
+    @classmethod
+    def rebuild(cls, data: dict[str, Any], context: Any) -> _StepAction:
+        return cls(context.engine, context.tenant, context.task(data["task"]),
+                   context.step(data["scenario"], data["step"], "task"))

@@ -65,6 +65,14 @@ class Ids:
     def secret(self, prefix: str) -> str:
         return f"{prefix}{self._random.getrandbits(128):032x}"
 
+    def state(self) -> dict[str, Any]:
+        """The generator's state as JSON data (snapshots): the next ids follow from it."""
+        version, internal, gauss = self._random.getstate()
+        return {"version": version, "state": list(internal), "gauss": gauss}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self._random.setstate((state["version"], tuple(state["state"]), state["gauss"]))
+
 
 def unguessable(prefix: str) -> str:
     """A credential (public, access and processor tokens): from the operating system's
@@ -134,6 +142,17 @@ class Tenant:
         self.api_key: str = account["apiKey"]
         self.api_secret: str = account["apiSecret"]
         self.environment: str = account["environment"]
+        self._configure()
+        self._clock_factory = clock_factory
+        self._companies = companies
+        self._seed = seed
+        self.services = services
+        self._start()
+
+    def _configure(self) -> None:
+        """The account's settings (a restored snapshot may change them; a reset puts the
+        account's back)."""
+        account = self.account
         self.products: tuple[str, ...] = tuple(account.get("products", DEFAULT_PRODUCTS))
         self.manual_deposits = ManualDepositRule.from_fixture(account.get("manualDeposits"))
         webhooks = account.get("webhooks", {})
@@ -145,13 +164,8 @@ class Tenant:
         self.refresh_interval: float | None = continuous.get("refreshInterval",
                                                              DEFAULT_REFRESH_INTERVAL)
         self.pii_deletion_interval: float | None = continuous.get("piiDeletionInterval")
-        self._clock_factory = clock_factory
-        self._companies = companies
-        self._seed = seed
-        self.services = services
-        self._start()
 
-    def _start(self) -> None:
+    def _start(self, seed_accounts: bool = True) -> None:
         """The tenant's state as its account first makes it."""
         self.clock: Clock = self._clock_factory()
         self.ids = Ids(f"{self._seed}:{self.name}")
@@ -185,13 +199,24 @@ class Tenant:
         self.runner.stopping = lambda: dispatcher.closing
         if self.services.timer is not None:
             self.services.timer.watch(self.runner)
-        self.services.seed_accounts(self)
+        if seed_accounts:
+            self.services.seed_accounts(self)
 
     def reset(self) -> None:
         """POST /_sandbox/reset: back to the account as the fixtures made it, same keys;
         work in flight (jobs, webhook attempts) is dropped."""
         self.close()
+        self._configure()
         self._start()
+
+    def restore(self, fill: Callable[[Tenant], None]) -> None:
+        """POST /_sandbox/snapshot and --state-file (snapshot.py): work in flight stops,
+        the state starts afresh (without the account's ready-made linked accounts) and
+        `fill` puts the snapshot's in. `fill` is built from a checked document, so it
+        cannot fail half-way; name, keys and environment stay the tenant's own."""
+        self.close()
+        self._start(seed_accounts=False)
+        fill(self)
 
     def close(self) -> None:
         """Stop everything the tenant has going: jobs on its clock, webhook attempts in

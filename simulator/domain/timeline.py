@@ -11,6 +11,25 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
+# Every kind of scheduled action, by the name it gives itself in a snapshot (snapshot.py):
+# a small tagged union. A registered class's instances `describe()` themselves as data
+# (`{"kind": ..., ...}`, ids rather than objects) and `rebuild(data, context)` makes one
+# from that data again, with the restored objects the context finds by id.
+ACTION_KINDS: dict[str, type] = {}
+
+
+def action_kind(kind: str) -> Callable[[type], type]:
+    """Class decorator: registers a kind of scheduled action under `kind`."""
+
+    def register(cls: type) -> type:
+        if ACTION_KINDS.get(kind, cls) is not cls:
+            raise ValueError(f"two kinds of scheduled action are named {kind!r}")
+        cls.kind = kind  # type: ignore[attr-defined]
+        ACTION_KINDS[kind] = cls
+        return cls
+
+    return register
+
 
 class Job:
     """One thing due on a tenant's clock. Ordered by (due, sequence): the heap holds
@@ -43,6 +62,12 @@ class Job:
 
     def __repr__(self) -> str:
         return f"Job(due={self.due!r}, sequence={self.sequence}, label={self.label!r})"
+
+    def describe(self) -> dict[str, Any]:
+        """The job as data (snapshots): when, in which order, and what, as its action
+        describes itself (an action without `describe` is not of a registered kind)."""
+        return {"due": self.due, "sequence": self.sequence, "background": self.background,
+                "owner": self.owner, "label": self._label, "action": self.action.describe()}
 
 
 class Timeline:
@@ -122,6 +147,23 @@ class Timeline:
 
     def pending(self) -> list[Job]:
         return [j for _, _, j in sorted(self._heap) if not j.cancelled]
+
+    def next_sequence(self) -> int:
+        """The sequence the next job scheduled will get (a snapshot keeps it)."""
+        sequence = next(self._counter)
+        self._counter = itertools.count(sequence)
+        return sequence
+
+    def restore(self, jobs: list[Job], next_sequence: int) -> None:
+        """A snapshot's pending jobs, each with its own due time and sequence, so they run
+        in exactly the saved order; the next job scheduled gets `next_sequence`."""
+        for job in jobs:
+            heapq.heappush(self._heap, (job.due, job.sequence, job))
+            if not job.background:
+                self._busy += 1
+            if job.owner is not None:
+                self._owned[job.owner] = self._owned.get(job.owner, 0) + 1
+        self._counter = itertools.count(next_sequence)
 
     def clear(self) -> None:
         for _, _, job in self._heap:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from .. import snapshot
 from ..domain import company_admin
 from ..domain.companies import full_record
 from ..schemas.api import (CARD_TOKEN_RECREATION_REQUEST, CLOCK_ADVANCE_REQUEST,
@@ -53,6 +54,30 @@ async def requests_journal(tenant, query) -> list:
     entries = tenant.journal.query(path=query.get("path"), method=query.get("method"),
                                    status=query.get("status"), limit=query["limit"])
     return [e.record() for e in entries]
+
+
+# -- snapshots ----------------------------------------------------------------------------
+
+@operation("GET", "/_sandbox/snapshot", "This tenant's whole state as one JSON document (restore "
+           "it with POST)", response=snapshot.SNAPSHOT_SCHEMA, **CONTROL)
+async def get_snapshot(tenant, sandbox) -> dict:
+    """Taken between two runs of the clock, once the webhook attempts in flight finished:
+    users, tokens, tasks and workflows with their history, the pending jobs as data
+    (scenario cursors, retries, refreshes), linked accounts, processor links and tokens,
+    the event ledger with deliveries and attempts, endpoints and faults, the seeded
+    generators' states and the counters (README: Snapshots and --state-file)."""
+    return await snapshot.take_settled(tenant, sandbox)
+
+
+@operation("POST", "/_sandbox/snapshot", "Restore a snapshot into this tenant, exactly (a refused "
+           "one changes nothing)", response=OBJECT, errors=(400, 409, 413, 415, 422), **CONTROL)
+async def restore_snapshot(tenant, request, sandbox) -> dict:
+    """The body is a document of GET /_sandbox/snapshot (up to 256 MiB); the tenant keeps
+    its name and keys. 422 `invalid-snapshot` names every field at fault; 409
+    `snapshot-incompatible` for another format version, environment or seed, 409
+    `snapshot-conflict` when its public tokens are another tenant's."""
+    document = await snapshot.read_document(request)
+    return await snapshot.restore_settled(tenant, sandbox, document)
 
 
 # -- the clock ----------------------------------------------------------------------------

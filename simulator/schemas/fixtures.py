@@ -219,5 +219,7 @@ CONFIG_SCHEMA = {
                                    {"type": "array", "items": {"type": "string", "minLength": 1}}]},
         "frameAncestors": {"type": "string", "minLength": 1},
         "tenantIdleExpiry": {"type": "number", "minimum": 0},
+        "stateFile": {"type": "string", "minLength": 1},
+        "stateInterval": {"type": "number", "minimum": 0},
     },
 }

@@ -19,6 +19,7 @@ from typing import Any
 from ..clock import isoformat
 from ..domain.events import Event
 from ..domain.tenants import Tenant
+from ..domain.timeline import action_kind
 from .cloudevents import to_message
 
 log = logging.getLogger("payroll_sandbox.webhooks")
@@ -258,18 +259,26 @@ class Dispatcher:
                 self._start_attempt(tenant, held_delivery, held_event)
 
     def _schedule_release(self, tenant: Tenant, state: TenantWebhooks) -> None:
-        def release() -> None:
-            held, state.held = state.held, []
-            for delivery, event in held:
-                if delivery.state == PENDING and not delivery.attempts:
-                    self._start_attempt(tenant, delivery, event)
-        tenant.timeline.schedule(tenant.clock.timestamp() + 1, release, label="release held event")
+        tenant.timeline.schedule(tenant.clock.timestamp() + 1, _ReleaseHeld(self, tenant),
+                                 label="release held event")
+
+    def release_held(self, tenant: Tenant) -> None:
+        """Held deliveries go out (behind the event that overtook them, or a second later)."""
+        state = tenant.webhooks
+        held, state.held = state.held, []
+        for delivery, event in held:
+            if delivery.state == PENDING and not delivery.attempts:
+                self._start_attempt(tenant, delivery, event)
 
     def _schedule_attempt(self, tenant: Tenant, delivery: Delivery, event: Event, due: float) -> None:
         delivery.next_attempt_at = isoformat(due)
-        tenant.timeline.schedule(due, lambda: self._start_attempt(tenant, delivery, event),
+        tenant.timeline.schedule(due, _AttemptAction(self, tenant, delivery, event),
                                  label=f"webhook attempt {len(delivery.attempts) + 1} of {event.id}",
                                  owner=f"delivery:{delivery.id}")
+
+    def start_attempt(self, tenant: Tenant, delivery: Delivery, event: Event) -> None:
+        """The next attempt of a delivery, now (a scheduled retry or delayed first attempt)."""
+        self._start_attempt(tenant, delivery, event)
 
     def _start_attempt(self, tenant: Tenant, delivery: Delivery, event: Event,
                        fault: str | None = None) -> None:
@@ -371,6 +380,56 @@ class Dispatcher:
                      failures, attempt.error)
             return
         self._schedule_attempt(tenant, delivery, event, started_at + RETRY_INTERVAL)
+
+
+@action_kind("webhook-attempt")
+@dataclass(frozen=True, slots=True)
+class _AttemptAction:
+    """A scheduled attempt of a delivery: a retry, or a first attempt delayed by a fault."""
+
+    dispatcher: Dispatcher
+    tenant: Tenant
+    delivery: Delivery
+    event: Event
+
+    # In a snapshot: the delivery, by its event and its number among the event's deliveries.
+    schema = {"type": "object", "additionalProperties": False,
+              "required": ["kind", "event", "delivery"],
+              "properties": {"kind": {"const": "webhook-attempt"}, "event": {"type": "string"},
+                             "delivery": {"type": "integer", "minimum": 1}}}
+
+    def __call__(self) -> None:
+        self.dispatcher.start_attempt(self.tenant, self.delivery, self.event)
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "webhook-attempt", "event": self.event.id, "delivery": self.delivery.number}
+
+    @classmethod
+    def rebuild(cls, data: dict[str, Any], context: Any) -> _AttemptAction:
+        return cls(context.dispatcher, context.tenant,
+                   context.delivery(data["event"], data["delivery"]), context.event(data["event"]))
+
+
+@action_kind("release-held")
+@dataclass(frozen=True, slots=True)
+class _ReleaseHeld:
+    """Held (out-of-order) deliveries go out if no later event released them first."""
+
+    dispatcher: Dispatcher
+    tenant: Tenant
+
+    schema = {"type": "object", "additionalProperties": False, "required": ["kind"],
+              "properties": {"kind": {"const": "release-held"}}}
+
+    def __call__(self) -> None:
+        self.dispatcher.release_held(self.tenant)
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "release-held"}
+
+    @classmethod
+    def rebuild(cls, data: dict[str, Any], context: Any) -> _ReleaseHeld:
+        return cls(context.dispatcher, context.tenant)
 
 
 def request_headers(tenant: Tenant, event: Event, vendor: str) -> dict[str, str]:

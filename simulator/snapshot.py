@@ -1,0 +1,957 @@
+"""Snapshots: one tenant's whole state as one JSON document, and back (issue 12).
+
+`GET /_sandbox/snapshot` writes the caller's tenant as a document; `POST /_sandbox/snapshot`
+restores one into the caller's tenant, exactly, or refuses it (422 naming the field, 409
+for another environment, seed or format version) and changes nothing. `serve --state-file`
+keeps every tenant (the fixtures' and those the control plane made, with their keys) in
+one file: restored at start, saved on shutdown and periodically, written atomically.
+
+Nothing is pickled. Records are dataclasses written field by field (camelCase), their
+JSON Schema derived from the field annotations, so the document and the classes cannot
+drift apart; every scheduled job is data too: each kind of action describes itself and is
+rebuilt by the class registered for its kind (domain/timeline.py ACTION_KINDS), and jobs
+keep their (due, sequence), so the timeline runs in exactly the saved order. The seeded
+generators' states and the counters travel with it: a restored tenant makes the same ids
+and events as the one it was taken from.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import random
+import tempfile
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import fields
+from datetime import date, datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from .clock import MANUAL, Clock, isoformat
+from .domain.companies import Company, ManualDepositRule
+from .domain.events import Event
+from .domain.linked_accounts import LinkedAccount, Profile
+from .domain.processor_links import ProcessorLink, ProcessorToken
+from .domain.tasks import Task, Workflow
+from .domain.tenants import PublicToken, Tenant, User
+from .domain.timeline import ACTION_KINDS, Job
+from .errors import ApiError, Conflict, PayloadTooLarge, ValidationFailed, field_detail
+from .fixtures import ConfigError
+from .journal import JournalEntry
+from .schemas.fixtures import ACCOUNT_SCHEMA
+from .schemas.validate import check_json_type, parse_json_body, schema_errors, webhook_url_problem
+from .webhooks.dispatcher import (INTERRUPTED_ATTEMPT, PENDING, SHUTDOWN_GRACE, Attempt,
+                                  Delivery, FaultPlan)
+
+log = logging.getLogger("payroll_sandbox.snapshot")
+
+FORMAT = "payroll-sandbox-snapshot"
+STATE_FORMAT = "payroll-sandbox-state"
+VERSION = 1
+MAX_DOCUMENT_BYTES = 256 * 1024 * 1024  # a restore's body (the 1 MiB of other bodies is too little)
+
+NOT_A_SNAPSHOT = (f"This is not a snapshot: its `format` must be {FORMAT!r} "
+                  "(GET /_sandbox/snapshot).")
+A_STATE_FILE = (f"This is a --state-file document ({STATE_FORMAT!r}), not one tenant's snapshot: "
+                f"restore it with serve --state-file.")
+OTHER_VERSION = ("This snapshot has format version {theirs}; this server reads version {ours} "
+                 "only.")
+OTHER_ENVIRONMENT = ("This snapshot was taken in the {theirs} environment; this server is the "
+                     "{ours} environment.")
+OTHER_SEED = ("This snapshot was taken on a server started with --seed {theirs}; this one has "
+              "--seed {ours}, so its catalog and generated data are not the snapshot's.")
+INVALID = "The snapshot does not match its schema."
+TOKEN_ELSEWHERE = ("The public token of this snapshot belongs to the tenant {owner!r} of this "
+                   "server: a public token finds one tenant only. Delete or reset that tenant "
+                   "first, or restore into it.")
+TOO_LARGE = "A snapshot to restore is at most {limit} bytes."
+TORN_FILE = ("not valid JSON ({error}): the state file is torn or corrupt; remove it (the "
+             "sandbox then starts from the fixtures) or put back a good copy")
+
+
+class InvalidSnapshot(ValidationFailed):
+    code = "invalid-snapshot"
+
+
+class SnapshotIncompatible(Conflict):
+    code = "snapshot-incompatible"
+
+
+class SnapshotConflict(Conflict):
+    code = "snapshot-conflict"
+
+
+class Fault(Exception):
+    """What is wrong with a document: the error class (422 or 409) and every (JSON path,
+    message). The API answers it as that error; the state file as a configuration error."""
+
+    def __init__(self, error: type[ApiError], message: str,
+                 problems: list[tuple[str, str]]) -> None:
+        super().__init__(message)
+        self.error, self.message, self.problems = error, message, problems
+
+    def api_error(self) -> ApiError:
+        return self.error(self.message, details=[field_detail(p, m) for p, m in self.problems])
+
+    def config_error(self, file: str, prefix: str = "") -> ConfigError:
+        return ConfigError.collected([(file, prefix + path[1:], message)
+                                      for path, message in self.problems])
+
+
+def _invalid(path: str, message: str) -> Fault:
+    return Fault(InvalidSnapshot, INVALID, [(path, message)])
+
+
+# -- records: a dataclass as a JSON object ----------------------------------------------------
+
+_PLAIN = {"str": "string", "int": "integer", "float": "number", "bool": "boolean",
+          "None": "null"}
+_SEQUENCES = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}
+
+
+def _split(text: str, separator: str) -> list[str]:
+    """`text` split at `separator` outside brackets: "dict[str, Any] | None" -> two parts."""
+    depth, part, parts = 0, "", []
+    for char in text:
+        depth += (char == "[") - (char == "]")
+        if char == separator and depth == 0:
+            parts.append(part.strip())
+            part = ""
+        else:
+            part += char
+    return [*parts, part.strip()]
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word.title() for word in rest)
+
+
+class Record:
+    """A dataclass as a JSON object: every field, named in camelCase, with the JSON Schema
+    its annotations give (`nested` names the record of a field whose type is a dataclass)."""
+
+    def __init__(self, cls: type, nested: dict[str, Record] | None = None) -> None:
+        self.cls = cls
+        self.nested = nested or {}
+        self.fields = [(f.name, _camel(f.name), str(f.type)) for f in fields(cls)]
+        self.schema = {"type": "object", "additionalProperties": False,
+                       "required": [camel for _, camel, _ in self.fields],
+                       "properties": {camel: self._schema(kind)
+                                      for _, camel, kind in self.fields}}
+
+    def dump(self, obj: Any) -> dict[str, Any]:
+        return {camel: self._dump(kind, getattr(obj, name)) for name, camel, kind in self.fields}
+
+    def load(self, data: dict[str, Any]) -> Any:
+        return self.cls(**{name: self._load(kind, data[camel])
+                           for name, camel, kind in self.fields})
+
+    def _schema(self, kind: str) -> dict[str, Any]:
+        options = _split(kind, "|")
+        if len(options) > 1:
+            schemas = [self._schema(option) for option in options]
+            if all(set(s) == {"type"} for s in schemas):
+                return {"type": [s["type"] for s in schemas]}
+            return {"anyOf": schemas}
+        if kind in _PLAIN:
+            return {"type": _PLAIN[kind]}
+        if kind == "Any":
+            return {}
+        if kind == "date":
+            return {"type": "string", "format": "date"}
+        if kind in self.nested:
+            return self.nested[kind].schema
+        head, _, inner = kind.partition("[")
+        if head in _SEQUENCES:
+            return {"type": "array", "items": self._schema(_split(inner[:-1], ",")[0])}
+        if head == "dict":
+            return {"type": "object"}
+        raise TypeError(f"{self.cls.__name__}: no JSON form for {kind!r}")
+
+    def _dump(self, kind: str, value: Any) -> Any:
+        if value is None:
+            return None
+        kind = next(k for k in _split(kind, "|") if k != "None")
+        if kind == "date":
+            return value.isoformat()
+        if kind in self.nested:
+            return self.nested[kind].dump(value)
+        head, _, inner = kind.partition("[")
+        if head in _SEQUENCES:
+            items = [self._dump(_split(inner[:-1], ",")[0], item) for item in value]
+            return sorted(items) if head in ("set", "frozenset") else items
+        return value
+
+    def _load(self, kind: str, value: Any) -> Any:
+        if value is None:
+            return None
+        kind = next(k for k in _split(kind, "|") if k != "None")
+        if kind == "float":
+            return float(value)
+        if kind == "int":
+            return int(value)
+        if kind == "date":
+            return date.fromisoformat(value)
+        if kind in self.nested:
+            return self.nested[kind].load(value)
+        head, _, inner = kind.partition("[")
+        if head in _SEQUENCES:
+            item = _split(inner[:-1], ",")[0]
+            return _SEQUENCES[head](self._load(item, v) for v in value)
+        return value
+
+
+COMPANY = Record(Company)
+PROFILE = Record(Profile)
+USER = Record(User)
+PUBLIC_TOKEN = Record(PublicToken)
+TASK = Record(Task)
+WORKFLOW = Record(Workflow)
+LINKED_ACCOUNT = Record(LinkedAccount, {"Profile": PROFILE, "Company": COMPANY})
+PROCESSOR_TOKEN = Record(ProcessorToken)
+PROCESSOR_LINK = Record(ProcessorLink)
+DELIVERY = Record(Delivery, {"Attempt": Record(Attempt)})
+JOURNAL_ENTRY = Record(JournalEntry)
+
+_STRING = {"type": "string"}
+_STRINGS = {"type": "array", "items": _STRING}
+_COUNT = {"type": "integer", "minimum": 0}
+_NUMBER_OR_NULL = {"type": ["number", "null"]}
+_PROBABILITY = {"type": "number", "minimum": 0, "maximum": 1}
+
+
+def _object(required: dict[str, Any], optional: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"type": "object", "additionalProperties": False, "required": list(required),
+            "properties": {**required, **(optional or {})}}
+
+
+_EVENT = _object({"id": _STRING, "type": _STRING, "time": {"type": "number"},
+                  "sequence": _COUNT, "user": {"type": ["string", "null"]},
+                  "task": {"type": ["string", "null"]}, "body": {"type": "object"}})
+# random.Random.getstate(): version 3, 624 words and the position, a gauss pending or none.
+_RANDOM_STATE = _object({
+    "version": {"const": 3},
+    "state": {"type": "array", "minItems": 625, "maxItems": 625,
+              "items": {"type": "integer", "minimum": 0, "maximum": 2**32 - 1}},
+    "gauss": _NUMBER_OR_NULL})
+_JOB = _object({"due": {"type": "number"}, "sequence": _COUNT, "background": {"type": "boolean"},
+                "owner": {"type": ["string", "null"]}, "label": _STRING,
+                "action": {"type": "object", "required": ["kind"],
+                           "properties": {"kind": {"enum": sorted(ACTION_KINDS)}}}})
+
+SNAPSHOT_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "A tenant's snapshot (GET and POST /_sandbox/snapshot)",
+    **_object({
+        "format": {"const": FORMAT},
+        "version": {"const": VERSION},
+        "environment": {"enum": ["sandbox", "production"]},
+        "seed": {"type": "integer"},
+        "takenAt": {"type": "string", "description": "The tenant's virtual time (informative)."},
+        "tenant": _object({
+            "name": {**_STRING, "description": "The tenant it was taken from (informative: a "
+                                               "restore keeps the caller's name and keys)."},
+            "products": _STRINGS,
+            "manualDeposits": _object({"enabled": {"type": "boolean"}, "companies": _STRINGS,
+                                       "withoutProgrammaticAuthentication": {"type": "boolean"}}),
+            "signing": {"type": "boolean"},
+            "refreshInterval": _NUMBER_OR_NULL,
+            "piiDeletionInterval": _NUMBER_OR_NULL}),
+        "clock": _object({"timestamp": {"type": "number"}}, {"now": _STRING}),
+        "rng": _object({"ids": _RANDOM_STATE, "webhookFaults": _RANDOM_STATE}),
+        "counters": _object({name: _COUNT for name in (
+            "eventsEmitted", "eventsEvicted", "tasksEvicted", "tokensEvicted",
+            "nextTaskEviction", "nextJobSequence", "journalNextId", "journalEvicted")} | {
+            "eventsNextEviction": {"type": ["integer", "null"], "minimum": 0}}),
+        "users": {"type": "array", "items": USER.schema},
+        "tokens": {"type": "array", "items": PUBLIC_TOKEN.schema},
+        "latestTokens": {"type": "object", "additionalProperties": _STRING},
+        "companies": {"type": "array", "items": _object(
+            {"id": _STRING, "company": {"anyOf": [COMPANY.schema, {"type": "null"}]}})},
+        "tasks": {"type": "array", "items": TASK.schema},
+        "workflows": {"type": "array", "items": WORKFLOW.schema},
+        "scenarioBindings": {"type": "object", "additionalProperties": _STRING},
+        "payLink": _object({
+            "paymentTokens": {"type": "array", "items": _object(
+                {"identifier": _STRING, "paymentMethod": _STRING,
+                 "createdAt": {"type": "number"}})},
+            "merchantPaymentMethods": {"type": "array", "items": _object(
+                {"identifier": _STRING, "company": _STRING, "paymentMethods": _STRINGS})},
+            "cardTokenRecreationOff": _STRINGS}),
+        "linkedAccounts": {"type": "array", "items": LINKED_ACCOUNT.schema},
+        "processorTokens": {"type": "array", "items": PROCESSOR_TOKEN.schema},
+        "processorLinks": {"type": "array", "items": PROCESSOR_LINK.schema},
+        "events": {"type": "array", "items": _EVENT},
+        "webhooks": _object({
+            "endpoints": {"type": "array", "items": _object({"url": _STRING},
+                                                            {"eventTypes": _STRINGS})},
+            "faults": _object({"duplicate": _PROBABILITY, "outOfOrder": _PROBABILITY,
+                               "delay": _PROBABILITY,
+                               "delaySeconds": {"type": "number", "minimum": 0}}),
+            "deliveries": {"type": "array", "items": DELIVERY.schema},
+            "held": {"type": "array", "items": _object({"event": _STRING,
+                                                        "delivery": {"type": "integer"}})}}),
+        "journal": {"type": "array", "items": JOURNAL_ENTRY.schema},
+        "jobs": {"type": "array", "items": _JOB,
+                 "description": "Pending jobs of the timeline (scenario cursors, retries, "
+                                "refreshes), each with its action as data."},
+    }),
+}
+_ANY_JSON: dict[str, Any] = {}  # what a restore's body is parsed against first (then check_header)
+STATE_SCHEMA: dict[str, Any] = _object({
+    "format": {"const": STATE_FORMAT}, "version": {"const": VERSION},
+    "environment": {"enum": ["sandbox", "production"]}, "seed": {"type": "integer"},
+    "savedAt": _STRING,
+    "tenants": {"type": "array", "items": _object({
+        "account": {"type": "object"}, "createdBy": {"type": ["string", "null"]},
+        "snapshot": {"type": "object"}})}})
+
+
+# -- taking a snapshot --------------------------------------------------------------------------
+
+def take(tenant: Tenant, sandbox: Any) -> dict[str, Any]:
+    """The tenant as one JSON document, as it is now (synchronous, so at a job boundary).
+
+    The document shares lists and dicts with the tenant: write it out before anything
+    else runs. An attempt still in flight is left out of its delivery and becomes a job
+    due at its start, so a restore sends it again."""
+    webhooks, timeline = tenant.webhooks, tenant.timeline
+    jobs = [job.describe() for job in timeline.pending()]
+    next_sequence = timeline.next_sequence()
+    deliveries = []
+    for event_id, event_deliveries in webhooks.deliveries.items():
+        for delivery in event_deliveries:
+            record = DELIVERY.dump(delivery)
+            deliveries.append(record)
+            in_flight = [n for n, a in enumerate(delivery.attempts)
+                         if a.latency_ms is None and a.error is None]
+            for number in in_flight:
+                if delivery.attempts[number].fault == "duplicate":
+                    # An extra copy: it never changes the outcome, and is not sent again.
+                    record["attempts"][number]["error"] = INTERRUPTED_ATTEMPT
+                elif delivery.state == PENDING and number == len(delivery.attempts) - 1:
+                    last = delivery.attempts[number]
+                    del record["attempts"][number]
+                    record["nextAttemptAt"] = isoformat(last.time)
+                    jobs.append({"due": last.time, "sequence": next_sequence,
+                                 "background": False, "owner": f"delivery:{delivery.id}",
+                                 "label": f"webhook attempt {last.number} of {event_id}",
+                                 "action": {"kind": "webhook-attempt", "event": event_id,
+                                            "delivery": delivery.number}})
+                    next_sequence += 1
+    jobs.sort(key=lambda job: (job["due"], job["sequence"]))
+    events = tenant.events
+    journal = tenant.journal
+    rule = tenant.manual_deposits
+    now = tenant.clock.timestamp()
+    return {
+        "format": FORMAT, "version": VERSION, "environment": tenant.environment,
+        "seed": sandbox.registry.seed, "takenAt": isoformat(now),
+        "tenant": {"name": tenant.name, "products": list(tenant.products),
+                   "manualDeposits": {
+                       "enabled": rule.enabled, "companies": sorted(rule.companies),
+                       "withoutProgrammaticAuthentication":
+                           rule.without_programmatic_authentication},
+                   "signing": tenant.signing, "refreshInterval": tenant.refresh_interval,
+                   "piiDeletionInterval": tenant.pii_deletion_interval},
+        "clock": {"timestamp": now, "now": isoformat(now)},
+        "rng": {"ids": tenant.ids.state(), "webhookFaults": _random_state(webhooks.random)},
+        "counters": {
+            "eventsEmitted": events.emitted, "eventsEvicted": events.evicted,
+            "eventsNextEviction": events.next_eviction,
+            "tasksEvicted": tenant.evicted["tasks"], "tokensEvicted": tenant.evicted["tokens"],
+            "nextTaskEviction": tenant._next_task_eviction, "nextJobSequence": next_sequence,
+            "journalNextId": journal._next_id,
+            "journalEvicted": journal.evicted},
+        "users": [USER.dump(user) for user in tenant.users.values()],
+        "tokens": [PUBLIC_TOKEN.dump(token) for token in tenant.tokens.values()],
+        "latestTokens": dict(tenant.latest_token),
+        "companies": [{"id": company_id,
+                       "company": None if company is None else COMPANY.dump(company)}
+                      for company_id, company in tenant.companies.changed.items()],
+        "tasks": [TASK.dump(task) for task in tenant.tasks.values()],
+        "workflows": [WORKFLOW.dump(workflow) for workflow in tenant.workflows.values()],
+        "scenarioBindings": dict(tenant.scenario_bindings),
+        "payLink": {
+            "paymentTokens": [{"identifier": identifier, "paymentMethod": method, "createdAt": at}
+                              for (identifier, method), at in tenant.payment_tokens.items()],
+            "merchantPaymentMethods": [
+                {"identifier": identifier, "company": company, "paymentMethods": sorted(methods)}
+                for (identifier, company), methods in tenant.merchant_payment_methods.items()],
+            "cardTokenRecreationOff": sorted(tenant.card_token_recreation_off)},
+        "linkedAccounts": [LINKED_ACCOUNT.dump(a) for a in tenant.linked_accounts.values()],
+        "processorTokens": [PROCESSOR_TOKEN.dump(t) for t in tenant.processor_tokens.values()],
+        "processorLinks": [PROCESSOR_LINK.dump(link) for link in tenant.processor_links.values()],
+        "events": [{"id": e.id, "type": e.type, "time": e.time, "sequence": e.sequence,
+                    "user": e.user, "task": e.task, "body": e.body} for e in events.by_id.values()],
+        "webhooks": {"endpoints": [dict(e) for e in webhooks.endpoints],
+                     "faults": webhooks.faults.record(), "deliveries": deliveries,
+                     "held": [{"event": event.id, "delivery": delivery.number}
+                              for delivery, event in webhooks.held]},
+        # The journal's entries and counter are its own (journal.py has no snapshot API).
+        "journal": [JOURNAL_ENTRY.dump(entry) for entry in journal._entries],
+        "jobs": jobs,
+    }
+
+
+async def take_settled(tenant: Tenant, sandbox: Any) -> dict[str, Any]:
+    """GET /_sandbox/snapshot: between two runs of the clock, once the tenant's webhook
+    attempts in flight have finished (so the ledger shows how they went)."""
+    async with tenant.runner.lock:
+        await sandbox.dispatcher.settle(tenant)
+        return take(tenant, sandbox)
+
+
+def _random_state(generator: random.Random) -> dict[str, Any]:
+    version, internal, gauss = generator.getstate()
+    return {"version": version, "state": list(internal), "gauss": gauss}
+
+
+# -- checking and restoring ---------------------------------------------------------------------
+
+def check_header(document: Any, sandbox: Any, expected: str = FORMAT,
+                 environment: str | None = None) -> None:
+    """The document's kind, format version, environment (the tenant's; by default the
+    server's) and seed, before its schema: a document of another version need not match
+    this version's schema to be named so."""
+    if not isinstance(document, dict):
+        raise _invalid("$", "a snapshot is a JSON object")
+    if document.get("format") != expected:
+        hint = A_STATE_FILE if document.get("format") == STATE_FORMAT else NOT_A_SNAPSHOT
+        raise Fault(InvalidSnapshot, hint, [("$.format", f"must be {expected!r}")])
+    version = document.get("version")
+    if version != VERSION:
+        raise Fault(SnapshotIncompatible, OTHER_VERSION.format(theirs=version, ours=VERSION),
+                    [("$.version", f"this server reads version {VERSION}")])
+    environment = environment or sandbox.registry.tenants.environment
+    if document.get("environment") != environment:
+        message = OTHER_ENVIRONMENT.format(theirs=document.get("environment"), ours=environment)
+        raise Fault(SnapshotIncompatible, message, [("$.environment", f"must be {environment!r}")])
+    seed = sandbox.registry.seed
+    if document.get("seed") != seed:
+        raise Fault(SnapshotIncompatible, OTHER_SEED.format(theirs=document.get("seed"), ours=seed),
+                    [("$.seed", f"this server has --seed {seed}")])
+
+
+def plan(tenant: Tenant, sandbox: Any, document: Any) -> Callable[[Tenant], None]:
+    """Checks a whole document and builds every object of it, touching nothing of the
+    tenant; returns what puts them in place (Tenant.restore). Raises Fault."""
+    check_header(document, sandbox, environment=tenant.environment)
+    problems = schema_errors(document, SNAPSHOT_SCHEMA)
+    for number, job in enumerate(document.get("jobs", []) if not problems else ()):
+        kind = ACTION_KINDS[job["action"]["kind"]]
+        problems += [(f"$.jobs[{number}].action{path[1:]}", message)
+                     for path, message in schema_errors(job["action"], kind.schema)]
+    if problems:
+        raise Fault(InvalidSnapshot, INVALID, problems)
+    return _Builder(tenant, sandbox, document).build()
+
+
+def restore(tenant: Tenant, sandbox: Any, document: Any) -> None:
+    """The document's state in place of the tenant's, or a Fault and nothing changed."""
+    fill = plan(tenant, sandbox, document)
+    sandbox.registry.tenants.forget_tokens(tenant)
+    tenant.restore(fill)
+    if tenant.runner.on_moved is not None:  # the real-mode timer: the next job moved
+        tenant.runner.on_moved()
+
+
+async def restore_settled(tenant: Tenant, sandbox: Any, document: Any) -> dict[str, Any]:
+    """POST /_sandbox/snapshot: between two runs of the tenant's clock; what it restored."""
+    async with tenant.runner.lock:
+        try:
+            restore(tenant, sandbox, document)
+        except Fault as fault:
+            raise fault.api_error() from None
+    return {"tenant": tenant.name, "restored": True, "clock": tenant.clock.describe(),
+            "users": len(tenant.users), "tasks": len(tenant.tasks), "events": len(tenant.events),
+            "deliveries": sum(len(d) for d in tenant.webhooks.deliveries.values()),
+            "linkedAccounts": len(tenant.linked_accounts),
+            "processorLinks": len(tenant.processor_links), "pendingJobs": len(tenant.timeline)}
+
+
+async def read_document(request: web.Request) -> Any:
+    """A restore's body: JSON (400 when not, 415 when sent as something else), up to
+    MAX_DOCUMENT_BYTES (413), read here because other bodies stop at 1 MiB."""
+    check_json_type(request.headers.get("content-type"))
+    raw = bytearray()
+    while chunk := await request.content.read(1 << 20):
+        raw += chunk
+        if len(raw) > MAX_DOCUMENT_BYTES:
+            raise PayloadTooLarge(TOO_LARGE.format(limit=MAX_DOCUMENT_BYTES))
+    return parse_json_body(bytes(raw), _ANY_JSON)
+
+
+class _Builder:
+    """Builds the objects of a checked document (schema-valid) and checks what the schema
+    cannot say: references between them, scenarios and steps this server has."""
+
+    def __init__(self, tenant: Tenant, sandbox: Any, document: dict[str, Any]) -> None:
+        self.tenant, self.sandbox, self.document = tenant, sandbox, document
+        self.engine = sandbox.engine
+        self.linked_accounts = sandbox.linked_accounts
+        self.processor_links = sandbox.processor_links
+        self.dispatcher = sandbox.dispatcher
+        self.tasks: dict[str, Task] = {}
+        self.accounts: dict[str, LinkedAccount] = {}
+        self.tokens: dict[str, ProcessorToken] = {}
+        self.links: dict[str, ProcessorLink] = {}
+        self.events: dict[str, Event] = {}
+        self.deliveries: dict[str, list[Delivery]] = {}
+
+    # Lookups for the actions' rebuild (domain/timeline.py ACTION_KINDS): LookupError names
+    # what is missing; the caller adds the job's path.
+
+    def task(self, task_id: str) -> Task:
+        return self._find(self.tasks, task_id, "task")
+
+    def linked_account(self, account_id: str) -> LinkedAccount:
+        return self._find(self.accounts, account_id, "linked account")
+
+    def processor_link(self, link_id: str) -> ProcessorLink:
+        return self._find(self.links, link_id, "processor link")
+
+    def processor_token(self, token: str) -> ProcessorToken:
+        return self._find(self.tokens, token, "processor token")
+
+    def event(self, event_id: str) -> Event:
+        return self._find(self.events, event_id, "event")
+
+    def delivery(self, event_id: str, number: int) -> Delivery:
+        deliveries = self.deliveries.get(event_id, [])
+        if not 1 <= number <= len(deliveries):
+            raise LookupError(f"the event {event_id!r} has no delivery {number}")
+        return deliveries[number - 1]
+
+    def step(self, scenario_name: str, index: int, kind: str) -> Any:
+        scenario = self.engine.scenarios.get(scenario_name)
+        if scenario is None or scenario.kind != kind:
+            raise LookupError(f"this server has no {kind} scenario named {scenario_name!r}")
+        if index >= len(scenario.steps):
+            raise LookupError(f"the scenario {scenario_name!r} has {len(scenario.steps)} steps")
+        return scenario.steps[index]
+
+    @staticmethod
+    def _find(found: dict[str, Any], key: str, what: str) -> Any:
+        if key not in found:
+            raise LookupError(f"the snapshot has no {what} {key!r}")
+        return found[key]
+
+    # -- building ---------------------------------------------------------------------------
+
+    def build(self) -> Callable[[Tenant], None]:
+        d = self.document
+        settings = d["tenant"]
+        clock = self._clock(d["clock"]["timestamp"])
+        rng = {name: self._random_state(d["rng"][name], f"$.rng.{name}")
+               for name in ("ids", "webhookFaults")}
+        users = self._unique("users", USER, "identifier")
+        tokens = self._unique("tokens", PUBLIC_TOKEN, "public_token")
+        for identifier, public_token in d["latestTokens"].items():
+            if public_token not in tokens:
+                raise _invalid(f"$.latestTokens[{json.dumps(identifier)}]", "no such token")
+        companies = self._companies()
+        self.tasks = self._unique("tasks", TASK, "id")
+        workflows = self._unique("workflows", WORKFLOW, "id")
+        for workflow_id, workflow in workflows.items():
+            for number, task_id in enumerate(workflow.tasks):
+                if task_id not in self.tasks:
+                    number_of = list(workflows).index(workflow_id)
+                    raise _invalid(f"$.workflows[{number_of}].tasks[{number}]", "no such task")
+        pay_link = d["payLink"]
+        payment_tokens = {(t["identifier"], t["paymentMethod"]): float(t["createdAt"])
+                          for t in pay_link["paymentTokens"]}
+        merchant_methods = {(m["identifier"], m["company"]): set(m["paymentMethods"])
+                            for m in pay_link["merchantPaymentMethods"]}
+        self.accounts = self._linked_accounts()
+        self.tokens = self._unique("processorTokens", PROCESSOR_TOKEN, "token")
+        self.links = self._unique("processorLinks", PROCESSOR_LINK, "id")
+        for number, link in enumerate(self.links.values()):
+            if link.token not in self.tokens:
+                raise _invalid(f"$.processorLinks[{number}].token", "no such processor token")
+        self.events = self._events()
+        endpoints, faults, held = self._webhooks()
+        journal = [JOURNAL_ENTRY.load(entry) for entry in d["journal"]]
+        counters = d["counters"]
+        jobs = self._jobs(counters["nextJobSequence"])
+        self._check_public_tokens(tokens)
+        deliveries = self.deliveries
+        accounts, processor_tokens, links = self.accounts, self.tokens, self.links
+        tasks, events = self.tasks, list(self.events.values())
+
+        def fill(tenant: Tenant) -> None:
+            tenant.products = tuple(settings["products"])
+            tenant.manual_deposits = ManualDepositRule.from_fixture(settings["manualDeposits"])
+            tenant.signing = settings["signing"]
+            tenant.refresh_interval = settings["refreshInterval"]
+            tenant.pii_deletion_interval = settings["piiDeletionInterval"]
+            tenant.clock = clock
+            tenant.ids.set_state(rng["ids"])
+            for company_id, company in companies:
+                if company is None:
+                    tenant.companies.delete(company_id)
+                else:
+                    tenant.companies.put(company)
+            tenant.users, tenant.tokens = users, tokens
+            tenant.latest_token = dict(d["latestTokens"])
+            tenant.tasks, tenant.workflows = tasks, workflows
+            tenant.scenario_bindings = dict(d["scenarioBindings"])
+            tenant.payment_tokens = payment_tokens
+            tenant.merchant_payment_methods = merchant_methods
+            tenant.card_token_recreation_off = set(pay_link["cardTokenRecreationOff"])
+            tenant.linked_accounts = accounts
+            tenant.processor_tokens, tenant.processor_links = processor_tokens, links
+            tenant.events.restore(events, emitted=counters["eventsEmitted"],
+                                  evicted=counters["eventsEvicted"],
+                                  next_eviction=counters["eventsNextEviction"])
+            webhooks = tenant.webhooks
+            webhooks.endpoints, webhooks.faults, webhooks.held = endpoints, faults, held
+            webhooks.deliveries = deliveries
+            faults_state = rng["webhookFaults"]
+            webhooks.random.setstate((faults_state["version"], tuple(faults_state["state"]),
+                                      faults_state["gauss"]))
+            # The journal keeps its newest entries; its counter goes on from the snapshot's.
+            tenant.journal._entries.extend(journal)
+            tenant.journal._next_id = counters["journalNextId"]
+            tenant.journal.evicted = counters["journalEvicted"]
+            tenant.evicted = {"tasks": counters["tasksEvicted"],
+                              "tokens": counters["tokensEvicted"]}
+            tenant._next_task_eviction = counters["nextTaskEviction"]
+            tenant.timeline.restore(jobs, counters["nextJobSequence"])
+
+        return fill
+
+    def _clock(self, timestamp: float) -> Clock:
+        """The tenant's clock mode and scale, at the snapshot's time (a real clock goes on
+        from there: the time the server was down does not count)."""
+        current = self.tenant.clock
+        whole = int(timestamp)
+        clock = Clock(mode=current.mode, time_scale=current.time_scale, start=whole)
+        clock.advance(timestamp - whole)
+        return clock
+
+    @staticmethod
+    def _random_state(state: dict[str, Any], path: str) -> dict[str, Any]:
+        try:
+            random.Random().setstate((state["version"], tuple(state["state"]), state["gauss"]))
+        except (TypeError, ValueError) as error:
+            raise _invalid(path, f"not a generator state: {error}") from None
+        return state
+
+    def _unique(self, section: str, record: Record, key: str) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for number, raw in enumerate(self.document[section]):
+            item = record.load(raw)
+            if getattr(item, key) in found:
+                raise _invalid(f"$.{section}[{number}].{_camel(key)}", "appears twice")
+            found[getattr(item, key)] = item
+        return found
+
+    def _companies(self) -> list[tuple[str, Company | None]]:
+        companies = []
+        for number, entry in enumerate(self.document["companies"]):
+            company = None if entry["company"] is None else COMPANY.load(entry["company"])
+            if company is not None and company.id != entry["id"]:
+                raise _invalid(f"$.companies[{number}].company.id", "is not the entry's id")
+            companies.append((entry["id"], company))
+        return companies
+
+    def _linked_accounts(self) -> dict[str, LinkedAccount]:
+        accounts = self._unique("linkedAccounts", LINKED_ACCOUNT, "id")
+        catalog = self.sandbox.registry.catalog
+        for account in accounts.values():
+            shared = catalog.get(account.company_at_link.id)
+            if shared == account.company_at_link:  # the catalog's own record: keep one copy
+                account.company_at_link = shared
+        return accounts
+
+    def _events(self) -> dict[str, Event]:
+        events: dict[str, Event] = {}
+        for number, raw in enumerate(self.document["events"]):
+            if raw["id"] in events:
+                raise _invalid(f"$.events[{number}].id", "appears twice")
+            events[raw["id"]] = Event(id=raw["id"], type=raw["type"], time=float(raw["time"]),
+                                      body=raw["body"], sequence=raw["sequence"],
+                                      user=raw["user"], task=raw["task"])
+        return events
+
+    def _webhooks(self) -> tuple[list[dict[str, Any]], FaultPlan, list[tuple[Delivery, Event]]]:
+        webhooks = self.document["webhooks"]
+        for number, endpoint in enumerate(webhooks["endpoints"]):
+            problem = webhook_url_problem(endpoint["url"])
+            if problem is not None:
+                raise _invalid(f"$.webhooks.endpoints[{number}].url", problem)
+        for number, raw in enumerate(webhooks["deliveries"]):
+            delivery = DELIVERY.load(raw)
+            deliveries = self.deliveries.setdefault(delivery.event_id, [])
+            if delivery.event_id not in self.events:
+                raise _invalid(f"$.webhooks.deliveries[{number}].eventId", "no such event")
+            if delivery.number != len(deliveries) + 1:
+                raise _invalid(f"$.webhooks.deliveries[{number}].number",
+                               f"must be {len(deliveries) + 1}: the event's deliveries are "
+                               "numbered 1, 2, ... in order")
+            deliveries.append(delivery)
+        faults = webhooks["faults"]
+        fault_plan = FaultPlan(duplicate=faults["duplicate"], out_of_order=faults["outOfOrder"],
+                               delay=faults["delay"], delay_seconds=faults["delaySeconds"])
+        held = []
+        for number, pair in enumerate(webhooks["held"]):
+            try:
+                held.append((self.delivery(pair["event"], pair["delivery"]),
+                             self.event(pair["event"])))
+            except LookupError as error:
+                raise _invalid(f"$.webhooks.held[{number}]", str(error)) from None
+        return [dict(e) for e in webhooks["endpoints"]], fault_plan, held
+
+    def _jobs(self, next_sequence: int) -> list[Job]:
+        jobs, sequences = [], set()
+        context = _Context(self)
+        for number, raw in enumerate(self.document["jobs"]):
+            path = f"$.jobs[{number}]"
+            if raw["sequence"] in sequences:
+                raise _invalid(f"{path}.sequence", "appears twice")
+            if raw["sequence"] >= next_sequence:
+                raise _invalid(f"{path}.sequence", "must be below counters.nextJobSequence")
+            sequences.add(raw["sequence"])
+            try:
+                action = ACTION_KINDS[raw["action"]["kind"]].rebuild(raw["action"], context)
+            except LookupError as error:
+                raise _invalid(f"{path}.action", str(error).strip("'\"")) from None
+            jobs.append(Job(float(raw["due"]), raw["sequence"], action, raw["label"],
+                            raw["background"], raw["owner"]))
+        return jobs
+
+    def _check_public_tokens(self, tokens: dict[str, PublicToken]) -> None:
+        """A public token finds its tenant by itself: it may not be another tenant's too."""
+        for other in self.sandbox.registry.tenants:
+            if other is self.tenant or not other.tokens:
+                continue
+            for number, public_token in enumerate(tokens):
+                if public_token in other.tokens:
+                    raise Fault(SnapshotConflict, TOKEN_ELSEWHERE.format(owner=other.name),
+                                [(f"$.tokens[{number}].publicToken", "held by another tenant")])
+
+
+class _Context:
+    """What a scheduled action's rebuild sees (domain/timeline.py ACTION_KINDS): the app's
+    collaborators, the tenant, and the snapshot's objects by id."""
+
+    def __init__(self, builder: _Builder) -> None:
+        self.tenant = builder.tenant
+        self.engine = builder.engine
+        self.linked_accounts = builder.linked_accounts
+        self.processor_links = builder.processor_links
+        self.dispatcher = builder.dispatcher
+        self.task = builder.task
+        self.linked_account = builder.linked_account
+        self.processor_link = builder.processor_link
+        self.processor_token = builder.processor_token
+        self.event = builder.event
+        self.delivery = builder.delivery
+        self.step = builder.step
+
+
+# -- --state-file ---------------------------------------------------------------------------------
+
+def state_document(sandbox: Any) -> dict[str, Any]:
+    """Every tenant of the server: its account (name, keys, settings), who made it (None for
+    the fixtures' accounts) and its snapshot."""
+    registry = sandbox.registry
+    return {"format": STATE_FORMAT, "version": VERSION,
+            "environment": registry.tenants.environment, "seed": registry.seed,
+            "savedAt": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
+            "tenants": [{"account": tenant.account, "createdBy": registry.creator_of(tenant.name),
+                         "snapshot": take(tenant, sandbox)} for tenant in registry.tenants]}
+
+
+def encode(document: dict[str, Any]) -> bytes:
+    try:
+        return orjson.dumps(document)
+    except TypeError:  # an integer past 64 bits (a journal body): json writes it
+        return json.dumps(document, ensure_ascii=False).encode()
+
+
+def _decode(raw: bytes) -> Any:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as error:
+        try:  # integers past 64 bits, which orjson refuses
+            return json.loads(raw, parse_constant=_refuse_constant)
+        except ValueError:
+            raise error from None
+
+
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def load_state(sandbox: Any, path: Path) -> int:
+    """Every tenant of the state file, restored (ConfigError naming the file and the JSON
+    path when it is torn, corrupt or of another server). The number of tenants."""
+    file = str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise ConfigError(file, "$", f"cannot read: {error.strerror or error}") from None
+    try:
+        document = _decode(raw)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ConfigError(file, "$", TORN_FILE.format(error=error)) from None
+    try:
+        check_header(document, sandbox, STATE_FORMAT)
+    except Fault as fault:
+        raise ConfigError(file, fault.problems[0][0], f"{fault.message} Remove the file to "
+                          "start from the fixtures.") from None
+    problems = schema_errors(document, STATE_SCHEMA)
+    if problems:
+        raise ConfigError.collected([(file, path, message) for path, message in problems])
+    registry = sandbox.registry
+    for number, entry in enumerate(document["tenants"]):
+        where = f"$.tenants[{number}]"
+        account, creator = entry["account"], entry["createdBy"]
+        faults = [(file, f"{where}.account{p[1:]}", m)
+                  for p, m in schema_errors(account, ACCOUNT_SCHEMA)]
+        if faults:
+            raise ConfigError.collected(faults)
+        tenant = registry.tenants.get(account["name"])
+        if creator is None:
+            if tenant is None or registry.creator_of(tenant.name) is not None:
+                raise ConfigError(file, f"{where}.account.name", f"the fixtures have no account "
+                                  f"named {account['name']!r} any more; remove the file to start "
+                                  "from the fixtures")
+        else:
+            if tenant is not None:
+                raise ConfigError(file, f"{where}.account.name",
+                                  f"a tenant named {account['name']!r} exists already")
+            tenant = registry.restore_tenant(account, creator)
+        try:
+            restore(tenant, sandbox, entry["snapshot"])
+        except Fault as fault:
+            raise fault.config_error(file, f"{where}.snapshot") from None
+    return len(document["tenants"])
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """A temporary file in the same folder, written and fsynced, then os.replace and an
+    fsync of the folder: a crash leaves the old file or the new one, never a torn one.
+    The file holds API keys: only its owner may read it (mkstemp's 0600)."""
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
+                                             suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+    with suppress(OSError):  # not every file system can sync a folder
+        folder = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
+
+
+class StateFile:
+    """`serve --state-file`: restored at start (if the file exists), saved every
+    `--state-interval` seconds when something changed and once more on shutdown, before
+    webhook deliveries stop. Without the setting it does nothing."""
+
+    def __init__(self, sandbox: Any) -> None:
+        self.sandbox = sandbox
+        self.path: Path | None = sandbox.settings.state_file
+        self.interval: float = sandbox.settings.state_interval
+        self._lock = asyncio.Lock()
+        self._closed = False
+        self._saved: Any = None  # what the state looked like at the last save
+        self._task: asyncio.Task | None = None
+
+    def restore(self) -> None:
+        if self.path is None or not self.path.exists():
+            return
+        count = load_state(self.sandbox, self.path)
+        self._saved = self._fingerprint()
+        log.info("restored %d tenants from %s", count, self.path)
+
+    def start(self) -> None:
+        if self.path is not None and self.interval > 0:
+            self._task = asyncio.get_running_loop().create_task(self._every_interval())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def on_shutdown(self, app: web.Application) -> None:
+        """The last save, before deliveries stop (SIGTERM): attempts in flight get the
+        dispatcher's grace to finish first, so the file shows how they went."""
+        if self.path is None:
+            return
+        tenants = [t for t in self.sandbox.registry.tenants if t.webhooks.in_flight]
+        if tenants:
+            settling = [asyncio.ensure_future(self.sandbox.dispatcher.settle(t)) for t in tenants]
+            await asyncio.wait(settling, timeout=SHUTDOWN_GRACE)
+        try:
+            await self.save(final=True)
+        except Exception:  # the shutdown goes on (deliveries still stop and are recorded)
+            log.exception("could not save the state file %s on shutdown", self.path)
+
+    async def save(self, *, final: bool = False, only_if_changed: bool = False) -> bool:
+        """Writes the file (in a worker thread; the document is made here, between two
+        jobs). After the final save no other is written. Whether it wrote."""
+        if self.path is None:
+            return False
+        async with self._lock:
+            if self._closed:
+                return False
+            self._closed = final
+            fingerprint = self._fingerprint()
+            if only_if_changed and fingerprint == self._saved:
+                return False
+            data = encode(state_document(self.sandbox))
+            try:
+                await asyncio.to_thread(write_atomically, self.path, data)
+            except OSError as error:
+                log.error("could not save the state file %s: %s", self.path, error)
+                return False
+            self._saved = fingerprint
+            return True
+
+    async def _every_interval(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            try:
+                await self.save(only_if_changed=True)
+            except Exception:  # the server goes on; the next save may work
+                log.exception("could not save the state file %s", self.path)
+
+    def _fingerprint(self) -> tuple[Any, ...]:
+        """Cheap signs of change: requests journaled, events, jobs scheduled and pending,
+        attempts in flight, the manual clock (a real clock moves by itself: the final save
+        keeps its time)."""
+        manual = self.sandbox.settings.clock == MANUAL
+        return tuple((t.name, len(t.journal) + t.journal.evicted, t.events.emitted,
+                      len(t.timeline), t.timeline.next_sequence(), len(t.webhooks.in_flight),
+                      sum(len(d) for d in t.webhooks.deliveries.values()),
+                      t.clock.timestamp() if manual else None)
+                     for t in self.sandbox.registry.tenants)
+
+
+STATE_FILE = web.AppKey("state_file", StateFile)
+
+
+async def save_on_shutdown(app: web.Application) -> None:
+    """on_shutdown: the state file's last save (before the deliveries stop)."""
+    await app[STATE_FILE].on_shutdown(app)
