@@ -12,6 +12,22 @@ from .fixtures import (AUTHENTICATION_METHODS, COMPANY_SCHEMA, COMPANY_STATUSES,
 from .scenarios import PAYMENT_METHOD
 
 _NAME = {"type": "string", "minLength": 1, "maxLength": 200}
+
+# No C0 or C1 control character: in a user's identifier (these schemas), a path segment or
+# a query value (the pipeline's check, schemas/validate.py: text_problem; the document
+# states it there, openapi.py).
+NO_CONTROL_CHARACTER = r"^[^\x00-\x1f\x7f-\x9f]*$"
+
+# Names only the running app knows, marked where a request takes them (`"x-names": kind`,
+# an annotation validators ignore): the document lists them (openapi.py), and the server
+# refuses any other with its own code (422 unknown-scenario, unknown-event-type,
+# unknown-products, invalid-processor-token).
+TASK_SCENARIOS = "task-scenarios"
+PROCESSOR_LINK_SCENARIOS = "processor-link-scenarios"
+EVENT_TYPES = "event-types"
+PRODUCTS = "products"
+PROCESSOR_TOKENS = "processor-tokens"  # not a list: the pattern processor-<environment>-<uuid>
+
 _STRINGS = {"type": "array", "items": {"type": "string", "minLength": 1}, "maxItems": 50}
 _TAG = {"enum": STORED_TAGS + DERIVED_TAGS}
 
@@ -69,6 +85,7 @@ ACCESS_TOKEN_REQUEST = {
     "required": ["identifier"],
     "properties": {
         "identifier": {"type": "string", "minLength": 1, "maxLength": 256,
+                       "pattern": NO_CONTROL_CHARACTER,
                        "description": "The user's id in the customer's system."},
         "tokenLifetime": {"type": "integer", "minimum": 1800, "maximum": 2592000, "default": 86400,
                           "description": "Seconds until the public token expires (virtual clock)."},
@@ -190,6 +207,7 @@ TASK_CREATE_REQUEST = {
     "additionalProperties": False,
     "properties": {
         "identifier": {"type": "string", "minLength": 1, "maxLength": 256,
+                       "pattern": NO_CONTROL_CHARACTER,
                        "description": "The user (with API keys); a public token names it itself."},
         "company": {"type": "string", "minLength": 1, "description": "A company `_id`."},
         "linkedAccount": {"type": "string", "minLength": 1,
@@ -214,7 +232,7 @@ TASK_CREATE_REQUEST = {
             "description": "Several operations in one task workflow.",
         },
         "metadata": _METADATA,
-        "scenario": {"type": "string", "minLength": 1,
+        "scenario": {"type": "string", "minLength": 1, "x-names": TASK_SCENARIOS,
                      "description": "The scenario that drives the task (see GET /_sandbox/scenarios)."},
         "paymentMethod": PAYMENT_METHOD,
     },
@@ -273,6 +291,7 @@ SCENARIO_BINDING_REQUEST = {
     "additionalProperties": False,
     "required": ["scenario"],
     "properties": {"scenario": {"type": ["string", "null"], "minLength": 1,
+                                "x-names": TASK_SCENARIOS,
                                 "description": "null removes the binding."}},
 }
 
@@ -298,12 +317,22 @@ COMPANY_STATUS_REQUEST = {
     },
 }
 
-COMPANY_CREATE_REQUEST = {**COMPANY_SCHEMA, "required": ["name"]}
+_CONNECTOR = COMPANY_SCHEMA["properties"]["connector"]
+_COMPANY_FIELDS = {
+    **COMPANY_SCHEMA["properties"],
+    "defaultScenario": {**COMPANY_SCHEMA["properties"]["defaultScenario"],
+                        "x-names": TASK_SCENARIOS},
+    "connector": {**_CONNECTOR, "properties": {
+        **_CONNECTOR["properties"],
+        "availableProducts": {**_CONNECTOR["properties"]["availableProducts"],
+                              "items": {"type": "string", "minLength": 1, "x-names": PRODUCTS}}}},
+}
+COMPANY_CREATE_REQUEST = {**COMPANY_SCHEMA, "required": ["name"], "properties": _COMPANY_FIELDS}
 COMPANY_UPDATE_REQUEST = {
     **COMPANY_SCHEMA,
     "required": [],
     "minProperties": 1,
-    "properties": {k: v for k, v in COMPANY_SCHEMA["properties"].items() if k not in ("_id", "status")},
+    "properties": {k: v for k, v in _COMPANY_FIELDS.items() if k not in ("_id", "status")},
     "description": "Fields to replace. The status changes through /_sandbox/companies/{id}/status.",
 }
 
@@ -317,7 +346,8 @@ WEBHOOK_ENDPOINTS_REQUEST = {
         "required": ["url"],
         "properties": {
             "url": {"type": "string", "pattern": r"^https?://[^\s]+$"},
-            "eventTypes": {"type": "array", "items": {"type": "string"}, "minItems": 1,
+            "eventTypes": {"type": "array", "items": {"type": "string", "x-names": EVENT_TYPES},
+                           "minItems": 1,
                            "uniqueItems": True, "description": "Omitted: every event type."},
         },
     }}},
@@ -342,7 +372,7 @@ REPLAY_REQUEST = {
     "additionalProperties": False,
     "minProperties": 1,
     "properties": {
-        "userIdentifier": {"type": "string", "minLength": 1},
+        "userIdentifier": {"type": "string", "minLength": 1, "pattern": NO_CONTROL_CHARACTER},
         "taskId": {"type": "string", "minLength": 1},
         "from": {"type": "string", "format": "date-time"},
         "to": {"type": "string", "format": "date-time"},
@@ -357,8 +387,8 @@ TRIGGER_REQUEST = {
     "additionalProperties": False,
     "required": ["eventType"],
     "properties": {
-        "eventType": {"type": "string", "minLength": 1},
-        "identifier": {"type": "string", "minLength": 1},
+        "eventType": {"type": "string", "minLength": 1, "x-names": EVENT_TYPES},
+        "identifier": {"type": "string", "minLength": 1, "pattern": NO_CONTROL_CHARACTER},
         "taskId": {"type": "string", "minLength": 1},
         "companyId": {"type": "string", "minLength": 1},
         "data": {"type": "object", "description": "Merged over the generated data."},
@@ -387,6 +417,7 @@ PROCESSOR_LINK_REQUEST = {
     "additionalProperties": False,
     "required": ["processorToken"],
     "properties": {"processorToken": {"type": "string", "minLength": 1, "maxLength": 200,
+                                      "x-names": PROCESSOR_TOKENS,
                                       "description": "Minted by the aggregator for this service."}},
 }
 
@@ -394,7 +425,7 @@ PROCESSOR_TOKEN_REQUEST = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        "identifier": {"type": "string", "minLength": 1,
+        "identifier": {"type": "string", "minLength": 1, "pattern": NO_CONTROL_CHARACTER,
                        "description": "The user the token is for (else: the user-identifier header "
                                       "at registration)."},
         "daysRequested": {"type": "integer", "minimum": 1, "maximum": 730, "default": 90,
@@ -402,7 +433,7 @@ PROCESSOR_TOKEN_REQUEST = {
         "products": {"type": "array", "minItems": 1, "uniqueItems": True,
                      "items": {"enum": ["transactions", "auth"]}, "default": ["transactions"],
                      "description": "Products the link token requested; only auth fails the pipeline."},
-        "scenario": {"type": "string", "minLength": 1,
+        "scenario": {"type": "string", "minLength": 1, "x-names": PROCESSOR_LINK_SCENARIOS,
                      "description": "A processor-link scenario, e.g. item-login-required."},
     },
 }
@@ -502,3 +533,81 @@ TASKS_QUERY = {
         "limit": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 100},
     },
 }
+
+
+# -- what the document adds to the enforced schemas ----------------------------------------
+#
+# Rules an operation enforces itself, past its schema, that the published schema states
+# as well, so that a client (or a generator of requests) sees them:
+#
+# - `product` with `products`: refused by the search with its own code (400
+#   product-and-products, domain/search.py); in the enforced schema it would be 422
+#   validation-failed. Inside the object, one `not` with one `required`.
+# - a task names what it acts on: `company` with `product`, `operation` or `tasks`, or a
+#   linked account to refresh (422, domain/tasks.py). The user (`identifier` under API
+#   keys, the public token's otherwise) depends on the credentials: no schema can say it.
+# - a franchise child has the franchise-child tag and its `franchiseParent`, both or
+#   neither (422, domain/company_admin.py); whether the parent is a franchise parent of the
+#   tenant depends on its data.
+# - a webhook URL: an absolute http(s) URL with a host and a port from 1 to 65535
+#   (validate.py: webhook_url_problem, which also takes what no pattern can say simply,
+#   such as international host names); the published pattern is the ASCII part of it.
+_H16 = "[0-9A-Fa-f]{1,4}"
+_IPV4 = r"(?:(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
+_LS32 = f"(?:{_H16}:{_H16}|{_IPV4})"
+_IPV6 = "|".join([  # RFC 3986, IPv6address
+    f"(?:{_H16}:){{6}}{_LS32}",
+    f"::(?:{_H16}:){{5}}{_LS32}",
+    f"(?:{_H16})?::(?:{_H16}:){{4}}{_LS32}",
+    f"(?:(?:{_H16}:){{0,1}}{_H16})?::(?:{_H16}:){{3}}{_LS32}",
+    f"(?:(?:{_H16}:){{0,2}}{_H16})?::(?:{_H16}:){{2}}{_LS32}",
+    f"(?:(?:{_H16}:){{0,3}}{_H16})?::{_H16}:{_LS32}",
+    f"(?:(?:{_H16}:){{0,4}}{_H16})?::{_LS32}",
+    f"(?:(?:{_H16}:){{0,5}}{_H16})?::{_H16}",
+    f"(?:(?:{_H16}:){{0,6}}{_H16})?::",
+])
+_PORT = r"(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3})"
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+WEBHOOK_URL_PATTERN = (rf"^https?://(?:[A-Za-z0-9._~!$&'()*+,;=:-]+@)?"
+                       rf"(?:{_LABEL}(?:\.{_LABEL})*|\[(?:{_IPV6})\])"
+                       rf"(?::{_PORT})?(?:[/?#][!-~]*)?$")
+
+SEARCH_REQUEST_PUBLISHED = {**SEARCH_REQUEST, "not": {"required": ["product", "products"]}}
+_ENDPOINT = WEBHOOK_ENDPOINTS_REQUEST["properties"]["endpoints"]["items"]
+WEBHOOK_ENDPOINTS_REQUEST_PUBLISHED = {
+    **WEBHOOK_ENDPOINTS_REQUEST,
+    "properties": {"endpoints": {
+        **WEBHOOK_ENDPOINTS_REQUEST["properties"]["endpoints"],
+        "items": {**_ENDPOINT, "properties": {
+            **_ENDPOINT["properties"],
+            "url": {"type": "string", "pattern": WEBHOOK_URL_PATTERN}}}}},
+}
+
+TASK_CREATE_REQUEST_PUBLISHED = {
+    **TASK_CREATE_REQUEST,
+    "anyOf": [{"required": ["linkedAccount"]}, {"required": ["linkedAccountId"]},
+              {"required": ["company", "product"]}, {"required": ["company", "operation"]},
+              {"required": ["company", "tasks"]}],
+}
+_FRANCHISE_CHILD = {"const": "franchise-child"}
+COMPANY_CREATE_REQUEST_PUBLISHED = {
+    **COMPANY_CREATE_REQUEST,
+    "dependentSchemas": {"franchiseParent": {
+        "required": ["tags"], "properties": {"tags": {"contains": _FRANCHISE_CHILD}}}},
+    "anyOf": [{"required": ["franchiseParent"]},
+              {"properties": {"tags": {"items": {"not": _FRANCHISE_CHILD}}}}],
+}
+
+_PUBLISHED = ((SEARCH_REQUEST, SEARCH_REQUEST_PUBLISHED),
+              (TASK_CREATE_REQUEST, TASK_CREATE_REQUEST_PUBLISHED),
+              (COMPANY_CREATE_REQUEST, COMPANY_CREATE_REQUEST_PUBLISHED),
+              (WEBHOOK_ENDPOINTS_REQUEST, WEBHOOK_ENDPOINTS_REQUEST_PUBLISHED))
+
+
+def published(schema: dict) -> dict:
+    """The request body schema the OpenAPI document shows for an enforced one: the same
+    object, or that object with the rules its operation enforces past its schema."""
+    for enforced, shown in _PUBLISHED:
+        if schema is enforced:
+            return shown
+    return schema

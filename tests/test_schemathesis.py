@@ -1,0 +1,253 @@
+"""The server answers as its OpenAPI document says: schemathesis against the real process.
+
+Every operation of GET /openapi.json, every check schemathesis has (status codes, content
+types, response bodies and headers, negative data refused, positive data accepted, missing
+headers, unsupported methods, auth enforced, ...), from its explicit examples, its coverage
+cases and its fuzzing: a bounded, seeded run of about 25 generated requests an operation,
+under API keys of a fresh tenant (and a public token of its user where the operation takes
+only that). Any finding fails the test, except the few below (issue 11), each pinned to one check of
+one operation and one kind of answer: server behaviour to change, and rules a JSON Schema
+cannot state. The server log must hold no error either.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+from dataclasses import dataclass
+
+import pytest
+
+try:
+    import schemathesis
+except ImportError:  # the `test` extra installs it; CI (CI=true) must not skip this
+    if os.environ.get("CI") == "true":
+        raise
+    pytest.skip("schemathesis is not installed: pip install -e '.[test]'",
+                allow_module_level=True)
+
+from conftest import REPO  # noqa: E402
+
+SERVING = "payroll-sandbox serving "
+SEED = 11
+EXAMPLES_PER_OPERATION = 25
+TENANT = "schemathesis-run"  # a name no generated request is likely to delete
+USER = "schemathesis-user"  # the user of the public tokens
+
+
+@dataclass(frozen=True)
+class Waiver:
+    """One check of one operation not applied to one kind of answer (its status, and the
+    error code and failing field it names), and why."""
+
+    method: str
+    path: str
+    check: str
+    status: int
+    code: str | None = None   # the error body's `code`; None: any
+    field: str | None = None  # a `details[].path` the error names; None: any
+    why: str = ""
+
+    def covers(self, response) -> bool:
+        if response.status_code != self.status:
+            return False
+        if self.code is None and self.field is None:
+            return True
+        try:
+            error = response.json()["error"]
+        except (ValueError, KeyError, TypeError):
+            return False
+        return ((self.code is None or error.get("code") == self.code)
+                and (self.field is None
+                     or any(d.get("path") == self.field for d in error.get("details", []))))
+
+
+# Issue 11: findings that need the server to change, not the document. Each covers one
+# check of one operation for one kind of answer; remove it when the server is fixed.
+ISSUE_11_SERVER_FINDINGS: list[Waiver] = [
+    # The router matches /company/search and /_sandbox/events/trigger to the GET routes
+    # /company/{companyId} and /_sandbox/events/{eventId} too, so a 405 there lists GET
+    # and HEAD in `Allow`, which the document does not give these paths.
+    Waiver("POST", "/company/search", "allow_header_conformance", 405,
+           why="OPTIONS /company/search: 405 Allow: GET, HEAD, POST; documented: POST"),
+    Waiver("POST", "/_sandbox/events/trigger", "allow_header_conformance", 405,
+           why="OPTIONS /_sandbox/events/trigger: 405 Allow: GET, HEAD, POST; documented: POST"),
+    Waiver("POST", "/task/create", "allow_header_conformance", 405,
+           why="OPTIONS /task/create: 405 Allow: GET, HEAD, POST; documented: POST"),
+    # A franchiseParent that names no company is 422 here, 404 company-not-found in the
+    # search (and for every other unknown id).
+    *(Waiver(method, path, "positive_data_acceptance", 422, "validation-failed",
+             "$.franchiseParent", why="franchiseParent naming no company: 422, not 404")
+      for method, path in (("POST", "/_sandbox/companies"),
+                           ("PATCH", "/_sandbox/companies/{companyId}"))),
+    # The restore reads its body itself (past the 1 MiB of declared bodies), so no body is
+    # declared: the document shows none, and a request without one is 422.
+    Waiver("POST", "/_sandbox/snapshot", "positive_data_acceptance", 422, "invalid-snapshot",
+           why="no requestBody documented; the restore needs a snapshot document"),
+]
+
+# Issue 11: rules JSON Schema cannot state, so a schema-valid request meets them.
+ISSUE_11_NOT_EXPRESSIBLE: list[Waiver] = [
+    # The user is `identifier` under API keys, the public token's user otherwise: whether
+    # it is required depends on the credentials, which a schema does not see.
+    Waiver("POST", "/task/create", "positive_data_acceptance", 422, "validation-failed",
+           "$.identifier", why="identifier required under API keys"),
+    *(Waiver("GET", f"/{kind}", "positive_data_acceptance", 422, "validation-failed",
+             "$.identifier", why="?identifier= required under API keys")
+      for kind in ("linked-accounts", "income", "statements", "deposit-accounts",
+                   "employment", "taxes", "identity", "timesheets")),
+    # The path holds base64 of a JSON configuration: `contentSchema` is an annotation
+    # only, so generated segments are rarely a configuration (the page answers 400).
+    Waiver("GET", "/initialize/{config}", "positive_data_acceptance", 400,
+           why="a path segment that is not base64 of a JSON object"),
+]
+
+
+# Schemathesis 4.32 turns the `prefixItems` of a response schema into draft-4 `items: [...]`
+# and then validates with Draft 2020-12, which refuses that schema (its issue #3842). These
+# operations' answers are checked against the document by jsonschema instead.
+PREFIX_ITEMS_IN_RESPONSE = {("GET", "/_sandbox/snapshot")}
+
+
+def _waived(case) -> list[Waiver]:
+    """The waivers of the case's operation (a case may probe it with another method)."""
+    operation = case.operation
+    return [w for w in (*ISSUE_11_SERVER_FINDINGS, *ISSUE_11_NOT_EXPRESSIBLE)
+            if w.method == operation.method.upper() and w.path == operation.path]
+
+
+def _narrowed(check, waivers: list[Waiver]):
+    """`check`, except for the answers the waivers cover."""
+
+    def narrowed(ctx, response, case):
+        if any(w.covers(response) for w in waivers):
+            return None
+        return check(ctx, response, case)
+
+    narrowed.__name__ = check.__name__
+    return narrowed
+
+
+@pytest.fixture(scope="module")
+def sandbox_process(tmp_path_factory):
+    """`python -m simulator serve --port 0 --clock manual`: (base_url, key, secret) of its
+    default tenant, read from the serving line. Webhook attempts time out after 0.2 wall
+    seconds, as endpoints registered by generated requests go nowhere."""
+    log = tmp_path_factory.mktemp("schemathesis") / "server.log"
+    with log.open("w") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "simulator", "serve", "--port", "0", "--clock", "manual",
+             "--webhook-timeout", "0.2"],
+            stdout=subprocess.PIPE, stderr=stderr, text=True, cwd=REPO,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        line = process.stdout.readline().strip()
+        assert line.startswith(SERVING), log.read_text()
+        fields = dict(part.split("=", 1) for part in line.split()[3:])
+        yield line.split()[2], fields["x-api-key"], fields["x-api-secret"]
+    finally:
+        process.terminate()
+        process.communicate(timeout=15)
+    errors = [entry for entry in log.read_text().splitlines() if " ERROR " in entry]
+    assert not errors, "\n".join(errors)
+
+
+def _post(url: str, body: dict, headers: dict) -> dict:
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                     headers={"content-type": "application/json", **headers})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)["data"]
+
+
+@dataclass(frozen=True)
+class Tenant:
+    """The fresh tenant the run works in, the served document, and the operations only a
+    public token opens."""
+
+    base_url: str
+    keys: dict[str, str]
+    document: dict
+    token_operations: frozenset[tuple[str, str]]
+
+    def public_token(self) -> str:
+        """A new public token of the run's user: a generated request may have reset the
+        tenant (tokens forgotten) or moved its clock past a token's expiry."""
+        token = _post(f"{self.base_url}/access-token", {"identifier": USER}, self.keys)
+        return token["publicToken"]
+
+
+@pytest.fixture(scope="module")
+def sandbox_tenant(sandbox_process) -> Tenant:
+    base_url, key, secret = sandbox_process
+    tenant = _post(f"{base_url}/_sandbox/tenants", {"name": TENANT},
+                   {"x-api-key": key, "x-api-secret": secret})
+    with urllib.request.urlopen(f"{base_url}/openapi.json", timeout=10) as response:
+        document = json.load(response)
+    token_operations = frozenset((method.upper(), path)
+                                 for path, item in document["paths"].items()
+                                 for method, op in item.items()
+                                 if op["security"] == [{"publicToken": []}])
+    return Tenant(base_url, {"x-api-key": tenant["apiKey"], "x-api-secret": tenant["apiSecret"]},
+                  document, token_operations)
+
+
+@pytest.fixture(scope="module")
+def api_schema(sandbox_tenant):
+    """The served document, loaded by schemathesis with the API keys of the fresh tenant."""
+    config = schemathesis.Config.from_dict({
+        "seed": SEED,
+        "base-url": sandbox_tenant.base_url,
+        "generation": {"max-examples": EXAMPLES_PER_OPERATION, "deterministic": True,
+                       "database": "none"},
+        "phases": {"examples": {"enabled": True}, "coverage": {"enabled": True},
+                   "fuzzing": {"enabled": True}},
+        "checks": {"enabled": True},
+        "auth": {"openapi": {"apiKey": {"api_key": sandbox_tenant.keys["x-api-key"]},
+                             "apiSecret": {"api_key": sandbox_tenant.keys["x-api-secret"]}}},
+    })
+    return schemathesis.openapi.from_url(f"{sandbox_tenant.base_url}/openapi.json", config=config)
+
+
+schema = schemathesis.pytest.from_fixture("api_schema")
+
+
+def _matches_the_document(document: dict):
+    """response_schema_conformance by jsonschema (Draft 2020-12), for PREFIX_ITEMS_IN_RESPONSE."""
+    from jsonschema import Draft202012Validator
+
+    def response_schema_conformance(ctx, response, case):
+        operation = document["paths"][case.operation.path][case.operation.method.lower()]
+        declared = operation["responses"].get(str(response.status_code), {})
+        media = declared.get("content", {}).get("application/json")
+        if media is None or case.method.upper() != case.operation.method.upper():
+            return None
+        schema = {**media["schema"], "components": document["components"]}
+        errors = [f"{list(e.absolute_path)}: {e.message}"
+                  for e in Draft202012Validator(schema).iter_errors(response.json())]
+        assert not errors, "the answer does not match the document:\n" + "\n".join(errors[:5])
+        return None
+
+    return response_schema_conformance
+
+
+@schema.parametrize()
+def test_every_operation_answers_as_the_document_says(case, sandbox_tenant):
+    from schemathesis.checks import CHECKS, load_all_checks
+
+    load_all_checks()
+    operation = (case.operation.method.upper(), case.operation.path)
+    headers = ({"x-public-token": sandbox_tenant.public_token()}
+               if operation in sandbox_tenant.token_operations else None)
+    waivers = _waived(case)
+    names = sorted({w.check for w in waivers})
+    excluded = CHECKS.get_by_names(names)
+    additional = [_narrowed(check, [w for w in waivers if w.check == name])
+                  for name, check in zip(names, excluded)]
+    if operation in PREFIX_ITEMS_IN_RESPONSE:
+        excluded.append(CHECKS.get_one("response_schema_conformance"))
+        additional.append(_matches_the_document(sandbox_tenant.document))
+    case.call_and_validate(headers=headers, excluded_checks=excluded,
+                           additional_checks=additional)
