@@ -42,6 +42,9 @@ class Sandbox:
 
 
 SANDBOX = web.AppKey("sandbox", Sandbox)
+# A path without parameters -> the methods it takes ("POST"), for a 405's Allow: aiohttp
+# would also list those of a parameter route matching it (GET /task/{taskId}).
+FIXED_PATHS = web.AppKey("fixed_paths", dict)
 
 # Request-scoped values.
 TENANT = web.RequestKey("tenant", Tenant)

@@ -17,7 +17,7 @@ from aiohttp import web
 from .clock import isoformat
 from .errors import (ApiError, HostNotAllowed, InternalError, MethodNotAllowed, PayloadTooLarge,
                      RouteNotFound, field_detail)
-from .keys import BODY, ERROR_CODE, SANDBOX, TENANT
+from .keys import BODY, ERROR_CODE, FIXED_PATHS, SANDBOX, TENANT
 from .security import COMMON_HEADERS, page_headers
 
 access_log = logging.getLogger("payroll_sandbox.access")
@@ -114,10 +114,13 @@ def _http_error(request: web.Request, error: web.HTTPException) -> tuple[ApiErro
     if isinstance(error, web.HTTPRequestEntityTooLarge):
         return PayloadTooLarge(BODY_TOO_LARGE.format(limit=MAX_BODY_BYTES)), None
     if isinstance(error, web.HTTPMethodNotAllowed):
-        refusal = MethodNotAllowed(WRONG_METHOD.format(
-            method=request.method, path=request.path,
-            allowed=", ".join(sorted(error.allowed_methods))))
-        refusal.allow = ", ".join(sorted(error.allowed_methods))  # a 405's Allow (RFC 9110)
+        # A fixed path (/task/create) takes its own methods only, not those of a parameter
+        # route that also matches it (GET /task/{taskId}).
+        allowed = (request.app.get(FIXED_PATHS, {}).get(request.path)
+                   or ", ".join(sorted(error.allowed_methods)))
+        refusal = MethodNotAllowed(WRONG_METHOD.format(method=request.method, path=request.path,
+                                                       allowed=allowed))
+        refusal.allow = allowed  # a 405's Allow (RFC 9110)
         return refusal, None
     if isinstance(error, web.HTTPNotFound):
         return RouteNotFound(NO_ROUTE.format(method=request.method, path=request.path)), None

@@ -418,3 +418,30 @@ def test_allowed_hosts_come_from_repeated_flags_or_the_variable():
         finally:
             process.terminate()
             process.communicate(timeout=10)
+
+
+async def test_short_json_escapes_cannot_slip_a_control_character_into_an_identifier(client):
+    raw = b'{"identifier": "a\\r\\nb"}'
+    response = await client.post("/access-token", data=raw, headers={**ACME, **JSON})
+    error = await error_of(response, 422)
+    assert error["details"][0]["path"] == "$.identifier"
+
+
+@pytest.mark.parametrize("method", ["OPTIONS", "DELETE", "PUT"])
+async def test_a_fixed_path_allows_only_its_own_methods(client, method):
+    """/task/create also matches GET /task/{taskId}; its Allow is still POST alone."""
+    for path in ("/task/create", "/company/search", "/_sandbox/events/trigger"):
+        response = await client.request(method, path, headers=ACME)
+        assert response.status == 405, (method, path)
+        assert response.headers["allow"] == "POST", (method, path)
+
+
+async def test_a_franchise_parent_that_names_no_company_is_404(client):
+    body = {"_id": "6410a00000000000000fffff", "name": "Lone Burger",
+            "tags": ["franchise-child"], "franchiseParent": "nope"}
+    response = await client.post("/_sandbox/companies", json=body, headers=ACME)
+    error = await error_of(response, 404, "company-not-found")
+    assert error["details"][0]["path"] == "$.franchiseParent"
+    walmart = await client.post("/_sandbox/companies", headers=ACME, json={
+        **body, "franchiseParent": WALMART})  # exists, but is no franchise parent
+    await error_of(walmart, 422)

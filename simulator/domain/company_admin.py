@@ -10,9 +10,9 @@ from dataclasses import replace
 from typing import Any
 
 from ..catalog import company_from_fixture
-from ..errors import CompanyExists, UnknownProducts, ValidationFailed, field_detail
+from ..errors import CompanyExists, CompanyNotFound, UnknownProducts, ValidationFailed, field_detail
 from ..fixtures import ServiceProfile
-from .companies import DISABLED, OPERATIONAL, UNDER_MAINTENANCE, Company
+from .companies import DISABLED, OPERATIONAL, UNDER_MAINTENANCE, UNKNOWN_COMPANY, Company
 from .tenants import Tenant
 
 ALREADY_EXISTS = "A company with the id {company_id!r} already exists."
@@ -100,7 +100,10 @@ def _check_references(tenant: Tenant, service: ServiceProfile, body: dict[str, A
     child = "franchise-child" in body.get("tags", [])
     if parent_id is not None:
         parent = tenant.companies.get(parent_id)
-        if parent is None or "franchise-parent" not in parent.tags or parent_id == body.get("_id"):
+        if parent is None:  # an unknown id is a 404 here as everywhere else
+            raise CompanyNotFound(UNKNOWN_COMPANY.format(company_id=parent_id),
+                                  details=[field_detail("$.franchiseParent", "unknown company id")])
+        if "franchise-parent" not in parent.tags or parent_id == body.get("_id"):
             raise ValidationFailed(NOT_A_PARENT.format(company_id=parent_id),
                                    details=[field_detail("$.franchiseParent", "not a franchise parent")])
         if not child:

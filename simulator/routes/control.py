@@ -188,7 +188,7 @@ COMPANY = {"$ref": "#/components/schemas/Company"}
 
 @operation("POST", "/_sandbox/companies", "Create a company (company-created)",
            body=COMPANY_CREATE_REQUEST, status=201, settles=True, response=COMPANY,
-           errors=(409,), **CONTROL)
+           errors=(404, 409), **CONTROL)
 async def create_company(tenant, body, sandbox) -> dict:
     _check_default_scenario(sandbox, body)
     company = company_admin.create_company(tenant, sandbox.registry.service, body)

@@ -29,7 +29,7 @@ from aiohttp import web
 from ..errors import (ApiError, ApiKeysRequired, MethodNotAllowed, PublicTokenRequired,
                       ValidationFailed, field_detail)
 from ..journal import journal_body
-from ..keys import BODY, PUBLIC_TOKEN, SANDBOX, TENANT
+from ..keys import BODY, FIXED_PATHS, PUBLIC_TOKEN, SANDBOX, TENANT
 from ..middleware import WRONG_METHOD, json_response
 from ..static import static_text
 from ..schemas.validate import (INVALID_TEXT, check_json_type, parse_json_body, parse_query,
@@ -107,6 +107,7 @@ def add_routes(app: web.Application, operations: Iterable[Operation]) -> None:
     for op in operations:
         if "{" not in op.path:
             fixed.setdefault(op.path, set()).add(op.method)
+    app[FIXED_PATHS] = {path: ", ".join(sorted(methods)) for path, methods in fixed.items()}
     for op in operations:
         handler = _endpoint(op, _shadowed(op, fixed))
         if op.method == "GET":  # HEAD answers as GET would, without the body

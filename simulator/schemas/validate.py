@@ -112,7 +112,8 @@ def parse_json_body(raw: bytes, schema: dict) -> dict[str, Any]:
         except (UnicodeDecodeError, ValueError) as error:
             raise MalformedJson(f"The request body is not valid JSON: {error}.",
                                 details=[field_detail("$", str(error))]) from None
-    if b"\\u" in raw or b"\x7f" in raw or b"\xc2" in raw:  # else no string can hold one
+    # Only an escape (`\\u0001`, `\\r`), DEL or a C1 byte can put one in a string.
+    if b"\\" in raw or b"\x7f" in raw or b"\xc2" in raw:
         faults = text_faults(document)
         if faults:
             raise ValidationFailed(INVALID_TEXT, details=[field_detail(p, m) for p, m in faults])
