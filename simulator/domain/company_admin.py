@@ -99,11 +99,11 @@ def _check_references(tenant: Tenant, service: ServiceProfile, body: dict[str, A
     parent_id = body.get("franchiseParent")
     child = "franchise-child" in body.get("tags", [])
     if parent_id is not None:
-        parent = tenant.companies.get(parent_id)
-        if parent is None:  # an unknown id is a 404 here as everywhere else
+        parent = tenant.companies.get(parent_id) if parent_id != body.get("_id") else None
+        if parent is None and parent_id != body.get("_id"):  # unknown: a 404 as everywhere
             raise CompanyNotFound(UNKNOWN_COMPANY.format(company_id=parent_id),
                                   details=[field_detail("$.franchiseParent", "unknown company id")])
-        if "franchise-parent" not in parent.tags or parent_id == body.get("_id"):
+        if parent is None or "franchise-parent" not in parent.tags:  # itself, or no parent
             raise ValidationFailed(NOT_A_PARENT.format(company_id=parent_id),
                                    details=[field_detail("$.franchiseParent", "not a franchise parent")])
         if not child:
