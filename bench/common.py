@@ -44,6 +44,12 @@ async def serve_hook(handler):
     return runner, f"{base}/hook"
 
 
+def percentile(values: list[float], pct: float) -> float:
+    """The value at `pct` percent of the sorted values (nearest rank, as wrk reports)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * pct / 100))]
+
+
 def report(results: list[tuple[str, bool]], strict: bool) -> None:
     """One PASS/FAIL line per (check, ok); with `strict`, exit 1 when a check failed."""
     for line, ok in results:

@@ -30,19 +30,11 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from common import report  # noqa: E402
-from startup import HOST  # noqa: E402
-from throughput import Server  # noqa: E402
+from common import percentile, report  # noqa: E402
+from throughput import SANDBOX, Server  # noqa: E402
 
 TARGET_P99_MS = 20.0
 IN_FLIGHT = 32
-SANDBOX = [sys.executable, "-m", "simulator", "serve", "--clock", "manual", "--host", HOST,
-           "--port", "0"]
-
-
-def percentile(values: list[float], pct: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * pct / 100))]
 
 
 async def run(stored: int, timed: int, server: Server) -> list[tuple[str, bool]]:
