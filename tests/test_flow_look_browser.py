@@ -110,6 +110,11 @@ async def axe_blocking(page) -> list[tuple[str, str, int]]:
     """axe-core over the flow's own document: the serious and critical violations."""
     frame = await frame_of(page)
     await frame.evaluate("() => Promise.all([...document.images].map(i => i.decode().catch(() => 0)))")
+    # A screen fades in: mid-fade its text is paler than it ends, which axe would measure.
+    # Wait for the finite animations (the spinner's infinite one never ends).
+    await frame.evaluate("""() => Promise.all(document.getAnimations()
+        .filter(a => a.effect && a.effect.getComputedTiming().iterations !== Infinity)
+        .map(a => a.finished.catch(() => 0)))""")
     violations = (await Axe().run(frame)).response["violations"]
     screen_name = await frame.locator("#app").get_attribute("data-screen")
     print(f"axe {screen_name}:", [(v["id"], v["impact"], len(v["nodes"])) for v in violations])
