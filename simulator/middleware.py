@@ -18,7 +18,7 @@ from .clock import isoformat
 from .errors import (ApiError, HostNotAllowed, InternalError, MethodNotAllowed, PayloadTooLarge,
                      RouteNotFound, field_detail)
 from .keys import BODY, ERROR_CODE, FIXED_PATHS, SANDBOX, TENANT
-from .security import COMMON_HEADERS, page_headers
+from .security import NOSNIFF, page_headers
 
 access_log = logging.getLogger("payroll_sandbox.access")
 error_log = logging.getLogger("payroll_sandbox.error")
@@ -89,10 +89,10 @@ async def edge_middleware(request: web.Request, handler: Any) -> web.StreamRespo
     if access_log.isEnabledFor(logging.INFO):
         _log_access(request.method, request.path, response.status, duration, tenant_name)
     headers = response.headers
-    headers.update(COMMON_HEADERS)
+    headers[NOSNIFF[0]] = NOSNIFF[1]
     if getattr(request.match_info.handler, "cors", False):
         headers.setdefault("access-control-allow-origin", "*")
-    elif response.content_type == "text/html":
+    elif headers.get("content-type", "").startswith("text/html"):
         ancestors = (sandbox.settings.frame_ancestors if request.path.startswith(FLOW_PAGE)
                      else "'none'")
         headers.update(page_headers(ancestors))

@@ -7,8 +7,9 @@ shared by the whole session (so tests can run in parallel), with a manual clock;
 (with pytest-asyncio installed): the same tenant, awaitable, never blocking the loop.
 
 The server starts in a thread of the test process, configured by the options and ini
-keys `payroll_sandbox_scenarios`, `payroll_sandbox_fixtures`, `payroll_sandbox_seed`
-and the PAYROLL_SANDBOX_* variables (the options and ini keys win). With
+keys `payroll_sandbox_scenarios`, `payroll_sandbox_fixtures`, `payroll_sandbox_seed`,
+`payroll_sandbox_config` (the service profile) and the PAYROLL_SANDBOX_* variables (the
+options and ini keys win). With
 PAYROLL_SANDBOX_URL set, the fixtures use a server you run yourself (e.g. Docker).
 
     def test_refund_flow(payroll_sandbox, webhook_receiver):
@@ -49,6 +50,10 @@ OPTIONS = {
                                   "bundled ones (same name: yours)"),
     "payroll_sandbox_fixtures": ("fixtures", "path", "fixtures folder instead of the bundled one"),
     "payroll_sandbox_seed": ("seed", "int", "seed of every generated id and record (default 1)"),
+    # The service profile (vendor, aggregator, sdkPrefix) and any other setting, as
+    # `serve --config FILE` reads them; the options above and the manual clock still win.
+    "payroll_sandbox_config": ("config", "path", "a --config YAML file: the service profile "
+                               "(vendor, aggregator, sdkPrefix) and other settings"),
 }
 
 

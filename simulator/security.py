@@ -8,7 +8,6 @@ The edge middleware asks; nothing here touches a tenant.
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
 
 from .settings import Settings
 
@@ -16,7 +15,7 @@ LOOPBACK_NAMES = ("localhost",)
 WILDCARD = "*"
 
 # Every answer: a browser never guesses a type other than the one given.
-COMMON_HEADERS = {"x-content-type-options": "nosniff"}
+NOSNIFF = ("x-content-type-options", "nosniff")
 
 # The pages load only their own scripts, styles and data; company logos may come from
 # anywhere over http(s) or data: URLs.
@@ -25,15 +24,20 @@ _PAGE_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; connec
                 "base-uri 'none'; form-action 'self'; frame-ancestors {ancestors}")
 
 
-@dataclass(frozen=True)
 class HostPolicy:
     """The Host names a request may carry (a DNS-rebinding page carries its own name).
 
     Always allowed: IP literals (rebinding needs a name) and localhost (`*.localhost`
-    resolves to loopback only). Besides those: `--allowed-host` names; `*` allows any."""
+    resolves to loopback only). Besides those: `--allowed-host` names; `*` allows any.
+    Every request asks, so the answer for each Host header seen is kept (CACHE of them).
+    """
 
-    names: frozenset[str]
-    any_name: bool
+    CACHE = 256
+
+    def __init__(self, names: frozenset[str], any_name: bool) -> None:
+        self.names = names
+        self.any_name = any_name
+        self._seen: dict[str, bool] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings) -> HostPolicy:
@@ -46,7 +50,14 @@ class HostPolicy:
             return True
         if not host_header:
             return False  # HTTP/1.1 requires one; a browser always sends it
-        name = _host_name(host_header)
+        known = self._seen.get(host_header)
+        if known is None:
+            known = self._judge(_host_name(host_header))
+            if len(self._seen) < self.CACHE:
+                self._seen[host_header] = known
+        return known
+
+    def _judge(self, name: str) -> bool:
         if name in self.names or name in LOOPBACK_NAMES or name.endswith(".localhost"):
             return True
         try:

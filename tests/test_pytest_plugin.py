@@ -360,6 +360,20 @@ def test_plugin_seed_comes_from_option_then_ini_then_environment(pytester, monke
     assert catalog("--payroll-sandbox-seed", "5", ini="payroll_sandbox_seed = 7") == seed_5
 
 
+def test_plugin_service_profile_comes_from_a_config_file(pytester):
+    """The in-process server speaks as the configured vendor: its webhooks' ce-source."""
+    (pytester.path / "profile.yaml").write_text("vendor: acme-payroll\n")
+    pytester.makeini(INNER_INI.format(extra="payroll_sandbox_config = profile.yaml"))
+    pytester.makepyfile("""
+        def test_vendor(payroll_sandbox, webhook_receiver):
+            payroll_sandbox.trigger("company-updated")
+            webhook_receiver.wait_for("company-updated")
+            [delivery] = webhook_receiver.deliveries
+            assert delivery.headers["ce-source"] == "com.acme-payroll"
+    """)
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
 @pytest.mark.parametrize(("ini", "says"), [
     ("payroll_sandbox_fixtures = missing-folder", "*missing-folder*"),
     ("payroll_sandbox_seed = seven", "ini key payroll_sandbox_seed: $.seed: 'seven' is not a "

@@ -84,14 +84,19 @@ NOT_JSON_TYPE = ("The request body is sent as {given}; send it as application/js
                  "(header content-type: application/json).")
 
 
+_JSON_TYPES_SEEN: set[str] = {"application/json"}
+
+
 def check_json_type(content_type: str | None) -> None:
     """A body's declared type must be JSON (application/json or a `+json` type); none
     declared is read as JSON. Otherwise 415: a form or text is not parsed as JSON."""
-    if content_type is None:
+    if content_type is None or content_type in _JSON_TYPES_SEEN:
         return
     media = content_type.partition(";")[0].strip().lower()
     if media == "application/json" or (media.startswith("application/")
                                       and media.endswith("+json")):
+        if len(_JSON_TYPES_SEEN) < 64:  # the few header values clients send, judged once
+            _JSON_TYPES_SEEN.add(content_type)
         return
     raise UnsupportedMediaType(NOT_JSON_TYPE.format(given=media or "an empty content-type"),
                                details=[field_detail("content-type", f"{media!r} is not JSON",
