@@ -27,4 +27,4 @@ async def openapi(sandbox) -> web.Response:
            auth=Auth.NONE, response={"type": "object"})
 async def index() -> dict:
     return {"dashboard": "/_sandbox/", "openapi": "/openapi.json", "docs": "/docs",
-            "health": "/health", "sdk": "/sdk/transact.js"}
+            "demo": "/demo", "health": "/health", "sdk": "/sdk/transact.js"}
