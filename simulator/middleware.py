@@ -116,15 +116,20 @@ def _http_error(request: web.Request, error: web.HTTPException) -> tuple[ApiErro
     if isinstance(error, web.HTTPMethodNotAllowed):
         # A fixed path (/task/create) takes its own methods only, not those of a parameter
         # route that also matches it (GET /task/{taskId}).
-        allowed = (request.app.get(FIXED_PATHS, {}).get(request.path)
-                   or ", ".join(sorted(error.allowed_methods)))
-        refusal = MethodNotAllowed(WRONG_METHOD.format(method=request.method, path=request.path,
-                                                       allowed=allowed))
-        refusal.allow = allowed  # a 405's Allow (RFC 9110)
-        return refusal, None
+        return wrong_method(request, request.app.get(FIXED_PATHS, {}).get(request.path)
+                            or ", ".join(sorted(error.allowed_methods))), None
     if isinstance(error, web.HTTPNotFound):
         return RouteNotFound(NO_ROUTE.format(method=request.method, path=request.path)), None
     return ApiError(error.reason, code=_kebab(error.reason)), error.status
+
+
+def wrong_method(request: web.Request, allowed: str) -> MethodNotAllowed:
+    """405 for `request`, whose path takes only the `allowed` methods (its Allow header,
+    RFC 9110)."""
+    refusal = MethodNotAllowed(WRONG_METHOD.format(method=request.method, path=request.path,
+                                                   allowed=allowed))
+    refusal.allow = allowed
+    return refusal
 
 
 def render_error(request: web.Request, error: ApiError, status: int | None = None) -> web.Response:

@@ -26,11 +26,10 @@ from typing import Any
 
 from aiohttp import web
 
-from ..errors import (ApiError, ApiKeysRequired, MethodNotAllowed, PublicTokenRequired,
-                      ValidationFailed, field_detail)
+from ..errors import ApiError, ApiKeysRequired, PublicTokenRequired, ValidationFailed, field_detail
 from ..journal import journal_body
 from ..keys import BODY, FIXED_PATHS, PUBLIC_TOKEN, SANDBOX, TENANT
-from ..middleware import WRONG_METHOD, json_response
+from ..middleware import json_response, wrong_method
 from ..static import static_text
 from ..schemas.validate import (INVALID_TEXT, check_json_type, parse_json_body, parse_query,
                                 text_problem)
@@ -177,14 +176,6 @@ def _endpoint(op: Operation, shadowed: dict[str, str] | None = None
     # their preflights and lets that origin read their answers); nothing else.
     handle.cors = op.auth in (Auth.EITHER, Auth.PUBLIC_TOKEN)  # type: ignore[attr-defined]
     return handle
-
-
-def wrong_method(request: web.Request, allowed: str) -> MethodNotAllowed:
-    """405 for `request`, whose path takes only the `allowed` methods."""
-    refusal = MethodNotAllowed(WRONG_METHOD.format(method=request.method, path=request.path,
-                                                   allowed=allowed))
-    refusal.allow = allowed
-    return refusal
 
 
 def _check_path(params: Mapping[str, str]) -> None:

@@ -10,7 +10,6 @@ from aiohttp import web
 from ..domain import sdk
 from ..domain.companies import full_record, search_record
 from ..errors import ApiError, CompanyNotFound, LinkedAccountNotYours, PublicTokenMismatch
-from ..logos import company_logo_svg
 from ..schemas.api import (SDK_COMPANY_REQUEST, SDK_LEAVE_REQUEST, SDK_LOGIN_REQUEST,
                            SDK_MFA_CHALLENGE, SDK_SESSION_REQUEST, TASK_CREATED,
                            TASK_CREATE_REQUEST)
@@ -141,6 +140,8 @@ async def logo(params, request, sandbox) -> web.Response:
     company = sandbox.registry.catalog.get(params["companyId"])
     if company is None:
         raise CompanyNotFound(UNKNOWN_LOGO.format(company_id=params["companyId"]))
+    from ..logos import company_logo_svg  # loaded on the first logo, not at start
+
     svg = company_logo_svg(company.name, (company.branding or {}).get("color"), company.id)
     etag = '"' + hashlib.sha256(svg.encode()).hexdigest()[:20] + '"'
     if request.headers.get("if-none-match") == etag:
