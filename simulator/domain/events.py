@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
@@ -135,9 +135,10 @@ class EventLog:
 
     def query(self, *, event_type: str | None = None, user: str | None = None,
               task: str | None = None, since: float | None = None,
-              until: float | None = None) -> list[Event]:
-        """Oldest first; every filter optional."""
-        return [e for e in self.by_id.values()
+              until: float | None = None, among: Iterable[Event] | None = None) -> list[Event]:
+        """Oldest first (or in the order of `among`, some of the ledger's events); every
+        filter optional."""
+        return [e for e in (self.by_id.values() if among is None else among)
                 if (event_type is None or e.type == event_type)
                 and (user is None or e.user == user)
                 and (task is None or e.task == task)

@@ -21,6 +21,7 @@ from ..errors import (CompanyDisabled, CompanyManualDeposits, CompanyMismatch, C
                       ValidationFailed, field_detail)
 from ..scenarios.loader import Scenario, Step
 from ..schemas.validate import check_metadata
+from .changes import TASK
 from .companies import DISABLED, UNKNOWN_COMPANY, Company
 from .company_admin import set_company_status
 from .states import (COMPLETED, FAILED, FINAL, PROCESSING, QUEUED, emits_status_update,
@@ -212,6 +213,7 @@ class TaskEngine:
                 payment_method_given=request.payment_method is not None, watched=watched)
             task.history.append({"status": QUEUED, "at": isoformat(task.created_at)})
             tenant.tasks[task.id] = task
+            tenant.changes.touch(TASK, task.id)
             workflow.tasks.append(task.id)
             self.schedule(tenant, task, task_scenario)
             tasks.append(task)
@@ -340,6 +342,7 @@ class TaskEngine:
         """One scenario step: company first, then the move to processing, authentication,
         the final status, and accounts. The event rules are applied here, not by the step."""
         changes = step.changes
+        tenant.changes.touch(TASK, task.id)
         if "company" in changes:
             company_change = changes["company"]
             company = tenant.companies.get(task.company_id)

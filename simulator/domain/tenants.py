@@ -21,6 +21,7 @@ from ..errors import (InvalidCredentials, InvalidPublicToken, MissingCredentials
                       field_detail)
 from ..journal import Journal
 from ..scheduler import Runner
+from .changes import EVENT, TASK, Changes
 from .companies import CompanyDirectory, ManualDepositRule
 from .events import Event, EventLog, event_body
 from .timeline import Timeline
@@ -176,8 +177,9 @@ class Tenant:
         self.timeline = Timeline()
         dispatcher = self.services.dispatcher
         self.webhooks = dispatcher.webhooks_for(self)  # endpoints, faults, deliveries
+        self.changes = Changes()  # the cursor of incremental reads (domain/changes.py)
         self.events = EventLog(self.services.limits.max_events, settled=self.webhooks.settled,
-                               on_evict=self.webhooks.forget)
+                               on_evict=self._forget_event)
         self.evicted = {"tasks": 0, "tokens": 0}
         self._next_task_eviction = 0  # task count at which to look for evictions again
         self.tasks: dict[str, Any] = {}                # id -> tasks.Task
@@ -194,6 +196,7 @@ class Tenant:
         self.processor_tokens: dict[str, Any] = {}
         self.processor_links: dict[str, Any] = {}
         self.journal = Journal()
+        self.events.listeners.append(lambda event: self.changes.touch(EVENT, event.id))
         self.events.listeners.append(partial(dispatcher.deliver_new, self))
         self.runner = Runner(self, dispatcher.settle)
         self.runner.stopping = lambda: dispatcher.closing
@@ -217,6 +220,9 @@ class Tenant:
         self.close()
         self._start(seed_accounts=False)
         fill(self)
+        # Every restored item is new to a reader: the tasks, then the ledger, in order.
+        self.changes.touch_all(TASK, self.tasks)
+        self.changes.touch_all(EVENT, self.events.by_id)
 
     def close(self) -> None:
         """Stop everything the tenant has going: jobs on its clock, webhook attempts in
@@ -225,6 +231,11 @@ class Tenant:
         self.webhooks.cancel()
         if self.services.timer is not None:
             self.services.timer.forget(self.runner)
+
+    def _forget_event(self, event_id: str) -> None:
+        """The ledger evicted the event: its deliveries and attempts go with it."""
+        self.webhooks.forget(event_id)
+        self.changes.forget(EVENT, event_id)
 
     def emit(self, event_type: str, *, identifier: str | None = None, task_id: str | None = None,
              at: float | None = None, **body: Any) -> Event:
@@ -269,6 +280,7 @@ class Tenant:
             del self.workflows[workflow.id]
             for task_id in workflow.tasks:
                 self.tasks.pop(task_id, None)
+                self.changes.forget(TASK, task_id)
                 self.evicted["tasks"] += 1
         # Tasks still running stay; look again only a tenth of the bound later, so a
         # burst of running tasks costs one scan per batch, not one per task.

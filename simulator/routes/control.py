@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from aiohttp import web
 
 from .. import snapshot
 from ..domain import company_admin
+from ..domain.changes import EVENT, TASK
 from ..domain.companies import full_record
 from ..schemas.api import (CARD_TOKEN_RECREATION_REQUEST, CLOCK_ADVANCE_REQUEST,
                            COMPANY_CREATE_REQUEST, COMPANY_STATUS_REQUEST, COMPANY_UPDATE_REQUEST,
@@ -20,6 +24,9 @@ CONTROL = {"auth": Auth.API_KEYS, "tags": ("control plane",)}
 OBJECT = {"type": "object"}
 RECORDS = {"type": "array", "items": {"type": "object"}}
 TOTAL = {"total": {"type": "integer"}}
+CURSOR = {**TOTAL, "revision": {"type": "integer", "description": "With `after`: the next cursor."},
+          "reset": {"type": "boolean", "description": "With `after`: the cursor was stale "
+                                                      "(a reset or restore); a full read."}}
 
 
 @operation("POST", "/_sandbox/tenants", "A new isolated tenant with its own keys",
@@ -128,16 +135,24 @@ def _clock_record(tenant) -> dict:
 # -- events -------------------------------------------------------------------------------
 
 @operation("GET", "/_sandbox/events", "Every event emitted, with deliveries and attempts",
-           query=EVENTS_QUERY, response=RECORDS, envelope=TOTAL, **CONTROL)
+           query=EVENTS_QUERY, response=RECORDS, envelope=CURSOR, **CONTROL)
 async def list_events(tenant, query, sandbox) -> Reply:
+    """Filters combine. Without `after`, the newest `limit` events, oldest first. With
+    `after` (start with 0), the events emitted or delivered since that revision, in the
+    order of their latest change, the first `limit` of them; the envelope's `revision` is
+    the cursor of the next read (past `limit`, it goes on from the last one shown), and
+    `reset: true` says the cursor predates a reset or restore: this read is a full one."""
     since = parse_time(query["since"], "$.since") if "since" in query else None
-    events = tenant.events.query(event_type=query.get("type"), user=query.get("user"),
-                                 task=query.get("task"), since=since)
+    ledger = tenant.events
+    read = _changes_since(tenant, query, EVENT, ledger.by_id)
+    events = ledger.query(event_type=query.get("type"), user=query.get("user"),
+                          task=query.get("task"), since=since, among=read.items)
     if "delivery" in query:
         state = tenant.webhooks
         events = [e for e in events if state.state_of(e.id) == query["delivery"]]
-    records = [event_record(sandbox.dispatcher, tenant, e) for e in events[-query["limit"]:]]
-    return Reply(records, extra={"total": len(events)})
+    shown = read.page(events, query["limit"])
+    records = [event_record(sandbox.dispatcher, tenant, e) for e in shown]
+    return Reply(records, extra={"total": len(events), **read.envelope(shown, events)})
 
 
 @operation("GET", "/_sandbox/events/{eventId}", "One event with its deliveries", response=OBJECT,
@@ -230,13 +245,54 @@ async def company_status(tenant, params, body) -> dict:
 # -- tasks and the dashboard ----------------------------------------------------------------
 
 @operation("GET", "/_sandbox/tasks", "Every task of the tenant, newest first", query=TASKS_QUERY,
-           response=RECORDS, envelope=TOTAL, **CONTROL)
+           response=RECORDS, envelope=CURSOR, **CONTROL)
 async def list_tasks(tenant, query) -> Reply:
-    """Every task of the tenant, newest first (`status`, `user`, `limit` filters)."""
-    tasks = [t for t in reversed(list(tenant.tasks.values()))
+    """Every task of the tenant, newest first (`status`, `user`, `limit` filters); with
+    `after`, the tasks created or moved since that revision, as GET /_sandbox/events."""
+    read = _changes_since(tenant, query, TASK, tenant.tasks)
+    candidates = reversed(list(tenant.tasks.values())) if read.items is None else read.items
+    tasks = [t for t in candidates
              if ("status" not in query or t.status == query["status"])
              and ("user" not in query or t.identifier == query["user"])]
-    return Reply([t.record() for t in tasks[:query["limit"]]], extra={"total": len(tasks)})
+    shown = tasks[:query["limit"]]
+    return Reply([t.record() for t in shown], extra={"total": len(tasks),
+                                                     **read.envelope(shown, tasks)})
+
+
+@dataclass(frozen=True)
+class _ChangesRead:
+    """What an `after` read looks at (domain/changes.py); without `after`, everything."""
+
+    tenant: Any
+    kind: str
+    after: int | None           # the reader's cursor, if it gave a current one
+    reset: bool | None          # None: no `after` given
+    items: list | None          # the items changed since `after`, in order; None: all
+
+    def page(self, items: list, limit: int) -> list:
+        """An `after` read shows the oldest changes first; a full one, the newest items."""
+        return items[:limit] if self.after is not None else items[-limit:]
+
+    def envelope(self, shown: list, matched: list) -> dict:
+        """An `after` read's cursor: `revision` for the next read, and `reset`."""
+        if self.reset is None:
+            return {}
+        changes = self.tenant.changes
+        revision = changes.revision
+        if self.after is not None and len(shown) < len(matched):
+            revision = changes.revision_of(self.kind, shown[-1].id)  # the rest next time
+        return {"revision": revision, "reset": self.reset}
+
+
+def _changes_since(tenant, query: dict, kind: str, stored: dict) -> _ChangesRead:
+    """The items of `stored` changed after `query["after"]`, if the cursor is current."""
+    if "after" not in query:
+        return _ChangesRead(tenant, kind, None, None, None)
+    changes = tenant.changes
+    if not changes.current(query["after"]):
+        return _ChangesRead(tenant, kind, None, True, None)
+    items = [stored[key] for key in changes.since(kind, query["after"]) if key in stored]
+    return _ChangesRead(tenant, kind, query["after"], False, items)
 
 
 @operation("GET", "/_sandbox/", "The dashboard (it asks for the tenant's keys and sends them "

@@ -56,9 +56,9 @@ async def put_faults(tenant, body, sandbox) -> dict:
     return state.faults.record()
 
 
-@operation("POST", "/_sandbox/webhooks/replay", "Replay by userIdentifier, taskId or from/to",
-           body=REPLAY_REQUEST, settles=True, response={"type": "array"},
-           envelope={"total": {"type": "integer"}}, **CONTROL)
+@operation("POST", "/_sandbox/webhooks/replay", "Replay by userIdentifier, taskId, eventId or "
+           "from/to (same ce-id)", body=REPLAY_REQUEST, settles=True, response={"type": "array"},
+           envelope={"total": {"type": "integer"}}, errors=(404,), **CONTROL)
 async def replay(tenant, body, sandbox) -> Reply:
     since = until = None
     if "from" in body:
@@ -67,8 +67,11 @@ async def replay(tenant, body, sandbox) -> Reply:
         if since > until:
             raise ValidationFailed("`from` is later than `to`.",
                                    details=[field_detail("$.from", "later than $.to")])
-    events = tenant.events.query(user=body.get("userIdentifier"), task=body.get("taskId"),
-                                 since=since, until=until)
+    if "eventId" in body:
+        events = [tenant.events.get(body["eventId"])]  # 404 when the ledger has no such event
+    else:
+        events = tenant.events.query(user=body.get("userIdentifier"), task=body.get("taskId"),
+                                     since=since, until=until)
     dispatcher = sandbox.dispatcher
     queued = [{"eventId": event.id, "eventType": event.type,
                "deliveries": [d.id for d in dispatcher.deliver(tenant, event, replay=True)]}

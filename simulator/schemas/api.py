@@ -273,6 +273,15 @@ CLOCK_ADVANCE_REQUEST = {
                                "description": "Virtual seconds to move forward (at most a year)."}},
 }
 
+
+def after_cursor(what: str) -> dict:
+    """The `after` query parameter of incremental reads (domain/changes.py)."""
+    return {"type": "integer", "minimum": 0, "maximum": 2**53 - 1,  # a safe JavaScript number
+            "description": f"A revision (the envelope's `revision`): only the {what} after "
+                           "it, in the order of their latest change; `reset: true` when the "
+                           "tenant was reset or restored since (start over)."}
+
+
 EVENTS_QUERY = {
     "type": "object",
     "additionalProperties": False,
@@ -282,6 +291,7 @@ EVENTS_QUERY = {
         "task": {"type": "string"},
         "since": {"type": "string", "format": "date-time", "description": "Virtual time, ISO 8601."},
         "delivery": {"enum": ["pending", "delivered", "failed", "interrupted", "none"]},
+        "after": after_cursor("events emitted or delivered"),
         "limit": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 1000},
     },
 }
@@ -374,12 +384,14 @@ REPLAY_REQUEST = {
     "properties": {
         "userIdentifier": {"type": "string", "minLength": 1, "pattern": NO_CONTROL_CHARACTER},
         "taskId": {"type": "string", "minLength": 1},
+        "eventId": {"type": "string", "minLength": 1,
+                    "description": "One event (the dashboard's resend)."},
         "from": {"type": "string", "format": "date-time"},
         "to": {"type": "string", "format": "date-time"},
     },
     "dependentRequired": {"from": ["to"], "to": ["from"]},
     "oneOf": [{"required": ["userIdentifier"]}, {"required": ["taskId"]},
-              {"required": ["from", "to"]}],
+              {"required": ["eventId"]}, {"required": ["from", "to"]}],
 }
 
 TRIGGER_REQUEST = {
@@ -530,6 +542,7 @@ TASKS_QUERY = {
     "properties": {
         "status": {"enum": ["queued", "processing", "completed", "failed"]},
         "user": {"type": "string", "description": "The user's identifier."},
+        "after": after_cursor("tasks created or moved"),
         "limit": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 100},
     },
 }

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..clock import isoformat
+from ..domain.changes import EVENT
 from ..domain.events import Event
 from ..domain.tenants import Tenant
 from ..domain.timeline import action_kind
@@ -192,6 +193,7 @@ class Dispatcher:
                 for delivery in deliveries:
                     if delivery.state == PENDING:
                         delivery.state = INTERRUPTED
+                        tenant.changes.touch(EVENT, delivery.event_id)
                         log.warning("delivery %s of event %s to %s interrupted by shutdown "
                                     "(tenant %s, %d attempts made)", delivery.id, delivery.event_id,
                                     delivery.url, tenant.name, len(delivery.attempts))
@@ -235,6 +237,8 @@ class Dispatcher:
             deliveries.append(delivery)
             made.append(delivery)
             self._first_attempt(tenant, state, delivery, event)
+        if made:
+            tenant.changes.touch(EVENT, event.id)
         return made
 
     def _first_attempt(self, tenant: Tenant, state: TenantWebhooks, delivery: Delivery,
@@ -289,6 +293,7 @@ class Dispatcher:
         attempt = Attempt(number=len(delivery.attempts) + 1, time=started_at,
                           wall_time=time.time(), fault=fault)
         delivery.attempts.append(attempt)
+        tenant.changes.touch(EVENT, event.id)
         try:
             message = to_message(event, self.vendor, secret)
         except Exception as error:  # recorded on the ledger, not lost: no retry can fix it
@@ -312,6 +317,7 @@ class Dispatcher:
                 attempt.wall_time = time.time()
                 await self._post(delivery, attempt, message)
         except asyncio.CancelledError:
+            tenant.changes.touch(EVENT, event.id)
             attempt.error = attempt.error or INTERRUPTED_ATTEMPT
             delivery.state = INTERRUPTED
             log.warning("delivery %s of event %s to %s interrupted by shutdown during attempt %d "
@@ -319,6 +325,7 @@ class Dispatcher:
                         tenant.name)
             raise
         self._after_attempt(tenant, delivery, event, attempt, started_at)
+        tenant.changes.touch(EVENT, event.id)
 
     async def _post(self, delivery: Delivery, attempt: Attempt, message: Any) -> None:
         import aiohttp

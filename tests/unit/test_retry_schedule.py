@@ -13,6 +13,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from simulator.clock import Clock, isoformat
+from simulator.domain.changes import Changes
 from simulator.domain.events import Event
 from simulator.domain.tenants import Ids
 from simulator.domain.timeline import Timeline
@@ -45,7 +46,7 @@ def tenant(dispatcher: Dispatcher) -> SimpleNamespace:
     """The parts of a Tenant the dispatcher reads."""
     account = SimpleNamespace(name="acme", webhook_endpoints=[{"url": URL}], ids=Ids("acme"),
                               clock=Clock(mode="manual", start=T0), timeline=Timeline(),
-                              api_secret="secret", signing=True)
+                              api_secret="secret", signing=True, changes=Changes())
     account.webhooks = dispatcher.webhooks_for(account)
     return account
 
