@@ -1,4 +1,4 @@
-"""Screenshots of the hosted flow for the README, taken from a real server.
+"""Screenshots of the hosted flow and the dashboard for the README, from a real server.
 
     python docs/screenshots.py [--out docs/screenshots] [--chromium /usr/bin/chromium]
 
@@ -7,7 +7,10 @@ chromium through Playwright, drives the flow as a user would (sandbox usernames;
 clock moved over the control plane with the demo tenant's keys, so every task step is
 the server's own) and saves one PNG per screen and width into docs/screenshots/,
 overwriting. Phone shots are 390 px wide (the flow is the whole screen), desktop shots
-1280 px (the flow is a centred modal over the demo page).
+1280 px (the flow is a centred modal over the demo page). The dashboard is shot in its
+light and dark themes after a scene played on the server: three tasks, and a webhook
+endpoint (a local receiver in this script) that refuses each workflow's final event
+three times, so the timeline shows the attempts 30 s apart, and the resend a fourth.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ import subprocess
 import sys
 import threading
 import urllib.request
+from collections import Counter
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from playwright.sync_api import FrameLocator, Page, sync_playwright
@@ -52,10 +57,10 @@ def sandbox():
         process.wait(timeout=15)
 
 
-def control(base: str, path: str, body: dict | None = None) -> dict:
+def control(base: str, path: str, body: dict | None = None, method: str = "POST") -> dict:
     """A control-plane call for the demo tenant (whose visitor the demo page signs in)."""
     request = urllib.request.Request(base + path, data=json.dumps(body or {}).encode(),
-                                     method="POST",
+                                     method=method,
                                      headers={"content-type": "application/json", **DEMO_KEYS})
     with urllib.request.urlopen(request, timeout=10) as response:
         return json.load(response)
@@ -174,10 +179,74 @@ def take_all(shooter: Shooter, base: str) -> None:
         page.context.close()
 
 
+REFUSED_TYPE = "task-workflow-finished"   # the receiver refuses it three times per ce-id
+REFUSALS = 3
+WALMART, TARGET = "6410a0000000000000000001", "6410a0000000000000000002"
+
+
+@contextmanager
+def receiver():
+    """A webhook endpoint on 127.0.0.1: 500 to the first three deliveries of each
+    workflow's final event (the whole retry policy), 200 to everything else."""
+    seen: Counter = Counter()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            refused = self.headers.get("ce-type", "").endswith(REFUSED_TYPE)
+            seen[self.headers.get("ce-id")] += 1
+            self.send_response(500 if refused and seen[self.headers.get("ce-id")] <= REFUSALS else 200)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/hooks"
+    finally:
+        server.shutdown()
+
+
+def dashboard_scene(base: str, hooks: str) -> None:
+    """Three tasks a few seconds apart, every event sent to `hooks`, the clock run out."""
+    control(base, "/_sandbox/reset")
+    control(base, "/_sandbox/webhooks/endpoints", {"endpoints": [{"url": hooks}]}, method="PUT")
+    for identifier, company, scenario, wait in (("alice", WALMART, "happy-path", 4),
+                                                ("bob", TARGET, "auth-expired", 6),
+                                                ("carol", WALMART, "connection-error", 0)):
+        control(base, "/task/create", {"identifier": identifier, "company": company,
+                                       "product": "deposit", "scenario": scenario})
+        advance(base, wait)
+    control(base, "/_sandbox/clock/run-until-idle")
+
+
+def take_dashboard(shooter: Shooter, base: str) -> None:
+    fragment = f"#key={DEMO_KEYS['x-api-key']}&secret={DEMO_KEYS['x-api-secret']}"
+    for theme in ("light", "dark"):
+        context = shooter.browser.new_context(viewport={"width": 1280, "height": 900},
+                                              color_scheme=theme)
+        page = context.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        page.goto(base + "/_sandbox/" + fragment)
+        failed = page.locator(f".event-marker.failed[aria-label^='{REFUSED_TYPE}']").first
+        failed.click()
+        page.locator("#attempt-rows tr").nth(REFUSALS - 1).wait_for()
+        if theme == "light":
+            page.get_by_role("button", name="Resend (same ce-id)").click()
+            page.locator("#attempt-rows tr", has_text="(resent)").wait_for()
+        page.locator("#message").evaluate("m => m.textContent = ''")
+        shooter.shot(page, f"dashboard-{theme}")
+        context.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "screenshots")
     parser.add_argument("--chromium", default="/usr/bin/chromium")
+    parser.add_argument("--dashboard-only", action="store_true", help="only the dashboard's shots")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     with sandbox() as base, sync_playwright() as playwright:
@@ -187,7 +256,11 @@ def main(argv: list[str] | None = None) -> int:
                   "--disable-background-networking", "--disable-component-update"])
         try:
             shooter = Shooter(browser, base, args.out)
-            take_all(shooter, base)
+            if not args.dashboard_only:
+                take_all(shooter, base)
+            with receiver() as hooks:
+                dashboard_scene(base, hooks)
+                take_dashboard(shooter, base)
         finally:
             browser.close()
     print(f"{len(shooter.taken)} screenshots in {args.out}")

@@ -1,41 +1,103 @@
-"""The dashboard in headless Chromium: it shows a tenant's tasks and events and drives the clock."""
+"""The dashboard in headless Chromium: the timeline of a tenant's tasks on its virtual time
+axis, every attempt of an event and its resend, the controls, live updates that cost only
+what changed, both themes without an accessibility violation."""
 
 from __future__ import annotations
 
 import re
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from conftest import ACME
+from axe_playwright_python.async_playwright import Axe
+from conftest import ACME, HOOKS, KROGER, WALMART
 from playwright.async_api import expect
 
 from simulator.app import build_registry, create_app
+from simulator.keys import SANDBOX
 from simulator.settings import Settings
 
 TIMEOUT_MS = 5_000
+FRAGMENT = f"#key={ACME['x-api-key']}&secret={ACME['x-api-secret']}"
+
+
+async def open_dashboard(server, browser_context):
+    page = await browser_context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    await page.goto(str(server.make_url("/_sandbox/")) + FRAGMENT)
+    await page.locator("#task-scenario option[value='auth-expired']").wait_for(state="attached")
+    assert "secret" not in page.url, "the keys leave the address (and the history) at once"
+    return page
 
 
 @pytest.fixture
-async def dashboard(aiohttp_server, aiohttp_client, loaded, clock, browser_context):
-    """The dashboard of tenant acme, on a sandbox with a manual clock; and a client of it.
-    The browser context comes after the server, so it closes before it."""
-    settings = Settings(port=0, clock="manual")
-    server = await aiohttp_server(create_app(settings, registry=build_registry(settings, clock=clock,
-                                                                          loaded=loaded)))
+async def dashboard(aiohttp_server, aiohttp_client, loaded, clock, receiver, browser_context):
+    """The dashboard of tenant acme, on a sandbox with a manual clock delivering every event
+    to the real receiver at /hooks; and a client of it. The browser context comes after
+    the server, so it closes before it."""
+    settings = Settings(port=0, clock="manual", webhook_url=receiver.url(HOOKS),
+                        webhook_timeout=0.5)
+    server = await aiohttp_server(create_app(settings, registry=build_registry(
+        settings, clock=clock, loaded=loaded)))
     client = await aiohttp_client(server)
-    page = await browser_context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    await page.goto(str(server.make_url("/_sandbox/"))
-                    + f"#key={ACME['x-api-key']}&secret={ACME['x-api-secret']}")
-    await page.locator("#task-scenario option[value='auth-expired']").wait_for(state="attached")
-    assert "secret" not in page.url, "the keys leave the address (and the history) at once"
-    return page, client
+    return await open_dashboard(server, browser_context), client
+
+
+async def api(client, method: str, path: str, body: dict | None = None) -> dict:
+    response = await client.request(method, path, json=body, headers=ACME)
+    assert response.status < 300, await response.text()
+    return await response.json()
+
+
+async def create_task(page, user: str, scenario: str, company: str = WALMART) -> None:
+    await page.fill("#task-user", user)
+    await page.fill("#task-company", company)
+    await page.select_option("#task-scenario", scenario)
+    await page.click("#task-form button")
+    await expect(page.locator("#message")).to_have_text("Task created.")
+
+
+async def test_the_timeline_shows_each_retry_30_seconds_apart_and_resend_sends_a_fourth(
+        dashboard, receiver):
+    page, client = dashboard
+    receiver.program(HOOKS, 500)
+    await create_task(page, "retry-user", "happy-path")
+    await page.click("#run-until-idle")
+    await page.locator(".lane", has_text="retry-user").locator(".pill", has_text="completed").wait_for()
+
+    final = (await api(client, "GET", "/_sandbox/events?type=task-status-updated&user=retry-user"))
+    event_id = final["data"][0]["id"]
+    lane = page.locator(".lane", has_text="retry-user")
+    dots = lane.locator(f".dot.attempt[data-event='{event_id}']")
+    await expect(dots).to_have_count(3)
+    times = [float(await dots.nth(i).get_attribute("data-time")) for i in range(3)]
+    assert [b - a for a, b in zip(times, times[1:])] == [30.0, 30.0]
+    assert [await dots.nth(i).get_attribute("data-outcome") for i in range(3)] == ["failed"] * 3
+    # On the axis, too: the dots stand 30 s apart, the same distance each time.
+    boxes = [await dots.nth(i).bounding_box() for i in range(3)]
+    gaps = [boxes[1]["x"] - boxes[0]["x"], boxes[2]["x"] - boxes[1]["x"]]
+    assert gaps[0] > 20 and abs(gaps[0] - gaps[1]) < 1.5, gaps
+
+    await lane.locator(f".event-marker[data-event='{event_id}']").click()
+    rows = page.locator("#attempt-rows tr")
+    await expect(rows).to_have_count(3)
+    assert "(+30 s)" in await rows.nth(1).inner_text() and "500" in await rows.nth(2).inner_text()
+    assert event_id in await page.locator("#detail-summary").inner_text()
+
+    receiver.program(HOOKS, 200)
+    before = [r.ce_id for r in receiver.received(HOOKS)]
+    await page.get_by_role("button", name="Resend (same ce-id)").click()
+    await expect(rows).to_have_count(4)
+    after = [r.ce_id for r in receiver.received(HOOKS)]
+    assert after[len(before):] == [event_id], "one more delivery, the same ce-id"
+    assert before.count(event_id) == 3
+    assert "(resent)" in await rows.nth(3).inner_text() and "200" in await rows.nth(3).inner_text()
+    await expect(dots).to_have_count(4)
+    assert await dots.nth(3).get_attribute("data-outcome") == "ok"
 
 
 async def test_dashboard_creates_a_task_and_runs_it_to_its_events(dashboard):
     page, client = dashboard
-    await page.fill("#task-user", "dash-user")
-    await page.select_option("#task-scenario", "auth-expired")
-    await page.click("#task-form button")
+    await create_task(page, "dash-user", "auth-expired")
     await page.locator("#tasks tr").first.wait_for()
     assert "queued" in await page.locator("#tasks tr").first.inner_text()
 
@@ -43,33 +105,136 @@ async def test_dashboard_creates_a_task_and_runs_it_to_its_events(dashboard):
     await page.locator("#tasks tr", has_text="failed").wait_for()
     row = await page.locator("#tasks tr").first.inner_text()
     assert "auth-expired" in row and "dash-user" in row
-    events = (await (await client.get("/_sandbox/events?user=dash-user", headers=ACME)).json())["data"]
+    events = (await api(client, "GET", "/_sandbox/events?user=dash-user"))["data"]
     await page.locator("#events tr", has_text="task-workflow-finished").wait_for()
     assert await page.locator("#events tr").count() == len(events)
+    markers = page.locator(".lane", has_text="dash-user").locator(".event-marker")
+    await expect(markers).to_have_count(len(events))
 
     await page.locator("#events tr", has_text="task-workflow-finished").click()
-    detail = await page.locator("#event-detail").inner_text()
+    detail = await page.locator("#event-detail").text_content()
     assert '"failureReason": "auth-expired"' in detail and '"deliveries"' in detail
+    await page.locator("#tasks tr", has_text="dash-user").click()
+    history = await page.locator("#history-rows").inner_text()
+    assert "processing" in history and "auth-expired" in history
 
 
 async def test_dashboard_moves_the_clock_and_sets_a_company_status(dashboard):
     page, client = dashboard
-    before = (await (await client.get("/_sandbox/clock", headers=ACME)).json())["data"]["timestamp"]
+    before = (await api(client, "GET", "/_sandbox/clock"))["data"]["timestamp"]
     # Locator expectations, not wait_for_function: the page's CSP (no 'unsafe-eval')
     # refuses the string predicates Playwright evaluates there.
     await expect(page.locator("#clock")).not_to_have_text("-", timeout=TIMEOUT_MS)
     shown = await page.locator("#clock").inner_text()
     await page.click("[data-advance='3600']")
     await expect(page.locator("#clock")).not_to_have_text(shown, timeout=TIMEOUT_MS)
-    after = (await (await client.get("/_sandbox/clock", headers=ACME)).json())["data"]["timestamp"]
-    assert after == before + 3600
+    await page.fill("#advance-seconds", "90")
+    await page.click("#advance-form button:has-text('Advance')")
+    await expect(page.locator("#message")).to_have_text(re.compile("^Advanced 90 s"))
+    after = (await api(client, "GET", "/_sandbox/clock"))["data"]["timestamp"]
+    assert after == before + 3600 + 90
 
-    await page.fill("#company-id", "6410a0000000000000000001")
+    await page.fill("#company-id", KROGER)
     await page.select_option("#company-status", "under-maintenance")
     await page.click("#company-form button")
     await page.locator("#events tr", has_text="maintenance-mode").wait_for()
-    company = (await (await client.get("/company/6410a0000000000000000001", headers=ACME)).json())
+    company = await api(client, "GET", f"/company/{KROGER}")
     assert company["data"]["status"] == "under-maintenance"
+
+
+async def test_dashboard_binds_a_scenario_and_sets_webhook_faults(dashboard):
+    page, client = dashboard
+    await page.fill("#binding-user", "bound-user")
+    await page.select_option("#binding-scenario", "connection-error")
+    await page.click("#binding-form button")
+    await page.locator("#bindings li", has_text="bound-user").wait_for()
+    assert (await api(client, "GET", "/_sandbox/scenarios"))["bindings"] == {
+        "bound-user": "connection-error"}
+    task = await api(client, "POST", "/task/create", {"identifier": "bound-user",
+                                                      "company": WALMART, "product": "deposit"})
+    created = await api(client, "GET", "/_sandbox/tasks?user=bound-user")
+    assert [t["id"] for t in created["data"]] == [task["data"]["id"]]
+    assert created["data"][0]["scenario"] == "connection-error"
+    await page.get_by_role("button", name="unbind bound-user").click()
+    await expect(page.locator("#bindings li")).to_have_count(0)
+    assert (await api(client, "GET", "/_sandbox/scenarios"))["bindings"] == {}
+
+    await page.fill("#fault-duplicate", "1")
+    await page.fill("#fault-delay", "0.5")
+    await page.fill("#fault-delay-seconds", "120")
+    await page.click("#faults-form button")
+    await expect(page.locator("#message")).to_have_text("Faults set.")
+    assert (await api(client, "GET", "/_sandbox/webhooks/faults"))["data"] == {
+        "duplicate": 1.0, "outOfOrder": 0.0, "delay": 0.5, "delaySeconds": 120.0}
+
+    await page.fill("#fault-duplicate", "2")  # past 1: the form refuses it, nothing is sent
+    await page.click("#faults-form button")
+    await expect(page.locator("#fault-duplicate:invalid")).to_have_count(1)
+    assert (await api(client, "GET", "/_sandbox/webhooks/faults"))["data"]["duplicate"] == 1.0
+
+
+async def test_a_tick_asks_only_for_what_changed_with_ten_thousand_events_stored(
+        aiohttp_server, loaded, clock, browser_context):
+    settings = Settings(port=0, clock="manual", max_events=20_000)
+    server = await aiohttp_server(create_app(settings, registry=build_registry(
+        settings, clock=clock, loaded=loaded)))
+    tenant = server.app[SANDBOX].registry.tenants.get("acme")
+    for number in range(10_000):
+        tenant.emit("company-updated", data={"companyId": f"stored-{number}"})
+
+    ticks = []
+    page = await browser_context.new_page()
+    page.on("response", lambda r: ticks.append(r) if is_tick(r) else None)
+    page.set_default_timeout(TIMEOUT_MS)
+    await page.goto(str(server.make_url("/_sandbox/")) + FRAGMENT)
+    await expect(page.locator("#events tr")).to_have_count(100)  # the newest, in the table
+    for _ in range(2):
+        await page.wait_for_event("response", is_tick)
+    for number in range(2):
+        tenant.emit("company-updated", data={"companyId": f"new-{number}"})
+    for _ in range(2):
+        await page.wait_for_event("response", is_tick)
+    await page.locator("#events tr").first.click()
+    assert '"new-1"' in await page.locator("#event-detail").text_content()
+
+    sizes = []
+    for response in ticks:
+        after = int(parse_qs(urlsplit(response.url).query)["after"][0])
+        sizes.append((after, len(await response.body()), (await response.json())["data"]))
+    first, rest = sizes[0], sizes[1:]
+    assert first[0] == 0 and len(first[2]) == 500, "the first read: the newest page, a cursor"
+    assert all(after > 0 for after, _, _ in rest), "every later read goes on from a cursor"
+    quiet = [size for _, size, data in rest if not data]
+    assert quiet and max(quiet) < 100, quiet
+    new = [data for _, _, data in rest if data]
+    assert [[e["body"]["data"]["companyId"] for e in data] for data in new] in (
+        [["new-0", "new-1"]], [["new-0"], ["new-1"]])
+    assert max(size for _, size, _ in rest) < 2_000
+
+
+def is_tick(response) -> bool:
+    return "/_sandbox/events?" in response.url
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+async def test_the_dashboard_passes_axe_in_both_themes(dashboard, receiver, theme):
+    page, client = dashboard
+    await page.emulate_media(color_scheme=theme)
+    receiver.program(HOOKS, 500)
+    await create_task(page, "axe-user", "connection-error")
+    await page.click("#run-until-idle")
+    await page.locator(".lane .pill", has_text="failed").wait_for()
+    await page.locator(".event-marker").first.click()
+    await page.locator("#attempt-rows tr").first.wait_for()
+    await page.locator("#message").evaluate("m => m.textContent = ''")  # the toast is its own check
+    violations = (await Axe().run(page)).response["violations"]
+    assert [(v["id"], v["impact"], [n["target"] for n in v["nodes"]][:3]) for v in violations] == []
+
+    await page.locator("#message").evaluate("m => m.textContent = 'A message.'")
+    for kind in ("", "ok"):
+        await page.locator("#message").evaluate(f"m => m.className = 'message {kind}'")
+        violations = (await Axe().run(page, options={"runOnly": ["color-contrast"]})).response
+        assert violations["violations"] == [], kind
 
 
 async def test_dashboard_reports_wrong_keys(aiohttp_server, loaded, clock, browser_context):

@@ -1,13 +1,38 @@
-/* The sandbox dashboard: live tasks, events and deliveries of one tenant, and controls.
+/* The sandbox dashboard: one tenant's tasks on its virtual time axis, every event with its
+ * deliveries and attempts, a resend, and controls (clock, tasks, scenario bindings, webhook
+ * endpoint and faults, company status, triggers).
  *
- * It calls the control plane with the tenant's keys, taken from #key=&secret= in the
- * address (a fragment: never sent to the server, and removed from the address and the
- * history at once), the form, or this browser's storage, and refreshes every second.
+ * Keys: from #key=&secret= in the address (a fragment: never sent to the server, and
+ * removed from the address and the history at once), the form, or this browser's storage;
+ * sent in headers, never in a URL.
+ *
+ * Live updates: every second the page asks only for what changed since its cursor
+ * (GET /_sandbox/events?after=<revision> and /_sandbox/tasks?after=<revision>), so a tick
+ * costs the new events and attempts, not the ledger. What it keeps is bounded (MAX_*).
  */
 (function () {
   "use strict";
+  var TICK_MS = 1000;
+  var PAGE = 500;          // changes read per tick at most (the rest come next tick)
+  var MAX_EVENTS = 1000;   // events kept by the page (the oldest go first)
+  var MAX_TASKS = 300;
+  var LANES = 12;          // task rows on the timeline (the newest)
+  var LOOSE = 40;          // events of no shown task, on their own row (the newest)
+  var TABLE_EVENTS = 100, TABLE_TASKS = 50;
+  var LEVEL = 30, LEVEL_TOP = 12;  // px: an event's sub-row in its lane, below the task's bar
+  var GAP = 2.5;           // % of the axis: events closer than this take another sub-row
+  var STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600,
+               43200, 86400, 172800, 604800, 2592000];
+
   var keys = { key: "", secret: "" };
+  var events = new Map(), tasks = new Map();
+  var cursors = { events: 0, tasks: 0 };
+  var clock = null, clockShown = "";
+  var selected = null;     // { kind: "event" | "task", id }
+  var ticking = false, again = false, generation = 0;
   var $ = function (id) { return document.getElementById(id); };
+
+  // -- talking to the control plane -------------------------------------------------------
 
   function api(method, path, body) {
     return fetch(path, {
@@ -16,126 +41,546 @@
       body: body === undefined ? undefined : JSON.stringify(body)
     }).then(function (response) {
       return response.json().then(function (json) {
-        if (!response.ok) { throw new Error((json.error && json.error.message) || response.statusText); }
+        if (!response.ok) { throw new Error(problem(json) || response.statusText); }
         return json;
       });
     });
   }
 
-  function say(text) { $("message").textContent = text || ""; }
-  function cell(text, className) {
-    var td = document.createElement("td");
-    if (className) {
-      var pill = document.createElement("span");
-      pill.className = "pill " + className;
-      pill.textContent = text;
-      td.appendChild(pill);
-    } else { td.textContent = text == null ? "" : String(text); }
-    return td;
-  }
-  function row(cells, onclick) {
-    var tr = document.createElement("tr");
-    cells.forEach(function (td) { tr.appendChild(td); });
-    if (onclick) { tr.className = "clickable"; tr.onclick = onclick; }
-    return tr;
-  }
-  function short(id) { return id ? String(id).slice(-8) : ""; }
-
-  function refresh() {
-    if (!keys.key) { return Promise.resolve(); }
-    return Promise.all([
-      api("GET", "/_sandbox/clock").then(function (json) {
-        var clock = json.data;
-        $("clock").textContent = clock.now + " (" + clock.mode + ", " + clock.pendingJobs +
-          " pending, " + clock.backgroundJobs + " background)";
-      }),
-      api("GET", "/_sandbox/tasks?limit=50").then(function (json) {
-        var body = $("tasks");
-        body.textContent = "";
-        json.data.forEach(function (task) {
-          body.appendChild(row([cell(short(task.id)), cell(task.user.identifier), cell(task.product),
-            cell(task.scenario), cell(task.status, task.status), cell(task.reason)]));
-        });
-      }),
-      api("GET", "/_sandbox/events?limit=100").then(function (json) {
-        var body = $("events");
-        body.textContent = "";
-        json.data.slice().reverse().forEach(function (event) {
-          body.appendChild(row([cell(event.time.slice(11, 23)), cell(event.eventType),
-            cell(event.userIdentifier), cell(short(event.task)), cell(event.delivery, event.delivery)],
-            function () { $("event-detail").textContent = JSON.stringify(event, null, 2); }));
-        });
-      })
-    ]).then(function () { say(""); }).catch(function (error) { say(error.message); });
+  function problem(json) {
+    var error = json && json.error;
+    if (!error) { return ""; }
+    var details = (error.details || []).map(function (d) { return d.path + ": " + d.message; });
+    return error.message + (details.length ? " (" + details.join("; ") + ")" : "");
   }
 
-  function connect(key, secret) {
-    keys = { key: key, secret: secret };
-    try { localStorage.setItem("payroll-sandbox-keys", JSON.stringify(keys)); } catch (e) { /* private mode */ }
-    $("api-key").value = key;
-    $("api-secret").value = secret;
-    api("GET", "/_sandbox/scenarios").then(function (json) {
-      var select = $("task-scenario");
-      select.textContent = "";
-      json.data.filter(function (s) { return s.kind === "task"; }).forEach(function (s) {
-        var option = document.createElement("option");
-        option.value = s.name; option.textContent = s.name; option.title = s.description;
-        if (s.name === "happy-path") { option.selected = true; }
-        select.appendChild(option);
-      });
-      $("tenant").textContent = "tenant key " + key;
-    }).catch(function (error) { say(error.message); });
-    fetch("/_sandbox/schemas/events").then(function (r) { return r.json(); }).then(function (json) {
-      var select = $("trigger-type");
-      select.textContent = "";
-      json.data.forEach(function (type) {
-        var option = document.createElement("option");
-        option.textContent = type;
-        select.appendChild(option);
-      });
-    });
-    api("GET", "/_sandbox/webhooks/endpoints").then(function (json) {
-      if (json.data.length) { $("webhook-url").value = json.data[0].url; }
-    }).catch(function () {});
-    refresh();
+  function say(text, ok) {
+    var message = $("message");
+    message.textContent = text || "";
+    message.className = "message" + (ok ? " ok" : "");
   }
 
   function act(promise, done) {
-    return promise.then(function (json) { say(done || ""); refresh(); return json; })
-      .catch(function (error) { say(error.message); });
+    return promise.then(function (json) {
+      say(typeof done === "function" ? done(json) : done || "", true);
+      tick();
+      return json;
+    }).catch(function (error) { say(error.message); });
   }
 
-  $("credentials").onsubmit = function (event) {
-    event.preventDefault();
-    connect($("api-key").value.trim(), $("api-secret").value.trim());
-  };
+  // -- small builders -----------------------------------------------------------------------
+
+  function el(tag, className, text) {
+    var node = document.createElement(tag);
+    if (className) { node.className = className; }
+    if (text != null) { node.textContent = String(text); }
+    return node;
+  }
+  function cell(text, pill) {
+    var td = el("td");
+    if (pill) { td.appendChild(el("span", "pill " + pill, text)); } else { td.textContent = text == null ? "" : String(text); }
+    return td;
+  }
+  function short(id) { return id ? "\u2026" + String(id).slice(-8) : ""; }
+  function seconds(iso) { return Date.parse(iso) / 1000; }
+  function pad(n) { return (n < 10 ? "0" : "") + n; }
+  function clockTime(t, withSeconds) {
+    var d = new Date(t * 1000);
+    return pad(d.getUTCHours()) + ":" + pad(d.getUTCMinutes()) + (withSeconds === false ? "" : ":" + pad(d.getUTCSeconds()));
+  }
+  function fullTime(t) {
+    var d = new Date(t * 1000);
+    return d.getUTCFullYear() + "-" + pad(d.getUTCMonth() + 1) + "-" + pad(d.getUTCDate()) + " " + clockTime(t);
+  }
+  function duration(s) {
+    s = Math.round(s);
+    if (s < 120) { return s + " s"; }
+    if (s < 7200) { return Math.floor(s / 60) + " min" + (s % 60 ? " " + (s % 60) + " s" : ""); }
+    if (s < 172800) { return Math.floor(s / 3600) + " h" + (Math.floor(s / 60) % 60 ? " " + Math.floor(s / 60) % 60 + " min" : ""); }
+    return Math.floor(s / 86400) + " days";
+  }
+
+  /* What an attempt came to: ok (2xx), failed, pending (in flight), interrupted. */
+  function outcome(attempt) {
+    if (attempt.error && attempt.error.indexOf("interrupted") === 0) { return "interrupted"; }
+    if (attempt.error) { return "failed"; }
+    if (attempt.status == null) { return "pending"; }
+    return attempt.status >= 200 && attempt.status < 300 ? "ok" : "failed";
+  }
+
+  // -- live updates ---------------------------------------------------------------------------
+
+  function tick() {
+    if (!keys.key) { return Promise.resolve(); }
+    if (ticking) { again = true; return Promise.resolve(); }  // right after this one
+    ticking = true;
+    again = false;
+    var mine = generation;
+    return Promise.all([
+      api("GET", "/_sandbox/clock"),
+      api("GET", "/_sandbox/events?limit=" + PAGE + "&after=" + cursors.events),
+      api("GET", "/_sandbox/tasks?limit=" + PAGE + "&after=" + cursors.tasks)
+    ]).then(function (answers) {
+      if (mine !== generation) { return; }  // other keys since: not this tenant's
+      var changed = takeClock(answers[0].data);
+      changed = takeEvents(answers[1]) || changed;
+      changed = takeTasks(answers[2]) || changed;
+      if (changed) { render(); }
+    }).catch(function (error) { say(error.message); })
+      .then(function () {
+        ticking = false;
+        if (again) { tick(); }
+      });
+  }
+
+  function takeClock(now) {
+    var shown = now.now + now.pendingJobs + now.backgroundJobs + now.mode;
+    clock = now;
+    if (shown === clockShown) { return false; }
+    clockShown = shown;
+    return true;
+  }
+
+  function take(map, json, cursor, limit, order) {
+    if (json.reset) { map.clear(); }
+    json.data.forEach(function (record) { map.set(record.id, record); });
+    cursors[cursor] = json.revision;
+    if (map.size > limit) {
+      var oldest = Array.from(map.values()).sort(order).slice(0, map.size - limit);
+      oldest.forEach(function (record) { map.delete(record.id); });
+    }
+    return json.reset || json.data.length > 0;
+  }
+  function bySequence(a, b) { return a.sequence - b.sequence; }
+  function byCreation(a, b) { return seconds(a.createdAt) - seconds(b.createdAt); }
+  function takeEvents(json) { return take(events, json, "events", MAX_EVENTS, bySequence); }
+  function takeTasks(json) { return take(tasks, json, "tasks", MAX_TASKS, byCreation); }
+
+  // -- drawing --------------------------------------------------------------------------------
+
+  function render() {
+    renderClock();
+    renderTimeline();
+    renderTables();
+    renderDetail();
+  }
+
+  function renderClock() {
+    if (!clock) { return; }
+    $("clock").textContent = fullTime(clock.timestamp) + " UTC";
+    $("clock-detail").textContent = clock.mode + " clock \u00b7 " + clock.pendingJobs + " pending, " +
+      clock.backgroundJobs + " background jobs";
+  }
+
+  function lanes() {
+    var shown = Array.from(tasks.values()).sort(byCreation).slice(-LANES);
+    var ids = new Set(shown.map(function (t) { return t.id; }));
+    var byTask = new Map(), loose = [];
+    Array.from(events.values()).sort(bySequence).forEach(function (event) {
+      if (event.task && ids.has(event.task)) {
+        if (!byTask.has(event.task)) { byTask.set(event.task, []); }
+        byTask.get(event.task).push(event);
+      } else { loose.push(event); }
+    });
+    var rows = shown.map(function (task) { return { task: task, events: byTask.get(task.id) || [] }; });
+    if (loose.length) { rows.push({ task: null, events: loose.slice(-LOOSE) }); }
+    return rows;
+  }
+
+  function moments(row) {
+    var times = [];
+    if (row.task) {
+      times.push(seconds(row.task.createdAt));
+      row.task.history.forEach(function (h) { times.push(seconds(h.at)); });
+    }
+    row.events.forEach(function (event) {
+      times.push(seconds(event.time));
+      event.deliveries.forEach(function (d) {
+        d.attempts.forEach(function (a) { times.push(seconds(a.time)); });
+        if (d.nextAttemptAt) { times.push(seconds(d.nextAttemptAt)); }
+      });
+    });
+    return times;
+  }
+
+  function renderTimeline() {
+    var rows = lanes();
+    var list = $("timeline-rows"), axis = $("axis");
+    list.textContent = "";
+    axis.textContent = "";
+    $("timeline").hidden = rows.length === 0;
+    $("timeline-empty").hidden = rows.length > 0;
+    if (!rows.length) { $("timeline-range").textContent = ""; return; }
+    var all = [].concat.apply([], rows.map(moments));
+    var lo = Math.min.apply(null, all), hi = Math.max.apply(null, all);
+    if (hi - lo < 10) { hi = lo + 10; }
+    var margin = (hi - lo) * 0.04;
+    lo -= margin; hi += margin;
+    var at = function (t) { return (t - lo) / (hi - lo) * 100; };
+    var x = function (t) { return at(t).toFixed(3) + "%"; };
+    x.at = at;
+    var step = STEPS.filter(function (s) { return (hi - lo) / s <= 8; })[0] || STEPS[STEPS.length - 1];
+    var ticks = [];
+    for (var t = Math.ceil(lo / step) * step; t <= hi; t += step) { ticks.push(t); }
+    ticks.forEach(function (t) {
+      var label = el("span", "tick", step >= 86400 ? fullTime(t).slice(5, 16) : clockTime(t, step < 60));
+      label.style.left = x(t);
+      axis.appendChild(label);
+    });
+    var now = clock ? clock.timestamp : null;
+    $("timeline-range").textContent = "Virtual time " + fullTime(lo + margin) + " to " +
+      clockTime(hi - margin) + " UTC (" + duration(hi - lo - 2 * margin) + "), gridlines every " +
+      duration(step) + (now != null && now > hi ? "; now is " + duration(now - hi + margin) + " later" : "") + ".";
+    rows.forEach(function (row) { list.appendChild(lane(row, x, ticks, now != null && now >= lo && now <= hi ? now : null)); });
+  }
+
+  function lane(row, x, ticks, now) {
+    var task = row.task;
+    var item = el("li", "lane");
+    var label = el("div", "lane-label");
+    var track = el("div", "track");
+    if (task) {
+      var open = el("button", "link", "task " + short(task.id));
+      open.type = "button";
+      open.setAttribute("aria-label", "task " + task.id + ", " + task.status);
+      open.onclick = function () { select("task", task.id); };
+      label.appendChild(open);
+      label.appendChild(el("span", null, task.user.identifier + " \u00b7 " + task.scenario));
+      var status = el("span", null);
+      status.appendChild(el("span", "pill " + task.status, task.status + (task.reason ? ": " + task.reason : "")));
+      label.appendChild(status);
+      if (selected && selected.kind === "task" && selected.id === task.id) { item.className += " selected"; }
+    } else {
+      label.appendChild(el("strong", null, "Other events"));
+      label.appendChild(el("span", null, "not of a task shown"));
+    }
+    ticks.forEach(function (t) {
+      var line = el("span", "gridline");
+      line.style.left = x(t);
+      track.appendChild(line);
+    });
+    if (task) {
+      var start = seconds(task.createdAt), last = task.history[task.history.length - 1];
+      var final = task.status === "completed" || task.status === "failed";
+      var end = final ? seconds(last.at) : Math.max(start, clock ? clock.timestamp : start);
+      var bar = el("span", "span " + task.status);
+      bar.style.left = x(start);
+      bar.style.width = "calc(" + x(Math.max(end, start)) + " - " + x(start) + " + 2px)";
+      bar.title = "task " + task.status + " (created " + clockTime(start) + ")";
+      track.appendChild(bar);
+    }
+    if (now != null) {
+      var line = el("span", "now");
+      line.style.left = x(now);
+      line.title = "now";
+      track.appendChild(line);
+    }
+    var levels = stack(row.events, x.at);
+    track.style.height = (LEVEL_TOP + LEVEL * Math.max(1, Math.max.apply(null, levels.concat([0])) + 1)) + "px";
+    row.events.forEach(function (event, index) { marks(track, event, x, LEVEL_TOP + LEVEL * levels[index]); });
+    item.appendChild(label);
+    item.appendChild(track);
+    return item;
+  }
+
+  /* Each event's sub-row in its lane: the first one free from its time to its last
+   * attempt (or retry due), so events at one instant, or retrying together, never
+   * hide one another. */
+  function stack(events, at) {
+    var ends = [];
+    return events.map(function (event) {
+      var start = at(seconds(event.time)), end = start;
+      event.deliveries.forEach(function (d) {
+        d.attempts.forEach(function (a) { end = Math.max(end, at(seconds(a.time))); });
+        if (d.nextAttemptAt) { end = Math.max(end, at(seconds(d.nextAttemptAt))); }
+      });
+      var level = 0;
+      while (level < ends.length && ends[level] + GAP > start) { level += 1; }
+      ends[level] = end;
+      return level;
+    });
+  }
+
+  function marks(track, event, x, top) {
+    var at = seconds(event.time);
+    var marker = el("button", "event-marker " + event.delivery);
+    marker.type = "button";
+    marker.style.left = x(at);
+    marker.style.top = top + "px";
+    marker.setAttribute("data-event", event.id);
+    marker.setAttribute("data-time", String(at));
+    var name = event.eventType + " at " + clockTime(at) + ", delivery " + event.delivery;
+    marker.setAttribute("aria-label", name);
+    marker.title = name;
+    if (selected && selected.kind === "event" && selected.id === event.id) { marker.className += " selected"; }
+    marker.onclick = function () { select("event", event.id); };
+    track.appendChild(marker);
+    event.deliveries.forEach(function (delivery, index) {
+      delivery.attempts.forEach(function (attempt) {
+        var kind = attempt.fault === "duplicate" ? "dup" : outcome(attempt);
+        var when = seconds(attempt.time);
+        var dot = el("span", "dot attempt " + kind + (delivery.replay ? " replay" : ""));
+        dot.style.left = x(when);
+        dot.style.top = (top + 17) + "px";
+        dot.setAttribute("role", "img");
+        dot.setAttribute("data-event", event.id);
+        dot.setAttribute("data-delivery", String(index + 1));
+        dot.setAttribute("data-attempt", String(attempt.number));
+        dot.setAttribute("data-time", String(when));
+        dot.setAttribute("data-outcome", kind);
+        var text = (delivery.replay ? "resent " : "") + "attempt " + attempt.number + " of " + event.eventType +
+          " at " + clockTime(when) + ": " + (attempt.status || "no answer") + (attempt.error ? ", " + attempt.error : "");
+        dot.setAttribute("aria-label", text);
+        dot.title = text;
+        track.appendChild(dot);
+      });
+      if (delivery.nextAttemptAt) {
+        var due = seconds(delivery.nextAttemptAt);
+        var next = el("span", "dot due");
+        next.style.left = x(due);
+        next.style.top = (top + 17) + "px";
+        next.setAttribute("role", "img");
+        next.setAttribute("aria-label", "retry of " + event.eventType + " due at " + clockTime(due));
+        next.title = "retry due at " + clockTime(due);
+        track.appendChild(next);
+      }
+    });
+  }
+
+  function renderTables() {
+    var taskBody = $("tasks");
+    taskBody.textContent = "";
+    Array.from(tasks.values()).sort(byCreation).reverse().slice(0, TABLE_TASKS).forEach(function (task) {
+      var tr = el("tr", "clickable");
+      var first = el("td", "mono");
+      var open = el("button", "link", short(task.id));
+      open.type = "button";
+      open.setAttribute("aria-label", "task " + task.id);
+      first.appendChild(open);
+      tr.appendChild(first);
+      [cell(task.user.identifier), cell(task.product), cell(task.scenario), cell(task.status, task.status),
+       cell(task.reason)].forEach(function (td) { tr.appendChild(td); });
+      tr.onclick = function () { select("task", task.id); };
+      taskBody.appendChild(tr);
+    });
+    var eventBody = $("events");
+    eventBody.textContent = "";
+    Array.from(events.values()).sort(bySequence).reverse().slice(0, TABLE_EVENTS).forEach(function (event) {
+      var tr = el("tr", "clickable" + (selected && selected.id === event.id ? " selected" : ""));
+      var first = el("td", "mono");
+      var open = el("button", "link", clockTime(seconds(event.time)));
+      open.type = "button";
+      open.setAttribute("aria-label", event.eventType + " at " + event.time);
+      first.appendChild(open);
+      tr.appendChild(first);
+      [cell(event.eventType), cell(event.userIdentifier), cell(short(event.task)),
+       cell(event.delivery, event.delivery)].forEach(function (td) { tr.appendChild(td); });
+      tr.onclick = function () { select("event", event.id); };
+      eventBody.appendChild(tr);
+    });
+  }
+
+  function select(kind, id) {
+    selected = { kind: kind, id: id };
+    render();
+  }
+
+  function renderDetail() {
+    var event = selected && selected.kind === "event" ? events.get(selected.id) : null;
+    var task = selected && selected.kind === "task" ? tasks.get(selected.id) : null;
+    $("attempts").hidden = !event;
+    $("resend").hidden = !event;
+    $("body-details").hidden = !event;
+    $("history").hidden = !task;
+    if (event) { showEvent(event); } else if (task) { showTask(task); }
+  }
+
+  function showEvent(event) {
+    $("detail-title").textContent = "Event " + event.eventType;
+    $("detail-summary").textContent = "ce-id " + event.id + " \u00b7 " + fullTime(seconds(event.time)) +
+      " UTC \u00b7 delivery " + event.delivery + (event.task ? " \u00b7 task " + event.task : "") +
+      (event.deliveries.length ? "" : " \u00b7 no endpoint was registered for this type");
+    var body = $("attempt-rows");
+    body.textContent = "";
+    event.deliveries.forEach(function (delivery, index) {
+      var previous = null;
+      delivery.attempts.forEach(function (attempt) {
+        var kind = outcome(attempt), when = seconds(attempt.time);
+        var tr = el("tr");
+        tr.setAttribute("data-delivery", String(index + 1));
+        tr.setAttribute("data-time", String(when));
+        [cell("#" + (index + 1) + (delivery.replay ? " (resent)" : "")),
+         cell(attempt.number + (attempt.fault ? " (" + attempt.fault + ")" : "")),
+         cell(clockTime(when) + (previous == null ? "" : " (+" + duration(when - previous) + ")")),
+         cell(delivery.url),
+         cell(attempt.status == null ? (kind === "pending" ? "in flight" : "no answer") : attempt.status, kind),
+         cell(attempt.latencyMs == null ? "" : Math.round(attempt.latencyMs) + " ms"),
+         cell(attempt.error || "")].forEach(function (td) { tr.appendChild(td); });
+        body.appendChild(tr);
+        previous = when;
+      });
+      if (delivery.nextAttemptAt) {
+        var tr = el("tr");
+        [cell("#" + (index + 1)), cell(delivery.attempts.length + 1), cell(clockTime(seconds(delivery.nextAttemptAt))),
+         cell(delivery.url), cell("retry due", "pending"), cell(""), cell("")].forEach(function (td) { tr.appendChild(td); });
+        body.appendChild(tr);
+      }
+    });
+    $("event-detail").textContent = JSON.stringify(event, null, 2);
+  }
+
+  function showTask(task) {
+    $("detail-title").textContent = "Task " + short(task.id);
+    $("detail-summary").textContent = task.id + " \u00b7 " + task.user.identifier + " \u00b7 " + task.product +
+      " \u00b7 scenario " + task.scenario + " \u00b7 " + task.status + (task.reason ? " (" + task.reason + ")" : "") +
+      ". Its events are on its row of the timeline.";
+    var body = $("history-rows");
+    body.textContent = "";
+    task.history.forEach(function (h) {
+      var tr = el("tr");
+      [cell(clockTime(seconds(h.at))), cell(h.status, h.status), cell(h.previousStatus || ""),
+       cell((h.reason || "") + (h.patch ? " (patch)" : ""))].forEach(function (td) { tr.appendChild(td); });
+      body.appendChild(tr);
+    });
+  }
+
+  // -- connecting -----------------------------------------------------------------------------
+
+  function connect(key, secret) {
+    keys = { key: key, secret: secret };
+    generation += 1;
+    events.clear(); tasks.clear();
+    cursors = { events: 0, tasks: 0 };
+    clockShown = ""; selected = null;
+    try { localStorage.setItem("payroll-sandbox-keys", JSON.stringify(keys)); } catch (e) { /* private mode */ }
+    $("api-key").value = key;
+    $("api-secret").value = secret;
+    api("GET", "/_sandbox/tenant").then(function (json) {
+      $("tenant").textContent = "tenant " + json.data.name + " (" + json.data.environment + ")";
+    }).catch(function (error) { say(error.message); });
+    loadScenarios();
+    fetch("/_sandbox/schemas/events").then(function (r) { return r.json(); }).then(function (json) {
+      options($("trigger-type"), json.data.map(function (type) { return { value: type, text: type }; }));
+    });
+    api("GET", "/_sandbox/webhooks/endpoints").then(function (json) {
+      $("webhook-url").value = json.data.length ? json.data[0].url : "";
+    }).catch(function () {});
+    api("GET", "/_sandbox/webhooks/faults").then(function (json) { showFaults(json.data); }).catch(function () {});
+    api("GET", "/company/list?limit=200").then(function (json) {
+      var list = $("companies");
+      list.textContent = "";
+      json.data.forEach(function (company) {
+        var option = el("option");
+        option.value = company._id;
+        option.textContent = company.name;
+        list.appendChild(option);
+      });
+    }).catch(function () {});
+    render();
+    tick();
+  }
+
+  function options(select, items, chosen) {
+    select.textContent = "";
+    items.forEach(function (item) {
+      var option = el("option", null, item.text);
+      option.value = item.value;
+      if (item.title) { option.title = item.title; }
+      if (item.value === chosen) { option.selected = true; }
+      select.appendChild(option);
+    });
+  }
+
+  function loadScenarios() {
+    return api("GET", "/_sandbox/scenarios").then(function (json) {
+      var taskScenarios = json.data.filter(function (s) { return s.kind === "task"; }).map(function (s) {
+        return { value: s.name, text: s.name, title: s.description };
+      });
+      options($("task-scenario"), taskScenarios, "happy-path");
+      options($("binding-scenario"), [{ value: "", text: "no binding (the usual selection)" }].concat(taskScenarios),
+              $("binding-scenario").value || "auth-expired");
+      var list = $("bindings");
+      list.textContent = "";
+      Object.keys(json.bindings).forEach(function (identifier) {
+        var item = el("li");
+        item.appendChild(el("span", null, identifier + " \u2192 " + json.bindings[identifier]));
+        var remove = el("button", "link", "unbind");
+        remove.type = "button";
+        remove.setAttribute("aria-label", "unbind " + identifier);
+        remove.onclick = function () { bind(identifier, null); };
+        item.appendChild(remove);
+        list.appendChild(item);
+      });
+    }).catch(function (error) { say(error.message); });
+  }
+
+  function bind(identifier, scenario) {
+    return act(api("PUT", "/_sandbox/users/" + encodeURIComponent(identifier) + "/scenario", { scenario: scenario }),
+               scenario ? identifier + "'s next tasks run " + scenario + "." : identifier + " is unbound.")
+      .then(loadScenarios);
+  }
+
+  function showFaults(faults) {
+    $("fault-duplicate").value = faults.duplicate;
+    $("fault-out-of-order").value = faults.outOfOrder;
+    $("fault-delay").value = faults.delay;
+    $("fault-delay-seconds").value = faults.delaySeconds;
+  }
+
+  // -- controls -------------------------------------------------------------------------------
+
+  function onSubmit(id, handler) {
+    $(id).onsubmit = function (event) { event.preventDefault(); handler(); };
+  }
+  function advance(seconds) {
+    act(api("POST", "/_sandbox/clock/advance", { seconds: seconds }), function (json) {
+      return "Advanced " + duration(seconds) + ": " + json.data.jobsRun + " jobs, " + json.data.eventsEmitted + " events.";
+    });
+  }
+
+  onSubmit("credentials", function () { connect($("api-key").value.trim(), $("api-secret").value.trim()); });
   Array.prototype.forEach.call(document.querySelectorAll("[data-advance]"), function (button) {
-    button.onclick = function () {
-      act(api("POST", "/_sandbox/clock/advance", { seconds: Number(button.getAttribute("data-advance")) }));
-    };
+    button.onclick = function () { advance(Number(button.getAttribute("data-advance"))); };
   });
-  $("run-until-idle").onclick = function () { act(api("POST", "/_sandbox/clock/run-until-idle")); };
-  $("task-form").onsubmit = function (event) {
-    event.preventDefault();
+  onSubmit("advance-form", function () { advance(Number($("advance-seconds").value)); });
+  $("run-until-idle").onclick = function () {
+    act(api("POST", "/_sandbox/clock/run-until-idle"), function (json) {
+      return "Ran " + json.data.jobsRun + " jobs: " + json.data.eventsEmitted + " events.";
+    });
+  };
+  onSubmit("task-form", function () {
     act(api("POST", "/task/create", { identifier: $("task-user").value, company: $("task-company").value,
       product: $("task-product").value, scenario: $("task-scenario").value }), "Task created.");
-  };
-  $("trigger-form").onsubmit = function (event) {
-    event.preventDefault();
+  });
+  onSubmit("binding-form", function () { bind($("binding-user").value.trim(), $("binding-scenario").value || null); });
+  onSubmit("trigger-form", function () {
     var body = { eventType: $("trigger-type").value };
     if ($("trigger-user").value) { body.identifier = $("trigger-user").value; }
     act(api("POST", "/_sandbox/events/trigger", body), "Event emitted.");
-  };
-  $("company-form").onsubmit = function (event) {
-    event.preventDefault();
+  });
+  onSubmit("company-form", function () {
     act(api("POST", "/_sandbox/companies/" + encodeURIComponent($("company-id").value) + "/status",
       { status: $("company-status").value }), "Company status set.");
-  };
-  $("webhook-form").onsubmit = function (event) {
-    event.preventDefault();
+  });
+  onSubmit("webhook-form", function () {
     var url = $("webhook-url").value.trim();
     act(api("PUT", "/_sandbox/webhooks/endpoints", { endpoints: url ? [{ url: url }] : [] }),
-        "Webhook endpoint saved.");
+        url ? "Every event type now goes to " + url + "." : "No endpoint: events are stored, not sent.");
+  });
+  onSubmit("faults-form", function () {
+    act(api("PUT", "/_sandbox/webhooks/faults", {
+      duplicate: Number($("fault-duplicate").value), outOfOrder: Number($("fault-out-of-order").value),
+      delay: Number($("fault-delay").value), delaySeconds: Number($("fault-delay-seconds").value)
+    }), "Faults set.").then(function (json) { if (json) { showFaults(json.data); } });
+  });
+  $("resend").onclick = function () {
+    var event = selected && events.get(selected.id);
+    if (!event) { return; }
+    act(api("POST", "/_sandbox/webhooks/replay", { eventId: event.id }), function (json) {
+      var made = json.data.length ? json.data[0].deliveries.length : 0;
+      return made ? "Resent " + event.eventType + " with the same ce-id (" + made + " delivery)." :
+        "Nothing resent: no endpoint is registered for " + event.eventType + ".";
+    });
   };
 
   var given = new URLSearchParams(window.location.hash.replace(/^#/, ""));
@@ -146,5 +591,5 @@
   try { stored = JSON.parse(localStorage.getItem("payroll-sandbox-keys") || "null"); } catch (e) { stored = null; }
   if (given.get("key") && given.get("secret")) { connect(given.get("key"), given.get("secret")); }
   else if (stored && stored.key) { connect(stored.key, stored.secret); }
-  setInterval(refresh, 1000);
+  setInterval(tick, TICK_MS);
 })();
