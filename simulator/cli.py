@@ -91,10 +91,7 @@ def _parser() -> argparse.ArgumentParser:
     trigger.add_argument("--data", help="JSON object merged over the generated data")
     trigger.add_argument("--url", help="base URL (default $PAYROLL_SANDBOX_URL or "
                                        "http://127.0.0.1:8080)")
-    trigger.add_argument("--api-key", help="default $PAYROLL_SANDBOX_API_KEY or the bundled "
-                                           "default tenant's")
-    trigger.add_argument("--api-secret", help="default $PAYROLL_SANDBOX_API_SECRET or the "
-                                              "bundled default tenant's")
+    _add_key_options(trigger)
 
     listen = commands.add_parser(
         "listen", help="follow a running server's events; optionally forward them to a URL",
@@ -103,10 +100,7 @@ def _parser() -> argparse.ArgumentParser:
                     "URL as the sandbox sends it (CloudEvent, signed). Ctrl-C stops.")
     listen.add_argument("--url", help="base URL (default $PAYROLL_SANDBOX_URL or "
                                       "http://127.0.0.1:8080)")
-    listen.add_argument("--api-key", help="default $PAYROLL_SANDBOX_API_KEY or the bundled "
-                                          "default tenant's")
-    listen.add_argument("--api-secret", help="default $PAYROLL_SANDBOX_API_SECRET or the "
-                                             "bundled default tenant's")
+    _add_key_options(listen)
     listen.add_argument("--forward-to", metavar="URL",
                         help="deliver each new event to this URL (e.g. your local handler)")
     listen.add_argument("--events", action="append", metavar="TYPE,TYPE",
@@ -121,9 +115,10 @@ def _parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser(
         "check-handler", help="judge a webhook handler the way the service will treat it",
-        description="Sends a fixed suite of deliveries from an in-process sandbox to URL and "
-                    "prints one line per check (README: Checking your webhook handler). "
-                    "Exit 0 only when no check fails.")
+        description="Sends a fixed suite of deliveries to URL, with events made by an "
+                    "in-process sandbox (or, with --url, by a running one), and prints one "
+                    "line per check (README: Checking your webhook handler). Exit 0 only when "
+                    "no check fails.")
     check.add_argument("url", metavar="URL", help="the handler's webhook URL")
     check.add_argument("--secret", help="the secret the handler verifies "
                                         "x-hmac-signature-sha-256 with (without it the "
@@ -133,8 +128,22 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--state-url", metavar="URL",
                        help='where the handler shows what it stored: {"outcomes": [{"task", '
                             '"status", "reason"}, ...]}')
+    check.add_argument("--url", dest="sandbox_url", metavar="SANDBOX_URL",
+                       help="make the events on this running sandbox (its vendor, event "
+                            "names, companies and scenarios), in a temporary tenant deleted "
+                            "afterwards (default: an in-process sandbox)")
+    _add_key_options(check, " (with --url: they make the temporary tenant)")
     check.add_argument("--json", action="store_true", help="the report as one JSON document")
     return parser
+
+
+def _add_key_options(command: argparse.ArgumentParser, use: str = "") -> None:
+    """--api-key and --api-secret of a running server's tenant; `control_plane_keys`
+    fills in their defaults."""
+    command.add_argument("--api-key", help="default $PAYROLL_SANDBOX_API_KEY or the bundled "
+                                           f"default tenant's{use}")
+    command.add_argument("--api-secret", help="default $PAYROLL_SANDBOX_API_SECRET or the "
+                                              f"bundled default tenant's{use}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -234,10 +243,7 @@ def _trigger(args: argparse.Namespace) -> int:
         except ValueError as error:
             print(f"payroll-sandbox: --data is not JSON: {error}", file=sys.stderr)
             return EXIT_CONFIG
-    key = args.api_key or os.environ.get("PAYROLL_SANDBOX_API_KEY")
-    secret = args.api_secret or os.environ.get("PAYROLL_SANDBOX_API_SECRET")
-    if not key or not secret:
-        key, secret = default_credentials()
+    key, secret = control_plane_keys(args)
     base = (args.url or os.environ.get("PAYROLL_SANDBOX_URL") or "http://127.0.0.1:8080").rstrip("/")
     request = urllib.request.Request(
         f"{base}/_sandbox/events/trigger", data=json.dumps(body).encode(), method="POST",
@@ -264,16 +270,25 @@ def _listen(args: argparse.Namespace) -> int:
 
     from .listen import ListenOptions, run
 
-    key = args.api_key or os.environ.get("PAYROLL_SANDBOX_API_KEY")
-    secret = args.api_secret or os.environ.get("PAYROLL_SANDBOX_API_SECRET")
-    if not key or not secret:
-        key, secret = default_credentials()
+    key, secret = control_plane_keys(args)
     types = frozenset(t.strip() for item in args.events or () for t in item.split(",")
                       if t.strip())
     return run(ListenOptions(
         url=args.url or os.environ.get("PAYROLL_SANDBOX_URL") or "http://127.0.0.1:8080",
         api_key=key, api_secret=secret, forward_to=args.forward_to,
         event_types=types or None, as_json=args.json))
+
+
+def control_plane_keys(args: argparse.Namespace) -> tuple[str, str]:
+    """--api-key and --api-secret, else $PAYROLL_SANDBOX_API_KEY and _SECRET, else the
+    bundled default tenant's (both from one place: a key never goes with another's secret)."""
+    import os
+
+    key = args.api_key or os.environ.get("PAYROLL_SANDBOX_API_KEY")
+    secret = args.api_secret or os.environ.get("PAYROLL_SANDBOX_API_SECRET")
+    if not key or not secret:
+        key, secret = default_credentials()
+    return key, secret
 
 
 def default_credentials() -> tuple[str, str]:
@@ -371,12 +386,20 @@ def _check_handler(args: argparse.Namespace) -> int:
     from .checker import CheckerError, check_handler
 
     types = [t.strip() for item in args.events or () for t in item.split(",") if t.strip()]
-    print(f"payroll-sandbox: checking {args.url}", file=sys.stderr, flush=True)
+    # Keys default as for trigger and listen, with --url only (without it, keys are refused).
+    key, secret = (control_plane_keys(args) if args.sandbox_url
+                   else (args.api_key, args.api_secret))
+    source = f" with events from {args.sandbox_url}" if args.sandbox_url else ""
+    print(f"payroll-sandbox: checking {args.url}{source}", file=sys.stderr, flush=True)
     try:
         report = check_handler(args.url, secret=args.secret, events=types or None,
-                               state_url=args.state_url)
+                               state_url=args.state_url, sandbox_url=args.sandbox_url,
+                               api_key=key, api_secret=secret)
     except CheckerError as error:
         print(f"payroll-sandbox: {error}", file=sys.stderr)
         return EXIT_CONFIG
+    except KeyboardInterrupt:  # the run stopped; a temporary tenant was deleted on the way
+        print("payroll-sandbox: check-handler interrupted", file=sys.stderr)
+        return 130
     print(json.dumps(report.to_dict(), indent=2) if args.json else report.text())
     return 0 if report.ok else 1

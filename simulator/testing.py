@@ -165,7 +165,9 @@ class Sandbox:
         Checking your webhook handler): a report whose `ok` is true when no check failed
         and whose text reads as an assertion message (`assert report.ok, report`).
         `options` as `simulator.checker.check_handler` takes them (`events`,
-        `state_url`, `burst`, `timeout`, ...)."""
+        `state_url`, `burst`, `timeout`, ...); `sandbox_url=self.base_url,
+        api_key=self.api_key, api_secret=self.api_secret` has this sandbox make the events
+        (its service profile) instead of an in-process one."""
         from .checker import check_handler
 
         return check_handler(url, secret, **options)

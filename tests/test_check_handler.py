@@ -61,10 +61,11 @@ def verifies(request_body: bytes, headers, secret: str = SECRET) -> bool:
 
 # ---------------------------------------------------------------- handlers with one fault each
 
-def naive_app(requests: list | None = None) -> web.Application:
+def naive_app(requests: list | None = None, aggregator: str = "aggregator") -> web.Application:
     """A first integration as it is often written: no signature check, the ce-id as a
-    primary key that a redelivery violates (500), a closed list of event types (400)."""
-    known = set(event_types("aggregator"))
+    primary key that a redelivery violates (500), a closed list of event types (400): the
+    service's, with its aggregator's name."""
+    known = set(event_types(aggregator))
     seen: set[str] = set()
 
     async def receive(request: web.Request) -> web.Response:

@@ -143,3 +143,21 @@ async def test_with_ten_thousand_stored_events_a_tick_costs_only_the_new_ones(
     one_event = full_size / 10_000
     assert len(body) < 3 * one_event + 200, (len(body), one_event)
     assert full_size > 1_000 * len(body)
+
+
+async def test_the_change_order_keeps_one_entry_per_stored_event_and_task(
+        aiohttp_client, loaded, clock):
+    settings = Settings(port=0, clock="manual", max_events=100, max_tasks=20)
+    client = await aiohttp_client(create_app(settings, registry=build_registry(
+        settings, clock=clock, loaded=loaded)))
+    tenant = client.server.app[SANDBOX].registry.tenants.get("acme")
+    for number in range(60):
+        await post(client, "/task/create", {"identifier": f"bounded-{number}",
+                                            "company": WALMART, "product": "deposit"})
+        await post(client, "/_sandbox/clock/run-until-idle")
+    for number in range(300):
+        tenant.emit("company-updated", data={"companyId": f"company-{number}"})
+    stats = (await read(client, "/_sandbox/stats"))["data"]
+    assert stats["events"]["evicted"] > 0 and stats["tasks"]["evicted"] > 0
+    assert len(tenant.changes) == len(tenant.events) + len(tenant.tasks)
+    assert len(tenant.events) <= 100 and len(tenant.tasks) <= 20

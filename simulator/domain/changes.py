@@ -40,6 +40,10 @@ class Changes:
         for key in keys:
             self.touch(kind, key)
 
+    def __len__(self) -> int:
+        """Entries kept: one per stored event and task (README: Limits)."""
+        return sum(len(latest) for latest in self._latest.values())
+
     def forget(self, kind: str, key: str) -> None:
         """The item was evicted: it changes no more."""
         self._latest[kind].pop(key, None)

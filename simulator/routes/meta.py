@@ -8,13 +8,17 @@ from .pipeline import Auth, operation
 
 HEALTH = {"type": "object", "required": ["status"],
           "properties": {"status": {"const": "ok"}, "environment": {"type": "string"},
+                         "vendor": {"type": "string",
+                                    "description": "The service profile's vendor: webhooks "
+                                                   "carry ce-source com.<vendor>."},
                          "companies": {"type": "integer"}}}
 
 
 @operation("GET", "/health", "Liveness", auth=Auth.NONE, response=HEALTH)
 async def health(sandbox) -> dict:
-    return {"status": "ok", "environment": sandbox.registry.tenants.environment,
-            "companies": len(sandbox.registry.catalog)}
+    registry = sandbox.registry
+    return {"status": "ok", "environment": registry.tenants.environment,
+            "vendor": registry.service.vendor, "companies": len(registry.catalog)}
 
 
 @operation("GET", "/openapi.json", "This OpenAPI document", auth=Auth.NONE,
