@@ -136,10 +136,15 @@ async def test_dashboard_moves_the_clock_and_sets_a_company_status(dashboard):
 
     await page.fill("#company-id", KROGER)
     await page.select_option("#company-status", "under-maintenance")
+    await page.fill("#company-products", "deposit")
     await page.click("#company-form button")
+    await expect(page.locator("#message")).to_have_text(re.compile("under maintenance for deposit"))
     await page.locator("#events tr", has_text="maintenance-mode").wait_for()
     company = await api(client, "GET", f"/company/{KROGER}")
     assert company["data"]["status"] == "under-maintenance"
+    refused = await client.post("/task/create", headers=ACME, json={
+        "identifier": "maintenance-user", "company": KROGER, "product": "deposit"})
+    assert refused.status == 403, "a deposit at a company under maintenance for deposits"
 
 
 async def test_dashboard_binds_a_scenario_and_sets_webhook_faults(dashboard):

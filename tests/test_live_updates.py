@@ -8,6 +8,7 @@ import json
 from conftest import ACME, HOOKS, WALMART
 
 from simulator.app import build_registry, create_app
+from simulator.domain.changes import WINDOW
 from simulator.keys import SANDBOX
 from simulator.settings import Settings
 
@@ -145,19 +146,32 @@ async def test_with_ten_thousand_stored_events_a_tick_costs_only_the_new_ones(
     assert full_size > 1_000 * len(body)
 
 
-async def test_the_change_order_keeps_one_entry_per_stored_event_and_task(
+async def test_the_change_window_is_bounded_and_a_reader_behind_it_starts_over(
         aiohttp_client, loaded, clock):
-    settings = Settings(port=0, clock="manual", max_events=100, max_tasks=20)
+    settings = Settings(port=0, clock="manual", max_events=20_000, max_tasks=20)
     client = await aiohttp_client(create_app(settings, registry=build_registry(
         settings, clock=clock, loaded=loaded)))
     tenant = client.server.app[SANDBOX].registry.tenants.get("acme")
+    behind = (await read(client, "/_sandbox/events?after=0"))["revision"]
     for number in range(60):
         await post(client, "/task/create", {"identifier": f"bounded-{number}",
                                             "company": WALMART, "product": "deposit"})
         await post(client, "/_sandbox/clock/run-until-idle")
-    for number in range(300):
+    assert (await read(client, "/_sandbox/stats"))["data"]["tasks"]["evicted"] > 0
+    for number in range(WINDOW):
         tenant.emit("company-updated", data={"companyId": f"company-{number}"})
-    stats = (await read(client, "/_sandbox/stats"))["data"]
-    assert stats["events"]["evicted"] > 0 and stats["tasks"]["evicted"] > 0
-    assert len(tenant.changes) == len(tenant.events) + len(tenant.tasks)
-    assert len(tenant.events) <= 100 and len(tenant.tasks) <= 20
+    within = (await read(client, "/_sandbox/events?after=0"))["revision"]
+    for number in range(WINDOW + 500):
+        tenant.emit("company-updated", data={"companyId": f"more-{number}"})
+    assert len(tenant.changes) <= WINDOW + len(tenant.tasks) <= WINDOW + 20
+
+    stale = await read(client, f"/_sandbox/events?after={within}&limit=10")
+    assert stale["reset"] is True, "1,500 changed events later: past the window"
+    assert [e["body"]["data"]["companyId"] for e in stale["data"]][-1] == f"more-{WINDOW + 499}"
+    recent = (await read(client, "/_sandbox/events?after=0"))["revision"]
+    tenant.emit("company-updated", data={"companyId": "last"})
+    fresh = await read(client, f"/_sandbox/events?after={recent}")
+    assert fresh["reset"] is False and len(fresh["data"]) == 1
+    tasks = await read(client, f"/_sandbox/tasks?after={behind}")
+    assert tasks["reset"] is False, "60 changed tasks: within the tasks' window"
+    assert {t["id"] for t in tasks["data"]} == set(tenant.tasks), "the evicted ones are gone"

@@ -289,7 +289,7 @@ def _changes_since(tenant, query: dict, kind: str, stored: dict) -> _ChangesRead
     if "after" not in query:
         return _ChangesRead(tenant, kind, None, None, None)
     changes = tenant.changes
-    if not changes.current(query["after"]):
+    if not changes.current(kind, query["after"]):
         return _ChangesRead(tenant, kind, None, True, None)
     items = [stored[key] for key in changes.since(kind, query["after"]) if key in stored]
     return _ChangesRead(tenant, kind, query["after"], False, items)

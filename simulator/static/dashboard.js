@@ -559,8 +559,16 @@
     act(api("POST", "/_sandbox/events/trigger", body), "Event emitted.");
   });
   onSubmit("company-form", function () {
-    act(api("POST", "/_sandbox/companies/" + encodeURIComponent($("company-id").value) + "/status",
-      { status: $("company-status").value }), "Company status set.");
+    var body = { status: $("company-status").value };
+    var products = $("company-products").value.split(",").map(function (p) { return p.trim(); })
+      .filter(function (p) { return p; });
+    if (products.length && body.status === "under-maintenance") { body.products = products; }
+    act(api("POST", "/_sandbox/companies/" + encodeURIComponent($("company-id").value) + "/status", body),
+      function (json) {
+        var company = json.data;
+        return company.name + " is " + company.status.replace("-", " ") +
+          (company.maintenanceProducts ? " for " + company.maintenanceProducts.join(", ") : "") + ".";
+      });
   });
   onSubmit("webhook-form", function () {
     var url = $("webhook-url").value.trim();
