@@ -4,8 +4,9 @@ One line per new event and per delivery attempt, as they happen; with `--forward
 each new event is also sent to a local URL as the sandbox sends it (the same CloudEvent
 headers, signature and body bytes), as `stripe listen --forward-to` does for Stripe.
 
-The ledger is read through the control plane (GET /_sandbox/stats and /_sandbox/events);
-`Follower` is the cursor that reads each event once and every attempt once.
+The ledger is read through the control plane: `Follower` holds the cursor of
+GET /_sandbox/events?after=<revision>, so a poll reads only what changed since the last
+one, and shows each event once and every attempt once.
 """
 
 from __future__ import annotations
@@ -16,22 +17,19 @@ import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 import orjson
 
-from .clock import isoformat
 from .domain.events import Event
 from .webhooks.cloudevents import SIGNATURE_HEADER, sign, to_message
 
 POLL_INTERVAL = 0.5     # wall seconds between two reads of the ledger
-SINCE_MARGIN = 1.0      # `since` has milliseconds and is inclusive: read a second back,
-                        # and drop what was read already by its sequence
 PAGE = 10000            # the most one GET /_sandbox/events returns
-FOLLOW_ONE_BY_ONE = 20  # settled events re-read one by one; more: one read of their window
+CHECK_EVICTIONS = 1000  # events remembered between two looks at how many the ledger keeps
 REQUEST_TIMEOUT = 30.0  # wall seconds per control-plane request
 FORWARD_TIMEOUT = 15.0  # wall seconds per forward: the sandbox's own attempt timeout
 PREFIX = "payroll-sandbox"
@@ -78,25 +76,37 @@ Item = NewEvent | NewAttempt | Notice
 
 # -- the cursor -----------------------------------------------------------------------------
 
-@dataclass
+@dataclass(frozen=True)
 class Seen:
     """What listen has shown of one event: per delivery, how many attempts (attempts of a
     delivery run one after the other, so the finished ones are always the first ones)."""
 
     sequence: int
-    time: float
-    fingerprint: int                # its time and body: tells a reset ledger from this one
-    shown: list[int] = field(default_factory=list)
-    following: bool = False         # a delivery pending or an attempt in flight
+    fingerprint: int                # its time and body: tells another ledger from this one
+    shown: tuple[int, ...]
+    settled: bool                   # no delivery pending, no attempt in flight: evictable
 
 
 def _fingerprint(record: dict[str, Any]) -> int:
     return hash((record["time"], orjson.dumps(record["body"])))
 
 
+def _sequence(record: dict[str, Any]) -> int:
+    return record["sequence"]
+
+
 def _finished(attempt: dict[str, Any]) -> bool:
     """An attempt in flight has neither a status nor an error yet."""
     return attempt.get("status") is not None or attempt.get("error") is not None
+
+
+def _finished_count(attempts: list[dict[str, Any]]) -> int:
+    count = 0
+    for attempt in attempts:
+        if not _finished(attempt):
+            break
+        count += 1
+    return count
 
 
 def _epoch(iso: str) -> float:
@@ -109,104 +119,129 @@ def _epoch(iso: str) -> float:
 class Follower:
     """Reads a tenant's ledger so that every event is shown once and every attempt once.
 
-    - New events: the sequence numbers every event of a tenant carries (1, 2, ... with no
-      holes, `emitted` in GET /_sandbox/stats is the last one) are the cursor. Each read asks
-      for the events since the last one read, less a second (`since` is an inclusive time
-      with milliseconds, and many events share a time); what was read already is dropped by
-      sequence. If a sequence up to `emitted` is still missing (time went back, or the
-      window overflowed), the whole ledger is read; what is not there either left the
-      ledger (eviction) and is reported, never skipped silently.
-    - Attempts: an event whose delivery is pending, or whose attempt is in flight, is
-      followed until it settles. Replays of settled events show up as stored deliveries
-      that no event read accounts for (`deliveries.stored` of the stats): the ledger is
-      read once more and the new attempts shown.
-    - Another ledger under the same keys (POST /_sandbox/reset, a snapshot restored, a new
-      server): `emitted` went back, the tenant's journal was cleared, or an event read
-      before came back different. The ledger is compared with what was read, and followed
-      from the first sequence where they differ; the same history (a server restarted
-      with --state-file) is carried on with, not shown again.
+    The cursor is the ledger's revision: GET /_sandbox/events?after=<revision> answers the
+    events emitted or delivered since (a new delivery, an attempt started or answered), each
+    with its whole record, so a poll reads what changed and a quiet one an empty page.
+
+    - New events: sequences run 1, 2, ... with no holes, and an event above the highest
+      read is new: shown in sequence order, with its finished attempts. A gap before it
+      means events left the ledger (eviction) before listen could read them: reported,
+      never skipped silently.
+    - Attempts: an event read before comes back whenever it changes; the attempts finished
+      since (retries, replays, duplicates) are shown, counted per delivery in `seen`.
+    - Another ledger: `reset: true` (POST /_sandbox/reset, a snapshot restored, a new
+      server, or a reader further behind than the change window) comes with a full read.
+      It is compared with what was read and followed from the first sequence where they
+      differ; the same history (a slow reader, a server restarted with --state-file) is
+      carried on with, not shown again. A server without incremental reads answers every
+      read in full, and each is reconciled so.
+    - `seen` keeps what the ledger keeps: a full read drops what it no longer holds, and
+      every CHECK_EVICTIONS new events GET /_sandbox/stats says how many it still stores.
     """
 
     def __init__(self, fetch: Fetch) -> None:
         self.fetch = fetch
-        self.seen: dict[str, Seen] = {}     # by event id, in sequence order
+        self.seen: dict[str, Seen] = {}     # by event id
+        self.revision = 0                   # the cursor: 0 reads the whole ledger
         self.high = 0                       # every sequence up to this one was read
         self.floor = 0                      # events up to this one may be unknown to `seen`
-        self.latest: float | None = None    # the time of the last event read
-        self.known = 0                      # deliveries listen knows of, over `seen`
-        self.offset = 0                     # stored deliveries of events never read
-        self.evicted = 0
-        self.journal: tuple[int, int] = (0, 0)  # (evicted, stored): a reset clears it
+        self.unchecked = 0                  # events remembered since the last look at evictions
 
     async def start(self) -> None:
         """From now on: what the ledger holds already is remembered, not shown."""
-        stats = await self._stats()
-        records = sorted(await self._events(limit=PAGE), key=lambda r: r["sequence"])
+        emitted = await self._emitted()
+        records, self.revision, _ = await self._changes(after=0)
         for record in records:
-            self._update(record)
-        self.high = max([stats["events"]["emitted"]] + [r["sequence"] for r in records])
-        self.floor = records[0]["sequence"] - 1 if records else self.high
-        self.latest = _epoch(records[-1]["time"]) if records else None
-        self._settle_accounts(stats)
+            self._remember(record)
+        self.high = max([emitted] + [r["sequence"] for r in records])
+        self.floor = min([r["sequence"] - 1 for r in records], default=self.high)
+        self.unchecked = 0
 
     async def poll(self) -> list[Item]:
-        items: list[Item] = []
-        stats = await self._stats()
-        emitted = stats["events"]["emitted"]
-        if emitted < self.high or self._journal_cleared(stats):
-            items += self._rewind(await self._events(limit=PAGE), emitted)
-        fresh: set[str] = set()
-        if emitted > self.high:
-            items += await self._read_new(emitted, fresh)
-        items += await self._follow(fresh)
-        if stats["events"]["evicted"] != self.evicted:
-            self._prune(stats)
-            self._settle_accounts(stats)
-        elif stats["deliveries"]["stored"] - self._known_up_to(emitted) > self.offset:
-            items += await self._reread()
-            self._settle_accounts(stats)
-        self.journal = self._journal(stats)
+        if self.unchecked >= CHECK_EVICTIONS:
+            await self._forget_evicted()
+        records, revision, full = await self._changes(after=self.revision)
+        if not full and self._divergence(records) is not None:
+            # An event read before came back different under a cursor that looked current
+            # (a new server counts revisions from 1 again): read that ledger whole.
+            records, revision, full = await self._changes(after=0)
+        items = self._reconcile(records, await self._emitted()) if full else []
+        items += self._take(records)
+        self.revision = revision
         return items
 
-    # -- new events ---------------------------------------------------------------------------
+    async def _changes(self, after: int) -> tuple[list[dict[str, Any]], int, bool]:
+        """The events changed after revision `after`, each once as it is now, in sequence
+        order; the revision to go on from; and whether the server answered with a full
+        read instead."""
+        changed: dict[str, dict[str, Any]] = {}
+        while True:
+            page = await self.fetch("/_sandbox/events", {"after": after, "limit": PAGE})
+            if page.get("reset", True):  # a server without `after` reads everything, always
+                return sorted(page["data"], key=_sequence), page.get("revision", 0), True
+            for record in page["data"]:  # a later page has the later record
+                changed.pop(record["id"], None)
+                changed[record["id"]] = record
+            after = page["revision"]
+            if len(page["data"]) >= page["total"]:  # else the rest waits after `revision`
+                return sorted(changed.values(), key=_sequence), after, False
 
-    async def _read_new(self, emitted: int, fresh: set[str]) -> list[Item]:
-        query: dict[str, Any] = {"limit": PAGE}
-        if self.latest is not None:
-            query["since"] = isoformat(self.latest - SINCE_MARGIN)
-        records = await self._events(**query)
+    def _take(self, records: list[dict[str, Any]]) -> list[Item]:
+        """What is news in `records` (in sequence order): the new events, each with its
+        finished attempts, and the attempts finished since on events read before."""
+        fresh = [r["sequence"] for r in records if r["sequence"] > self.high]
+        lost = sorted(set(range(self.high + 1, max(fresh, default=0))) - set(fresh))
         items: list[Item] = []
-        if (self._divergence(records) is not None
-                or not set(range(self.high + 1, emitted + 1)) <= self._sequences(records)):
-            records = await self._events(limit=PAGE)
-            items += self._rewind(records, emitted)
-            lost = set(range(self.high + 1, emitted + 1)) - self._sequences(records)
-            if lost:
-                items.append(Notice(f"{len(lost)} events (sequence {min(lost)} to {max(lost)}) "
-                                    "left the ledger before listen could read them"))
-                self.floor = max(self.floor, max(lost))
-        for record in self._unread(records):
-            self._update(record)
-            fresh.add(record["id"])
-            items.append(NewEvent(record))
-            items += self._attempts(record, shown_before=[])
-            self.high = record["sequence"]
-            self.latest = self.seen[record["id"]].time
-        self.high = max(self.high, emitted)
+        if lost:
+            items.append(Notice(f"{len(lost)} events (sequence {lost[0]} to {lost[-1]}) "
+                                "left the ledger before listen could read them"))
+            self.floor = max(self.floor, lost[-1])
+        for record in records:
+            seen = self.seen.get(record["id"])
+            if record["sequence"] > self.high:
+                items.append(NewEvent(record))
+                items += self._attempts(record, shown_before=())
+            elif seen is not None:
+                items += self._attempts(record, shown_before=seen.shown)
+            # Else one listen does not remember (older than its start, or forgotten as
+            # evicted, see `_forget_evicted`): its attempts are shown from now on.
+            self._remember(record)
+        self.high = max([self.high] + fresh)
         return items
 
-    def _unread(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        by_sequence = {r["sequence"]: r for r in records if r["sequence"] > self.high}
-        return [by_sequence[s] for s in sorted(by_sequence)]
+    def _attempts(self, record: dict[str, Any], shown_before: tuple[int, ...]) -> list[Item]:
+        """The finished attempts of `record` not shown yet."""
+        items: list[Item] = []
+        for index, delivery in enumerate(record["deliveries"]):
+            attempts = delivery["attempts"]
+            first = shown_before[index] if index < len(shown_before) else 0
+            for position in range(first, _finished_count(attempts)):
+                attempt = attempts[position]
+                if position + 1 < len(attempts):
+                    state = "delivered" if attempt.get("error") is None else "pending"
+                    retry_at = attempts[position + 1]["time"]
+                else:
+                    state, retry_at = delivery["state"], delivery.get("nextAttemptAt")
+                items.append(NewAttempt(record, delivery, attempt, state,
+                                        retry_at if state == "pending" else None))
+        return items
 
-    def _sequences(self, records: list[dict[str, Any]]) -> set[int]:
-        return {r["sequence"] for r in records if r["sequence"] > self.high}
+    def _remember(self, record: dict[str, Any]) -> None:
+        if record["id"] not in self.seen:
+            self.unchecked += 1
+        deliveries = record["deliveries"]
+        self.seen[record["id"]] = Seen(
+            record["sequence"], _fingerprint(record),
+            tuple(_finished_count(d["attempts"]) for d in deliveries),
+            all(d["state"] != "pending" and all(map(_finished, d["attempts"]))
+                for d in deliveries))
 
     # -- another ledger -----------------------------------------------------------------------
 
     def _divergence(self, records: list[dict[str, Any]]) -> int | None:
-        """The first sequence read before that `records` holds differently, if any."""
-        for record in sorted(records, key=lambda r: r["sequence"]):
+        """The first sequence read before that `records` (in sequence order) holds
+        differently, if any."""
+        for record in records:
             sequence = record["sequence"]
             if sequence > self.high:
                 break
@@ -218,148 +253,42 @@ class Follower:
                 return sequence
         return None
 
-    def _rewind(self, records: list[dict[str, Any]], emitted: int) -> list[Item]:
-        """Follow the whole ledger `records` from where it differs from what was read, or
-        from its last event if it is the same history cut short."""
+    def _reconcile(self, records: list[dict[str, Any]], emitted: int) -> list[Item]:
+        """A full read: forget what the ledger no longer holds, and follow it from where it
+        differs from what was read, or from its end if it is the same history cut short (an
+        earlier snapshot). `emitted` was read after `records`: it is never behind them."""
+        if len(records) < PAGE:  # the whole ledger: what it lacks was evicted
+            held = {r["id"] for r in records}
+            self.seen = {i: seen for i, seen in self.seen.items() if i in held}
         divergence = self._divergence(records)
-        back_to = min(self.high, emitted, self.high if divergence is None else divergence - 1)
+        last = max([emitted] + [r["sequence"] for r in records])
+        back_to = min(self.high, last, self.high if divergence is None else divergence - 1)
         if back_to >= self.high:
             return []
-        for event_id in [i for i, seen in self.seen.items() if seen.sequence > back_to]:
-            del self.seen[event_id]
-        self.known = sum(len(seen.shown) for seen in self.seen.values())
+        self.seen = {i: seen for i, seen in self.seen.items() if seen.sequence <= back_to}
         self.high = back_to
         self.floor = min(self.floor, back_to)
-        last = max(self.seen.values(), key=lambda seen: seen.sequence, default=None)
-        self.latest = last.time if last is not None else None
         return [Notice("the ledger changed under listen (a reset, a snapshot restored or a "
                        f"new server): following it from sequence {back_to + 1}")]
 
-    def _journal_cleared(self, stats: dict[str, Any]) -> bool:
-        # listen's own reads are journaled, so the journal only grows (or turns over,
-        # counting evictions) until a reset or a restore starts it again.
-        evicted, stored = self._journal(stats)
-        return evicted < self.journal[0] or (evicted == self.journal[0] and stored < self.journal[1])
+    # -- what the ledger evicted --------------------------------------------------------------
 
-    @staticmethod
-    def _journal(stats: dict[str, Any]) -> tuple[int, int]:
-        journal = stats.get("journal") or {}
-        return journal.get("evicted", 0), journal.get("stored", 0)
+    async def _forget_evicted(self) -> None:
+        """The ledger evicts its oldest settled events (README: Limits) and no read says
+        which: forget as many of ours, oldest settled first, so that what listen keeps
+        stays the size of the ledger."""
+        stored = (await self._stats())["events"]["stored"]
+        settled = sorted((seen.sequence, i) for i, seen in self.seen.items() if seen.settled)
+        for sequence, event_id in settled[:max(0, len(self.seen) - stored)]:
+            del self.seen[event_id]
+            self.floor = max(self.floor, sequence)
+        self.unchecked = 0
 
-    # -- attempts -----------------------------------------------------------------------------
-
-    async def _follow(self, fresh: set[str]) -> list[Item]:
-        """New attempts of the events still being delivered."""
-        ids = [i for i, seen in self.seen.items() if seen.following and i not in fresh]
-        if not ids:
-            return []
-        since = isoformat(min(self.seen[i].time for i in ids) - SINCE_MARGIN)
-        pending = {r["id"]: r for r in await self._events(delivery="pending", since=since,
-                                                           limit=PAGE)}
-        settled = [i for i in ids if i not in pending]
-        if len(settled) > FOLLOW_ONE_BY_ONE:
-            pending.update({r["id"]: r for r in await self._events(since=since, limit=PAGE)})
-        else:
-            for event_id in settled:
-                with contextlib.suppress(NotFound):  # evicted meanwhile: nothing more to show
-                    pending[event_id] = (await self.fetch(f"/_sandbox/events/{event_id}"))["data"]
-        items: list[Item] = []
-        for event_id in ids:
-            record = pending.get(event_id)
-            if record is None or record["sequence"] != self.seen[event_id].sequence:
-                self.seen[event_id].following = False
-                continue
-            items += self._attempts(record, shown_before=list(self.seen[event_id].shown))
-            self._update(record)
-        return items
-
-    async def _reread(self) -> list[Item]:
-        """Deliveries appeared on events read before (a replay, a duplicate): show them."""
-        items: list[Item] = []
-        for record in await self._events(limit=PAGE):
-            seen = self.seen.get(record["id"])
-            if seen is None or seen.sequence != record["sequence"]:
-                continue  # not read yet: the next poll reads it as new
-            items += self._attempts(record, shown_before=list(seen.shown))
-            self._update(record)
-        return items
-
-    def _attempts(self, record: dict[str, Any], shown_before: list[int]) -> list[Item]:
-        """The finished attempts of `record` not shown yet."""
-        items: list[Item] = []
-        for index, delivery in enumerate(record["deliveries"]):
-            attempts = delivery["attempts"]
-            done = _finished_count(attempts)
-            first = shown_before[index] if index < len(shown_before) else 0
-            for position in range(first, done):
-                attempt = attempts[position]
-                if position + 1 < len(attempts):
-                    state = "delivered" if attempt.get("error") is None else "pending"
-                    retry_at = attempts[position + 1]["time"]
-                else:
-                    state, retry_at = delivery["state"], delivery.get("nextAttemptAt")
-                items.append(NewAttempt(record, delivery, attempt, state,
-                                        retry_at if state == "pending" else None))
-        return items
-
-    # -- bookkeeping --------------------------------------------------------------------------
-
-    def _update(self, record: dict[str, Any]) -> None:
-        seen = self.seen.get(record["id"])
-        if seen is None:
-            seen = self.seen[record["id"]] = Seen(record["sequence"], _epoch(record["time"]),
-                                                  _fingerprint(record))
-        deliveries = record["deliveries"]
-        self.known += len(deliveries) - len(seen.shown)
-        seen.shown = [_finished_count(d["attempts"]) for d in deliveries]
-        seen.following = any(d["state"] == "pending" or not all(map(_finished, d["attempts"]))
-                             for d in deliveries)
-
-    def _known_up_to(self, sequence: int) -> int:
-        """Deliveries known of events up to `sequence` (those read after the stats were
-        taken are the last few of `seen`)."""
-        later = 0
-        for event_id in reversed(self.seen):
-            seen = self.seen[event_id]
-            if seen.sequence <= sequence:
-                break
-            later += len(seen.shown)
-        return self.known - later
-
-    def _settle_accounts(self, stats: dict[str, Any]) -> None:
-        """From here on, stored deliveries that no read accounts for are news."""
-        emitted = stats["events"]["emitted"]
-        self.offset = stats["deliveries"]["stored"] - self._known_up_to(emitted)
-        self.evicted = stats["events"]["evicted"]
-        self.journal = self._journal(stats)
-
-    def _prune(self, stats: dict[str, Any]) -> None:
-        """The ledger evicted its oldest settled events: forget as many of ours."""
-        excess = len(self.seen) - stats["events"]["stored"]
-        for event_id in list(self.seen):
-            if excess <= 0:
-                break
-            seen = self.seen[event_id]
-            if seen.sequence <= stats["events"]["emitted"] and not seen.following:
-                self.known -= len(seen.shown)
-                self.floor = max(self.floor, seen.sequence)
-                del self.seen[event_id]
-                excess -= 1
+    async def _emitted(self) -> int:
+        return (await self._stats())["events"]["emitted"]
 
     async def _stats(self) -> dict[str, Any]:
         return (await self.fetch("/_sandbox/stats"))["data"]
-
-    async def _events(self, **query: Any) -> list[dict[str, Any]]:
-        return (await self.fetch("/_sandbox/events", query))["data"]
-
-
-def _finished_count(attempts: list[dict[str, Any]]) -> int:
-    count = 0
-    for attempt in attempts:
-        if not _finished(attempt):
-            break
-        count += 1
-    return count
 
 
 # -- the control plane, from outside ----------------------------------------------------------

@@ -28,7 +28,12 @@ import pytest
 from conftest import ACME, REPO, WALMART, run_cli
 from receiver import Receiver, closed_port
 
-from simulator.listen import Follower, NewAttempt, NewEvent, Notice
+from simulator.app import build_registry, create_app
+from simulator.domain.changes import WINDOW
+from simulator.keys import SANDBOX
+from simulator.listen import (CHECK_EVICTIONS, PAGE, Client, Follower, NewAttempt, NewEvent,
+                              Notice)
+from simulator.settings import Settings
 
 SERVING = "payroll-sandbox serving "
 # The shape of a text line (README: Webhooks > Watching and forwarding from a terminal).
@@ -500,3 +505,154 @@ async def test_follower_carries_on_with_the_same_history_and_shows_what_follows_
     ledger.add(T2)  # sequence 3 again, another event
     assert _kinds(await follower.poll()) == [("NewEvent", "e3")]
     assert await follower.poll() == []
+
+
+# -- the cursor, against a real server ---------------------------------------------------------
+
+class Reads:
+    """listen's own Client on a server, keeping every read it makes: (path, query, how many
+    records came back, `reset`). With `page`, incremental reads ask for that few at a time."""
+
+    def __init__(self, api: Api, page: int | None = None) -> None:
+        self.client = Client(api.session, api.base, api.keys["x-api-key"],
+                             api.keys["x-api-secret"])
+        self.page = page
+        self.reads: list[tuple[str, dict, int | None, bool | None]] = []
+
+    async def fetch(self, path: str, query: dict | None = None) -> dict:
+        query = dict(query or {})
+        if self.page is not None and query.get("after"):
+            query["limit"] = self.page
+        answer = await self.client.fetch(path, query)
+        data = answer["data"]
+        self.reads.append((path, query, len(data) if isinstance(data, list) else None,
+                           answer.get("reset")))
+        return answer
+
+
+@pytest.fixture
+def make_server(aiohttp_client, loaded, clock):
+    """A server in this process (real HTTP on 127.0.0.1, a manual clock): the API with
+    ACME's keys, and the ACME tenant, which a test fills thousands of events at a time
+    (as tests/test_live_updates.py does)."""
+
+    async def make(**limits: Any) -> tuple[Api, Any]:
+        settings = Settings(port=0, clock="manual", **limits)
+        client = await aiohttp_client(create_app(settings, registry=build_registry(
+            settings, clock=clock, loaded=loaded)))
+        api = Api(client.session, f"http://{client.host}:{client.port}", ACME)
+        return api, client.server.app[SANDBOX].registry.tenants.get("acme")
+
+    return make
+
+
+def emit(tenant: Any, count: int, label: str = "company") -> list:
+    return [tenant.emit("company-updated", data={"companyId": f"{label}-{number}"})
+            for number in range(count)]
+
+
+async def test_follower_on_a_long_ledger_polls_by_cursor_and_shows_an_old_retry_once(
+        make_server, receiver):
+    api, tenant = await make_server(max_events=20_000)
+    receiver.program("/sandbox", 500)
+    await api.call("PUT", "/_sandbox/webhooks/endpoints", {"endpoints": [
+        {"url": receiver.url("/sandbox"), "eventTypes": ["pii-data-deleted"]}]})
+    old = await api.trigger(identifier="user-1")  # attempt 1 refused: a retry in 30 s
+    emit(tenant, 5_000)
+    reads = Reads(api)
+    follower = Follower(reads.fetch)
+    await follower.start()
+    assert reads.reads[-1][2] == len(await api.events())  # the start reads the whole ledger
+
+    reads.reads.clear()
+    for _ in range(3):
+        assert await follower.poll() == []
+    after = reads.reads[0][1].get("after")
+    assert after and reads.reads == [
+        ("/_sandbox/events", {"after": after, "limit": PAGE}, 0, False)] * 3, "quiet: one read"
+    journal = await api.call("GET", "/_sandbox/requests?path=/_sandbox/events&limit=3")
+    assert [entry["query"] for entry in journal] == [{"after": str(after),
+                                                      "limit": str(PAGE)}] * 3
+
+    for number, state in ((2, "pending"), (3, "failed")):
+        await api.call("POST", "/_sandbox/clock/advance", {"seconds": 30})
+        reads.reads.clear()
+        items = await follower.poll()
+        assert [(type(i), i.record["id"], i.attempt["number"], i.state) for i in items] == [
+            (NewAttempt, old["id"], number, state)]
+        assert [count for _, _, count, _ in reads.reads] == [1], "only the event that changed"
+        assert await follower.poll() == []
+    assert len(receiver.received("/sandbox")) == 3
+
+
+async def test_follower_behind_the_change_window_carries_on_and_shows_nothing_twice(
+        make_server):
+    api, tenant = await make_server(max_events=20_000)
+    emit(tenant, 10, "before")
+    reads = Reads(api)
+    follower = Follower(reads.fetch)
+    await follower.start()
+    made = emit(tenant, WINDOW + 500)
+    items = await follower.poll()
+    assert [read[3] for read in reads.reads if read[0] == "/_sandbox/events"][-1] is True
+    assert not any(isinstance(item, Notice) for item in items), "the same history"
+    assert [(type(i), i.record["id"]) for i in items] == [(NewEvent, e.id) for e in made]
+    later = emit(tenant, 2, "later")
+    reads.reads.clear()
+    assert [i.record["id"] for i in await follower.poll()] == [e.id for e in later]
+    assert [(read[2], read[3]) for read in reads.reads if read[0] == "/_sandbox/events"] == [
+        (2, False)]
+
+
+async def test_follower_reads_on_past_a_short_page_in_the_same_poll(make_server):
+    api, tenant = await make_server()
+    reads = Reads(api, page=2)
+    follower = Follower(reads.fetch)
+    await follower.start()
+    reads.reads.clear()
+    made = emit(tenant, 5)
+    assert [(type(i), i.record["id"]) for i in await follower.poll()] == [
+        (NewEvent, e.id) for e in made]
+    assert [count for _, _, count, _ in reads.reads] == [2, 2, 1]
+    assert await follower.poll() == []
+
+
+async def test_follower_reports_events_evicted_unread_and_keeps_no_more_than_the_ledger(
+        make_server):
+    api, tenant = await make_server(max_events=100)
+    follower = Follower(Reads(api).fetch)
+    await follower.start()
+    made = emit(tenant, 300)
+    items = await follower.poll()
+    stored = {r["sequence"] for r in await api.events()}
+    gone = [e.sequence for e in made if e.sequence not in stored]
+    assert gone and items[0] == Notice(f"{len(gone)} events (sequence {gone[0]} to "
+                                       f"{gone[-1]}) left the ledger before listen could "
+                                       "read them")
+    assert [i.record["sequence"] for i in items[1:]] == sorted(stored)
+    for round in range(30):  # each poll remembers the hundred the ledger keeps
+        emit(tenant, 150, f"round-{round}")
+        assert isinstance((await follower.poll())[0], Notice)
+    assert len(follower.seen) <= CHECK_EVICTIONS + 2 * 100
+
+
+async def test_follower_carries_on_over_a_restored_snapshot_and_follows_an_earlier_one(
+        make_server):
+    api, tenant = await make_server()
+    follower = Follower(Reads(api).fetch)
+    await follower.start()
+    first = [await api.trigger(identifier="user-8") for _ in range(2)]
+    assert [i.record["id"] for i in await follower.poll()] == [e["id"] for e in first]
+    earlier = await api.call("GET", "/_sandbox/snapshot")
+    third = await api.trigger(identifier="user-8")
+    assert [i.record["id"] for i in await follower.poll()] == [third["id"]]
+
+    await api.call("POST", "/_sandbox/snapshot", await api.call("GET", "/_sandbox/snapshot"))
+    assert await follower.poll() == [], "the same history: nothing again, no notice"
+    await api.call("POST", "/_sandbox/snapshot", earlier)
+    assert await follower.poll() == [Notice(
+        "the ledger changed under listen (a reset, a snapshot restored or a new server): "
+        f"following it from sequence {third['sequence']}")]
+    other = await api.trigger(identifier="user-9")
+    assert other["sequence"] == third["sequence"]
+    assert [(type(i), i.record["id"]) for i in await follower.poll()] == [(NewEvent, other["id"])]
