@@ -544,30 +544,15 @@ class RemoteSource(EventSource):
 
     async def _call(self, method: str, path: str, body: Any = None) -> Any:
         """One control-plane (or API) call with the current keys; its `data`."""
-        import aiohttp
-        import orjson
+        from .remote import CannotReach, request
 
         where = f"the sandbox at {self.base}"
         try:
-            async with self.session.request(
-                    method, self.base + path, json=body, headers=self.headers,
-                    allow_redirects=False,
-                    timeout=aiohttp.ClientTimeout(total=CONTROL_TIMEOUT)) as response:
-                status, raw = response.status, await response.read()
-        except asyncio.TimeoutError:
-            raise CheckerError(f"cannot reach {where}: no answer to {method} {path} in "
-                               f"{CONTROL_TIMEOUT:g}s") from None
-        except aiohttp.ClientConnectorError as error:
-            reason = ("connection refused" if isinstance(error.os_error, ConnectionRefusedError)
-                      else str(error.os_error or error))
-            raise CheckerError(f"cannot reach {where}: {reason}") from None
-        except (aiohttp.ClientError, OSError) as error:
-            raise CheckerError(f"cannot reach {where}: {error or type(error).__name__}") \
-                from None
-        try:
-            document = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            document = None
+            status, document = await request(self.session, method, self.base, path,
+                                             headers=self.headers, json=body,
+                                             timeout=CONTROL_TIMEOUT)
+        except CannotReach as error:
+            raise CheckerError(str(error).replace(self.base, where, 1)) from None
         if not isinstance(document, dict) or ("data" not in document
                                               and not isinstance(document.get("error"), dict)):
             raise CheckerError(f"--url {self.base} does not answer as a payroll-sandbox "

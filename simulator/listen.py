@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from .domain.events import Event
+from .remote import CannotReach, request
 from .webhooks.cloudevents import SIGNATURE_HEADER, sign, to_message
 
 POLL_INTERVAL = 0.5     # wall seconds between two reads of the ledger
@@ -302,28 +303,13 @@ class Client:
         self.headers = {"x-api-key": key, "x-api-secret": secret}
 
     async def fetch(self, path: str, query: dict[str, Any] | None = None) -> dict[str, Any]:
-        import aiohttp
-
         params = {k: str(v) for k, v in (query or {}).items()}
         try:
-            async with self.session.get(self.base + path, params=params, headers=self.headers,
-                                        allow_redirects=False) as response:
-                raw = await response.read()
-                status = response.status
-        except asyncio.TimeoutError:
-            raise Unreachable(f"cannot reach {self.base}: no answer in {REQUEST_TIMEOUT:g}s") \
-                from None
-        except aiohttp.ClientConnectorError as error:
-            reason = ("connection refused" if isinstance(error.os_error, ConnectionRefusedError)
-                      else str(error.os_error or error))
-            raise Unreachable(f"cannot reach {self.base}: {reason}") from None
-        except (aiohttp.ClientError, OSError) as error:
-            raise Unreachable(f"cannot reach {self.base}: {error or type(error).__name__}") \
-                from None
-        try:
-            body = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            body = None
+            status, body = await request(self.session, "GET", self.base, path,
+                                         headers=self.headers, params=params,
+                                         timeout=REQUEST_TIMEOUT)
+        except CannotReach as error:
+            raise Unreachable(str(error)) from None
         if status == 200 and isinstance(body, dict) and "data" in body:
             return body
         error = body.get("error") if isinstance(body, dict) else None

@@ -3,9 +3,11 @@ resend of one event: what the dashboard's live updates and its resend button sta
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from conftest import ACME, HOOKS, WALMART
+from receiver import HANG
 
 from simulator.app import build_registry, create_app
 from simulator.domain.changes import WINDOW
@@ -96,6 +98,44 @@ async def test_a_bad_cursor_is_refused_naming_it(sandbox):
         assert response.status == 422, bad
         problem = await response.json()
         assert "after" in json.dumps(problem["error"]), problem
+
+
+async def test_a_filter_on_what_a_change_moves_is_refused_with_a_cursor(sandbox):
+    """A reader of `delivery=pending` (or `status=processing`) after a cursor would never
+    hear that an item left the filter: refused, naming the filter; nothing else changes."""
+    for path, field in (("/_sandbox/events?after=0&delivery=pending", "$.delivery"),
+                        ("/_sandbox/tasks?after=0&status=processing", "$.status")):
+        response = await sandbox.get(path, headers=ACME)
+        assert response.status == 422, path
+        details = (await response.json())["error"]["details"]
+        assert [(d["location"], d["path"]) for d in details] == [("query", field)]
+    assert (await read(sandbox, "/_sandbox/events?after=0&type=company-updated"))["reset"]
+
+
+async def test_a_user_leaving_the_hosted_flow_is_a_change_of_their_task(sandbox):
+    token = (await post(sandbox, "/access-token", {"identifier": "leaver"}))["data"]["publicToken"]
+    task = (await post(sandbox, "/task/create", {"identifier": "leaver", "company": WALMART,
+                                                 "product": "deposit",
+                                                 "scenario": "slow-processing"}))["data"]
+    cursor = (await read(sandbox, "/_sandbox/tasks?after=0"))["revision"]
+    left = await sandbox.post("/sdk/leave", json={"taskId": task["id"]},
+                              headers={"x-public-token": token})
+    assert left.status == 200, await left.text()
+    changed = await read(sandbox, f"/_sandbox/tasks?after={cursor}")
+    assert [t["id"] for t in changed["data"]] == [task["id"]]
+
+
+async def test_an_attempt_cut_short_by_a_reset_is_no_change_of_the_new_tenant(sandbox, receiver):
+    receiver.program(HOOKS, HANG)
+    tenant = sandbox.server.app[SANDBOX].registry.tenants.get("acme")
+    tenant.emit("company-updated", data={"companyId": "hanging"})  # no settling: in flight
+    await asyncio.sleep(0)  # the attempt's task starts (it captures the tenant's changes)
+    in_flight = list(tenant.webhooks.in_flight)
+    assert in_flight, "the attempt hangs"
+    await post(sandbox, "/_sandbox/reset")
+    await asyncio.gather(*in_flight, return_exceptions=True)
+    assert len(tenant.changes) == len(tenant.events) + len(tenant.tasks) == 0
+    assert (await read(sandbox, "/_sandbox/events?after=0"))["data"] == []
 
 
 async def test_resend_replays_one_event_with_its_ce_id(sandbox, receiver):

@@ -413,7 +413,7 @@ def leave(engine: TaskEngine, tenant: Tenant, token: PublicToken, task_id: str) 
     workflow = tenant.workflows.get(task.workflow)
     tasks = [tenant.tasks[t] for t in workflow.tasks] if workflow is not None else [task]
     for each in tasks:
-        engine.leave(each)
+        engine.leave(tenant, each)
     return tasks
 
 

@@ -363,7 +363,7 @@ class TaskEngine:
             # The scenario's payment method stands in only when the request named none.
             task.payment_method = changes["paymentMethod"]
         if changes.get("connected") is False:
-            self.leave(task)
+            self.leave(tenant, task)
         if status == PROCESSING:
             self._move(tenant, task, status, reason=None, patch=False)
         if "authenticated" in changes:
@@ -382,10 +382,11 @@ class TaskEngine:
             self._finish_workflow_if_done(tenant, task, changes.get("workflowFailureReason"))
 
     @staticmethod
-    def leave(task: Task) -> None:
+    def leave(tenant: Tenant, task: Task) -> None:
         """The user left the hosted flow (its page closed): user.connected is false from
         now on, and on the final outcome if the task has not resolved yet."""
         task.user_left = True
+        tenant.changes.touch(TASK, task.id)
 
     def _authenticate(self, tenant: Tenant, task: Task, authenticated: bool) -> None:
         """Spec: task-authentication-status-updated, "Authentication status of a Task

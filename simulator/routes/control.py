@@ -11,6 +11,7 @@ from .. import snapshot
 from ..domain import company_admin
 from ..domain.changes import EVENT, TASK
 from ..domain.companies import full_record
+from ..errors import ValidationFailed, field_detail
 from ..schemas.api import (CARD_TOKEN_RECREATION_REQUEST, CLOCK_ADVANCE_REQUEST,
                            COMPANY_CREATE_REQUEST, COMPANY_STATUS_REQUEST, COMPANY_UPDATE_REQUEST,
                            EVENTS_QUERY, JOURNAL_QUERY, SCENARIO_BINDING_REQUEST, TASKS_QUERY,
@@ -144,7 +145,7 @@ async def list_events(tenant, query, sandbox) -> Reply:
     `reset: true` says the cursor predates a reset or restore: this read is a full one."""
     since = parse_time(query["since"], "$.since") if "since" in query else None
     ledger = tenant.events
-    read = _changes_since(tenant, query, EVENT, ledger.by_id)
+    read = _changes_since(tenant, query, EVENT, ledger.by_id, changing="delivery")
     events = ledger.query(event_type=query.get("type"), user=query.get("user"),
                           task=query.get("task"), since=since, among=read.items)
     if "delivery" in query:
@@ -249,7 +250,7 @@ async def company_status(tenant, params, body) -> dict:
 async def list_tasks(tenant, query) -> Reply:
     """Every task of the tenant, newest first (`status`, `user`, `limit` filters); with
     `after`, the tasks created or moved since that revision, as GET /_sandbox/events."""
-    read = _changes_since(tenant, query, TASK, tenant.tasks)
+    read = _changes_since(tenant, query, TASK, tenant.tasks, changing="status")
     candidates = reversed(list(tenant.tasks.values())) if read.items is None else read.items
     tasks = [t for t in candidates
              if ("status" not in query or t.status == query["status"])
@@ -284,10 +285,18 @@ class _ChangesRead:
         return {"revision": revision, "reset": self.reset}
 
 
-def _changes_since(tenant, query: dict, kind: str, stored: dict) -> _ChangesRead:
-    """The items of `stored` changed after `query["after"]`, if the cursor is current."""
+def _changes_since(tenant, query: dict, kind: str, stored: dict, changing: str) -> _ChangesRead:
+    """The items of `stored` changed after `query["after"]`, if the cursor is current.
+    `changing` names the filter on what a change moves (a delivery's state, a task's
+    status): with `after` it is refused, since a reader would never hear that an item
+    left it."""
     if "after" not in query:
         return _ChangesRead(tenant, kind, None, None, None)
+    if changing in query:
+        raise ValidationFailed(f"`{changing}` cannot be combined with `after`.", details=[
+            field_detail(f"$.{changing}", "filters on what a change moves: an item that "
+                         "leaves it would never be read again; filter what comes back",
+                         location="query")])
     changes = tenant.changes
     if not changes.current(kind, query["after"]):
         return _ChangesRead(tenant, kind, None, True, None)

@@ -311,13 +311,15 @@ class Dispatcher:
 
     async def _send(self, tenant: Tenant, delivery: Delivery, event: Event, attempt: Attempt,
                     message: Any, started_at: float) -> None:
-
+        # The tenant's change window as the attempt started: a reset or restore that
+        # cancels the attempt replaces the tenant's, which must not hear of this event.
+        changes = tenant.changes
         try:
             async with tenant.webhooks.slots, self._slots:
                 attempt.wall_time = time.time()
                 await self._post(delivery, attempt, message)
         except asyncio.CancelledError:
-            tenant.changes.touch(EVENT, event.id)
+            changes.touch(EVENT, event.id)
             attempt.error = attempt.error or INTERRUPTED_ATTEMPT
             delivery.state = INTERRUPTED
             log.warning("delivery %s of event %s to %s interrupted by shutdown during attempt %d "
@@ -325,7 +327,7 @@ class Dispatcher:
                         tenant.name)
             raise
         self._after_attempt(tenant, delivery, event, attempt, started_at)
-        tenant.changes.touch(EVENT, event.id)
+        changes.touch(EVENT, event.id)
 
     async def _post(self, delivery: Delivery, attempt: Attempt, message: Any) -> None:
         import aiohttp
