@@ -20,9 +20,14 @@ TIMEOUT_MS = 5_000
 FRAGMENT = f"#key={ACME['x-api-key']}&secret={ACME['x-api-secret']}"
 
 
-async def open_dashboard(server, browser_context):
+async def open_dashboard(server, browser_context, errors: list | None = None):
+    """The dashboard with acme's keys; script errors and console errors (a CSP refusal
+    among them) go to `errors`."""
     page = await browser_context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
+    if errors is not None:
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     await page.goto(str(server.make_url("/_sandbox/")) + FRAGMENT)
     await page.locator("#task-scenario option[value='auth-expired']").wait_for(state="attached")
     assert "secret" not in page.url, "the keys leave the address (and the history) at once"
@@ -33,13 +38,16 @@ async def open_dashboard(server, browser_context):
 async def dashboard(aiohttp_server, aiohttp_client, loaded, clock, receiver, browser_context):
     """The dashboard of tenant acme, on a sandbox with a manual clock delivering every event
     to the real receiver at /hooks; and a client of it. The browser context comes after
-    the server, so it closes before it."""
+    the server, so it closes before it. No test ends with a script or console error on
+    the page."""
     settings = Settings(port=0, clock="manual", webhook_url=receiver.url(HOOKS),
                         webhook_timeout=0.5)
     server = await aiohttp_server(create_app(settings, registry=build_registry(
         settings, clock=clock, loaded=loaded)))
     client = await aiohttp_client(server)
-    return await open_dashboard(server, browser_context), client
+    errors: list[str] = []
+    yield await open_dashboard(server, browser_context, errors), client
+    assert errors == []
 
 
 async def api(client, method: str, path: str, body: dict | None = None) -> dict:
@@ -147,6 +155,26 @@ async def test_dashboard_moves_the_clock_and_sets_a_company_status(dashboard):
     assert refused.status == 403, "a deposit at a company under maintenance for deposits"
 
 
+async def test_a_running_task_bar_ends_at_the_axis_when_now_is_past_it(dashboard):
+    page, client = dashboard
+    await create_task(page, "slow-user", "slow-processing")  # completes after 9 minutes
+    await page.fill("#advance-seconds", "120")
+    await page.click("#advance-form button:has-text('Advance')")
+    await expect(page.locator("#message")).to_have_text(re.compile("^Advanced 2 min"))
+    lane = page.locator(".lane", has_text="slow-user")
+    await lane.locator(".pill", has_text="processing").wait_for()
+    await expect(page.locator("#timeline-range")).to_contain_text("now is")
+    # One measurement in the page (a redraw between two would detach what was measured).
+    sticks_out = await lane.evaluate("""lane => {
+        const bar = lane.querySelector('.span').getBoundingClientRect();
+        const track = lane.querySelector('.track').getBoundingClientRect();
+        return bar.right - track.right; }""")
+    assert sticks_out <= 3, "the bar of a task still running stops at the axis's end"
+    overflow = await page.evaluate(
+        "() => document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 0
+
+
 async def test_dashboard_binds_a_scenario_and_sets_webhook_faults(dashboard):
     page, client = dashboard
     await page.fill("#binding-user", "bound-user")
@@ -172,9 +200,14 @@ async def test_dashboard_binds_a_scenario_and_sets_webhook_faults(dashboard):
     assert (await api(client, "GET", "/_sandbox/webhooks/faults"))["data"] == {
         "duplicate": 1.0, "outOfOrder": 0.0, "delay": 0.5, "delaySeconds": 120.0}
 
+    sent = []
+    page.on("request", lambda r: sent.append(r.method + " " + r.url))
     await page.fill("#fault-duplicate", "2")  # past 1: the form refuses it, nothing is sent
     await page.click("#faults-form button")
     await expect(page.locator("#fault-duplicate:invalid")).to_have_count(1)
+    await page.click("#trigger-form button")  # a later action's answer: what came before did too
+    await expect(page.locator("#message")).to_have_text("Event emitted.")
+    assert not [r for r in sent if r.startswith("PUT") and "/webhooks/faults" in r], sent
     assert (await api(client, "GET", "/_sandbox/webhooks/faults"))["data"]["duplicate"] == 1.0
 
 
@@ -215,6 +248,40 @@ async def test_a_tick_asks_only_for_what_changed_with_ten_thousand_events_stored
     assert [[e["body"]["data"]["companyId"] for e in data] for data in new] in (
         [["new-0", "new-1"]], [["new-0"], ["new-1"]])
     assert max(size for _, size, _ in rest) < 2_000
+
+
+async def test_keyboard_focus_and_a_selection_survive_live_updates(
+        aiohttp_server, loaded, browser_context, receiver):
+    """On a real clock (time moves every tick) the page redraws only what time moves; a
+    focused control keeps the focus through redraws, and the details keep a selection."""
+    settings = Settings(port=0, clock="real", time_scale=60, webhook_url=receiver.url(HOOKS))
+    server = await aiohttp_server(create_app(settings, registry=build_registry(
+        settings, loaded=loaded)))
+    errors: list[str] = []
+    page = await open_dashboard(server, browser_context, errors)
+    await create_task(page, "focus-user", "happy-path")  # over in 8 virtual seconds
+    await page.locator("#tasks tr", has_text="completed").wait_for()
+    await expect(page.locator("#events tr", has_text="task-workflow-finished")).to_have_count(1)
+    button = page.locator("#events tr button").first
+    await button.focus()
+    await page.keyboard.press("Enter")
+    await expect(page.locator("#attempt-rows tr").first).to_be_visible()
+    assert await button.get_attribute("aria-current") == "true"
+    key = await button.get_attribute("data-focus")
+    rows_before = await page.locator("#events").evaluate_handle("body => body.firstElementChild")
+    await page.locator("#detail-summary").evaluate("""node => {
+        const range = document.createRange(); range.selectNodeContents(node);
+        getSelection().removeAllRanges(); getSelection().addRange(range); }""")
+    for _ in range(3):  # three ticks of a moving clock
+        await page.wait_for_event("response", lambda r: "/_sandbox/clock" in r.url)
+    focused = await page.evaluate("() => document.activeElement.getAttribute('data-focus')")
+    assert focused == key, "the focus stays on the events table's button"
+    selection = await page.evaluate("() => getSelection().toString()")
+    assert "ce-id" in selection, "the details were not rewritten under the selection"
+    still = await page.locator("#events").evaluate("(body, row) => body.firstElementChild === row",
+                                                   rows_before)
+    assert still, "no data changed: the events table was not rebuilt"
+    assert errors == []
 
 
 def is_tick(response) -> bool:

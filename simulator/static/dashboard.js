@@ -29,6 +29,8 @@
   var cursors = { events: 0, tasks: 0 };
   var clock = null, clockShown = "";
   var selected = null;     // { kind: "event" | "task", id }
+  var detailShown = "null";
+  var DETAIL_HINT = "Click an event on the timeline or in the list to see its deliveries and every attempt.";
   var ticking = false, again = false, generation = 0;
   var $ = function (id) { return document.getElementById(id); };
 
@@ -122,10 +124,14 @@
       api("GET", "/_sandbox/tasks?limit=" + PAGE + "&after=" + cursors.tasks)
     ]).then(function (answers) {
       if (mine !== generation) { return; }  // other keys since: not this tenant's
-      var changed = takeClock(answers[0].data);
-      changed = takeEvents(answers[1]) || changed;
+      var moved = takeClock(answers[0].data);
+      var changed = takeEvents(answers[1]);
       changed = takeTasks(answers[2]) || changed;
       if (changed) { render(); }
+      else if (moved) {  // only time passed: the clock, the now line, running tasks' bars
+        renderClock();
+        keepFocus(renderTimeline);
+      }
     }).catch(function (error) { say(error.message); })
       .then(function () {
         ticking = false;
@@ -160,10 +166,30 @@
 
   function render() {
     renderClock();
-    renderTimeline();
-    renderTables();
+    keepFocus(function () {
+      renderTimeline();
+      renderTables();
+    });
     renderDetail();
   }
+
+  /* Redraw without losing the keyboard's place: the element focused before (known by its
+   * data-focus) is focused again after. */
+  function keepFocus(draw) {
+    var active = document.activeElement;
+    var key = active && active.getAttribute ? active.getAttribute("data-focus") : null;
+    draw();
+    if (!key) { return; }
+    var again = Array.prototype.filter.call(document.querySelectorAll("[data-focus]"),
+      function (node) { return node.getAttribute("data-focus") === key; })[0];
+    if (again) { again.focus(); }
+  }
+
+  function mark(node, key, current) {
+    node.setAttribute("data-focus", key);
+    if (current) { node.setAttribute("aria-current", "true"); }
+  }
+  function isSelected(kind, id) { return !!selected && selected.kind === kind && selected.id === id; }
 
   function renderClock() {
     if (!clock) { return; }
@@ -231,10 +257,11 @@
     $("timeline-range").textContent = "Virtual time " + fullTime(lo + margin) + " to " +
       clockTime(hi - margin) + " UTC (" + duration(hi - lo - 2 * margin) + "), gridlines every " +
       duration(step) + (now != null && now > hi ? "; now is " + duration(now - hi + margin) + " later" : "") + ".";
-    rows.forEach(function (row) { list.appendChild(lane(row, x, ticks, now != null && now >= lo && now <= hi ? now : null)); });
+    var shownNow = now != null && now >= lo && now <= hi ? now : null;
+    rows.forEach(function (row) { list.appendChild(lane(row, x, ticks, shownNow, hi)); });
   }
 
-  function lane(row, x, ticks, now) {
+  function lane(row, x, ticks, now, hi) {
     var task = row.task;
     var item = el("li", "lane");
     var label = el("div", "lane-label");
@@ -243,13 +270,14 @@
       var open = el("button", "link", "task " + short(task.id));
       open.type = "button";
       open.setAttribute("aria-label", "task " + task.id + ", " + task.status);
+      mark(open, "lane:" + task.id, isSelected("task", task.id));
       open.onclick = function () { select("task", task.id); };
       label.appendChild(open);
       label.appendChild(el("span", null, task.user.identifier + " \u00b7 " + task.scenario));
       var status = el("span", null);
       status.appendChild(el("span", "pill " + task.status, task.status + (task.reason ? ": " + task.reason : "")));
       label.appendChild(status);
-      if (selected && selected.kind === "task" && selected.id === task.id) { item.className += " selected"; }
+      if (isSelected("task", task.id)) { item.className += " selected"; }
     } else {
       label.appendChild(el("strong", null, "Other events"));
       label.appendChild(el("span", null, "not of a task shown"));
@@ -262,7 +290,8 @@
     if (task) {
       var start = seconds(task.createdAt), last = task.history[task.history.length - 1];
       var final = task.status === "completed" || task.status === "failed";
-      var end = final ? seconds(last.at) : Math.max(start, clock ? clock.timestamp : start);
+      // Running: up to now, or to the axis's end when now is past it.
+      var end = final ? seconds(last.at) : Math.min(hi, Math.max(start, clock ? clock.timestamp : start));
       var bar = el("span", "span " + task.status);
       bar.style.left = x(start);
       bar.style.width = "calc(" + x(Math.max(end, start)) + " - " + x(start) + " + 2px)";
@@ -312,7 +341,8 @@
     var name = event.eventType + " at " + clockTime(at) + ", delivery " + event.delivery;
     marker.setAttribute("aria-label", name);
     marker.title = name;
-    if (selected && selected.kind === "event" && selected.id === event.id) { marker.className += " selected"; }
+    if (isSelected("event", event.id)) { marker.className += " selected"; }
+    mark(marker, "marker:" + event.id, isSelected("event", event.id));
     marker.onclick = function () { select("event", event.id); };
     track.appendChild(marker);
     event.deliveries.forEach(function (delivery, index) {
@@ -356,6 +386,7 @@
       var open = el("button", "link", short(task.id));
       open.type = "button";
       open.setAttribute("aria-label", "task " + task.id);
+      mark(open, "task-row:" + task.id, isSelected("task", task.id));
       first.appendChild(open);
       tr.appendChild(first);
       [cell(task.user.identifier), cell(task.product), cell(task.scenario), cell(task.status, task.status),
@@ -366,11 +397,12 @@
     var eventBody = $("events");
     eventBody.textContent = "";
     Array.from(events.values()).sort(bySequence).reverse().slice(0, TABLE_EVENTS).forEach(function (event) {
-      var tr = el("tr", "clickable" + (selected && selected.id === event.id ? " selected" : ""));
+      var tr = el("tr", "clickable" + (isSelected("event", event.id) ? " selected" : ""));
       var first = el("td", "mono");
       var open = el("button", "link", clockTime(seconds(event.time)));
       open.type = "button";
       open.setAttribute("aria-label", event.eventType + " at " + event.time);
+      mark(open, "event-row:" + event.id, isSelected("event", event.id));
       first.appendChild(open);
       tr.appendChild(first);
       [cell(event.eventType), cell(event.userIdentifier), cell(short(event.task)),
@@ -388,11 +420,18 @@
   function renderDetail() {
     var event = selected && selected.kind === "event" ? events.get(selected.id) : null;
     var task = selected && selected.kind === "task" ? tasks.get(selected.id) : null;
+    var shown = JSON.stringify(event || task || null);
+    if (shown === detailShown) { return; }  // unchanged: a selection in it stays
+    detailShown = shown;
     $("attempts").hidden = !event;
     $("resend").hidden = !event;
     $("body-details").hidden = !event;
     $("history").hidden = !task;
     if (event) { showEvent(event); } else if (task) { showTask(task); }
+    else {
+      $("detail-title").textContent = "Event";
+      $("detail-summary").textContent = DETAIL_HINT;
+    }
   }
 
   function showEvent(event) {
@@ -451,7 +490,7 @@
     generation += 1;
     events.clear(); tasks.clear();
     cursors = { events: 0, tasks: 0 };
-    clockShown = ""; selected = null;
+    clockShown = ""; selected = null; detailShown = "";
     try { localStorage.setItem("payroll-sandbox-keys", JSON.stringify(keys)); } catch (e) { /* private mode */ }
     $("api-key").value = key;
     $("api-secret").value = secret;
@@ -461,7 +500,7 @@
     loadScenarios();
     fetch("/_sandbox/schemas/events").then(function (r) { return r.json(); }).then(function (json) {
       options($("trigger-type"), json.data.map(function (type) { return { value: type, text: type }; }));
-    });
+    }).catch(function (error) { say(error.message); });
     api("GET", "/_sandbox/webhooks/endpoints").then(function (json) {
       $("webhook-url").value = json.data.length ? json.data[0].url : "";
     }).catch(function () {});
@@ -507,6 +546,7 @@
         var remove = el("button", "link", "unbind");
         remove.type = "button";
         remove.setAttribute("aria-label", "unbind " + identifier);
+        mark(remove, "unbind:" + identifier, false);
         remove.onclick = function () { bind(identifier, null); };
         item.appendChild(remove);
         list.appendChild(item);
