@@ -712,7 +712,6 @@ class _Builder:
 
     def _jobs(self, next_sequence: int) -> list[Job]:
         jobs, sequences = [], set()
-        context = _Context(self)
         for number, raw in enumerate(self.document["jobs"]):
             path = f"$.jobs[{number}]"
             if raw["sequence"] in sequences:
@@ -721,7 +720,9 @@ class _Builder:
                 raise _invalid(f"{path}.sequence", "must be below counters.nextJobSequence")
             sequences.add(raw["sequence"])
             try:
-                action = ACTION_KINDS[raw["action"]["kind"]].rebuild(raw["action"], context)
+                # The builder is the rebuild's context: the app's collaborators, the
+                # tenant, and the snapshot's objects by id.
+                action = ACTION_KINDS[raw["action"]["kind"]].rebuild(raw["action"], self)
             except LookupError as error:
                 raise _invalid(f"{path}.action", str(error).strip("'\"")) from None
             jobs.append(Job(float(raw["due"]), raw["sequence"], action, raw["label"],
@@ -737,25 +738,6 @@ class _Builder:
                 if public_token in other.tokens:
                     raise Fault(SnapshotConflict, TOKEN_ELSEWHERE.format(owner=other.name),
                                 [(f"$.tokens[{number}].publicToken", "held by another tenant")])
-
-
-class _Context:
-    """What a scheduled action's rebuild sees (domain/timeline.py ACTION_KINDS): the app's
-    collaborators, the tenant, and the snapshot's objects by id."""
-
-    def __init__(self, builder: _Builder) -> None:
-        self.tenant = builder.tenant
-        self.engine = builder.engine
-        self.linked_accounts = builder.linked_accounts
-        self.processor_links = builder.processor_links
-        self.dispatcher = builder.dispatcher
-        self.task = builder.task
-        self.linked_account = builder.linked_account
-        self.processor_link = builder.processor_link
-        self.processor_token = builder.processor_token
-        self.event = builder.event
-        self.delivery = builder.delivery
-        self.step = builder.step
 
 
 # -- --state-file ---------------------------------------------------------------------------------

@@ -126,6 +126,16 @@ async def browser_context(browser_server):
             await browser.close()  # closes this connection's contexts; chromium keeps running
 
 
+def page_errors(page, ignore: tuple[str, ...] = ()) -> list[str]:
+    """The script errors and console errors (a CSP refusal among them) of `page`, as they
+    come; console messages containing one of `ignore` are left out."""
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error"
+            and not any(part in m.text for part in ignore) else None)
+    return errors
+
+
 @pytest.fixture(scope="session")
 def loaded():
     return load(Settings())

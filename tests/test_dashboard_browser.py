@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from axe_playwright_python.async_playwright import Axe
-from conftest import ACME, HOOKS, KROGER, WALMART
+from conftest import ACME, HOOKS, KROGER, WALMART, page_errors
 from playwright.async_api import expect
 
 from simulator.app import build_registry, create_app
@@ -20,18 +20,15 @@ TIMEOUT_MS = 5_000
 FRAGMENT = f"#key={ACME['x-api-key']}&secret={ACME['x-api-secret']}"
 
 
-async def open_dashboard(server, browser_context, errors: list | None = None):
-    """The dashboard with acme's keys; script errors and console errors (a CSP refusal
-    among them) go to `errors`."""
+async def open_dashboard(server, browser_context):
+    """The dashboard with acme's keys, and its script and console errors as they come."""
     page = await browser_context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
-    if errors is not None:
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    errors = page_errors(page)
     await page.goto(str(server.make_url("/_sandbox/")) + FRAGMENT)
     await page.locator("#task-scenario option[value='auth-expired']").wait_for(state="attached")
     assert "secret" not in page.url, "the keys leave the address (and the history) at once"
-    return page
+    return page, errors
 
 
 @pytest.fixture
@@ -45,8 +42,8 @@ async def dashboard(aiohttp_server, aiohttp_client, loaded, clock, receiver, bro
     server = await aiohttp_server(create_app(settings, registry=build_registry(
         settings, clock=clock, loaded=loaded)))
     client = await aiohttp_client(server)
-    errors: list[str] = []
-    yield await open_dashboard(server, browser_context, errors), client
+    page, errors = await open_dashboard(server, browser_context)
+    yield page, client
     assert errors == []
 
 
@@ -257,8 +254,7 @@ async def test_keyboard_focus_and_a_selection_survive_live_updates(
     settings = Settings(port=0, clock="real", time_scale=60, webhook_url=receiver.url(HOOKS))
     server = await aiohttp_server(create_app(settings, registry=build_registry(
         settings, loaded=loaded)))
-    errors: list[str] = []
-    page = await open_dashboard(server, browser_context, errors)
+    page, errors = await open_dashboard(server, browser_context)
     await create_task(page, "focus-user", "happy-path")  # over in 8 virtual seconds
     await page.locator("#tasks tr", has_text="completed").wait_for()
     await expect(page.locator("#events tr", has_text="task-workflow-finished")).to_have_count(1)

@@ -4,6 +4,7 @@ server, the hosted flow opened with the SDK, and the callbacks listed as they ar
 from __future__ import annotations
 
 from axe_playwright_python.async_playwright import Axe
+from conftest import page_errors
 from playwright.async_api import expect
 
 from simulator.app import build_registry, create_app
@@ -20,9 +21,7 @@ async def test_demo_opens_the_flow_with_a_token_from_its_server_and_lists_callba
         settings, clock=clock, loaded=loaded)))
     page = await browser_context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
-    errors = []
-    page.on("console", lambda message: errors.append(message.text)
-            if message.type == "error" else None)
+    errors = page_errors(page)
     response = await page.goto(str(server.make_url("/demo")))
     html = await response.text()
     assert "sandbox-key" not in html and "secret" not in html.lower()

@@ -4,6 +4,7 @@ UI's own files served by the sandbox (no CDN), under the page's CSP, readable by
 from __future__ import annotations
 
 from axe_playwright_python.async_playwright import Axe
+from conftest import page_errors
 
 from simulator.app import build_registry, create_app
 from simulator.settings import Settings
@@ -21,10 +22,9 @@ async def test_docs_renders_every_operation_from_local_files_readably(aiohttp_se
         settings, clock=clock, loaded=loaded)))
     base = str(server.make_url("/")).rstrip("/")
     page = await browser_context.new_page()
-    requested, problems = [], []
+    requested = []
     page.on("request", lambda request: requested.append(request.url))
-    page.on("console", lambda message: problems.append(message.text)
-            if message.type == "error" and "favicon" not in message.text else None)
+    problems = page_errors(page, ignore=("favicon",))
     await page.goto(base + "/docs")
     await page.locator(".opblock").first.wait_for(timeout=TIMEOUT_MS)
 

@@ -16,7 +16,7 @@ import pytest
 from aiohttp import web
 from axe_playwright_python.async_playwright import Axe
 from calls import advance, call
-from conftest import FEDEX, WALMART
+from conftest import FEDEX, WALMART, page_errors
 
 from simulator.app import build_registry, create_app
 from simulator.logos import company_logo_svg, contrast, ink_on, monogram
@@ -74,11 +74,8 @@ async def page(aiohttp_server, sandbox, browser_context):
     server = await aiohttp_server(app, host="127.0.0.1")
     page = await browser_context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
-    problems: list[str] = []
     # Script errors and CSP refusals; not the 4xx answers some screens are about.
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error"
-            and not m.text.startswith("Failed to load resource") else None)
-    page.on("pageerror", lambda error: problems.append(str(error)))
+    problems = page_errors(page, ignore=("Failed to load resource",))
     await page.goto(f"http://localhost:{server.port}/")
     page.problems = problems
     yield page
