@@ -23,8 +23,8 @@ import aiohttp
 
 from common import report, serve
 
-from simulator.app import create_app
-from simulator.settings import Settings
+from payroll_sandbox.app import create_app
+from payroll_sandbox.settings import Settings
 
 TARGET_P99_MS = 50.0
 ACME = {"x-api-key": "sandbox-key-acme-0001", "x-api-secret": "sandbox-secret-acme-0001"}

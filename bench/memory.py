@@ -33,9 +33,9 @@ from aiohttp import web
 
 from common import report, serve, serve_hook
 
-from simulator.app import create_app
-from simulator.keys import SANDBOX
-from simulator.settings import Settings
+from payroll_sandbox.app import create_app
+from payroll_sandbox.keys import SANDBOX
+from payroll_sandbox.settings import Settings
 
 RSS_LIMIT_MB = 300
 FLAT_SPREAD = 0.10

@@ -55,13 +55,13 @@ from aiohttp import web
 
 from common import peak_rss_mb, print_profile, serve
 
-from simulator.app import create_app
-from simulator.domain.companies import OPERATIONAL
-from simulator.domain.linked_accounts import DATA_KINDS
-from simulator.domain.states import COMPLETED
-from simulator.domain.tasks import HAPPY_PATH
-from simulator.keys import SANDBOX
-from simulator.settings import Settings
+from payroll_sandbox.app import create_app
+from payroll_sandbox.domain.companies import OPERATIONAL
+from payroll_sandbox.domain.linked_accounts import DATA_KINDS
+from payroll_sandbox.domain.states import COMPLETED
+from payroll_sandbox.domain.tasks import HAPPY_PATH
+from payroll_sandbox.keys import SANDBOX
+from payroll_sandbox.settings import Settings
 
 API_KEY = "sandbox-key-acme-0001"
 API_SECRET = "sandbox-secret-acme-0001"

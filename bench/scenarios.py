@@ -37,11 +37,11 @@ import aiohttp
 
 from common import peak_rss_mb, print_profile, serve
 
-from simulator.app import create_app
-from simulator.webhooks.dispatcher import TENANT_CONNECTIONS
-from simulator.domain.states import FINAL
-from simulator.keys import SANDBOX
-from simulator.settings import Settings
+from payroll_sandbox.app import create_app
+from payroll_sandbox.webhooks.dispatcher import TENANT_CONNECTIONS
+from payroll_sandbox.domain.states import FINAL
+from payroll_sandbox.keys import SANDBOX
+from payroll_sandbox.settings import Settings
 
 API_KEY = "sandbox-key-acme-0001"
 API_SECRET = "sandbox-secret-acme-0001"

@@ -31,12 +31,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from simulator.catalog import company_from_fixture, generate_companies
-from simulator.domain.companies import (DISABLED, FRANCHISE_PARENT, Catalog, Company,
+from payroll_sandbox.catalog import company_from_fixture, generate_companies
+from payroll_sandbox.domain.companies import (DISABLED, FRANCHISE_PARENT, Catalog, Company,
                                         CompanyDirectory, ManualDepositRule)
-from simulator.domain.search import SearchIndex, SearchQuery, normalize, search_companies
-from simulator.fixtures import load_fixtures
-from simulator.settings import bundled_dir
+from payroll_sandbox.domain.search import SearchIndex, SearchQuery, normalize, search_companies
+from payroll_sandbox.fixtures import load_fixtures
+from payroll_sandbox.settings import bundled_dir
 
 TARGET_P99_MS = 10.0
 KINDS = ("exact", "prefix", "typo", "franchise", "franchise-scoped", "multi-word", "filtered")

@@ -47,7 +47,7 @@ SERVING = re.compile(r"serving (?P<url>http://\S+)"
                      r"(?: environment=\S+ x-api-key=(?P<key>\S+) x-api-secret=(?P<secret>\S+))?")
 BODY = json.dumps({"query": "walmart"}).encode()
 
-SANDBOX = [sys.executable, "-m", "simulator", "serve", "--host", HOST, "--port", "0"]
+SANDBOX = [sys.executable, "-m", "payroll_sandbox", "serve", "--host", HOST, "--port", "0"]
 BARE = [sys.executable, str(Path(__file__).with_name("bare_server.py"))]
 
 # No proxy from the environment may stand between us and 127.0.0.1.
@@ -164,11 +164,11 @@ def import_breakdown(env: dict[str, str], top: int = 10) -> None:
 
 def phase_breakdown() -> None:
     """build_registry's phases, in this process (imports already warm)."""
-    from simulator.catalog import build_companies
-    from simulator.domain.companies import Catalog
-    from simulator.domain.search import SearchIndex
-    from simulator.fixtures import load_fixtures
-    from simulator.settings import load_settings
+    from payroll_sandbox.catalog import build_companies
+    from payroll_sandbox.domain.companies import Catalog
+    from payroll_sandbox.domain.search import SearchIndex
+    from payroll_sandbox.fixtures import load_fixtures
+    from payroll_sandbox.settings import load_settings
 
     settings = load_settings({}, environ={})
     load_fixtures(settings.fixtures)  # warm jsonschema and faker imports out of the timings

@@ -1,6 +1,6 @@
 """Task creation latency on a big heap: 100,000 tasks stored, then more created one at a time.
 
-Starts `python -m simulator serve --clock manual --port 0` (a real process, as users
+Starts `python -m payroll_sandbox serve --clock manual --port 0` (a real process, as users
 run it; PAYROLL_SANDBOX_MAX_TASKS raised so nothing is evicted), stores --stored tasks
 (default 100,000) with POST /task/create, 32 in flight, then sends --timed more
 (default 10,000) one after another and prints p50/p99/max of their latency (as the

@@ -1,6 +1,6 @@
 """Tenant creation: latency over 1,000 creations and the memory 100 idle tenants take.
 
-Starts `python -m simulator serve --clock manual --port 0` (a real process, as users run
+Starts `python -m payroll_sandbox serve --clock manual --port 0` (a real process, as users run
 it, with PAYROLL_SANDBOX_MAX_TENANTS raised above --count), then creates --count tenants
 one after another with POST /_sandbox/tenants (what the pytest plugin does per test) and
 prints p50/p99/max of their latency as the client sees it, beside GET /health on the same

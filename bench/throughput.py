@@ -1,6 +1,6 @@
 """Requests per second of the sandbox against a bare aiohttp server answering the same bytes.
 
-Starts `python -m simulator serve --clock manual --port 0` (a real process, as users
+Starts `python -m payroll_sandbox serve --clock manual --port 0` (a real process, as users
 run it, with PAYROLL_SANDBOX_MAX_TASKS raised: see SANDBOX_ENV), prepares what the
 requests need (a company id, a task), and sends each request once to capture the
 sandbox's answer: status, content type and body bytes.
@@ -61,7 +61,7 @@ BARE = [sys.executable, str(Path(__file__).with_name("bare_server.py"))]
 # default bound (10,000 per tenant): the bound is raised above what the rounds create,
 # so task create measures creating a task, not a full tenant.
 SANDBOX_ENV = {"PAYROLL_SANDBOX_MAX_TASKS": "1000000"}
-SANDBOX = [sys.executable, "-m", "simulator", "serve", "--clock", "manual", "--host", HOST,
+SANDBOX = [sys.executable, "-m", "payroll_sandbox", "serve", "--clock", "manual", "--host", HOST,
            "--port", "0"]
 REQUESTS_PER_SEC = re.compile(r"Requests/sec:\s+([\d.]+)")
 NON_2XX = re.compile(r"Non-2xx or 3xx responses:\s+(\d+)")

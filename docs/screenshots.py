@@ -2,7 +2,7 @@
 
     python docs/screenshots.py [--out docs/screenshots] [--chromium /usr/bin/chromium]
 
-Starts `python -m simulator serve --port 0 --clock manual`, opens /demo in Debian's
+Starts `python -m payroll_sandbox serve --port 0 --clock manual`, opens /demo in Debian's
 chromium through Playwright, drives the flow as a user would (sandbox usernames; the
 clock moved over the control plane with the demo tenant's keys, so every task step is
 the server's own) and saves one PNG per screen and width into docs/screenshots/,
@@ -42,7 +42,7 @@ TIMEOUT_MS = 15_000
 def sandbox():
     """A real server on a free port with a manual clock; its base URL."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "simulator", "serve", "--port", "0", "--clock", "manual"],
+        [sys.executable, "-m", "payroll_sandbox", "serve", "--port", "0", "--clock", "manual"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO,
         env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:

@@ -1,4 +1,4 @@
-"""`python -m simulator serve` runs the same CLI as `payroll-sandbox`."""
+"""`python -m payroll_sandbox serve` runs the same CLI as `payroll-sandbox`."""
 
 import sys
 

@@ -20,7 +20,7 @@ PAYROLL_SANDBOX_URL set, the fixtures use a server you run yourself (e.g. Docker
         webhook_receiver.assert_order(["task-status-updated", "task-workflow-finished"],
                                       task=task["id"])
 
-The types come from simulator.testing.
+The types come from payroll_sandbox.testing.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ try:
 except ImportError:  # the async fixtures need it; the sync ones do not
     pytest_asyncio = None
 
-__all__ = ["Sandbox", "SandboxError"]  # importable from here as before; simulator.testing has all
+__all__ = ["Sandbox", "SandboxError"]  # importable from here as before; payroll_sandbox.testing has all
 
 URL_VARIABLE = "PAYROLL_SANDBOX_URL"
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from simulator.app import build_registry, create_app, load
-from simulator.clock import Clock
-from simulator.settings import Settings
+from payroll_sandbox.app import build_registry, create_app, load
+from payroll_sandbox.clock import Clock
+from payroll_sandbox.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
 ACME = {"x-api-key": "sandbox-key-acme-0001", "x-api-secret": "sandbox-secret-acme-0001"}
@@ -192,6 +192,6 @@ async def client(make_client):
 
 
 def run_cli(*args: str, timeout: float = 60, env: dict | None = None) -> subprocess.CompletedProcess:
-    """Runs `python -m simulator ...` as a real process."""
-    return subprocess.run([sys.executable, "-m", "simulator", *args], capture_output=True,
+    """Runs `python -m payroll_sandbox ...` as a real process."""
+    return subprocess.run([sys.executable, "-m", "payroll_sandbox", *args], capture_output=True,
                           text=True, timeout=timeout, cwd=REPO, env={**os.environ, **(env or {})})

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from conftest import ACME, WALMART
 from receiver import Receiver
-from simulator.app import build_registry, create_app
-from simulator.settings import Settings
+from payroll_sandbox.app import build_registry, create_app
+from payroll_sandbox.settings import Settings
 
 HOOKS = "/hooks"
 

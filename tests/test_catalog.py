@@ -6,8 +6,8 @@ from pathlib import Path
 
 from conftest import ACME, GLOBEX, JOES_DINER, SEARS, WALMART
 
-from simulator.app import load
-from simulator.settings import Settings, bundled_dir
+from payroll_sandbox.app import load
+from payroll_sandbox.settings import Settings, bundled_dir
 
 
 async def test_company_details_has_full_connector_capabilities(client):
@@ -96,8 +96,8 @@ def test_generated_catalog_has_franchise_networks_and_every_status(tmp_path: Pat
 
 
 def test_generated_catalog_is_the_same_with_and_without_the_word_pool_cache(tmp_path, monkeypatch):
-    from simulator.catalog import generate_companies
-    from simulator.fixtures import load_fixtures
+    from payroll_sandbox.catalog import generate_companies
+    from payroll_sandbox.fixtures import load_fixtures
 
     service = load_fixtures(bundled_dir("fixtures")).service
     monkeypatch.setenv("PAYROLL_SANDBOX_CACHE_DIR", str(tmp_path))

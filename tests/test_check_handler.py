@@ -24,13 +24,13 @@ import pytest
 from aiohttp import web
 from conftest import REPO, run_cli
 
-from simulator import checker
-from simulator.checker import (BURST, CHECKS, DUPLICATE_DELIVERY, EVERY_EVENT_TYPE, EXTRA_FIELDS,
+from payroll_sandbox import checker
+from payroll_sandbox.checker import (BURST, CHECKS, DUPLICATE_DELIVERY, EVERY_EVENT_TYPE, EXTRA_FIELDS,
                                MISSING_SIGNATURE, NO_REDIRECT, OUT_OF_ORDER, PASS, SKIP,
                                STATE_URL, UNKNOWN_EVENT_TYPE, WRONG_SIGNATURE, CheckerError,
                                check_handler, check_handler_async)
-from simulator.cli import main
-from simulator.schemas.events import event_types
+from payroll_sandbox.cli import main
+from payroll_sandbox.schemas.events import event_types
 
 SECRET = "handler-secret-0001"
 FAST = {"burst": 40, "concurrency": 20}

@@ -25,10 +25,10 @@ from conftest import ACME, REPO, run_cli
 from test_check_handler import (FAST, SECRET, example, example_process, example_with, hanging_app,
                                 naive_app, serve)
 
-from simulator.checker import (CHECKS, DUPLICATE_DELIVERY, EVERY_EVENT_TYPE, MISSING_SIGNATURE,
+from payroll_sandbox.checker import (CHECKS, DUPLICATE_DELIVERY, EVERY_EVENT_TYPE, MISSING_SIGNATURE,
                                PASS, STATE_URL, UNKNOWN_EVENT_TYPE, WRONG_SIGNATURE, CheckerError,
                                check_handler, check_handler_async)
-from simulator.schemas.events import event_types
+from payroll_sandbox.schemas.events import event_types
 
 __all__ = ["example_process"]  # a fixture of test_check_handler, used here too
 
@@ -44,7 +44,7 @@ def running_sandbox(folder, *flags: str):
     config.write_text(f"vendor: {VENDOR}\naggregator: {AGGREGATOR}\n")
     with (folder / "serve.log").open("w") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "simulator", "serve", "--port", "0", "--config", str(config),
+            [sys.executable, "-m", "payroll_sandbox", "serve", "--port", "0", "--config", str(config),
              *flags], stdout=subprocess.PIPE, stderr=log, text=True, cwd=REPO)
     try:
         line = process.stdout.readline().strip()
@@ -217,7 +217,7 @@ async def test_ctrl_c_during_the_run_still_deletes_the_temporary_tenant(aiohttp_
     before = stored_tenants(base)
     handler = await serve(aiohttp_server, hanging_app())
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "simulator", "check-handler", f"{handler}/webhooks", "--secret",
+        sys.executable, "-m", "payroll_sandbox", "check-handler", f"{handler}/webhooks", "--secret",
         SECRET, "--url", base, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         # The first delivery hangs in the handler: by then the tenant exists.

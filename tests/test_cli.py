@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 from conftest import REPO, WALMART, run_cli
 
-from simulator.settings import bundled_dir
+from payroll_sandbox.settings import bundled_dir
 
 SERVING = "payroll-sandbox serving "
 
 
 @contextmanager
 def serving(*args: str, env: dict | None = None):
-    """Starts `python -m simulator serve --port 0 ...`; yields (base_url, key, secret, line)."""
-    process = subprocess.Popen([sys.executable, "-m", "simulator", "serve", "--port", "0", *args],
+    """Starts `python -m payroll_sandbox serve --port 0 ...`; yields (base_url, key, secret, line)."""
+    process = subprocess.Popen([sys.executable, "-m", "payroll_sandbox", "serve", "--port", "0", *args],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
                                env={**os.environ, **(env or {})})
     try:
@@ -63,7 +63,7 @@ def test_serve_environment_comes_from_the_flag_or_the_variable():
 
 
 def test_serve_logs_one_json_line_per_request():
-    process = subprocess.Popen([sys.executable, "-m", "simulator", "serve", "--port", "0",
+    process = subprocess.Popen([sys.executable, "-m", "payroll_sandbox", "serve", "--port", "0",
                                 "--log-format", "json"], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, cwd=REPO)
     try:

@@ -8,7 +8,7 @@ from importlib.metadata import version
 from conftest import ACME, WALMART, run_cli
 from test_cli import copy_fixtures, post, serving
 
-from simulator.settings import bundled_dir
+from payroll_sandbox.settings import bundled_dir
 
 SLOW_SUCCESS = """\
 description: "Completes after a day."

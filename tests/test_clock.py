@@ -15,8 +15,8 @@ import yaml
 from conftest import ACME, GLOBEX, WALMART, run_cli
 from test_cli import copy_fixtures, post, serving
 
-from simulator.app import build_registry, create_app
-from simulator.settings import Settings, bundled_dir
+from payroll_sandbox.app import build_registry, create_app
+from payroll_sandbox.settings import Settings, bundled_dir
 
 START = 1_780_000_000  # the manual clock of conftest
 TASK = {"identifier": "user-1", "company": WALMART, "product": "deposit"}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from conftest import ACME, GLOBEX, KROGER, WALMART
 
-from simulator.clock import isoformat
+from payroll_sandbox.clock import isoformat
 
 AMAZON = "6410a0000000000000000002"
 TARGET = "6410a0000000000000000003"

@@ -12,10 +12,10 @@ import time
 
 from conftest import ACME, GLOBEX, HOOKS, WALMART
 from receiver import HANG, parse_time
-from simulator import scheduler
-from simulator.webhooks import dispatcher
-from simulator.app import build_registry, create_app
-from simulator.settings import Settings
+from payroll_sandbox import scheduler
+from payroll_sandbox.webhooks import dispatcher
+from payroll_sandbox.app import build_registry, create_app
+from payroll_sandbox.settings import Settings
 
 TIMEOUT = 1.0  # --webhook-timeout for these tests, wall seconds per attempt
 

@@ -22,10 +22,10 @@ import yaml
 from calls import advance, call, error_of, run_until_idle, today
 from conftest import ACME, REPO, WALMART
 from receiver import assert_events_valid
-from simulator.datagen import ProfileFactory
-from simulator.app import build_registry, create_app, load
-from simulator.clock import Clock
-from simulator.settings import Settings
+from payroll_sandbox.datagen import ProfileFactory
+from payroll_sandbox.app import build_registry, create_app, load
+from payroll_sandbox.clock import Clock
+from payroll_sandbox.settings import Settings
 
 START = 1_780_000_000
 DAY = 86_400

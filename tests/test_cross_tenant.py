@@ -18,8 +18,8 @@ import pytest
 
 from calls import call, run_until_idle
 from conftest import ACME, GLOBEX, HOOKS, WALMART
-from simulator.app import build_registry, create_app
-from simulator.settings import Settings
+from payroll_sandbox.app import build_registry, create_app
+from payroll_sandbox.settings import Settings
 
 A, B = ACME, GLOBEX
 A_USER, B_USER = "acme-isolated-user", "globex-own-user"

@@ -12,9 +12,9 @@ from axe_playwright_python.async_playwright import Axe
 from conftest import ACME, HOOKS, KROGER, WALMART, page_errors
 from playwright.async_api import expect
 
-from simulator.app import build_registry, create_app
-from simulator.keys import SANDBOX
-from simulator.settings import Settings
+from payroll_sandbox.app import build_registry, create_app
+from payroll_sandbox.keys import SANDBOX
+from payroll_sandbox.settings import Settings
 
 TIMEOUT_MS = 5_000
 FRAGMENT = f"#key={ACME['x-api-key']}&secret={ACME['x-api-secret']}"

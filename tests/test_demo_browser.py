@@ -7,8 +7,8 @@ from axe_playwright_python.async_playwright import Axe
 from conftest import page_errors
 from playwright.async_api import expect
 
-from simulator.app import build_registry, create_app
-from simulator.settings import Settings
+from payroll_sandbox.app import build_registry, create_app
+from payroll_sandbox.settings import Settings
 
 TIMEOUT_MS = 15_000
 FLOW = "iframe[src*='/initialize/']"

@@ -6,8 +6,8 @@ from __future__ import annotations
 from axe_playwright_python.async_playwright import Axe
 from conftest import page_errors
 
-from simulator.app import build_registry, create_app
-from simulator.settings import Settings
+from payroll_sandbox.app import build_registry, create_app
+from payroll_sandbox.settings import Settings
 
 TIMEOUT_MS = 15_000
 # Swagger UI's own markup, not the sandbox's: each operation's summary is a button that

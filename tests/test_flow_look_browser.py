@@ -18,9 +18,9 @@ from axe_playwright_python.async_playwright import Axe
 from calls import advance, call
 from conftest import FEDEX, WALMART, page_errors
 
-from simulator.app import build_registry, create_app
-from simulator.logos import company_logo_svg, contrast, ink_on, monogram
-from simulator.settings import Settings
+from payroll_sandbox.app import build_registry, create_app
+from payroll_sandbox.logos import company_logo_svg, contrast, ink_on, monogram
+from payroll_sandbox.settings import Settings
 
 ADP = "6410a0000000000000000020"
 NETFLIX = "6410a0000000000000000060"

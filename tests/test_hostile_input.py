@@ -19,9 +19,9 @@ import pytest
 from conftest import ACME, REPO, WALMART
 from receiver import HANG
 
-from simulator.keys import SANDBOX
-from simulator.middleware import TextLogFormatter
-from simulator.webhooks import dispatcher
+from payroll_sandbox.keys import SANDBOX
+from payroll_sandbox.middleware import TextLogFormatter
+from payroll_sandbox.webhooks import dispatcher
 
 JSON = {"content-type": "application/json"}
 DEPOSIT = {"identifier": "user-1", "company": WALMART, "product": "deposit"}
@@ -305,7 +305,7 @@ async def test_tenants_idle_past_the_expiry_are_deleted_with_everything(make_cli
 def test_sigterm_during_run_until_idle_answers_503_and_runs_nothing_more(receiver_process):
     hook = receiver_process
     process = subprocess.Popen(
-        [sys.executable, "-m", "simulator", "serve", "--port", "0", "--clock", "manual",
+        [sys.executable, "-m", "payroll_sandbox", "serve", "--port", "0", "--clock", "manual",
          "--webhook-url", hook, "--webhook-timeout", "60"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
     try:
@@ -375,7 +375,7 @@ def receiver_process():
 def test_what_the_http_parser_refuses_is_answered_in_the_error_shape(raw, status, code):
     import socket
 
-    process = subprocess.Popen([sys.executable, "-m", "simulator", "serve", "--port", "0"],
+    process = subprocess.Popen([sys.executable, "-m", "payroll_sandbox", "serve", "--port", "0"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
     try:
         host, port = process.stdout.readline().split()[2].removeprefix("http://").split(":")
@@ -401,7 +401,7 @@ def test_allowed_hosts_come_from_repeated_flags_or_the_variable():
     for args, env in ((["--allowed-host", "ci-a", "--allowed-host", "ci-b"], {}),
                       ([], {"PAYROLL_SANDBOX_ALLOWED_HOSTS": "ci-a,ci-b"})):
         process = subprocess.Popen(
-            [sys.executable, "-m", "simulator", "serve", "--port", "0", *args],
+            [sys.executable, "-m", "payroll_sandbox", "serve", "--port", "0", *args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
             env={**os.environ, **env})
         try:

@@ -28,12 +28,12 @@ import pytest
 from conftest import ACME, REPO, WALMART, run_cli
 from receiver import Receiver, closed_port
 
-from simulator.app import build_registry, create_app
-from simulator.domain.changes import WINDOW
-from simulator.keys import SANDBOX
-from simulator.listen import (CHECK_EVICTIONS, PAGE, Client, Follower, NewAttempt, NewEvent,
+from payroll_sandbox.app import build_registry, create_app
+from payroll_sandbox.domain.changes import WINDOW
+from payroll_sandbox.keys import SANDBOX
+from payroll_sandbox.listen import (CHECK_EVICTIONS, PAGE, Client, Follower, NewAttempt, NewEvent,
                               Notice)
-from simulator.settings import Settings
+from payroll_sandbox.settings import Settings
 
 SERVING = "payroll-sandbox serving "
 # The shape of a text line (README: Webhooks > Watching and forwarding from a terminal).
@@ -47,7 +47,7 @@ WAIT = 60.0  # seconds: generous (2 cores, other suites running), never unbounde
 @pytest.fixture(scope="module")
 def sandbox():
     """`serve --port 0 --clock manual`; yields its base URL."""
-    process = subprocess.Popen([sys.executable, "-m", "simulator", "serve", "--port", "0",
+    process = subprocess.Popen([sys.executable, "-m", "payroll_sandbox", "serve", "--port", "0",
                                 "--clock", "manual"], stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, text=True, cwd=REPO)
     first: list[str] = []
@@ -131,7 +131,7 @@ class Listen:
                "PAYROLL_SANDBOX_API_KEY": self.api.keys["x-api-key"],
                "PAYROLL_SANDBOX_API_SECRET": self.api.keys["x-api-secret"]}
         self.process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "simulator", "listen", *self.args, cwd=REPO, env=env,
+            sys.executable, "-m", "payroll_sandbox", "listen", *self.args, cwd=REPO, env=env,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         try:
             ready = await asyncio.wait_for(self.process.stderr.readline(), WAIT)

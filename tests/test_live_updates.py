@@ -9,10 +9,10 @@ import json
 from conftest import ACME, HOOKS, WALMART
 from receiver import HANG
 
-from simulator.app import build_registry, create_app
-from simulator.domain.changes import WINDOW
-from simulator.keys import SANDBOX
-from simulator.settings import Settings
+from payroll_sandbox.app import build_registry, create_app
+from payroll_sandbox.domain.changes import WINDOW
+from payroll_sandbox.keys import SANDBOX
+from payroll_sandbox.settings import Settings
 
 
 async def read(client, path: str) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from openapi_spec_validator import validate
 
 from conftest import ACME
-from simulator.schemas import api
+from payroll_sandbox.schemas import api
 
 
 async def test_openapi_document_is_valid_openapi_3_1(client):

@@ -14,9 +14,9 @@ import re
 import pytest
 
 from conftest import ACME
-from simulator.app import create_app
-from simulator.routes.pipeline import Auth
-from simulator.settings import Settings
+from payroll_sandbox.app import create_app
+from payroll_sandbox.routes.pipeline import Auth
+from payroll_sandbox.settings import Settings
 
 PLACEHOLDER = re.compile(r"\{([^}:]+)(:[^}]*)?\}")
 
@@ -53,7 +53,7 @@ async def test_the_document_names_the_aggregator_of_the_service_profile(aiohttp_
 
 
 def operations_of(client):
-    from simulator.keys import SANDBOX
+    from payroll_sandbox.keys import SANDBOX
 
     return client.server.app[SANDBOX].operations
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from aiohttp import web
 from conftest import ACME
 
-from simulator.app import build_registry, create_app, load
-from simulator.settings import Settings
+from payroll_sandbox.app import build_registry, create_app, load
+from payroll_sandbox.settings import Settings
 
 
 async def test_vendor_and_aggregator_names_change_everything(aiohttp_client, aiohttp_server, clock):

@@ -17,8 +17,8 @@ import urllib.request
 import pytest
 
 from conftest import REPO
-from simulator.pytest_plugin import SandboxError
-from simulator.testing import WebhookReceiver
+from payroll_sandbox.pytest_plugin import SandboxError
+from payroll_sandbox.testing import WebhookReceiver
 
 pytest_plugins = ["pytester"]
 

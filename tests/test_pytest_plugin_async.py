@@ -10,7 +10,7 @@ import hmac
 import pytest
 from aiohttp import web
 
-from simulator.testing import AsyncSandbox, AsyncWebhookReceiver, SandboxError
+from payroll_sandbox.testing import AsyncSandbox, AsyncWebhookReceiver, SandboxError
 
 WALMART = "6410a0000000000000000001"
 HAPPY_PATH = ["task-authentication-status-updated", "task-status-updated",

@@ -75,7 +75,7 @@ def call(url: str, body: dict | None = None, headers: dict | None = None) -> tup
 def payroll_sandbox(entrypoint: list[str]) -> list[str]:
     """The image's `payroll-sandbox` console script, as this interpreter runs it."""
     assert entrypoint == ["payroll-sandbox"]
-    return [sys.executable, "-m", "simulator"]
+    return [sys.executable, "-m", "payroll_sandbox"]
 
 
 def test_the_image_serves_with_its_command_and_environment_and_its_health_check_passes():
@@ -144,7 +144,7 @@ def test_the_github_job_health_command_passes_against_a_running_sandbox():
                        service["options"].replace("\n", " "))[1].replace('\\"', '"')
     port = free_port()
     env = {**dockerfile()["env"], "PAYROLL_SANDBOX_PORT": str(port)}
-    with running([sys.executable, "-m", "simulator", "serve"], env, port):
+    with running([sys.executable, "-m", "payroll_sandbox", "serve"], env, port):
         command = shlex.split(health.replace(":8080/", f":{port}/"))
         assert subprocess.run(command, timeout=10).returncode == 0
     assert job["jobs"]["integration"]["env"]["PAYROLL_SANDBOX_URL"] == "http://localhost:8080"

@@ -133,13 +133,13 @@ def _narrowed(check, waivers: list[Waiver]):
 
 @pytest.fixture(scope="module")
 def sandbox_process(tmp_path_factory):
-    """`python -m simulator serve --port 0 --clock manual`: (base_url, key, secret) of its
+    """`python -m payroll_sandbox serve --port 0 --clock manual`: (base_url, key, secret) of its
     default tenant, read from the serving line. Webhook attempts time out after 0.2 wall
     seconds, as endpoints registered by generated requests go nowhere."""
     log = tmp_path_factory.mktemp("schemathesis") / "server.log"
     with log.open("w") as stderr:
         process = subprocess.Popen(
-            [sys.executable, "-m", "simulator", "serve", "--port", "0", "--clock", "manual",
+            [sys.executable, "-m", "payroll_sandbox", "serve", "--port", "0", "--clock", "manual",
              "--webhook-timeout", "0.2"],
             stdout=subprocess.PIPE, stderr=stderr, text=True, cwd=REPO,
             env={**os.environ, "PYTHONUNBUFFERED": "1"})

@@ -23,9 +23,9 @@ from aiohttp import web
 from calls import call, run_until_idle
 from conftest import FEDEX, WALMART
 
-from simulator.app import build_registry, create_app
-from simulator.domain.states import FAILURE_REASONS
-from simulator.settings import Settings
+from payroll_sandbox.app import build_registry, create_app
+from payroll_sandbox.domain.states import FAILURE_REASONS
+from payroll_sandbox.settings import Settings
 
 NETFLIX = "6410a0000000000000000060"
 UNKNOWN_COMPANY = "6410a00000000000000fffff"

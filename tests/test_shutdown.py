@@ -23,7 +23,7 @@ async def test_sigterm_records_an_attempt_in_flight_and_exits(aiohttp_server):
     receiver.router.add_post("/hook", hang)
     server = await aiohttp_server(receiver)
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "simulator", "serve", "--port", "0", "--clock", "manual",
+        sys.executable, "-m", "payroll_sandbox", "serve", "--port", "0", "--clock", "manual",
         "--webhook-url", str(server.make_url("/hook")), "--webhook-timeout", "60",
         cwd=REPO, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         env={**os.environ, "PYTHONUNBUFFERED": "1"})

@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 from conftest import ACME, HOOKS, KROGER, REPO, WALMART
 
-from simulator import snapshot
-from simulator.app import build_registry, create_app
-from simulator.clock import Clock
-from simulator.keys import SANDBOX
-from simulator.settings import Settings
+from payroll_sandbox import snapshot
+from payroll_sandbox.app import build_registry, create_app
+from payroll_sandbox.clock import Clock
+from payroll_sandbox.keys import SANDBOX
+from payroll_sandbox.settings import Settings
 
 START = 1_780_000_000
 NETFLIX = "6410a0000000000000000060"
@@ -369,7 +369,7 @@ async def test_a_restore_brings_the_settings_and_a_reset_puts_the_accounts_back(
 
 def start(state_file: Path, *args: str) -> tuple[subprocess.Popen, str]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "simulator", "serve", "--port", "0", "--clock", "manual",
+        [sys.executable, "-m", "payroll_sandbox", "serve", "--port", "0", "--clock", "manual",
          "--state-file", str(state_file), *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
         env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -479,7 +479,7 @@ def test_a_torn_state_file_is_a_configuration_error_naming_the_file(tmp_path, co
     state_file = tmp_path / "state.json"
     state_file.write_bytes(content)
     result = subprocess.run(
-        [sys.executable, "-m", "simulator", "serve", "--port", "0", "--clock", "manual",
+        [sys.executable, "-m", "payroll_sandbox", "serve", "--port", "0", "--clock", "manual",
          "--state-file", str(state_file)], capture_output=True, text=True, timeout=60, cwd=REPO)
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith(f"payroll-sandbox: configuration error: {state_file}: $: "
@@ -494,7 +494,7 @@ def test_a_state_file_of_another_seed_or_a_folder_that_does_not_exist_is_refused
     for args, named in ((["--state-file", str(state_file)], f"{state_file}: $.seed: "),
                         (["--state-file", str(tmp_path / "nowhere" / "s.json")],
                          "settings: $.state_file: ")):
-        result = subprocess.run([sys.executable, "-m", "simulator", "serve", "--port", "0", *args],
+        result = subprocess.run([sys.executable, "-m", "payroll_sandbox", "serve", "--port", "0", *args],
                                 capture_output=True, text=True, timeout=60, cwd=REPO)
         assert result.returncode == 2, result.stderr
         assert result.stderr.startswith(f"payroll-sandbox: configuration error: {named}"), \

@@ -23,9 +23,9 @@ import yaml
 
 from conftest import ACME, JOES_DINER, REPO, WALMART, run_cli
 from receiver import Receiver, assert_events_valid
-from simulator.app import create_app
-from simulator.clock import Clock
-from simulator.settings import Settings
+from payroll_sandbox.app import create_app
+from payroll_sandbox.clock import Clock
+from payroll_sandbox.settings import Settings
 
 NETFLIX = "6410a0000000000000000060"
 START = 1_780_000_000

@@ -16,9 +16,9 @@ from jsonschema import Draft202012Validator
 
 from conftest import ACME, WALMART
 from receiver import HANG, RESET, Received, Receiver, Redirect, closed_port, parse_time
-from simulator.app import build_registry, create_app
-from simulator.clock import Clock
-from simulator.settings import Settings
+from payroll_sandbox.app import build_registry, create_app
+from payroll_sandbox.clock import Clock
+from payroll_sandbox.settings import Settings
 
 NETFLIX = "6410a0000000000000000060"
 START = 1_780_000_000

@@ -9,7 +9,7 @@ import logging
 
 import pytest
 
-from simulator.middleware import (ACCESS_MESSAGE, BatchedAccessLog, JsonLogFormatter,
+from payroll_sandbox.middleware import (ACCESS_MESSAGE, BatchedAccessLog, JsonLogFormatter,
                                   TextLogFormatter, access_log)
 
 ARGS = ("POST", "/company/search", 200, 0.123, "acme")

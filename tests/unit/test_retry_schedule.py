@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from simulator.clock import Clock, isoformat
-from simulator.domain.changes import Changes
-from simulator.domain.events import Event
-from simulator.domain.tenants import Ids
-from simulator.domain.timeline import Timeline
-from simulator.webhooks.dispatcher import DELIVERED, FAILED, Dispatcher
+from payroll_sandbox.clock import Clock, isoformat
+from payroll_sandbox.domain.changes import Changes
+from payroll_sandbox.domain.events import Event
+from payroll_sandbox.domain.tenants import Ids
+from payroll_sandbox.domain.timeline import Timeline
+from payroll_sandbox.webhooks.dispatcher import DELIVERED, FAILED, Dispatcher
 
 T0 = 1_780_000_000.0
 URL = "http://receiver.invalid/hooks"

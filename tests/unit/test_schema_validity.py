@@ -14,8 +14,8 @@ import random
 import pytest
 from jsonschema import Draft202012Validator
 
-from simulator.schemas import api, fixtures, scenarios
-from simulator.schemas.validate import _validity, schema_errors
+from payroll_sandbox.schemas import api, fixtures, scenarios
+from payroll_sandbox.schemas.validate import _validity, schema_errors
 
 ODD_VALUES = [None, True, False, 0, 1, -1, 1.0, 1.5, 2 ** 40, "", "a", " ", [], {}, ["a", "a"],
               [1, True], [0, False], [1, 1.0], {"a": 1}, [{"a": 1}, {"a": 1}]]

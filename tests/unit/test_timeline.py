@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.domain.timeline import Timeline
+from payroll_sandbox.domain.timeline import Timeline
 
 
 def never_run() -> None:
