@@ -68,7 +68,7 @@ def load(settings: Settings) -> LoadedFixtures:
             raise ConfigError(str(fixtures.directory / "companies.yaml"),
                               f"$.companies[{number}].defaultScenario",
                               f"no task scenario named {name!r}")
-    catalog = Catalog(build_companies(fixtures, settings.seed))
+    catalog = Catalog(build_companies(fixtures))
     return LoadedFixtures(fixtures=fixtures, catalog=catalog, index=SearchIndex(catalog.ordered),
                           scenarios=scenarios)
 

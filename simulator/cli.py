@@ -12,6 +12,7 @@ import logging
 import signal
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from .fixtures import ConfigError
@@ -40,7 +41,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", help="YAML file with the same settings as the flags")
     serve.add_argument("--fixtures", help="fixtures folder (default: the bundled one)")
     serve.add_argument("--scenarios", help="scenarios folder (default: the bundled one)")
-    serve.add_argument("--seed", type=int, help="seed of every generated id and record (default 1)")
+    serve.add_argument("--seed", type=int, help="seed of every generated id and record (default: "
+                       "the --state-file's, else a fresh one, printed in the ready line)")
     serve.add_argument("--clock", choices=["real", "manual"], help="virtual clock mode")
     serve.add_argument("--time-scale", type=float, help="virtual seconds per wall second")
     serve.add_argument("--webhook-url", help="one endpoint for every event type")
@@ -313,9 +315,16 @@ def _configure_logging(log_format: str) -> None:
 
 
 def _serve(flags: dict) -> int:
-    from .settings import load_settings
+    from .settings import fresh_seed, load_settings
 
-    settings = load_settings(flags)
+    settings = load_settings(flags, default_seed=None)
+    if settings.seed is None:  # none given: the saved run's, or a fresh one (never repeated)
+        saved = None
+        if settings.state_file is not None:
+            from .snapshot import saved_seed
+
+            saved = saved_seed(settings.state_file)
+        settings = replace(settings, seed=fresh_seed() if saved is None else saved)
     _configure_logging(settings.log_format)
     from .app import build_registry, create_app, long_lived, tune_collector
 
@@ -366,7 +375,8 @@ async def _run(app, settings) -> None:
         shown_host = f"[{shown_host}]"
     tenant = app[SANDBOX].registry.tenants.default()
     print(f"payroll-sandbox serving http://{shown_host}:{port} environment={settings.environment} "
-          f"x-api-key={tenant.api_key} x-api-secret={tenant.api_secret}", flush=True)
+          f"x-api-key={tenant.api_key} x-api-secret={tenant.api_secret} seed={settings.seed}",
+          flush=True)
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

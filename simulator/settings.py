@@ -7,6 +7,7 @@ the environment or the command line.
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -34,7 +35,9 @@ class Settings:
     config: Path | None = None
     fixtures: Path = field(default_factory=lambda: bundled_dir("fixtures"))
     scenarios: Path = field(default_factory=lambda: bundled_dir("scenarios"))
-    seed: int = 1
+    # Seed of generated ids and records. 1 for the library and the pytest plugin (each
+    # test's tenant is deterministic); `serve` without one draws a fresh seed (fresh_seed).
+    seed: int | None = 1
     clock: str = "real"
     time_scale: float = 1.0
     webhook_url: str | None = None
@@ -86,7 +89,7 @@ _TYPES = {f.name: f.type for f in fields(Settings)}
 def _coerce(name: str, raw: Any, source: str) -> Any:
     kind = _TYPES[name]
     try:
-        if kind == "int":
+        if kind in ("int", "int | None"):
             return int(raw)
         if kind == "str" and isinstance(raw, list):  # a list in the config file
             return ",".join(str(item) for item in raw)
@@ -97,6 +100,12 @@ def _coerce(name: str, raw: Any, source: str) -> Any:
     except (TypeError, ValueError):
         raise ConfigError(source, f"$.{name}", f"{raw!r} is not a valid {kind}") from None
     return raw
+
+
+def fresh_seed() -> int:
+    """A new seed for a `serve` started without one: ids and `ce-id`s of one run never
+    repeat those of another by accident, and the ready line prints it for `--seed N`."""
+    return secrets.randbelow(10**9)
 
 
 def _check_choices(settings: Settings, source: str) -> None:
@@ -137,10 +146,12 @@ def _check_choices(settings: Settings, source: str) -> None:
             raise ConfigError(source, "$.webhook_url", f"{settings.webhook_url!r} {problem}")
 
 
-def load_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Settings:
-    """Build Settings from flags (already parsed, None when absent) and the environment."""
+def load_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = None, *,
+                  default_seed: int | None = 1) -> Settings:
+    """Build Settings from flags (already parsed, None when absent) and the environment.
+    `default_seed=None` leaves `seed` None when no source gives one (`serve` draws one)."""
     environ = os.environ if environ is None else environ
-    settings = Settings()
+    settings = Settings(seed=default_seed)
 
     config_path = flags.get("config") or environ.get(ENV_PREFIX + "CONFIG")
     if config_path:

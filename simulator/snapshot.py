@@ -774,6 +774,17 @@ def _refuse_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
+def saved_seed(path: Path) -> int | None:
+    """The seed a state file was saved with (None: no file, or none readable in it), so
+    that `serve --state-file` without `--seed` goes on with the saved run's ids and
+    records; load_state reports a torn file with its own message."""
+    try:
+        seed = _decode(path.read_bytes()).get("seed")
+    except (OSError, ValueError, UnicodeDecodeError, AttributeError):
+        return None
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+
+
 def load_state(sandbox: Any, path: Path) -> int:
     """Every tenant of the state file, restored (ConfigError naming the file and the JSON
     path when it is torn, corrupt or of another server). The number of tenants."""

@@ -72,11 +72,12 @@ def test_same_seed_gives_the_same_catalog_and_ids():
     assert [(c.id, c.name, c.status) for c in first] == [(c.id, c.name, c.status) for c in second]
 
 
-def test_another_seed_gives_another_catalog():
-    first = {c.id for c in load(Settings(seed=7)).catalog.ordered}
-    second = {c.id for c in load(Settings(seed=8)).catalog.ordered}
-    hand_written = {c.id for c in load(Settings(seed=7)).catalog.ordered if c.id.startswith("6410a")}
-    assert first & second == hand_written  # fixture ids are fixed, generated ones follow the seed
+def test_the_catalog_is_the_same_whatever_the_seed():
+    """DESIGN (Commands): "the catalog is the same every run, while generated ids come from
+    a fresh seed per start": a company id kept from one run names the same company next."""
+    first = [(c.id, c.name) for c in load(Settings(seed=7)).catalog.ordered]
+    second = [(c.id, c.name) for c in load(Settings(seed=8)).catalog.ordered]
+    assert first == second and len(first) > 100
 
 
 def test_generated_catalog_has_franchise_networks_and_every_status(tmp_path: Path):

@@ -46,13 +46,37 @@ def post(url: str, body: dict, headers: dict) -> tuple[int, dict]:
 
 def test_serve_prints_the_serving_line_and_finds_a_company_first():
     with serving() as (base_url, key, secret, line):
-        assert line == (f"{SERVING}{base_url} environment=sandbox x-api-key={key} "
-                        f"x-api-secret={secret}")
+        assert line.startswith(f"{SERVING}{base_url} environment=sandbox x-api-key={key} "
+                               f"x-api-secret={secret} seed=")
         assert base_url.startswith("http://127.0.0.1:")
         status, body = post(f"{base_url}/company/search", {"query": "Walmart"},
                             {"x-api-key": key, "x-api-secret": secret})
         assert status == 200
         assert body["data"][0]["_id"] == WALMART
+
+
+def first_task_id(*args: str) -> tuple[str, str]:
+    """(the seed in the ready line, the id of the first task) of a fresh `serve`."""
+    with serving("--clock", "manual", *args) as (base_url, key, secret, line):
+        status, body = post(f"{base_url}/task/create",
+                            {"identifier": "u1", "company": WALMART, "product": "deposit"},
+                            {"x-api-key": key, "x-api-secret": secret})
+        assert status == 200, body
+        return dict(part.split("=", 1) for part in line.split()[3:])["seed"], body["data"]["id"]
+
+
+def test_serve_without_a_seed_draws_a_fresh_one_each_start_and_prints_it():
+    """Two plain starts never mint the same task ids (a handler deduplicating on ids would
+    drop real events); the printed seed reproduces a run exactly."""
+    (seed_a, task_a), (seed_b, task_b) = first_task_id(), first_task_id()
+    assert seed_a.isdigit() and seed_b.isdigit() and seed_a != seed_b
+    assert task_a != task_b
+    assert first_task_id("--seed", seed_a) == (seed_a, task_a)
+
+
+def test_serve_with_the_same_seed_twice_gives_the_same_ids():
+    first, second = first_task_id("--seed", "42"), first_task_id("--seed", "42")
+    assert first == second and first[0] == "42"
 
 
 def test_serve_environment_comes_from_the_flag_or_the_variable():

@@ -314,8 +314,10 @@ import json, os
 
 def test_catalog(payroll_sandbox):
     page = payroll_sandbox.get("/company/list", limit=100, skip=100)
+    task = payroll_sandbox.post("/task/create", {"identifier": "u1", "product": "deposit",
+                                                 "company": "6410a0000000000000000001"})
     with open(os.environ["CATALOG_OUT"], "w") as out:
-        json.dump([c["_id"] for c in page], out)
+        json.dump({"catalog": [c["_id"] for c in page], "task": task["id"]}, out)
 """
 
 
@@ -341,9 +343,11 @@ def test_plugin_takes_a_scenarios_folder_only_the_ini_names(pytester, payroll_sa
 
 
 def test_plugin_seed_comes_from_option_then_ini_then_environment(pytester, monkeypatch):
+    """The seed fixes each test's ids (the same run twice, the same task id); the catalog
+    is the same whatever the seed."""
     pytester.makepyfile(SEEN_CATALOG)
 
-    def catalog(*args: str, ini: str = "", env_seed: str | None = None) -> list[str]:
+    def seen(*args: str, ini: str = "", env_seed: str | None = None) -> dict:
         pytester.makeini(INNER_INI.format(extra=ini))
         if env_seed is None:
             monkeypatch.delenv("PAYROLL_SANDBOX_SEED", raising=False)
@@ -354,10 +358,12 @@ def test_plugin_seed_comes_from_option_then_ini_then_environment(pytester, monke
         pytester.runpytest("-p", "no:cacheprovider", *args).assert_outcomes(passed=1)
         return json.loads(out.read_text())
 
-    default, seed_5, seed_7 = catalog(), catalog(env_seed="5"), catalog(env_seed="7")
-    assert len({tuple(default), tuple(seed_5), tuple(seed_7)}) == 3
-    assert catalog(ini="payroll_sandbox_seed = 7", env_seed="5") == seed_7
-    assert catalog("--payroll-sandbox-seed", "5", ini="payroll_sandbox_seed = 7") == seed_5
+    default, seed_5, seed_7 = seen(), seen(env_seed="5"), seen(env_seed="7")
+    assert len({default["task"], seed_5["task"], seed_7["task"]}) == 3
+    assert default["catalog"] == seed_5["catalog"] == seed_7["catalog"]
+    assert seen() == default  # deterministic per test
+    assert seen(ini="payroll_sandbox_seed = 7", env_seed="5") == seed_7
+    assert seen("--payroll-sandbox-seed", "5", ini="payroll_sandbox_seed = 7") == seed_5
 
 
 def test_plugin_service_profile_comes_from_a_config_file(pytester):

@@ -454,6 +454,24 @@ def test_state_file_restart_keeps_tasks_events_ids_and_created_tenants_keys(tmp_
         stop(process)
 
 
+def test_state_file_restart_without_a_seed_goes_on_with_the_saved_runs_seed_and_ids(tmp_path):
+    """A plain restart with --state-file keeps the run's seed and its ids continue: the
+    next task's id is new, not the seed's first id again."""
+    state_file = tmp_path / "state.json"
+    task = {"identifier": "u1", "company": WALMART, "product": "deposit"}
+    seeds, ids = [], []
+    for _ in range(2):
+        process, base_url = start(state_file)
+        try:
+            ids.append(ok(base_url, "POST", "/task/create", task)["data"]["id"])
+            listed = [t["id"] for t in ok(base_url, "GET", "/_sandbox/tasks")["data"]]
+        finally:
+            stop(process)
+        seeds.append(json.loads(state_file.read_text())["seed"])
+    assert seeds[0] == seeds[1]
+    assert ids[0] != ids[1] and sorted(listed) == sorted(ids)
+
+
 def test_state_file_is_saved_periodically_and_survives_a_kill(tmp_path):
     state_file = tmp_path / "state.json"
     process, base_url = start(state_file, "--state-interval", "0.2")
@@ -491,7 +509,9 @@ def test_a_state_file_of_another_seed_or_a_folder_that_does_not_exist_is_refused
     state_file = tmp_path / "state.json"
     state_file.write_text(json.dumps({"format": "payroll-sandbox-state", "version": 1,
                                       "environment": "sandbox", "seed": 5, "tenants": []}))
-    for args, named in ((["--state-file", str(state_file)], f"{state_file}: $.seed: "),
+    # Without --seed the file's seed is taken; a --seed that is not the file's is refused.
+    for args, named in ((["--state-file", str(state_file), "--seed", "1"],
+                         f"{state_file}: $.seed: "),
                         (["--state-file", str(tmp_path / "nowhere" / "s.json")],
                          "settings: $.state_file: ")):
         result = subprocess.run([sys.executable, "-m", "payroll_sandbox", "serve", "--port", "0", *args],
