@@ -327,7 +327,7 @@ class ReceivedDelivery:
     problem: str | None = None   # why it was refused: a bad signature, not a CloudEvent
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)  # names lower-cased
     raw_body: bytes = field(default=b"", repr=False)
-    cloud_event: Any = field(default=None, repr=False, compare=False)  # the SDK's CloudEvent
+    cloud_event: Any = field(default=None, repr=False, compare=False)  # the SDK's own (1.x/2.x)
 
     @property
     def accepted(self) -> bool:
@@ -511,18 +511,16 @@ class _Receiving:
               ) -> tuple[Any, dict[str, Any] | None, str | None, int | None]:
         """The delivery read as a customer's endpoint must: (CloudEvent, body, problem,
         refusal status). The signature is checked against every trusted secret."""
-        from cloudevents.core.bindings.http import HTTPMessage, from_binary
-        from cloudevents.core.formats.json import JSONFormat
-        from cloudevents.core.v1.event import CloudEvent
+        from .cloudevents_sdk import NotACloudEvent, read_binary
 
         try:
-            event = from_binary(HTTPMessage(headers=headers, body=raw), JSONFormat(), CloudEvent)
-        except Exception as error:  # any SDK refusal is the finding
+            parsed = read_binary(headers, raw)
+        except NotACloudEvent as error:
             return None, None, f"not a binary-mode CloudEvent: {error}", 400
-        body = event.get_data()
+        event, body = parsed.event, parsed.data
         if not isinstance(body, dict):
             return event, None, "the body is not a JSON object", 400
-        ce_type, event_type = event.get_type(), body.get("eventType")
+        ce_type, event_type = parsed.type, body.get("eventType")
         if not isinstance(event_type, str) or not ce_type.endswith(f".{event_type}"):
             return event, body, f"ce-type {ce_type!r} does not name eventType {event_type!r}", 400
         if self._secrets:
