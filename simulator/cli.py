@@ -21,12 +21,10 @@ EXIT_CONFIG = 2
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+    """`0.1.0 (spec 072010dce29d)`: the package's version and the spec revision it follows."""
+    from . import SPEC_REVISION, __version__
 
-    try:
-        return version("payroll-sandbox")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown (not installed)"
+    return f"{__version__} (spec {SPEC_REVISION})"
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
-import inspect
 import json
 import threading
 import time
@@ -35,8 +34,8 @@ if TYPE_CHECKING:
     import aiohttp
     from aiohttp import web
 
-__all__ = ["AsyncSandbox", "AsyncWebhookReceiver", "ReceivedDelivery", "Sandbox", "SandboxError",
-           "WebhookReceiver"]
+__all__ = ["AsyncSandbox", "AsyncWebhookReceiver", "BlockingCallError", "ReceivedDelivery",
+           "Sandbox", "SandboxError", "WebhookReceiver"]
 
 REQUEST_TIMEOUT = 60.0   # wall seconds for one call to the sandbox (an advance may run long)
 WAIT_TIMEOUT = 10.0      # wall seconds `wait_for` waits by default
@@ -56,6 +55,26 @@ class SandboxError(AssertionError):
         super().__init__(f"{status} {error.get('code')}: {error.get('message')} "
                          f"{error.get('details') or ''}".rstrip())
         self.status, self.body = status, body
+
+
+class BlockingCallError(RuntimeError):
+    """A blocking method was called on a thread whose event loop is running (an async
+    test): it would hold up that loop, and any receiver or app served by it, until the
+    call timed out. The message names the async twin to use instead."""
+
+
+BLOCKING = ("{what} blocks, and it was called on a thread whose event loop is running "
+            "(an async test?): nothing on that loop (your app, a receiver) could answer until "
+            "it timed out. Use {twin} instead, awaited: `await {example}`.")
+
+
+def _refuse_on_a_running_loop(what: str, twin: str, example: str) -> None:
+    """Raises BlockingCallError at once when this thread runs an event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return  # no loop here: blocking is fine
+    raise BlockingCallError(BLOCKING.format(what=what, twin=twin, example=example))
 
 
 def _error_body(raw: bytes) -> dict[str, Any]:
@@ -117,7 +136,11 @@ class Sandbox:
 
     def request(self, method: str, path: str, body: Any = None, *,
                 headers: dict[str, str] | None = None) -> Any:
-        """Any API call with this tenant's keys; returns `data` (raises SandboxError on 4xx/5xx)."""
+        """Any API call with this tenant's keys; returns `data` (raises SandboxError on 4xx/5xx;
+        BlockingCallError at once on a thread that runs an event loop)."""
+        _refuse_on_a_running_loop(f"payroll_sandbox's {method} {path.split('?')[0]}",
+                                  "async_payroll_sandbox (AsyncSandbox)",
+                                  f"async_payroll_sandbox.request({method!r}, {path!r}, ...)")
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(f"{self.base_url}{path}", data=data, method=method,
                                          headers={"content-type": "application/json",
@@ -625,6 +648,9 @@ class WebhookReceiver(_Receiving):
         """The body of the first accepted delivery of `event_type` matching `match`,
         waiting up to `timeout` seconds for it (it is usually there already: the sandbox's
         clock calls answer once their deliveries are done)."""
+        _refuse_on_a_running_loop("webhook_receiver.wait_for",
+                                  "async_webhook_receiver (AsyncWebhookReceiver)",
+                                  f"async_webhook_receiver.wait_for({event_type!r}, ...)")
         deadline = time.monotonic() + timeout
         while True:
             with self._lock:
@@ -678,9 +704,13 @@ class AsyncWebhookReceiver(_Receiving):
         """Registers this receiver as an endpoint of `sandbox`'s tenant (every event type,
         or `event_types`) and trusts the tenant's signatures."""
         self.trust(sandbox.api_secret)
-        registered = sandbox.use_webhook_url(self.url, event_types)
-        if inspect.isawaitable(registered):
-            await registered
+        if isinstance(sandbox, AsyncSandbox):
+            await sandbox.use_webhook_url(self.url, event_types)
+            return
+        # A sync Sandbox would block this loop: its tenant, over an awaitable client.
+        async with AsyncSandbox(sandbox.base_url, sandbox.api_key, sandbox.api_secret,
+                                sandbox.name) as tenant:
+            await tenant.use_webhook_url(self.url, event_types)
 
     async def wait_for(self, event_type: str, timeout: float = WAIT_TIMEOUT,
                        **match: Any) -> dict[str, Any]:

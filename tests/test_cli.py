@@ -226,3 +226,23 @@ def test_serve_refuses_a_bound_below_one_naming_it():
     result = run_cli("serve", "--port", "0", env={"PAYROLL_SANDBOX_MAX_TENANTS": "many"})
     assert result.returncode == 2, result.stderr
     assert "PAYROLL_SANDBOX_MAX_TENANTS" in result.stderr
+
+
+def test_version_and_health_name_the_package_version_and_the_spec_revision():
+    """The spec revision is the first 12 hex digits of the SHA-256 of the service spec
+    beside the repository (../shared/spec/service-spec.md)."""
+    import hashlib
+
+    import payroll_sandbox
+
+    spec = REPO.parent / "shared" / "spec" / "service-spec.md"
+    assert payroll_sandbox.SPEC_REVISION == hashlib.sha256(spec.read_bytes()).hexdigest()[:12]
+    result = run_cli("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == (f"payroll-sandbox {payroll_sandbox.__version__} "
+                                     f"(spec {payroll_sandbox.SPEC_REVISION})")
+    with serving() as (base_url, *_):
+        with urllib.request.urlopen(f"{base_url}/health", timeout=10) as response:
+            health = json.load(response)["data"]
+    assert health["version"] == payroll_sandbox.__version__
+    assert health["spec"] == payroll_sandbox.SPEC_REVISION

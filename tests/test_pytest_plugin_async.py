@@ -10,7 +10,8 @@ import hmac
 import pytest
 from aiohttp import web
 
-from payroll_sandbox.testing import AsyncSandbox, AsyncWebhookReceiver, SandboxError
+from payroll_sandbox.testing import (AsyncSandbox, AsyncWebhookReceiver, BlockingCallError,
+                                     SandboxError)
 
 WALMART = "6410a0000000000000000001"
 HAPPY_PATH = ["task-authentication-status-updated", "task-status-updated",
@@ -106,6 +107,29 @@ async def test_async_and_sync_fixtures_are_one_tenant(payroll_sandbox, async_pay
     # The sync receiver is served by the sandbox's thread, the async one by this loop.
     webhook_receiver.assert_exactly_once("company-updated")
     async_webhook_receiver.assert_exactly_once("company-updated")
+
+
+async def test_a_sync_call_from_an_async_test_raises_at_once_naming_the_async_twin(
+        payroll_sandbox, webhook_receiver, async_payroll_sandbox, aiohttp_server):
+    """Called on the test's running loop, a blocking call would stall the customer's app on
+    that loop for the whole webhook timeout (47 s seen) and the test still passed."""
+    received: list = []
+    server = await aiohttp_server(customer_app(payroll_sandbox.api_secret, received,
+                                               {"now": False}))
+    await async_payroll_sandbox.use_webhook_url(str(server.make_url("/webhooks")))
+    started = asyncio.get_running_loop().time()
+    for call in (lambda: payroll_sandbox.post("/task/create", {"identifier": "u1"}),
+                 lambda: payroll_sandbox.advance(60),
+                 lambda: payroll_sandbox.trigger("company-updated"),
+                 lambda: webhook_receiver.wait_for("company-updated", timeout=30)):
+        with pytest.raises(BlockingCallError, match="async_payroll_sandbox|async_webhook_receiver"):
+            call()
+    assert asyncio.get_running_loop().time() - started < 1  # at once, not after a timeout
+    assert await async_payroll_sandbox.get("/_sandbox/tasks") == []  # nothing was sent
+    assert received == []
+    with pytest.raises(BlockingCallError) as raised:
+        payroll_sandbox.get("/_sandbox/clock")
+    assert "async_payroll_sandbox" in str(raised.value) and "GET /_sandbox/clock" in str(raised.value)
 
 
 async def test_async_sandbox_control_plane(async_payroll_sandbox):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from .. import SPEC_REVISION, __version__
 from .pipeline import Auth, operation
 
 HEALTH = {"type": "object", "required": ["status"],
@@ -11,14 +12,20 @@ HEALTH = {"type": "object", "required": ["status"],
                          "vendor": {"type": "string",
                                     "description": "The service profile's vendor: webhooks "
                                                    "carry ce-source com.<vendor>."},
-                         "companies": {"type": "integer"}}}
+                         "companies": {"type": "integer"},
+                         "version": {"type": "string", "description": "payroll-sandbox's version."},
+                         "spec": {"type": "string",
+                                  "description": "The revision of the service spec it follows: "
+                                                 "the first 12 hex digits of the SHA-256 of "
+                                                 "service-spec.md."}}}
 
 
 @operation("GET", "/health", "Liveness", auth=Auth.NONE, response=HEALTH)
 async def health(sandbox) -> dict:
     registry = sandbox.registry
     return {"status": "ok", "environment": registry.tenants.environment,
-            "vendor": registry.service.vendor, "companies": len(registry.catalog)}
+            "vendor": registry.service.vendor, "companies": len(registry.catalog),
+            "version": __version__, "spec": SPEC_REVISION}
 
 
 @operation("GET", "/openapi.json", "This OpenAPI document", auth=Auth.NONE,
