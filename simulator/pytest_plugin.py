@@ -10,7 +10,10 @@ The server starts in a thread of the test process, configured by the options and
 keys `payroll_sandbox_scenarios`, `payroll_sandbox_fixtures`, `payroll_sandbox_seed`,
 `payroll_sandbox_config` (the service profile) and the PAYROLL_SANDBOX_* variables (the
 options and ini keys win). With
-PAYROLL_SANDBOX_URL set, the fixtures use a server you run yourself (e.g. Docker).
+PAYROLL_SANDBOX_URL set, the fixtures use a server you run yourself (e.g. Docker); a
+sandbox in a container reaches the receivers through
+`--payroll-sandbox-receiver-host HOST` (ini, PAYROLL_SANDBOX_RECEIVER_HOST): they listen
+on every interface and give it URLs with HOST.
 
     def test_refund_flow(payroll_sandbox, webhook_receiver):
         task = payroll_sandbox.post("/task/create", {"identifier": "u1",
@@ -32,7 +35,7 @@ from typing import Any
 
 import pytest
 
-from .testing import (AsyncSandbox, AsyncWebhookReceiver, Sandbox, SandboxError,
+from .testing import (AsyncSandbox, AsyncWebhookReceiver, ReceiverHost, Sandbox, SandboxError,
                       WebhookReceiver, _LoopThread)
 
 try:
@@ -43,6 +46,10 @@ except ImportError:  # the async fixtures need it; the sync ones do not
 __all__ = ["Sandbox", "SandboxError"]  # importable from here as before; payroll_sandbox.testing has all
 
 URL_VARIABLE = "PAYROLL_SANDBOX_URL"
+RECEIVER_HOST = "payroll_sandbox_receiver_host"  # option, ini key and (upper case) variable
+RECEIVER_HOST_HELP = ("the host a sandbox in a container reaches this machine by (e.g. "
+                      "host.docker.internal): the receivers listen on every interface and "
+                      "give the sandbox URLs with it")
 
 # pytest option (and ini key) -> the Settings field it sets, and what it is.
 OPTIONS = {
@@ -64,6 +71,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                         type=int if kind == "int" else str, metavar="N" if kind == "int" else "DIR",
                         help=f"{text} (ini: {name})")
         parser.addini(name, f"payroll-sandbox: {text}", default=None)
+    group.addoption("--payroll-sandbox-receiver-host", dest=RECEIVER_HOST, metavar="HOST",
+                    help=f"{RECEIVER_HOST_HELP} (ini: {RECEIVER_HOST})")
+    parser.addini(RECEIVER_HOST, f"payroll-sandbox: {RECEIVER_HOST_HELP}", default=None)
 
 
 def sandbox_settings(config: pytest.Config, environ: dict[str, str] | None = None) -> Any:
@@ -162,6 +172,18 @@ def payroll_sandbox_server(_payroll_sandbox_thread: _LoopThread) -> Sandbox:
     return Sandbox(_payroll_sandbox_thread.base_url, *_payroll_sandbox_thread.keys)
 
 
+@pytest.fixture(scope="session")
+def payroll_sandbox_receiver_host(request: pytest.FixtureRequest) -> ReceiverHost:
+    """Where the receivers listen and the host their URLs name: 127.0.0.1, or with
+    --payroll-sandbox-receiver-host (ini, PAYROLL_SANDBOX_RECEIVER_HOST) every interface
+    and that host. Your own app's server can use it too: `aiohttp_server(app,
+    host=host.listen)`, then `host.url(server.port, "/webhooks")`."""
+    config = request.config
+    value = (config.getoption(RECEIVER_HOST) or config.getini(RECEIVER_HOST)
+             or os.environ.get(RECEIVER_HOST.upper()))
+    return ReceiverHost.advertising(value)
+
+
 @pytest.fixture
 def payroll_sandbox(payroll_sandbox_server: Sandbox) -> Iterator[Sandbox]:
     """A fresh tenant for this test: its own users, tasks, events, clock and endpoints;
@@ -175,11 +197,13 @@ def payroll_sandbox(payroll_sandbox_server: Sandbox) -> Iterator[Sandbox]:
 
 
 @pytest.fixture
-def webhook_receiver(payroll_sandbox: Sandbox,
-                     _payroll_sandbox_thread: _LoopThread) -> Iterator[WebhookReceiver]:
-    """A real receiver on 127.0.0.1, this test's tenant's endpoint for every event type.
-    A delivery it had to refuse (bad signature, not a CloudEvent) fails the test."""
-    receiver = WebhookReceiver(loop=_payroll_sandbox_thread).start()
+def webhook_receiver(payroll_sandbox: Sandbox, _payroll_sandbox_thread: _LoopThread,
+                     payroll_sandbox_receiver_host: ReceiverHost) -> Iterator[WebhookReceiver]:
+    """A real receiver (payroll_sandbox_receiver_host), this test's tenant's endpoint for
+    every event type. A delivery it had to refuse (bad signature, not a CloudEvent) fails
+    the test."""
+    receiver = WebhookReceiver(loop=_payroll_sandbox_thread,
+                               host=payroll_sandbox_receiver_host).start()
     try:
         receiver.register(payroll_sandbox)
         yield receiver
@@ -199,10 +223,11 @@ if pytest_asyncio is not None:
 
     @pytest_asyncio.fixture
     async def async_webhook_receiver(
-            async_payroll_sandbox: AsyncSandbox) -> AsyncIterator[AsyncWebhookReceiver]:
+            async_payroll_sandbox: AsyncSandbox,
+            payroll_sandbox_receiver_host: ReceiverHost) -> AsyncIterator[AsyncWebhookReceiver]:
         """A real receiver on the test's event loop, this test's tenant's endpoint for
         every event type. A delivery it had to refuse fails the test."""
-        receiver = await AsyncWebhookReceiver().start()
+        receiver = await AsyncWebhookReceiver(host=payroll_sandbox_receiver_host).start()
         try:
             await receiver.register(async_payroll_sandbox)
             yield receiver

@@ -3,8 +3,9 @@
 - `Sandbox` (blocking, for sync tests) and `AsyncSandbox` (awaitable, over an aiohttp
   session, never blocking the event loop) are one tenant of a running sandbox: its keys,
   any API call, and the control plane (clock, events, triggers, endpoints, scenarios).
-- `WebhookReceiver` and `AsyncWebhookReceiver` are real HTTP servers on 127.0.0.1 that a
-  tenant delivers its webhooks to. They check each delivery as a customer's endpoint
+- `WebhookReceiver` and `AsyncWebhookReceiver` are real HTTP servers (on 127.0.0.1, or on
+  every interface with a `ReceiverHost` for a sandbox in a container) that a tenant
+  delivers its webhooks to. They check each delivery as a customer's endpoint
   should (the signature, the CloudEvent read by the official SDK), keep every one as a
   `ReceivedDelivery`, answer as programmed (`fail_next`, `hang_next`) and wait for or
   assert on what arrived.
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from aiohttp import web
 
 __all__ = ["AsyncSandbox", "AsyncWebhookReceiver", "BlockingCallError", "ReceivedDelivery",
-           "Sandbox", "SandboxError", "WebhookReceiver"]
+           "ReceiverHost", "Sandbox", "SandboxError", "WebhookReceiver"]
 
 REQUEST_TIMEOUT = 60.0   # wall seconds for one call to the sandbox (an advance may run long)
 WAIT_TIMEOUT = 10.0      # wall seconds `wait_for` waits by default
@@ -55,6 +56,33 @@ class SandboxError(AssertionError):
         super().__init__(f"{status} {error.get('code')}: {error.get('message')} "
                          f"{error.get('details') or ''}".rstrip())
         self.status, self.body = status, body
+
+
+@dataclass(frozen=True)
+class ReceiverHost:
+    """Where a receiver listens and the host it gives the sandbox in its URL.
+
+    The default, `ReceiverHost()`, is 127.0.0.1 for both: a sandbox on the same machine.
+    A sandbox in a container cannot reach the test machine's 127.0.0.1; `ReceiverHost.
+    advertising("host.docker.internal")` (or the runner's address on the container
+    network) listens on every interface and names that host in the URLs.
+    """
+
+    listen: str = "127.0.0.1"
+    advertised: str = "127.0.0.1"
+
+    @classmethod
+    def advertising(cls, host: str | None) -> ReceiverHost:
+        """Every interface, `host` in the URLs; None or empty: the default (loopback)."""
+        host = (host or "").strip().strip("[]")
+        if not host:
+            return cls()
+        return cls(listen="::" if ":" in host else "0.0.0.0", advertised=host)
+
+    def url(self, port: int, path: str = "/") -> str:
+        """`http://<advertised>:<port><path>` (an IPv6 literal in brackets)."""
+        host = f"[{self.advertised}]" if ":" in self.advertised else self.advertised
+        return f"http://{host}:{port}{path}"
 
 
 class BlockingCallError(RuntimeError):
@@ -390,8 +418,10 @@ class _Receiving:
     """What both receivers share: the server (on whichever loop serves it), the checks
     of each delivery, the programmed answers and the assertions over what arrived."""
 
-    def __init__(self, *, secret: str | None = None, path: str = WEBHOOK_PATH) -> None:
+    def __init__(self, *, secret: str | None = None, path: str = WEBHOOK_PATH,
+                 host: ReceiverHost | None = None) -> None:
         self.path = path
+        self.host = host or ReceiverHost()
         self.port: int | None = None
         self._secrets: set[str] = {secret} if secret else set()
         self._deliveries: list[ReceivedDelivery] = []
@@ -404,7 +434,7 @@ class _Receiving:
     def url(self) -> str:
         if self.port is None:
             raise RuntimeError("the receiver is not started")
-        return f"http://127.0.0.1:{self.port}{self.path}"
+        return self.host.url(self.port, self.path)
 
     @property
     def deliveries(self) -> list[ReceivedDelivery]:
@@ -499,7 +529,7 @@ class _Receiving:
         runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=1.0,
                                access_log=None)
         await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        await web.TCPSite(runner, self.host.listen, 0).start()
         self._runner = runner
         self.port = runner.addresses[0][1]
 
@@ -612,8 +642,8 @@ class WebhookReceiver(_Receiving):
     """
 
     def __init__(self, *, secret: str | None = None, path: str = WEBHOOK_PATH,
-                 loop: _LoopThread | None = None) -> None:
-        super().__init__(secret=secret, path=path)
+                 loop: _LoopThread | None = None, host: ReceiverHost | None = None) -> None:
+        super().__init__(secret=secret, path=path, host=host)
         self._own_loop = loop is None
         self._loop = loop or _LoopThread("payroll-sandbox-receiver")
         self._changed = threading.Condition(self._lock)
@@ -681,8 +711,9 @@ class AsyncWebhookReceiver(_Receiving):
             await receiver.wait_for("company-updated")
     """
 
-    def __init__(self, *, secret: str | None = None, path: str = WEBHOOK_PATH) -> None:
-        super().__init__(secret=secret, path=path)
+    def __init__(self, *, secret: str | None = None, path: str = WEBHOOK_PATH,
+                 host: ReceiverHost | None = None) -> None:
+        super().__init__(secret=secret, path=path, host=host)
         self._changed: asyncio.Event | None = None
 
     async def __aenter__(self) -> AsyncWebhookReceiver:
