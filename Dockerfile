@@ -5,10 +5,11 @@ FROM python:3.12-slim
 
 WORKDIR /app
 # Dependencies first, in a layer of their own: a change to the source does not reinstall them.
-COPY pyproject.toml ./
+# The versions are the lock's (constraints.txt, the ones CI tested), so a build is reproducible.
+COPY pyproject.toml constraints.txt ./
 RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" \
         > /tmp/requirements.txt \
-    && pip install --no-cache-dir -r /tmp/requirements.txt
+    && pip install --no-cache-dir -c constraints.txt -r /tmp/requirements.txt
 COPY README.md ./
 COPY simulator ./simulator
 COPY fixtures ./fixtures

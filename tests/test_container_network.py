@@ -1,12 +1,14 @@
 """Webhooks reach the test machine from a sandbox that does not share its loopback, as from a
-container on a bridge network (the GitHub Actions service container, testcontainers).
+container on a bridge network (docs/ci/github-actions.yml's service container,
+testcontainers).
 
-The sandbox runs in a network namespace of its own, joined to the test's by a veth pair:
-its 127.0.0.1 is not the test's. A customer's test suite (the plugin, PAYROLL_SANDBOX_URL
-pointing at that sandbox) gets its webhooks only through `--payroll-sandbox-receiver-host`
-naming the test side's address; without it the deliveries go to the sandbox's own
-loopback and fail. Needs root and `ip netns` (skipped with the reason elsewhere, failed
-under CI=true).
+The sandbox runs as the image runs it (the Dockerfile's command and environment: every
+interface, port 8080) in a network namespace of its own, joined to the test's by a veth
+pair: its 127.0.0.1 is not the test's. A customer's test suite, configured as the GitHub
+job configures it (PAYROLL_SANDBOX_URL, PAYROLL_SANDBOX_RECEIVER_HOST, here the test
+side's address of the pair in place of host.docker.internal), gets its webhooks; without
+the receiver host the deliveries go to the sandbox's own loopback and fail. Needs root and
+`ip netns` (skipped with the reason elsewhere, failed under CI=true).
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 
 import pytest
 from conftest import REPO
+from test_recipes import dockerfile, github_job, payroll_sandbox
 
 pytest_plugins = ["pytester"]
 
@@ -75,12 +77,15 @@ def namespace() -> Iterator[Namespace]:
 
 @contextmanager
 def sandbox_in(ns: Namespace) -> Iterator[str]:
-    """`payroll-sandbox serve` inside the namespace, on every interface (as in the image);
-    its base URL as the test reaches it."""
+    """The image's command with its environment (0.0.0.0:8080) inside the namespace; its
+    base URL as the test reaches it."""
+    image = dockerfile()
+    assert image["env"]["PAYROLL_SANDBOX_HOST"] == "0.0.0.0"
+    assert image["env"]["PAYROLL_SANDBOX_PORT"] == str(PORT)
     process = subprocess.Popen(
-        ["ip", "netns", "exec", ns.name, sys.executable, "-m", "payroll_sandbox", "serve",
-         "--host", "0.0.0.0", "--port", str(PORT), "--clock", "manual"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+        ["ip", "netns", "exec", ns.name, *payroll_sandbox(image["ENTRYPOINT"]), *image["CMD"]],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+        env={**os.environ, **image["env"]})
     try:
         line = process.stdout.readline()
         assert line.startswith("payroll-sandbox serving "), process.stderr.read()
@@ -124,9 +129,10 @@ def test_the_delivery_goes_to_the_sandboxs_own_loopback(payroll_sandbox, webhook
 def test_a_sandbox_in_another_network_namespace_delivers_through_the_receiver_host(
         pytester, monkeypatch):
     pytester.makeini("[pytest]\nasyncio_mode = auto\n")
+    job_env, _ = github_job()
+    assert set(job_env) == {"PAYROLL_SANDBOX_URL", "PAYROLL_SANDBOX_RECEIVER_HOST"}
     with namespace() as ns, sandbox_in(ns) as base_url:
-        env = {"PAYROLL_SANDBOX_URL": base_url, "PYTHONPATH": "",
-               "EXPECTED_RECEIVER": f"http://{ns.host_side}:"}
+        env = {"PAYROLL_SANDBOX_URL": base_url, "EXPECTED_RECEIVER": f"http://{ns.host_side}:"}
         started = time.monotonic()
         pytester.makepyfile(test_customer=CUSTOMER_TESTS)
         for how, extra in (("option", ["--payroll-sandbox-receiver-host", ns.host_side]),

@@ -90,8 +90,9 @@ def test_the_image_serves_with_its_command_and_environment_and_its_health_check_
 
 def test_the_dockerfile_installs_the_dependencies_before_the_source():
     text = (REPO / "Dockerfile").read_text()
-    assert text.index("COPY pyproject.toml") < text.index("pip install --no-cache-dir -r")
-    assert text.index("pip install --no-cache-dir -r") < text.index("COPY simulator")
+    install = "pip install --no-cache-dir -c constraints.txt -r"  # the lock's versions
+    assert text.index("COPY pyproject.toml constraints.txt") < text.index(install)
+    assert text.index(install) < text.index("COPY simulator")
     command = re.search(r'RUN (python -c ".*?")', text)[1]
     listed = subprocess.run(shlex.split(command), cwd=REPO, capture_output=True, text=True)
     assert listed.returncode == 0 and "aiohttp" in listed.stdout
@@ -148,3 +149,17 @@ def test_the_github_job_health_command_passes_against_a_running_sandbox():
         command = shlex.split(health.replace(":8080/", f":{port}/"))
         assert subprocess.run(command, timeout=10).returncode == 0
     assert job["jobs"]["integration"]["env"]["PAYROLL_SANDBOX_URL"] == "http://localhost:8080"
+
+
+def github_job() -> tuple[dict, dict]:
+    """The GitHub job's environment and its sandbox service."""
+    job = yaml.safe_load((REPO / "docs" / "ci" / "github-actions.yml").read_text())
+    integration = job["jobs"]["integration"]
+    return integration["env"], integration["services"]["sandbox"]
+
+
+def test_the_github_job_gives_the_container_a_way_back_to_the_receivers():
+    """tests/test_container_network.py runs this with the sandbox in a namespace of its own."""
+    env, service = github_job()
+    assert env["PAYROLL_SANDBOX_RECEIVER_HOST"] == "host.docker.internal"
+    assert "--add-host=host.docker.internal:host-gateway" in service["options"].split()
