@@ -23,9 +23,7 @@ import hmac
 import json
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections import deque
 from collections.abc import Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -153,6 +151,8 @@ class Sandbox:
         self.base_url = base_url.rstrip("/")
         self.api_key, self.api_secret, self.name = api_key, api_secret, name
         # No proxies from the environment: the sandbox is local (aiohttp's default too).
+        import urllib.request  # here, not at import: ssl and http.client cost every pytest start
+
         self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
     def __repr__(self) -> str:
@@ -169,6 +169,9 @@ class Sandbox:
         _refuse_on_a_running_loop(f"payroll_sandbox's {method} {path.split('?')[0]}",
                                   "async_payroll_sandbox (AsyncSandbox)",
                                   f"async_payroll_sandbox.request({method!r}, {path!r}, ...)")
+        import urllib.error
+        import urllib.request
+
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(f"{self.base_url}{path}", data=data, method=method,
                                          headers={"content-type": "application/json",
