@@ -468,3 +468,21 @@ def test_readme_plugin_examples_pass_as_written(pytester):
     result = pytester.runpytest("-p", "no:cacheprovider", "-v")
     tests = sum(len(re.findall(r"^(?:async )?def test_", e, re.M)) for e in examples)
     assert result.parseoutcomes() == {"passed": tests}, result.stdout.str()
+
+
+def test_importing_the_plugin_leaves_the_server_out_of_a_customers_pytest_start():
+    """Every pytest start of an environment with the package imports the plugin: the
+    server's libraries load only when a fixture asks for the sandbox (bench/plugin_import.py
+    measures the time)."""
+    import subprocess
+    import sys
+
+    loaded = json.loads(subprocess.run(
+        [sys.executable, "-c", "import sys, json, pytest; import payroll_sandbox.pytest_plugin; "
+         "print(json.dumps(sorted(sys.modules)))"],
+        capture_output=True, text=True, check=True, timeout=60).stdout)
+    heavy = [m for m in loaded if m.split(".")[0] in
+             ("aiohttp", "jsonschema", "jsonschema_rs", "faker", "yaml", "orjson", "rapidfuzz",
+              "apscheduler", "cloudevents")
+             or m in ("payroll_sandbox.app", "payroll_sandbox.catalog", "urllib.request")]
+    assert heavy == []
