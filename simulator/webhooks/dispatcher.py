@@ -32,6 +32,7 @@ CONNECTIONS = 256         # attempts in flight at once, over every tenant
 TENANT_CONNECTIONS = 32   # of those, one tenant's at most: slow endpoints of one tenant
                           # never hold up another tenant's deliveries
 SHUTDOWN_GRACE = 5.0      # wall seconds attempts in flight get to finish at shutdown
+ANSWER_READ = 4096        # bytes of a receiver's answer read; past them the connection closes
 
 PENDING, DELIVERED, FAILED, INTERRUPTED = "pending", "delivered", "failed", "interrupted"
 INTERRUPTED_ATTEMPT = "interrupted: the sandbox stopped during the attempt"
@@ -337,10 +338,12 @@ class Dispatcher:
             if self._session is None or self.closing:
                 attempt.error = INTERRUPTED_ATTEMPT  # never sent: the sandbox is stopping
                 return
-            async with self._session.post(delivery.url, data=message.body, headers=message.headers,
-                                          allow_redirects=False,
-                                          timeout=self._attempt_timeout) as response:
-                await response.read()
+            # The timeout bounds the whole attempt, the answer's body included; only its first
+            # ANSWER_READ bytes are read (a receiver streaming without end costs nothing).
+            async with asyncio.timeout(self.timeout), self._session.post(
+                    delivery.url, data=message.body, headers=message.headers,
+                    allow_redirects=False, timeout=self._attempt_timeout) as response:
+                await _read_some(response)
                 attempt.status = response.status
                 if 300 <= response.status < 400:
                     location = response.headers.get("location", "")
@@ -389,6 +392,19 @@ class Dispatcher:
                      failures, attempt.error)
             return
         self._schedule_attempt(tenant, delivery, event, started_at + RETRY_INTERVAL)
+
+
+async def _read_some(response: Any) -> None:
+    """Reads at most ANSWER_READ bytes of an answer and drops them; a longer answer closes
+    the connection instead of being read to its end (nothing of it is kept)."""
+    left = ANSWER_READ
+    while left > 0:
+        chunk = await response.content.read(left)
+        if not chunk:
+            return
+        left -= len(chunk)
+    if not response.content.at_eof():
+        response.close()
 
 
 @action_kind("webhook-attempt")

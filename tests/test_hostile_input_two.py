@@ -1,0 +1,87 @@
+"""Issue 22: hostile input, round two: receivers, snapshots, connections and logs that cannot
+take the server down. Each test named after a finding failed on the main before the issue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from aiohttp import web
+from conftest import ACME
+
+from payroll_sandbox.webhooks import dispatcher
+
+JSON = {"content-type": "application/json"}
+
+
+async def events_of(client, event_type: str) -> list[dict]:
+    response = await client.get(f"/_sandbox/events?type={event_type}", headers=ACME)
+    assert response.status == 200
+    return (await response.json())["data"]
+
+
+# ---------------------------------------------------------------- 1. receivers' answers
+
+def streaming_receiver(sent: dict, *, status: int = 200, chunk: bytes = b"x" * 65536,
+                       limit: int = 256 * 2**20, pause: float = 0.0) -> web.Application:
+    """Answers `status` with a body streamed in chunks, up to `limit` bytes (bounded so the
+    test ends whatever the sender does); counts what it managed to send."""
+
+    async def hook(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        response = web.StreamResponse(status=status)
+        await response.prepare(request)
+        try:
+            while sent["bytes"] < limit:
+                await response.write(chunk)
+                sent["bytes"] += len(chunk)
+                if pause:
+                    await asyncio.sleep(pause)
+        except (ConnectionResetError, asyncio.CancelledError):
+            sent["cut"] = True
+            raise
+        return response
+
+    app = web.Application()
+    app.router.add_post("/hook", hook)
+    return app
+
+
+async def test_a_receiver_streaming_without_end_is_read_a_few_kilobytes_then_cut(
+        make_client, aiohttp_server):
+    """Finding 1: a receiver streaming 1 GiB took the server from 58 MB to 2,105 MB for one
+    attempt. Now at most dispatcher.ANSWER_READ bytes are read; the 2xx still counts."""
+    sent = {"bytes": 0, "cut": False}
+    server = await aiohttp_server(streaming_receiver(sent))
+    client = await make_client(webhook_url=str(server.make_url("/hook")), webhook_timeout=5)
+    started = time.monotonic()
+    response = await client.post("/_sandbox/events/trigger", json={"eventType": "company-updated"},
+                                 headers=ACME)
+    assert response.status == 201, await response.text()
+    elapsed = time.monotonic() - started
+    [event] = await events_of(client, "company-updated")
+    [attempt] = event["deliveries"][0]["attempts"]
+    assert attempt["status"] == 200 and attempt["error"] is None
+    assert event["deliveries"][0]["state"] == "delivered"
+    assert elapsed < 3
+    assert sent["bytes"] < 64 * 2**20  # the stream was cut long before its 256 MiB
+
+
+async def test_the_attempt_timeout_bounds_a_slowly_trickling_answer_body(
+        make_client, aiohttp_server, monkeypatch):
+    """Beside finding 1 (a guard, it held before): the timeout covers the answer's body too,
+    so a receiver that sends its headers, then a byte now and then, times out."""
+    sent = {"bytes": 0, "cut": False}
+    server = await aiohttp_server(streaming_receiver(sent, chunk=b"x", pause=0.2, limit=10**6))
+    client = await make_client(webhook_url=str(server.make_url("/hook")), webhook_timeout=0.5)
+    monkeypatch.setattr(dispatcher, "ANSWER_READ", 10**6, raising=False)  # read the trickle
+    started = time.monotonic()
+    response = await client.post("/_sandbox/events/trigger",
+                                 json={"eventType": "company-updated"}, headers=ACME)
+    elapsed = time.monotonic() - started
+    assert response.status == 201
+    [event] = await events_of(client, "company-updated")
+    [attempt] = event["deliveries"][0]["attempts"]
+    assert attempt["error"] == "timeout after 0.5s", attempt
+    assert elapsed < 2.5
