@@ -131,7 +131,7 @@ def _check_choices(settings: Settings, source: str) -> None:
         raise ConfigError(source, "$.state_interval",
                           "must be 0 (only on shutdown) or more seconds")
     if settings.state_file is not None:
-        folder = settings.state_file.parent
+        folder = settings.state_file.resolve().parent  # a symlink's target is written
         if not folder.is_dir():
             raise ConfigError(source, "$.state_file", f"{str(settings.state_file)!r}: the "
                               f"folder {str(folder)!r} does not exist")

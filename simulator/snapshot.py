@@ -834,7 +834,9 @@ def load_state(sandbox: Any, path: Path) -> int:
 def write_atomically(path: Path, data: bytes) -> None:
     """A temporary file in the same folder, written and fsynced, then os.replace and an
     fsync of the folder: a crash leaves the old file or the new one, never a torn one.
-    The file holds API keys: only its owner may read it (mkstemp's 0600)."""
+    The file holds API keys: only its owner may read it (mkstemp's 0600). A symlink is
+    followed: its target is what is replaced (in the target's folder), the link stays."""
+    path = path.resolve()
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
                                              suffix=".tmp")
     try:

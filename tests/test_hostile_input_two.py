@@ -8,11 +8,12 @@ import asyncio
 import time
 
 from aiohttp import web
-from conftest import ACME
+from conftest import ACME, WALMART
 
 from payroll_sandbox.webhooks import dispatcher
 
 JSON = {"content-type": "application/json"}
+DEPOSIT = {"identifier": "user-1", "company": WALMART, "product": "deposit"}
 
 
 async def events_of(client, event_type: str) -> list[dict]:
@@ -85,3 +86,27 @@ async def test_the_attempt_timeout_bounds_a_slowly_trickling_answer_body(
     [attempt] = event["deliveries"][0]["attempts"]
     assert attempt["error"] == "timeout after 0.5s", attempt
     assert elapsed < 2.5
+
+
+# ---------------------------------------------------------------- 6. a state file's symlink
+
+def test_a_state_file_that_is_a_symlink_writes_its_target_and_stays_a_link(tmp_path):
+    """Finding 6: the link was replaced by a regular file and its target never written."""
+    from test_snapshot import ok, start, stop
+
+    (tmp_path / "data").mkdir()
+    target, link = tmp_path / "data" / "state.json", tmp_path / "state.json"
+    link.symlink_to(target)
+    process, base_url = start(link)
+    try:
+        task = ok(base_url, "POST", "/task/create", DEPOSIT)["data"]
+    finally:
+        stop(process)
+    assert link.is_symlink() and link.resolve() == target
+    assert task["id"] in target.read_text()
+    assert [p.name for p in (tmp_path / "data").iterdir()] == ["state.json"]  # no temporary
+    process, base_url = start(link)
+    try:
+        assert [t["id"] for t in ok(base_url, "GET", "/_sandbox/tasks")["data"]] == [task["id"]]
+    finally:
+        stop(process)
