@@ -18,6 +18,7 @@ from .clock import isoformat
 from .errors import (ApiError, HostNotAllowed, InternalError, MethodNotAllowed, PayloadTooLarge,
                      RouteNotFound, field_detail)
 from .keys import BODY, ERROR_CODE, FIXED_PATHS, SANDBOX, TENANT
+from .redact import loggable_path
 from .security import NOSNIFF, page_headers
 
 access_log = logging.getLogger("payroll_sandbox.access")
@@ -75,7 +76,8 @@ async def edge_middleware(request: web.Request, handler: Any) -> web.StreamRespo
             raise
         response = render_error(request, *_http_error(request, error))
     except Exception:
-        error_log.exception("unhandled error on %s %s", request.method, request.path)
+        error_log.exception("unhandled error on %s %s", request.method,
+                            loggable_path(request.path))
         response = render_error(request, InternalError(INTERNAL))
     duration = round((time.perf_counter() - started) * 1000, 3)
     tenant = request.get(TENANT)
@@ -169,6 +171,7 @@ ACCESS_MESSAGE = "%s %s %s %.1fms tenant=%s"
 
 
 def _log_access(method: str, path: str, status: int, ms: float, tenant: str | None) -> None:
+    path = loggable_path(path)
     args = (method, path, status, ms, tenant or "-")
     fields = {"method": method, "path": path, "status": status, "ms": ms, "tenant": tenant}
     if _batched is not None:

@@ -110,3 +110,67 @@ def test_a_state_file_that_is_a_symlink_writes_its_target_and_stays_a_link(tmp_p
         assert [t["id"] for t in ok(base_url, "GET", "/_sandbox/tasks")["data"]] == [task["id"]]
     finally:
         stop(process)
+
+
+# ---------------------------------------------------------------- 8, 10. logs and keys
+
+def test_logs_hold_no_public_token_and_escape_spaces_in_paths():
+    """Finding 8: public tokens reached the access log inside /initialize/<base64 config>.
+    Finding 10: spaces in logged paths were not escaped (a path could forge fields)."""
+    import base64
+    import json
+    import os
+    import subprocess
+    import sys
+    import urllib.request
+
+    from conftest import REPO
+
+    process = subprocess.Popen([sys.executable, "-m", "payroll_sandbox", "serve", "--port", "0"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               cwd=REPO, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        line = process.stdout.readline()
+        base_url = line.split()[2]
+        request = urllib.request.Request(f"{base_url}/access-token", method="POST",
+                                         data=json.dumps({"identifier": "u1"}).encode(),
+                                         headers={**ACME, **JSON})
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            token = json.load(answer)["data"]["publicToken"]
+        config = base64.b64encode(json.dumps({"publicToken": token}).encode()).decode()
+        for path in (f"/initialize/{config}", "/no such path 200 0.1ms tenant=acme"):
+            try:
+                urllib.request.urlopen(base_url + path.replace(" ", "%20"), timeout=10).read()
+            except urllib.error.HTTPError:
+                pass
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=20)
+    assert token not in stderr and config not in stderr
+    assert "GET /initialize/[redacted] 200" in stderr
+    assert "/no%20such%20path%20200%200.1ms%20tenant=acme 404" in stderr
+
+
+def test_secrets_in_a_webhook_url_stay_out_of_the_logs():
+    from payroll_sandbox.redact import loggable_url
+
+    assert loggable_url("https://user:pass@hooks.example/in?token=abc#x") == \
+        "https://[redacted]@hooks.example/in?[redacted]"
+    assert loggable_url("http://127.0.0.1:9000/hooks") == "http://127.0.0.1:9000/hooks"
+
+
+async def test_an_empty_or_wrong_key_beside_a_valid_token_is_invalid_credentials(client):
+    """Finding 10: an empty x-api-key beside a valid token was taken as no key, and a
+    wrong key beside a token answered missing-credentials."""
+    response = await client.post("/access-token", json={"identifier": "u1"}, headers=ACME)
+    token = (await response.json())["data"]["publicToken"]
+    for keys in ({"x-api-key": ""}, {"x-api-key": "wrong"},
+                 {"x-api-key": "wrong", "x-api-secret": "wrong"},
+                 {"x-api-key": ACME["x-api-key"]}, {"x-api-secret": ""}):
+        response = await client.get("/linked-accounts?identifier=u1",
+                                    headers={"x-public-token": token, **keys})
+        body = await response.json()
+        assert (response.status, body["error"]["code"]) == (401, "invalid-credentials"), keys
+    response = await client.get("/linked-accounts?identifier=u1",
+                                headers={"x-public-token": token})
+    assert response.status == 200  # the token alone still works

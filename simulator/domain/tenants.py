@@ -389,6 +389,18 @@ class Tenants:
                 return tenant
         raise LookupError(f"no account for the {self.environment} environment")
 
+    def authenticate(self, api_key: str | None, api_secret: str | None,
+                     public_token: str | None) -> tuple[Tenant, PublicToken | None]:
+        """The tenant (and public token) of a request's credential headers. A public token
+        alone is the end user's; any key header, even empty, makes it a server call. Keys
+        sent beside a token must be whole and right: an empty or missing half there is a
+        wrong key (invalid-credentials), not a missing one."""
+        if api_key is None and api_secret is None and public_token:
+            return self.authenticate_public_token(public_token)
+        if public_token and (not api_key or not api_secret):
+            raise InvalidCredentials(INVALID_CREDENTIALS)
+        return self.authenticate_keys(api_key, api_secret), None
+
     def authenticate_keys(self, api_key: str | None, api_secret: str | None) -> Tenant:
         if not api_key or not api_secret:
             raise MissingCredentials(MISSING_CREDENTIALS)

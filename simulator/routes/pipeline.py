@@ -191,14 +191,9 @@ def _authenticate(request: web.Request, auth: Auth, sandbox: Any) -> tuple[Any, 
     operation's auth kind; remembered on the request for the journal."""
     if auth is Auth.NONE:
         return None, None
-    tenants = sandbox.registry.tenants
-    api_key = request.headers.get("x-api-key")
-    api_secret = request.headers.get("x-api-secret")
-    public_token = request.headers.get("x-public-token")
-    if api_key or api_secret or not public_token:
-        tenant, token = tenants.authenticate_keys(api_key, api_secret), None
-    else:
-        tenant, token = tenants.authenticate_public_token(public_token)
+    headers = request.headers
+    tenant, token = sandbox.registry.tenants.authenticate(
+        headers.get("x-api-key"), headers.get("x-api-secret"), headers.get("x-public-token"))
     request[TENANT], request[PUBLIC_TOKEN] = tenant, token
     tenant.last_request = monotonic()
     if auth is Auth.API_KEYS and token is not None:

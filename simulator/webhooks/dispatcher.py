@@ -12,6 +12,7 @@ import asyncio
 import logging
 import math
 import random
+import socket
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ from ..domain.changes import EVENT
 from ..domain.events import Event
 from ..domain.tenants import Tenant
 from ..domain.timeline import action_kind
+from ..redact import loggable_url
 from .cloudevents import to_message
 
 log = logging.getLogger("payroll_sandbox.webhooks")
@@ -36,6 +38,16 @@ ANSWER_READ = 4096        # bytes of a receiver's answer read; past them the con
 
 PENDING, DELIVERED, FAILED, INTERRUPTED = "pending", "delivered", "failed", "interrupted"
 INTERRUPTED_ATTEMPT = "interrupted: the sandbox stopped during the attempt"
+
+
+def dns_failure(error: Exception) -> bool:
+    """Whether a failure to connect was a failed DNS lookup: aiohttp >= 3.11 raises
+    ClientConnectorDNSError; before it, a ClientConnectorError over socket.gaierror."""
+    import aiohttp
+
+    dns_error = getattr(aiohttp, "ClientConnectorDNSError", None)
+    return ((dns_error is not None and isinstance(error, dns_error))
+            or isinstance(getattr(error, "os_error", None), socket.gaierror))
 
 
 @dataclass(slots=True)
@@ -197,7 +209,7 @@ class Dispatcher:
                         tenant.changes.touch(EVENT, delivery.event_id)
                         log.warning("delivery %s of event %s to %s interrupted by shutdown "
                                     "(tenant %s, %d attempts made)", delivery.id, delivery.event_id,
-                                    delivery.url, tenant.name, len(delivery.attempts))
+                                    loggable_url(delivery.url), tenant.name, len(delivery.attempts))
 
     async def close(self) -> None:
         await self.stop()
@@ -324,8 +336,8 @@ class Dispatcher:
             attempt.error = attempt.error or INTERRUPTED_ATTEMPT
             delivery.state = INTERRUPTED
             log.warning("delivery %s of event %s to %s interrupted by shutdown during attempt %d "
-                        "(tenant %s)", delivery.id, delivery.event_id, delivery.url, attempt.number,
-                        tenant.name)
+                        "(tenant %s)", delivery.id, delivery.event_id, loggable_url(delivery.url),
+                        attempt.number, tenant.name)
             raise
         self._after_attempt(tenant, delivery, event, attempt, started_at)
         changes.touch(EVENT, event.id)
@@ -352,13 +364,14 @@ class Dispatcher:
                     attempt.error = f"non-2xx response {response.status}"
         except asyncio.TimeoutError:
             attempt.error = f"timeout after {self.timeout:g}s"
-        except aiohttp.ClientConnectorDNSError as error:
-            attempt.error = f"DNS lookup failed for {error.host}: {error.os_error}"
         except aiohttp.ClientConnectorError as error:
-            # Refused, or another failure to connect (unreachable, TLS): what the OS said.
-            what = ("connection refused" if isinstance(error.os_error, ConnectionRefusedError)
-                    else f"cannot connect to {error.host}:{error.port}")
-            attempt.error = f"{what}: {error.os_error}"
+            if dns_failure(error):
+                attempt.error = f"DNS lookup failed for {error.host}: {error.os_error}"
+            else:
+                # Refused, or another failure to connect (unreachable, TLS): what the OS said.
+                what = ("connection refused" if isinstance(error.os_error, ConnectionRefusedError)
+                        else f"cannot connect to {error.host}:{error.port}")
+                attempt.error = f"{what}: {error.os_error}"
         except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError,
                 aiohttp.ClientPayloadError) as error:
             attempt.error = f"connection reset: {error}"
@@ -382,13 +395,14 @@ class Dispatcher:
         if self.closing:
             delivery.state = INTERRUPTED
             log.warning("delivery %s of event %s to %s interrupted by shutdown after %d attempts "
-                        "(tenant %s)", delivery.id, event.id, delivery.url, len(delivery.attempts),
-                        tenant.name)
+                        "(tenant %s)", delivery.id, event.id, loggable_url(delivery.url),
+                        len(delivery.attempts), tenant.name)
             return
         failures = sum(1 for a in delivery.attempts if a.fault != "duplicate")
         if failures >= MAX_ATTEMPTS:
             delivery.state = FAILED
-            log.info("delivery of %s to %s failed after %d attempts: %s", event.id, delivery.url,
+            log.info("delivery of %s to %s failed after %d attempts: %s", event.id,
+                     loggable_url(delivery.url),
                      failures, attempt.error)
             return
         self._schedule_attempt(tenant, delivery, event, started_at + RETRY_INTERVAL)
