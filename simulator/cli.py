@@ -62,6 +62,13 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--state-interval", type=float, metavar="SECONDS",
                        help="save the state file this often when something changed (default "
                             "30; 0: only on shutdown)")
+    serve.add_argument("--request-timeout", type=float, metavar="SECONDS",
+                       help="to receive a request's headers, and again its body (default 30)")
+    serve.add_argument("--idle-timeout", type=float, metavar="SECONDS",
+                       help="an idle keep-alive connection is closed after this (default 15)")
+    serve.add_argument("--max-connections", type=int, metavar="N",
+                       help="open connections at most; past it idle ones close first "
+                            "(default: the descriptor limit less 256)")
     serve.add_argument("--loop", choices=["asyncio", "uvloop"],
                        help="event loop (default asyncio; uvloop needs the uvloop extra)")
     for name, what in (("events", "per tenant: events kept with their deliveries (5000)"),

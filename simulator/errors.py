@@ -73,6 +73,11 @@ class PayloadTooLarge(ApiError):
     code = "payload-too-large"
 
 
+class RequestTimeout(ApiError):
+    status = 408
+    code = "request-timeout"
+
+
 class UnsupportedMediaType(ApiError):
     status = 415
     code = "unsupported-media-type"

@@ -9,14 +9,15 @@ import json
 import logging
 import re
 import time
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 import orjson
 from aiohttp import web
 
 from .clock import isoformat
 from .errors import (ApiError, HostNotAllowed, InternalError, MethodNotAllowed, PayloadTooLarge,
-                     RouteNotFound, field_detail)
+                     RequestTimeout, RouteNotFound, field_detail)
 from .keys import BODY, ERROR_CODE, FIXED_PATHS, SANDBOX, TENANT
 from .redact import loggable_path
 from .security import NOSNIFF, page_headers
@@ -25,6 +26,9 @@ access_log = logging.getLogger("payroll_sandbox.access")
 error_log = logging.getLogger("payroll_sandbox.error")
 
 MAX_BODY_BYTES = 1024 * 1024  # DESIGN.md, Errors: 413 over 1 MiB
+T = TypeVar("T")
+BODY_TOO_SLOW = ("The request's body did not arrive within {seconds:g} seconds "
+                 "(--request-timeout).")
 BODY_TOO_LARGE = "The request body is larger than {limit} bytes."
 NO_ROUTE = "No route matches {method} {path}."
 WRONG_METHOD = "{method} is not allowed on {path}; allowed: {allowed}."
@@ -144,6 +148,18 @@ def render_error(request: web.Request, error: ApiError, status: int | None = Non
     if allow is not None:
         headers["allow"] = allow
     return json_response(error.body(), status=status or error.status, headers=headers or None)
+
+
+async def read_within_time(request: web.Request, reading: Awaitable[T]) -> T:
+    """`reading` (a request's body), given the server's --request-timeout: a body that
+    trickles in cannot hold a handler (408)."""
+    sandbox = request.app.get(SANDBOX)
+    seconds = sandbox.settings.request_timeout if sandbox is not None else 30.0
+    try:
+        async with asyncio.timeout(seconds):
+            return await reading
+    except TimeoutError:  # answered; aiohttp closes the connection when the body stays unread
+        raise RequestTimeout(BODY_TOO_SLOW.format(seconds=seconds)) from None
 
 
 def json_response(data: Any, *, status: int = 200,

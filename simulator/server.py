@@ -1,16 +1,24 @@
-"""The runner `serve` and the pytest plugin start the app with: aiohttp's, except that a
-request aiohttp's HTTP parser refuses (a 10 KB request line, a 20 KB header, a body in a
-content-encoding it cannot read) is answered in the sandbox's error shape, with one log
-line, instead of aiohttp's plain-text page and a traceback.
+"""The runner `serve` and the pytest plugin start the app with: aiohttp's, with two changes.
 
-Those refusals happen before the app (and its middleware) sees the request, in aiohttp's
-RequestHandler.handle_error; the runner makes its connections' handlers a subclass that
-answers them itself. Nothing else about serving changes.
+- A request aiohttp's HTTP parser refuses (a 10 KB request line, a 20 KB header, a body in a
+  content-encoding it cannot read) is answered in the sandbox's error shape, with one log
+  line, instead of aiohttp's plain-text page and a traceback. Those refusals happen before
+  the app (and its middleware) sees the request, in aiohttp's RequestHandler.handle_error.
+- Connections are bounded (issue 22, slowloris): a request's line and headers must arrive
+  within `--request-timeout` seconds of the connection's start (or of their first byte on a
+  kept-alive connection), an idle kept-alive connection closes after `--idle-timeout`, and
+  at most `--max-connections` are open: past it the oldest idle or half-open ones close
+  first, so a new client (a health check) is still answered. Bodies have the same time
+  limit where they are read (middleware.read_within_time).
+
+The runner makes its connections' handlers a subclass that does both.
 """
 
 from __future__ import annotations
 
 import logging
+import resource
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -23,12 +31,49 @@ from .middleware import escape_controls
 log = logging.getLogger("payroll_sandbox.error")
 
 
+DESCRIPTORS_KEPT = 256  # descriptors left for files, webhook connections and the listener
+
+
+def descriptor_limit() -> int | None:
+    """This process's soft limit of open descriptors (None: unlimited)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    request_timeout: float = 30.0   # wall seconds for a request's head (and, elsewhere, body)
+    idle_timeout: float = 15.0      # an idle kept-alive connection
+    max_connections: int = 1024     # open at once
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> ConnectionLimits:
+        """The settings' limits; max_connections 0 is the descriptor limit less some."""
+        cap = settings.max_connections
+        if not cap:
+            limit = descriptor_limit()
+            cap = 10_000 if limit is None else max(64, min(10_000, limit - DESCRIPTORS_KEPT))
+        return cls(request_timeout=settings.request_timeout, idle_timeout=settings.idle_timeout,
+                   max_connections=cap)
+
+
 class SandboxRunner(web.AppRunner):
-    """web.AppRunner whose connections answer malformed requests in the error shape."""
+    """web.AppRunner whose connections answer malformed requests in the error shape and
+    are bounded in time and number (ConnectionLimits, from the app's settings)."""
+
+    def __init__(self, app: web.Application, **kwargs: Any) -> None:
+        from .keys import SANDBOX
+
+        sandbox = app.get(SANDBOX)
+        self.limits = (ConnectionLimits.from_settings(sandbox.settings) if sandbox is not None
+                       else ConnectionLimits())
+        kwargs.setdefault("keepalive_timeout", self.limits.idle_timeout)
+        super().__init__(app, **kwargs)
 
     async def _make_server(self) -> web.Server:
         server = await super()._make_server()
         server.__class__ = _Server
+        server.limits = self.limits  # type: ignore[attr-defined]
         return server
 
 
@@ -36,13 +81,71 @@ class _Server(web.Server):
     __slots__ = ()
 
     def __call__(self) -> RequestHandler:
-        handler = super().__call__()
-        handler.__class__ = _RequestHandler
-        return handler
+        return _RequestHandler(self, loop=self._loop, **self._kwargs)
 
 
 class _RequestHandler(RequestHandler):
-    __slots__ = ()
+    __slots__ = ("_head_timer",)
+
+    def connection_made(self, transport: Any) -> None:
+        self._head_timer: Any = None
+        super().connection_made(transport)
+        self._arm_head_timer()
+        self._make_room()
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._cancel_head_timer()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        new_head = self._head_timer is None and self._idle()  # a request's first bytes
+        count = self._request_count
+        super().data_received(data)
+        if self._request_count != count:
+            self._cancel_head_timer()  # its whole head arrived
+        elif new_head:
+            self._arm_head_timer()
+
+    def _idle(self) -> bool:
+        """Waiting for a request (none in progress)."""
+        waiter = self._waiter
+        return waiter is not None and not waiter.done()
+
+    def _unused(self) -> bool:
+        """No request in progress: idle, or not a whole request head yet."""
+        return self._idle() or (self._request_count == 0 and not self._messages)
+
+    def _arm_head_timer(self) -> None:
+        if self._head_timer is None and self.transport is not None:
+            self._head_timer = self._loop.call_later(self._manager.limits.request_timeout,
+                                                     self._head_too_slow)
+
+    def _cancel_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_too_slow(self) -> None:
+        self._head_timer = None
+        if self._idle():
+            self.force_close()  # no whole request head in time: a slow or half-open client
+
+    def _make_room(self) -> None:
+        """Past max_connections, the oldest idle or half-open connections close; when every
+        other one is busy with a request, this new one does."""
+        manager = self._manager
+        # handler -> transport, oldest first; a closed one stays until its task ends
+        open_ = [h for h in manager._connections if h.transport is not None]
+        excess = len(open_) - manager.limits.max_connections
+        if excess <= 0:
+            return
+        for handler in open_:
+            if excess <= 0:
+                return
+            if handler is not self and isinstance(handler, _RequestHandler) and handler._unused():
+                handler.force_close()
+                excess -= 1
+        self.force_close()
 
     def handle_error(self, request: Any, status: int = 500, exc: BaseException | None = None,
                      message: str | None = None) -> web.StreamResponse:

@@ -66,6 +66,12 @@ class Settings:
     # shutdown), written atomically (README: Snapshots and --state-file).
     state_file: Path | None = None
     state_interval: float = 30.0
+    # Connections (server.py): wall seconds to receive a request's line and headers, and
+    # again its body; seconds an idle keep-alive connection stays open; open connections at
+    # most (0: from the descriptor limit). A slow or half-open client cannot hold the server.
+    request_timeout: float = 30.0
+    idle_timeout: float = 15.0
+    max_connections: int = 0
 
     def with_overrides(self, **values: Any) -> Settings:
         return replace(self, **{k: v for k, v in values.items() if v is not None})
@@ -82,6 +88,8 @@ _CONFIG_NAMES = {
     "maxTenants": "max_tenants", "allowedHosts": "allowed_hosts",
     "frameAncestors": "frame_ancestors", "tenantIdleExpiry": "tenant_idle_expiry",
     "stateFile": "state_file", "stateInterval": "state_interval",
+    "requestTimeout": "request_timeout", "idleTimeout": "idle_timeout",
+    "maxConnections": "max_connections",
 }
 _TYPES = {f.name: f.type for f in fields(Settings)}
 
@@ -127,6 +135,12 @@ def _check_choices(settings: Settings, source: str) -> None:
     if any(c in settings.frame_ancestors for c in ";,\r\n"):
         raise ConfigError(source, "$.frame_ancestors",
                           "sources separated by spaces, without ';' or ','")
+    for name in ("request_timeout", "idle_timeout"):
+        if getattr(settings, name) <= 0:
+            raise ConfigError(source, f"$.{name}", "must be more than 0 seconds")
+    if settings.max_connections < 0:
+        raise ConfigError(source, "$.max_connections", "must be 0 (from the descriptor limit) "
+                          "or more")
     if settings.state_interval < 0:
         raise ConfigError(source, "$.state_interval",
                           "must be 0 (only on shutdown) or more seconds")

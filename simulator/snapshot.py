@@ -43,6 +43,7 @@ from .domain.tenants import PublicToken, Tenant, User
 from .domain.timeline import ACTION_KINDS, Job
 from .errors import ApiError, Conflict, PayloadTooLarge, ValidationFailed, field_detail
 from .fixtures import ConfigError
+from .middleware import read_within_time
 from .journal import JournalEntry
 from .schemas.fixtures import ACCOUNT_SCHEMA
 from .schemas.validate import check_json_type, parse_json_body, schema_errors, webhook_url_problem
@@ -481,12 +482,16 @@ async def read_document(request: web.Request) -> Any:
     """A restore's body: JSON (400 when not, 415 when sent as something else), up to
     MAX_DOCUMENT_BYTES (413), read here because other bodies stop at 1 MiB."""
     check_json_type(request.headers.get("content-type"))
-    raw = bytearray()
-    while chunk := await request.content.read(1 << 20):
-        raw += chunk
-        if len(raw) > MAX_DOCUMENT_BYTES:
-            raise PayloadTooLarge(TOO_LARGE.format(limit=MAX_DOCUMENT_BYTES))
-    return parse_json_body(bytes(raw), _ANY_JSON)
+
+    async def read() -> bytes:
+        raw = bytearray()
+        while chunk := await request.content.read(1 << 20):
+            raw += chunk
+            if len(raw) > MAX_DOCUMENT_BYTES:
+                raise PayloadTooLarge(TOO_LARGE.format(limit=MAX_DOCUMENT_BYTES))
+        return bytes(raw)
+
+    return parse_json_body(await read_within_time(request, read()), _ANY_JSON)
 
 
 class _Builder:

@@ -174,3 +174,120 @@ async def test_an_empty_or_wrong_key_beside_a_valid_token_is_invalid_credentials
     response = await client.get("/linked-accounts?identifier=u1",
                                 headers={"x-public-token": token})
     assert response.status == 200  # the token alone still works
+
+
+# ---------------------------------------------------------------- 7. slow and half-open clients
+
+def serve_process(*args: str):
+    """`payroll-sandbox serve` as a real process: (process, host, port)."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    process = subprocess.Popen([sys.executable, "-m", "payroll_sandbox", "serve", "--port", "0",
+                                "--clock", "manual", *args], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, cwd=REPO,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    base_url = process.stdout.readline().split()[2]
+    host, port = base_url.removeprefix("http://").split(":")
+    return process, host, int(port)
+
+
+def half_open(host: str, port: int, count: int) -> list:
+    """`count` connections that send the start of a request head and never finish it."""
+    import socket
+
+    sockets = []
+    for _ in range(count):
+        connection = socket.create_connection((host, port), timeout=5)
+        connection.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        connection.setblocking(False)
+        sockets.append(connection)
+    return sockets
+
+
+def closed_by_the_server(sockets: list) -> int:
+    closed = 0
+    for connection in sockets:
+        try:
+            closed += connection.recv(1024) == b""
+        except BlockingIOError:
+            pass  # still open, nothing to read
+        except ConnectionResetError:
+            closed += 1
+    return closed
+
+
+def health(host: str, port: int) -> int:
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://{host}:{port}/health", timeout=5) as answer:
+        return answer.status
+
+
+def test_a_thousand_half_open_connections_are_closed_in_time_and_health_answers_meanwhile():
+    """Finding 7: half-open connections were never closed (3,000 stayed open 60 s); near
+    the descriptor limit the server stopped accepting."""
+    process, host, port = serve_process("--request-timeout", "1")
+    sockets = []
+    try:
+        sockets = half_open(host, port, 1000)
+        assert health(host, port) == 200  # a new client is answered while they hang
+        deadline = time.monotonic() + 10
+        while closed_by_the_server(sockets) < 1000 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert closed_by_the_server(sockets) == 1000, "not every half-open connection closed"
+        assert time.monotonic() < deadline
+        assert health(host, port) == 200
+    finally:
+        for connection in sockets:
+            connection.close()
+        process.terminate()
+        process.communicate(timeout=20)
+
+
+def test_past_max_connections_the_oldest_idle_ones_close_and_health_still_answers():
+    process, host, port = serve_process("--max-connections", "100")
+    sockets = []
+    try:
+        sockets = half_open(host, port, 300)
+        assert health(host, port) == 200
+        time.sleep(0.2)
+        assert closed_by_the_server(sockets) >= 200  # the oldest made room
+        assert closed_by_the_server(sockets[-50:]) == 0  # the newest kept
+    finally:
+        for connection in sockets:
+            connection.close()
+        process.terminate()
+        process.communicate(timeout=20)
+
+
+def test_a_body_that_trickles_in_is_a_408_within_the_request_timeout():
+    import json
+    import socket
+
+    process, host, port = serve_process("--request-timeout", "1")
+    try:
+        connection = socket.create_connection((host, port), timeout=10)
+        key, secret = ACME["x-api-key"], ACME["x-api-secret"]
+        connection.sendall((f"POST /access-token HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                            f"x-api-key: {key}\r\nx-api-secret: {secret}\r\n"
+                            f"content-type: application/json\r\ncontent-length: 100\r\n\r\n"
+                            f'{{"identifier": ').encode())
+        started = time.monotonic()
+        answer = b""
+        while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+            chunk = connection.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+        assert time.monotonic() - started < 5
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 408"), answer
+        assert json.loads(body)["error"]["code"] == "request-timeout"
+        connection.close()
+    finally:
+        process.terminate()
+        process.communicate(timeout=20)

@@ -29,7 +29,7 @@ from aiohttp import web
 from ..errors import ApiError, ApiKeysRequired, PublicTokenRequired, ValidationFailed, field_detail
 from ..journal import journal_body
 from ..keys import BODY, FIXED_PATHS, PUBLIC_TOKEN, SANDBOX, TENANT
-from ..middleware import json_response, wrong_method
+from ..middleware import json_response, read_within_time, wrong_method
 from ..static import static_text
 from ..schemas.validate import (INVALID_TEXT, check_json_type, parse_json_body, parse_query,
                                 text_problem)
@@ -144,7 +144,7 @@ def _endpoint(op: Operation, shadowed: dict[str, str] | None = None
             _check_path(request.match_info)
         body = query = None
         if op.body is not None:
-            raw = await request.read()
+            raw = await read_within_time(request, request.read())
             try:
                 if raw:
                     check_json_type(request.headers.get("content-type"))

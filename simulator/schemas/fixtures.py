@@ -221,5 +221,8 @@ CONFIG_SCHEMA = {
         "tenantIdleExpiry": {"type": "number", "minimum": 0},
         "stateFile": {"type": "string", "minLength": 1},
         "stateInterval": {"type": "number", "minimum": 0},
+        "requestTimeout": {"type": "number", "exclusiveMinimum": 0},
+        "idleTimeout": {"type": "number", "exclusiveMinimum": 0},
+        "maxConnections": {"type": "integer", "minimum": 0},
     },
 }
