@@ -32,6 +32,7 @@ from .scheduler import RealTimer
 from .settings import Settings, bundled_dir
 from .snapshot import STATE_FILE, StateFile, save_on_shutdown
 from .webhooks.dispatcher import ATTEMPT_TIMEOUT, Dispatcher
+from .webhooks.policy import OutboundPolicy
 
 log = logging.getLogger("payroll_sandbox.tenants")
 
@@ -129,6 +130,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None,
     real = settings.clock == REAL and clock is None
     dispatcher = Dispatcher(
         vendor=service.vendor, seed=settings.seed, default_url=settings.webhook_url,
+        policy=OutboundPolicy.from_settings(settings),
         timeout=settings.webhook_timeout or ATTEMPT_TIMEOUT / (settings.time_scale if real else 1))
     profiles = ProfileFactory(settings.seed)
     linked = LinkedAccounts(

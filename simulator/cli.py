@@ -51,6 +51,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--allowed-host", dest="allowed_hosts", action="append", metavar="NAME",
                        help="a host name clients use to reach the server, besides IP addresses "
                             "and localhost (repeat it; '*' allows any; see SECURITY.md)")
+    serve.add_argument("--webhook-allow", dest="webhook_allow", action="append", metavar="CIDR|HOST",
+                       help="a webhook target the outbound policy refuses by default, allowed "
+                            "(repeat it; see SECURITY.md)")
+    serve.add_argument("--webhook-deny", dest="webhook_deny", action="append", metavar="CIDR|HOST",
+                       help="a webhook target refused besides link-local and metadata "
+                            "addresses (repeat it; *.example.com for subdomains)")
     serve.add_argument("--frame-ancestors", metavar="SOURCES",
                        help="who may frame the hosted SDK flow (CSP frame-ancestors; default *)")
     serve.add_argument("--tenant-idle-expiry", type=float, metavar="SECONDS",
@@ -360,21 +366,17 @@ def _loop_factory(kind: str | None):
 
 
 async def _run(app, settings) -> None:
-    from aiohttp import web
-
     from .keys import SANDBOX
-    from .server import SandboxRunner
+    from .server import SandboxRunner, start_site
 
     runner = SandboxRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
-    site = web.TCPSite(runner, settings.host, settings.port)
     try:
-        await site.start()
+        host, port = await start_site(runner, settings.host, settings.port)
     except OSError as error:
         await runner.cleanup()
         raise ConfigError("settings", "$.port", f"cannot listen on {settings.host}:"
                           f"{settings.port}: {error.strerror}") from None
-    host, port = runner.addresses[0][:2]
     shown_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     if ":" in shown_host:
         shown_host = f"[{shown_host}]"

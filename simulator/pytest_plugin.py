@@ -111,18 +111,16 @@ class _ServerThread(_LoopThread):
         self._runner: Any = None
 
     async def _setup(self) -> None:
-        from aiohttp import web
-
         from .app import create_app, long_lived
         from .keys import SANDBOX
-        from .server import SandboxRunner
+        from .server import SandboxRunner, start_site
 
         with long_lived():  # each test's tenant deletion collects; the catalog stays out
             app = create_app(self.settings)
         self._runner = SandboxRunner(app, access_log=None)
         await self._runner.setup()
-        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
-        self.base_url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"
+        _, port = await start_site(self._runner, "127.0.0.1", 0)
+        self.base_url = f"http://127.0.0.1:{port}"
         tenant = app[SANDBOX].registry.tenants.default()
         self.keys = (tenant.api_key, tenant.api_secret)
 

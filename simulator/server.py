@@ -77,6 +77,19 @@ class SandboxRunner(web.AppRunner):
         return server
 
 
+async def start_site(runner: web.AppRunner, host: str, port: int) -> tuple[str, int]:
+    """Listens on host:port (0: a free port) and tells the outbound policy, which refuses
+    webhooks to the sandbox itself; the address and port it listens on."""
+    from .keys import SANDBOX
+
+    await web.TCPSite(runner, host, port).start()
+    sandbox = runner.app.get(SANDBOX)
+    if sandbox is not None:
+        sandbox.dispatcher.policy.serving(runner.addresses)
+    bound_host, bound_port = runner.addresses[0][:2]
+    return bound_host, bound_port
+
+
 class _Server(web.Server):
     __slots__ = ()
 

@@ -69,6 +69,9 @@ class Settings:
     # Connections (server.py): wall seconds to receive a request's line and headers, and
     # again its body; seconds an idle keep-alive connection stays open; open connections at
     # most (0: from the descriptor limit). A slow or half-open client cannot hold the server.
+    # Outbound policy of webhooks (webhooks/policy.py): CIDRs or host names, comma-separated.
+    webhook_allow: str = ""
+    webhook_deny: str = ""
     request_timeout: float = 30.0
     idle_timeout: float = 15.0
     max_connections: int = 0
@@ -89,6 +92,7 @@ _CONFIG_NAMES = {
     "frameAncestors": "frame_ancestors", "tenantIdleExpiry": "tenant_idle_expiry",
     "stateFile": "state_file", "stateInterval": "state_interval",
     "requestTimeout": "request_timeout", "idleTimeout": "idle_timeout",
+    "webhookAllow": "webhook_allow", "webhookDeny": "webhook_deny",
     "maxConnections": "max_connections",
 }
 _TYPES = {f.name: f.type for f in fields(Settings)}
@@ -152,6 +156,13 @@ def _check_choices(settings: Settings, source: str) -> None:
         if settings.state_file.is_dir():
             raise ConfigError(source, "$.state_file",
                               f"{str(settings.state_file)!r} is a folder; name a file")
+    from .webhooks.policy import Rules
+
+    for name in ("webhook_allow", "webhook_deny"):
+        try:
+            Rules.parse(getattr(settings, name).split(","), f"--{name.replace('_', '-')}")
+        except ValueError as error:
+            raise ConfigError(source, f"$.{name}", str(error)) from None
     if settings.webhook_url is not None:
         from .schemas.validate import webhook_url_problem
 

@@ -690,7 +690,7 @@ class _Builder:
     def _webhooks(self) -> tuple[list[dict[str, Any]], FaultPlan, list[tuple[Delivery, Event]]]:
         webhooks = self.document["webhooks"]
         for number, endpoint in enumerate(webhooks["endpoints"]):
-            problem = webhook_url_problem(endpoint["url"])
+            problem = webhook_url_problem(endpoint["url"], self.sandbox.dispatcher.policy)
             if problem is not None:
                 raise _invalid(f"$.webhooks.endpoints[{number}].url", problem)
         for number, raw in enumerate(webhooks["deliveries"]):

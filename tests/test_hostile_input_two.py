@@ -291,3 +291,99 @@ def test_a_body_that_trickles_in_is_a_408_within_the_request_timeout():
     finally:
         process.terminate()
         process.communicate(timeout=20)
+
+
+# ---------------------------------------------------------------- 9. where webhooks may go
+
+async def put_endpoints(client, *urls: str):
+    return await client.put("/_sandbox/webhooks/endpoints", headers=ACME,
+                            json={"endpoints": [{"url": url} for url in urls]})
+
+
+async def test_link_local_and_metadata_targets_are_refused_at_registration(make_client):
+    """Finding 9: a tenant could point webhooks at 169.254.169.254 and read back status and
+    latency. Refused by default (422 naming the endpoint); loopback and private stay."""
+    client = await make_client()
+    for url in ("http://169.254.169.254/latest/meta-data/", "http://[fe80::1]:80/x",
+                "http://metadata.google.internal/computeMetadata/v1/",
+                "http://[::ffff:169.254.169.254]/"):
+        response = await put_endpoints(client, "http://127.0.0.1:9000/ok", url)
+        body = await response.json()
+        assert response.status == 422, (url, body)
+        [detail] = body["error"]["details"]
+        assert detail["path"] == "$.endpoints[1].url" and "outbound policy" in detail["message"]
+    response = await client.get("/_sandbox/webhooks/endpoints", headers=ACME)
+    assert (await response.json())["data"] == []  # nothing changed
+    response = await put_endpoints(client, "http://127.0.0.1:9000/a", "http://10.1.2.3:80/b",
+                                   "http://localhost:3000/c")
+    assert response.status == 200
+
+
+async def test_webhook_allow_and_deny_change_the_policy(make_client):
+    client = await make_client(webhook_allow="169.254.169.254", webhook_deny="10.0.0.0/8,*.corp")
+    assert (await put_endpoints(client, "http://169.254.169.254/x")).status == 200
+    for url in ("http://10.9.9.9/x", "http://hooks.corp/x"):
+        assert (await put_endpoints(client, url)).status == 422, url
+
+
+async def test_a_name_resolving_to_a_refused_address_is_refused_at_delivery_open_port_or_not(
+        make_client, aiohttp_server):
+    """Checked again after DNS: `localhost` passes registration, and with 127.0.0.0/8 denied
+    the attempt never connects; an open port and a closed one record the same error."""
+    received = []
+
+    async def hook(request):
+        received.append(await request.read())
+        return web.Response(status=204)
+
+    app = web.Application()
+    app.router.add_post("/hook", hook)
+    server = await aiohttp_server(app)
+    client = await make_client(webhook_deny="127.0.0.0/8,::1")
+    from receiver import closed_port
+
+    open_url = f"http://localhost:{server.port}/hook"
+    closed_url = f"http://localhost:{closed_port()}/hook"
+    assert (await put_endpoints(client, open_url, closed_url)).status == 200
+    response = await client.post("/_sandbox/events/trigger", json={"eventType": "company-updated"},
+                                 headers=ACME)
+    assert response.status == 201
+    [event] = await events_of(client, "company-updated")
+    errors = {d["url"]: d["attempts"][0]["error"] for d in event["deliveries"]}
+    assert errors[open_url] == errors[closed_url] and "outbound policy" in errors[open_url]
+    assert all(d["attempts"][0]["status"] is None for d in event["deliveries"])
+    assert received == []
+
+
+def test_the_sandboxs_own_address_is_refused_as_a_webhook_target():
+    """Finding 9: the sandbox's control plane was a webhook target. A literal address is
+    refused at registration; a name (localhost) at delivery, after resolution."""
+    import json
+    import urllib.request
+
+    def call(method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+        request = urllib.request.Request(
+            f"http://{host}:{port}{path}", method=method, headers={**ACME, **JSON},
+            data=None if body is None else json.dumps(body).encode())
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                return answer.status, json.load(answer)
+        except urllib.error.HTTPError as error:
+            return error.code, json.load(error)
+
+    process, host, port = serve_process()
+    try:
+        status, body = call("PUT", "/_sandbox/webhooks/endpoints",
+                            {"endpoints": [{"url": f"http://{host}:{port}/_sandbox/tenants"}]})
+        assert status == 422 and "own address" in body["error"]["details"][0]["message"]
+        status, _ = call("PUT", "/_sandbox/webhooks/endpoints",
+                         {"endpoints": [{"url": f"http://localhost:{port}/_sandbox/tenants"}]})
+        assert status == 200
+        status, _ = call("POST", "/_sandbox/events/trigger", {"eventType": "company-updated"})
+        assert status == 201
+        _, events = call("GET", "/_sandbox/events?type=company-updated")
+        [attempt] = events["data"][0]["deliveries"][0]["attempts"]
+        assert attempt["status"] is None and "own address" in attempt["error"]
+    finally:
+        process.terminate()
+        process.communicate(timeout=20)

@@ -34,7 +34,8 @@ async def put_endpoints(tenant, body, sandbox) -> list:
     if problems:
         raise UnknownEventType("Unknown event types.", details=problems)
     check_webhook_urls([(f"$.endpoints[{i}].url", endpoint["url"])
-                        for i, endpoint in enumerate(body["endpoints"])])
+                        for i, endpoint in enumerate(body["endpoints"])],
+                       sandbox.dispatcher.policy)
     state = tenant.webhooks
     state.endpoints = body["endpoints"]
     return state.endpoints

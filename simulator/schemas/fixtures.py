@@ -222,6 +222,9 @@ CONFIG_SCHEMA = {
         "stateFile": {"type": "string", "minLength": 1},
         "stateInterval": {"type": "number", "minimum": 0},
         "requestTimeout": {"type": "number", "exclusiveMinimum": 0},
+        **{name: {"oneOf": [{"type": "string"},
+                            {"type": "array", "items": {"type": "string", "minLength": 1}}]}
+           for name in ("webhookAllow", "webhookDeny")},
         "idleTimeout": {"type": "number", "exclusiveMinimum": 0},
         "maxConnections": {"type": "integer", "minimum": 0},
     },

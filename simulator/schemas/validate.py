@@ -277,9 +277,10 @@ def _refuse_metadata(path: str, problem: str) -> None:
                            details=[field_detail(path, problem)])
 
 
-def webhook_url_problem(url: str) -> str | None:
+def webhook_url_problem(url: str, policy: Any = None) -> str | None:
     """Why `url` cannot receive webhooks (None: it can): an absolute http(s) URL with a
-    host, a port from 1 to 65535, no spaces or control characters."""
+    host, a port from 1 to 65535, no spaces or control characters, and a host the outbound
+    `policy` (when given) does not refuse."""
     import yarl
 
     if any(c.isspace() or not c.isprintable() for c in url):
@@ -295,12 +296,13 @@ def webhook_url_problem(url: str) -> str | None:
         return "has no host"
     if port is None or not 1 <= port <= 65535:
         return "has a port outside 1-65535"
-    return None
+    return None if policy is None else policy.host_problem(parsed.host, port)
 
 
-def check_webhook_urls(urls: list[tuple[str, str]]) -> None:
-    """422 naming every (path, url) that cannot receive webhooks."""
+def check_webhook_urls(urls: list[tuple[str, str]], policy: Any = None) -> None:
+    """422 naming every (path, url) that cannot receive webhooks: not a usable URL, or a
+    target the outbound `policy` refuses (webhooks/policy.py)."""
     problems = [field_detail(path, f"{url!r} {problem}") for path, url in urls
-                if (problem := webhook_url_problem(url)) is not None]
+                if (problem := webhook_url_problem(url, policy)) is not None]
     if problems:
         raise ValidationFailed("A webhook URL is not usable.", details=problems)

@@ -24,6 +24,7 @@ from ..domain.tenants import Tenant
 from ..domain.timeline import action_kind
 from ..redact import loggable_url
 from .cloudevents import to_message
+from .policy import OutboundPolicy, OutboundRefused, PolicyResolver
 
 log = logging.getLogger("payroll_sandbox.webhooks")
 
@@ -158,8 +159,9 @@ class Dispatcher:
     """Sends every event of every tenant; one aiohttp session for all of them."""
 
     def __init__(self, *, vendor: str, timeout: float, seed: int,
-                 default_url: str | None = None) -> None:
+                 default_url: str | None = None, policy: OutboundPolicy | None = None) -> None:
         self.vendor = vendor
+        self.policy = policy or OutboundPolicy()  # where webhooks may go (policy.py)
         self.timeout = timeout        # wall seconds per attempt
         self.seed = seed
         self.default_url = default_url
@@ -187,7 +189,8 @@ class Dispatcher:
         # No cookie jar: a webhook sender does not carry cookies from one delivery to the next.
         self._session = aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=None), cookie_jar=aiohttp.DummyCookieJar(),
-            connector=aiohttp.TCPConnector(limit=CONNECTIONS, force_close=False))
+            connector=aiohttp.TCPConnector(limit=CONNECTIONS, force_close=False,
+                                           resolver=PolicyResolver(self.policy)))
 
     async def stop(self, tenants: Any = (), grace: float = SHUTDOWN_GRACE) -> None:
         """Stop sending: attempts in flight get `grace` seconds to finish; the rest, and
@@ -350,6 +353,10 @@ class Dispatcher:
             if self._session is None or self.closing:
                 attempt.error = INTERRUPTED_ATTEMPT  # never sent: the sandbox is stopping
                 return
+            refused = self._refused(delivery.url)
+            if refused is not None:
+                attempt.error = refused  # never connected: the same whatever listens there
+                return
             # The timeout bounds the whole attempt, the answer's body included; only its first
             # ANSWER_READ bytes are read (a receiver streaming without end costs nothing).
             async with asyncio.timeout(self.timeout), self._session.post(
@@ -365,7 +372,9 @@ class Dispatcher:
         except asyncio.TimeoutError:
             attempt.error = f"timeout after {self.timeout:g}s"
         except aiohttp.ClientConnectorError as error:
-            if dns_failure(error):
+            if isinstance(error.os_error, OutboundRefused):
+                attempt.error = str(error.os_error)  # every address the name has is refused
+            elif dns_failure(error):
                 attempt.error = f"DNS lookup failed for {error.host}: {error.os_error}"
             else:
                 # Refused, or another failure to connect (unreachable, TLS): what the OS said.
@@ -379,6 +388,13 @@ class Dispatcher:
             attempt.error = f"{type(error).__name__}: {error}"
         finally:
             attempt.latency_ms = round((time.perf_counter() - started) * 1000, 3)
+
+    def _refused(self, url: str) -> str | None:
+        """The policy's refusal of a URL's host (a literal address, or a denied name)."""
+        import yarl
+
+        parsed = yarl.URL(url)
+        return self.policy.host_problem(parsed.host or "", parsed.port or 0)
 
     def _after_attempt(self, tenant: Tenant, delivery: Delivery, event: Event, attempt: Attempt,
                        started_at: float) -> None:

@@ -1,0 +1,198 @@
+"""Where webhooks may go: the outbound policy (issue 22; SECURITY.md, Outbound webhooks).
+
+A tenant chooses its endpoints' URLs and reads back each attempt's status and latency, so in
+a deployment shared by several teams a webhook endpoint is a probe. By default the sandbox
+refuses, as targets:
+- link-local addresses (169.254.0.0/16, fe80::/10), where cloud metadata services answer,
+  and the other well-known metadata addresses and names;
+- its own listening addresses and port (its control plane).
+Loopback and private addresses stay allowed: local receivers are the main use.
+`--webhook-deny` (CIDRs or host names, `*.example.com` too) refuses more; `--webhook-allow`
+allows what the defaults refuse (never the sandbox itself). The check runs at registration
+(on the URL's host: a name or a literal address) and again at delivery on every address the
+name resolves to, so a name that resolves somewhere refused is refused too (DNS
+rebinding). A refused attempt never connects: its recorded error is the same whatever
+listens there, so a refused port cannot be told from a closed one.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp.abc import AbstractResolver
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+REFUSED = "refused by the sandbox's outbound policy ({why}); see --webhook-allow"
+LINK_LOCAL = "a link-local or metadata address"
+ITSELF = "the sandbox's own address"
+DENIED = "denied by --webhook-deny"
+
+_DEFAULT_DENY: tuple[Network, ...] = tuple(ipaddress.ip_network(n) for n in (
+    "169.254.0.0/16",       # link-local; 169.254.169.254 is AWS, GCP, Azure, OpenStack metadata
+    "fe80::/10",            # IPv6 link-local
+    "fd00:ec2::254/128",    # AWS metadata over IPv6
+    "100.100.100.200/32",   # Alibaba Cloud metadata
+))
+_DEFAULT_DENY_NAMES = frozenset({"metadata.google.internal", "metadata.goog", "metadata"})
+
+
+class OutboundRefused(OSError):
+    """An attempt the policy refused before connecting (its message is the recorded error)."""
+
+
+@dataclass(frozen=True)
+class Rules:
+    """Networks and host names (`name` exactly, `*.name` its subdomains)."""
+
+    networks: tuple[Network, ...] = ()
+    names: frozenset[str] = frozenset()
+    suffixes: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, entries: Iterable[str], source: str) -> Rules:
+        """Rules from `--webhook-allow`/`--webhook-deny` values (ValueError naming the bad one)."""
+        networks, names, suffixes = [], set(), []
+        for entry in (e.strip().lower().rstrip(".") for e in entries):
+            if not entry:
+                continue
+            try:
+                networks.append(ipaddress.ip_network(entry, strict=False))
+                continue
+            except ValueError:
+                pass
+            bare = entry[2:] if entry.startswith("*.") else entry
+            if not bare or any(c in bare for c in "/:@ ") or bare.startswith("."):
+                raise ValueError(f"{source}: {entry!r} is neither an address, a network (CIDR) "
+                                 "nor a host name")
+            if entry.startswith("*."):
+                suffixes.append("." + bare)
+            else:
+                names.add(bare)
+        return cls(tuple(networks), frozenset(names), tuple(suffixes))
+
+    def has_name(self, host: str) -> bool:
+        return host in self.names or host.endswith(self.suffixes)
+
+    def has_address(self, address: Address) -> bool:
+        return any(address in network for network in self.networks
+                   if network.version == address.version)
+
+
+@dataclass
+class OutboundPolicy:
+    allow: Rules = field(default_factory=Rules)
+    deny: Rules = field(default_factory=Rules)
+    # (address, port) this server listens on; an unspecified address (0.0.0.0, ::) means
+    # every local address at that port. Filled in once it listens (server.start_site).
+    listening: set[tuple[Address, int]] = field(default_factory=set)
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> OutboundPolicy:
+        return cls(allow=Rules.parse(_entries(settings.webhook_allow), "--webhook-allow"),
+                   deny=Rules.parse(_entries(settings.webhook_deny), "--webhook-deny"))
+
+    def serving(self, addresses: Iterable[Any]) -> None:
+        """The server listens at `addresses` (aiohttp's runner.addresses)."""
+        for address in addresses:
+            host, port = address[0], address[1]
+            try:
+                self.listening.add((ipaddress.ip_address(host), int(port)))
+            except ValueError:
+                continue
+
+    def host_problem(self, host: str, port: int) -> str | None:
+        """Why a URL's host (a name, or a literal address) is refused at registration."""
+        host = host.strip("[]").lower().rstrip(".")
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            if self.deny.has_name(host):
+                return REFUSED.format(why=DENIED)
+            if host in _DEFAULT_DENY_NAMES and not self.allow.has_name(host):
+                return REFUSED.format(why=LINK_LOCAL)
+            return None
+        return self.address_problem(address, port)
+
+    def address_problem(self, address: Address, port: int) -> str | None:
+        """Why an address (a literal one, or one a name resolved to) is refused."""
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        if self._is_itself(address, port):
+            return REFUSED.format(why=ITSELF)
+        if self.deny.has_address(address):
+            return REFUSED.format(why=DENIED)
+        if self.allow.has_address(address):
+            return None
+        if any(address in network for network in _DEFAULT_DENY
+               if network.version == address.version):
+            return REFUSED.format(why=LINK_LOCAL)
+        return None
+
+    def _is_itself(self, address: Address, port: int) -> bool:
+        for listening, listening_port in self.listening:
+            if port != listening_port:
+                continue
+            if listening == address:
+                return True
+            if listening.is_unspecified and (address.is_loopback or address.is_unspecified
+                                             or _is_local(address)):
+                return True
+            if listening.is_loopback and address.is_loopback:
+                return True  # 127.0.0.1 and 127.0.0.2 reach the same loopback listener
+        return False
+
+
+def _entries(value: str) -> list[str]:
+    return [part for part in (value or "").split(",") if part.strip()]
+
+
+def _is_local(address: Address) -> bool:
+    """One of this machine's own addresses (bindable)."""
+    family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_DGRAM) as probe:
+            probe.bind((str(address), 0))
+        return True
+    except OSError:
+        return False
+
+
+class PolicyResolver(AbstractResolver):
+    """aiohttp's resolver, with every resolved address the policy refuses left out; none
+    left raises OutboundRefused (the attempt never connects)."""
+
+    def __init__(self, policy: OutboundPolicy) -> None:
+        from aiohttp.resolver import DefaultResolver
+
+        self.policy = policy
+        self._resolver = DefaultResolver()
+
+    async def resolve(self, host: str, port: int = 0,
+                      family: int = socket.AF_INET) -> list[dict[str, Any]]:
+        if self.policy.deny.has_name(host.lower().rstrip(".")):
+            raise OutboundRefused(REFUSED.format(why=DENIED))
+        resolved = await self._resolver.resolve(host, port, family)
+        kept, why = [], None
+        for entry in resolved:
+            try:
+                address = ipaddress.ip_address(entry["host"])
+            except ValueError:
+                kept.append(entry)
+                continue
+            problem = self.policy.address_problem(address, int(entry.get("port") or port))
+            if problem is None:
+                kept.append(entry)
+            else:
+                why = why or problem
+        if not kept:
+            raise OutboundRefused(why or REFUSED.format(why=DENIED))
+        return kept
+
+    async def close(self) -> None:
+        await self._resolver.close()
