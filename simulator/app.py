@@ -93,7 +93,8 @@ def build_registry(settings: Settings, *, clock: Clock | None = None,
     return TenantRegistry(service=fixtures.service, catalog=loaded.catalog, index=loaded.index,
                           environment=settings.environment, seed=settings.seed,
                           clock_factory=clock_factory, scenarios=loaded.scenarios,
-                          accounts=fixtures.accounts, max_tenants=settings.max_tenants)
+                          accounts=fixtures.accounts, max_tenants=settings.max_tenants,
+                          max_per_maker=settings.max_tenants_per_maker)
 
 
 @contextmanager

@@ -81,7 +81,8 @@ def _parser() -> argparse.ArgumentParser:
                        ("tasks", "per tenant: tasks kept (10000)"),
                        ("tokens", "per tenant: public tokens kept (10000)"),
                        ("users", "per tenant: users (100000)"),
-                       ("tenants", "tenants the control plane may make (1000)")):
+                       ("tenants", "tenants the control plane may make (1000)"),
+                       ("tenants-per-maker", "of those, made by one tenant (250)")):
         serve.add_argument(f"--max-{name}", type=int, metavar="N", help=what)
 
     scenarios = commands.add_parser("scenarios", help="list or check scenario files")

@@ -55,6 +55,7 @@ class Settings:
     max_tokens: int = 10_000     # per tenant: public tokens
     max_users: int = 100_000     # per tenant
     max_tenants: int = 1_000     # tenants made by the control plane
+    max_tenants_per_maker: int = 250  # of those, made by one tenant (its share)
     # Shared deployments (SECURITY.md): host names the server answers besides IP literals
     # and localhost (comma-separated, `*` for any); who may frame the hosted flow; how long
     # a tenant made by the control plane may sit idle before it goes (seconds; 0: never).
@@ -88,7 +89,8 @@ _CONFIG_NAMES = {
     "environment": "environment", "logFormat": "log_format", "vendor": "vendor",
     "aggregator": "aggregator", "sdkPrefix": "sdk_prefix", "maxEvents": "max_events",
     "maxTasks": "max_tasks", "maxTokens": "max_tokens", "maxUsers": "max_users",
-    "maxTenants": "max_tenants", "allowedHosts": "allowed_hosts",
+    "maxTenants": "max_tenants",
+    "maxTenantsPerMaker": "max_tenants_per_maker", "allowedHosts": "allowed_hosts",
     "frameAncestors": "frame_ancestors", "tenantIdleExpiry": "tenant_idle_expiry",
     "stateFile": "state_file", "stateInterval": "state_interval",
     "requestTimeout": "request_timeout", "idleTimeout": "idle_timeout",
@@ -131,7 +133,8 @@ def _check_choices(settings: Settings, source: str) -> None:
         raise ConfigError(source, "$.time_scale", "must be greater than 0")
     if not 0 <= settings.port <= 65535:
         raise ConfigError(source, "$.port", "must be between 0 and 65535")
-    for name in ("max_events", "max_tasks", "max_tokens", "max_users", "max_tenants"):
+    for name in ("max_events", "max_tasks", "max_tokens", "max_users", "max_tenants",
+                 "max_tenants_per_maker"):
         if getattr(settings, name) < 1:
             raise ConfigError(source, f"$.{name}", "must be at least 1")
     if settings.tenant_idle_expiry < 0:

@@ -387,3 +387,51 @@ def test_the_sandboxs_own_address_is_refused_as_a_webhook_target():
     finally:
         process.terminate()
         process.communicate(timeout=20)
+
+
+# ---------------------------------------------------------------- 5. makers and their tenants
+
+async def make_tenant(client, headers: dict, name: str) -> dict:
+    response = await client.post("/_sandbox/tenants", json={"name": name}, headers=headers)
+    assert response.status == 201, await response.text()
+    data = (await response.json())["data"]
+    return {"x-api-key": data["apiKey"], "x-api-secret": data["apiSecret"], "name": data["name"]}
+
+
+def keys(tenant: dict) -> dict:
+    return {k: v for k, v in tenant.items() if k != "name"}
+
+
+async def test_a_makers_name_taken_again_by_another_tenant_cannot_delete_the_first_makers_tenants(
+        client):
+    """Finding 5: permission was checked by name: a maker deleted, its name taken by
+    another tenant, and that one could delete the first maker's children. Now deleting a
+    maker deletes what it made, and a later tenant of its name is not its maker."""
+    maker = await make_tenant(client, ACME, "maker")
+    child = await make_tenant(client, keys(maker), "child")
+    other = await make_tenant(client, ACME, "other")
+    response = await client.delete("/_sandbox/tenants/maker", headers=keys(maker))
+    assert response.status in (200, 204)
+    # The maker's child went with it: its keys find nothing.
+    response = await client.get("/_sandbox/clock", headers=keys(child))
+    assert response.status == 401
+    impostor = await make_tenant(client, keys(other), "maker")
+    assert impostor["name"] == "maker"
+    survivor = await make_tenant(client, ACME, "child")  # the old child's name, someone else's
+    response = await client.delete("/_sandbox/tenants/child", headers=keys(impostor))
+    assert response.status == 404  # not its maker, whatever the names say
+    response = await client.get("/_sandbox/clock", headers=keys(survivor))
+    assert response.status == 200
+
+
+async def test_one_maker_cannot_use_up_max_tenants_for_everyone(make_client):
+    client = await make_client(max_tenants=10, max_tenants_per_maker=3)
+    greedy = await make_tenant(client, ACME, "greedy")
+    for number in range(3):
+        await make_tenant(client, keys(greedy), f"g{number}")
+    response = await client.post("/_sandbox/tenants", json={}, headers=keys(greedy))
+    body = await response.json()
+    assert response.status == 429 and body["error"]["code"] == "tenant-limit-reached"
+    assert "--max-tenants-per-maker" in body["error"]["message"]
+    # Someone else still can.
+    await make_tenant(client, ACME, "neighbour")

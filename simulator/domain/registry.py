@@ -26,6 +26,9 @@ from .tenants import DEFAULT_PRODUCTS, Tenant, Tenants, TenantServices
 UNKNOWN_TENANT = "No tenant is named {name!r}."
 TENANT_LIMIT = ("{limit} tenants made by the control plane exist (--max-tenants); delete some "
                 "(DELETE /_sandbox/tenants/{{name}}) first.")
+MAKER_LIMIT = ("This tenant has made {limit} tenants that still exist (--max-tenants-per-maker, "
+               "its share of --max-tenants); delete some (DELETE /_sandbox/tenants/{{name}}) "
+               "first.")
 FIXTURE_TENANT = ("{name!r} comes from the fixtures; reset it (POST /_sandbox/reset) instead of "
                   "deleting it.")
 
@@ -45,7 +48,7 @@ class TenantRegistry:
     def __init__(self, *, service: ServiceProfile, catalog: Catalog, index: SearchIndex,
                  environment: str, seed: int, clock_factory: Callable[[], Clock],
                  scenarios: dict[str, Any], accounts: list[dict[str, Any]],
-                 max_tenants: int = 1_000) -> None:
+                 max_tenants: int = 1_000, max_per_maker: int = 250) -> None:
         self.service = service
         self.catalog = catalog
         self.index = index
@@ -56,7 +59,10 @@ class TenantRegistry:
         self._fixture_accounts = accounts
         self._services: TenantServices | None = None
         self.max_tenants = max_tenants  # made by the control plane (fixtures' accounts aside)
-        self._created_by: dict[str, str] = {}  # tenant made by the control plane -> its maker
+        self.max_per_maker = max_per_maker  # of those, made by one tenant
+        # A tenant made by the control plane -> its maker, the object itself (None: none):
+        # a later tenant that takes a deleted maker's name is not that maker.
+        self._made_by: dict[str, Tenant | None] = {}
         self.expired = 0  # tenants deleted for being idle (--tenant-idle-expiry)
 
     @property
@@ -80,8 +86,11 @@ class TenantRegistry:
 
     def create_tenant(self, request: dict[str, Any], creator: Tenant | None = None) -> Tenant:
         """POST /_sandbox/tenants: a fresh, isolated tenant with new, random keys."""
-        if len(self._created_by) >= self.max_tenants:
+        if len(self._made_by) >= self.max_tenants:
             raise TenantLimitReached(TENANT_LIMIT.format(limit=self.max_tenants))
+        if creator is not None and sum(
+                maker is creator for maker in self._made_by.values()) >= self.max_per_maker:
+            raise TenantLimitReached(MAKER_LIMIT.format(limit=self.max_per_maker))
         name = request.get("name")
         if name is None or self.tenants.get(name) is not None:
             base = name or "tenant"
@@ -101,19 +110,24 @@ class TenantRegistry:
             "continuousAccess": request.get("continuousAccess", {}),
         }
         tenant = self._add(account)
-        self._created_by[name] = creator.name if creator is not None else ""
+        self._made_by[name] = creator
         return tenant
 
     def restore_tenant(self, account: dict[str, Any], created_by: str) -> Tenant:
         """--state-file: a tenant the control plane had made, back with its saved account
-        (name and keys) and its maker's name ("" for none); snapshot.py fills in its state."""
+        (name and keys) and its maker's name ("" for none; makers are saved before what they
+        made); snapshot.py fills in its state."""
         tenant = self._add(account)
-        self._created_by[tenant.name] = created_by
+        self._made_by[tenant.name] = self.tenants.get(created_by) if created_by else None
         return tenant
 
     def creator_of(self, name: str) -> str | None:
-        """Who made a tenant by the control plane ("" for no tenant); None: a fixtures' account."""
-        return self._created_by.get(name)
+        """The name of the tenant that made a tenant by the control plane ("" for none);
+        None: a fixtures' account."""
+        if name not in self._made_by:
+            return None
+        maker = self._made_by[name]
+        return maker.name if maker is not None else ""
 
     def reset(self, tenant: Tenant) -> Tenant:
         """POST /_sandbox/reset: the tenant as its account first made it, same keys."""
@@ -123,14 +137,15 @@ class TenantRegistry:
         return tenant
 
     def delete(self, name: str, caller: Tenant) -> None:
-        """DELETE /_sandbox/tenants/{name}: stops and forgets every object of the tenant.
-        A tenant made by the control plane may be deleted by itself or by its maker; the
-        fixtures' accounts are reset instead. Any other tenant is, to the caller, one that
+        """DELETE /_sandbox/tenants/{name}: stops and forgets every object of the tenant,
+        and every tenant it made (theirs too). A tenant made by the control plane may be
+        deleted by itself or by its maker (that very tenant, not a later one of its name);
+        the fixtures' accounts are reset instead. Any other tenant is, to the caller, one that
         does not exist (404): a neighbour learns nothing of the names in use."""
         tenant = self.tenants.get(name)
-        if tenant is None or (caller is not tenant and self._created_by.get(name) != caller.name):
+        if tenant is None or (caller is not tenant and self._made_by.get(name) is not caller):
             raise TenantNotFound(UNKNOWN_TENANT.format(name=name))
-        if name not in self._created_by:
+        if name not in self._made_by:
             raise TenantNotDeletable(FIXTURE_TENANT.format(name=name))
         self._forget(tenant)
         release_memory()
@@ -140,7 +155,7 @@ class TenantRegistry:
         `max_idle` wall seconds old (before `now`, monotonic); the fixtures' accounts stay.
         Their names."""
         now = time.monotonic() if now is None else now
-        idle = [tenant for name in self._created_by
+        idle = [tenant for name in self._made_by
                 if (tenant := self.tenants.get(name)) is not None
                 and now - tenant.last_request > max_idle]
         for tenant in idle:
@@ -151,6 +166,14 @@ class TenantRegistry:
         return [tenant.name for tenant in idle]
 
     def _forget(self, tenant: Tenant) -> None:
+        """The tenant and, first, every tenant it made (and theirs): deleting a maker
+        deletes what it made, so nothing is left that only it could delete."""
+        if self.tenants.get(tenant.name) is not tenant:
+            return  # gone already (a child of a tenant forgotten in the same sweep)
+        for name in [n for n, maker in self._made_by.items() if maker is tenant]:
+            child = self.tenants.get(name)
+            if child is not None:
+                self._forget(child)
         tenant.close()
         self.tenants.remove(tenant)
-        self._created_by.pop(tenant.name, None)
+        self._made_by.pop(tenant.name, None)

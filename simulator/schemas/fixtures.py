@@ -214,7 +214,8 @@ CONFIG_SCHEMA = {
         "aggregator": {"type": "string", "pattern": r"^[a-z][a-z0-9-]*$"},
         "sdkPrefix": {"type": "string", "pattern": r"^[a-z][a-z0-9-]*$"},
         **{name: {"type": "integer", "minimum": 1}
-           for name in ("maxEvents", "maxTasks", "maxTokens", "maxUsers", "maxTenants")},
+           for name in ("maxEvents", "maxTasks", "maxTokens", "maxUsers", "maxTenants",
+                        "maxTenantsPerMaker")},
         "allowedHosts": {"oneOf": [{"type": "string"},
                                    {"type": "array", "items": {"type": "string", "minLength": 1}}]},
         "frameAncestors": {"type": "string", "minLength": 1},
