@@ -41,12 +41,15 @@ from .domain.processor_links import ProcessorLink, ProcessorToken
 from .domain.tasks import Task, Workflow
 from .domain.tenants import PublicToken, Tenant, User
 from .domain.timeline import ACTION_KINDS, Job
-from .errors import ApiError, Conflict, PayloadTooLarge, ValidationFailed, field_detail
+from .errors import (ApiError, Conflict, MalformedJson, PayloadTooLarge, ValidationFailed,
+                     field_detail)
 from .fixtures import ConfigError
-from .middleware import read_within_time
+from .journal import MAX_ENTRIES as JOURNAL_MAX_ENTRIES
 from .journal import JournalEntry
+from .middleware import read_within_time
 from .schemas.fixtures import ACCOUNT_SCHEMA
-from .schemas.validate import check_json_type, parse_json_body, schema_errors, webhook_url_problem
+from .schemas.validate import (INVALID_TEXT, check_json_type, schema_errors, text_faults,
+                               webhook_url_problem)
 from .webhooks.dispatcher import (INTERRUPTED_ATTEMPT, PENDING, SHUTDOWN_GRACE, Attempt,
                                   Delivery, FaultPlan)
 
@@ -113,6 +116,18 @@ def _invalid(path: str, message: str) -> Fault:
 
 _PLAIN = {"str": "string", "int": "integer", "float": "number", "bool": "boolean",
           "None": "null"}
+# Every restored number in a range that no later read or run can trip over (issue 22):
+# times within the clock's range, other numbers finite, not negative and bounded.
+MAX_TIME = 253_402_300_799.0 - 4 * 31_536_000  # 9995-12-31: isoformat's year 9999, a margin
+MAX_COUNT = 2**53 - 1                          # a JavaScript-safe integer
+MAX_AMOUNT = 1e12
+_RANGES = {"integer": {"minimum": 0, "maximum": MAX_COUNT},
+           "number": {"minimum": 0, "maximum": MAX_AMOUNT}}
+
+
+def _is_time(camel: str) -> bool:
+    """A record field that holds a virtual time (createdAt, expiresAt, time, lastRefresh...)."""
+    return camel.endswith(("At", "Time")) or camel in ("time", "lastRefresh", "due")
 _SEQUENCES = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}
 
 
@@ -134,6 +149,18 @@ def _camel(name: str) -> str:
     return head + "".join(word.title() for word in rest)
 
 
+def _ranged(camel: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """A field's schema with the range of its numbers: a time's, or a count's or amount's."""
+    kinds = schema.get("type")
+    kinds = kinds if isinstance(kinds, list) else [kinds]
+    if "number" in kinds and _is_time(camel):
+        return {**schema, "minimum": 0, "maximum": MAX_TIME}
+    for kind in ("integer", "number"):
+        if kind in kinds:
+            return {**schema, **_RANGES[kind]}
+    return schema
+
+
 class Record:
     """A dataclass as a JSON object: every field, named in camelCase, with the JSON Schema
     its annotations give (`nested` names the record of a field whose type is a dataclass)."""
@@ -144,7 +171,7 @@ class Record:
         self.fields = [(f.name, _camel(f.name), str(f.type)) for f in fields(cls)]
         self.schema = {"type": "object", "additionalProperties": False,
                        "required": [camel for _, camel, _ in self.fields],
-                       "properties": {camel: self._schema(kind)
+                       "properties": {camel: _ranged(camel, self._schema(kind))
                                       for _, camel, kind in self.fields}}
 
     def dump(self, obj: Any) -> dict[str, Any]:
@@ -223,9 +250,13 @@ JOURNAL_ENTRY = Record(JournalEntry)
 
 _STRING = {"type": "string"}
 _STRINGS = {"type": "array", "items": _STRING}
-_COUNT = {"type": "integer", "minimum": 0}
-_NUMBER_OR_NULL = {"type": ["number", "null"]}
+_COUNT = {"type": "integer", "minimum": 0, "maximum": MAX_COUNT}
 _PROBABILITY = {"type": "number", "minimum": 0, "maximum": 1}
+_TIME = {"type": "number", "minimum": 0, "maximum": MAX_TIME,
+         "description": "Virtual seconds since the epoch, within the clock's range."}
+# Fixtures' continuousAccess: at least a minute; at most a year here (a restore cannot make
+# a refresh cadence that floods the ledger or one that never comes).
+_INTERVAL = {"type": ["number", "null"], "minimum": 60, "maximum": 31_536_000}
 
 
 def _object(required: dict[str, Any], optional: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -233,7 +264,7 @@ def _object(required: dict[str, Any], optional: dict[str, Any] | None = None) ->
             "properties": {**required, **(optional or {})}}
 
 
-_EVENT = _object({"id": _STRING, "type": _STRING, "time": {"type": "number"},
+_EVENT = _object({"id": _STRING, "type": _STRING, "time": _TIME,
                   "sequence": _COUNT, "user": {"type": ["string", "null"]},
                   "task": {"type": ["string", "null"]}, "body": {"type": "object"}})
 # random.Random.getstate(): version 3, 624 words and the position, a gauss pending or none.
@@ -241,8 +272,8 @@ _RANDOM_STATE = _object({
     "version": {"const": 3},
     "state": {"type": "array", "minItems": 625, "maxItems": 625,
               "items": {"type": "integer", "minimum": 0, "maximum": 2**32 - 1}},
-    "gauss": _NUMBER_OR_NULL})
-_JOB = _object({"due": {"type": "number"}, "sequence": _COUNT, "background": {"type": "boolean"},
+    "gauss": {"type": ["number", "null"], "minimum": -1e6, "maximum": 1e6}})
+_JOB = _object({"due": _TIME, "sequence": _COUNT, "background": {"type": "boolean"},
                 "owner": {"type": ["string", "null"]}, "label": _STRING,
                 "action": {"type": "object", "required": ["kind"],
                            "properties": {"kind": {"enum": sorted(ACTION_KINDS)}}}})
@@ -263,9 +294,9 @@ SNAPSHOT_SCHEMA: dict[str, Any] = {
             "manualDeposits": _object({"enabled": {"type": "boolean"}, "companies": _STRINGS,
                                        "withoutProgrammaticAuthentication": {"type": "boolean"}}),
             "signing": {"type": "boolean"},
-            "refreshInterval": _NUMBER_OR_NULL,
-            "piiDeletionInterval": _NUMBER_OR_NULL}),
-        "clock": _object({"timestamp": {"type": "number"}}, {"now": _STRING}),
+            "refreshInterval": _INTERVAL,
+            "piiDeletionInterval": _INTERVAL}),
+        "clock": _object({"timestamp": _TIME}, {"now": _STRING}),
         "rng": _object({"ids": _RANDOM_STATE, "webhookFaults": _RANDOM_STATE}),
         "counters": _object({name: _COUNT for name in (
             "eventsEmitted", "eventsEvicted", "tasksEvicted", "tokensEvicted",
@@ -281,8 +312,7 @@ SNAPSHOT_SCHEMA: dict[str, Any] = {
         "scenarioBindings": {"type": "object", "additionalProperties": _STRING},
         "payLink": _object({
             "paymentTokens": {"type": "array", "items": _object(
-                {"identifier": _STRING, "paymentMethod": _STRING,
-                 "createdAt": {"type": "number"}})},
+                {"identifier": _STRING, "paymentMethod": _STRING, "createdAt": _TIME})},
             "merchantPaymentMethods": {"type": "array", "items": _object(
                 {"identifier": _STRING, "company": _STRING, "paymentMethods": _STRINGS})},
             "cardTokenRecreationOff": _STRINGS}),
@@ -295,17 +325,17 @@ SNAPSHOT_SCHEMA: dict[str, Any] = {
                                                             {"eventTypes": _STRINGS})},
             "faults": _object({"duplicate": _PROBABILITY, "outOfOrder": _PROBABILITY,
                                "delay": _PROBABILITY,
-                               "delaySeconds": {"type": "number", "minimum": 0}}),
+                               "delaySeconds": {"type": "number", "minimum": 0,
+                                                "maximum": 86400}}),
             "deliveries": {"type": "array", "items": DELIVERY.schema},
             "held": {"type": "array", "items": _object({"event": _STRING,
-                                                        "delivery": {"type": "integer"}})}}),
+                                                        "delivery": _COUNT})}}),
         "journal": {"type": "array", "items": JOURNAL_ENTRY.schema},
         "jobs": {"type": "array", "items": _JOB,
                  "description": "Pending jobs of the timeline (scenario cursors, retries, "
                                 "refreshes), each with its action as data."},
     }),
 }
-_ANY_JSON: dict[str, Any] = {}  # what a restore's body is parsed against first (then check_header)
 STATE_SCHEMA: dict[str, Any] = _object({
     "format": {"const": STATE_FORMAT}, "version": {"const": VERSION},
     "environment": {"enum": ["sandbox", "production"]}, "seed": {"type": "integer"},
@@ -441,9 +471,10 @@ def check_header(document: Any, sandbox: Any, expected: str = FORMAT,
                     [("$.seed", f"this server has --seed {seed}")])
 
 
-def plan(tenant: Tenant, sandbox: Any, document: Any) -> Callable[[Tenant], None]:
+def plan(tenant: Tenant, sandbox: Any, document: Any) -> _Builder:
     """Checks a whole document and builds every object of it, touching nothing of the
-    tenant; returns what puts them in place (Tenant.restore). Raises Fault."""
+    tenant and reading no other tenant (it may run off the event loop); put_in_place
+    then puts them in place. Raises Fault."""
     check_header(document, sandbox, environment=tenant.environment)
     problems = schema_errors(document, SNAPSHOT_SCHEMA)
     for number, job in enumerate(document.get("jobs", []) if not problems else ()):
@@ -452,23 +483,58 @@ def plan(tenant: Tenant, sandbox: Any, document: Any) -> Callable[[Tenant], None
                      for path, message in schema_errors(job["action"], kind.schema)]
     if problems:
         raise Fault(InvalidSnapshot, INVALID, problems)
-    return _Builder(tenant, sandbox, document).build()
+    builder = _Builder(tenant, sandbox, document)
+    builder.check_counts()
+    builder.fill = builder.build()
+    return builder
 
 
-def restore(tenant: Tenant, sandbox: Any, document: Any) -> None:
-    """The document's state in place of the tenant's, or a Fault and nothing changed."""
-    fill = plan(tenant, sandbox, document)
+def put_in_place(tenant: Tenant, sandbox: Any, planned: _Builder) -> None:
+    """A plan's state in place of the tenant's (on the event loop), or a Fault and nothing
+    changed: its public tokens may not be another tenant's."""
+    planned.check_public_tokens()
     sandbox.registry.tenants.forget_tokens(tenant)
-    tenant.restore(fill)
+    tenant.restore(planned.fill)
     if tenant.runner.on_moved is not None:  # the real-mode timer: the next job moved
         tenant.runner.on_moved()
 
 
-async def restore_settled(tenant: Tenant, sandbox: Any, document: Any) -> dict[str, Any]:
-    """POST /_sandbox/snapshot: between two runs of the tenant's clock; what it restored."""
+def restore(tenant: Tenant, sandbox: Any, document: Any) -> None:
+    """The document's state in place of the tenant's, or a Fault and nothing changed."""
+    put_in_place(tenant, sandbox, plan(tenant, sandbox, document))
+
+
+def _plan_body(tenant: Tenant, sandbox: Any, body: list[bytearray]) -> _Builder:
+    """A restore's body parsed, checked and built, off the event loop. The body is taken
+    out of `body` and dropped once parsed, so its bytes do not outlive the parse."""
+    document = _parse(body.pop())
+    return plan(tenant, sandbox, document)
+
+
+def _parse(raw: bytearray) -> Any:
+    """The body as JSON, parsed in place (no copy of it as text): 400 when it is not JSON
+    (nested too deeply, or integers past 64 bits, which no snapshot holds, included)."""
+    try:
+        document = orjson.loads(raw)
+    except orjson.JSONDecodeError as error:
+        raise MalformedJson(f"The request body is not valid JSON: {error}.",
+                            details=[field_detail("$", str(error))]) from None
+    if b"\\" in raw or b"\x7f" in raw or b"\xc2" in raw:  # as parse_json_body
+        faults = text_faults(document)
+        if faults:
+            raise ValidationFailed(INVALID_TEXT, details=[field_detail(p, m) for p, m in faults])
+    return document
+
+
+async def restore_settled(tenant: Tenant, sandbox: Any, request: web.Request) -> dict[str, Any]:
+    """POST /_sandbox/snapshot: the body read (bounded in size and time), then parsed,
+    checked and built in a worker thread, so the event loop serves every other tenant
+    meanwhile; put in place between two runs of the tenant's clock. What it restored."""
+    body = [await read_document(request)]
     async with tenant.runner.lock:
         try:
-            restore(tenant, sandbox, document)
+            planned = await asyncio.to_thread(_plan_body, tenant, sandbox, body)
+            put_in_place(tenant, sandbox, planned)
         except Fault as fault:
             raise fault.api_error() from None
     return {"tenant": tenant.name, "restored": True, "clock": tenant.clock.describe(),
@@ -478,20 +544,20 @@ async def restore_settled(tenant: Tenant, sandbox: Any, document: Any) -> dict[s
             "processorLinks": len(tenant.processor_links), "pendingJobs": len(tenant.timeline)}
 
 
-async def read_document(request: web.Request) -> Any:
-    """A restore's body: JSON (400 when not, 415 when sent as something else), up to
-    MAX_DOCUMENT_BYTES (413), read here because other bodies stop at 1 MiB."""
+async def read_document(request: web.Request) -> bytearray:
+    """A restore's body (415 when not sent as JSON), up to MAX_DOCUMENT_BYTES (413), read
+    here because other bodies stop at 1 MiB; within --request-timeout."""
     check_json_type(request.headers.get("content-type"))
 
-    async def read() -> bytes:
+    async def read() -> bytearray:
         raw = bytearray()
         while chunk := await request.content.read(1 << 20):
             raw += chunk
             if len(raw) > MAX_DOCUMENT_BYTES:
                 raise PayloadTooLarge(TOO_LARGE.format(limit=MAX_DOCUMENT_BYTES))
-        return bytes(raw)
+        return raw
 
-    return parse_json_body(await read_within_time(request, read()), _ANY_JSON)
+    return await read_within_time(request, read())
 
 
 class _Builder:
@@ -586,7 +652,7 @@ class _Builder:
         journal = [JOURNAL_ENTRY.load(entry) for entry in d["journal"]]
         counters = d["counters"]
         jobs = self._jobs(counters["nextJobSequence"])
-        self._check_public_tokens(tokens)
+        self.public_tokens = tokens
         deliveries = self.deliveries
         accounts, processor_tokens, links = self.accounts, self.tokens, self.links
         tasks, events = self.tasks, list(self.events.values())
@@ -734,8 +800,23 @@ class _Builder:
                             raw["background"], raw["owner"]))
         return jobs
 
-    def _check_public_tokens(self, tokens: dict[str, PublicToken]) -> None:
-        """A public token finds its tenant by itself: it may not be another tenant's too."""
+    def check_counts(self) -> None:
+        """No more records than this server keeps of each (--max-events, ...)."""
+        limits = self.tenant.services.limits
+        for key, limit, flag in (("events", limits.max_events, "--max-events"),
+                                 ("tasks", limits.max_tasks, "--max-tasks"),
+                                 ("tokens", limits.max_tokens, "--max-tokens"),
+                                 ("users", limits.max_users, "--max-users"),
+                                 ("journal", JOURNAL_MAX_ENTRIES, "the journal's bound")):
+            count = len(self.document[key])
+            if count > limit:
+                raise _invalid(f"$.{key}", f"{count} items: more than this server keeps "
+                               f"({flag} {limit})")
+
+    def check_public_tokens(self) -> None:
+        """A public token finds its tenant by itself: it may not be another tenant's too
+        (reads every tenant: on the event loop)."""
+        tokens = self.public_tokens
         for other in self.sandbox.registry.tenants:
             if other is self.tenant or not other.tokens:
                 continue

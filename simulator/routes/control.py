@@ -84,8 +84,7 @@ async def restore_snapshot(tenant, request, sandbox) -> dict:
     its name and keys. 422 `invalid-snapshot` names every field at fault; 409
     `snapshot-incompatible` for another format version, environment or seed, 409
     `snapshot-conflict` when its public tokens are another tenant's."""
-    document = await snapshot.read_document(request)
-    return await snapshot.restore_settled(tenant, sandbox, document)
+    return await snapshot.restore_settled(tenant, sandbox, request)
 
 
 # -- the clock ----------------------------------------------------------------------------
