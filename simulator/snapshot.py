@@ -48,6 +48,7 @@ from .journal import MAX_ENTRIES as JOURNAL_MAX_ENTRIES
 from .journal import JournalEntry
 from .middleware import read_within_time
 from .schemas.fixtures import ACCOUNT_SCHEMA
+from .schemas.records import DATA_RECORDS
 from .schemas.validate import (INVALID_TEXT, check_json_type, schema_errors, text_faults,
                                webhook_url_problem)
 from .webhooks.dispatcher import (INTERRUPTED_ATTEMPT, PENDING, SHUTDOWN_GRACE, Attempt,
@@ -165,13 +166,15 @@ class Record:
     """A dataclass as a JSON object: every field, named in camelCase, with the JSON Schema
     its annotations give (`nested` names the record of a field whose type is a dataclass)."""
 
-    def __init__(self, cls: type, nested: dict[str, Record] | None = None) -> None:
+    def __init__(self, cls: type, nested: dict[str, Record] | None = None,
+                 shapes: dict[str, dict[str, Any]] | None = None) -> None:
         self.cls = cls
         self.nested = nested or {}
         self.fields = [(f.name, _camel(f.name), str(f.type)) for f in fields(cls)]
+        shapes = shapes or {}  # a field's schema where its annotation says too little
         self.schema = {"type": "object", "additionalProperties": False,
                        "required": [camel for _, camel, _ in self.fields],
-                       "properties": {camel: _ranged(camel, self._schema(kind))
+                       "properties": {camel: shapes.get(camel) or _ranged(camel, self._schema(kind))
                                       for _, camel, kind in self.fields}}
 
     def dump(self, obj: Any) -> dict[str, Any]:
@@ -242,7 +245,23 @@ USER = Record(User)
 PUBLIC_TOKEN = Record(PublicToken)
 TASK = Record(Task)
 WORKFLOW = Record(Workflow)
-LINKED_ACCOUNT = Record(LinkedAccount, {"Profile": PROFILE, "Company": COMPANY})
+
+
+# What the reads add to a stored data record as they render it.
+_RENDERED = {"linkedAccount", "paystub"}
+
+
+def _stored(kind: str) -> dict[str, Any]:
+    """A list of a linked account's stored data records (statements, ...): the API's record
+    shape (schemas/records.py), which the reads render, less the fields they add."""
+    record = DATA_RECORDS[kind]
+    return {"type": "array", "items": {
+        **record, "required": [name for name in record["required"] if name not in _RENDERED]}}
+
+
+LINKED_ACCOUNT = Record(LinkedAccount, {"Profile": PROFILE, "Company": COMPANY}, shapes={
+    "statements": _stored("statements"), "timesheets": _stored("timesheets"),
+    "taxes": _stored("taxes"), "depositAccounts": _stored("deposit-accounts")})
 PROCESSOR_TOKEN = Record(ProcessorToken)
 PROCESSOR_LINK = Record(ProcessorLink)
 DELIVERY = Record(Delivery, {"Attempt": Record(Attempt)})
