@@ -5,6 +5,7 @@ take the server down. Each test named after a finding failed on the main before 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
 from aiohttp import web
@@ -435,3 +436,96 @@ async def test_one_maker_cannot_use_up_max_tenants_for_everyone(make_client):
     assert "--max-tenants-per-maker" in body["error"]["message"]
     # Someone else still can.
     await make_tenant(client, ACME, "neighbour")
+
+
+# ---------------------------------------------------------------- 2-4. snapshots
+
+async def snapshot_client(aiohttp_client, loaded):
+    from test_snapshot import busy, fresh_app, snapshot_of
+
+    from receiver import closed_port
+
+    client = await fresh_app(aiohttp_client, loaded)
+    response = await client.put("/_sandbox/webhooks/endpoints", headers=ACME, json={
+        "endpoints": [{"url": f"http://127.0.0.1:{closed_port()}/hook"}]})  # attempts fail
+    assert response.status == 200
+    await busy(client)
+    return client, await snapshot_of(client)
+
+
+def changed(document: dict, path: tuple, value) -> dict:
+    import copy
+
+    result = copy.deepcopy(document)
+    node = result
+    for step in path[:-1]:
+        node = node[step]
+    node[path[-1]] = value
+    return result
+
+
+async def test_restored_values_out_of_range_are_refused_and_change_nothing(aiohttp_client, loaded):
+    """Finding 3: refreshInterval = -1e308 was accepted and the next advance never answered;
+    jobs[*].due = 1e308 or clock.timestamp = -1 hung run-until-idle. Finding 4: times of
+    1e19, 2^64 or 1e308 in tasks, events, attempts or linked accounts made every later read
+    a 500, and a bad clock.timestamp made the restore itself one."""
+    from test_snapshot import snapshot_of
+
+    client, original = await snapshot_client(aiohttp_client, loaded)
+    attempt_path = next(("webhooks", "deliveries", d, "attempts", 0, "time")
+                        for d, delivery in enumerate(original["webhooks"]["deliveries"])
+                        if delivery["attempts"])
+    cases = [(("tenant", "refreshInterval"), -1e308), (("tenant", "refreshInterval"), 0),
+             (("tenant", "piiDeletionInterval"), 1e308), (("jobs", 0, "due"), 1e308),
+             (("clock", "timestamp"), -1), (("clock", "timestamp"), 1e19),
+             (("tasks", 0, "createdAt"), 1e19), (("tasks", 0, "createdAt"), 2**64),
+             (("events", 0, "time"), 1e308), (("events", 0, "time"), -1e308),
+             (attempt_path, 2**64), (("linkedAccounts", 0, "lastRefresh"), 1e19),
+             (("users", 0, "createdAt"), -5)]
+    before = await snapshot_of(client)
+    for path, value in cases:
+        response = await client.post("/_sandbox/snapshot", json=changed(original, path, value),
+                                     headers=ACME)
+        body = await response.json()
+        assert response.status in (400, 422), (path, value, response.status, body)
+        where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+        assert any(d["path"] == where for d in body["error"]["details"]), (where, body)
+    after = await snapshot_of(client)
+    assert after["clock"] == before["clock"] and after["tasks"] == before["tasks"]
+    response = await client.post("/_sandbox/clock/run-until-idle", headers=ACME)
+    assert response.status == 200
+
+
+async def test_a_large_restore_is_parsed_off_the_event_loop(aiohttp_client, loaded):
+    """Finding 2: a 64 MiB restore parsed on the event loop and every tenant stalled 3.3 s.
+    While a restore of ~90,000 users is parsed, checked and built, other requests are
+    answered (the longest wait is a fraction of the restore's time)."""
+    import io
+
+    client, original = await snapshot_client(aiohttp_client, loaded)
+    user = original["users"][0]
+    users = [{**user, "id": f"{n:024x}", "identifier": f"bulk-{n}"} for n in range(90_000)]
+    document = {**original, "users": original["users"] + users}
+    body = json.dumps(document).encode()
+    waits: list[float] = []
+
+    async def poll() -> None:
+        while True:
+            started = time.perf_counter()
+            response = await client.get("/health")
+            await response.read()
+            waits.append(time.perf_counter() - started)
+            await asyncio.sleep(0.01)
+
+    poller = asyncio.create_task(poll())
+    await asyncio.sleep(0.05)
+    started = time.perf_counter()
+    response = await client.post("/_sandbox/snapshot", data=io.BytesIO(body),
+                                 headers={**ACME, "content-type": "application/json"})
+    took = time.perf_counter() - started
+    poller.cancel()
+    assert response.status == 200, await response.text()
+    assert (await response.json())["data"]["users"] == len(document["users"])
+    assert len(waits) > 5
+    print(f"restore of {len(body) / 2**20:.1f} MiB took {took:.2f} s; longest wait {max(waits):.3f} s")
+    assert max(waits) < took / 2, (max(waits), took, len(body))
