@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from aiohttp import web
 from conftest import ACME, WALMART
@@ -179,8 +181,10 @@ async def test_an_empty_or_wrong_key_beside_a_valid_token_is_invalid_credentials
 
 # ---------------------------------------------------------------- 7. slow and half-open clients
 
-def serve_process(*args: str):
-    """`payroll-sandbox serve` as a real process: (process, host, port)."""
+@contextmanager
+def serving(*args: str) -> Iterator[tuple[str, int, list]]:
+    """`payroll-sandbox serve` as a real process: (host, port, a list for the test's
+    sockets, each closed at the end with the server)."""
     import os
     import subprocess
     import sys
@@ -191,9 +195,16 @@ def serve_process(*args: str):
                                 "--clock", "manual", *args], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, cwd=REPO,
                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    base_url = process.stdout.readline().split()[2]
-    host, port = base_url.removeprefix("http://").split(":")
-    return process, host, int(port)
+    sockets: list = []
+    try:
+        base_url = process.stdout.readline().split()[2]
+        host, port = base_url.removeprefix("http://").split(":")
+        yield host, int(port), sockets
+    finally:
+        for connection in sockets:
+            connection.close()
+        process.terminate()
+        process.communicate(timeout=20)
 
 
 def half_open(host: str, port: int, count: int) -> list:
@@ -231,10 +242,8 @@ def health(host: str, port: int) -> int:
 def test_a_thousand_half_open_connections_are_closed_in_time_and_health_answers_meanwhile():
     """Finding 7: half-open connections were never closed (3,000 stayed open 60 s); near
     the descriptor limit the server stopped accepting."""
-    process, host, port = serve_process("--request-timeout", "1")
-    sockets = []
-    try:
-        sockets = half_open(host, port, 1000)
+    with serving("--request-timeout", "1") as (host, port, sockets):
+        sockets += half_open(host, port, 1000)
         assert health(host, port) == 200  # a new client is answered while they hang
         deadline = time.monotonic() + 10
         while closed_by_the_server(sockets) < 1000 and time.monotonic() < deadline:
@@ -242,36 +251,24 @@ def test_a_thousand_half_open_connections_are_closed_in_time_and_health_answers_
         assert closed_by_the_server(sockets) == 1000, "not every half-open connection closed"
         assert time.monotonic() < deadline
         assert health(host, port) == 200
-    finally:
-        for connection in sockets:
-            connection.close()
-        process.terminate()
-        process.communicate(timeout=20)
 
 
 def test_past_max_connections_the_oldest_idle_ones_close_and_health_still_answers():
-    process, host, port = serve_process("--max-connections", "100")
-    sockets = []
-    try:
-        sockets = half_open(host, port, 300)
+    with serving("--max-connections", "100") as (host, port, sockets):
+        sockets += half_open(host, port, 300)
         assert health(host, port) == 200
         time.sleep(0.2)
         assert closed_by_the_server(sockets) >= 200  # the oldest made room
         assert closed_by_the_server(sockets[-50:]) == 0  # the newest kept
-    finally:
-        for connection in sockets:
-            connection.close()
-        process.terminate()
-        process.communicate(timeout=20)
 
 
 def test_a_body_that_trickles_in_is_a_408_within_the_request_timeout():
     import json
     import socket
 
-    process, host, port = serve_process("--request-timeout", "1")
-    try:
+    with serving("--request-timeout", "1") as (host, port, sockets):
         connection = socket.create_connection((host, port), timeout=10)
+        sockets.append(connection)
         key, secret = ACME["x-api-key"], ACME["x-api-secret"]
         connection.sendall((f"POST /access-token HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                             f"x-api-key: {key}\r\nx-api-secret: {secret}\r\n"
@@ -288,10 +285,6 @@ def test_a_body_that_trickles_in_is_a_408_within_the_request_timeout():
         head, _, body = answer.partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 408"), answer
         assert json.loads(body)["error"]["code"] == "request-timeout"
-        connection.close()
-    finally:
-        process.terminate()
-        process.communicate(timeout=20)
 
 
 # ---------------------------------------------------------------- 9. where webhooks may go
@@ -372,8 +365,7 @@ def test_the_sandboxs_own_address_is_refused_as_a_webhook_target():
         except urllib.error.HTTPError as error:
             return error.code, json.load(error)
 
-    process, host, port = serve_process()
-    try:
+    with serving() as (host, port, _):
         status, body = call("PUT", "/_sandbox/webhooks/endpoints",
                             {"endpoints": [{"url": f"http://{host}:{port}/_sandbox/tenants"}]})
         assert status == 422 and "own address" in body["error"]["details"][0]["message"]
@@ -385,9 +377,6 @@ def test_the_sandboxs_own_address_is_refused_as_a_webhook_target():
         _, events = call("GET", "/_sandbox/events?type=company-updated")
         [attempt] = events["data"][0]["deliveries"][0]["attempts"]
         assert attempt["status"] is None and "own address" in attempt["error"]
-    finally:
-        process.terminate()
-        process.communicate(timeout=20)
 
 
 # ---------------------------------------------------------------- 5. makers and their tenants
