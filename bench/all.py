@@ -23,6 +23,7 @@ HERE = Path(__file__).resolve().parent
 BENCHES = [
     ("search", []), ("startup", []), ("throughput", []), ("stored", []), ("tenants", []), ("isolation", []),
     ("scenarios", []), ("webhooks", []), ("refresh", []), ("memory", []), ("plugin_import", []),
+    ("hostile", []),
 ]
 QUICK = {"memory": ["--events", "100000"], "scenarios": ["--tasks", "5000"],
          "refresh": ["--accounts", "200"], "stored": ["--stored", "20000", "--timed", "2000"]}
