@@ -17,7 +17,7 @@ Baseline: the RSS of the same server at rest after the fill (so the peaks are wh
 step adds). Targets: the 1 GiB receiver adds < 50 MB and ends within the 15 s timeout; the
 restore peaks under 20 times the body; the longest /health wait under 1 s.
 
-    python bench/hostile.py [--tasks 10000] [--strict]
+    python bench/hostile.py [--tasks 10000] [--save FILE] [--strict]
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ async def call(session, sandbox: Sandbox, method: str, path: str, body=None, **k
         return data
 
 
-async def measure(tasks: int) -> list[tuple[str, bool]]:
+async def measure(tasks: int, save: str | None = None) -> list[tuple[str, bool]]:
     import aiohttp
 
     sandbox = Sandbox(tasks)
@@ -153,6 +153,8 @@ async def measure(tasks: int) -> list[tuple[str, bool]]:
             body = json.dumps(json.loads(document)["data"]).encode()
             counts = {k: len(v) for k, v in json.loads(body).items() if isinstance(v, list)}
             print(f"its snapshot: {len(body) / 2**20:.1f} MiB ({counts})")
+            if save:
+                Path(save).write_bytes(body)
 
             # 3. restoring it, with /health polled meanwhile
             rest = status_of(pid)["VmRSS"]
@@ -191,9 +193,10 @@ async def measure(tasks: int) -> list[tuple[str, bool]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tasks", type=int, default=10_000)
+    parser.add_argument("--save", metavar="FILE", help="keep the full tenant's snapshot here")
     parser.add_argument("--strict", action="store_true")
     args = parser.parse_args()
-    report(asyncio.run(measure(args.tasks)), args.strict)
+    report(asyncio.run(measure(args.tasks, args.save)), args.strict)
 
 
 if __name__ == "__main__":

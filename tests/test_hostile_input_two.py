@@ -518,3 +518,24 @@ async def test_a_large_restore_is_parsed_off_the_event_loop(aiohttp_client, load
     assert len(waits) > 5
     print(f"restore of {len(body) / 2**20:.1f} MiB took {took:.2f} s; longest wait {max(waits):.3f} s")
     assert max(waits) < took / 2, (max(waits), took, len(body))
+
+
+async def test_a_long_array_checked_item_by_item_names_the_same_faults(aiohttp_client, loaded):
+    """The restore checks long arrays one item at a time (short holds of the interpreter):
+    the faults it names are those of one check of the whole document."""
+    from payroll_sandbox import snapshot
+    from payroll_sandbox.schemas.validate import schema_errors
+
+    _, original = await snapshot_client(aiohttp_client, loaded)
+    user = original["users"][0]
+    users = [{**user, "id": f"{n:024x}", "identifier": f"u{n}"} for n in range(200)]
+    users[57]["createdAt"], users[120]["unexpected"] = -1, 1
+    webhooks = original["webhooks"]
+    deliveries = (webhooks["deliveries"] * 100)[:150]
+    document = {**original, "users": users, "webhooks": {**webhooks, "deliveries": deliveries},
+                "clock": {"timestamp": "soon"}}
+    whole = schema_errors(document, snapshot.SNAPSHOT_SCHEMA)
+    assert {p for p, _ in whole} >= {"$.users[57].createdAt", "$.users[120].unexpected",
+                                     "$.clock.timestamp"}
+    assert sorted(snapshot._schema_errors_in_pieces(document, snapshot.SNAPSHOT_SCHEMA)) == \
+        sorted(whole)
