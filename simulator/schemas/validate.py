@@ -186,6 +186,59 @@ def strict_json(text: str | bytes) -> Any:
         raise ValueError("nested too deeply") from None
 
 
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def json_in_pieces(text: str, walk: int = 3) -> Any:
+    """strict_json for a large document, parsed a piece at a time: its objects and arrays
+    down to `walk` levels are walked here, each value below them parsed by one call of the
+    C scanner. The result is the same; but no single call holds the interpreter for the
+    whole document, so a worker thread parsing it leaves the event loop its turns."""
+    decode = _DECODER.raw_decode
+
+    def skip(index: int) -> int:
+        return _SPACE.match(text, index).end()
+
+    def value(index: int, depth: int) -> tuple[Any, int]:
+        index = skip(index)
+        opening = text[index:index + 1]
+        if depth >= walk or opening not in ("{", "["):
+            return decode(text, index)
+        closing, container = ("}", {}) if opening == "{" else ("]", [])
+        index = skip(index + 1)
+        if text.startswith(closing, index):
+            return container, index + 1
+        while True:
+            if opening == "{":
+                key, index = decode(text, index)
+                if not isinstance(key, str):
+                    raise ValueError(f"a key must be a string (char {index})")
+                index = skip(index)
+                if not text.startswith(":", index):
+                    raise ValueError(f"expecting ':' (char {index})")
+                container[key], index = value(index + 1, depth + 1)
+            else:
+                item, index = value(index, depth + 1)
+                container.append(item)
+            index = skip(index)
+            if text.startswith(",", index):
+                index = skip(index + 1)
+            elif text.startswith(closing, index):
+                return container, index + 1
+            else:
+                raise ValueError(f"expecting ',' or {closing!r} (char {index})")
+
+    try:
+        document, end = value(0, 0)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    except IndexError:
+        raise ValueError("the document ends too soon") from None
+    if skip(end) != len(text):
+        raise ValueError(f"extra data (char {skip(end)})")
+    return document
+
+
 _INTEGER = re.compile(r"-?[0-9]{1,18}")
 
 
