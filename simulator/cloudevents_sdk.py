@@ -69,5 +69,5 @@ def _read_v1(headers: Mapping[str, str], body: bytes) -> ParsedEvent:
     if not any(name.lower() == "ce-specversion" for name in headers):
         # 1.x falls back to structured mode without it; a delivery must be binary mode.
         raise NotACloudEvent("no ce-specversion header: not binary content mode")
-    event = from_http(dict(headers), body)
+    event = from_http(headers=dict(headers), data=body)  # keywords: 1.0 took (data, headers)
     return ParsedEvent(event=event, type=event["type"], id=event["id"], data=event.data)

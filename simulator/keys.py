@@ -4,7 +4,7 @@ app keeps: the sandbox's collaborators, which handlers receive as `sandbox`."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp import web
 
@@ -46,8 +46,18 @@ SANDBOX = web.AppKey("sandbox", Sandbox)
 # would also list those of a parameter route matching it (GET /task/{taskId}).
 FIXED_PATHS = web.AppKey("fixed_paths", dict)
 
+T = TypeVar("T")
+
+
+def _request_key(name: str, kind: type[T]) -> Any:
+    """A typed request key (aiohttp >= 3.14's web.RequestKey); under aiohttp 3.9-3.13, which
+    has none, the plain string key a request's state takes there."""
+    make = getattr(web, "RequestKey", None)
+    return make(name, kind) if make is not None else name
+
+
 # Request-scoped values.
-TENANT = web.RequestKey("tenant", Tenant)
-PUBLIC_TOKEN = web.RequestKey("public_token", PublicToken)
-BODY = web.RequestKey("body", object)
-ERROR_CODE = web.RequestKey("error_code", str)
+TENANT = _request_key("tenant", Tenant)
+PUBLIC_TOKEN = _request_key("public_token", PublicToken)
+BODY = _request_key("body", object)
+ERROR_CODE = _request_key("error_code", str)

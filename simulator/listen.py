@@ -27,6 +27,7 @@ import orjson
 from .domain.events import Event
 from .remote import CannotReach, request
 from .webhooks.cloudevents import SIGNATURE_HEADER, sign, to_message
+from .webhooks.dispatcher import dns_failure
 
 POLL_INTERVAL = 0.5     # wall seconds between two reads of the ledger
 PAGE = 10000            # the most one GET /_sandbox/events returns
@@ -388,9 +389,9 @@ class Forwarder:
                 return response.status, None
         except asyncio.TimeoutError:
             return None, f"timeout after {FORWARD_TIMEOUT:g}s"
-        except aiohttp.ClientConnectorDNSError as error:
-            return None, f"DNS lookup failed for {error.host}"
         except aiohttp.ClientConnectorError as error:
+            if dns_failure(error):
+                return None, f"DNS lookup failed for {error.host}"
             if isinstance(error.os_error, ConnectionRefusedError):
                 return None, "connection refused"
             return None, f"cannot connect to {error.host}:{error.port}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
+from yarl import URL
 
 from ..domain.linked_accounts import DATA_KINDS, LinkedAccount, day_of
 from ..errors import IdentifierMismatch, ValidationFailed, field_detail
@@ -41,7 +42,9 @@ def _data_of(kind: str):
         identifier = _user_of(token, params.get("identifier") or query.get("identifier"))
         service = sandbox.linked_accounts
         accounts = service.accounts_of(tenant, identifier, query.get("linkedAccount"))
-        base_url = str(request.url.origin())
+        # Not request.url: aiohttp < 3.10.7 builds it with host="name:port", which today's
+        # yarl refuses (ValueError); this is how later aiohttp builds it.
+        base_url = str(URL.build(scheme=request.scheme, authority=request.host).origin())
         return [record for account in accounts
                 for record in service.records(tenant, kind, account, base_url=base_url)]
 

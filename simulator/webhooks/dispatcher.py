@@ -42,7 +42,7 @@ INTERRUPTED_ATTEMPT = "interrupted: the sandbox stopped during the attempt"
 
 
 def dns_failure(error: Exception) -> bool:
-    """Whether a failure to connect was a failed DNS lookup: aiohttp >= 3.11 raises
+    """Whether a failure to connect was a failed DNS lookup: aiohttp >= 3.10.10 raises
     ClientConnectorDNSError; before it, a ClientConnectorError over socket.gaierror."""
     import aiohttp
 
