@@ -38,6 +38,12 @@ class MalformedJson(ApiError):
     code = "malformed-json"
 
 
+class MalformedBody(ApiError):
+    """A body its own content-encoding cannot decode (a `gzip` body that is not gzip)."""
+    status = 400
+    code = "malformed-body"
+
+
 class Unauthorized(ApiError):
     status = 401
     code = "unauthorized"

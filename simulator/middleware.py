@@ -14,10 +14,11 @@ from typing import Any, TypeVar
 
 import orjson
 from aiohttp import web
+from aiohttp.web_protocol import RequestPayloadError
 
 from .clock import isoformat
-from .errors import (ApiError, HostNotAllowed, InternalError, MethodNotAllowed, PayloadTooLarge,
-                     RequestTimeout, RouteNotFound, field_detail)
+from .errors import (ApiError, HostNotAllowed, InternalError, MalformedBody, MethodNotAllowed,
+                     PayloadTooLarge, RequestTimeout, RouteNotFound, field_detail)
 from .keys import BODY, ERROR_CODE, FIXED_PATHS, SANDBOX, TENANT
 from .redact import loggable_path
 from .security import NOSNIFF, page_headers
@@ -27,6 +28,7 @@ error_log = logging.getLogger("payroll_sandbox.error")
 
 MAX_BODY_BYTES = 1024 * 1024  # DESIGN.md, Errors: 413 over 1 MiB
 T = TypeVar("T")
+UNDECODABLE = "The body cannot be decoded as its content-encoding ({encoding}) says."
 BODY_TOO_SLOW = ("The request's body did not arrive within {seconds:g} seconds "
                  "(--request-timeout).")
 BODY_TOO_LARGE = "The request body is larger than {limit} bytes."
@@ -160,6 +162,10 @@ async def read_within_time(request: web.Request, reading: Awaitable[T]) -> T:
             return await reading
     except TimeoutError:  # answered; aiohttp closes the connection when the body stays unread
         raise RequestTimeout(BODY_TOO_SLOW.format(seconds=seconds)) from None
+    except RequestPayloadError:  # aiohttp's parser could not decode it (a broken gzip body)
+        encoding = request.headers.get("content-encoding", "none")
+        raise MalformedBody(UNDECODABLE.format(encoding=escape_controls(encoding)[:40]),
+                            details=[field_detail("$", "cannot be decoded")]) from None
 
 
 def json_response(data: Any, *, status: int = 200,

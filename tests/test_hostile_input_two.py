@@ -539,3 +539,12 @@ async def test_a_long_array_checked_item_by_item_names_the_same_faults(aiohttp_c
                                      "$.clock.timestamp"}
     assert sorted(snapshot._schema_errors_in_pieces(document, snapshot.SNAPSHOT_SCHEMA)) == \
         sorted(whole)
+
+
+async def test_a_body_its_content_encoding_cannot_decode_is_a_400_not_a_500(client):
+    """Found beside this issue: a `content-encoding: gzip` body that is not gzip was a 500."""
+    for path in ("/access-token", "/_sandbox/snapshot"):
+        response = await client.post(path, data=b"not gzip at all", headers={
+            **ACME, **JSON, "content-encoding": "gzip", "connection": "close"})
+        body = await response.json()
+        assert (response.status, body["error"]["code"]) == (400, "malformed-body"), (path, body)
