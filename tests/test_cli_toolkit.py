@@ -23,7 +23,10 @@ steps:
 def test_version_prints_the_installed_version():
     result = run_cli("--version")
     assert result.returncode == 0
-    assert result.stdout.strip() == f"payroll-sandbox {version('payroll-sandbox')}"
+    from payroll_sandbox import SPEC_REVISION
+
+    assert result.stdout.strip() == (f"payroll-sandbox {version('payroll-sandbox')} "
+                                     f"(spec {SPEC_REVISION})")
 
 
 def test_a_scenarios_folder_adds_to_the_bundled_ones_and_replaces_by_name(tmp_path):
