@@ -614,6 +614,8 @@ def _no_full_collections() -> Iterator[None]:
 def _parse(raw: bytearray) -> Any:
     """The body as JSON (400 when it is not), parsed a piece at a time (json_in_pieces), so
     the worker thread parsing it never holds the interpreter for long."""
+    if not raw.strip():
+        return {}  # as other bodies: then refused as no snapshot (422), not as bad JSON
     try:
         document = json_in_pieces(raw.decode("utf-8", "surrogatepass"))
     except (UnicodeDecodeError, ValueError) as error:
