@@ -90,7 +90,9 @@ class Runner:
 
     async def run_due(self) -> RunResult:
         async with self.lock:
-            return await self._run_until(self.tenant.clock.timestamp())
+            result = await self._run_until(self.tenant.clock.timestamp())
+        self.tenant.events.trim()
+        return result
 
     async def run_until_idle(self) -> RunResult:
         """Run jobs in time order until only background jobs are left and no webhook
@@ -144,6 +146,9 @@ class Runner:
         return RunResult(jobs, self.tenant.events.emitted - first, complete=True)
 
     def _moved(self) -> None:
+        """After a run: the ledger back within its bound (deliveries settled during the
+        run), and the real-mode timer re-armed."""
+        self.tenant.events.trim()
         if self.on_moved is not None:
             self.on_moved()
 

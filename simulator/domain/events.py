@@ -93,12 +93,20 @@ class EventLog:
             except Exception:  # the event is stored; a listener's fault must not undo the caller
                 log.exception("listener failed on event %s (%s)", event.id, event.type)
         if self._next_eviction is not None and len(self.by_id) > self._next_eviction:
-            batch = max(1, self.max_events // 10)
-            self._evict(self.max_events - batch)
-            # Events still pending stay; try again only a batch later, so a burst of
-            # pending events costs one scan per batch, not one per event.
-            self._next_eviction = max(self.max_events, len(self.by_id) + batch)
+            self.trim()
         return event
+
+    def trim(self) -> None:
+        """Past the bound, the oldest settled events go, a tenth of the bound at a time.
+        Called on each append past the bound and after each run of the clock, so a burst of
+        events whose deliveries were pending does not stay once they settle."""
+        if self.max_events is None or len(self.by_id) <= self.max_events:
+            return
+        batch = max(1, self.max_events // 10)
+        self._evict(self.max_events - batch)
+        # Events still pending stay; try again only a batch later, so a burst of
+        # pending events costs one scan per batch, not one per event.
+        self._next_eviction = max(self.max_events, len(self.by_id) + batch)
 
     def _evict(self, keep: int) -> None:
         """Oldest settled events first, until `keep` are left (pending ones stay)."""
