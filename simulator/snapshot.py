@@ -43,16 +43,15 @@ from .domain.processor_links import ProcessorLink, ProcessorToken
 from .domain.tasks import Task, Workflow
 from .domain.tenants import PublicToken, Tenant, User
 from .domain.timeline import ACTION_KINDS, Job
-from .errors import (ApiError, Conflict, MalformedJson, PayloadTooLarge, ValidationFailed,
-                     field_detail)
+from .errors import ApiError, Conflict, PayloadTooLarge, ValidationFailed, field_detail
 from .fixtures import ConfigError
 from .journal import MAX_ENTRIES as JOURNAL_MAX_ENTRIES
 from .journal import JournalEntry
 from .middleware import read_within_time
 from .schemas.fixtures import ACCOUNT_SCHEMA
 from .schemas.records import DATA_RECORDS
-from .schemas.validate import (INVALID_TEXT, check_json_type, json_in_pieces, schema_errors,
-                               text_faults, webhook_url_problem)
+from .schemas.validate import (check_json_type, json_in_pieces, parse_json_body, schema_errors,
+                               webhook_url_problem)
 from .webhooks.dispatcher import (INTERRUPTED_ATTEMPT, PENDING, SHUTDOWN_GRACE, Attempt,
                                   Delivery, FaultPlan)
 
@@ -612,20 +611,10 @@ def _no_full_collections() -> Iterator[None]:
 
 
 def _parse(raw: bytearray) -> Any:
-    """The body as JSON (400 when it is not), parsed a piece at a time (json_in_pieces), so
-    the worker thread parsing it never holds the interpreter for long."""
-    if not raw.strip():
-        return {}  # as other bodies: then refused as no snapshot (422), not as bad JSON
-    try:
-        document = json_in_pieces(raw.decode("utf-8", "surrogatepass"))
-    except (UnicodeDecodeError, ValueError) as error:
-        raise MalformedJson(f"The request body is not valid JSON: {error}.",
-                            details=[field_detail("$", str(error))]) from None
-    if b"\\" in raw or b"\x7f" in raw or b"\xc2" in raw:  # as parse_json_body
-        faults = text_faults(document)
-        if faults:
-            raise ValidationFailed(INVALID_TEXT, details=[field_detail(p, m) for p, m in faults])
-    return document
+    """The body as JSON (400 when it is not; empty: `{}`, then refused as no snapshot),
+    parsed a piece at a time (json_in_pieces), so the worker thread parsing it never holds
+    the interpreter for long; checked by plan, piece by piece too."""
+    return parse_json_body(raw, None, decode=json_in_pieces)
 
 
 async def restore_settled(tenant: Tenant, sandbox: Any, request: web.Request) -> dict[str, Any]:
