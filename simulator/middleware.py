@@ -21,6 +21,7 @@ from .errors import (ApiError, HostNotAllowed, InternalError, MalformedBody, Met
                      PayloadTooLarge, RequestTimeout, RouteNotFound, field_detail)
 from .keys import BODY, ERROR_CODE, FIXED_PATHS, SANDBOX, TENANT
 from .redact import loggable_path
+from .settings import Settings
 from .security import NOSNIFF, page_headers
 
 access_log = logging.getLogger("payroll_sandbox.access")
@@ -156,7 +157,7 @@ async def read_within_time(request: web.Request, reading: Awaitable[T]) -> T:
     """`reading` (a request's body), given the server's --request-timeout: a body that
     trickles in cannot hold a handler (408)."""
     sandbox = request.app.get(SANDBOX)
-    seconds = sandbox.settings.request_timeout if sandbox is not None else 30.0
+    seconds = (sandbox.settings if sandbox is not None else Settings).request_timeout
     try:
         async with asyncio.timeout(seconds):
             return await reading

@@ -27,6 +27,7 @@ from aiohttp.http_exceptions import ContentEncodingError, LineTooLong
 from aiohttp.web_protocol import RequestHandler
 
 from .middleware import escape_controls
+from .settings import Settings
 
 log = logging.getLogger("payroll_sandbox.error")
 
@@ -42,9 +43,9 @@ def descriptor_limit() -> int | None:
 
 @dataclass(frozen=True)
 class ConnectionLimits:
-    request_timeout: float = 30.0   # wall seconds for a request's head (and, elsewhere, body)
-    idle_timeout: float = 15.0      # an idle kept-alive connection
-    max_connections: int = 1024     # open at once
+    request_timeout: float   # wall seconds for a request's head (and, elsewhere, body)
+    idle_timeout: float      # an idle kept-alive connection
+    max_connections: int     # open at once
 
     @classmethod
     def from_settings(cls, settings: Any) -> ConnectionLimits:
@@ -65,8 +66,8 @@ class SandboxRunner(web.AppRunner):
         from .keys import SANDBOX
 
         sandbox = app.get(SANDBOX)
-        self.limits = (ConnectionLimits.from_settings(sandbox.settings) if sandbox is not None
-                       else ConnectionLimits())
+        self.limits = ConnectionLimits.from_settings(
+            sandbox.settings if sandbox is not None else Settings())
         kwargs.setdefault("keepalive_timeout", self.limits.idle_timeout)
         super().__init__(app, **kwargs)
 
