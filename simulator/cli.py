@@ -148,6 +148,24 @@ def _parser() -> argparse.ArgumentParser:
                             "afterwards (default: an in-process sandbox)")
     _add_key_options(check, " (with --url: they make the temporary tenant)")
     check.add_argument("--json", action="store_true", help="the report as one JSON document")
+
+    verify = commands.add_parser(
+        "verify-against", help="compare a service's answers with the sandbox's (drift check)",
+        description="Sends a fixed set of sandbox-safe probes to URL and to an in-process "
+                    "sandbox and prints every difference of status code, field, JSON type "
+                    "and enum value (docs/verify-against.md). Exit 0 when there is none, "
+                    "1 when there is one, 2 when the run cannot be made.")
+    verify.add_argument("url", metavar="URL", help="the service's base URL (its sandbox)")
+    verify.add_argument("--key", required=True, help="the service's x-api-key")
+    verify.add_argument("--secret", required=True, help="the service's x-api-secret")
+    verify.add_argument("--identifier", help="the test user to read (default: a fresh "
+                                             "verify-<random>); one with a linked account "
+                                             "on the service has records to compare")
+    verify.add_argument("--i-know-this-is-sandbox", dest="trust_host", action="store_true",
+                        help="probe a host that is neither loopback nor named *sandbox* "
+                             "(keys or a /health that say production are still refused)")
+    verify.add_argument("--json", action="store_true",
+                        help="the probes and differences as one JSON document")
     return parser
 
 
@@ -175,6 +193,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _listen(args)
         if args.command == "check-handler":
             return _check_handler(args)
+        if args.command == "verify-against":
+            return _verify_against(args)
     except ConfigError as error:
         for file, path, message in error.problems:
             print(f"payroll-sandbox: configuration error: {file}: {path}: {message}",
@@ -418,6 +438,28 @@ def _check_handler(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     except KeyboardInterrupt:  # the run stopped; a temporary tenant was deleted on the way
         print("payroll-sandbox: check-handler interrupted", file=sys.stderr)
+        return 130
+    print(json.dumps(report.to_dict(), indent=2) if args.json else report.text())
+    return 0 if report.ok else 1
+
+
+def _verify_against(args: argparse.Namespace) -> int:
+    """The drift check (simulator/verify.py): exit 0 when no probe differs, 1 when one
+    does, 2 when the run cannot be made (bad arguments, production, unreachable)."""
+    import json
+
+    from .verify import VerifyError, verify
+
+    print(f"payroll-sandbox: verifying {args.url} against an in-process sandbox",
+          file=sys.stderr, flush=True)
+    try:
+        report = verify(args.url, args.key, args.secret, identifier=args.identifier,
+                        trust_host=args.trust_host)
+    except VerifyError as error:
+        print(f"payroll-sandbox: {error}", file=sys.stderr)
+        return EXIT_CONFIG
+    except KeyboardInterrupt:
+        print("payroll-sandbox: verify-against interrupted", file=sys.stderr)
         return 130
     print(json.dumps(report.to_dict(), indent=2) if args.json else report.text())
     return 0 if report.ok else 1
