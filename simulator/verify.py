@@ -22,7 +22,7 @@ import re
 import secrets
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -312,13 +312,8 @@ def diff_answers(probe: Probe, service: tuple[int, Any], sandbox: tuple[int, Any
     if not 200 <= service_status < 300:
         return [], notes
     differences, body_notes = diff_json(service_body, sandbox_body, probe.enums)
-    return ([_named(d, probe.name) for d in differences],
-            notes + [Note(n.path, n.message, probe.name) for n in body_notes])
-
-
-def _named(difference: Difference, probe: str) -> Difference:
-    return Difference(difference.kind, difference.path, difference.service, difference.sandbox,
-                      difference.message, probe)
+    return ([replace(d, probe=probe.name) for d in differences],
+            notes + [replace(n, probe=probe.name) for n in body_notes])
 
 
 # -- what is refused ------------------------------------------------------------------------------
@@ -554,7 +549,12 @@ async def _run(client: _Client, service: Target, sandbox: Target,
             sends[target.side] = (path, client.send(target, probe.method, path, body,
                                                     probe.credentials))
         if sends:
-            done = await asyncio.gather(*(call for _, call in sends.values()))
+            # Both sides answer before anything is raised: no request is left running.
+            done = await asyncio.gather(*(call for _, call in sends.values()),
+                                        return_exceptions=True)
+            for outcome in done:
+                if isinstance(outcome, BaseException):
+                    raise outcome
             for (side, (path, _)), (status, _, body) in zip(sends.items(), done):
                 answers[side] = Answer(status, body, path)
         differences: list[Difference] = []
