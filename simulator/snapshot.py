@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import hashlib
 import json
 import logging
 import os
@@ -346,15 +347,17 @@ SNAPSHOT_SCHEMA: dict[str, Any] = {
         "processorLinks": {"type": "array", "items": PROCESSOR_LINK.schema},
         "events": {"type": "array", "items": _EVENT},
         "webhooks": _object({
-            "endpoints": {"type": "array", "items": _object({"url": _STRING},
-                                                            {"eventTypes": _STRINGS})},
+            "endpoints": {"type": "array", "items": _object(
+                {"url": _STRING}, {"_id": _STRING, "eventTypes": _STRINGS, "secretId": _STRING})},
             "faults": _object({"duplicate": _PROBABILITY, "outOfOrder": _PROBABILITY,
                                "delay": _PROBABILITY,
                                "delaySeconds": {"type": "number", "minimum": 0,
                                                 "maximum": 86400}}),
             "deliveries": {"type": "array", "items": DELIVERY.schema},
             "held": {"type": "array", "items": _object({"event": _STRING,
-                                                        "delivery": _COUNT})}}),
+                                                        "delivery": _COUNT})}},
+            {"secrets": {"type": "array", "items": _object(
+                {"_id": _STRING, "name": _STRING, "token": _STRING, "createdAt": _STRING})}}),
         "journal": {"type": "array", "items": JOURNAL_ENTRY.schema},
         "jobs": {"type": "array", "items": _JOB,
                  "description": "Pending jobs of the timeline (scenario cursors, retries, "
@@ -450,7 +453,8 @@ def take(tenant: Tenant, sandbox: Any) -> dict[str, Any]:
         "webhooks": {"endpoints": [dict(e) for e in webhooks.endpoints],
                      "faults": webhooks.faults.record(), "deliveries": deliveries,
                      "held": [{"event": event.id, "delivery": delivery.number}
-                              for delivery, event in webhooks.held]},
+                              for delivery, event in webhooks.held],
+                     "secrets": [dict(secret) for secret in webhooks.secrets.values()]},
         # The journal's entries and counter are its own (journal.py has no snapshot API).
         "journal": [JOURNAL_ENTRY.dump(entry) for entry in journal._entries],
         "jobs": jobs,
@@ -740,6 +744,7 @@ class _Builder:
                 raise _invalid(f"$.processorLinks[{number}].token", "no such processor token")
         self.events = self._events()
         endpoints, faults, held = self._webhooks()
+        secrets = self._secrets(endpoints)
         journal = [JOURNAL_ENTRY.load(entry) for entry in d["journal"]]
         counters = d["counters"]
         jobs = self._jobs(counters["nextJobSequence"])
@@ -775,6 +780,7 @@ class _Builder:
                                   next_eviction=counters["eventsNextEviction"])
             webhooks = tenant.webhooks
             webhooks.endpoints, webhooks.faults, webhooks.held = endpoints, faults, held
+            webhooks.secrets = secrets
             webhooks.deliveries = deliveries
             faults_state = rng["webhookFaults"]
             webhooks.random.setstate((faults_state["version"], tuple(faults_state["state"]),
@@ -870,7 +876,24 @@ class _Builder:
                              self.event(pair["event"])))
             except LookupError as error:
                 raise _invalid(f"$.webhooks.held[{number}]", str(error)) from None
-        return [dict(e) for e in webhooks["endpoints"]], fault_plan, held
+        # An endpoint without an `_id` (a snapshot from before endpoints had one) gets one
+        # derived from its place and URL: the same on every restore, no seeded id spent.
+        endpoints = [e if "_id" in e else
+                     {"_id": hashlib.sha256(f"{n}:{e['url']}".encode()).hexdigest()[:24], **e}
+                     for n, e in enumerate(map(dict, webhooks["endpoints"]))]
+        return endpoints, fault_plan, held
+
+    def _secrets(self, endpoints: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """The signing secrets, by id; every endpoint's `secretId` names one of them."""
+        secrets: dict[str, dict[str, Any]] = {}
+        for number, raw in enumerate(self.document["webhooks"].get("secrets", [])):
+            if raw["_id"] in secrets:
+                raise _invalid(f"$.webhooks.secrets[{number}]._id", "appears twice")
+            secrets[raw["_id"]] = dict(raw)
+        for number, endpoint in enumerate(endpoints):
+            if endpoint.get("secretId") is not None and endpoint["secretId"] not in secrets:
+                raise _invalid(f"$.webhooks.endpoints[{number}].secretId", "no such secret")
+        return secrets
 
     def _jobs(self, next_sequence: int) -> list[Job]:
         jobs, sequences = [], set()

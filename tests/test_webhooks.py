@@ -301,10 +301,11 @@ async def test_endpoints_per_event_type_send_only_the_registered_types(sandbox, 
     endpoints = [{"url": receiver.url("/companies"), "eventTypes": ["company-created"]}]
     response = await put_endpoints(sandbox, endpoints)
     assert response.status == 200
-    assert (await response.json())["data"] == endpoints
+    [registered] = (await response.json())["data"]
+    assert registered == {**endpoints[0], "_id": registered["_id"]}  # with its id
     response = await sandbox.get("/_sandbox/webhooks/endpoints", headers=ACME)
     assert response.status == 200
-    assert (await response.json())["data"] == endpoints
+    assert (await response.json())["data"] == [registered]
 
     created = await trigger(sandbox, "company-created")
     deleted = await trigger(sandbox, "company-deleted")
@@ -327,7 +328,8 @@ async def test_endpoints_with_an_unknown_event_type_are_422_and_change_nothing(s
     assert [d["path"] for d in error["details"]] == ["$.endpoints[0].eventTypes[1]"]
 
     response = await sandbox.get("/_sandbox/webhooks/endpoints", headers=ACME)
-    assert (await response.json())["data"] == [{"url": receiver.url(HOOKS)}]
+    assert [{"url": e["url"]} for e in (await response.json())["data"]] == [
+        {"url": receiver.url(HOOKS)}]
 
 
 # -- replay (spec: Events, Delivery 3) ---------------------------------------------------------

@@ -10,26 +10,36 @@ when it resolved.
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from hashlib import sha256
 from typing import Any
+from urllib.parse import quote, urlencode
 
 from ..clock import isoformat
 from ..errors import (CompanyDisabled, CompanyManualDeposits, CompanyMismatch, CompanyNotFound,
                       CompanyUnderMaintenance, IdentifierMismatch, IllegalTransition,
-                      LinkedAccountNotFound, ProductNotOffered, TaskNotFound, UnknownScenario,
-                      ValidationFailed, field_detail)
+                      LinkedAccountNotFound, NotFound, ProductNotOffered, TaskNotFound,
+                      Unauthorized, UnknownScenario, UserNotFound, ValidationFailed,
+                      field_detail)
 from ..scenarios.loader import Scenario, Step
 from ..schemas.validate import check_metadata
 from .changes import TASK
-from .companies import DISABLED, UNKNOWN_COMPANY, Company
+from .companies import DISABLED, OPERATIONAL, UNKNOWN_COMPANY, Company, search_record
 from .company_admin import set_company_status
+from .linked_accounts import USER_LINK_PRODUCTS
+from .search import SearchQuery, normalize, search_companies
 from .states import (COMPLETED, FAILED, FINAL, PROCESSING, QUEUED, emits_status_update,
                      transition_error)
 from .tenants import Tenant, create_access_token
 from .timeline import action_kind
 
 HAPPY_PATH = "happy-path"
+DISTRIBUTION_NOT_SUPPORTED = "distribution-not-supported"
+# A workflow's next step after a task ends (the task options onComplete / onFail).
+CONTINUE, FINISH = "continue", "finish"
+DEPOSIT = "deposit"
 PAYMENT_TOKEN_LIFETIME = 24 * 3600  # spec: Limits, card token lifetime
 PAYMENT_TOKEN_EXPIRED = "payment-token-expired"
 
@@ -79,6 +89,15 @@ class Task:
     linked_account: str | None = None
     payment_method_given: bool = False
     history: list[dict[str, Any]] = field(default_factory=list)
+    distribution: dict[str, Any] | None = None  # {type, amount}: the deposit's split
+    on_complete: str = CONTINUE
+    on_fail: str = CONTINUE
+
+    @property
+    def ends_workflow(self) -> bool:
+        """The task ended in a way its options say finishes the workflow."""
+        return ((self.status == COMPLETED and self.on_complete == FINISH)
+                or (self.status == FAILED and self.on_fail == FINISH))
 
     @property
     def connected(self) -> bool:
@@ -101,8 +120,10 @@ class Task:
         }
         optional = {"reason": self.reason, "flow": self.flow, "meta": self.meta,
                     "metadata": self.metadata, "paymentMethod": self.payment_method,
-                    "linkedAccount": self.linked_account}
+                    "linkedAccount": self.linked_account, "distribution": self.distribution}
         record.update({k: v for k, v in optional.items() if v is not None})
+        if self.on_complete != CONTINUE or self.on_fail != CONTINUE:
+            record.update(onComplete=self.on_complete, onFail=self.on_fail)
         return record
 
 
@@ -112,6 +133,9 @@ class Workflow:
     identifier: str
     tasks: list[str]
     finished: bool = False
+    # Tasks not started yet: those after a task whose onComplete or onFail is `finish`,
+    # started when it ends the way that goes on (TaskRequest.pending form).
+    pending: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -122,6 +146,37 @@ class TaskRequest:
     metadata: dict[str, Any] | None
     payment_method: dict[str, Any] | None
     path: str = "$.product"  # where the product was named, for errors
+    distribution: dict[str, Any] | None = None
+    on_complete: str = CONTINUE
+    on_fail: str = CONTINUE
+
+    @property
+    def gates(self) -> bool:
+        """Whether the tasks after it wait for its outcome (one of its options is finish)."""
+        return FINISH in (self.on_complete, self.on_fail)
+
+    def pending(self, scenario: str) -> dict[str, Any]:
+        """The request as a workflow keeps it until it starts (JSON: snapshots hold it)."""
+        return {"product": self.product, "metadata": self.metadata,
+                "paymentMethod": self.payment_method, "distribution": self.distribution,
+                "onComplete": self.on_complete, "onFail": self.on_fail, "scenario": scenario}
+
+    @classmethod
+    def from_pending(cls, pending: dict[str, Any]) -> TaskRequest:
+        return cls(product=pending["product"], metadata=pending.get("metadata"),
+                   payment_method=pending.get("paymentMethod"),
+                   distribution=pending.get("distribution"),
+                   on_complete=pending.get("onComplete", CONTINUE),
+                   on_fail=pending.get("onFail", CONTINUE))
+
+
+def first_batch(requests: list[TaskRequest]) -> tuple[list[TaskRequest], list[TaskRequest]]:
+    """The requests that start now (up to the first whose outcome decides whether the
+    workflow goes on, included) and those that wait for it."""
+    for n, request in enumerate(requests):
+        if request.gates:
+            return requests[:n + 1], requests[n + 1:]
+    return requests, []
 
 
 # Hooks other capabilities plug into a step (linked accounts, the aggregator):
@@ -200,26 +255,59 @@ class TaskEngine:
         token = (public_token or tenant.latest_token.get(identifier)
                  or create_access_token(tenant, identifier).public_token)
         workflow = Workflow(id=tenant.ids.object_id(), identifier=identifier, tasks=[])
-        tasks = []
-        for request in requests:
-            task_scenario = self._pay_link_outcome(tenant, identifier, company, request) or scenario
-            task = Task(
-                id=tenant.ids.object_id(), workflow=workflow.id, identifier=identifier,
-                user_id=user.id, company_id=company.id, product=request.product,
-                scenario=task_scenario.name, created_at=tenant.clock.timestamp(),
-                authentication_method=self.authentication_method(company, request.product),
-                public_token=token, metadata=request.metadata,
-                payment_method=request.payment_method, linked_account=body.get("linkedAccount"),
-                payment_method_given=request.payment_method is not None, watched=watched)
-            task.history.append({"status": QUEUED, "at": isoformat(task.created_at)})
-            tenant.tasks[task.id] = task
-            tenant.changes.touch(TASK, task.id)
-            workflow.tasks.append(task.id)
-            self.schedule(tenant, task, task_scenario)
-            tasks.append(task)
+        starting, waiting = first_batch(requests)
+        workflow.pending = [request.pending(scenario.name) for request in waiting]
+        tasks = [self._start_task(tenant, workflow, company, request, scenario, user_id=user.id,
+                                  public_token=token, linked_account=body.get("linkedAccount"),
+                                  watched=watched)
+                 for request in starting]
         tenant.workflows[workflow.id] = workflow
         tenant.keep_tasks_bounded()
         return workflow, tasks
+
+    def _start_task(self, tenant: Tenant, workflow: Workflow, company: Company,
+                    request: TaskRequest, scenario: Scenario, *, user_id: str, public_token: str,
+                    linked_account: str | None, watched: bool) -> Task:
+        """One task of a workflow, queued, its scenario's steps on the clock."""
+        task_scenario = (self._pay_link_outcome(tenant, workflow.identifier, company, request)
+                         or self._distribution_outcome(company, request) or scenario)
+        task = Task(
+            id=tenant.ids.object_id(), workflow=workflow.id, identifier=workflow.identifier,
+            user_id=user_id, company_id=company.id, product=request.product,
+            scenario=task_scenario.name, created_at=tenant.clock.timestamp(),
+            authentication_method=self.authentication_method(company, request.product),
+            public_token=public_token, metadata=request.metadata,
+            payment_method=request.payment_method, linked_account=linked_account,
+            payment_method_given=request.payment_method is not None, watched=watched,
+            distribution=request.distribution, on_complete=request.on_complete,
+            on_fail=request.on_fail)
+        task.history.append({"status": QUEUED, "at": isoformat(task.created_at)})
+        tenant.tasks[task.id] = task
+        tenant.changes.touch(TASK, task.id)
+        workflow.tasks.append(task.id)
+        self.schedule(tenant, task, task_scenario)
+        return task
+
+    def _go_on(self, tenant: Tenant, task: Task) -> None:
+        """A task that held the rest of its workflow back ended: the next tasks start, or,
+        when its option says `finish` for this outcome, never do (the workflow ends with
+        the tasks it ran)."""
+        workflow = tenant.workflows.get(task.workflow)
+        if workflow is None or not workflow.pending or workflow.tasks[-1] != task.id:
+            return
+        company = tenant.companies.get(task.company_id)
+        if task.ends_workflow or company is None:
+            workflow.pending = []
+            return
+        scenarios = [self.scenarios.get(p["scenario"]) or self.scenarios[HAPPY_PATH]
+                     for p in workflow.pending]
+        starting, waiting = first_batch([TaskRequest.from_pending(p) for p in workflow.pending])
+        workflow.pending = workflow.pending[len(starting):]
+        for request, scenario in zip(starting, scenarios):
+            started = self._start_task(tenant, workflow, company, request, scenario,
+                                       user_id=task.user_id, public_token=task.public_token,
+                                       linked_account=task.linked_account, watched=task.watched)
+            started.user_left = task.user_left
 
     def select_scenario(self, tenant: Tenant, identifier: str, company: Company | None,
                         requested: str | None, login_scenario: str | None = None) -> Scenario:
@@ -265,11 +353,15 @@ class TaskEngine:
         for n, t in enumerate(body.get("tasks", ())):
             if "metadata" in t:
                 check_metadata(t["metadata"], f"$.tasks[{n}].metadata")
+        distribution = body.get("distribution")  # the legacy split of every task
         if "tasks" in body:
             return [TaskRequest(product=t.get("product") or t["operation"],
                                 metadata=t.get("metadata", body.get("metadata")),
                                 payment_method=t.get("paymentMethod"),
-                                path=f"$.tasks[{n}].{'product' if 'product' in t else 'operation'}")
+                                path=f"$.tasks[{n}].{'product' if 'product' in t else 'operation'}",
+                                distribution=t.get("distribution", distribution),
+                                on_complete=t.get("onComplete", CONTINUE),
+                                on_fail=t.get("onFail", CONTINUE))
                     for n, t in enumerate(body["tasks"])]
         field_name = "product" if "product" in body else "operation"
         if field_name not in body:
@@ -277,7 +369,7 @@ class TaskEngine:
                                    details=[field_detail("$.product", PRODUCT_REQUIRED)])
         return [TaskRequest(product=body[field_name], metadata=body.get("metadata"),
                             payment_method=body.get("paymentMethod"),
-                            path=f"$.{field_name}")]
+                            path=f"$.{field_name}", distribution=distribution)]
 
     @staticmethod
     def check_company_accepts(tenant: Tenant, company: Company, product: str, path: str) -> None:
@@ -306,6 +398,17 @@ class TaskEngine:
             # Pay-link tasks report true-auth or smart-auth (spec: Task, authenticationMethod).
             return "true-auth" if "true-auth" in methods else "smart-auth"
         return methods[0]
+
+    def _distribution_outcome(self, company: Company, request: TaskRequest) -> Scenario | None:
+        """A deposit split the company's connector cannot set up (its
+        capabilities.distributionTypes) fails as the sandbox username
+        test-distribution-not-supported makes it fail (README: Fidelity)."""
+        distribution = request.distribution
+        supported = company.capabilities.get("distributionTypes")
+        if (request.product != DEPOSIT or not distribution or supported is None
+                or distribution["type"] in supported):
+            return None
+        return self.scenarios.get(DISTRIBUTION_NOT_SUPPORTED)
 
     def _pay_link_outcome(self, tenant: Tenant, identifier: str, company: Company,
                           request: TaskRequest) -> Scenario | None:
@@ -379,6 +482,7 @@ class TaskEngine:
         if status in FINAL and not patch:
             for listener in self.on_final:
                 listener(tenant, task)
+            self._go_on(tenant, task)
             self._finish_workflow_if_done(tenant, task, changes.get("workflowFailureReason"))
 
     @staticmethod
@@ -440,7 +544,7 @@ class TaskEngine:
     def _finish_workflow_if_done(self, tenant: Tenant, task: Task,
                                  failure_reason: str | None) -> None:
         workflow = tenant.workflows.get(task.workflow)
-        if workflow is None or workflow.finished:
+        if workflow is None or workflow.finished or workflow.pending:
             return
         tasks = [tenant.tasks[t] for t in workflow.tasks]
         if not all(t.status in FINAL for t in tasks):
@@ -476,6 +580,218 @@ class TaskEngine:
         if task is None or identifier is not None and task.identifier != identifier:
             raise TaskNotFound(UNKNOWN_TASK.format(task_id=task_id))
         return task
+
+
+# -- the real service's task operations (../shared/spec/real-api-surface.md: Tasks) ----------
+
+DEPOSIT_FORM = "direct-deposit-form"  # the file id of a deposit task's authorization form
+FILE_URL_LIFETIME = 3600              # virtual seconds a generated file URL works
+UNKNOWN_USER = "No user has the identifier {identifier!r}."
+UNKNOWN_FILE = "Task {task_id!r} has no file {file_id!r} (its details list its `files`)."
+INVALID_FILE_URL = "This file URL is not one the sandbox made, or it was changed."
+EXPIRED_FILE_URL = ("This file URL expired at {expires}; ask for a new one "
+                    "(GET /task/{{taskId}}/file/{{fileId}}/generate-url).")
+HIGH, LOW = "HIGH", "LOW"
+
+
+class FileNotFound(NotFound):
+    code = "file-not-found"
+
+
+class InvalidFileUrl(Unauthorized):
+    code = "invalid-file-url"
+
+
+class FileUrlExpired(Unauthorized):
+    code = "file-url-expired"
+
+
+@dataclass(frozen=True)
+class TaskFile:
+    """A file of a task: a deposit task's direct deposit authorization form, or a paystub
+    of the payroll data a task left (`statement` of the linked account `account`)."""
+
+    id: str
+    name: str
+    content_type: str = "application/pdf"
+    statement: dict[str, Any] | None = None
+    account: Any = None
+
+    def record(self) -> dict[str, str]:
+        return {"_id": self.id, "name": self.name, "contentType": self.content_type}
+
+
+def _accounts_by_company(tenant: Tenant, identifier: str) -> dict[str, Any]:
+    """The user's linked accounts by company (the first one of each, as the engine finds)."""
+    accounts: dict[str, Any] = {}
+    for account in tenant.linked_accounts.values():
+        if account.identifier == identifier:
+            accounts.setdefault(account.company_id, account)
+    return accounts
+
+
+def _data_account(tenant: Tenant, task: Task, accounts: dict[str, Any] | None) -> Any:
+    """The linked account whose data a completed task left or refreshed, if any."""
+    if task.status != COMPLETED:
+        return None
+    if task.linked_account is not None:
+        account = tenant.linked_accounts.get(task.linked_account)
+    elif task.product in USER_LINK_PRODUCTS:
+        if accounts is None:
+            accounts = _accounts_by_company(tenant, task.identifier)
+        account = accounts.get(task.company_id)
+    else:
+        return None
+    return None if account is None or account.pii_deleted else account
+
+
+def payroll_data_available(tenant: Tenant, task: Task,
+                           accounts: dict[str, Any] | None = None) -> bool:
+    """The real Task's `payrollDataAvailable`: the task completed and left payroll data to
+    read (a completed deposit or verify task, or a refresh of a linked account, whose
+    account still holds its data: not deleted as PII)."""
+    return _data_account(tenant, task, accounts) is not None
+
+
+def task_files(tenant: Tenant, task: Task,
+               accounts: dict[str, Any] | None = None) -> list[TaskFile]:
+    """A task's files: the direct deposit authorization form of a deposit task, and the
+    paystubs of the payroll data it left."""
+    files = []
+    if task.product == DEPOSIT:
+        files.append(TaskFile(DEPOSIT_FORM, f"direct-deposit-{task.company_id}.pdf"))
+    account = _data_account(tenant, task, accounts)
+    if account is not None:
+        files += [TaskFile(s["_id"], f"paystub-{s['date'][:10]}.pdf", statement=s, account=account)
+                  for s in account.statements]
+    return files
+
+
+def task_file(tenant: Tenant, task: Task, file_id: str) -> TaskFile:
+    for file in task_files(tenant, task):
+        if file.id == file_id:
+            return file
+    raise FileNotFound(UNKNOWN_FILE.format(task_id=task.id, file_id=file_id),
+                       details=[field_detail("$.fileId", "unknown", location="path")])
+
+
+def task_details(tenant: Tenant, task: Task, accounts: dict[str, Any] | None = None) -> dict:
+    """GET /task/{taskId}/details: the real service's Task (`_id`, `status`, `product`,
+    `authentication`, `company` as a Company, `payrollDataAvailable`, `createdAt`), then the
+    sandbox's own fields (GET /task/{taskId}) and the task's `files`."""
+    if accounts is None:
+        accounts = _accounts_by_company(tenant, task.identifier)
+    company = tenant.companies.get(task.company_id)
+    record = task.record()
+    details: dict[str, Any] = {
+        "_id": task.id, "status": task.status, "product": task.product,
+        "authentication": task.authentication_method,
+        "company": (search_record(company, tenant.manual_deposits) if company is not None
+                    else {"_id": task.company_id}),
+        "payrollDataAvailable": payroll_data_available(tenant, task, accounts),
+        "createdAt": record["createdAt"],
+    }
+    if task.status == FAILED and task.reason:
+        details["failReason"] = task.reason
+    details.update((k, v) for k, v in record.items() if k not in ("id", "company"))
+    details["files"] = [f.record() for f in task_files(tenant, task, accounts)]
+    return details
+
+
+def task_status(tenant: Tenant, task: Task) -> dict[str, Any]:
+    """GET /task/{taskId}/status: `{task: {createdAt, status, payrollDataAvailable,
+    failReason}}` (failReason only when failed)."""
+    status: dict[str, Any] = {"createdAt": isoformat(task.created_at), "status": task.status,
+                              "payrollDataAvailable": payroll_data_available(tenant, task)}
+    if task.status == FAILED:
+        status["failReason"] = task.reason or "unknown-failure"
+    return {"task": status}
+
+
+def user_tasks(tenant: Tenant, identifier: str, *, status: str | None = None,
+               payroll_data: bool | None = None) -> list[dict[str, Any]]:
+    """GET /user/{identifier}/tasks: the user's tasks as Task records, oldest first."""
+    if identifier not in tenant.users:
+        raise UserNotFound(UNKNOWN_USER.format(identifier=identifier),
+                           details=[field_detail("$.identifier", "unknown", location="path")])
+    accounts = _accounts_by_company(tenant, identifier)
+    found = []
+    for task in tenant.tasks.values():
+        if task.identifier != identifier or status is not None and task.status != status:
+            continue
+        if payroll_data is not None and payroll_data_available(tenant, task, accounts) != payroll_data:
+            continue
+        found.append(task_details(tenant, task, accounts))
+    return found
+
+
+def create_task_workflow(engine: TaskEngine, tenant: Tenant,
+                         body: dict[str, Any]) -> tuple[Workflow, list[Task]]:
+    """POST /task-workflow/from-linked-account: the spec's pull refresh (a linked account
+    passed to task creation), one task per `tasks` entry, in one workflow; the user and the
+    company are the linked account's."""
+    request = {name: body[name] for name in ("linkedAccount", "tasks", "metadata", "scenario")
+               if name in body}
+    return engine.create_task(tenant, request)
+
+
+def prescreen(tenant: Tenant, body: dict[str, Any]) -> dict[str, Any]:
+    """POST /task/prescreen: HIGH when a task for `product` at the company would start and
+    run headless (username and password): the company is known, operational, offers the
+    product and has headless authentication, and the account's manual-deposit rule does
+    not cover it; LOW otherwise (an unknown company too)."""
+    company = _prescreened_company(tenant, body["company"])
+    product = body["product"]
+    high = (company is not None and company.status == OPERATIONAL
+            and product in company.available_products
+            and bool(company.capabilities.get("headlessAuthentication"))
+            and not tenant.manual_deposits.applies_to(company))
+    return {"confidence": HIGH if high else LOW,
+            "companyId": company.id if company is not None else None}
+
+
+def _prescreened_company(tenant: Tenant, named: dict[str, str]) -> Company | None:
+    """The company by `id`, else the one whose name is `name` (case, spaces and punctuation
+    aside, as the search's exact tier compares them)."""
+    company = tenant.companies.get(named["id"]) if "id" in named else None
+    if company is None and "name" in named:
+        wanted = normalize(named["name"])
+        found = search_companies(tenant.companies, tenant.manual_deposits,
+                                 SearchQuery(query=named["name"], limit=5))
+        company = next((c for c in found if normalize(c.name) == wanted), None)
+    return company
+
+
+def file_signature(tenant: Tenant, task_id: str, file_id: str, expires: int) -> str:
+    """The signature of a generated file URL: HMAC-SHA256 keyed by the tenant's API secret,
+    as a presigned URL is (it opens without credentials until it expires)."""
+    message = "\n".join((tenant.name, task_id, file_id, str(expires))).encode()
+    return hmac.new(tenant.api_secret.encode(), message, sha256).hexdigest()
+
+
+def generate_file_url(tenant: Tenant, task: Task, file_id: str) -> tuple[str, float]:
+    """GET /task/{taskId}/file/{fileId}/generate-url: the path and query of a URL that
+    serves the file without credentials for FILE_URL_LIFETIME virtual seconds, and when it
+    expires."""
+    file = task_file(tenant, task, file_id)
+    expires = int(tenant.clock.timestamp()) + FILE_URL_LIFETIME
+    query = urlencode({"tenant": tenant.name, "expires": expires,
+                       "signature": file_signature(tenant, task.id, file.id, expires)})
+    return f"/task/{quote(task.id, safe='')}/file/{quote(file.id, safe='')}?{query}", expires
+
+
+def open_task_file(tenant: Tenant | None, task_id: str, file_id: str, expires: int,
+                   signature: str) -> tuple[Tenant, Task, TaskFile]:
+    """A generated file URL opened: its signature and expiry checked, then the file."""
+    if tenant is None or not hmac.compare_digest(
+            file_signature(tenant, task_id, file_id, expires), signature):
+        raise InvalidFileUrl(INVALID_FILE_URL,
+                             details=[field_detail("$.signature", "does not match", location="query")])
+    if tenant.clock.timestamp() >= expires:
+        raise FileUrlExpired(EXPIRED_FILE_URL.format(expires=isoformat(expires)),
+                             details=[field_detail("$.expires", "in the past", location="query")])
+    task = TaskEngine.get_task(tenant, task_id)
+    return tenant, task, task_file(tenant, task, file_id)
 
 
 @action_kind("task-step")

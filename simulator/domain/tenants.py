@@ -87,6 +87,9 @@ class User:
     id: str
     identifier: str
     created_at: float
+    # PUT /user: the destination bank accounts and cards a task workflow can offer the
+    # user ({"bankAccounts": [...], "cards": [...]}, payment method objects), or None.
+    payment_methods: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

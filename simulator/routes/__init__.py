@@ -5,7 +5,7 @@ adds them as routes and openapi.py describes them, from the same declarations.
 """
 
 from . import (access, companies, control, demo, docs, linked_accounts, meta,  # noqa: F401
-               processor_links, sdk, tasks, webhooks)
+               pay_link, processor_links, sdk, tasks, users, webhooks)
 from .pipeline import OPERATIONS, Operation, add_routes
 
 __all__ = ["OPERATIONS", "Operation", "add_routes"]

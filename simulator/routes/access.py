@@ -1,9 +1,11 @@
-"""POST /access-token: public tokens for a user (DESIGN.md, Public API)."""
+"""POST /access-token: public tokens for a user (DESIGN.md, Public API); revoking one at the
+real service's path (../shared/spec/real-api-surface.md, Access tokens)."""
 
 from __future__ import annotations
 
 from ..domain.tenants import DEFAULT_TOKEN_LIFETIME, create_access_token, token_record
-from ..schemas.api import ACCESS_TOKEN, ACCESS_TOKEN_REQUEST
+from ..domain.users import revoke_access_token, success
+from ..schemas.api import ACCESS_TOKEN, ACCESS_TOKEN_REQUEST, SUCCESS
 from .pipeline import Auth, operation
 
 
@@ -13,3 +15,11 @@ async def access_token(tenant, body) -> dict:
     token = create_access_token(tenant, body["identifier"],
                                 body.get("tokenLifetime", DEFAULT_TOKEN_LIFETIME))
     return token_record(token)
+
+
+@operation("PUT", "/access-token/{publicToken}/revoke", "Revoke a public token: it stops "
+           "working at once (401 afterwards)", auth=Auth.API_KEYS, response=SUCCESS,
+           errors=(404,))
+async def revoke(tenant, params) -> dict:
+    revoke_access_token(tenant, params["publicToken"])
+    return success()

@@ -1,11 +1,12 @@
-"""Company search, Company List and Company Details (spec: Endpoints)."""
+"""Company search, Company List and Company Details (spec: Endpoints; the real paths:
+../shared/spec/real-api-surface.md, Company)."""
 
 from __future__ import annotations
 
 from ..domain.companies import full_record, search_record
 from ..domain.search import SearchQuery, company_filter, search_companies
 from ..schemas.api import COMPANY_LIST_QUERY, SEARCH_REQUEST
-from .pipeline import Reply, operation
+from .pipeline import Auth, Reply, operation
 
 SEARCH_COMPANIES = {"type": "array", "items": {"$ref": "#/components/schemas/SearchCompany"}}
 COMPANIES = {"type": "array", "items": {"$ref": "#/components/schemas/Company"}}
@@ -34,4 +35,11 @@ async def list_companies(tenant, query) -> Reply:
 @operation("GET", "/company/{companyId}", "Company Details with full connector capabilities",
            response=COMPANY, errors=(404,))
 async def company_details(tenant, params) -> dict:
+    return full_record(tenant.companies.require(params["companyId"]), tenant.manual_deposits)
+
+
+@operation("GET", "/company/{companyId}/details", "Company Details at the real service's path "
+           "(the record of GET /company/{companyId})", auth=Auth.API_KEYS, response=COMPANY,
+           errors=(404,))
+async def company_details_real(tenant, params) -> dict:
     return full_record(tenant.companies.require(params["companyId"]), tenant.manual_deposits)

@@ -1,9 +1,22 @@
-"""Task creation and reading (DESIGN.md, Public API: /task)."""
+"""Task creation and reading (DESIGN.md, Public API: /task), and the real service's task
+operations at their real paths (../shared/spec/real-api-surface.md: Tasks)."""
 
 from __future__ import annotations
 
-from ..schemas.api import TASK_CREATE_REQUEST, TASK_CREATED, TASK_RECORD
-from .pipeline import operation
+from aiohttp import web
+from yarl import URL
+
+from ..clock import isoformat
+from ..domain import tasks as domain
+from ..domain.sdk import deposit_form_pdf
+from ..pdf import text_pdf
+from ..schemas.api import (FILE_QUERY, FILE_URL, PRESCREEN, PRESCREEN_REQUEST, TASK_CREATE_REQUEST,
+                           TASK_CREATED, TASK_DETAILS, TASK_RECORD, TASK_STATUS,
+                           TASK_WORKFLOW_CREATED, TASK_WORKFLOW_REQUEST)
+from .linked_accounts import _paystub_lines
+from .pipeline import Auth, Reply, operation
+
+REAL = {"auth": Auth.API_KEYS}  # the reconstruction's default: API key and secret
 
 
 @operation("POST", "/task/create", "Create a task (or a workflow of several) driven by a scenario",
@@ -16,7 +29,8 @@ async def create_task(tenant, token, body, sandbox) -> dict:
 
 
 def created_record(workflow, tasks) -> dict:
-    """What task creation answers: the first task, its workflow, and every task."""
+    """What task creation answers: the first task, its workflow, and every task started
+    (a task after one whose onComplete or onFail is `finish` starts when that one ends)."""
     first = tasks[0]
     return {"id": first.id, "status": first.status, "taskWorkflow": workflow.id,
             "tasks": [{"id": t.id, "product": t.product, "status": t.status,
@@ -29,3 +43,72 @@ async def get_task(tenant, token, params, sandbox) -> dict:
     task = sandbox.engine.get_task(tenant, params["taskId"],
                                    identifier=token.identifier if token else None)
     return task.record()
+
+
+@operation("GET", "/task/{taskId}/details", "Task Details: the real service's Task record",
+           response=TASK_DETAILS, errors=(404,), **REAL)
+async def task_details(tenant, params, sandbox) -> dict:
+    """The real Task (`_id`, `status`, `product`, `authentication`, `company`,
+    `payrollDataAvailable`, `createdAt`), then the sandbox's own fields and `files`."""
+    return domain.task_details(tenant, sandbox.engine.get_task(tenant, params["taskId"]))
+
+
+@operation("GET", "/task/{taskId}/status", "Task Status: createdAt, status, "
+           "payrollDataAvailable and failReason", response=TASK_STATUS, errors=(404,), **REAL)
+async def task_status(tenant, params, sandbox) -> dict:
+    return domain.task_status(tenant, sandbox.engine.get_task(tenant, params["taskId"]))
+
+
+@operation("POST", "/task/prescreen", "Prescreen: how likely a task at a company is to work "
+           "(HIGH or LOW)", body=PRESCREEN_REQUEST, response=PRESCREEN, **REAL)
+async def prescreen(tenant, body) -> dict:
+    """HIGH when the company is known, operational, offers the product and has headless
+    authentication, and the account's manual-deposit rule does not cover it; else LOW."""
+    return domain.prescreen(tenant, body)
+
+
+@operation("POST", "/task-workflow/from-linked-account", "Tasks on a linked account (the pull "
+           "refresh): the first Task and the workflow", body=TASK_WORKFLOW_REQUEST,
+           response=TASK_WORKFLOW_CREATED, errors=(400, 403, 404, 429), **REAL)
+async def create_task_workflow(tenant, body, sandbox) -> dict:
+    workflow, tasks = domain.create_task_workflow(sandbox.engine, tenant, body)
+    return {"task": domain.task_details(tenant, tasks[0]), "taskWorkflow": workflow.id}
+
+
+@operation("GET", "/task/{taskId}/file/{fileId}/generate-url", "A URL that serves one of the "
+           "task's files without credentials, for an hour", response=FILE_URL,
+           envelope={"url": {"type": "string", "format": "uri",
+                             "description": "The same URL, bare, as the old docs show it."}},
+           errors=(404,), **REAL)
+async def generate_file_url(tenant, params, request, sandbox) -> Reply:
+    """The old docs show this answer bare (`{url}`): the sandbox answers `url` beside its
+    `data` envelope, so readers of either form find it."""
+    task = sandbox.engine.get_task(tenant, params["taskId"])
+    path, expires = domain.generate_file_url(tenant, task, params["fileId"])
+    url = _origin(request) + path
+    return Reply({"url": url, "expiresAt": isoformat(expires)}, extra={"url": url})
+
+
+@operation("GET", "/task/{taskId}/file/{fileId}", "A task's file, by the signed URL "
+           "generate-url made (no credentials)", auth=Auth.NONE, query=FILE_QUERY,
+           content_type="application/pdf", errors=(401, 404))
+async def task_file(params, query, sandbox) -> web.Response:
+    """The URL's signature (HMAC keyed by the tenant's API secret) and expiry stand in for
+    credentials, as a presigned URL's do."""
+    tenant, task, file = domain.open_task_file(
+        sandbox.registry.tenants.get(query["tenant"]), params["taskId"], params["fileId"],
+        query["expires"], query["signature"])
+    if file.statement is not None:
+        pdf = text_pdf(_paystub_lines(file.account, file.statement))
+    else:
+        company = tenant.companies.get(task.company_id)
+        pdf = deposit_form_pdf(company.name if company else "your employer", task.identifier,
+                               tenant.clock.now().date())
+    return web.Response(body=pdf, content_type=file.content_type,
+                        headers={"content-disposition": f'inline; filename="{file.name}"'})
+
+
+def _origin(request: web.Request) -> str:
+    # Not request.url: aiohttp < 3.10.7 builds it with host="name:port", which today's
+    # yarl refuses (routes/linked_accounts.py does the same).
+    return str(URL.build(scheme=request.scheme, authority=request.host).origin())

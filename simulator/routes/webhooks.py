@@ -1,12 +1,18 @@
-"""Webhook registration, faults, replay, triggers and the event schemas (DESIGN.md, Control plane)."""
+"""Webhook registration, faults, replay, triggers and the event schemas (DESIGN.md, Control
+plane); the same endpoints, and signing secrets, at the real service's paths
+(../shared/spec/real-api-surface.md: Webhooks, Secrets)."""
 
 from __future__ import annotations
 
 from aiohttp import web
 
+from ..clock import isoformat
+from ..domain.tenants import unguessable
 from ..domain.triggers import trigger_event
+from ..domain.users import success
 from ..errors import EventTypeNotFound, UnknownEventType, ValidationFailed, field_detail
-from ..schemas.api import (REPLAY_REQUEST, TRIGGER_REQUEST, WEBHOOK_ENDPOINTS_REQUEST,
+from ..schemas.api import (REPLAY_REQUEST, SECRET, SECRET_REQUEST, SUCCESS, TRIGGER_REQUEST,
+                           WEBHOOK_ENDPOINT, WEBHOOK_ENDPOINT_REQUEST, WEBHOOK_ENDPOINTS_REQUEST,
                            WEBHOOK_FAULTS_REQUEST)
 from ..schemas.events import event_schema, event_types
 from ..schemas.validate import check_webhook_urls, parse_time
@@ -14,8 +20,10 @@ from ..webhooks.dispatcher import FaultPlan, request_headers
 from .pipeline import Auth, Reply, operation
 
 CONTROL = {"auth": Auth.API_KEYS, "tags": ("control plane",)}
+REAL = {"auth": Auth.API_KEYS}
 ENDPOINTS = {"type": "array", "items": {"type": "object"}}
 UNKNOWN_EVENT_TYPE = "No event type is named {event_type!r}."
+SECRET_PREFIX = "whsec-"
 
 
 @operation("GET", "/_sandbox/webhooks/endpoints", "Endpoints per event type", response=ENDPOINTS,
@@ -27,18 +35,80 @@ async def get_endpoints(tenant, sandbox) -> list:
 @operation("PUT", "/_sandbox/webhooks/endpoints", "Register endpoints per event type",
            body=WEBHOOK_ENDPOINTS_REQUEST, response=ENDPOINTS, **CONTROL)
 async def put_endpoints(tenant, body, sandbox) -> list:
+    """The whole list; each endpoint keeps its `_id` (the one it names, else the one its URL
+    had), so /webhooks/endpoints/{id} goes on naming it."""
+    _check_endpoints(body["endpoints"], "$.endpoints[{n}]", sandbox)
+    return tenant.webhooks.set_endpoints(body["endpoints"], tenant.ids.object_id)
+
+
+def _check_endpoints(endpoints: list[dict], path: str, sandbox) -> None:
+    """Every event type known (422 unknown-event-type) and every URL one the outbound
+    policy lets webhooks go to (422), each fault at its JSON path."""
     known = set(event_types(sandbox.registry.service.aggregator))
-    problems = [field_detail(f"$.endpoints[{i}].eventTypes[{j}]", f"unknown event type {t!r}")
-                for i, endpoint in enumerate(body["endpoints"])
+    problems = [field_detail(f"{path.format(n=n)}.eventTypes[{j}]", f"unknown event type {t!r}")
+                for n, endpoint in enumerate(endpoints)
                 for j, t in enumerate(endpoint.get("eventTypes", [])) if t not in known]
     if problems:
         raise UnknownEventType("Unknown event types.", details=problems)
-    check_webhook_urls([(f"$.endpoints[{i}].url", endpoint["url"])
-                        for i, endpoint in enumerate(body["endpoints"])],
-                       sandbox.dispatcher.policy)
-    state = tenant.webhooks
-    state.endpoints = body["endpoints"]
-    return state.endpoints
+    check_webhook_urls([(f"{path.format(n=n)}.url", endpoint["url"])
+                        for n, endpoint in enumerate(endpoints)], sandbox.dispatcher.policy)
+
+
+def _endpoint_record(endpoint: dict, sandbox) -> dict:
+    """An endpoint as the real service shows it: `_id`, `url`, `eventTypes` (one registered
+    for every type lists them all); `secretId` is not echoed."""
+    types = endpoint.get("eventTypes") or event_types(sandbox.registry.service.aggregator)
+    return {"_id": endpoint["_id"], "url": endpoint["url"], "eventTypes": list(types)}
+
+
+@operation("GET", "/webhooks/endpoints", "The webhook endpoints (the control plane's, with "
+           "their ids)", response={"type": "array", "items": WEBHOOK_ENDPOINT}, **REAL)
+async def list_webhook_endpoints(tenant, sandbox) -> list:
+    return [_endpoint_record(e, sandbox) for e in tenant.webhooks.endpoints]
+
+
+@operation("POST", "/webhooks/endpoints", "Register a webhook endpoint for event types",
+           body=WEBHOOK_ENDPOINT_REQUEST, response=WEBHOOK_ENDPOINT, errors=(404,), **REAL)
+async def create_webhook_endpoint(tenant, body, sandbox) -> dict:
+    _check_endpoints([body], "$", sandbox)
+    return _endpoint_record(tenant.webhooks.add_endpoint(body, tenant.ids.object_id()), sandbox)
+
+
+@operation("PUT", "/webhooks/endpoints/{id}", "Replace a webhook endpoint's URL, event types "
+           "and signing secret", body=WEBHOOK_ENDPOINT_REQUEST, response=WEBHOOK_ENDPOINT,
+           errors=(404,), **REAL)
+async def update_webhook_endpoint(tenant, params, body, sandbox) -> dict:
+    _check_endpoints([body], "$", sandbox)
+    return _endpoint_record(tenant.webhooks.replace_endpoint(params["id"], body), sandbox)
+
+
+@operation("DELETE", "/webhooks/endpoints/{id}", "Delete a webhook endpoint", response=SUCCESS,
+           errors=(404,), **REAL)
+async def delete_webhook_endpoint(tenant, params) -> dict:
+    tenant.webhooks.remove_endpoint(params["id"])
+    return success()
+
+
+@operation("GET", "/secrets", "Signing secrets an endpoint can sign its webhooks with",
+           response={"type": "array", "items": SECRET}, **REAL)
+async def list_secrets(tenant) -> list:
+    return list(tenant.webhooks.secrets.values())
+
+
+@operation("POST", "/secrets", "Create a signing secret", body=SECRET_REQUEST, response=SECRET,
+           **REAL)
+async def create_secret(tenant, body) -> dict:
+    """The token is random (never from the seed), as the API secret is."""
+    return tenant.webhooks.add_secret({"_id": tenant.ids.object_id(), "name": body["name"],
+                                       "token": unguessable(SECRET_PREFIX),
+                                       "createdAt": isoformat(tenant.clock.timestamp())})
+
+
+@operation("DELETE", "/secrets/{id}", "Delete a signing secret no endpoint uses",
+           response=SUCCESS, errors=(404, 409), **REAL)
+async def delete_secret(tenant, params) -> dict:
+    tenant.webhooks.remove_secret(params["id"])
+    return success()
 
 
 @operation("GET", "/_sandbox/webhooks/faults", "Delivery faults on purpose",
@@ -109,6 +179,9 @@ def event_record(dispatcher, tenant, event) -> dict:
     """An event with its deliveries and every attempt (GET /_sandbox/events)."""
     state = tenant.webhooks
     deliveries = state.deliveries.get(event.id, [])
-    headers = request_headers(tenant, event, dispatcher.vendor) if deliveries else {}
+    headers: dict = {}  # by signing secret: the headers differ in their signature only
+    for d in deliveries:
+        if d.secret_id not in headers:
+            headers[d.secret_id] = request_headers(tenant, event, dispatcher.vendor, d)
     return {**event.record(), "delivery": state.state_of(event.id),
-            "deliveries": [d.record(headers) for d in deliveries]}
+            "deliveries": [d.record(headers[d.secret_id]) for d in deliveries]}

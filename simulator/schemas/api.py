@@ -202,6 +202,37 @@ ACCESS_TOKEN = {
 
 _METADATA = {"type": "object", "description": "Customer context, echoed in the task's events."}
 
+# A workflow's next step after a task ends (the SDK's and the real service's task options):
+# `continue` runs the next task, `finish` ends the workflow there.
+CONTINUE, FINISH = "continue", "finish"
+_NEXT = {"enum": [CONTINUE, FINISH], "default": CONTINUE}
+DISTRIBUTION = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["type"],
+    "properties": {
+        "type": {"enum": ["total", "fixed", "percent"],
+                 "description": "total: the entire paycheck; fixed: `amount` dollars; "
+                                "percent: `amount` per cent of it."},
+        "amount": {"type": "number", "exclusiveMinimum": 0, "maximum": 1_000_000},
+    },
+    "allOf": [
+        {"if": {"properties": {"type": {"const": "percent"}}},
+         "then": {"required": ["amount"], "properties": {"amount": {"maximum": 100}}}},
+        {"if": {"properties": {"type": {"const": "fixed"}}}, "then": {"required": ["amount"]}},
+    ],
+    "description": "How the deposit is split (a deposit task; the deposit accounts' "
+                   "distributionType and distributionAmount). A type the company's connector "
+                   "cannot set up (capabilities.distributionTypes) fails the task.",
+}
+TASK_OPTIONS = {
+    "onComplete": {**_NEXT, "description": "After this task completes: `continue` with the "
+                                           "next task (default) or `finish` the workflow."},
+    "onFail": {**_NEXT, "description": "After this task fails: `continue` with the next task "
+                                       "(default) or `finish` the workflow."},
+    "distribution": DISTRIBUTION,
+}
+
 TASK_CREATE_REQUEST = {
     "type": "object",
     "additionalProperties": False,
@@ -227,14 +258,19 @@ TASK_CREATE_REQUEST = {
                     "product": {"type": "string", "minLength": 1},
                     "metadata": _METADATA,
                     "paymentMethod": PAYMENT_METHOD,
+                    **TASK_OPTIONS,
                 },
             },
-            "description": "Several operations in one task workflow.",
+            "description": "Several operations in one task workflow. A task after one whose "
+                           "onComplete or onFail is `finish` starts only when that one ended "
+                           "the way that goes on.",
         },
         "metadata": _METADATA,
         "scenario": {"type": "string", "minLength": 1, "x-names": TASK_SCENARIOS,
                      "description": "The scenario that drives the task (see GET /_sandbox/scenarios)."},
         "paymentMethod": PAYMENT_METHOD,
+        "distribution": {**DISTRIBUTION, "description": "The legacy top-level split "
+                         "(real-service-facts 8): every task of the request that names none."},
     },
     "not": {"anyOf": [{"required": ["product", "operation"]}, {"required": ["product", "tasks"]},
                       {"required": ["operation", "tasks"]},
@@ -355,10 +391,16 @@ WEBHOOK_ENDPOINTS_REQUEST = {
         "additionalProperties": False,
         "required": ["url"],
         "properties": {
+            "_id": {"type": "string", "minLength": 1, "maxLength": 100,
+                    "description": "Keep this endpoint's id (as GET shows it); omitted: the id "
+                                   "of the endpoint with this URL, or a new one."},
             "url": {"type": "string", "pattern": r"^https?://[^\s]+$"},
             "eventTypes": {"type": "array", "items": {"type": "string", "x-names": EVENT_TYPES},
                            "minItems": 1,
                            "uniqueItems": True, "description": "Omitted: every event type."},
+            "secretId": {"type": "string", "minLength": 1,
+                         "description": "Sign this endpoint's webhooks with this signing secret "
+                                        "(GET /secrets) instead of the API secret."},
         },
     }}},
 }
@@ -548,6 +590,281 @@ TASKS_QUERY = {
 }
 
 
+# -- the real service's published operations (../shared/spec/real-api-surface.md) ---------
+#
+# Served at their real paths with their published fields; the sandbox's extra fields sit
+# beside them. Answers stay in the one `{"data": ...}` envelope (the file's envelope note:
+# a bare shape there "probably just leaves the wrapper out"); generate-url, which the old
+# docs show bare, answers `url` beside `data` as well.
+
+_STRING = {"type": "string"}
+_DATE_TIME = {"type": "string", "format": "date-time"}
+TASK_STATUSES = ["queued", "processing", "completed", "failed"]
+
+SUCCESS = {
+    "type": "object",
+    "required": ["success", "result"],
+    "properties": {"success": {"type": "boolean"},
+                   "result": {"type": "object", "required": ["success"],
+                              "properties": {"success": {"type": "boolean"}}}},
+    "description": "The real service's Success object.",
+}
+
+TASK_FILE = {
+    "type": "object",
+    "required": ["_id", "name", "contentType"],
+    "properties": {"_id": _STRING, "name": _STRING, "contentType": _STRING},
+}
+
+TASK_DETAILS = {
+    "type": "object",
+    "required": ["_id", "status", "product", "authentication", "company",
+                 "payrollDataAvailable", "createdAt"],
+    "properties": {
+        "_id": _STRING,
+        "status": {"enum": TASK_STATUSES},
+        "product": _STRING,
+        "authentication": {**_STRING, "description": "The authentication method."},
+        "company": {"$ref": "#/components/schemas/SearchCompany",
+                    "description": "The Company (a company deleted since: its `_id` only)."},
+        "payrollDataAvailable": {
+            "type": "boolean",
+            "description": "The task completed and left payroll data to read: a completed "
+                           "deposit or verify task (or a refresh) whose linked account holds "
+                           "data (not deleted as PII)."},
+        "createdAt": _DATE_TIME,
+        "failReason": {**_STRING, "description": "The failure reason, when failed."},
+        "taskWorkflow": _STRING,
+        "previousStatus": {"enum": [None, "queued", "processing", "failed"]},
+        "user": {"type": "object"},
+        "authenticated": {"type": "boolean"},
+        "authenticationMethod": _STRING,
+        "reason": _STRING,
+        "scenario": _STRING,
+        "files": {"type": "array", "items": TASK_FILE,
+                  "description": "The task's files (GET /task/{taskId}/file/{fileId}/generate-url)."},
+        "history": {"type": "array", "items": {"type": "object"}},
+    },
+    "description": "The real service's Task, with the sandbox's fields beside it.",
+}
+
+TASK_STATUS = {
+    "type": "object",
+    "required": ["task"],
+    "properties": {"task": {
+        "type": "object",
+        "required": ["createdAt", "status", "payrollDataAvailable"],
+        "properties": {"createdAt": _DATE_TIME, "status": {"enum": TASK_STATUSES},
+                       "payrollDataAvailable": {"type": "boolean"},
+                       "failReason": {**_STRING, "description": "Present when failed."}},
+    }},
+}
+
+TASK_WORKFLOW_REQUEST = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["linkedAccount", "tasks"],
+    "properties": {
+        "linkedAccount": {"type": "string", "minLength": 1,
+                          "description": "The linked account to act on (pull refresh)."},
+        "tasks": {
+            "type": "array", "minItems": 1, "maxItems": 10,
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["operation"],
+                "properties": {"operation": {"enum": ["deposit", "verify", "tax"]},
+                               "metadata": _METADATA, **TASK_OPTIONS},
+            },
+        },
+        "metadata": _METADATA,
+        "scenario": TASK_CREATE_REQUEST["properties"]["scenario"],
+    },
+}
+
+TASK_WORKFLOW_CREATED = {
+    "type": "object",
+    "required": ["task", "taskWorkflow"],
+    "properties": {"task": TASK_DETAILS, "taskWorkflow": _STRING},
+}
+
+PRESCREEN_REQUEST = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["company", "product"],
+    "properties": {
+        "company": {
+            "type": "object",
+            "additionalProperties": False,
+            "minProperties": 1,
+            "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 200,
+                                    "pattern": r"\S"},
+                           "id": {"type": "string", "minLength": 1}},
+            "description": "The employer: its `_id` (`id`), or its name (the exact name, "
+                           "case and punctuation aside).",
+        },
+        "product": {"enum": ["deposit", "verify", "tax"]},
+    },
+}
+
+PRESCREEN = {
+    "type": "object",
+    "required": ["confidence"],
+    "properties": {
+        "confidence": {"enum": ["HIGH", "LOW"]},
+        "companyId": {"type": ["string", "null"],
+                      "description": "The company the request named, if the catalog has it."},
+    },
+    "description": "HIGH when the company is known, operational, offers the product, has "
+                   "headless (username and password) authentication, and the account's "
+                   "manual-deposit rule does not cover it; LOW otherwise.",
+}
+
+FILE_URL = {
+    "type": "object",
+    "required": ["url"],
+    "properties": {"url": {"type": "string", "format": "uri"}, "expiresAt": _DATE_TIME},
+}
+
+FILE_QUERY = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["tenant", "expires", "signature"],
+    "properties": {"tenant": {"type": "string", "minLength": 1},
+                   "expires": {"type": "integer", "minimum": 0},
+                   "signature": {"type": "string", "pattern": "^[0-9a-f]{64}$"}},
+}
+
+_BANK_ACCOUNT = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "_id": {"type": "string", "minLength": 1, "maxLength": 100},
+        "title": {"type": "string", "maxLength": 200},
+        "accountNumber": {"type": "string", "pattern": r"^[0-9]{4,17}$",
+                          "description": "Only its last four digits are kept."},
+        "routingNumber": {"type": "string", "pattern": r"^[0-9]{9}$"},
+        "accountType": {"enum": ["checking", "savings"]},
+        "externalId": {"type": "string", "maxLength": 200},
+    },
+}
+_CARD = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "_id": {"type": "string", "minLength": 1, "maxLength": 100},
+        "title": {"type": "string", "maxLength": 200},
+        "brand": {"type": "string", "maxLength": 50},
+        "lastFour": {"type": "string", "pattern": r"^[0-9]{4}$"},
+        "expiry": {"type": "string", "format": "date-time"},
+        "externalId": {"type": "string", "maxLength": 200},
+    },
+}
+USER_REQUEST = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["identifier"],
+    "properties": {
+        "identifier": ACCESS_TOKEN_REQUEST["properties"]["identifier"],
+        "data": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "bankAccounts": {"type": "array", "maxItems": 20, "items": _BANK_ACCOUNT},
+                "cards": {"type": "array", "maxItems": 20, "items": _CARD},
+            },
+            "description": "The destination accounts and cards a task workflow can offer the "
+                           "user; replaces what was stored (absent: none).",
+        },
+    },
+}
+
+USER_TASKS_QUERY = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "status": {"enum": TASK_STATUSES},
+        "payrollDataAvailable": {"enum": ["true", "false"]},
+    },
+}
+
+STORED_PAYMENT_METHODS = {
+    "type": "object",
+    "required": ["identifier", "bankAccounts", "cards"],
+    "properties": {"identifier": _STRING,
+                   "bankAccounts": {"type": "array", "items": PAYMENT_METHOD},
+                   "cards": {"type": "array", "items": PAYMENT_METHOD}},
+}
+
+WEBHOOK_ENDPOINT_REQUEST = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["url", "eventTypes"],
+    "properties": {
+        "url": WEBHOOK_ENDPOINTS_REQUEST["properties"]["endpoints"]["items"]["properties"]["url"],
+        "eventTypes": {"type": "array", "minItems": 1, "uniqueItems": True,
+                       "items": {"type": "string", "x-names": EVENT_TYPES}},
+        "secretId": {"type": "string", "minLength": 1,
+                     "description": "A signing secret (GET /secrets) to sign this endpoint's "
+                                    "webhooks with, instead of the API secret."},
+    },
+}
+
+WEBHOOK_ENDPOINT = {
+    "type": "object",
+    "required": ["_id", "url", "eventTypes"],
+    "properties": {"_id": _STRING, "url": {"type": "string", "format": "uri"},
+                   "eventTypes": {"type": "array", "items": _STRING}},
+}
+
+SECRET_REQUEST = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["name"],
+    "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 200}},
+}
+
+SECRET = {
+    "type": "object",
+    "required": ["_id", "name", "token", "createdAt"],
+    "properties": {"_id": _STRING, "name": _STRING, "token": _STRING, "createdAt": _DATE_TIME},
+}
+
+PAY_LINK_ACTION = {
+    "type": "object",
+    "required": ["type", "product"],
+    "properties": {
+        "type": {"enum": ["connect-account", "refresh", "view-account", "pause-plan",
+                          "change-plan", "switch", "pay-now"],
+                 "description": "The flow a task runs for it (spec: Task, flow)."},
+        "product": _STRING,
+        "actionId": _STRING,
+    },
+}
+
+PAY_LINK_ACCOUNTS = {
+    "type": "object",
+    "required": ["accounts"],
+    "properties": {"accounts": {"type": "array", "items": {
+        "type": "object",
+        "required": ["_id", "company", "actions", "bills"],
+        "properties": {
+            "_id": _STRING,
+            "company": {"type": "object", "required": ["_id", "name"],
+                        "properties": {"_id": _STRING, "name": _STRING,
+                                       "branding": {"type": "object"}}},
+            "actions": {"type": "array", "items": PAY_LINK_ACTION},
+            "bills": {"type": "array", "items": {
+                "type": "object",
+                "required": ["_id", "name", "actions"],
+                "properties": {"_id": _STRING, "name": _STRING,
+                               "actions": {"type": "array", "items": PAY_LINK_ACTION}}}},
+            "paymentMethod": PAYMENT_METHOD,
+            "updatedAt": _DATE_TIME,
+        }}}},
+}
+
+
 # -- what the document adds to the enforced schemas ----------------------------------------
 #
 # Rules an operation enforces itself, past its schema, that the published schema states
@@ -611,10 +928,17 @@ COMPANY_CREATE_REQUEST_PUBLISHED = {
               {"properties": {"tags": {"items": {"not": _FRANCHISE_CHILD}}}}],
 }
 
+WEBHOOK_ENDPOINT_REQUEST_PUBLISHED = {
+    **WEBHOOK_ENDPOINT_REQUEST,
+    "properties": {**WEBHOOK_ENDPOINT_REQUEST["properties"],
+                   "url": {"type": "string", "pattern": WEBHOOK_URL_PATTERN}},
+}
+
 _PUBLISHED = ((SEARCH_REQUEST, SEARCH_REQUEST_PUBLISHED),
               (TASK_CREATE_REQUEST, TASK_CREATE_REQUEST_PUBLISHED),
               (COMPANY_CREATE_REQUEST, COMPANY_CREATE_REQUEST_PUBLISHED),
-              (WEBHOOK_ENDPOINTS_REQUEST, WEBHOOK_ENDPOINTS_REQUEST_PUBLISHED))
+              (WEBHOOK_ENDPOINTS_REQUEST, WEBHOOK_ENDPOINTS_REQUEST_PUBLISHED),
+              (WEBHOOK_ENDPOINT_REQUEST, WEBHOOK_ENDPOINT_REQUEST_PUBLISHED))
 
 
 def published(schema: dict) -> dict:

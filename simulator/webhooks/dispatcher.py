@@ -19,6 +19,7 @@ from typing import Any
 
 from ..clock import isoformat
 from ..domain.changes import EVENT
+from ..errors import Conflict, NotFound, ValidationFailed, field_detail
 from ..domain.events import Event
 from ..domain.tenants import Tenant
 from ..domain.timeline import action_kind
@@ -38,6 +39,28 @@ SHUTDOWN_GRACE = 5.0      # wall seconds attempts in flight get to finish at shu
 ANSWER_READ = 4096        # bytes of a receiver's answer read; past them the connection closes
 
 PENDING, DELIVERED, FAILED, INTERRUPTED = "pending", "delivered", "failed", "interrupted"
+MAX_ENDPOINTS = 50        # a tenant's webhook endpoints (the control plane's list too)
+MAX_SECRETS = 50          # a tenant's signing secrets
+
+UNKNOWN_ENDPOINT = "No webhook endpoint has the id {endpoint_id!r}."
+UNKNOWN_SECRET = "No signing secret has the id {secret_id!r} (GET /secrets lists them)."
+TOO_MANY_ENDPOINTS = f"A tenant has at most {MAX_ENDPOINTS} webhook endpoints; delete one first."
+TOO_MANY_SECRETS = f"A tenant has at most {MAX_SECRETS} signing secrets; delete one first."
+SECRET_IN_USE = ("The signing secret {secret_id!r} signs the webhooks of endpoints {endpoints}; "
+                 "point them elsewhere first.")
+DUPLICATE_ID = "Two endpoints have the id {endpoint_id!r}."
+
+
+class WebhookEndpointNotFound(NotFound):
+    code = "webhook-endpoint-not-found"
+
+
+class SecretNotFound(NotFound):
+    code = "secret-not-found"
+
+
+class SecretInUse(Conflict):
+    code = "secret-in-use"
 INTERRUPTED_ATTEMPT = "interrupted: the sandbox stopped during the attempt"
 
 
@@ -78,6 +101,7 @@ class Delivery:
     attempts: list[Attempt] = field(default_factory=list)
     next_attempt_at: str | None = None
     faults: tuple[str, ...] = ()  # the faults injected on purpose (most deliveries: none)
+    secret_id: str | None = None  # the endpoint's signing secret (None: the API secret)
 
     @property
     def id(self) -> str:
@@ -109,7 +133,11 @@ class FaultPlan:
 
 @dataclass
 class TenantWebhooks:
-    """One tenant's webhook state: endpoints, deliveries by event, faults, work in flight."""
+    """One tenant's webhook state: endpoints, deliveries by event, faults, work in flight.
+
+    Each endpoint is `{_id, url, eventTypes?, secretId?}` (no eventTypes: every type); the
+    control plane's list and the API's /webhooks/endpoints are the same endpoints. A
+    signing secret (`secrets`, GET /secrets) is `{_id, name, token, createdAt}`."""
 
     endpoints: list[dict[str, Any]]
     deliveries: dict[str, list[Delivery]] = field(default_factory=dict)
@@ -119,14 +147,98 @@ class TenantWebhooks:
     slots: asyncio.Semaphore = field(
         default_factory=lambda: asyncio.Semaphore(TENANT_CONNECTIONS))
     held: list[tuple[Delivery, Event]] = field(default_factory=list)
+    secrets: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> secret
 
     def endpoints_for(self, event_type: str) -> list[str]:
-        urls = []
+        return list(self.targets_for(event_type))
+
+    def targets_for(self, event_type: str) -> dict[str, str | None]:
+        """URL -> the signing secret's id (None: the API secret) of every endpoint the
+        event type goes to; a URL registered twice gets one delivery (the first's)."""
+        targets: dict[str, str | None] = {}
         for endpoint in self.endpoints:
             types = endpoint.get("eventTypes")
-            if (types is None or event_type in types) and endpoint["url"] not in urls:
-                urls.append(endpoint["url"])
-        return urls
+            if (types is None or event_type in types) and endpoint["url"] not in targets:
+                targets[endpoint["url"]] = endpoint.get("secretId")
+        return targets
+
+    # -- endpoints and secrets (GET/PUT /_sandbox/webhooks/endpoints, /webhooks/endpoints,
+    #    /secrets); URLs and event types are checked by the caller ----------------------------
+
+    def set_endpoints(self, endpoints: list[dict[str, Any]], new_id: Any) -> list[dict[str, Any]]:
+        """The control plane's PUT: the whole list. An endpoint keeps the `_id` it names,
+        else the id of the endpoint that had its URL, else gets a new one (`new_id()`)."""
+        self._check_secrets(endpoints, "$.endpoints[{n}].secretId")
+        named = {e["_id"] for e in endpoints if "_id" in e}
+        old = {e["url"]: e["_id"] for e in reversed(self.endpoints) if e["_id"] not in named}
+        made, seen = [], set()
+        for n, endpoint in enumerate(endpoints):
+            endpoint_id = endpoint.get("_id") or old.pop(endpoint["url"], None) or new_id()
+            if endpoint_id in seen:
+                raise ValidationFailed(DUPLICATE_ID.format(endpoint_id=endpoint_id), details=[
+                    field_detail(f"$.endpoints[{n}]._id", "appears twice")])
+            seen.add(endpoint_id)
+            made.append({**endpoint, "_id": endpoint_id})
+        self.endpoints = made
+        return made
+
+    def add_endpoint(self, endpoint: dict[str, Any], endpoint_id: str) -> dict[str, Any]:
+        if len(self.endpoints) >= MAX_ENDPOINTS:
+            raise ValidationFailed(TOO_MANY_ENDPOINTS, details=[field_detail("$", "too many")])
+        self._check_secrets([endpoint], "$.secretId")
+        made = {"_id": endpoint_id, **endpoint}
+        self.endpoints = [*self.endpoints, made]
+        return made
+
+    def replace_endpoint(self, endpoint_id: str, endpoint: dict[str, Any]) -> dict[str, Any]:
+        number = self._endpoint_number(endpoint_id)
+        self._check_secrets([endpoint], "$.secretId")
+        made = {"_id": endpoint_id, **endpoint}
+        self.endpoints = [made if n == number else e for n, e in enumerate(self.endpoints)]
+        return made
+
+    def remove_endpoint(self, endpoint_id: str) -> None:
+        number = self._endpoint_number(endpoint_id)
+        self.endpoints = [e for n, e in enumerate(self.endpoints) if n != number]
+
+    def _endpoint_number(self, endpoint_id: str) -> int:
+        for number, endpoint in enumerate(self.endpoints):
+            if endpoint.get("_id") == endpoint_id:
+                return number
+        raise WebhookEndpointNotFound(UNKNOWN_ENDPOINT.format(endpoint_id=endpoint_id),
+                                      details=[field_detail("$.id", "unknown", location="path")])
+
+    def _check_secrets(self, endpoints: list[dict[str, Any]], path: str) -> None:
+        for n, endpoint in enumerate(endpoints):
+            secret_id = endpoint.get("secretId")
+            if secret_id is not None and secret_id not in self.secrets:
+                raise SecretNotFound(UNKNOWN_SECRET.format(secret_id=secret_id),
+                                     details=[field_detail(path.format(n=n), "unknown secret")])
+
+    def add_secret(self, secret: dict[str, Any]) -> dict[str, Any]:
+        if len(self.secrets) >= MAX_SECRETS:
+            raise ValidationFailed(TOO_MANY_SECRETS, details=[field_detail("$", "too many")])
+        self.secrets[secret["_id"]] = secret
+        return secret
+
+    def remove_secret(self, secret_id: str) -> None:
+        if secret_id not in self.secrets:
+            raise SecretNotFound(UNKNOWN_SECRET.format(secret_id=secret_id),
+                                 details=[field_detail("$.id", "unknown", location="path")])
+        users = [e["_id"] for e in self.endpoints if e.get("secretId") == secret_id]
+        if users:
+            raise SecretInUse(SECRET_IN_USE.format(secret_id=secret_id, endpoints=", ".join(users)),
+                              details=[field_detail("$.id", "in use", location="path")])
+        del self.secrets[secret_id]
+
+    def signing_key(self, tenant: Tenant, delivery: Delivery) -> str | None:
+        """What a delivery is signed with (real-service facts 5: the API secret): the
+        endpoint's signing secret where it names one that still exists; None when the
+        tenant signs nothing."""
+        if not tenant.signing:
+            return None
+        secret = self.secrets.get(delivery.secret_id) if delivery.secret_id else None
+        return secret["token"] if secret is not None else tenant.api_secret
 
     def cancel(self) -> None:
         """The tenant is reset or deleted: attempts in flight stop (recorded as
@@ -179,6 +291,9 @@ class Dispatcher:
         endpoints = [dict(e) for e in tenant.webhook_endpoints]
         if self.default_url and not any(e["url"] == self.default_url for e in endpoints):
             endpoints.append({"url": self.default_url})
+        # Stable ids, seeded: GET /webhooks/endpoints and the control plane name them.
+        endpoints = [{"_id": tenant.ids.object_id(), **e} if "_id" not in e else e
+                     for e in endpoints]
         return TenantWebhooks(endpoints=endpoints,
                               random=random.Random(f"{self.seed}:{tenant.name}:faults"))
 
@@ -246,10 +361,10 @@ class Dispatcher:
         """New deliveries of `event` to every endpoint registered for its type."""
         state = tenant.webhooks
         made = []
-        for url in state.endpoints_for(event.type):
+        for url, secret_id in state.targets_for(event.type).items():
             deliveries = state.deliveries.setdefault(event.id, [])
             delivery = Delivery(event_id=event.id, number=len(deliveries) + 1, url=url,
-                                replay=replay)
+                                replay=replay, secret_id=secret_id)
             deliveries.append(delivery)
             made.append(delivery)
             self._first_attempt(tenant, state, delivery, event)
@@ -304,7 +419,7 @@ class Dispatcher:
                        fault: str | None = None) -> None:
         state = tenant.webhooks
         delivery.next_attempt_at = None
-        secret = tenant.api_secret if tenant.signing else None
+        secret = state.signing_key(tenant, delivery)
         started_at = tenant.clock.timestamp()
         attempt = Attempt(number=len(delivery.attempts) + 1, time=started_at,
                           wall_time=time.time(), fault=fault)
@@ -487,10 +602,14 @@ class _ReleaseHeld:
         return cls(context.dispatcher, context.tenant)
 
 
-def request_headers(tenant: Tenant, event: Event, vendor: str) -> dict[str, str]:
-    """The headers every attempt of the event sent (the same for each: not stored); none
-    when the request could not be built (its attempt says why)."""
+def request_headers(tenant: Tenant, event: Event, vendor: str,
+                    delivery: Delivery | None = None) -> dict[str, str]:
+    """The headers every attempt of the delivery sent (the same for each: not stored; the
+    same for every delivery of the event but for a signature with an endpoint's own
+    secret); none when the request could not be built (its attempt says why)."""
+    secret = (tenant.webhooks.signing_key(tenant, delivery) if delivery is not None
+              else tenant.api_secret if tenant.signing else None)
     try:
-        return to_message(event, vendor, tenant.api_secret if tenant.signing else None).headers
+        return to_message(event, vendor, secret).headers
     except Exception:
         return {}

@@ -1,0 +1,110 @@
+"""The real service's user and token operations (../shared/spec/real-api-surface.md: Access
+tokens, Users): revoking a public token, the payment methods a workflow can offer a user,
+and the end of a user's continuous access.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import NotFound, UserNotFound, field_detail
+from .tenants import Tenant
+
+UNKNOWN_TOKEN = "This tenant has no public token {token!r} (revoked already, or never issued)."
+UNKNOWN_USER = "No user has the identifier {identifier!r}."
+# Why continuous access ended, as linked-account-disconnected says it: its published reasons
+# are timeout, credentials-changed and system-update; the service stopping the monitoring
+# is the nearest (README: Fidelity).
+END_OF_MONITORING = "system-update"
+
+
+class PublicTokenNotFound(NotFound):
+    code = "public-token-not-found"
+
+
+def success() -> dict[str, Any]:
+    """The real service's Success object."""
+    return {"success": True, "result": {"success": True}}
+
+
+def revoke_access_token(tenant: Tenant, public_token: str) -> None:
+    """PUT /access-token/{publicToken}/revoke: the token stops working at once (401
+    invalid-public-token afterwards); the user and what they did stay."""
+    token = tenant.tokens.pop(public_token, None)
+    if token is None:
+        raise PublicTokenNotFound(UNKNOWN_TOKEN.format(token=public_token),
+                                  details=[field_detail("$.publicToken", "unknown",
+                                                        location="path")])
+    if tenant.latest_token.get(token.identifier) == public_token:
+        del tenant.latest_token[token.identifier]
+
+
+def put_user(tenant: Tenant, identifier: str, data: dict[str, Any] | None) -> dict[str, Any]:
+    """PUT /user: the user (created if new) with the destination bank accounts and cards
+    a task workflow can offer them, stored as the spec's payment method objects (replacing
+    what was stored; a bank account keeps the last four digits of its number only)."""
+    user = tenant.user(identifier)
+    data = data or {}
+    user.payment_methods = {
+        "bankAccounts": [_bank_account(tenant, raw) for raw in data.get("bankAccounts", ())],
+        "cards": [_card(tenant, raw) for raw in data.get("cards", ())],
+    }
+    return payment_methods(tenant, identifier)
+
+
+def payment_methods(tenant: Tenant, identifier: str) -> dict[str, Any]:
+    """What PUT /user stored for the user: `{identifier, bankAccounts, cards}`."""
+    user = require_user(tenant, identifier)
+    stored = user.payment_methods or {"bankAccounts": [], "cards": []}
+    return {"identifier": identifier, **stored}
+
+
+def require_user(tenant: Tenant, identifier: str) -> Any:
+    user = tenant.users.get(identifier)
+    if user is None:
+        raise UserNotFound(UNKNOWN_USER.format(identifier=identifier),
+                           details=[field_detail("$.identifier", "unknown", location="path")])
+    return user
+
+
+def _bank_account(tenant: Tenant, raw: dict[str, Any]) -> dict[str, Any]:
+    number = raw.get("accountNumber")
+    account_type = raw.get("accountType", "checking")
+    method: dict[str, Any] = {
+        "type": "bank", "_id": raw.get("_id") or tenant.ids.object_id(),
+        "title": raw.get("title") or (f"{account_type.title()} ending in {number[-4:]}"
+                                      if number else f"{account_type.title()} account"),
+        "accountType": account_type,
+    }
+    if number:
+        method["accountNumber"] = number[-4:]
+    for name in ("routingNumber", "externalId"):
+        if name in raw:
+            method[name] = raw[name]
+    return method
+
+
+def _card(tenant: Tenant, raw: dict[str, Any]) -> dict[str, Any]:
+    brand, last_four = raw.get("brand"), raw.get("lastFour")
+    title = raw.get("title") or " ".join(
+        part for part in (brand or "Card", f"ending in {last_four}" if last_four else "") if part)
+    method: dict[str, Any] = {"type": "card", "_id": raw.get("_id") or tenant.ids.object_id(),
+                              "title": title}
+    for name in ("brand", "lastFour", "expiry", "externalId"):
+        if name in raw:
+            method[name] = raw[name]
+    return method
+
+
+def end_monitoring(tenant: Tenant, linked_accounts: Any, identifier: str) -> list[Any]:
+    """PUT /user/{identifier}/end-monitoring: continuous access ends for every linked
+    account of the user. Each connected one is disconnected (linked-account-disconnected,
+    reason END_OF_MONITORING): push refreshes stop (they run only while connected) and a
+    refresh task fails with auth-expired, until the user signs in again through the SDK's
+    `linkedAccount` flow. The accounts it disconnected."""
+    require_user(tenant, identifier)
+    accounts = linked_accounts.accounts_of(tenant, identifier)
+    ended = [account for account in accounts if account.connected]
+    for account in ended:
+        linked_accounts.disconnect(tenant, account, END_OF_MONITORING)
+    return ended

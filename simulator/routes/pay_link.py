@@ -1,0 +1,26 @@
+"""Pay-link accounts and actions at the real service's paths
+(../shared/spec/real-api-surface.md, Pay-link; domain/pay_link.py says how they are made)."""
+
+from __future__ import annotations
+
+from ..domain.pay_link import actions_for_company, check_api_version, pay_link_accounts
+from ..schemas.api import PAY_LINK_ACCOUNTS, PAY_LINK_ACTION
+from .pipeline import Auth, operation
+
+
+@operation("GET", "/pay-link/accounts", "The user's pay-link accounts, with their actions and "
+           "bills", auth=Auth.PUBLIC_TOKEN, response=PAY_LINK_ACCOUNTS, errors=(400,),
+           headers=(("x-api-version", False),))
+async def list_pay_link_accounts(tenant, token, headers, sandbox) -> dict:
+    """The user is the public token's (the vendor's client sends `x-public-token` and
+    `x-api-version: v2`; without the header v2 is assumed, another version is 400)."""
+    check_api_version(headers.get("x-api-version"))
+    return pay_link_accounts(tenant, token.identifier, sandbox.engine.scope_of)
+
+
+@operation("GET", "/pay-link/actions-for-company/{companyId}", "The pay-link actions (flows) a "
+           "company supports", auth=Auth.API_KEYS,
+           response={"type": "array", "items": PAY_LINK_ACTION}, errors=(404,))
+async def list_company_actions(tenant, params, sandbox) -> list:
+    return actions_for_company(tenant.companies.require(params["companyId"]),
+                               sandbox.engine.scope_of)

@@ -1,0 +1,46 @@
+"""The real service's user operations (../shared/spec/real-api-surface.md, Users): the
+payment methods a workflow can offer, a user's tasks, and the end of continuous access."""
+
+from __future__ import annotations
+
+from ..domain import users
+from ..domain.tasks import user_tasks
+from ..schemas.api import (STORED_PAYMENT_METHODS, SUCCESS, TASK_DETAILS, USER_REQUEST,
+                           USER_TASKS_QUERY)
+from .pipeline import Auth, operation
+
+REAL = {"auth": Auth.API_KEYS}
+
+
+@operation("PUT", "/user", "Store the destination bank accounts and cards a task workflow can "
+           "offer the user (creates the user if new)", body=USER_REQUEST, response=SUCCESS,
+           errors=(429,), **REAL)
+async def put_user(tenant, body) -> dict:
+    """What is stored replaces what was; GET /_sandbox/users/{identifier}/payment-methods
+    shows it."""
+    users.put_user(tenant, body["identifier"], body.get("data"))
+    return users.success()
+
+
+@operation("GET", "/user/{identifier}/tasks", "The user's tasks (Task records), oldest first",
+           query=USER_TASKS_QUERY, response={"type": "array", "items": TASK_DETAILS},
+           errors=(404,), **REAL)
+async def list_user_tasks(tenant, params, query) -> list:
+    available = query.get("payrollDataAvailable")
+    return user_tasks(tenant, params["identifier"], status=query.get("status"),
+                      payroll_data=None if available is None else available == "true")
+
+
+@operation("PUT", "/user/{identifier}/end-monitoring", "End continuous access for the user's "
+           "linked accounts (linked-account-disconnected for each connected one)",
+           response=SUCCESS, settles=True, errors=(404,), **REAL)
+async def end_monitoring(tenant, params, sandbox) -> dict:
+    users.end_monitoring(tenant, sandbox.linked_accounts, params["identifier"])
+    return users.success()
+
+
+@operation("GET", "/_sandbox/users/{identifier}/payment-methods", "What PUT /user stored for "
+           "the user", response=STORED_PAYMENT_METHODS, errors=(404,), tags=("control plane",),
+           **REAL)
+async def stored_payment_methods(tenant, params) -> dict:
+    return users.payment_methods(tenant, params["identifier"])
