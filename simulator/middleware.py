@@ -150,6 +150,11 @@ def render_error(request: web.Request, error: ApiError, status: int | None = Non
         headers["retry-after"] = str(retry_after)
     if allow is not None:
         headers["allow"] = allow
+    # An operation that stands in for another API answers in that API's error body.
+    dialect = getattr(request.match_info.handler, "dialect", None)
+    if dialect is not None:
+        status, body = dialect.render_error(error, status or error.status)
+        return json_response(body, status=status, headers=headers or None)
     return json_response(error.body(), status=status or error.status, headers=headers or None)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from . import __version__
 from .domain.processor_links import TOKEN_PATTERN
 from .fixtures import ServiceProfile
-from .routes.pipeline import Auth, Operation
+from .routes.pipeline import CLIENT_ID, CLIENT_SECRET, Auth, Operation
 from .scenarios.loader import load_all_scenarios, scenario_folders
 from .schemas import api
 from .schemas.events import event_schema, event_types
@@ -78,6 +78,7 @@ _SECURITY = {
     Auth.EITHER: [{"apiKey": [], "apiSecret": []}, {"publicToken": []}],
     Auth.PUBLIC_TOKEN: [{"publicToken": []}],
     Auth.NONE: [],
+    Auth.AGGREGATOR: [{"aggregatorClientId": [], "aggregatorSecret": []}],
 }
 
 
@@ -101,7 +102,14 @@ def describe(op: Operation, names: dict[str, dict[str, Any]] | None = None) -> d
         errors += [400, 413, 415, 422]
     if op.query is not None or path_names or op.headers:
         errors.append(422)
-    if op.content_type is None:
+    if op.dialect is not None:  # another API's answers, as they are, and its error body
+        responses = {str(op.status): {"description": "OK", "content": {
+            "application/json": {"schema": op.response or {}}}}}
+        errors = []
+        responses.update({str(status): {"description": text, "content": {
+            "application/json": {"schema": op.dialect.error_schema}}}
+            for status, text in op.dialect.errors.items()})
+    elif op.content_type is None:
         responses = _ok(op.response or {}, op.status, op.envelope)
     else:
         responses = {str(op.status): {"description": "OK", "content": {
@@ -223,6 +231,10 @@ def build_openapi(operations: list[Operation], service: ServiceProfile,
                 "apiKey": {"type": "apiKey", "in": "header", "name": "x-api-key"},
                 "apiSecret": {"type": "apiKey", "in": "header", "name": "x-api-secret"},
                 "publicToken": {"type": "apiKey", "in": "header", "name": "x-public-token"},
+                # The aggregator's own API (/aggregator-api/): the same key and secret, as
+                # its client sends them (or as `client_id` and `secret` in the body).
+                "aggregatorClientId": {"type": "apiKey", "in": "header", "name": CLIENT_ID[0]},
+                "aggregatorSecret": {"type": "apiKey", "in": "header", "name": CLIENT_SECRET[0]},
             },
             "schemas": {"Error": api.ERROR, "SearchCompany": api.SEARCH_COMPANY,
                         "Company": api.FULL_COMPANY},

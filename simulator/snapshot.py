@@ -28,7 +28,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import fields
+from dataclasses import MISSING, fields
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ import orjson
 from aiohttp import web
 
 from .clock import MANUAL, Clock, isoformat
+from .domain.aggregator import Account, Item, token_index
 from .domain.companies import Company, ManualDepositRule
 from .domain.events import Event
 from .domain.linked_accounts import LinkedAccount, Profile
@@ -171,16 +172,20 @@ def _ranged(camel: str, schema: dict[str, Any]) -> dict[str, Any]:
 
 class Record:
     """A dataclass as a JSON object: every field, named in camelCase, with the JSON Schema
-    its annotations give (`nested` names the record of a field whose type is a dataclass)."""
+    its annotations give (`nested` names the record of a field whose type is a dataclass).
+    A field with a default may be missing (a snapshot written before the field existed):
+    it loads as its default."""
 
     def __init__(self, cls: type, nested: dict[str, Record] | None = None,
                  shapes: dict[str, dict[str, Any]] | None = None) -> None:
         self.cls = cls
         self.nested = nested or {}
         self.fields = [(f.name, _camel(f.name), str(f.type)) for f in fields(cls)]
+        optional = {_camel(f.name) for f in fields(cls)
+                    if f.default is not MISSING or f.default_factory is not MISSING}
         shapes = shapes or {}  # a field's schema where its annotation says too little
         self.schema = {"type": "object", "additionalProperties": False,
-                       "required": [camel for _, camel, _ in self.fields],
+                       "required": [camel for _, camel, _ in self.fields if camel not in optional],
                        "properties": {camel: shapes.get(camel) or _ranged(camel, self._schema(kind))
                                       for _, camel, kind in self.fields}}
 
@@ -189,7 +194,7 @@ class Record:
 
     def load(self, data: dict[str, Any]) -> Any:
         return self.cls(**{name: self._load(kind, data[camel])
-                           for name, camel, kind in self.fields})
+                           for name, camel, kind in self.fields if camel in data})
 
     def _schema(self, kind: str) -> dict[str, Any]:
         options = _split(kind, "|")
@@ -271,6 +276,8 @@ LINKED_ACCOUNT = Record(LinkedAccount, {"Profile": PROFILE, "Company": COMPANY},
     "taxes": _stored("taxes"), "depositAccounts": _stored("deposit-accounts")})
 PROCESSOR_TOKEN = Record(ProcessorToken)
 PROCESSOR_LINK = Record(ProcessorLink)
+AGGREGATOR_ITEM = Record(Item, {"Account": Record(Account)}, shapes={
+    "daysRequested": {"type": "integer", "minimum": 1, "maximum": 730}})
 DELIVERY = Record(Delivery, {"Attempt": Record(Attempt)})
 JOURNAL_ENTRY = Record(JournalEntry)
 
@@ -362,6 +369,9 @@ SNAPSHOT_SCHEMA: dict[str, Any] = {
         "jobs": {"type": "array", "items": _JOB,
                  "description": "Pending jobs of the timeline (scenario cursors, retries, "
                                 "refreshes), each with its action as data."},
+    }, {
+        # Added later: a snapshot without it has no items at the aggregator's API.
+        "aggregatorItems": {"type": "array", "items": AGGREGATOR_ITEM.schema},
     }),
 }
 STATE_SCHEMA: dict[str, Any] = _object({
@@ -448,6 +458,7 @@ def take(tenant: Tenant, sandbox: Any) -> dict[str, Any]:
         "linkedAccounts": [LINKED_ACCOUNT.dump(a) for a in tenant.linked_accounts.values()],
         "processorTokens": [PROCESSOR_TOKEN.dump(t) for t in tenant.processor_tokens.values()],
         "processorLinks": [PROCESSOR_LINK.dump(link) for link in tenant.processor_links.values()],
+        "aggregatorItems": [AGGREGATOR_ITEM.dump(item) for item in tenant.aggregator_items.values()],
         "events": [{"id": e.id, "type": e.type, "time": e.time, "sequence": e.sequence,
                     "user": e.user, "task": e.task, "body": e.body} for e in events.by_id.values()],
         "webhooks": {"endpoints": [dict(e) for e in webhooks.endpoints],
@@ -742,6 +753,8 @@ class _Builder:
         for number, link in enumerate(self.links.values()):
             if link.token not in self.tokens:
                 raise _invalid(f"$.processorLinks[{number}].token", "no such processor token")
+        aggregator_items = (self._unique("aggregatorItems", AGGREGATOR_ITEM, "item_id")
+                            if "aggregatorItems" in d else {})
         self.events = self._events()
         endpoints, faults, held = self._webhooks()
         secrets = self._secrets(endpoints)
@@ -775,6 +788,8 @@ class _Builder:
             tenant.card_token_recreation_off = set(pay_link["cardTokenRecreationOff"])
             tenant.linked_accounts = accounts
             tenant.processor_tokens, tenant.processor_links = processor_tokens, links
+            tenant.aggregator_items = aggregator_items
+            tenant.aggregator_tokens = token_index(aggregator_items)
             tenant.events.restore(events, emitted=counters["eventsEmitted"],
                                   evicted=counters["eventsEvicted"],
                                   next_eviction=counters["eventsNextEviction"])
@@ -921,8 +936,10 @@ class _Builder:
         limits = self.tenant.services.limits
         for key, limit, flag in (("tokens", limits.max_tokens, "--max-tokens"),
                                  ("users", limits.max_users, "--max-users"),
-                                 ("journal", JOURNAL_MAX_ENTRIES, "the journal's bound")):
-            count = len(self.document[key])
+                                 ("journal", JOURNAL_MAX_ENTRIES, "the journal's bound"),
+                                 ("aggregatorItems", limits.max_aggregator_items,
+                                  "the aggregator's items bound")):
+            count = len(self.document.get(key, ()))
             if count > limit:
                 raise _invalid(f"$.{key}", f"{count} items: more than this server keeps "
                                f"({flag} {limit})")

@@ -63,6 +63,9 @@ async def test_openapi_every_json_body_documents_400_413_415_and_422(client):
               for method, op in item.items() if "requestBody" in op]
     assert len(bodies) > 20
     for path, method, op in bodies:
+        if path.startswith("/aggregator-api/"):  # the aggregator's API: any fault is its 400
+            assert set(op["responses"]) == {"200", "400"}, (method, path)
+            continue
         assert {"400", "413", "415", "422"} <= set(op["responses"]), (method, path)
 
 

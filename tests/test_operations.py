@@ -70,6 +70,9 @@ async def test_every_operation_without_credentials_is_401_unless_it_is_public(cl
         response = await client.request(op.method, concrete(op.path), json={})
         if op.auth is Auth.NONE:
             assert response.status != 401, (op.method, op.path)
+        elif op.auth is Auth.AGGREGATOR:  # the aggregator's own answer (real-service facts 10)
+            assert response.status == 400, (op.method, op.path, response.status)
+            assert (await response.json())["error_code"] == "MISSING_FIELDS"
         else:
             assert response.status == 401, (op.method, op.path, response.status)
             assert (await response.json())["error"]["code"] == "missing-credentials"
@@ -97,6 +100,7 @@ async def test_api_key_operations_refuse_a_public_token_and_token_operations_ref
     (Auth.API_KEYS, [{"apiKey": [], "apiSecret": []}]),
     (Auth.PUBLIC_TOKEN, [{"publicToken": []}]),
     (Auth.NONE, []),
+    (Auth.AGGREGATOR, [{"aggregatorClientId": [], "aggregatorSecret": []}]),
 ])
 async def test_the_document_states_each_operations_auth(client, auth, security):
     document = await (await client.get("/openapi.json")).json()

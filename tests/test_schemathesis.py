@@ -106,6 +106,21 @@ ISSUE_11_NOT_EXPRESSIBLE: list[Waiver] = [
 ]
 
 
+# The aggregator's own API (/aggregator-api/, DESIGN.md): its conventions, not this API's.
+_AGGREGATOR_API = ("/sandbox/public_token/create", "/item/public_token/exchange", "/accounts/get",
+                   "/processor/token/create", "/item/remove", "/sandbox/item/reset_login")
+AGGREGATOR_CONVENTIONS: list[Waiver] = [
+    # It refuses missing or wrong credentials with 400 (MISSING_FIELDS, INVALID_API_KEYS),
+    # as the real aggregator does, not 401/403 (tests/test_aggregator_api.py checks both).
+    *(Waiver("POST", f"/aggregator-api{path}", "ignored_auth", 200,
+             why="the aggregator answers 400 without valid keys") for path in _AGGREGATOR_API),
+    # A token (public or access) must be one it made: which ones, no schema can say.
+    *(Waiver("POST", f"/aggregator-api{path}", "positive_data_acceptance", 400,
+             why="a token the aggregator did not make: INVALID_*_TOKEN")
+      for path in _AGGREGATOR_API[1:]),
+]
+
+
 # Schemathesis 4.32 turns the `prefixItems` of a response schema into draft-4 `items: [...]`
 # and then validates with Draft 2020-12, which refuses that schema (its issue #3842). These
 # operations' answers are checked against the document by jsonschema instead.
@@ -115,7 +130,8 @@ PREFIX_ITEMS_IN_RESPONSE = {("GET", "/_sandbox/snapshot")}
 def _waived(case) -> list[Waiver]:
     """The waivers of the case's operation (a case may probe it with another method)."""
     operation = case.operation
-    return [w for w in (*ISSUE_11_SERVER_FINDINGS, *ISSUE_11_NOT_EXPRESSIBLE)
+    return [w for w in (*ISSUE_11_SERVER_FINDINGS, *ISSUE_11_NOT_EXPRESSIBLE,
+                        *AGGREGATOR_CONVENTIONS)
             if w.method == operation.method.upper() and w.path == operation.path]
 
 
@@ -206,7 +222,10 @@ def api_schema(sandbox_tenant):
                    "fuzzing": {"enabled": True}},
         "checks": {"enabled": True},
         "auth": {"openapi": {"apiKey": {"api_key": sandbox_tenant.keys["x-api-key"]},
-                             "apiSecret": {"api_key": sandbox_tenant.keys["x-api-secret"]}}},
+                             "apiSecret": {"api_key": sandbox_tenant.keys["x-api-secret"]},
+                             # The aggregator's API (/aggregator-api/): the same keys.
+                             "aggregatorClientId": {"api_key": sandbox_tenant.keys["x-api-key"]},
+                             "aggregatorSecret": {"api_key": sandbox_tenant.keys["x-api-secret"]}}},
     })
     return schemathesis.openapi.from_url(f"{sandbox_tenant.base_url}/openapi.json", config=config)
 

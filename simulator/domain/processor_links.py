@@ -23,6 +23,7 @@ from ..errors import (ApiError, IdentifierMismatch, InvalidProcessorToken, Other
 from rapidfuzz import fuzz
 
 from ..scenarios.loader import Scenario
+from .aggregator import pull_error
 from .companies import OPERATIONAL, Company, ManualDepositRule
 from .search import SearchQuery, normalize, search_companies
 from .tenants import Tenant, unguessable
@@ -64,6 +65,7 @@ class ProcessorToken:
     request_id: str
     revoked: bool = False
     link_id: str | None = None
+    item_id: str | None = None  # the aggregator API's item it was made from (None: the shortcut)
 
     def record(self) -> dict[str, Any]:
         return {"processorToken": self.token, "requestId": self.request_id,
@@ -101,8 +103,11 @@ class ProcessorLinks:
 
     # -- the aggregator's side --------------------------------------------------------------
 
-    def mint_token(self, tenant: Tenant, request: dict[str, Any]) -> ProcessorToken:
-        """What the aggregator's processor-token creation returns (control plane)."""
+    def mint_token(self, tenant: Tenant, request: dict[str, Any], *, item_id: str | None = None,
+                   account_id: str | None = None) -> ProcessorToken:
+        """What the aggregator's processor-token creation returns: for the control plane's
+        shortcut, or (`item_id`, `account_id`) for an account of an item of the aggregator
+        API (domain/aggregator.py)."""
         scenario = request.get("scenario")
         if scenario is not None:
             found = self.scenarios.get(scenario)
@@ -116,7 +121,8 @@ class ProcessorLinks:
             environment=tenant.environment, identifier=request.get("identifier"),
             days_requested=request.get("daysRequested", 90),
             products=tuple(request.get("products", ("transactions",))), scenario=scenario,
-            account_id=tenant.ids.secret("acc_")[:28], request_id=tenant.ids.secret("req_")[:20])
+            account_id=account_id or tenant.ids.secret("acc_")[:28],
+            request_id=tenant.ids.secret("req_")[:20], item_id=item_id)
         tenant.processor_tokens[token.token] = token
         return token
 
@@ -209,6 +215,12 @@ class ProcessorLinks:
             return
         stage = changes["stage"]
         if stage == PULL:
+            # The aggregator refuses the pull when the token's item needs its user to log in
+            # again (or is gone), whatever the item's products.
+            refused = pull_error(tenant, token.item_id)
+            if refused is not None:
+                self._fail(tenant, link, refused)
+                return
             if "transactions" not in token.products:
                 self._fail(tenant, link, {"errorType": "ITEM_ERROR",
                                           "errorCode": "PRODUCTS_NOT_SUPPORTED",

@@ -112,6 +112,7 @@ class Limits:
     max_tasks: int = 10_000
     max_tokens: int = 10_000
     max_users: int = 100_000
+    max_aggregator_items: int = 10_000  # the aggregator API's items (domain/aggregator.py)
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,10 @@ class Tenant:
         self.linked_accounts: dict[str, Any] = {}      # id -> LinkedAccount
         self.processor_tokens: dict[str, Any] = {}
         self.processor_links: dict[str, Any] = {}
+        # The aggregator's own API (domain/aggregator.py): its items by id, and each live
+        # public or access token -> its item's id.
+        self.aggregator_items: dict[str, Any] = {}
+        self.aggregator_tokens: dict[str, str] = {}
         self.journal = Journal()
         self.events.listeners.append(lambda event: self.changes.touch(EVENT, event.id))
         self.events.listeners.append(partial(dispatcher.deliver_new, self))

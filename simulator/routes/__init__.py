@@ -4,8 +4,8 @@ Each module declares its operations beside their handlers (routes/pipeline.py); 
 adds them as routes and openapi.py describes them, from the same declarations.
 """
 
-from . import (access, companies, control, demo, docs, linked_accounts, meta,  # noqa: F401
-               pay_link, processor_links, sdk, tasks, users, webhooks)
+from . import (access, aggregator_api, companies, control, demo, docs,  # noqa: F401
+               linked_accounts, meta, pay_link, processor_links, sdk, tasks, users, webhooks)
 from .pipeline import OPERATIONS, Operation, add_routes
 
 __all__ = ["OPERATIONS", "Operation", "add_routes"]

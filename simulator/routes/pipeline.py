@@ -47,6 +47,28 @@ class Auth(Enum):
     EITHER = "either"              # API keys, or a user's x-public-token
     PUBLIC_TOKEN = "public-token"  # the hosted flow: the user's x-public-token only
     NONE = "none"                  # liveness, the API description, the SDK's pages
+    # The aggregator's own API (routes/aggregator_api.py): the tenant's API key and secret
+    # as its client id and secret, in the headers its official client sends or the body.
+    AGGREGATOR = "aggregator"
+
+
+# Auth.AGGREGATOR: where the client id and secret come (header, else body field).
+CLIENT_ID = ("PLAID-CLIENT-ID", "client_id")
+CLIENT_SECRET = ("PLAID-SECRET", "secret")
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """The conventions of another API that some operations stand in for (the aggregator's
+    own, routes/aggregator_api.py): their answers go out as the handler gives them (no
+    `{"data": ...}`), their errors as `render_error(error, status)` -> (status, body) makes
+    them (the edge calls it), and the OpenAPI document shows `errors` (status ->
+    description) with `error_schema`."""
+
+    name: str
+    render_error: Callable[[ApiError, int], tuple[int, dict[str, Any]]]
+    error_schema: dict[str, Any]
+    errors: dict[int, str]
 
 
 @dataclass(frozen=True)
@@ -77,6 +99,7 @@ class Operation:
     headers: tuple[tuple[str, bool], ...] = ()  # request headers it reads: (name, required)
     tags: tuple[str, ...] = ()
     description: str = ""
+    dialect: Dialect | None = None           # another API's conventions (None: this API's)
 
     def at(self, aggregator: str) -> Operation:
         """The operation with the service profile's aggregator name in its path."""
@@ -139,7 +162,10 @@ def _endpoint(op: Operation, shadowed: dict[str, str] | None = None
         if shadowed and request.path in shadowed:
             raise wrong_method(request, shadowed[request.path])
         sandbox = request.app[SANDBOX]
-        tenant, token = _authenticate(request, op.auth, sandbox)
+        if op.auth is Auth.AGGREGATOR:
+            tenant, token = await _authenticate_client(request, sandbox), None
+        else:
+            tenant, token = _authenticate(request, op.auth, sandbox)
         if request.match_info:
             _check_path(request.match_info)
         body = query = None
@@ -166,6 +192,8 @@ def _endpoint(op: Operation, shadowed: dict[str, str] | None = None
             result = result()
         if isinstance(result, web.StreamResponse):
             return result
+        if op.dialect is not None:
+            return json_response(result, status=op.status)
         if isinstance(result, Reply):
             return json_response({"data": result.data, **result.extra},
                                  status=result.status or op.status)
@@ -175,7 +203,28 @@ def _endpoint(op: Operation, shadowed: dict[str, str] | None = None
     # A browser app on another origin calls these with a public token (the edge answers
     # their preflights and lets that origin read their answers); nothing else.
     handle.cors = op.auth in (Auth.EITHER, Auth.PUBLIC_TOKEN)  # type: ignore[attr-defined]
+    handle.dialect = op.dialect  # type: ignore[attr-defined]  # the edge renders its errors
     return handle
+
+
+async def _authenticate_client(request: web.Request, sandbox: Any) -> Any:
+    """Auth.AGGREGATOR: the tenant whose API key and secret are the client id and secret,
+    from the headers or, failing those, the body's fields (a body that is not a JSON object
+    has none; its own fault is told after the credentials')."""
+    key, secret = (request.headers.get(header) for header, _ in (CLIENT_ID, CLIENT_SECRET))
+    if not (key and secret):
+        raw = await read_within_time(request, request.read())
+        try:
+            document = parse_json_body(raw, None)
+        except ApiError:
+            document = None
+        if isinstance(document, dict):
+            key, secret = (value if isinstance(value := document.get(name), str) else given
+                           for given, (_, name) in ((key, CLIENT_ID), (secret, CLIENT_SECRET)))
+    tenant = sandbox.registry.tenants.authenticate_keys(key, secret)
+    request[TENANT] = tenant
+    tenant.last_request = monotonic()
+    return tenant
 
 
 def _check_path(params: Mapping[str, str]) -> None:
