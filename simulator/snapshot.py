@@ -50,6 +50,7 @@ from .fixtures import ConfigError
 from .journal import MAX_ENTRIES as JOURNAL_MAX_ENTRIES
 from .journal import JournalEntry
 from .middleware import read_within_time
+from .schemas.api import TASK_SNAPSHOT_SHAPES, USER_SNAPSHOT_SHAPES, WORKFLOW_SNAPSHOT_SHAPES
 from .schemas.fixtures import ACCOUNT_SCHEMA
 from .schemas.records import DATA_RECORDS
 from .schemas.validate import (check_json_type, json_in_pieces, parse_json_body, schema_errors,
@@ -253,10 +254,10 @@ class Record:
 
 COMPANY = Record(Company)
 PROFILE = Record(Profile)
-USER = Record(User)
+USER = Record(User, shapes=USER_SNAPSHOT_SHAPES)
 PUBLIC_TOKEN = Record(PublicToken)
-TASK = Record(Task)
-WORKFLOW = Record(Workflow)
+TASK = Record(Task, shapes=TASK_SNAPSHOT_SHAPES)
+WORKFLOW = Record(Workflow, shapes=WORKFLOW_SNAPSHOT_SHAPES)
 
 
 # What the reads add to a stored data record as they render it.

@@ -865,6 +865,35 @@ PAY_LINK_ACCOUNTS = {
 }
 
 
+# How a snapshot writes the state these operations add (snapshot.py: Record shapes), so
+# a restored task, workflow or user is one the engine can run and the reads can render.
+_OPTIONAL = {"type": "null"}
+TASK_SNAPSHOT_SHAPES = {
+    "distribution": {"anyOf": [DISTRIBUTION, _OPTIONAL]},
+    "onComplete": {"enum": [CONTINUE, FINISH]},
+    "onFail": {"enum": [CONTINUE, FINISH]},
+}
+WORKFLOW_SNAPSHOT_SHAPES = {"pending": {"type": "array", "items": {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["product", "onComplete", "onFail", "scenario"],
+    "properties": {"product": {"type": "string", "minLength": 1},
+                   "metadata": {"type": ["object", "null"]},
+                   "paymentMethod": {"anyOf": [PAYMENT_METHOD, _OPTIONAL]},
+                   "distribution": {"anyOf": [DISTRIBUTION, _OPTIONAL]},
+                   "onComplete": {"enum": [CONTINUE, FINISH]},
+                   "onFail": {"enum": [CONTINUE, FINISH]},
+                   "scenario": {"type": "string", "minLength": 1}},
+}}}
+USER_SNAPSHOT_SHAPES = {"paymentMethods": {"anyOf": [_OPTIONAL, {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["bankAccounts", "cards"],
+    "properties": {"bankAccounts": {"type": "array", "maxItems": 20, "items": PAYMENT_METHOD},
+                   "cards": {"type": "array", "maxItems": 20, "items": PAYMENT_METHOD}},
+}]}}
+
+
 # -- what the document adds to the enforced schemas ----------------------------------------
 #
 # Rules an operation enforces itself, past its schema, that the published schema states
