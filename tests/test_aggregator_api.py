@@ -42,8 +42,10 @@ from plaid.model.sandbox_public_token_create_request_options_transactions import
     SandboxPublicTokenCreateRequestOptionsTransactions)
 
 from conftest import ACME, REPO  # noqa: E402
+from payroll_sandbox.app import create_app  # noqa: E402
 from payroll_sandbox.domain.tenants import Limits  # noqa: E402
 from payroll_sandbox.keys import SANDBOX  # noqa: E402
+from payroll_sandbox.settings import Settings  # noqa: E402
 from payroll_sandbox.testing import SandboxError  # noqa: E402
 
 PREFIX = "/aggregator-api"
@@ -438,6 +440,35 @@ async def test_items_past_the_bound_go_unreachable_first_then_oldest(client):
     assert len(tenant.aggregator_items) == 4  # a tenth of the bound, at least one, below it
     for access_token in kept:
         await post("/accounts/get", {"access_token": access_token})
+
+
+async def test_a_reset_login_ends_in_the_service_profiles_aggregator_error(aiohttp_client, clock):
+    """DESIGN.md, Service profile: `aggregator` "(default `aggregator`: path
+    `/aggregator/processor-links`, event `aggregator-error`)"; the /aggregator-api/ prefix
+    stays as DESIGN.md fixes it."""
+    settings = Settings(port=0, clock="manual", aggregator="plaid")
+    client = await aiohttp_client(create_app(settings, clock=clock))
+    headers = {"PLAID-CLIENT-ID": ACME["x-api-key"], "PLAID-SECRET": ACME["x-api-secret"]}
+
+    async def post(path: str, body: dict) -> dict:
+        response = await client.post(f"{PREFIX}{path}", json=body, headers=headers)
+        assert response.status == 200, await response.text()
+        return await response.json()
+
+    public = (await post("/sandbox/public_token/create", {
+        "institution_id": INSTITUTION, "initial_products": ["transactions"]}))["public_token"]
+    access = (await post("/item/public_token/exchange", {"public_token": public}))["access_token"]
+    account = (await post("/accounts/get", {"access_token": access}))["accounts"][0]["account_id"]
+    token = (await post("/processor/token/create", {
+        "access_token": access, "account_id": account, "processor": PROCESSOR}))["processor_token"]
+    await post("/sandbox/item/reset_login", {"access_token": access})
+    response = await client.post("/plaid/processor-links", json={"processorToken": token},
+                                 headers={**ACME, "user-identifier": "profiled"})
+    assert response.status == 202
+    await client.post("/_sandbox/clock/run-until-idle", headers=ACME)
+    events = (await (await client.get("/_sandbox/events", headers=ACME)).json())["data"]
+    assert [(e["eventType"], e["body"]["data"]["errorCode"]) for e in events] == [
+        ("plaid-error", "ITEM_LOGIN_REQUIRED")]
 
 
 # -- the docs ------------------------------------------------------------------------------------
