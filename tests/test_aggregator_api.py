@@ -30,12 +30,14 @@ except ImportError:  # the `test` extra installs it; CI (CI=true) must not skip 
 
 from plaid.api import plaid_api  # noqa: E402
 from plaid.model.accounts_get_request import AccountsGetRequest  # noqa: E402
-from plaid.model.item_public_token_exchange_request import ItemPublicTokenExchangeRequest  # noqa: E402
+from plaid.model.item_public_token_exchange_request import (  # noqa: E402
+    ItemPublicTokenExchangeRequest)
 from plaid.model.item_remove_request import ItemRemoveRequest  # noqa: E402
 from plaid.model.processor_token_create_request import ProcessorTokenCreateRequest  # noqa: E402
 from plaid.model.products import Products  # noqa: E402
 from plaid.model.sandbox_item_reset_login_request import SandboxItemResetLoginRequest  # noqa: E402
-from plaid.model.sandbox_public_token_create_request import SandboxPublicTokenCreateRequest  # noqa: E402
+from plaid.model.sandbox_public_token_create_request import (  # noqa: E402
+    SandboxPublicTokenCreateRequest)
 from plaid.model.sandbox_public_token_create_request_options import (  # noqa: E402
     SandboxPublicTokenCreateRequestOptions)
 from plaid.model.sandbox_public_token_create_request_options_transactions import (  # noqa: E402
@@ -197,7 +199,8 @@ def test_reset_login_ends_processing_in_item_login_required_and_a_new_item_recov
     `ITEM_LOGIN_REQUIRED` the user must relink and a new processor token must be
     registered." Facts 10: "ITEM_LOGIN_REQUIRED is error_type ITEM_ERROR, HTTP 400"."""
     access_token, item_id, account_id = link_item(aggregator)
-    done = register(payroll_sandbox, processor_token(aggregator, access_token, account_id), "relink")
+    done = register(payroll_sandbox, processor_token(aggregator, access_token, account_id),
+                    "relink")
     payroll_sandbox.run_until_idle()
     assert [e["eventType"] for e in events_of(webhook_receiver, done)] == [CLASSIFIED, DETECTED]
 

@@ -86,8 +86,9 @@ ERROR = {
     "properties": {
         "error_type": {"type": "string", "description": "e.g. INVALID_REQUEST, INVALID_INPUT, "
                                                         "ITEM_ERROR"},
-        "error_code": {"type": "string", "description": "e.g. MISSING_FIELDS, INVALID_API_KEYS, "
-                                                        "INVALID_ACCESS_TOKEN, ITEM_LOGIN_REQUIRED"},
+        "error_code": {"type": "string",
+                       "description": "e.g. MISSING_FIELDS, INVALID_API_KEYS, "
+                                      "INVALID_ACCESS_TOKEN, ITEM_LOGIN_REQUIRED"},
         "error_message": {"type": "string"},
         "display_message": {"type": ["string", "null"]},
         "request_id": {"type": "string"},
@@ -107,7 +108,8 @@ AGGREGATOR_API = Dialect(
 
 _TEXT = {"type": "string", "minLength": 1, "maxLength": 512, "pattern": NO_CONTROL_CHARACTER}
 _CREDENTIALS = {
-    "client_id": {**_TEXT, "description": "The tenant's API key (else the PLAID-CLIENT-ID header)."},
+    "client_id": {**_TEXT,
+                  "description": "The tenant's API key (else the PLAID-CLIENT-ID header)."},
     "secret": {**_TEXT, "description": "The tenant's API secret (else the PLAID-SECRET header)."},
 }
 _ACCESS_TOKEN = {**_TEXT, "description": "An access token of /item/public_token/exchange."}
