@@ -17,34 +17,18 @@ from collections.abc import Callable
 from hashlib import sha256
 from typing import Any
 
-from ..errors import BadRequest, field_detail
 from .companies import Company
 from .states import COMPLETED, FLOWS
 from .tenants import Tenant
 
 PAY_LINK = "pay-link"
-API_VERSION = "v2"
 FLOWS_OF_PRODUCT = {"switch": ("switch",), "present": ("view-account", "pay-now"),
                     "manage": ("pause-plan", "change-plan")}
 EVERY_COMPANY = ("connect-account", "refresh")
 CONNECTED_ONLY = "connect-account"  # what an account that exists no longer needs
 BILL_FLOWS = ("switch", "pay-now")
-UNSUPPORTED_VERSION = ("This sandbox serves the pay-link accounts of API version {supported} "
-                       "(x-api-version: {supported}); {given!r} is not one it knows.")
 
 ScopeOf = Callable[[str], "str | None"]
-
-
-class UnsupportedApiVersion(BadRequest):
-    code = "unsupported-api-version"
-
-
-def check_api_version(version: str | None) -> None:
-    """`x-api-version: v2`, as the vendor's client sends it; absent, v2 is assumed."""
-    if version is not None and version != API_VERSION:
-        raise UnsupportedApiVersion(
-            UNSUPPORTED_VERSION.format(supported=API_VERSION, given=version),
-            details=[field_detail("x-api-version", f"must be {API_VERSION}", location="header")])
 
 
 def actions_for_company(company: Company, scope_of: ScopeOf) -> list[dict[str, str]]:

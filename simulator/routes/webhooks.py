@@ -33,7 +33,7 @@ async def get_endpoints(tenant, sandbox) -> list:
 
 
 @operation("PUT", "/_sandbox/webhooks/endpoints", "Register endpoints per event type",
-           body=WEBHOOK_ENDPOINTS_REQUEST, response=ENDPOINTS, **CONTROL)
+           body=WEBHOOK_ENDPOINTS_REQUEST, response=ENDPOINTS, errors=(404,), **CONTROL)
 async def put_endpoints(tenant, body, sandbox) -> list:
     """The whole list; each endpoint keeps its `_id` (the one it names, else the one its URL
     had), so /webhooks/endpoints/{id} goes on naming it."""

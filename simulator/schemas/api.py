@@ -731,7 +731,7 @@ FILE_QUERY = {
     "additionalProperties": False,
     "required": ["tenant", "expires", "signature"],
     "properties": {"tenant": {"type": "string", "minLength": 1},
-                   "expires": {"type": "integer", "minimum": 0},
+                   "expires": {"type": "integer", "minimum": 0, "maximum": 253_402_300_799},
                    "signature": {"type": "string", "pattern": "^[0-9a-f]{64}$"}},
 }
 
@@ -813,7 +813,7 @@ WEBHOOK_ENDPOINT_REQUEST = {
 WEBHOOK_ENDPOINT = {
     "type": "object",
     "required": ["_id", "url", "eventTypes"],
-    "properties": {"_id": _STRING, "url": {"type": "string", "format": "uri"},
+    "properties": {"_id": _STRING, "url": _STRING,
                    "eventTypes": {"type": "array", "items": _STRING}},
 }
 
