@@ -75,6 +75,10 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-connections", type=int, metavar="N",
                        help="open connections at most; past it idle ones close first "
                             "(default: the descriptor limit less 256)")
+    serve.add_argument("--strict-bodies", action="store_true", default=None,
+                       help="refuse body fields and query parameters the API does not know "
+                            "(422) and bodies not sent as JSON (415), instead of ignoring them "
+                            "with an x-sandbox-warning header")
     serve.add_argument("--loop", choices=["asyncio", "uvloop"],
                        help="event loop (default asyncio; uvloop needs the uvloop extra)")
     for name, what in (("events", "per tenant: events kept with their deliveries (5000)"),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 MAX_ENTRIES = 1000
@@ -39,12 +39,14 @@ class JournalEntry:
     duration_ms: float
     error_code: str | None
     body: Any
+    # What the API ignored of the request (x-sandbox-warning): unknown fields, parameters.
+    warnings: list[str] = field(default_factory=list)
 
     def record(self) -> dict[str, Any]:
         """The entry as GET /_sandbox/requests shows it (camelCase, as the API writes)."""
         return {"id": self.id, "time": self.time, "method": self.method, "path": self.path,
                 "query": self.query, "status": self.status, "durationMs": self.duration_ms,
-                "errorCode": self.error_code, "body": self.body}
+                "errorCode": self.error_code, "body": self.body, "warnings": self.warnings}
 
 
 class Journal:

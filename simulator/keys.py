@@ -61,3 +61,4 @@ TENANT = _request_key("tenant", Tenant)
 PUBLIC_TOKEN = _request_key("public_token", PublicToken)
 BODY = _request_key("body", object)
 ERROR_CODE = _request_key("error_code", str)
+WARNINGS = _request_key("warnings", list)  # what the API ignored of the request

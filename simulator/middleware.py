@@ -19,7 +19,7 @@ from aiohttp.web_protocol import RequestPayloadError
 from .clock import isoformat
 from .errors import (ApiError, HostNotAllowed, InternalError, MalformedBody, MethodNotAllowed,
                      PayloadTooLarge, RequestTimeout, RouteNotFound, field_detail)
-from .keys import BODY, ERROR_CODE, FIXED_PATHS, SANDBOX, TENANT
+from .keys import BODY, ERROR_CODE, FIXED_PATHS, SANDBOX, TENANT, WARNINGS
 from .redact import loggable_path
 from .settings import Settings
 from .security import NOSNIFF, page_headers
@@ -48,6 +48,17 @@ CORS_HEADERS = {
                                     "user-identifier",
     "access-control-max-age": "600",
 }
+
+
+WARNING_HEADER = "x-sandbox-warning"
+WARNING_MAX = 1000  # characters of the header; the journal keeps every warning
+
+
+def warning_text(warnings: list[str]) -> str:
+    """The x-sandbox-warning header: what the API ignored, in one line of visible ASCII."""
+    text = "; ".join(warnings).encode("ascii", "backslashreplace").decode()
+    text = "".join(c if " " <= c <= "~" else "?" for c in text)
+    return text if len(text) <= WARNING_MAX else text[:WARNING_MAX - 3] + "..."
 
 
 @web.middleware
@@ -94,13 +105,17 @@ async def edge_middleware(request: web.Request, handler: Any) -> web.StreamRespo
         tenant.journal.add(
             time=isoformat(tenant.clock.timestamp()), method=request.method,
             path=request.path, query=dict(request.query), status=response.status,
-            duration_ms=duration, error_code=request.get(ERROR_CODE), body=request.get(BODY))
+            duration_ms=duration, error_code=request.get(ERROR_CODE), body=request.get(BODY),
+            warnings=request.get(WARNINGS) or [])
     if access_log.isEnabledFor(logging.INFO):
         _log_access(request.method, request.path, response.status, duration, tenant_name)
     headers = response.headers
     headers[NOSNIFF[0]] = NOSNIFF[1]
+    if request.get(WARNINGS):
+        headers[WARNING_HEADER] = warning_text(request[WARNINGS])
     if getattr(request.match_info.handler, "cors", False):
         headers.setdefault("access-control-allow-origin", "*")
+        headers.setdefault("access-control-expose-headers", WARNING_HEADER)
     elif headers.get("content-type", "").startswith("text/html"):
         ancestors = (sandbox.settings.frame_ancestors if request.path.startswith(FLOW_PAGE)
                      else "'none'")

@@ -29,10 +29,14 @@ _ERROR_RESPONSES = {
     "409": "A conflict: the id exists, or the token was revoked or registered already.",
     "413": "Body over 1 MiB.",
     "415": "A body sent with a content-type that is not JSON (`application/json` or a "
-           "`+json` type); a body without a content-type is read as JSON.",
+           "`+json` type), on the control plane or with `--strict-bodies`; elsewhere it is "
+           "read as JSON and `x-sandbox-warning` says so. A body without a content-type is "
+           "read as JSON.",
     "422": "Schema validation failed, or text that cannot be stored (a control character in "
            "an identifier, a path segment or a query parameter); `details` lists each "
-           "failing JSON path.",
+           "failing JSON path. A field or query parameter the API does not know is ignored "
+           "and named in `x-sandbox-warning` (refused here on the control plane or with "
+           "`--strict-bodies`).",
     "429": "A bound of the sandbox is reached (README: Limits); `retry-after` says when "
            "trying again makes sense.",
 }

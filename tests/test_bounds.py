@@ -99,10 +99,10 @@ async def test_tokens_past_the_bound_go_expired_first(aiohttp_client, loaded, cl
     numbers = (await stats(client))["tokens"]
     assert numbers["stored"] <= 10 and numbers["evicted"] == 13 - numbers["stored"]
     for token in live:  # every expired one went before any live one
-        await call(client, "GET", "/company/list", headers={"x-public-token": token},
-                   params={"limit": "1"})
-    error = (await call(client, "GET", "/company/list", status=401,
-                        headers={"x-public-token": short[0]}))["error"]
+        await call(client, "POST", "/company/search", headers={"x-public-token": token},
+                   json={"query": "walmart", "limit": 1})
+    error = (await call(client, "POST", "/company/search", status=401,
+                        headers={"x-public-token": short[0]}, json={"query": "walmart"}))["error"]
     assert error["code"] == "invalid-public-token"
 
 

@@ -54,7 +54,8 @@ async def test_body_over_one_mib_is_413(client):
     assert_error_shape(await response.json(), "payload-too-large")
 
 
-async def test_schema_violations_are_422_naming_every_path(client):
+async def test_schema_violations_are_422_naming_every_path(make_client):
+    client = await make_client(strict_bodies=True)
     response = await client.post("/company/search", headers=ACME,
                                  json={"query": 5, "scopes": ["nope"], "limit": 0, "extra": 1})
     assert response.status == 422
@@ -62,6 +63,17 @@ async def test_schema_violations_are_422_naming_every_path(client):
     assert_error_shape(body, "validation-failed")
     paths = {d["path"] for d in body["error"]["details"]}
     assert {"$.query", "$.scopes[0]", "$.limit", "$.extra"} <= paths
+
+
+async def test_schema_violations_are_422_and_an_unknown_field_is_only_named(client):
+    """Without --strict-bodies an unknown field is no fault: the 422 names the real ones,
+    and the warning header names the field ignored."""
+    response = await client.post("/company/search", headers=ACME,
+                                 json={"query": 5, "scopes": ["nope"], "limit": 0, "extra": 1})
+    assert response.status == 422
+    body = await response.json()
+    assert {d["path"] for d in body["error"]["details"]} == {"$.query", "$.scopes[0]", "$.limit"}
+    assert response.headers["x-sandbox-warning"] == "unknown field $.extra ignored"
 
 
 async def test_bad_query_parameters_are_422(client):

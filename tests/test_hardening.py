@@ -60,11 +60,16 @@ async def test_a_public_token_reads_only_its_own_users_tasks(client):
         "metadata": {"ssnRef": "secret"}})).json()
     bob = (await (await client.post("/access-token", json={"identifier": "bob"},
                                     headers=ACME)).json())["data"]["publicToken"]
+    # The API's task reads need API keys; the hosted flow reads its own user's tasks.
     response = await client.get(f"/task/{created['data']['id']}", headers={"x-public-token": bob})
+    assert response.status == 401
+    response = await client.get(f"/sdk/task/{created['data']['id']}",
+                                headers={"x-public-token": bob})
     assert response.status == 404
     alice = (await (await client.post("/access-token", json={"identifier": "alice"},
                                       headers=ACME)).json())["data"]["publicToken"]
-    response = await client.get(f"/task/{created['data']['id']}", headers={"x-public-token": alice})
+    response = await client.get(f"/sdk/task/{created['data']['id']}",
+                                headers={"x-public-token": alice})
     assert response.status == 200
 
 

@@ -142,12 +142,29 @@ async def test_a_delivery_that_cannot_be_built_is_recorded_failed_with_the_reaso
 
 @pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded",
                                           "application/octet-stream"])
-async def test_a_body_that_is_not_sent_as_json_is_415(client, content_type):
+async def test_a_body_that_is_not_sent_as_json_is_415_with_strict_bodies(make_client,
+                                                                          content_type):
+    client = await make_client(strict_bodies=True)
     response = await client.post("/task/create", data=json.dumps(DEPOSIT),
                                  headers={**ACME, "content-type": content_type})
     error = await error_of(response, 415, "unsupported-media-type")
     assert error["details"][0]["location"] == "header"
     assert await task_count(client) == 0
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded"])
+async def test_a_json_body_sent_as_another_type_is_read_and_warned_about(client, content_type):
+    """Issue 20, point 9: "A body sent without a JSON content type stays 415 only where the
+    real service's behaviour is known to be that; otherwise parse it and warn." It is known
+    nowhere, so the service's operations read it; the control plane still refuses it."""
+    response = await client.post("/task/create", data=json.dumps(DEPOSIT),
+                                 headers={**ACME, "content-type": content_type})
+    assert response.status == 200, await response.text()
+    assert response.headers["x-sandbox-warning"] == f"content-type {content_type} read as JSON"
+    assert await task_count(client) == 1
+    response = await client.post("/_sandbox/clock/advance", data=json.dumps({"seconds": 1}),
+                                 headers={**ACME, "content-type": content_type})
+    await error_of(response, 415, "unsupported-media-type")
 
 
 async def test_json_types_with_a_charset_or_a_suffix_are_read(client):

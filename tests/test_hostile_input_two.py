@@ -170,12 +170,12 @@ async def test_an_empty_or_wrong_key_beside_a_valid_token_is_invalid_credentials
     for keys in ({"x-api-key": ""}, {"x-api-key": "wrong"},
                  {"x-api-key": "wrong", "x-api-secret": "wrong"},
                  {"x-api-key": ACME["x-api-key"]}, {"x-api-secret": ""}):
-        response = await client.get("/linked-accounts?identifier=u1",
-                                    headers={"x-public-token": token, **keys})
+        response = await client.post("/company/search", json={"query": "walmart"},
+                                     headers={"x-public-token": token, **keys})
         body = await response.json()
         assert (response.status, body["error"]["code"]) == (401, "invalid-credentials"), keys
-    response = await client.get("/linked-accounts?identifier=u1",
-                                headers={"x-public-token": token})
+    response = await client.post("/company/search", json={"query": "walmart"},
+                                 headers={"x-public-token": token})
     assert response.status == 200  # the token alone still works
 
 

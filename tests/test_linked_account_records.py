@@ -26,9 +26,11 @@ from payroll_sandbox.datagen import ProfileFactory
 START = 1_780_000_000
 DAY = 86_400
 HOOKS = "/hooks"
-REAL_FIELDS = {"_id", "valid", "transactRequired", "company", "connector", "lastSuccess"}
-SANDBOX_FIELDS = {"_id", "identifier", "company", "product", "connected", "status", "createdAt",
-                  "lastRefreshedAt"}
+# facts 8, and real-api-surface (Linked accounts) adds `lastFailure`.
+REAL_FIELDS = {"_id", "valid", "transactRequired", "company", "connector", "lastSuccess",
+               "lastFailure"}
+SANDBOX_FIELDS = {"_id", "identifier", "companyId", "product", "connected", "status",
+                  "createdAt", "lastRefreshedAt"}
 # The real form of a date-time, e.g. 2020-06-30T12:00:00.000Z.
 REAL_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 DATA_RESOURCES = ("income", "statements", "deposit-accounts", "employment", "taxes", "identity",
@@ -108,8 +110,11 @@ async def test_linked_account_list_serves_the_real_record(sandbox, receiver):
     assert record["_id"] == account["_id"]
     assert record["valid"] is True and record["transactRequired"] is False
     company = await call(sandbox, "GET", f"/company/{WALMART}")
-    assert record["company"] == {"_id": WALMART, "name": "Walmart",
-                                 "branding": company["data"]["branding"]}
+    # real-api-surface: `company`: Company, the shape search answers.
+    [searched] = [c for c in (await call(sandbox, "POST", "/company/search",
+                                         json={"query": "Walmart"}))["data"] if c["_id"] == WALMART]
+    assert record["company"] == searched
+    assert record["lastFailure"] is None
     assert record["connector"] == {"_id": company["data"]["connector"]["_id"], "name": "Walmart"}
     # The link was the first successful sync: when linked-account-connected went out.
     (connected,) = delivered(receiver, "linked-account-connected")
@@ -169,8 +174,8 @@ async def test_linked_account_list_follows_the_connection_and_the_last_success(s
 
 async def test_linked_accounts_keep_their_fields_beside_the_real_ones(sandbox, receiver):
     """real-service-facts 8: "({_id, valid, transactRequired, company, connector,
-    lastSuccess})": GET /linked-accounts carries these too, beside its own fields; its
-    `company` stays the company's `_id`, which the hosted flow reads."""
+    lastSuccess})": GET /linked-accounts carries these too, the same (one shape of
+    `company`, issue 20 point 1), beside its own fields."""
     await link(sandbox, "both-forms")
     await call(sandbox, "POST", f"/_sandbox/linked-accounts/"
                f"{(await listed(sandbox, 'both-forms'))[0]['_id']}/disconnect")
@@ -179,9 +184,10 @@ async def test_linked_accounts_keep_their_fields_beside_the_real_ones(sandbox, r
     (real,) = await listed(sandbox, "both-forms")
 
     assert set(sandbox_record) == SANDBOX_FIELDS | REAL_FIELDS
-    assert sandbox_record["company"] == WALMART == real["company"]["_id"]
-    for name in REAL_FIELDS - {"company"}:
+    assert sandbox_record["companyId"] == WALMART == real["company"]["_id"]
+    for name in REAL_FIELDS:
         assert sandbox_record[name] == real[name], name
+    assert real["lastFailure"] is not None  # the disconnect
     assert sandbox_record["valid"] is sandbox_record["connected"] is False
     assert sandbox_record["lastSuccess"] == sandbox_record["lastRefreshedAt"]
 
@@ -211,14 +217,11 @@ async def test_linked_account_list_shows_the_company_as_it_is_now(sandbox, recei
 async def test_linked_account_list_auth_is_that_of_the_data_endpoints(sandbox, receiver):
     """real-service-facts 1: "Server calls use `x-api-key` + `x-api-secret`; end-user calls
     use `x-public-token`." and 8: "data endpoints keyed by identifier in the path": the list
-    answers both, and a public token reads only its own user."""
+    is a server call: a public token is refused (401, naming the keys)."""
     await link(sandbox, "owner")
-    await link(sandbox, "stranger")
     own = await public_token(sandbox, "owner")
-    assert await listed(sandbox, "owner", headers=own) == await listed(sandbox, "owner")
-
-    error = await error_of(sandbox, "GET", "/linked-account/list/stranger", 422, headers=own)
-    assert error["code"] == "identifier-mismatch"
+    error = await error_of(sandbox, "GET", "/linked-account/list/owner", 401, headers=own)
+    assert error["code"] == "api-keys-required" and "x-api-key" in error["message"]
     error = await error_of(sandbox, "GET", "/linked-account/list/nobody", 404)
     assert error["code"] == "user-not-found"
     response = await sandbox.get("/linked-account/list/owner")
@@ -288,7 +291,11 @@ async def test_records_still_agree_with_each_other_in_the_real_date_form(sandbox
         await link(sandbox, user)
     (income,) = (await call(sandbox, "GET", f"/income/{salaried}"))["data"]
     statements = (await call(sandbox, "GET", f"/statements/{salaried}"))["data"]
-    assert statements and all(s["grossAmount"] == income["income"] for s in statements)
+    # `income` is yearly for a salary (incomeType): a statement pays a period's share.
+    periods = {"weekly": 52, "biweekly": 26, "semimonthly": 24, "monthly": 12}[income["payCycle"]]
+    assert income["incomeType"] == "yearly" and income["income"] == income["annualIncome"]
+    assert statements and all(s["grossAmount"] == round(income["income"] / periods, 2)
+                              for s in statements)
 
     await advance(sandbox, 35 * DAY)   # statements whose periods the timesheets cover
     (income,) = (await call(sandbox, "GET", f"/income/{hourly}"))["data"]
@@ -325,8 +332,8 @@ async def test_statement_paystub_url_serves_the_pay_statement(sandbox, receiver)
     url = URL(statement["paystub"])
     assert str(url.origin()) == origin and url.path == f"/paystub/{statement['_id']}"
 
-    # Fetched at the absolute URL, as a customer would, with the API keys and the user's token.
-    for headers in (ACME, await public_token(sandbox, "paid-user")):
+    # Fetched at the absolute URL, as a customer's server would, with the API keys.
+    for headers in (ACME,):
         async with sandbox.session.get(statement["paystub"], headers=headers) as response:
             assert response.status == 200
             assert response.content_type == "application/pdf"
@@ -338,8 +345,8 @@ async def test_statement_paystub_url_serves_the_pay_statement(sandbox, receiver)
         assert f"Pay date: {statement['date'][:10]}".encode() in pdf
 
     other = await public_token(sandbox, "other-paid-user")
-    error = await error_of(sandbox, "GET", url.path, 404, headers=other)
-    assert error["code"] == "statement-not-found"
+    error = await error_of(sandbox, "GET", url.path, 401, headers=other)
+    assert error["code"] == "api-keys-required"
     error = await error_of(sandbox, "GET", "/paystub/6410ffffffffffffffffffff", 404)
     assert error["code"] == "statement-not-found"
     assert (await sandbox.get(url.path)).status == 401

@@ -69,7 +69,8 @@ async def test_openapi_every_json_body_documents_400_413_415_and_422(client):
         assert {"400", "413", "415", "422"} <= set(op["responses"]), (method, path)
 
 
-async def test_a_body_that_is_not_json_is_415_as_documented(client):
+async def test_a_body_that_is_not_json_is_415_as_documented(make_client):
+    client = await make_client(strict_bodies=True)
     response = await client.post("/access-token", data="identifier=x", headers={
         **ACME, "content-type": "application/x-www-form-urlencoded"})
     assert response.status == 415

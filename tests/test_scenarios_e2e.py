@@ -25,7 +25,7 @@ DAY = 24 * 3600
 # Walmart (deposit), pay-link ones on Netflix (switch). `maintenance` changes the company's
 # status, so it runs on Walmart too.
 USER_LINK = {"company": WALMART, "product": "deposit", "name": "Walmart",
-             "authenticationMethod": "standard-auth"}
+             "authenticationMethod": "smart-auth"}
 PAY_LINK = {"company": NETFLIX, "product": "switch", "name": "Netflix",
             "authenticationMethod": "true-auth"}
 
@@ -429,13 +429,13 @@ async def test_metadata_given_at_creation_is_in_every_task_event(client):
     assert (await get_task(client, task_id))["metadata"] == metadata
 
 
-async def test_public_token_task_carries_that_token_in_its_events(client):
+async def test_a_task_carries_its_users_public_token_in_its_events(client):
     response = await client.post("/access-token", json={"identifier": "token-user"}, headers=ACME)
     assert response.status == 200
     public_token = (await response.json())["data"]["publicToken"]
-    response = await client.post("/task/create", headers={"x-public-token": public_token},
-                                 json={"company": WALMART, "product": "deposit",
-                                       "scenario": "happy-path"})
+    response = await client.post("/task/create", headers=ACME,
+                                 json={"identifier": "token-user", "company": WALMART,
+                                       "product": "deposit", "scenario": "happy-path"})
     assert response.status == 200, await response.text()
     task_id = (await response.json())["data"]["id"]
     await run_until_idle(client)

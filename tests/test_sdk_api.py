@@ -215,7 +215,7 @@ async def test_sdk_session_linked_account_of_another_user_is_401(client):
     ("test-good", "happy-path"),
     ("test-good@test.com", "happy-path"),
     ("test-failure", "unknown-failure"),
-    ("test-distribution-not-supported", "happy-path"),  # no fractional distribution
+    ("test-distribution-not-supported", "distribution-not-supported"),  # any deposit
     ("test-auth-expired", "auth-expired"),
     ("test-bad-credentials", "bad-credentials"),
     ("jane.doe@example.com", "happy-path"),

@@ -290,14 +290,15 @@ async def test_sdk_login_test_failure_fails_the_task(sandbox, receiver, username
 @pytest.mark.parametrize(("distribution", "status"), [
     ({"type": "percent", "amount": 40}, "failed"),
     ({"type": "fixed", "amount": 250}, "failed"),
-    ({"type": "total"}, "completed"),
-    (None, "completed"),
+    ({"type": "total"}, "failed"),
+    (None, "failed"),
 ], ids=["percent", "fixed", "total", "none"])
-async def test_sdk_login_test_distribution_not_supported_fails_only_a_fractional_deposit(
+async def test_sdk_login_test_distribution_not_supported_fails_any_deposit(
         sandbox, receiver, distribution, status):
-    """real-service-facts 7: the sandbox username test-distribution-not-supported; the
-    spec's nearest reason is product-not-supported: "The merchant does not permit the
-    Task for this account". The customer's `metadata` stays the customer's."""
+    """real-service-facts 7: the sandbox username test-distribution-not-supported; it fails
+    the way its name says in the default flow too (issue 20, 6), with the spec's nearest
+    reason, product-not-supported: "The merchant does not permit the Task for this
+    account". The customer's `metadata` stays the customer's."""
     token = await token_of(sandbox, "fid-distribution")
     body = {"username": "test-distribution-not-supported", "metadata": {"orderId": "A-1"}}
     if distribution:

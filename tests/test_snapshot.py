@@ -442,7 +442,7 @@ def test_state_file_restart_keeps_tasks_events_ids_and_created_tenants_keys(tmp_
         assert after == before
         assert len(before["kept"]["tasks"]) == 3 and before["kept"]["events"]
         [happy] = [t for t in before["kept"]["tasks"] if t["user"]["identifier"] == "u-happy-path"]
-        status, answer = http(base_url, "GET", f"/task/{happy['id']}",
+        status, answer = http(base_url, "GET", f"/sdk/task/{happy['id']}",
                               headers={"x-public-token": token})
         assert status == 200 and answer["data"] == happy
         # The slow task goes on where it was, with the ids the seed gives next.

@@ -44,6 +44,8 @@ def update_company(tenant: Tenant, service: ServiceProfile, company_id: str,
     _check_references(tenant, service, merged)
     company = replace(company_from_fixture(merged, service),
                       maintenance_products=current.maintenance_products)
+    if company == current:
+        return current  # nothing changed: no event (spec: "A company was updated")
     tenant.companies.put(company)
     tenant.emit("company-updated", data={"companyId": company.id})
     return company
@@ -62,7 +64,9 @@ def set_company_status(tenant: Tenant, company_id: str, status: str,
 
     Into or out of maintenance emits `maintenance-mode` (status `maintenance` with the
     products, or `operational` with an empty list); the spec does not show how
-    `disabled` is announced, so the sandbox emits `company-updated` for it.
+    `disabled` is announced, so the sandbox emits `company-updated` for it. Only a change
+    is announced (spec: "When: A company's maintenance status changed"): the same status
+    set again, with the same products, emits nothing.
     """
     company = tenant.companies.require(company_id)
     if products:
@@ -71,11 +75,16 @@ def set_company_status(tenant: Tenant, company_id: str, status: str,
             raise_unknown_products(unknown)
     maintenance_products = tuple(products or company.available_products)
     if status == UNDER_MAINTENANCE:
+        if (company.status == UNDER_MAINTENANCE
+                and company.maintenance_products == maintenance_products):
+            return company
         updated = tenant.companies.with_changes(company, status=status,
                                                 maintenance_products=maintenance_products)
         tenant.emit("maintenance-mode", data={"companyId": company.id, "status": "maintenance",
                                               "products": list(maintenance_products)})
     elif status == OPERATIONAL:
+        if company.status == OPERATIONAL:
+            return company
         updated = tenant.companies.with_changes(company, status=status, maintenance_products=())
         if company.status == UNDER_MAINTENANCE:
             tenant.emit("maintenance-mode", data={"companyId": company.id, "status": "operational",
@@ -83,9 +92,10 @@ def set_company_status(tenant: Tenant, company_id: str, status: str,
         elif company.status == DISABLED:
             tenant.emit("company-updated", data={"companyId": company.id})
     else:
+        if company.status == DISABLED:
+            return company
         updated = tenant.companies.with_changes(company, status=DISABLED, maintenance_products=())
-        if company.status != DISABLED:
-            tenant.emit("company-updated", data={"companyId": company.id})
+        tenant.emit("company-updated", data={"companyId": company.id})
     return updated
 
 

@@ -25,8 +25,8 @@ from typing import Any
 from ..clock import isoformat
 from ..errors import (DepositAccountNotFound, LinkedAccountNotFound, StatementNotFound,
                       UserNotFound, field_detail)
-from .companies import Company
-from .states import COMPLETED
+from .companies import Company, ManualDepositRule, search_record
+from .states import COMPLETED, FAILED
 from .tenants import Tenant
 from .timeline import action_kind
 
@@ -98,6 +98,10 @@ class LinkedAccount:
     connected: bool = True
     refreshes: int = 0
     pii_deleted: bool = False
+    # The last time the connection failed (a disconnect, a refresh task that failed), and
+    # why the session ended: a reconnect needs the credentials again only after they changed.
+    last_failure: float | None = None
+    disconnect_reason: str | None = None
     statements: list[dict[str, Any]] = field(default_factory=list)
     timesheets: list[dict[str, Any]] = field(default_factory=list)
     taxes: list[dict[str, Any]] = field(default_factory=list)
@@ -106,30 +110,33 @@ class LinkedAccount:
     identity_id: str = ""
     income_id: str = ""
 
-    def list_record(self, company: Company | None = None) -> dict[str, Any]:
+    def list_record(self, company: Company | None = None,
+                    rule: ManualDepositRule | None = None) -> dict[str, Any]:
         """The real service's linked-account record, exactly its fields (real-service-facts 8:
-        `GET /linked-account/list/{identifier}`). `company` is the catalog's current record
-        of the company, if it still has one."""
+        `GET /linked-account/list/{identifier}`; real-api-surface: `company` is a Company,
+        `lastFailure`). `company` is the catalog's current record of the company, if it
+        still has one; `rule` the account's manual-deposit rule (the Company's tags)."""
         company = company or self.company_at_link
         return {"_id": self.id, "valid": self.connected,
                 # The user must go through the SDK again: only a disconnected account needs it.
                 "transactRequired": not self.connected,
-                "company": company.branding_summary(),
+                "company": search_record(company, rule or ManualDepositRule()),
                 # Every company in this sandbox has a connector of its own, named after it.
                 "connector": {"_id": company.connector_id, "name": company.name},
                 # Refreshes run only while connected, so the last refresh is the last success.
-                "lastSuccess": isoformat(self.last_refresh)}
+                "lastSuccess": isoformat(self.last_refresh),
+                "lastFailure": isoformat(self.last_failure) if self.last_failure else None}
 
-    def record(self, company: Company | None = None) -> dict[str, Any]:
-        """The record of GET /linked-accounts: the sandbox's fields (`company` is the company's
-        `_id` there, as the hosted flow reads it) and the real record's other fields."""
-        real = self.list_record(company)
-        return {"_id": self.id, "identifier": self.identifier, "company": self.company_id,
-                "product": self.product, "connected": self.connected,
+    def record(self, company: Company | None = None,
+               rule: ManualDepositRule | None = None) -> dict[str, Any]:
+        """The record of GET /linked-accounts: the real record (one shape of `company`
+        wherever a linked account is shown) and the sandbox's own fields beside it."""
+        return {**self.list_record(company, rule), "identifier": self.identifier,
+                "companyId": self.company_id, "product": self.product,
+                "connected": self.connected,
                 "status": "connected" if self.connected else "disconnected",
-                "createdAt": isoformat(self.created_at), "lastRefreshedAt": isoformat(self.last_refresh),
-                **{name: real[name] for name in ("valid", "transactRequired", "connector",
-                                                 "lastSuccess")}}
+                "createdAt": isoformat(self.created_at),
+                "lastRefreshedAt": isoformat(self.last_refresh)}
 
 
 ProfileMaker = Callable[[Tenant, str, Company], Profile]
@@ -154,13 +161,7 @@ class LinkedAccounts:
         ids = tenant.ids
         account.employment_id, account.identity_id, account.income_id = (
             ids.object_id(), ids.object_id(), ids.object_id())
-        account.deposit_accounts = [{"_id": ids.object_id(), **a}
-                                    for a in account.profile.deposit_accounts]
-        today = _day(now)
-        history_start = max(account.profile.start_date, today - timedelta(days=90))
-        account.statements = self._statements(tenant, account, history_start, today)
-        account.timesheets = self._timesheets(tenant, account, today - timedelta(days=14), today)
-        account.taxes = self._tax_forms(tenant, account, 0, today)
+        self._collect_history(tenant, account, now)
         tenant.linked_accounts[account.id] = account
         if emit:
             self._emit(tenant, account, "linked-account-connected", {})
@@ -168,16 +169,45 @@ class LinkedAccounts:
         self._schedule_pii_deletion(tenant, account)
         return account
 
+    def _collect_history(self, tenant: Tenant, account: LinkedAccount, now: float) -> None:
+        """What a first sign-in collects: the deposit accounts, 90 days of statements, two
+        weeks of timesheets and the tax forms published so far."""
+        ids = tenant.ids
+        account.deposit_accounts = [{"_id": ids.object_id(), **a}
+                                    for a in account.profile.deposit_accounts]
+        today = _day(now)
+        history_start = max(account.profile.start_date, today - timedelta(days=90))
+        account.statements = self._statements(tenant, account, history_start, today)
+        account.timesheets = self._timesheets(tenant, account, today - timedelta(days=14), today)
+        account.taxes = self._tax_forms(tenant, account, 0, today)
+
+    def _collect_again(self, tenant: Tenant, account: LinkedAccount) -> None:
+        """A sign-in after the user's personal data was deleted: the service collects it
+        again, as at the first sign-in (README: Fidelity)."""
+        account.pii_deleted = False
+        self._collect_history(tenant, account, tenant.clock.timestamp())
+
     def disconnect(self, tenant: Tenant, account: LinkedAccount, reason: str = "timeout") -> None:
         """The session expired or was revoked (spec: Linked account connection)."""
         if account.connected:
             account.connected = False
+            account.last_failure = tenant.clock.timestamp()
+            account.disconnect_reason = reason
             self._emit(tenant, account, "linked-account-disconnected", {"reason": reason})
+
+    @staticmethod
+    def needs_credentials(account: LinkedAccount) -> bool:
+        """Spec (Client SDK configuration, linkedAccount): a reconnect "often does not require
+        re-entering credentials". The sandbox's rule: it does only after the credentials
+        changed at the company (a disconnect for `credentials-changed`); an expired session
+        (`timeout`) or a system update resumes without them."""
+        return not account.connected and account.disconnect_reason == "credentials-changed"
 
     def reconnect(self, tenant: Tenant, account: LinkedAccount) -> None:
         """The user signed in again through the SDK `linkedAccount` flow."""
         if not account.connected:
             account.connected = True
+            account.disconnect_reason = None
             self._emit(tenant, account, "linked-account-connected", {})
 
     def require(self, tenant: Tenant, account_id: str, path: str = "$.linkedAccount") -> LinkedAccount:
@@ -198,6 +228,10 @@ class LinkedAccounts:
     def on_task_final(self, tenant: Tenant, task: Any) -> None:
         """A completed user-link task leaves a linked account; a completed refresh refreshes."""
         if task.status != COMPLETED:
+            if task.linked_account is not None and task.status == FAILED:
+                account = tenant.linked_accounts.get(task.linked_account)
+                if account is not None:
+                    account.last_failure = tenant.clock.timestamp()
             return
         if task.linked_account is not None:
             account = tenant.linked_accounts.get(task.linked_account)
@@ -211,7 +245,11 @@ class LinkedAccounts:
                 if company is not None:
                     self.create(tenant, task.identifier, company, task.product)
             else:
+                # Signed in again: connected, and its data synced now (lastSuccess moves).
                 self.reconnect(tenant, account)
+                if account.pii_deleted:
+                    self._collect_again(tenant, account)
+                self.refresh(tenant, account, task_id=task.id)
 
     def on_pii_step(self, tenant: Tenant, task: Any, _: Any) -> None:
         """A scenario step `piiDataDeleted`: the user's personal data is deleted now."""
@@ -232,7 +270,13 @@ class LinkedAccounts:
 
     def refresh(self, tenant: Tenant, account: LinkedAccount, *, task_id: str | None = None) -> None:
         """Sync every kind of data: `*-synced` for each, then what changed (spec:
-        Continuous-access events). The data endpoints show the same change."""
+        Continuous-access events). The data endpoints show the same change.
+
+        An account whose personal data was deleted syncs nothing and announces nothing
+        (no `*-synced` event for data that is not there; its lastSuccess stays) until the
+        user signs in again through the SDK (README: Fidelity)."""
+        if account.pii_deleted:
+            return
         now = tenant.clock.timestamp()
         since, today = _day(account.last_refresh), _day(now)
         rng = random.Random(zlib.crc32(f"{account.id}:{account.refreshes}".encode()))
@@ -240,12 +284,11 @@ class LinkedAccounts:
         account.last_refresh = now
         changes: dict[str, list[tuple[str, list[str]]]] = {}
 
-        if not account.pii_deleted:  # deleted personal data is not collected again
-            self._collect(tenant, account, since + timedelta(days=1), today, changes)
-        if not account.pii_deleted and rng.random() < RAISE_CHANCE:
+        self._collect(tenant, account, since + timedelta(days=1), today, changes)
+        if rng.random() < RAISE_CHANCE:
             self.give_raise(account, rng.uniform(0.03, 0.08))
             changes["income"] = [("income-updated", [account.income_id])]
-        if not account.pii_deleted and rng.random() < NEW_DEPOSIT_ACCOUNT_CHANCE:
+        if rng.random() < NEW_DEPOSIT_ACCOUNT_CHANCE:
             added, adjusted = self.add_deposit_account(tenant, account, rng)
             changes["deposit-accounts"] = [("deposit-accounts-added", [added["_id"]])]
             if adjusted is not None:
@@ -257,12 +300,11 @@ class LinkedAccounts:
             self._emit(tenant, account, f"{kind}-synced", {}, task_id=task_id)
             for event_type, records in changes.get(kind, ()):
                 self._emit(tenant, account, event_type, {"records": records}, task_id=task_id)
-        if not account.pii_deleted:
-            income = self.income(account, now)
-            self._emit(tenant, account, "earn-user-data", {
-                "netHourlyRate": income["netHourlyRate"],
-                "unpaidHoursInPayPeriod": income["unpaidHoursInPayPeriod"],
-                "currentPayPeriodStart": income["currentPayPeriodStart"]}, task_id=task_id)
+        income = self.income(account, now)
+        self._emit(tenant, account, "earn-user-data", {
+            "netHourlyRate": income["netHourlyRate"],
+            "unpaidHoursInPayPeriod": income["unpaidHoursInPayPeriod"],
+            "currentPayPeriodStart": income["currentPayPeriodStart"]}, task_id=task_id)
 
     def _collect(self, tenant: Tenant, account: LinkedAccount, first: date, today: date,
                  changes: dict[str, list[tuple[str, list[str]]]]) -> None:
@@ -367,12 +409,13 @@ class LinkedAccounts:
 
     def record(self, tenant: Tenant, account: LinkedAccount) -> dict[str, Any]:
         """The account as GET /linked-accounts shows it, with its company as it is now."""
-        return account.record(tenant.companies.get(account.company_id))
+        return account.record(tenant.companies.get(account.company_id), tenant.manual_deposits)
 
     def linked_account_list(self, tenant: Tenant, identifier: str) -> list[dict[str, Any]]:
         """GET /linked-account/list/{identifier}: the real service's records
         (real-service-facts 8)."""
-        return [account.list_record(tenant.companies.get(account.company_id))
+        return [account.list_record(tenant.companies.get(account.company_id),
+                                    tenant.manual_deposits)
                 for account in self.accounts_of(tenant, identifier)]
 
     def records(self, tenant: Tenant, kind: str, account: LinkedAccount, *,
@@ -428,11 +471,13 @@ class LinkedAccounts:
         today = _day(now)
         period_start, period_end = pay_period(profile, today)
         worked = sum(day_hours(account, d) for d in _days(period_start, today) if d.weekday() < 5)
-        periods = PERIODS_PER_YEAR[profile.pay_cycle]
         return {
             "_id": account.income_id,
-            "income": round(profile.annual_income / periods, 2),
-            "incomeType": "hourly" if profile.employee_type == "hourly" else "salary",
+            # `income` in the unit `incomeType` names (real-api-surface: incomeType
+            # yearly|monthly|weekly|daily|hourly): an hourly wage, or a yearly salary.
+            "income": (profile.hourly_rate if profile.employee_type == "hourly"
+                       else profile.annual_income),
+            "incomeType": "hourly" if profile.employee_type == "hourly" else "yearly",
             "annualIncome": profile.annual_income,
             "hourlyIncome": profile.hourly_rate,
             "netHourlyRate": round(profile.hourly_rate * (1 - profile.tax_rate), 2),
@@ -490,9 +535,13 @@ class LinkedAccounts:
 
     def _emit(self, tenant: Tenant, account: LinkedAccount, event_type: str, data: dict[str, Any],
               task_id: str | None = None) -> None:
+        # The task of a pull refresh is named in the data (README: the synced events of a
+        # pull refresh carry its task id); the spec does not show these payloads.
+        named = {"task": task_id} if task_id is not None else {}
         tenant.emit(event_type, identifier=account.identifier, task_id=task_id,
                     user={"_id": account.user_id, "identifier": account.identifier},
-                    data={"linkedAccount": account.id, "companyId": account.company_id, **data})
+                    data={"linkedAccount": account.id, "companyId": account.company_id,
+                          **named, **data})
 
 
 @action_kind("push-refresh")

@@ -231,13 +231,14 @@ class ProcessorLinks:
             pass  # the customer account does not have this product: the stage is skipped
         elif stage == CLASSIFY:
             link.employer_matches = self._classify(tenant, link)
+            link.stages.append(stage)
             self._emit(tenant, link, "employer-classification-completed",
                        {"matches": len(link.employer_matches)})
         else:
             link.recurring = self._detect(tenant, link)
+            link.stages.append(stage)
             self._emit(tenant, link, "recurring-transaction-detection-completed",
                        {"recurringTransactions": len(link.recurring)})
-        link.stages.append(stage)
         if changes.get("last"):
             link.status = COMPLETED
 

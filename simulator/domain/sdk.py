@@ -5,7 +5,7 @@ The flow is configured by the customer's page (spec: Client SDK configuration) a
 talks to the sandbox with the user's public token. Logging in starts a real task,
 driven by its scenario (DESIGN.md, Scenarios). The usernames are the real sandbox's
 (real-service-facts 7): `test-good` succeeds, `test-bad` is refused on the login form,
-`test-failure` fails, `test-distribution-not-supported` fails a fractional deposit,
+`test-failure` fails, `test-distribution-not-supported` fails a deposit (product-not-supported),
 `test-code-mfa` and `test-question-mfa` ask for a code or an answer first; `@test.com`
 may follow any of them. `test-<scenario>` runs that scenario (this sandbox's own
 extension); any other username is a good login.
@@ -23,7 +23,7 @@ from ..errors import (ApiError, CredentialsRefused, InvalidCompanyId, InvalidCon
                       ValidationFailed, field_detail)
 from ..pdf import text_pdf
 from ..schemas.validate import strict_json
-from .companies import DISABLED, Company, CompanyDirectory, ManualDepositRule
+from .companies import Company, CompanyDirectory, ManualDepositRule
 from .search import company_filter
 from .tasks import HAPPY_PATH, Task, TaskEngine, Workflow
 from .tenants import PublicToken, Tenant
@@ -38,7 +38,6 @@ SANDBOX_EMAIL = "@test.com"
 REFUSED_USERNAME = "test-bad"
 DISTRIBUTION_USERNAME = "test-distribution-not-supported"
 DISTRIBUTION_SCENARIO = "distribution-not-supported"
-FRACTIONAL_DISTRIBUTIONS = ("percent", "fixed")
 USERNAMES = {"test-good": HAPPY_PATH, "test-failure": "unknown-failure",
              "test-code-mfa": HAPPY_PATH, "test-question-mfa": HAPPY_PATH}
 
@@ -74,6 +73,8 @@ INVALID_COMPANY_ID = "The deeplink names no company with that _id (invalid-compa
 CREDENTIALS_REFUSED = ("The company refused the username and password (sandbox username "
                        "test-bad); no task was started. The user can try again.")
 LINKED_ACCOUNT_ELSEWHERE = "The linked account is not this user's at this company."
+CREDENTIALS_NEEDED = ("Send the username and password (only a reconnect whose session "
+                      "resumes goes without them).")
 
 
 
@@ -207,14 +208,16 @@ def decode_config(encoded: str) -> dict[str, Any]:
 def deeplink_company(tenant: Tenant, config: dict[str, Any]) -> Company | None:
     """The deeplinked company, or the invalid-company-id condition (spec: API and SDK
     errors 3): a given id must be non-empty and be a company's `_id`; only
-    `login-company` requires one."""
+    `login-company` requires one. A disabled company is a company: the flow ends with the
+    API's own reason for it (`company-disabled`, the session's `refusal`), not with
+    invalid-company-id, which errors 3 keeps for an empty or wrong id."""
     deeplink = config.get("deeplink") or {}
     step = deeplink.get("step")
     if step not in STEPS_NEEDING_COMPANY and "companyId" not in deeplink:
         return None
     company_id = deeplink.get("companyId")
     company = tenant.companies.get(company_id) if isinstance(company_id, str) and company_id else None
-    if company is None or company.status == DISABLED and step == "login-company":
+    if company is None:
         raise InvalidCompanyId(INVALID_COMPANY_ID,
                                details=[field_detail("$.deeplink.companyId", "not a company _id")])
     return company
@@ -359,12 +362,13 @@ def sandbox_username(username: str) -> str:
 
 
 def scenario_for_username(engine: TaskEngine, username: str,
-                          distribution: dict[str, Any] | None = None) -> str | None:
+                          operations: Iterable[dict[str, Any]] = ()) -> str | None:
     name = sandbox_username(username)
     if name == DISTRIBUTION_USERNAME:
-        # Only a fractional deposit is refused; the entire paycheck goes through.
-        fractional = (distribution or {}).get("type") in FRACTIONAL_DISTRIBUTIONS
-        return DISTRIBUTION_SCENARIO if fractional else HAPPY_PATH
+        # The payroll system cannot set up the deposit the flow asks for, whatever its
+        # split (README: Fidelity): a flow with a deposit fails; verify-only goes through.
+        deposit = any((o.get("operation") or o.get("product")) == "deposit" for o in operations)
+        return DISTRIBUTION_SCENARIO if deposit else HAPPY_PATH
     if name in USERNAMES:
         return USERNAMES[name]
     if name.startswith("test-"):
@@ -381,12 +385,18 @@ def login(engine: TaskEngine, tenant: Tenant, token: PublicToken,
     company = _company(tenant, body["companyId"])
     operations = operations_of(body.get("tasks"), company)
     check_flow_can_start(tenant, company, operations)
+    resumes = False  # a reconnect whose session resumes without the credentials
     if body.get("linkedAccount"):
         account = engine.linked_accounts.require(tenant, body["linkedAccount"], "$.linkedAccount")
         if account.company_id != company.id or account.identifier != token.identifier:
             raise ValidationFailed(LINKED_ACCOUNT_ELSEWHERE,
                                    details=[field_detail("$.linkedAccount", "not this user's")])
-    name = sandbox_username(body["username"])
+        resumes = not engine.linked_accounts.needs_credentials(account)
+    missing = [name for name in ("username", "password") if not body.get(name)]
+    if missing and not resumes:
+        raise ValidationFailed(CREDENTIALS_NEEDED, details=[
+            field_detail(f"$.{name}", "required") for name in missing])
+    name = sandbox_username(body.get("username", ""))
     if name == REFUSED_USERNAME:
         raise CredentialsRefused(CREDENTIALS_REFUSED,
                                  details=[field_detail("$.username", "refused by the company")])
@@ -400,7 +410,7 @@ def login(engine: TaskEngine, tenant: Tenant, token: PublicToken,
         request["tasks"] = [{**t, "paymentMethod": body["paymentMethod"]} for t in operations]
     workflow, tasks = engine.create_task(
         tenant, request, token_identifier=token.identifier, public_token=token.public_token,
-        login_scenario=scenario_for_username(engine, body["username"], body.get("distribution")),
+        login_scenario=scenario_for_username(engine, body.get("username", ""), operations),
         watched=True)
     return LoginOutcome(workflow=workflow, tasks=tuple(tasks))
 

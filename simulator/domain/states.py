@@ -36,7 +36,7 @@ FAILURE_REASONS = (
 )
 FLOWS = ("connect-account", "refresh", "view-account", "pause-plan", "change-plan", "switch",
          "pay-now")
-AUTHENTICATION_METHODS = ("true-auth", "smart-auth", "standard-auth")
+AUTHENTICATION_METHODS = ("true-auth", "smart-auth")  # spec: Task, authenticationMethod
 UPDATE_TYPES = ("created", "updated", "deleted", "processing", "disconnected")
 CHANGED_FIELDS = ("amount", "autopayStatus", "billingCycle", "dueDate", "items", "name",
                   "paymentHistory", "paymentMethod", "plans", "profiles", "usage")

@@ -393,11 +393,12 @@ class TaskEngine:
                                   details=[field_detail(path, "not offered")])
 
     def authentication_method(self, company: Company, product: str) -> str:
-        methods = company.capabilities.get("authenticationMethods") or ["standard-auth"]
-        if self.scope_of(product) == "pay-link":
-            # Pay-link tasks report true-auth or smart-auth (spec: Task, authenticationMethod).
-            return "true-auth" if "true-auth" in methods else "smart-auth"
-        return methods[0]
+        """A task's `authenticationMethod`: only values of the spec's Task enum (`true-auth`,
+        `smart-auth`). The sandbox's rule (README: Fidelity): `true-auth` where the company's
+        connector authenticates with true-auth (any of its forms), else `smart-auth` (a
+        connector's `standard-auth` is the company's capability name, not a Task value)."""
+        methods = company.capabilities.get("authenticationMethods") or ()
+        return "true-auth" if any(m.startswith("true-auth") for m in methods) else "smart-auth"
 
     def _distribution_outcome(self, company: Company, request: TaskRequest) -> Scenario | None:
         """A deposit split the company's connector cannot set up (its

@@ -354,7 +354,10 @@ def create_access_token(tenant: Tenant, identifier: str,
 
 
 def token_record(token: PublicToken) -> dict[str, Any]:
-    return {"publicToken": token.public_token, "token": token.access_token,
+    """POST /access-token's `data`: the public token, also under its legacy name `token`
+    (real-service-facts 2: "legacy also `token`": the same token, usable wherever a public
+    token is), and when it expires (the sandbox's own field)."""
+    return {"publicToken": token.public_token, "token": token.public_token,
             "expiresAt": isoformat(token.expires_at)}
 
 

@@ -1,9 +1,15 @@
 """Emitting any event type of the spec on demand, with a realistic payload.
 
 POST /_sandbox/events/trigger: the payload is built from the tenant's real users,
-tasks and companies where the request names them, otherwise made up from the
-tenant's seeded generator; `data` overrides are merged in, and the result must
-still match the event type's published schema.
+tasks and companies where the request names them; `data` overrides are merged in, and
+the result must still match the event type's published schema.
+
+What a triggered event names resolves, so a handler tested with it can follow up as
+the pull flow says (issue 20, point 8): the user's real public token (a new one if the
+user has none alive), a task stored for the event (GET /task/{id} answers it), the
+user's linked account at the company (linked now, silently, if there is none) and the
+ids of records it holds. Processor-link events name the user's latest processor link
+when there is one.
 """
 
 from __future__ import annotations
@@ -17,10 +23,11 @@ from ..schemas.events import (COMPANY_EVENT_DATA, CONTINUOUS_ACCESS_DATA, TASK_E
                               event_schema, event_types)
 from .companies import OPERATIONAL, UNKNOWN_COMPANY, Company
 from .events import Event
-from .linked_accounts import service_date
-from .states import COMPLETED, FINAL, PROCESSING
-from .tasks import UNKNOWN_TASK, Task, TaskEngine
-from .tenants import Tenant
+from ..clock import isoformat
+from .changes import TASK
+from .states import COMPLETED, FINAL, PROCESSING, QUEUED
+from .tasks import UNKNOWN_TASK, Task, TaskEngine, Workflow
+from .tenants import DEFAULT_TOKEN_LIFETIME, Tenant, create_access_token
 
 DEFAULT_IDENTIFIER = "sandbox-user"
 UNKNOWN_TYPE = "Unknown event type {event_type!r}. Known: {known}."
@@ -57,10 +64,11 @@ def trigger_event(tenant: Tenant, engine: TaskEngine, aggregator: str,
     user = tenant.user(identifier)
     user_body = {"_id": user.id, "identifier": identifier}
     if event_type == "pii-data-deleted":
-        task_id = task.id if task else tenant.ids.object_id()
-        return _checked_emit(tenant, event_type, aggregator, {"user": user_body, "task": task_id},
-                             identifier=identifier, task_id=task_id)
-    data = {**_user_data(tenant, event_type, aggregator, company, rng), **overrides}
+        task = task or _stored_task(tenant, engine, identifier, company)
+        return _checked_emit(tenant, event_type, aggregator, {"user": user_body, "task": task.id},
+                             identifier=identifier, task_id=task.id)
+    data = {**_user_data(tenant, engine, event_type, aggregator, identifier, company, rng),
+            **overrides}
     return _checked_emit(tenant, event_type, aggregator, {"user": user_body, "data": data},
                          identifier=identifier, task_id=task.id if task else None)
 
@@ -75,17 +83,41 @@ def _task(tenant: Tenant, engine: TaskEngine, request: dict[str, Any],
         return task
     if request["eventType"] not in TASK_EVENT_DATA:
         return None
-    # A task made up for the event only: realistic ids, never stored.
-    identifier = identifier or DEFAULT_IDENTIFIER
-    company = _company(tenant, request, None)
+    return _stored_task(tenant, engine, identifier or DEFAULT_IDENTIFIER,
+                        _company(tenant, request, None))
+
+
+def _stored_task(tenant: Tenant, engine: TaskEngine, identifier: str, company: Company) -> Task:
+    """A completed task made for the event and stored with its workflow, so the ids the
+    event names answer on GET /task/{id}; its public token is the user's own."""
     user = tenant.user(identifier)
     product = company.available_products[0]
-    return Task(id=tenant.ids.object_id(), workflow=tenant.ids.object_id(), identifier=identifier,
+    now = tenant.clock.timestamp()
+    task = Task(id=tenant.ids.object_id(), workflow=tenant.ids.object_id(), identifier=identifier,
                 user_id=user.id, company_id=company.id, product=product, scenario="trigger",
-                created_at=tenant.clock.timestamp(),
-                authentication_method=engine.authentication_method(company, product),
-                public_token=tenant.latest_token.get(identifier, ""), status=COMPLETED,
-                previous_status=PROCESSING, authenticated=True)
+                created_at=now, authentication_method=engine.authentication_method(company, product),
+                public_token=_public_token(tenant, identifier), status=COMPLETED,
+                previous_status=PROCESSING, authenticated=True,
+                history=[{"status": QUEUED, "at": isoformat(now)},
+                         *({"status": status, "previousStatus": previous, "at": isoformat(now),
+                            "patch": False}
+                           for previous, status in ((QUEUED, PROCESSING),
+                                                    (PROCESSING, COMPLETED)))])
+    tenant.workflows[task.workflow] = Workflow(id=task.workflow, identifier=identifier,
+                                               tasks=[task.id], finished=True)
+    tenant.tasks[task.id] = task
+    tenant.changes.touch(TASK, task.id)
+    tenant.keep_tasks_bounded()
+    return task
+
+
+def _public_token(tenant: Tenant, identifier: str) -> str:
+    """The user's latest public token while it lives, else a new one (real-service-facts 2:
+    24 hours by default)."""
+    latest = tenant.tokens.get(tenant.latest_token.get(identifier, ""))
+    if latest is not None and latest.expires_at > tenant.clock.timestamp():
+        return latest.public_token
+    return create_access_token(tenant, identifier, DEFAULT_TOKEN_LIFETIME).public_token
 
 
 def _company(tenant: Tenant, request: dict[str, Any], task: Task | None) -> Company:
@@ -133,35 +165,62 @@ def _task_body(tenant: Tenant, task: Task, company: Company, data: dict[str, Any
     return body
 
 
-def _user_data(tenant: Tenant, event_type: str, aggregator: str, company: Company,
-               rng: random.Random) -> dict[str, Any]:
+def _user_data(tenant: Tenant, engine: TaskEngine, event_type: str, aggregator: str,
+               identifier: str, company: Company, rng: random.Random) -> dict[str, Any]:
     if event_type == "pay-link-accounts-updated":
         return {"accounts": [{"_id": tenant.ids.object_id(), "updateType": "updated",
                               "bills": [{"_id": tenant.ids.object_id(),
                                          "changedFields": ["amount", "dueDate"]}]}]}
-    linked = {"linkedAccount": tenant.ids.object_id(), "companyId": company.id}
     if event_type in ("employer-classification-completed",
                       "recurring-transaction-detection-completed", f"{aggregator}-error"):
-        link = {"processorLink": tenant.ids.object_id()}
+        links = [l for l in tenant.processor_links.values() if l.identifier == identifier]
+        link = {"processorLink": links[-1].id if links else tenant.ids.object_id()}
         if event_type == "employer-classification-completed":
             return {**link, "matches": rng.randint(1, 3)}
         if event_type == "recurring-transaction-detection-completed":
             return {**link, "recurringTransactions": rng.randint(2, 12)}
         return {**link, "errorType": "ITEM_ERROR", "errorCode": "ITEM_LOGIN_REQUIRED",
                 "errorMessage": "the login details of this item have changed"}
+    service = engine.linked_accounts
+    account = _linked_account(tenant, service, identifier, company)
+    linked = {"linkedAccount": account.id, "companyId": account.company_id}
     if event_type == "earn-user-data":
-        start = tenant.clock.now().date().replace(day=1)
-        return {**linked, "netHourlyRate": round(rng.uniform(14, 48), 2),
-                "unpaidHoursInPayPeriod": round(rng.uniform(0, 80), 1),
-                "currentPayPeriodStart": service_date(start)}
+        income = service.income(account, tenant.clock.timestamp())
+        return {**linked, **{name: income[name] for name in (
+            "netHourlyRate", "unpaidHoursInPayPeriod", "currentPayPeriodStart")}}
     if event_type == "linked-account-disconnected":
         return {**linked, "reason": "timeout"}
     if event_type == "deposit-switch-removed":
-        return {**linked, "depositAccount": tenant.ids.object_id()}
+        deposits = account.deposit_accounts
+        return {**linked, "depositAccount": deposits[-1]["_id"] if deposits
+                else tenant.ids.object_id()}
     schema = CONTINUOUS_ACCESS_DATA[event_type]
     if "records" in schema["properties"]:
-        return {**linked, "records": [tenant.ids.object_id() for _ in range(rng.randint(1, 3))]}
+        return {**linked, "records": _record_ids(account, event_type, rng)}
     return linked
+
+
+def _linked_account(tenant: Tenant, service: Any, identifier: str, company: Company) -> Any:
+    """The user's linked account at the company (else the user's latest one), linked now
+    without an event when the user has none: the ids a triggered event names resolve."""
+    found = service.find(tenant, identifier, company.id)
+    if found is None:
+        mine = [a for a in tenant.linked_accounts.values() if a.identifier == identifier]
+        found = mine[-1] if mine else service.create(tenant, identifier, company, "deposit",
+                                                     emit=False)
+    return found
+
+
+def _record_ids(account: Any, event_type: str, rng: random.Random) -> list[str]:
+    """Ids of records the account holds, of the kind the event names (the newest few)."""
+    kind = event_type.rsplit("-", 1)[0]
+    singles = {"income": account.income_id, "employment": account.employment_id,
+               "identity": account.identity_id}
+    if kind in singles:
+        return [singles[kind]]
+    held = {"statements": account.statements, "timesheets": account.timesheets,
+            "taxes": account.taxes, "deposit-accounts": account.deposit_accounts}[kind]
+    return [record["_id"] for record in held[-rng.randint(1, 3):]]
 
 
 def _checked_emit(tenant: Tenant, event_type: str, aggregator: str, body: dict[str, Any], *,

@@ -9,74 +9,79 @@ from aiohttp import web
 from yarl import URL
 
 from ..domain.linked_accounts import DATA_KINDS, LinkedAccount, day_of
-from ..errors import IdentifierMismatch, ValidationFailed, field_detail
+from ..errors import ValidationFailed, field_detail
 from ..pdf import text_pdf
 from ..schemas.api import DATA_QUERY, DISCONNECT_REQUEST
 from ..schemas.records import DATA_RECORDS, LINKED_ACCOUNT_LIST_RECORD
 from .pipeline import Auth, operation
 
 IDENTIFIER_REQUIRED = "Name the user: ?identifier=... or /<resource>/{identifier}."
-NOT_YOUR_USER = "A public token reads only its own user's data."
 RESOURCES = ("linked-accounts", *DATA_KINDS)  # spec: Linked-account data endpoints
 LINKED_ACCOUNT_QUERY = {**DATA_QUERY, "properties": {
     name: spec for name, spec in DATA_QUERY["properties"].items() if name != "identifier"}}
 
 
-def _user_of(token, named: str | None) -> str:
-    """The user a data request is about: the one it names, else the public token's.
-    A public token reads only its own user."""
-    identifier = named or (token.identifier if token else None)
-    if identifier is None:
+def _user_of(named: str | None) -> str:
+    """The user a data request is about (server side: API keys, real-service-facts 1)."""
+    if named is None:
         raise ValidationFailed(IDENTIFIER_REQUIRED, details=[
             field_detail("$.identifier", IDENTIFIER_REQUIRED, location="query")])
-    if token is not None and token.identifier != identifier:
-        raise IdentifierMismatch(NOT_YOUR_USER, details=[
-            field_detail("$.identifier", NOT_YOUR_USER, location="query")])
-    return identifier
+    return named
 
 
 def _data_of(kind: str):
-    """GET /<kind>?identifier=... or /<kind>/{identifier}, optional linkedAccount."""
+    """GET /<kind>?identifier=... or /<kind>/{identifier}, optional linkedAccount (and for
+    statements `limit`: the newest that many, in date order)."""
 
-    async def data(tenant, token, query, params, request, sandbox) -> list:
-        identifier = _user_of(token, params.get("identifier") or query.get("identifier"))
+    async def data(tenant, query, params, request, sandbox) -> list:
+        identifier = _user_of(params.get("identifier") or query.get("identifier"))
         service = sandbox.linked_accounts
         accounts = service.accounts_of(tenant, identifier, query.get("linkedAccount"))
         # Not request.url: aiohttp < 3.10.7 builds it with host="name:port", which today's
         # yarl refuses (ValueError); this is how later aiohttp builds it.
         base_url = str(URL.build(scheme=request.scheme, authority=request.host).origin())
-        return [record for account in accounts
-                for record in service.records(tenant, kind, account, base_url=base_url)]
+        records = [record for account in accounts
+                   for record in service.records(tenant, kind, account, base_url=base_url)]
+        if "limit" in query:
+            records = sorted(records, key=lambda r: (r["date"], r["_id"]))[-query["limit"]:]
+        return records
 
     data.__name__ = f"{kind.replace('-', '_')}_data"
     return data
 
 
+# Real-api-surface (Data): `GET /statements/{identifier}` takes `limit` (default 10).
+STATEMENTS_LIMIT = {"limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 10,
+                              "description": "The newest this many statements, in date order."}}
+
 for _kind in RESOURCES:
     _records = {"type": "array", "items": DATA_RECORDS[_kind]}
-    operation("GET", f"/{_kind}", f"{_kind} of a user's linked accounts", query=DATA_QUERY,
+    _extra = STATEMENTS_LIMIT if _kind == "statements" else {}
+    operation("GET", f"/{_kind}", f"{_kind} of a user's linked accounts",
+              query={**DATA_QUERY, "properties": {**DATA_QUERY["properties"], **_extra}},
               response=_records, errors=(404,))(_data_of(_kind))
     operation("GET", f"/{_kind}/{{identifier}}", f"{_kind} of a user's linked accounts",
-              query=LINKED_ACCOUNT_QUERY, response=_records, errors=(404,))(_data_of(_kind))
+              query={**LINKED_ACCOUNT_QUERY,
+                     "properties": {**LINKED_ACCOUNT_QUERY["properties"], **_extra}},
+              response=_records, errors=(404,))(_data_of(_kind))
 
 
 @operation("GET", "/linked-account/list/{identifier}", "The real service's linked-account list "
            "of a user", response={"type": "array", "items": LINKED_ACCOUNT_LIST_RECORD},
            errors=(404,))
-async def linked_account_list(tenant, token, params, sandbox) -> list:
-    """The real service's path and record (real-service-facts 8): `{_id, valid,
-    transactRequired, company, connector, lastSuccess}` per linked account of the user."""
-    identifier = _user_of(token, params["identifier"])
-    return sandbox.linked_accounts.linked_account_list(tenant, identifier)
+async def linked_account_list(tenant, params, sandbox) -> list:
+    """The real service's path and record (real-service-facts 8, real-api-surface):
+    `{_id, valid, transactRequired, company, connector, lastSuccess, lastFailure}` per
+    linked account of the user."""
+    return sandbox.linked_accounts.linked_account_list(tenant, params["identifier"])
 
 
 @operation("GET", "/paystub/{statementId}", "A pay statement's paystub (its `paystub` URL), as "
            "a PDF", content_type="application/pdf", errors=(404,))
-async def paystub(tenant, token, params, sandbox) -> web.Response:
-    """A statement's `paystub`: the pay statement as a one-page PDF. The same credentials
-    as the data endpoints; a public token opens only its own user's paystubs."""
-    account, statement = sandbox.linked_accounts.paystub(
-        tenant, params["statementId"], token.identifier if token else None)
+async def paystub(tenant, params, sandbox) -> web.Response:
+    """A statement's `paystub`: the pay statement as a one-page PDF, with the same
+    credentials as the data endpoints (API keys)."""
+    account, statement = sandbox.linked_accounts.paystub(tenant, params["statementId"])
     disposition = f'inline; filename="paystub-{statement["_id"]}.pdf"'
     return web.Response(body=text_pdf(_paystub_lines(account, statement)),
                         content_type="application/pdf",

@@ -28,13 +28,14 @@ from aiohttp import web
 
 from ..errors import ApiError, ApiKeysRequired, PublicTokenRequired, ValidationFailed, field_detail
 from ..journal import journal_body
-from ..keys import BODY, FIXED_PATHS, PUBLIC_TOKEN, SANDBOX, TENANT
+from ..keys import BODY, FIXED_PATHS, PUBLIC_TOKEN, SANDBOX, TENANT, WARNINGS
 from ..middleware import json_response, read_within_time, wrong_method
 from ..static import static_text
 from ..schemas.validate import (INVALID_TEXT, check_json_type, parse_json_body, parse_query,
                                 text_problem)
 
 AGGREGATOR = "<aggregator>"  # in a declared path: the service profile's aggregator name
+CONTROL_PLANE = "/_sandbox/"
 
 API_KEYS_REQUIRED = "This operation needs the x-api-key and x-api-secret headers, not a public token."
 TOKEN_REQUIRED = "The hosted flow authenticates with the user's public token (x-public-token)."
@@ -87,7 +88,9 @@ class Operation:
     path: str
     handler: Callable[..., Awaitable[Any]]
     summary: str
-    auth: Auth = Auth.EITHER
+    # The real API's default (real-api-surface.md, Conventions): API key and secret; an
+    # operation the end user's public token may call says so.
+    auth: Auth = Auth.API_KEYS
     body: dict[str, Any] | None = None       # JSON Schema of the request body
     query: dict[str, Any] | None = None      # JSON Schema of the query parameters
     response: dict[str, Any] | None = None   # JSON Schema of `data`
@@ -157,6 +160,10 @@ def _shadowed(op: Operation, fixed: dict[str, set[str]]) -> dict[str, str]:
 def _endpoint(op: Operation, shadowed: dict[str, str] | None = None
               ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     wants = tuple(inspect.signature(op.handler).parameters)
+    # The control plane is the sandbox's own: a typo in a test's setup is refused there.
+    # The service's operations take what the real service would (unknown fields ignored).
+    # The aggregator's own API refuses unknown fields as the aggregator does.
+    strict = op.path.startswith(CONTROL_PLANE) or op.auth is Auth.AGGREGATOR
 
     async def handle(request: web.Request) -> web.StreamResponse:
         if shadowed and request.path in shadowed:
@@ -169,19 +176,31 @@ def _endpoint(op: Operation, shadowed: dict[str, str] | None = None
         if request.match_info:
             _check_path(request.match_info)
         body = query = None
+        # What a lenient operation ignores (DESIGN.md, Bodies): named in x-sandbox-warning.
+        lenient = not (strict or sandbox.settings.strict_bodies)
+        warnings: list[str] = []
+        request[WARNINGS] = warnings
         if op.body is not None:
             raw = await read_within_time(request, request.read())
+            ignored: list[str] | None = [] if lenient else None
             try:
                 if raw:
-                    check_json_type(request.headers.get("content-type"))
-                body = parse_json_body(raw, op.body)
+                    _check_body_type(request.headers.get("content-type"), warnings, lenient)
+                body = parse_json_body(raw, op.body, ignored=ignored)
             except ApiError:  # the journal keeps the text of a refused body
                 request[BODY] = journal_body(raw.decode("utf-8", "replace") if raw else None,
                                              len(raw))
                 raise
+            finally:
+                warnings += [f"unknown field {path} ignored" for path in ignored or ()]
             request[BODY] = journal_body(body, len(raw))
         if op.query is not None:
-            query = parse_query(request.query, op.query)
+            ignored = [] if lenient else None
+            try:
+                query = parse_query(request.query, op.query, ignored=ignored)
+            finally:
+                warnings += [f"unknown query parameter {name[2:]} ignored"
+                             for name in ignored or ()]
         offered = {"tenant": tenant, "token": token, "body": body, "query": query,
                    "params": request.match_info, "headers": request.headers,
                    "sandbox": sandbox, "request": request}
@@ -205,6 +224,19 @@ def _endpoint(op: Operation, shadowed: dict[str, str] | None = None
     handle.cors = op.auth in (Auth.EITHER, Auth.PUBLIC_TOKEN)  # type: ignore[attr-defined]
     handle.dialect = op.dialect  # type: ignore[attr-defined]  # the edge renders its errors
     return handle
+
+
+def _check_body_type(content_type: str | None, warnings: list[str], lenient: bool) -> None:
+    """A body's content type: JSON, or (lenient) read as JSON all the same and said so.
+    The real service's answer to another type is not published, so only --strict-bodies
+    (and the control plane) refuse it (415)."""
+    try:
+        check_json_type(content_type)
+    except ApiError:
+        if not lenient:
+            raise
+        media = (content_type or "").partition(";")[0].strip().lower()
+        warnings.append(f"content-type {media or '(empty)'} read as JSON")
 
 
 async def _authenticate_client(request: web.Request, sandbox: Any) -> Any:

@@ -97,7 +97,9 @@ async def session(tenant, token, body, sandbox) -> dict:
                                                   "$.config.linkedAccount")
         if account.identifier != token.identifier:
             raise LinkedAccountNotYours("The linked account is not this user's.")
-        linked, company = account.record(), tenant.companies.require(account.company_id)
+        linked = {**sandbox.linked_accounts.record(tenant, account),
+                  "credentialsRequired": sandbox.linked_accounts.needs_credentials(account)}
+        company = tenant.companies.require(account.company_id)
     step = (config.get("deeplink") or {}).get("step", "search-company")
     return {"step": step, "user": {"identifier": token.identifier},
             "company": full_record(company, tenant.manual_deposits) if company else None,
@@ -172,6 +174,27 @@ async def leave(tenant, token, body, sandbox) -> dict:
     tasks = sdk.leave(sandbox.engine, tenant, token, body["taskId"])
     return {"taskWorkflow": tasks[0].workflow,
             "tasks": [{"id": t.id, "status": t.status, "connected": t.connected} for t in tasks]}
+
+
+@operation("GET", "/sdk/task/{taskId}", "Client SDK: the progress of a task the flow started "
+           "(the user's own tasks only)", auth=Auth.PUBLIC_TOKEN, response={"type": "object"},
+           errors=(404,))
+async def flow_task(tenant, token, params, sandbox) -> dict:
+    """The hosted flow polls its task here with the user's public token: the real API's
+    task reads need API keys (real-service-facts 1), which a browser never holds."""
+    return sandbox.engine.get_task(tenant, params["taskId"], identifier=token.identifier).record()
+
+
+@operation("GET", "/sdk/linked-accounts", "Client SDK: the user's linked accounts (the account "
+           "step)", auth=Auth.PUBLIC_TOKEN, response={"type": "array"})
+async def flow_linked_accounts(tenant, token, sandbox) -> list:
+    """The accounts the `account` deeplink step lists, for the token's own user (an unknown
+    user has none yet)."""
+    if token.identifier not in tenant.users:
+        return []
+    service = sandbox.linked_accounts
+    return [service.record(tenant, account)
+            for account in service.accounts_of(tenant, token.identifier)]
 
 
 @operation("GET", "/sdk/deposit-form.pdf", "Client SDK: a direct deposit authorization form "

@@ -514,6 +514,8 @@ SDK_CONFIG = {
                            "showBackButtonText": {"type": "boolean"},
                            "showCloseButton": {"type": "boolean"}}}}},
         "linkedAccount": {"type": "string", "minLength": 1},
+        "metadata": {"type": "object", "description": "Customer context: every event of the "
+                                                      "tasks the flow starts carries it."},
     },
 }
 
@@ -527,7 +529,10 @@ SDK_SESSION_REQUEST = {
 SDK_LOGIN_REQUEST = {
     "type": "object",
     "additionalProperties": False,
-    "required": ["companyId", "username", "password"],
+    "description": "`username` and `password` are required, except to reconnect a linked "
+                   "account whose session resumes without them (`linkedAccount`, spec: it "
+                   "often does not require re-entering credentials).",
+    "required": ["companyId"],
     "properties": {
         "companyId": {"type": "string", "minLength": 1},
         "username": {"type": "string", "minLength": 1, "maxLength": 200},

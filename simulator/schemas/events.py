@@ -13,7 +13,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from ..domain.states import CHANGED_FIELDS, FAILURE_REASONS, FLOWS, UPDATE_TYPES
+from ..domain.states import (AUTHENTICATION_METHODS, CHANGED_FIELDS, FAILURE_REASONS, FLOWS,
+                             UPDATE_TYPES)
 from .records import SERVICE_DATE_TIME
 from .scenarios import PAYMENT_METHOD
 
@@ -40,7 +41,7 @@ _TASK_FIELDS = {
     "product": {"type": "string"},
     "task": _ID,
     "taskWorkflow": _ID,
-    "authenticationMethod": {"type": "string"},
+    "authenticationMethod": {"enum": list(AUTHENTICATION_METHODS)},
     "company": _COMPANY,
     "metadata": {"type": "object"},
 }
@@ -127,10 +128,14 @@ PAY_LINK_ACCOUNTS_DATA = {
         }}}},
 }
 
-_LINKED = {"linkedAccount": _ID, "companyId": _ID}
+_LINKED = {"linkedAccount": _ID, "companyId": _ID,
+           "task": {**_ID, "description": "The refresh task whose completion synced the data "
+                                          "(a pull refresh, or a sign-in again); absent for a "
+                                          "push refresh."}}
 _SYNCED = {
     "type": "object", "required": ["linkedAccount", "companyId"], "properties": _LINKED,
-    "description": "Not shown by the spec: the sandbox names the linked account and company.",
+    "description": "Not shown by the spec: the sandbox names the linked account and company, "
+                   "and the task of a pull refresh.",
 }
 _CHANGED = {
     "type": "object", "required": ["linkedAccount", "companyId", "records"],

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .api import SEARCH_COMPANY
+
 # Dates in payroll data, as the real service writes them: `2020-06-30T12:00:00.000Z`.
 SERVICE_DATE_TIME = {
     "type": "string", "format": "date-time",
@@ -30,13 +32,15 @@ _REAL_FIELDS: dict[str, Any] = {
     "valid": {"type": "boolean", "description": "The account is connected: refreshes work."},
     "transactRequired": {"type": "boolean",
                          "description": "The user must go through the SDK again (to reconnect)."},
-    "company": {"type": "object", "additionalProperties": False,
-                "required": ["_id", "name", "branding"],
-                "properties": {"_id": _ID, "name": {"type": "string"}, "branding": _BRANDING}},
+    "company": {**SEARCH_COMPANY, "description": "The company: the same Company shape as "
+                                                 "search answers (real-api-surface: Company)."},
     "connector": {"type": "object", "additionalProperties": False, "required": ["_id", "name"],
                   "properties": {"_id": _ID, "name": {"type": "string"}}},
     "lastSuccess": {"anyOf": [SERVICE_DATE_TIME, {"type": "null"}],
                     "description": "When data was last synced successfully (null: never)."},
+    "lastFailure": {"anyOf": [SERVICE_DATE_TIME, {"type": "null"}],
+                    "description": "When the connection last failed: a disconnect, or a refresh "
+                                   "task that failed (null: never)."},
 }
 
 LINKED_ACCOUNT_LIST_RECORD = {
@@ -50,17 +54,16 @@ LINKED_ACCOUNT_LIST_RECORD = {
 
 LINKED_ACCOUNT_RECORD = {
     "type": "object",
-    "description": "The sandbox's linked-account record: its own fields (`company` is the "
-                   "company's `_id` here) and the real record's `valid`, `transactRequired`, "
-                   "`connector` and `lastSuccess`.",
+    "description": "A linked account as GET /linked-accounts shows it: the real record "
+                   "(GET /linked-account/list/{identifier}), with the sandbox's own fields "
+                   "beside it.",
     "additionalProperties": False,
-    "required": ["_id", "identifier", "company", "product", "connected", "status", "createdAt",
-                 "lastRefreshedAt", "valid", "transactRequired", "connector", "lastSuccess"],
+    "required": [*_REAL_FIELDS, "identifier", "companyId", "product", "connected", "status",
+                 "createdAt", "lastRefreshedAt"],
     "properties": {
-        **{name: _REAL_FIELDS[name] for name in ("_id", "valid", "transactRequired", "connector",
-                                                 "lastSuccess")},
+        **_REAL_FIELDS,
         "identifier": _ID,
-        "company": {**_ID, "description": "The company's `_id`."},
+        "companyId": {**_ID, "description": "The company's `_id` (also `company._id`)."},
         "product": {"type": "string"},
         "connected": {"type": "boolean"},
         "status": {"enum": ["connected", "disconnected"]},
@@ -82,7 +85,9 @@ DATA_RECORDS: dict[str, dict[str, Any]] = {
          "nextExpectedPayDate", "currentPayPeriodStart", "currentPayPeriodEnd",
          "unpaidHoursInPayPeriod"],
         {"income": {**_MONEY, "description": "Gross pay per pay period."},
-         "incomeType": {"enum": ["hourly", "salary"]}, "annualIncome": _MONEY,
+         "incomeType": {"enum": ["yearly", "monthly", "weekly", "daily", "hourly"],
+                        "description": "The unit of `income`: the sandbox answers `hourly` (a "
+                                       "wage) or `yearly` (a salary)."}, "annualIncome": _MONEY,
          "hourlyIncome": _MONEY, "netHourlyRate": _MONEY,
          "payCycle": {"enum": ["weekly", "biweekly", "semimonthly", "monthly"]},
          "nextExpectedPayDate": SERVICE_DATE_TIME, "currentPayPeriodStart": SERVICE_DATE_TIME,

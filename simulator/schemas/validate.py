@@ -21,8 +21,16 @@ def json_path(parts: Any) -> str:
     return path
 
 
+UNKNOWN_FIELD = "is not a known field"
+
+
 def schema_errors(document: Any, schema: dict) -> list[tuple[str, str]]:
     """Every (JSON path, message) at which the document breaks the schema, in path order."""
+    return [(json_path(parts), message) for parts, message in _schema_faults(document, schema)]
+
+
+def _schema_faults(document: Any, schema: dict) -> list[tuple[list[Any], str]]:
+    """schema_errors with each path as its parts (keys and indexes)."""
     try:
         if _validity(schema)(document):
             return []  # the common case, decided without jsonschema
@@ -41,12 +49,35 @@ def schema_errors(document: Any, schema: dict) -> list[tuple[str, str]]:
             # Name the field at fault, not the object that holds it.
             allowed = error.schema.get("properties", {})
             patterns = error.schema.get("patternProperties", {})
-            found += [(json_path([*error.absolute_path, name]), "is not a known field")
+            found += [([*error.absolute_path, name], UNKNOWN_FIELD)
                       for name in error.instance if name not in allowed
                       and not any(re.search(pattern, name) for pattern in patterns)]
         else:
-            found.append((json_path(error.absolute_path), _short_message(error)))
+            found.append((list(error.absolute_path), _short_message(error)))
     return found
+
+
+def _drop_unknown_fields(document: Any, schema: dict, ignored: list[str]
+                         ) -> list[tuple[list[Any], str]]:
+    """Removes the fields the schema does not know from `document`, naming each in
+    `ignored`, and answers the faults left. Repeated because a field dropped from an
+    object may let jsonschema look inside a sibling it had not reached."""
+    faults = _schema_faults(document, schema)
+    for _ in range(8):
+        unknown = [parts for parts, message in faults if message == UNKNOWN_FIELD]
+        if not unknown:
+            return faults
+        for parts in unknown:
+            holder = document
+            try:
+                for part in parts[:-1]:
+                    holder = holder[part]
+                del holder[parts[-1]]
+            except (KeyError, IndexError, TypeError):
+                continue  # already gone with the field that held it
+            ignored.append(json_path(parts))
+        faults = _schema_faults(document, schema)
+    return faults
 
 
 # Keyed by id(schema); each entry keeps its schema, so a reused id is noticed.
@@ -104,9 +135,13 @@ def check_json_type(content_type: str | None) -> None:
 
 
 def parse_json_body(raw: bytes | bytearray, schema: dict | None, *,
-                    decode: Callable[[str], Any] | None = None) -> dict[str, Any]:
+                    decode: Callable[[str], Any] | None = None,
+                    ignored: list[str] | None = None) -> dict[str, Any]:
     """JSON body -> dict valid against `schema` (400 not JSON, 422 not valid; None: the
-    caller checks it). `decode` parses the text (default: strict JSON in one call)."""
+    caller checks it). `decode` parses the text (default: strict JSON in one call).
+    Given an `ignored` list, fields the schema does not know are removed and their paths
+    added to it, as a production API ignores them (DESIGN.md, Bodies); without one they
+    are refused (422)."""
     if not raw.strip():
         document: Any = {}
     else:
@@ -125,9 +160,13 @@ def parse_json_body(raw: bytes | bytearray, schema: dict | None, *,
         faults = text_faults(document)
         if faults:
             raise ValidationFailed(INVALID_TEXT, details=[field_detail(p, m) for p, m in faults])
-    errors = schema_errors(document, schema) if schema is not None else []
-    if errors:
-        raise ValidationFailed(INVALID_BODY, details=[field_detail(p, m) for p, m in errors])
+    if schema is None:
+        return document
+    faults = (_schema_faults(document, schema) if ignored is None
+              else _drop_unknown_fields(document, schema, ignored))
+    if faults:
+        raise ValidationFailed(INVALID_BODY, details=[field_detail(json_path(parts), message)
+                                                      for parts, message in faults])
     return document
 
 
@@ -245,8 +284,11 @@ def json_in_pieces(text: str, walk: int = 3) -> Any:
 _INTEGER = re.compile(r"-?[0-9]{1,18}")
 
 
-def parse_query(query: Mapping[str, str], schema: dict) -> dict[str, Any]:
-    """Query string -> typed dict valid against `schema` (422 naming each bad parameter)."""
+def parse_query(query: Mapping[str, str], schema: dict, *,
+                ignored: list[str] | None = None) -> dict[str, Any]:
+    """Query string -> typed dict valid against `schema` (422 naming each bad parameter).
+    Given an `ignored` list, parameters the schema does not know are left out and named
+    in it (as parse_json_body does for body fields)."""
     properties = schema.get("properties", {})
     values: dict[str, Any] = {}
     problems = []
@@ -254,6 +296,9 @@ def parse_query(query: Mapping[str, str], schema: dict) -> dict[str, Any]:
         problem = text_problem(raw) or text_problem(name)
         if problem:
             problems.append(field_detail(f"$.{name}", problem, location="query"))
+            continue
+        if ignored is not None and name not in properties:
+            ignored.append(f"$.{name}")
             continue
         kind = properties.get(name, {}).get("type")
         if kind == "integer":

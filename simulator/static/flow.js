@@ -621,7 +621,7 @@
       ["test-failure", "signs in, then the update fails"],
       ["test-code-mfa", "asks for a verification code"],
       ["test-question-mfa", "asks a security question"],
-      ["test-distribution-not-supported", "a percentage or fixed amount fails; the entire paycheck works"]
+      ["test-distribution-not-supported", "signs in, then the deposit fails: the payroll system can't set it up"]
     ].map(function (pair) {
       return el("li", {}, [el("code", { text: pair[0] }), document.createTextNode(": " + pair[1])]);
     });
@@ -637,6 +637,7 @@
     var body = { companyId: company._id, username: username, password: password };
     if (config.tasks && config.tasks.length) { body.tasks = config.tasks; }
     if (config.linkedAccount) { body.linkedAccount = config.linkedAccount; }
+    if (config.metadata) { body.metadata = config.metadata; }
     if (state.paymentMethod) { body.paymentMethod = state.paymentMethod; }
     if (state.distribution) { body.distribution = state.distribution; }
     return body;
@@ -707,6 +708,22 @@
                   "Use the username and password you use at " + company.name + "."),
       form, loginHint()
     ], { back: !options.locked });
+  }
+
+  /* Spec (linkedAccount): a reconnect "often does not require re-entering credentials".
+   * The session said this one resumes: the tasks start at once, without the login form. */
+  function resume(company) {
+    state.company = company;
+    interaction("Resumed Linked Account", { companyId: company._id });
+    var body = { companyId: company._id, linkedAccount: config.linkedAccount };
+    if (config.tasks && config.tasks.length) { body.tasks = config.tasks; }
+    if (config.metadata) { body.metadata = config.metadata; }
+    api("POST", "/sdk/login", body).then(function (json) {
+      progress(company, json.data, null);
+    }).catch(function (error) {
+      interaction("Login Refused", { code: error.code });
+      login(company, { locked: true });
+    });
   }
 
   /* A second sign-in step (sandbox usernames test-code-mfa, test-question-mfa): any
@@ -878,7 +895,7 @@
     }
     function poll() {
       if (state.left || state.ended) { return; }
-      api("GET", "/task/" + encodeURIComponent(taskId)).then(function (json) {
+      api("GET", "/sdk/task/" + encodeURIComponent(taskId)).then(function (json) {
         if (state.left || state.ended) { return; }
         var task = json.data;
         show(task);
@@ -960,13 +977,10 @@
   // -- the deeplink steps ---------------------------------------------------------------------
 
   function account() {
-    api("GET", "/linked-accounts").then(function (json) {
+    api("GET", "/sdk/linked-accounts").then(function (json) {
       var items = json.data.map(function (linked) {
-        // `company` is the _id here (the real list record nests it); every connector of
-        // this sandbox is named after its company.
-        var company = linked.company && typeof linked.company === "object" ? linked.company :
-          { _id: linked.company, name: (linked.connector && linked.connector.name) || "Your employer" };
-        var connected = linked.connected !== undefined ? linked.connected : linked.valid !== false;
+        var company = linked.company;
+        var connected = linked.valid !== false;
         return el("li", {}, [el("button", { type: "button", "data-linked-account": linked._id,
           onclick: function () { remember(account); chooseCompany(company._id); } }, [
             logo(company, "sm"),
@@ -1109,6 +1123,9 @@
       state.refusal = session.refusal;
       interaction("Initialized", { step: step });
       if (session.linkedAccount) {
+        if (!session.refusal && session.linkedAccount.credentialsRequired === false) {
+          return resume(company);
+        }
         return openCompany(company, session.refusal, "login-company", { locked: true });
       }
       switch (step) {
