@@ -338,6 +338,21 @@ def default_credentials() -> tuple[str, str]:
     return account["apiKey"], account["apiSecret"]
 
 
+def ready_line(host: str, port: int, environment: str, api_key: str, api_secret: str,
+               seed: int | None) -> str:
+    """The first line `serve` prints (DESIGN.md, Commands): the address it is bound to,
+    and for a wildcard address (0.0.0.0, ::) a reachable one beside it (`reachable=`)."""
+
+    def url(address: str) -> str:
+        return f"http://[{address}]:{port}" if ":" in address else f"http://{address}:{port}"
+
+    line = (f"payroll-sandbox serving {url(host)} environment={environment} "
+            f"x-api-key={api_key} x-api-secret={api_secret} seed={seed}")
+    if host in ("0.0.0.0", "::"):
+        line += f" reachable={url('127.0.0.1' if host == '0.0.0.0' else '::1')}"
+    return line
+
+
 def _configure_logging(log_format: str) -> None:
     from .middleware import JsonLogFormatter, TextLogFormatter, batch_access_log
 
@@ -402,13 +417,9 @@ async def _run(app, settings) -> None:
         await runner.cleanup()
         raise ConfigError("settings", "$.port", f"cannot listen on {settings.host}:"
                           f"{settings.port}: {error.strerror}") from None
-    shown_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
-    if ":" in shown_host:
-        shown_host = f"[{shown_host}]"
     tenant = app[SANDBOX].registry.tenants.default()
-    print(f"payroll-sandbox serving http://{shown_host}:{port} environment={settings.environment} "
-          f"x-api-key={tenant.api_key} x-api-secret={tenant.api_secret} seed={settings.seed}",
-          flush=True)
+    print(ready_line(host, port, settings.environment, tenant.api_key, tenant.api_secret,
+                     settings.seed), flush=True)
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

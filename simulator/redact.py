@@ -12,14 +12,14 @@ import re
 
 REDACTED = "[redacted]"
 # Paths that carry a secret in a segment of their own: the hosted flow's config (a base64
-# JSON document) holds the user's public token.
-_SECRET_SEGMENT = re.compile(r"^(/initialize/)[^/]+")
+# JSON document) holds the user's public token; a token's revocation names the token.
+_SECRET_SEGMENT = re.compile(r"^(/initialize/|/access-token/)[^/]+")
 _USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#@]*@")
 
 
 def loggable_path(path: str) -> str:
     """A request's path as logs show it: a secret segment redacted, spaces encoded."""
-    if path.startswith("/initialize/"):
+    if path.startswith(("/initialize/", "/access-token/")):
         path = _SECRET_SEGMENT.sub(rf"\g<1>{REDACTED}", path)
     return _spaces(path)
 

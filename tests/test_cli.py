@@ -55,6 +55,19 @@ def test_serve_prints_the_serving_line_and_finds_a_company_first():
         assert body["data"][0]["_id"] == WALMART
 
 
+def test_serve_on_every_interface_prints_the_bound_address_and_a_reachable_one():
+    """Issue 23: "`serve` prints the address it is bound to (and a reachable one beside it
+    for 0.0.0.0)"; the reachable one answers."""
+    with serving("--host", "0.0.0.0") as (base_url, key, secret, line):
+        assert base_url.startswith("http://0.0.0.0:")
+        fields = dict(part.split("=", 1) for part in line.split()[3:])
+        port = base_url.rsplit(":", 1)[1]
+        assert fields["reachable"] == f"http://127.0.0.1:{port}"
+        status, _ = post(f"{fields['reachable']}/company/search", {"query": "Walmart"},
+                         {"x-api-key": key, "x-api-secret": secret})
+        assert status == 200
+
+
 def first_task_id(*args: str) -> tuple[str, str]:
     """(the seed in the ready line, the id of the first task) of a fresh `serve`."""
     with serving("--clock", "manual", *args) as (base_url, key, secret, line):

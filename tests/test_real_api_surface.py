@@ -276,6 +276,10 @@ async def make_world(client) -> World:
     pay_link = (await create(client, company=NETFLIX, product="switch", paymentMethod=VISA))["id"]
     await run_until_idle(client)
     [account] = (await call(client, "GET", f"/linked-accounts/{USER}"))["data"]
+    # A connection that failed once and came back: the record then holds `lastFailure`
+    # (absent while it never failed).
+    for action in ("disconnect", "reconnect"):
+        await call(client, "POST", f"/_sandbox/linked-accounts/{account['_id']}/{action}")
     secret = (await call(client, "POST", "/secrets", json={"name": "main"}))["data"]["_id"]
     spare = (await call(client, "POST", "/secrets", json={"name": "spare"}))["data"]["_id"]
     endpoint = (await call(client, "POST", "/webhooks/endpoints", json={
@@ -629,10 +633,12 @@ async def test_put_user_stores_payment_methods_the_flow_can_offer(client):
 
 async def test_end_monitoring_disconnects_each_linked_account_and_stops_push_refreshes(client):
     world = await make_world(client)
+    disconnected = {"type": "linked-account-disconnected", "user": USER}
+    before = len((await call(client, "GET", "/_sandbox/events", params=disconnected))["data"])
     await call(client, "PUT", f"/user/{USER}/end-monitoring")
-    events = (await call(client, "GET", "/_sandbox/events",
-                         params={"type": "linked-account-disconnected", "user": USER}))["data"]
-    assert [e["body"]["data"]["linkedAccount"] for e in events] == [world.linked_account]
+    events = (await call(client, "GET", "/_sandbox/events", params=disconnected))["data"]
+    assert len(events) == before + 1  # one more: the user's one linked account
+    assert {e["body"]["data"]["linkedAccount"] for e in events} == {world.linked_account}
     [listed] = (await call(client, "GET", f"/linked-account/list/{USER}"))["data"]
     assert listed["valid"] is False
     emitted = (await call(client, "GET", "/_sandbox/events", params={"user": USER}))["data"]
@@ -640,9 +646,8 @@ async def test_end_monitoring_disconnects_each_linked_account_and_stops_push_ref
     later = (await call(client, "GET", "/_sandbox/events", params={"user": USER}))["data"]
     assert not [e for e in later[len(emitted):] if e["type"].endswith("-synced")]
     await call(client, "PUT", f"/user/{USER}/end-monitoring")  # again: nothing more to end
-    events = (await call(client, "GET", "/_sandbox/events",
-                         params={"type": "linked-account-disconnected", "user": USER}))["data"]
-    assert len(events) == 1
+    events = (await call(client, "GET", "/_sandbox/events", params=disconnected))["data"]
+    assert len(events) == before + 1
     assert (await error_of(client, "PUT", "/user/nobody/end-monitoring", 404))["code"] == \
         "user-not-found"
 

@@ -377,7 +377,9 @@ async def test_sdk_browser_linked_account_reconnect(page, sandbox):
     await run_until_idle(sandbox)
     [account] = (await call(sandbox, "GET", "/linked-accounts",
                             params={"identifier": identifier}))["data"]
-    await call(sandbox, "POST", f"/_sandbox/linked-accounts/{account['_id']}/disconnect", json={})
+    # The credentials changed at the company: the reconnect asks for them again.
+    await call(sandbox, "POST", f"/_sandbox/linked-accounts/{account['_id']}/disconnect",
+               json={"reason": "credentials-changed"})
     [disconnected] = (await call(sandbox, "GET", "/linked-accounts",
                                  params={"identifier": identifier}))["data"]
     assert disconnected["connected"] is False
@@ -397,6 +399,31 @@ async def test_sdk_browser_linked_account_reconnect(page, sandbox):
     types = [e["eventType"] for e in ledger if e["eventType"].startswith("linked-account-")]
     assert types == ["linked-account-connected", "linked-account-disconnected",
                      "linked-account-connected"]
+
+
+async def test_sdk_browser_reconnect_after_an_expired_session_needs_no_credentials(page,
+                                                                                    sandbox):
+    """Spec (Client SDK configuration): `linkedAccount` "Opens the authentication flow
+    directly for an existing linked account, to reconnect it. It often does not require
+    re-entering credentials": after an expired session the flow goes straight to the
+    progress of the reconnect, with no login form."""
+    identifier = "browser-resume"
+    await call(sandbox, "POST", "/task/create",
+               json={"identifier": identifier, "company": WALMART, "product": "deposit"})
+    await run_until_idle(sandbox)
+    [account] = (await call(sandbox, "GET", "/linked-accounts",
+                            params={"identifier": identifier}))["data"]
+    await call(sandbox, "POST", f"/_sandbox/linked-accounts/{account['_id']}/disconnect",
+               json={"reason": "timeout"})
+    token = await token_of(sandbox, identifier)
+    flow = await open_flow(page, {"publicToken": token, "linkedAccount": account["_id"]})
+    await on_screen(flow, "progress")
+    assert await flow.locator("[data-testid='username']").count() == 0
+    finished = await finish_task(page, sandbox, flow)
+    assert (await get_task(sandbox, finished["taskId"]))["status"] == "completed"
+    [reconnected] = (await call(sandbox, "GET", "/linked-account/list/" + identifier))["data"]
+    assert reconnected["valid"] is True
+    assert reconnected["lastSuccess"] > account["lastSuccess"]
 
 
 async def test_sdk_browser_add_card_then_login_switches_with_that_card(page, sandbox):
@@ -613,14 +640,14 @@ async def test_sdk_browser_failure_try_again_returns_to_the_login_form(page, san
 
 
 @pytest.mark.parametrize(("choice", "amount", "status"), [
-    ("percent", "40", "failed"), ("fixed", "250", "failed"), ("total", None, "completed"),
+    ("percent", "40", "failed"), ("fixed", "250", "failed"), ("total", None, "failed"),
 ])
-async def test_sdk_browser_distribution_not_supported_fails_only_a_fractional_deposit(
+async def test_sdk_browser_distribution_not_supported_fails_any_deposit(
         page, sandbox, receiver, choice, amount, status):
     """real-service-facts 7: the sandbox username test-distribution-not-supported. A
-    percent or fixed deposit chosen on direct-deposit-setup fails with the spec's nearest
-    reason, product-not-supported ("The merchant does not permit the Task for this
-    account"); the entire paycheck succeeds."""
+    deposit fails, whatever split is chosen on direct-deposit-setup (issue 20, 6), with the
+    spec's nearest reason, product-not-supported ("The merchant does not permit the Task
+    for this account")."""
     token = await token_of(sandbox, f"browser-distribution-{choice}")
     flow = await open_flow(page, {"publicToken": token, "deeplink": {
         "step": "direct-deposit-setup", "companyId": WALMART}})

@@ -57,6 +57,24 @@ def day_of(text: str) -> date:
     return date.fromisoformat(text[:10])
 
 
+def paystub_lines(account: LinkedAccount, statement: dict[str, Any]) -> list[tuple[int, str]]:
+    """A paystub's text (font size, line): the statement's figures, employer and employee.
+    The statement's `paystub` URL and a task's paystub files both print it."""
+    profile = account.profile
+    taxes = round(statement["grossAmount"] - statement["netAmount"], 2)
+    period = (f"{day_of(statement['payPeriodStartDate']).isoformat()} to "
+              f"{day_of(statement['payPeriodEndDate']).isoformat()}")
+    return [(18, "Earnings Statement"), (12, f"Employer: {profile.employer}"),
+            (12, f"Employee: {profile.first_name} {profile.last_name}"),
+            (12, f"Pay date: {day_of(statement['date']).isoformat()}"),
+            (12, f"Pay period: {period}"), (12, ""),
+            (12, f"Hours: {statement['hours']:.2f}"),
+            (12, f"Gross pay: ${statement['grossAmount']:,.2f}"),
+            (12, f"Taxes and deductions: ${taxes:,.2f}"),
+            (12, f"Net pay: ${statement['netAmount']:,.2f}"),
+            (12, f"Payment method: {statement['paymentMethod']}")]
+
+
 @dataclass(frozen=True)
 class Profile:
     """The person and the job behind a linked account."""
@@ -117,15 +135,17 @@ class LinkedAccount:
         `lastFailure`). `company` is the catalog's current record of the company, if it
         still has one; `rule` the account's manual-deposit rule (the Company's tags)."""
         company = company or self.company_at_link
-        return {"_id": self.id, "valid": self.connected,
-                # The user must go through the SDK again: only a disconnected account needs it.
-                "transactRequired": not self.connected,
-                "company": search_record(company, rule or ManualDepositRule()),
-                # Every company in this sandbox has a connector of its own, named after it.
-                "connector": {"_id": company.connector_id, "name": company.name},
-                # Refreshes run only while connected, so the last refresh is the last success.
-                "lastSuccess": isoformat(self.last_refresh),
-                "lastFailure": isoformat(self.last_failure) if self.last_failure else None}
+        record = {"_id": self.id, "valid": self.connected,
+                  # The user must go through the SDK again: only a disconnected account does.
+                  "transactRequired": not self.connected,
+                  "company": search_record(company, rule or ManualDepositRule()),
+                  # Every company in this sandbox has a connector of its own, named after it.
+                  "connector": {"_id": company.connector_id, "name": company.name},
+                  # Refreshes run only while connected: the last refresh is the last success.
+                  "lastSuccess": isoformat(self.last_refresh)}
+        if self.last_failure is not None:  # a date-time once the connection failed, else absent
+            record["lastFailure"] = isoformat(self.last_failure)
+        return record
 
     def record(self, company: Company | None = None,
                rule: ManualDepositRule | None = None) -> dict[str, Any]:

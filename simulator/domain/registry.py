@@ -76,11 +76,11 @@ class TenantRegistry:
         for account in self._fixture_accounts:
             self._add(account)
 
-    def _add(self, account: dict[str, Any]) -> Tenant:
+    def _add(self, account: dict[str, Any], *, from_fixtures: bool = True) -> Tenant:
         assert self._services is not None, "open the registry first"
         tenant = Tenant(account, clock_factory=self._clock_factory,
                         companies=lambda: CompanyDirectory(self.catalog, self.index),
-                        seed=self.seed, services=self._services)
+                        seed=self.seed, services=self._services, from_fixtures=from_fixtures)
         self.tenants.add(tenant)
         return tenant
 
@@ -109,7 +109,7 @@ class TenantRegistry:
             "webhooks": {"signing": request.get("signing", True), "endpoints": []},
             "continuousAccess": request.get("continuousAccess", {}),
         }
-        tenant = self._add(account)
+        tenant = self._add(account, from_fixtures=False)
         self._made_by[name] = creator
         return tenant
 
@@ -117,7 +117,7 @@ class TenantRegistry:
         """--state-file: a tenant the control plane had made, back with its saved account
         (name and keys) and its maker's name ("" for none; makers are saved before what they
         made); snapshot.py fills in its state."""
-        tenant = self._add(account)
+        tenant = self._add(account, from_fixtures=False)
         self._made_by[tenant.name] = self.tenants.get(created_by) if created_by else None
         return tenant
 

@@ -138,9 +138,12 @@ class Tenant:
 
     def __init__(self, account: dict[str, Any], *, clock_factory: Callable[[], Clock],
                  companies: Callable[[], CompanyDirectory], seed: int | str,
-                 services: TenantServices) -> None:
+                 services: TenantServices, from_fixtures: bool = True) -> None:
         self.account = account
         self.name: str = account["name"]
+        # An account of the fixtures (else made by the control plane): only these take
+        # --webhook-url as an endpoint (DESIGN.md, Commands).
+        self.from_fixtures = from_fixtures
         # Wall time (monotonic) of its latest request: a shared deployment forgets tenants
         # idle past --tenant-idle-expiry (TenantRegistry.expire_idle).
         self.last_request = time.monotonic()

@@ -3,12 +3,11 @@ real-service-facts 8: GET /linked-account/list/{identifier})."""
 
 from __future__ import annotations
 
-from typing import Any
 
 from aiohttp import web
 from yarl import URL
 
-from ..domain.linked_accounts import DATA_KINDS, LinkedAccount, day_of
+from ..domain.linked_accounts import DATA_KINDS, paystub_lines
 from ..errors import ValidationFailed, field_detail
 from ..pdf import text_pdf
 from ..schemas.api import DATA_QUERY, DISCONNECT_REQUEST
@@ -83,26 +82,9 @@ async def paystub(tenant, params, sandbox) -> web.Response:
     credentials as the data endpoints (API keys)."""
     account, statement = sandbox.linked_accounts.paystub(tenant, params["statementId"])
     disposition = f'inline; filename="paystub-{statement["_id"]}.pdf"'
-    return web.Response(body=text_pdf(_paystub_lines(account, statement)),
+    return web.Response(body=text_pdf(paystub_lines(account, statement)),
                         content_type="application/pdf",
                         headers={"content-disposition": disposition})
-
-
-def _paystub_lines(account: LinkedAccount, statement: dict[str, Any]) -> list[tuple[int, str]]:
-    """The paystub's text: the statement's figures, employer and employee."""
-    profile = account.profile
-    taxes = round(statement["grossAmount"] - statement["netAmount"], 2)
-    period = (f"{day_of(statement['payPeriodStartDate']).isoformat()} to "
-              f"{day_of(statement['payPeriodEndDate']).isoformat()}")
-    return [(18, "Earnings Statement"), (12, f"Employer: {profile.employer}"),
-            (12, f"Employee: {profile.first_name} {profile.last_name}"),
-            (12, f"Pay date: {day_of(statement['date']).isoformat()}"),
-            (12, f"Pay period: {period}"), (12, ""),
-            (12, f"Hours: {statement['hours']:.2f}"),
-            (12, f"Gross pay: ${statement['grossAmount']:,.2f}"),
-            (12, f"Taxes and deductions: ${taxes:,.2f}"),
-            (12, f"Net pay: ${statement['netAmount']:,.2f}"),
-            (12, f"Payment method: {statement['paymentMethod']}")]
 
 
 ACCOUNT = {"type": "object"}

@@ -8,12 +8,12 @@ from yarl import URL
 
 from ..clock import isoformat
 from ..domain import tasks as domain
+from ..domain.linked_accounts import paystub_lines
 from ..domain.sdk import deposit_form_pdf
 from ..pdf import text_pdf
 from ..schemas.api import (FILE_QUERY, FILE_URL, PRESCREEN, PRESCREEN_REQUEST, TASK_CREATE_REQUEST,
                            TASK_CREATED, TASK_DETAILS, TASK_RECORD, TASK_STATUS,
                            TASK_WORKFLOW_CREATED, TASK_WORKFLOW_REQUEST)
-from .linked_accounts import _paystub_lines
 from .pipeline import Auth, Reply, operation
 
 REAL = {"auth": Auth.API_KEYS}  # the reconstruction's default: API key and secret
@@ -99,7 +99,7 @@ async def task_file(params, query, sandbox) -> web.Response:
         sandbox.registry.tenants.get(query["tenant"]), params["taskId"], params["fileId"],
         query["expires"], query["signature"])
     if file.statement is not None:
-        pdf = text_pdf(_paystub_lines(file.account, file.statement))
+        pdf = text_pdf(paystub_lines(file.account, file.statement))
     else:
         company = tenant.companies.get(task.company_id)
         pdf = deposit_form_pdf(company.name if company else "your employer", task.identifier,

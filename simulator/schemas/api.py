@@ -630,7 +630,7 @@ TASK_DETAILS = {
         "status": {"enum": TASK_STATUSES},
         "product": _STRING,
         "authentication": {**_STRING, "description": "The authentication method."},
-        "company": {"$ref": "#/components/schemas/SearchCompany",
+        "company": {**SEARCH_COMPANY, "required": ["_id"],
                     "description": "The Company (a company deleted since: its `_id` only)."},
         "payrollDataAvailable": {
             "type": "boolean",
@@ -728,7 +728,7 @@ PRESCREEN = {
 FILE_URL = {
     "type": "object",
     "required": ["url"],
-    "properties": {"url": {"type": "string", "format": "uri"}, "expiresAt": _DATE_TIME},
+    "properties": {"url": {"type": "string", "pattern": "^https?://"}, "expiresAt": _DATE_TIME},
 }
 
 FILE_QUERY = {

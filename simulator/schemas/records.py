@@ -38,17 +38,18 @@ _REAL_FIELDS: dict[str, Any] = {
                   "properties": {"_id": _ID, "name": {"type": "string"}}},
     "lastSuccess": {"anyOf": [SERVICE_DATE_TIME, {"type": "null"}],
                     "description": "When data was last synced successfully (null: never)."},
-    "lastFailure": {"anyOf": [SERVICE_DATE_TIME, {"type": "null"}],
+    "lastFailure": {**SERVICE_DATE_TIME,
                     "description": "When the connection last failed: a disconnect, or a refresh "
-                                   "task that failed (null: never)."},
+                                   "task that failed (absent: never)."},
 }
+_OPTIONAL_REAL = ("lastFailure",)
 
 LINKED_ACCOUNT_LIST_RECORD = {
     "type": "object",
     "description": "The real service's linked-account record "
                    "(GET /linked-account/list/{identifier}).",
     "additionalProperties": False,
-    "required": list(_REAL_FIELDS),
+    "required": [name for name in _REAL_FIELDS if name not in _OPTIONAL_REAL],
     "properties": _REAL_FIELDS,
 }
 
@@ -58,7 +59,8 @@ LINKED_ACCOUNT_RECORD = {
                    "(GET /linked-account/list/{identifier}), with the sandbox's own fields "
                    "beside it.",
     "additionalProperties": False,
-    "required": [*_REAL_FIELDS, "identifier", "companyId", "product", "connected", "status",
+    "required": [*(name for name in _REAL_FIELDS if name not in _OPTIONAL_REAL),
+                 "identifier", "companyId", "product", "connected", "status",
                  "createdAt", "lastRefreshedAt"],
     "properties": {
         **_REAL_FIELDS,

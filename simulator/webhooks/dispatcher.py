@@ -286,10 +286,12 @@ class Dispatcher:
     # -- wiring -----------------------------------------------------------------------------
 
     def webhooks_for(self, tenant: Tenant) -> TenantWebhooks:
-        """A tenant's webhook state as its account makes it: its endpoints (and
-        `--webhook-url`), no faults, a fault roll seeded by the tenant's name."""
+        """A tenant's webhook state as its account makes it: its endpoints (and, for an
+        account of the fixtures, `--webhook-url`: a tenant the control plane made gets only
+        its own), no faults, a fault roll seeded by the tenant's name."""
         endpoints = [dict(e) for e in tenant.webhook_endpoints]
-        if self.default_url and not any(e["url"] == self.default_url for e in endpoints):
+        if (self.default_url and tenant.from_fixtures
+                and not any(e["url"] == self.default_url for e in endpoints)):
             endpoints.append({"url": self.default_url})
         # Stable ids, seeded: GET /webhooks/endpoints and the control plane name them.
         endpoints = [{"_id": tenant.ids.object_id(), **e} if "_id" not in e else e
