@@ -382,6 +382,11 @@ def test_credentials_in_the_body_are_accepted(payroll_sandbox):
         "institution_id": INSTITUTION, "initial_products": ["transactions"]})
     assert status == 200 and answer["public_token"].startswith("public-sandbox-")
     assert answer["request_id"]
+    # The journal keeps the request, not the secret in it.
+    [entry] = [e for e in payroll_sandbox.get("/_sandbox/requests")
+               if e["path"].endswith("/sandbox/public_token/create")]
+    assert entry["body"]["secret"] == "[redacted]"
+    assert payroll_sandbox.api_secret not in json.dumps(entry)
 
 
 # -- the tenant's state: snapshot, reset, bound -------------------------------------------------
