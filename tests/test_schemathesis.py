@@ -149,14 +149,16 @@ def _narrowed(check, waivers: list[Waiver]):
 
 @pytest.fixture(scope="module")
 def sandbox_process(tmp_path_factory):
-    """`python -m payroll_sandbox serve --port 0 --clock manual`: (base_url, key, secret) of its
-    default tenant, read from the serving line. Webhook attempts time out after 0.2 wall
-    seconds, as endpoints registered by generated requests go nowhere."""
+    """`python -m payroll_sandbox serve --port 0 --clock manual --strict-bodies`: (base_url,
+    key, secret) of its default tenant, read from the serving line. Webhook attempts time
+    out after 0.2 wall seconds, as endpoints registered by generated requests go nowhere.
+    --strict-bodies: the document's request schemas are what it enforces (without it an
+    unknown field is ignored with a warning, which a schema cannot state)."""
     log = tmp_path_factory.mktemp("schemathesis") / "server.log"
     with log.open("w") as stderr:
         process = subprocess.Popen(
             [sys.executable, "-m", "payroll_sandbox", "serve", "--port", "0", "--clock", "manual",
-             "--webhook-timeout", "0.2"],
+             "--webhook-timeout", "0.2", "--strict-bodies"],
             stdout=subprocess.PIPE, stderr=stderr, text=True, cwd=REPO,
             env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
