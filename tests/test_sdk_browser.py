@@ -370,16 +370,22 @@ async def test_sdk_browser_messages_not_from_the_flow_iframe_are_ignored(page, s
     assert await events(page, "finish") == []
 
 
-async def test_sdk_browser_linked_account_reconnect(page, sandbox):
-    identifier = "browser-reconnect"
+async def disconnected_account(sandbox, identifier: str, reason: str) -> dict:
+    """A user's linked account at Walmart (a completed deposit task), then disconnected."""
     await call(sandbox, "POST", "/task/create",
                json={"identifier": identifier, "company": WALMART, "product": "deposit"})
     await run_until_idle(sandbox)
     [account] = (await call(sandbox, "GET", "/linked-accounts",
                             params={"identifier": identifier}))["data"]
-    # The credentials changed at the company: the reconnect asks for them again.
     await call(sandbox, "POST", f"/_sandbox/linked-accounts/{account['_id']}/disconnect",
-               json={"reason": "credentials-changed"})
+               json={"reason": reason})
+    return account
+
+
+async def test_sdk_browser_linked_account_reconnect(page, sandbox):
+    identifier = "browser-reconnect"
+    # The credentials changed at the company: the reconnect asks for them again.
+    account = await disconnected_account(sandbox, identifier, "credentials-changed")
     [disconnected] = (await call(sandbox, "GET", "/linked-accounts",
                                  params={"identifier": identifier}))["data"]
     assert disconnected["connected"] is False
@@ -408,13 +414,7 @@ async def test_sdk_browser_reconnect_after_an_expired_session_needs_no_credentia
     re-entering credentials": after an expired session the flow goes straight to the
     progress of the reconnect, with no login form."""
     identifier = "browser-resume"
-    await call(sandbox, "POST", "/task/create",
-               json={"identifier": identifier, "company": WALMART, "product": "deposit"})
-    await run_until_idle(sandbox)
-    [account] = (await call(sandbox, "GET", "/linked-accounts",
-                            params={"identifier": identifier}))["data"]
-    await call(sandbox, "POST", f"/_sandbox/linked-accounts/{account['_id']}/disconnect",
-               json={"reason": "timeout"})
+    account = await disconnected_account(sandbox, identifier, "timeout")
     token = await token_of(sandbox, identifier)
     flow = await open_flow(page, {"publicToken": token, "linkedAccount": account["_id"]})
     await on_screen(flow, "progress")
