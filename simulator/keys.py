@@ -62,3 +62,4 @@ PUBLIC_TOKEN = _request_key("public_token", PublicToken)
 BODY = _request_key("body", object)
 ERROR_CODE = _request_key("error_code", str)
 WARNINGS = _request_key("warnings", list)  # what the API ignored of the request
+FAULT = _request_key("fault", dict)  # the API fault rule that fired on it (domain/faults.py)

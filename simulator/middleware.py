@@ -19,7 +19,7 @@ from aiohttp.web_protocol import RequestPayloadError
 from .clock import isoformat
 from .errors import (ApiError, HostNotAllowed, InternalError, MalformedBody, MethodNotAllowed,
                      PayloadTooLarge, RequestTimeout, RouteNotFound, field_detail)
-from .keys import BODY, ERROR_CODE, FIXED_PATHS, SANDBOX, TENANT, WARNINGS
+from .keys import BODY, ERROR_CODE, FAULT, FIXED_PATHS, SANDBOX, TENANT, WARNINGS
 from .redact import loggable_path
 from .settings import Settings
 from .security import NOSNIFF, page_headers
@@ -106,7 +106,7 @@ async def edge_middleware(request: web.Request, handler: Any) -> web.StreamRespo
             time=isoformat(tenant.clock.timestamp()), method=request.method,
             path=request.path, query=dict(request.query), status=response.status,
             duration_ms=duration, error_code=request.get(ERROR_CODE), body=request.get(BODY),
-            warnings=request.get(WARNINGS) or [])
+            warnings=request.get(WARNINGS) or [], fault=request.get(FAULT))
     if access_log.isEnabledFor(logging.INFO):
         _log_access(request.method, request.path, response.status, duration, tenant_name)
     headers = response.headers

@@ -40,6 +40,7 @@ from .clock import MANUAL, Clock, isoformat
 from .domain.aggregator import Account, Item, token_index
 from .domain.companies import Company, ManualDepositRule
 from .domain.events import Event
+from .domain.faults import MAX_RULES, RULE_FIELDS, FaultRule, target_problems
 from .domain.linked_accounts import LinkedAccount, Profile
 from .domain.processor_links import ProcessorLink, ProcessorToken
 from .domain.tasks import Task, Workflow
@@ -282,6 +283,20 @@ AGGREGATOR_ITEM = Record(Item, {"Account": Record(Account)}, shapes={
 DELIVERY = Record(Delivery, {"Attempt": Record(Attempt)})
 JOURNAL_ENTRY = Record(JournalEntry)
 
+
+def _fault_rule_shapes() -> dict[str, dict[str, Any]]:
+    """A rule's fields as the request takes them (domain/faults.py), null where a rule may
+    go without one."""
+    shapes = {name: {k: v for k, v in spec.items() if k != "description"}
+              for name, spec in RULE_FIELDS.items()}
+    for name in ("status", "retryAfter", "latencyMs", "count"):
+        shapes[name]["type"] = [shapes[name]["type"], "null"]
+    shapes["reset"] = {"type": "boolean"}
+    return shapes
+
+
+API_FAULT_RULE = Record(FaultRule, shapes=_fault_rule_shapes())
+
 _STRING = {"type": "string"}
 _STRINGS = {"type": "array", "items": _STRING}
 _COUNT = {"type": "integer", "minimum": 0, "maximum": MAX_COUNT}
@@ -373,6 +388,12 @@ SNAPSHOT_SCHEMA: dict[str, Any] = {
     }, {
         # Added later: a snapshot without it has no items at the aggregator's API.
         "aggregatorItems": {"type": "array", "items": AGGREGATOR_ITEM.schema},
+        # Added later (issue 23): a snapshot without it has no API fault rules.
+        "apiFaults": _object({"rules": {"type": "array", "items": API_FAULT_RULE.schema,
+                                        "maxItems": MAX_RULES},
+                              "fired": {"type": "array", "items": _COUNT,
+                                        "maxItems": MAX_RULES},
+                              "random": _RANDOM_STATE}),
     }),
 }
 STATE_SCHEMA: dict[str, Any] = _object({
@@ -469,6 +490,9 @@ def take(tenant: Tenant, sandbox: Any) -> dict[str, Any]:
                      "secrets": [dict(secret) for secret in webhooks.secrets.values()]},
         # The journal's entries and counter are its own (journal.py has no snapshot API).
         "journal": [JOURNAL_ENTRY.dump(entry) for entry in journal._entries],
+        "apiFaults": {"rules": [API_FAULT_RULE.dump(rule) for rule in tenant.api_faults.rules],
+                      "fired": list(tenant.api_faults.fired),
+                      "random": _random_state(tenant.api_faults.random)},
         "jobs": jobs,
     }
 
@@ -760,6 +784,7 @@ class _Builder:
         endpoints, faults, held = self._webhooks()
         secrets = self._secrets(endpoints)
         journal = [JOURNAL_ENTRY.load(entry) for entry in d["journal"]]
+        api_faults = self._api_faults()
         counters = d["counters"]
         jobs = self._jobs(counters["nextJobSequence"])
         self.public_tokens = tokens
@@ -805,6 +830,11 @@ class _Builder:
             tenant.journal._entries.extend(journal)
             tenant.journal._next_id = counters["journalNextId"]
             tenant.journal.evicted = counters["journalEvicted"]
+            if api_faults is not None:
+                rules, fired, state = api_faults
+                tenant.api_faults.restore(rules, fired)
+                tenant.api_faults.random.setstate((state["version"], tuple(state["state"]),
+                                                   state["gauss"]))
             tenant.evicted = {"tasks": counters["tasksEvicted"],
                               "tokens": counters["tokensEvicted"]}
             tenant._next_task_eviction = counters["nextTaskEviction"]
@@ -910,6 +940,31 @@ class _Builder:
             if endpoint.get("secretId") is not None and endpoint["secretId"] not in secrets:
                 raise _invalid(f"$.webhooks.endpoints[{number}].secretId", "no such secret")
         return secrets
+
+    def _api_faults(self) -> tuple[list[FaultRule], list[int], dict[str, Any]] | None:
+        """The API fault rules, their counts and generator (None: a snapshot from before
+        they existed), checked as PUT /_sandbox/faults/api checks rules."""
+        section = self.document.get("apiFaults")
+        if section is None:
+            return None
+        from .routes.faults import targets  # here: the routes import this module
+
+        path = "$.apiFaults"
+        rules = [API_FAULT_RULE.load(raw) for raw in section["rules"]]
+        if len(section["fired"]) != len(rules):
+            raise _invalid(f"{path}.fired", "must count each rule once")
+        for number, (rule, fired) in enumerate(zip(rules, section["fired"])):
+            if len(rule.kinds) != 1:
+                raise _invalid(f"{path}.rules[{number}]", "names exactly one of status, "
+                               f"latencyMs, reset (it names {', '.join(rule.kinds) or 'none'})")
+            if rule.retry_after is not None and rule.status is None:
+                raise _invalid(f"{path}.rules[{number}].retryAfter", "only with status")
+            if rule.count is not None and fired > rule.count:
+                raise _invalid(f"{path}.fired[{number}]", f"more than its count {rule.count}")
+        for number, problem in target_problems(rules, targets(self.sandbox.operations)):
+            raise _invalid(f"{path}.rules[{number}].path", problem)
+        return rules, list(section["fired"]), self._random_state(section["random"],
+                                                                 f"{path}.random")
 
     def _jobs(self, next_sequence: int) -> list[Job]:
         jobs, sequences = [], set()

@@ -41,6 +41,7 @@ WAIT_TIMEOUT = 10.0      # wall seconds `wait_for` waits by default
 SIGNATURE_HEADER = "x-hmac-signature-sha-256"
 WEBHOOK_PATH = "/webhooks"
 ENDPOINTS = "/_sandbox/webhooks/endpoints"
+API_FAULTS = "/_sandbox/faults/api"
 
 T = TypeVar("T")
 
@@ -128,6 +129,36 @@ def _answer(raw: bytes, content_type: str) -> Any:
 
 def _query(path: str, query: Mapping[str, Any]) -> str:
     return f"{path}?{urllib.parse.urlencode(query)}" if query else path
+
+
+def _fault_rule(operation: str, **fault: Any) -> dict[str, Any]:
+    """A rule of PUT /_sandbox/faults/api: `operation` is the method and the path as the
+    OpenAPI document declares it (`"POST /task/create"`, `"GET /task/{taskId}"`; a path
+    alone is a GET), `fault` its fault and limits (None left out)."""
+    method, _, path = operation.strip().partition(" ")
+    if not path:
+        method, path = "GET", method
+    path = path.strip()
+    if not method.isalpha() or not path.startswith("/"):
+        raise ValueError(f"{operation!r} is no operation: write it as the method and the path "
+                         "of the OpenAPI document, e.g. 'POST /task/create'")
+    return {"method": method.upper(), "path": path,
+            **{name: value for name, value in fault.items() if value is not None}}
+
+
+def _rules_with(current: list[dict[str, Any]], rule: dict[str, Any]) -> dict[str, Any]:
+    """The PUT body that adds `rule` after the tenant's rules that can still fire: a PUT
+    starts every count afresh, so a counted rule goes back with what it has left."""
+    kept = []
+    for existing in current:
+        if existing["remaining"] == 0:
+            continue
+        fields = {k: v for k, v in existing.items()
+                  if k not in ("fired", "remaining", "count") and v is not None}
+        if existing["remaining"] is not None:
+            fields["count"] = existing["remaining"]
+        kept.append(fields)
+    return {"rules": [*kept, rule]}
 
 
 def _endpoints_with(endpoints: list[dict[str, Any]], url: str,
@@ -254,6 +285,38 @@ class Sandbox:
         """Puts back a `snapshot()` exactly: ids, clock, cursors, ledger."""
         return self.post("/_sandbox/snapshot", document)
 
+    # -- API faults on purpose: the calls your app makes fail (PUT /_sandbox/faults/api) ----
+
+    def fail_next(self, operation: str, status: int = 503, *, retry_after: int | None = None,
+                  count: int | None = 1) -> list[dict[str, Any]]:
+        """The next `count` calls of `operation` (`"POST /task/create"`, as the OpenAPI
+        document names it) answer `status` with the error body (and `retry-after:
+        <retry_after>`), changing nothing; `count=None`: every call. Returns the rules."""
+        return self._add_api_fault(_fault_rule(operation, status=status,
+                                               retryAfter=retry_after, count=count))
+
+    def slow_next(self, operation: str, latency_ms: int, *,
+                  count: int | None = 1) -> list[dict[str, Any]]:
+        """The next `count` calls of `operation` wait `latency_ms` wall milliseconds (at
+        most 30,000), then are served as usual."""
+        return self._add_api_fault(_fault_rule(operation, latencyMs=latency_ms, count=count))
+
+    def reset_next(self, operation: str, *, count: int | None = 1) -> list[dict[str, Any]]:
+        """The next `count` calls of `operation` have their connection closed without an
+        answer (a TCP reset), changing nothing."""
+        return self._add_api_fault(_fault_rule(operation, reset=True, count=count))
+
+    def api_faults(self) -> list[dict[str, Any]]:
+        """The tenant's API fault rules, each with how often it `fired` and its `remaining`."""
+        return self.get(API_FAULTS)["rules"]
+
+    def clear_api_faults(self) -> None:
+        """No API fault rules any more (`DELETE /_sandbox/faults/api`)."""
+        self.request("DELETE", API_FAULTS)
+
+    def _add_api_fault(self, rule: dict[str, Any]) -> list[dict[str, Any]]:
+        return self.request("PUT", API_FAULTS, _rules_with(self.api_faults(), rule))["rules"]
+
 
 class AsyncSandbox:
     """One tenant of a running sandbox, awaitable: the methods of Sandbox over an
@@ -365,6 +428,32 @@ class AsyncSandbox:
 
     async def restore(self, document: dict[str, Any]) -> Any:
         return await self.post("/_sandbox/snapshot", document)
+
+    async def fail_next(self, operation: str, status: int = 503, *,
+                        retry_after: int | None = None,
+                        count: int | None = 1) -> list[dict[str, Any]]:
+        """Sandbox.fail_next, awaited."""
+        return await self._add_api_fault(_fault_rule(operation, status=status,
+                                                     retryAfter=retry_after, count=count))
+
+    async def slow_next(self, operation: str, latency_ms: int, *,
+                        count: int | None = 1) -> list[dict[str, Any]]:
+        return await self._add_api_fault(_fault_rule(operation, latencyMs=latency_ms,
+                                                     count=count))
+
+    async def reset_next(self, operation: str, *,
+                         count: int | None = 1) -> list[dict[str, Any]]:
+        return await self._add_api_fault(_fault_rule(operation, reset=True, count=count))
+
+    async def api_faults(self) -> list[dict[str, Any]]:
+        return (await self.get(API_FAULTS))["rules"]
+
+    async def clear_api_faults(self) -> None:
+        await self.request("DELETE", API_FAULTS)
+
+    async def _add_api_fault(self, rule: dict[str, Any]) -> list[dict[str, Any]]:
+        rules = _rules_with(await self.api_faults(), rule)
+        return (await self.request("PUT", API_FAULTS, rules))["rules"]
 
 
 # -- webhook receivers --------------------------------------------------------------------

@@ -24,6 +24,7 @@ from ..scheduler import Runner
 from .changes import EVENT, TASK, Changes
 from .companies import CompanyDirectory, ManualDepositRule
 from .events import Event, EventLog, event_body
+from .faults import ApiFaults
 from .timeline import Timeline
 
 DEFAULT_PRODUCTS = ("deposit", "verify", "switch", "present", "employer-classification",
@@ -207,6 +208,8 @@ class Tenant:
         self.aggregator_items: dict[str, Any] = {}
         self.aggregator_tokens: dict[str, str] = {}
         self.journal = Journal()
+        # API faults on purpose (PUT /_sandbox/faults/api), their draws seeded per tenant.
+        self.api_faults = ApiFaults(random.Random(f"{self._seed}:{self.name}:api-faults"))
         self.events.listeners.append(lambda event: self.changes.touch(EVENT, event.id))
         self.events.listeners.append(partial(dispatcher.deliver_new, self))
         self.runner = Runner(self, dispatcher.settle)

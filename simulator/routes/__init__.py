@@ -5,7 +5,8 @@ adds them as routes and openapi.py describes them, from the same declarations.
 """
 
 from . import (access, aggregator_api, companies, control, demo, docs,  # noqa: F401
-               linked_accounts, meta, pay_link, processor_links, sdk, tasks, users, webhooks)
+               faults, linked_accounts, meta, pay_link, processor_links, sdk, tasks, users,
+               webhooks)
 from .pipeline import OPERATIONS, Operation, add_routes
 
 __all__ = ["OPERATIONS", "Operation", "add_routes"]

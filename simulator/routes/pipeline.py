@@ -17,7 +17,11 @@ Model: stripe-mock's single HandleRequest pipeline; FastAPI's declarations.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import socket
+import struct
+from contextlib import suppress
 from time import monotonic
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -26,9 +30,10 @@ from typing import Any
 
 from aiohttp import web
 
+from ..domain.faults import Fired, InjectedFault
 from ..errors import ApiError, ApiKeysRequired, PublicTokenRequired, ValidationFailed, field_detail
 from ..journal import journal_body
-from ..keys import BODY, FIXED_PATHS, PUBLIC_TOKEN, SANDBOX, TENANT, WARNINGS
+from ..keys import BODY, FAULT, FIXED_PATHS, PUBLIC_TOKEN, SANDBOX, TENANT, WARNINGS
 from ..middleware import json_response, read_within_time, wrong_method
 from ..static import static_text
 from ..schemas.validate import (INVALID_TEXT, check_json_type, parse_json_body, parse_query,
@@ -164,6 +169,9 @@ def _endpoint(op: Operation, shadowed: dict[str, str] | None = None
     # The service's operations take what the real service would (unknown fields ignored).
     # The aggregator's own API refuses unknown fields as the aggregator does.
     strict = op.path.startswith(CONTROL_PLANE) or op.auth is Auth.AGGREGATOR
+    # The tenant's API fault rules apply here (domain/faults.py); never to the control
+    # plane, so a test can always take them back.
+    faultable = op.auth is not Auth.NONE and not op.path.startswith(CONTROL_PLANE)
 
     async def handle(request: web.Request) -> web.StreamResponse:
         if shadowed and request.path in shadowed:
@@ -173,6 +181,10 @@ def _endpoint(op: Operation, shadowed: dict[str, str] | None = None
             tenant, token = await _authenticate_client(request, sandbox), None
         else:
             tenant, token = _authenticate(request, op.auth, sandbox)
+        if faultable and tenant.api_faults.rules:
+            fired = tenant.api_faults.fire(op.method, op.path)
+            if fired is not None and (reset := await _inject(request, fired)) is not None:
+                return reset
         if request.match_info:
             _check_path(request.match_info)
         body = query = None
@@ -232,6 +244,44 @@ def _without_secret(body: Any) -> Any:
     if isinstance(body, dict) and "secret" in body:
         return {**body, "secret": "[redacted]"}
     return body
+
+
+async def _inject(request: web.Request, fired: Fired) -> web.StreamResponse | None:
+    """Carries out a fault rule that fired, before anything else of the request: a slow
+    answer waits and lets the request go on (None); an error status is raised; a reset
+    reads the request, closes the connection without an answer and gives the journal a
+    response of status 0 that is never sent. The journal names the rule."""
+    rule = fired.rule
+    request[FAULT] = fired.record()
+    if rule.latency_ms is not None:
+        await asyncio.sleep(rule.latency_ms / 1000)
+        return None
+    await _keep_body(request)
+    if not rule.reset:
+        raise InjectedFault(fired.number, rule)
+    transport = request.transport
+    if transport is not None:
+        sock = transport.get_extra_info("socket")
+        if sock is not None:  # a zero linger: the close is a TCP reset, not an orderly end
+            with suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        transport.abort()
+    return web.Response(status=0)
+
+
+async def _keep_body(request: web.Request) -> None:
+    """A faulted request's body, read whole (as a server that fails after reading it) and
+    kept for the journal (its text when it is no JSON); one that cannot be read is not."""
+    try:
+        raw = await read_within_time(request, request.read())
+    except (ApiError, web.HTTPException):
+        return
+    if raw:
+        try:
+            body: Any = parse_json_body(raw, None)
+        except ApiError:
+            body = raw.decode("utf-8", "replace")
+        request[BODY] = journal_body(body, len(raw))
 
 
 def _check_body_type(content_type: str | None, warnings: list[str], lenient: bool) -> None:

@@ -1,0 +1,252 @@
+"""API faults on purpose (issue 23; DESIGN.md, Bodies and API faults): rules a tenant sets
+with `PUT /_sandbox/faults/api` so that the calls its own app makes fail as a production
+API sometimes does (an error status with `retry-after`, a slow answer, a reset connection)
+and its retry and backoff code is exercised.
+
+A rule names one operation as the OpenAPI document does (method and declared path, with
+its `{params}`) and one fault; `count` spends it, `probability` draws from the tenant's
+seeded generator, so a run repeats. The pipeline (routes/pipeline.py) asks `fire` for
+every request after authentication and carries out what fired before the handler runs,
+so a faulted request changes nothing; the control plane is never faulted, so a test can
+always take its rules back. Pure: no HTTP here.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ApiError, ValidationFailed, field_detail
+
+MAX_RULES = 100            # per tenant (README: Limits)
+MAX_LATENCY_MS = 30_000    # a slow answer waits at most 30 wall seconds
+MAX_RETRY_AFTER = 3_600    # seconds a `retry-after` may ask for
+MAX_COUNT = 1_000_000
+METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+CONTROL_PLANE = "/_sandbox/"
+KINDS = ("status", "latencyMs", "reset")  # the fault a rule makes: exactly one of these
+
+# The answer's `code` for the statuses a client tells apart; any other is injected-fault.
+# The message says that the sandbox injected it.
+CODES = {400: "bad-request", 401: "unauthorized", 403: "forbidden", 404: "not-found",
+         408: "request-timeout", 409: "conflict", 429: "rate-limited",
+         500: "internal-error", 502: "bad-gateway", 503: "service-unavailable",
+         504: "gateway-timeout"}
+INJECTED = ("The sandbox injected this {status} on purpose (rule $.rules[{number}] of PUT "
+            "/_sandbox/faults/api, for {method} {path}); the request was not processed.")
+NOT_FAULTABLE = "A rule names an operation that cannot be faulted."
+CONTROL_PLANE_REFUSED = ("the control plane cannot be faulted (so a test can always take its "
+                         "rules back)")
+NO_CREDENTIALS = "{method} {path} takes no credentials, so no tenant's rule applies to it"
+OTHER_METHOD = "{path} takes {methods}, not {method}"
+NO_SUCH_PATH = ("no operation has the path {path!r}: name it as GET /openapi.json does, "
+                "e.g. /task/{{taskId}}")
+
+# One rule of the request body (and of a snapshot: snapshot.py takes these shapes).
+RULE_FIELDS: dict[str, dict[str, Any]] = {
+    "method": {"enum": list(METHODS), "description": "The operation's method (a GET rule "
+                                                     "also faults its HEAD)."},
+    "path": {"type": "string", "minLength": 1, "maxLength": 512,
+             "pattern": r"^/[^\x00-\x1f\x7f-\x9f]*$",
+             "description": "The operation's path as the OpenAPI document declares it, "
+                            "with its `{params}`: `/task/{taskId}`. Not the control plane."},
+    "status": {"type": "integer", "minimum": 400, "maximum": 599,
+               "description": "Answer this status with the error body (code `rate-limited` "
+                              "for 429, `service-unavailable` for 503, ...)."},
+    "retryAfter": {"type": "integer", "minimum": 0, "maximum": MAX_RETRY_AFTER,
+                   "description": "With `status`: the `retry-after` header, in seconds."},
+    "latencyMs": {"type": "integer", "minimum": 1, "maximum": MAX_LATENCY_MS,
+                  "description": "Wait this many wall milliseconds, then answer as usual."},
+    "reset": {"const": True, "description": "Close the connection without an answer."},
+    "count": {"type": "integer", "minimum": 1, "maximum": MAX_COUNT,
+              "description": "Fire this many times, then the rule is spent (omitted: "
+                             "no limit)."},
+    "probability": {"type": "number", "minimum": 0, "maximum": 1,
+                    "description": "Fire on this share of the matching requests, drawn from "
+                                   "the tenant's seeded generator (default 1)."},
+}
+RULE_SCHEMA: dict[str, Any] = {
+    "type": "object", "additionalProperties": False, "required": ["method", "path"],
+    "properties": RULE_FIELDS,
+    "oneOf": [{"required": [kind]} for kind in KINDS],  # exactly one fault kind
+    "dependentRequired": {"retryAfter": ["status"]},
+}
+FAULTS_REQUEST: dict[str, Any] = {
+    "type": "object", "additionalProperties": False, "required": ["rules"],
+    "properties": {"rules": {
+        "type": "array", "maxItems": MAX_RULES, "items": RULE_SCHEMA,
+        "description": f"Every rule of the tenant (at most {MAX_RULES}); replaces the "
+                       "rules it had, counts starting at 0. `[]` clears them."}},
+}
+_SHOWN = {name: {k: v for k, v in spec.items() if k != "description"}
+          for name, spec in RULE_FIELDS.items()}
+FAULTS_RECORD: dict[str, Any] = {
+    "type": "object", "required": ["rules"],
+    "properties": {"rules": {"type": "array", "items": {
+        "type": "object", "required": ["method", "path", "count", "probability", "fired",
+                                       "remaining"],
+        "properties": {**_SHOWN,
+                       "count": {"type": ["integer", "null"], "minimum": 1},
+                       "fired": {"type": "integer", "minimum": 0,
+                                 "description": "How many requests it faulted."},
+                       "remaining": {"type": ["integer", "null"], "minimum": 0,
+                                     "description": "Fires left (null: no limit)."}}}}},
+}
+
+
+class InjectedFault(ApiError):
+    """The error answer a rule asked for: its status, the code clients know that status
+    by, a message saying the sandbox injected it, and its `retry-after`."""
+
+    code = "injected-fault"
+
+    def __init__(self, number: int, rule: FaultRule) -> None:
+        super().__init__(INJECTED.format(status=rule.status, number=number, method=rule.method,
+                                         path=rule.path),
+                         code=CODES.get(rule.status or 0, "injected-fault"))
+        self.status = rule.status or 500
+        if rule.retry_after is not None:  # the header, as the edge renders it
+            self.retry_after = rule.retry_after
+
+
+class UnknownOperation(ValidationFailed):
+    code = "unknown-operation"
+
+
+@dataclass(frozen=True)
+class FaultRule:
+    """One rule as set: the operation, its one fault, and how often it may fire."""
+
+    method: str
+    path: str
+    status: int | None = None
+    retry_after: int | None = None
+    latency_ms: int | None = None
+    reset: bool = False
+    count: int | None = None       # None: no limit
+    probability: float = 1.0
+
+    @classmethod
+    def from_request(cls, rule: dict[str, Any]) -> FaultRule:
+        """A rule of a checked request body (RULE_SCHEMA)."""
+        return cls(method=rule["method"], path=rule["path"], status=rule.get("status"),
+                   retry_after=rule.get("retryAfter"), latency_ms=rule.get("latencyMs"),
+                   reset=rule.get("reset", False), count=rule.get("count"),
+                   probability=float(rule.get("probability", 1.0)))
+
+    @property
+    def kinds(self) -> list[str]:
+        """The fault kinds it names (a valid rule: exactly one)."""
+        return [kind for kind, given in (("status", self.status is not None),
+                                         ("latencyMs", self.latency_ms is not None),
+                                         ("reset", self.reset)) if given]
+
+    def record(self) -> dict[str, Any]:
+        """The rule as the API writes it: the operation, its fault, count and probability."""
+        fault: dict[str, Any]
+        if self.status is not None:
+            fault = {"status": self.status}
+            if self.retry_after is not None:
+                fault["retryAfter"] = self.retry_after
+        elif self.latency_ms is not None:
+            fault = {"latencyMs": self.latency_ms}
+        else:
+            fault = {"reset": True}
+        return {"method": self.method, "path": self.path, **fault, "count": self.count,
+                "probability": self.probability}
+
+
+@dataclass(frozen=True)
+class Fired:
+    """A rule that fired on a request: its place in the list and the rule."""
+
+    number: int
+    rule: FaultRule
+
+    def record(self) -> dict[str, Any]:
+        """What the journal keeps of it (GET /_sandbox/requests: `fault`)."""
+        return {"rule": self.number, **self.rule.record()}
+
+
+@dataclass(frozen=True)
+class Target:
+    """An operation of the app, as a rule may name it."""
+
+    method: str
+    path: str
+    credentials: bool  # False: it takes none (no tenant's rule can apply)
+
+
+class ApiFaults:
+    """One tenant's API fault rules, how often each fired, and the seeded generator its
+    probabilities draw from (a reset of the tenant makes a new one)."""
+
+    def __init__(self, generator: random.Random) -> None:
+        self.random = generator
+        self.rules: list[FaultRule] = []
+        self.fired: list[int] = []
+
+    def put_rules(self, rules: list[FaultRule], targets: Iterable[Target]) -> dict[str, Any]:
+        """PUT /_sandbox/faults/api: these rules in place of the tenant's, counts at 0; or
+        422 unknown-operation naming each rule whose operation cannot be faulted, and
+        nothing changed."""
+        problems = target_problems(rules, targets)
+        if problems:
+            raise UnknownOperation(NOT_FAULTABLE, details=[
+                field_detail(f"$.rules[{number}].path", problem) for number, problem in problems])
+        self.rules, self.fired = list(rules), [0] * len(rules)
+        return self.record()
+
+    def clear(self) -> dict[str, Any]:
+        """DELETE /_sandbox/faults/api."""
+        self.rules, self.fired = [], []
+        return self.record()
+
+    def restore(self, rules: list[FaultRule], fired: list[int]) -> None:
+        """A snapshot's rules and counts (checked by snapshot.py)."""
+        self.rules, self.fired = list(rules), list(fired)
+
+    def fire(self, method: str, path: str) -> Fired | None:
+        """The first rule for this operation that is not spent and whose draw (when its
+        probability is below 1) falls under it; counted. None: the request goes on."""
+        for number, rule in enumerate(self.rules):
+            if rule.path != path or rule.method != method:
+                continue
+            if rule.count is not None and self.fired[number] >= rule.count:
+                continue
+            if rule.probability < 1 and self.random.random() >= rule.probability:
+                continue
+            self.fired[number] += 1
+            return Fired(number, rule)
+        return None
+
+    def record(self) -> dict[str, Any]:
+        """GET /_sandbox/faults/api: each rule, how often it fired and how often it may
+        still fire."""
+        return {"rules": [{**rule.record(), "fired": fired,
+                           "remaining": None if rule.count is None else rule.count - fired}
+                          for rule, fired in zip(self.rules, self.fired)]}
+
+
+def target_problems(rules: Iterable[FaultRule], targets: Iterable[Target]
+                    ) -> list[tuple[int, str]]:
+    """(place, why) of each rule whose operation cannot be faulted: the control plane, an
+    operation without credentials, a path of another method, or no such path."""
+    methods: dict[str, dict[str, bool]] = {}
+    for target in targets:
+        methods.setdefault(target.path, {})[target.method] = target.credentials
+    problems = []
+    for number, rule in enumerate(rules):
+        served = methods.get(rule.path, {})
+        if rule.path.startswith(CONTROL_PLANE) or rule.path == CONTROL_PLANE.rstrip("/"):
+            problems.append((number, CONTROL_PLANE_REFUSED))
+        elif rule.method in served and not served[rule.method]:
+            problems.append((number, NO_CREDENTIALS.format(method=rule.method, path=rule.path)))
+        elif served and rule.method not in served:
+            problems.append((number, OTHER_METHOD.format(path=rule.path, method=rule.method,
+                                                         methods=", ".join(sorted(served)))))
+        elif not served:
+            problems.append((number, NO_SUCH_PATH.format(path=rule.path)))
+    return problems
