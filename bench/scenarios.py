@@ -56,8 +56,9 @@ TARGET_RECEIVER_RATIO = 2.0  # run-until-idle with every event delivered / witho
 
 
 def company_for(scenario: dict[str, Any]) -> tuple[str, str]:
-    """Netflix/switch when a step makes the task a switch task, else Walmart/deposit."""
-    if any(step.get("product") == "switch" for step in scenario["steps"]):
+    """Netflix/switch for a scenario that does not fit a deposit (its `products`, as
+    GET /_sandbox/scenarios lists them), else Walmart/deposit."""
+    if "deposit" not in scenario["products"]:
         return NETFLIX, "switch"
     return WALMART, "deposit"
 

@@ -27,7 +27,7 @@ from .keys import SANDBOX, Sandbox
 from .middleware import MAX_BODY_BYTES, edge_middleware
 from .security import HostPolicy
 from .routes import OPERATIONS, add_routes
-from .scenarios.loader import Scenario, load_all_scenarios, scenario_folders
+from .scenarios.loader import Scenario, load_all_scenarios, resolve_products, scenario_folders
 from .scheduler import RealTimer
 from .settings import Settings, bundled_dir
 from .snapshot import STATE_FILE, StateFile, save_on_shutdown
@@ -52,6 +52,7 @@ def load(settings: Settings) -> LoadedFixtures:
     fixtures = load_fixtures(settings.fixtures, vendor=settings.vendor,
                              aggregator=settings.aggregator, sdk_prefix=settings.sdk_prefix)
     scenarios = load_all_scenarios(scenario_folders(settings.scenarios, bundled_dir("scenarios")))
+    scenarios = resolve_products(scenarios, fixtures.service.products)  # the products each fits
     for default, kind in ((HAPPY_PATH, "task"), (PROCESSOR_DEFAULT, "processor-link")):
         if scenarios[default].kind != kind:
             raise ConfigError(str(settings.scenarios / f"{default}.yaml"), "$.kind",

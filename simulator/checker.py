@@ -70,7 +70,7 @@ FUTURE_EVENT_TYPE = "sandbox-future-event"   # a type the spec does not have (ye
 EXTENSION_HEADER = "ce-sandboxcheck"          # a CloudEvents extension attribute nobody knows
 PREFERRED_TYPE = "task-status-updated"        # carries an outcome the state URL can show
 OUTCOME_TYPES = ("task-status-updated", "task-status-patched")
-ORDER_SCENARIOS = ("happy-path", "action-failed", "task-status-patched")
+ORDER_SCENARIOS = ("happy-path", "unexpected-response", "task-status-patched")
 
 VALID, WRONG, NONE = "valid", "wrong", "none"   # how a delivery was signed
 ENDPOINTS = "/_sandbox/webhooks/endpoints"

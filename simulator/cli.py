@@ -238,10 +238,15 @@ def _scenarios(action: str, directory: str | None, force: bool = False) -> int:
               f"{f', {replacing} of them replacing bundled ones' if replacing else ''})")
         return 0
     width = max((len(name) for name in scenarios), default=0)
+    every = max((len(s.products or ()) for s in scenarios.values()), default=0)
+    fits = {name: "fits=" + ("every-product" if len(s.products or ()) == every
+                             else ",".join(s.products or ()) or "no-task")
+            for name, s in scenarios.items()}
+    fits_width = max((len(text) for text in fits.values()), default=0)
     for name, scenario in sorted(scenarios.items()):
         source = "yours  " if name in own else "bundled"
         print(f"{name:<{width}}  {source}  {scenario.outcome:<10} {scenario.duration:>7.1f}s  "
-              f"{scenario.description}")
+              f"{fits[name]:<{fits_width}}  {scenario.description}")
     return 0
 
 

@@ -241,6 +241,10 @@ class UnknownScenario(ValidationFailed):
     code = "unknown-scenario"
 
 
+class ScenarioDoesNotFit(ValidationFailed):
+    code = "scenario-does-not-fit"
+
+
 class UserNotFound(NotFound):
     code = "user-not-found"
 

@@ -383,6 +383,19 @@ def test_docs_fixtures_scenario_example_is_the_bundled_file():
         yaml.safe_load((REPO / "scenarios" / "auth-expired.yaml").read_text())
 
 
+def test_readme_scenario_table_is_the_one_the_scenario_files_make():
+    """Issue 23: the table lists every bundled scenario with the products it fits, made
+    from the files (`python -m payroll_sandbox.scenarios.table` prints it)."""
+    from payroll_sandbox.scenarios.table import bundled_table
+
+    text = section("Tasks and scenarios")
+    shown = "\n".join(line for line in text.splitlines() if line.startswith("|")) + "\n"
+    assert shown == bundled_table(), ("regenerate the table: python -m "
+                                      "payroll_sandbox.scenarios.table")
+    named = set(re.findall(r"`([a-z][a-z-]+)`(?: \(|,| \|)", shown))
+    assert {path.stem for path in (REPO / "scenarios").glob("*.yaml")} <= named
+
+
 def slug(heading: str) -> str:
     """GitHub's anchor of a heading."""
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")

@@ -272,6 +272,75 @@ async def test_scenario_binding_to_an_unknown_scenario_is_422(client):
     assert data["tasks"][0]["scenario"] == "happy-path"
 
 
+# -- a scenario fits its task's product (issue 23) --------------------------------------------
+
+COSTCO_MEMBERSHIP = "6410a000000000000000006b"  # deposit and switch
+
+
+@pytest.mark.parametrize("body, product, path, fits", [
+    (walmart(scenario="payment-method-declined"), "deposit", "$.product", "switch"),
+    ({"identifier": "user-1", "company": NETFLIX, "operation": "present",
+      "scenario": "pay-link-switch"}, "present", "$.operation", "switch"),
+    ({"identifier": "user-1", "company": COSTCO_MEMBERSHIP, "scenario": "pay-link-switch",
+      "tasks": [{"product": "switch"}, {"product": "deposit"}]}, "deposit",
+     "$.tasks[1].product", "switch"),
+    ({"identifier": "user-1", "company": NETFLIX, "product": "switch",
+      "scenario": "distribution-not-supported"}, "switch", "$.product", "deposit"),
+], ids=["deposit-with-a-switch-scenario", "present-with-a-switch-scenario",
+        "one-task-of-several", "switch-with-a-deposit-scenario"])
+async def test_task_create_with_a_scenario_that_does_not_fit_the_product_is_422(
+        client, body, product, path, fits):
+    """A payment-method-declined deposit used to become a switch task silently."""
+    response = await create(client, body)
+    assert response.status == 422
+    error = (await response.json())["error"]
+    assert error["code"] == "scenario-does-not-fit"
+    assert error["message"].startswith(
+        f"The scenario {body['scenario']!r} does not fit a {product} task ({path}): it fits "
+        f"{fits}.")
+    assert error["details"] == [{"location": "body", "path": "$.scenario",
+                                 "message": f"fits {fits}, not {product} ({path})"}]
+    assert await events(client) == []
+    clock = await (await client.get("/_sandbox/clock", headers=ACME)).json()
+    assert clock["data"]["pendingJobs"] == 0  # nothing was started
+
+
+async def test_a_pay_link_scenario_keeps_the_switch_task_a_switch_task(client):
+    data = await create_ok(client, switch(scenario="payment-method-declined"))
+    assert await outcome(client, data["id"]) == ("failed", "payment-method-declined")
+    task = await get_task(client, data["id"])
+    assert (task["product"], task["scenario"]) == ("switch", "payment-method-declined")
+    [final] = await events(client, type="task-status-updated", task=data["id"])
+    assert final["body"]["product"] == "switch"
+
+
+async def test_a_binding_that_does_not_fit_the_product_is_passed_over(client):
+    """DESIGN.md, Scenarios: the selection order, with only what fits the task counting."""
+    assert (await bind(client, "user-1", "payment-method-declined")).status == 200
+    deposit = await create_ok(client, walmart(company=FLAKY_FREIGHT))
+    assert deposit["tasks"][0]["scenario"] == "connection-error"  # the company's default next
+    payer = await create_ok(client, switch(identifier="user-1"))
+    assert payer["tasks"][0]["scenario"] == "payment-method-declined"
+    both = await create_ok(client, {"identifier": "user-1", "company": COSTCO_MEMBERSHIP,
+                                    "tasks": [{"product": "deposit"}, {"product": "switch"}]})
+    assert [(t["product"], t["scenario"]) for t in both["tasks"]] == [
+        ("deposit", "happy-path"), ("switch", "payment-method-declined")]
+    await run_until_idle(client)
+    assert [(t["product"], t["status"]) for t in
+            [await get_task(client, t["id"]) for t in both["tasks"]]] == [
+        ("deposit", "completed"), ("switch", "failed")]
+
+
+async def test_a_login_username_that_does_not_fit_the_flow_is_passed_over(client):
+    """`test-<scenario>` in a deposit flow names a switch story: the deposit runs happy-path."""
+    token = await public_token(client, "flow-user")
+    response = await client.post("/sdk/login", headers={"x-public-token": token}, json={
+        "companyId": WALMART, "username": "test-payment-method-declined", "password": "x"})
+    assert response.status == 200, await response.text()
+    [task] = (await response.json())["data"]["tasks"]
+    assert (task["product"], task["scenario"]) == ("deposit", "happy-path")
+
+
 # -- public token -------------------------------------------------------------------------
 
 async def public_token(client, identifier) -> str:

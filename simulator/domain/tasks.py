@@ -20,9 +20,9 @@ from urllib.parse import quote, urlencode
 from ..clock import isoformat
 from ..errors import (CompanyDisabled, CompanyManualDeposits, CompanyMismatch, CompanyNotFound,
                       CompanyUnderMaintenance, IdentifierMismatch, IllegalTransition,
-                      LinkedAccountNotFound, NotFound, ProductNotOffered, TaskNotFound,
-                      Unauthorized, UnknownScenario, UserNotFound, ValidationFailed,
-                      field_detail)
+                      LinkedAccountNotFound, NotFound, ProductNotOffered, ScenarioDoesNotFit,
+                      TaskNotFound, Unauthorized, UnknownScenario, UserNotFound,
+                      ValidationFailed, field_detail)
 from ..scenarios.loader import Scenario, Step
 from ..schemas.validate import check_metadata
 from .changes import TASK
@@ -45,6 +45,8 @@ PAYMENT_TOKEN_EXPIRED = "payment-token-expired"
 
 UNKNOWN_TASK = "No task has the id {task_id!r}."
 UNKNOWN_SCENARIO = "No scenario is named {name!r}. Known: {known}."
+SCENARIO_DOES_NOT_FIT = ("The scenario {name!r} does not fit a {product} task ({path}): it fits "
+                         "{fits}. Scenarios for {product}: {fitting}.")
 COMPANY_DISABLED = "Company {name!r} is disabled: no authentication flow can start against it."
 COMPANY_IN_MAINTENANCE = ("Company {name!r} is under maintenance for {product}: no "
                           "authentication flow can start against it until it is operational.")
@@ -245,10 +247,13 @@ class TaskEngine:
         requests = self._task_requests(body)
         for request in requests:
             self.check_company_accepts(tenant, company, request.product, request.path)
-        scenario = self.select_scenario(tenant, identifier, company, body.get("scenario"),
-                                        login_scenario)
+        # Each task's own: a scenario must fit the task's product (DESIGN.md, Scenarios).
+        scenarios = [self.select_scenario(tenant, identifier, company, body.get("scenario"),
+                                          login_scenario, product=request.product,
+                                          product_path=request.path)
+                     for request in requests]
         if account is not None and not account.connected:
-            scenario = self.scenarios.get("auth-expired", scenario)
+            scenarios = [self.scenarios.get("auth-expired", s) for s in scenarios]
         user = tenant.user(identifier)
         # Task events always carry the user's public token; a user who never had one
         # (tasks made with API keys) gets one, as the SDK flow would have issued.
@@ -256,11 +261,12 @@ class TaskEngine:
                  or create_access_token(tenant, identifier).public_token)
         workflow = Workflow(id=tenant.ids.object_id(), identifier=identifier, tasks=[])
         starting, waiting = first_batch(requests)
-        workflow.pending = [request.pending(scenario.name) for request in waiting]
+        workflow.pending = [request.pending(scenario.name)
+                            for request, scenario in zip(waiting, scenarios[len(starting):])]
         tasks = [self._start_task(tenant, workflow, company, request, scenario, user_id=user.id,
                                   public_token=token, linked_account=body.get("linkedAccount"),
                                   watched=watched)
-                 for request in starting]
+                 for request, scenario in zip(starting, scenarios)]
         tenant.workflows[workflow.id] = workflow
         tenant.keep_tasks_bounded()
         return workflow, tasks
@@ -269,8 +275,10 @@ class TaskEngine:
                     request: TaskRequest, scenario: Scenario, *, user_id: str, public_token: str,
                     linked_account: str | None, watched: bool) -> Task:
         """One task of a workflow, queued, its scenario's steps on the clock."""
-        task_scenario = (self._pay_link_outcome(tenant, workflow.identifier, company, request)
-                         or self._distribution_outcome(company, request) or scenario)
+        decided = (self._pay_link_outcome(tenant, workflow.identifier, company, request)
+                   or self._distribution_outcome(company, request))
+        task_scenario = decided if decided is not None and self.fits(decided, request.product) \
+            else scenario
         task = Task(
             id=tenant.ids.object_id(), workflow=workflow.id, identifier=workflow.identifier,
             user_id=user_id, company_id=company.id, product=request.product,
@@ -310,16 +318,38 @@ class TaskEngine:
             started.user_left = task.user_left
 
     def select_scenario(self, tenant: Tenant, identifier: str, company: Company | None,
-                        requested: str | None, login_scenario: str | None = None) -> Scenario:
-        """First match wins: the request, the user's binding, the SDK login, the company, happy-path."""
+                        requested: str | None, login_scenario: str | None = None, *,
+                        product: str | None = None,
+                        product_path: str = "$.product") -> Scenario:
+        """First match wins: the request, the user's binding, the SDK login, the company,
+        happy-path. With `product`, only a scenario that fits it: the request's is refused
+        (422 scenario-does-not-fit), any other is passed over for the next."""
         if requested is not None:
-            return self.require_scenario(requested, "$.scenario")
+            scenario = self.require_scenario(requested, "$.scenario")
+            if product is not None and not self.fits(scenario, product):
+                raise self.misfit(scenario, product, product_path)
+            return scenario
         for name in (tenant.scenario_bindings.get(identifier), login_scenario,
                      company.default_scenario if company else None):
             scenario = self.scenarios.get(name) if name is not None else None
-            if scenario is not None and scenario.kind == "task":
+            if (scenario is not None and scenario.kind == "task"
+                    and (product is None or self.fits(scenario, product))):
                 return scenario
         return self.scenarios[HAPPY_PATH]
+
+    def fits(self, scenario: Scenario, product: str) -> bool:
+        """Whether a task of `product` may run `scenario` (its products: scenario files)."""
+        return scenario.fits(product, self.scope_of)
+
+    def misfit(self, scenario: Scenario, product: str, product_path: str) -> ScenarioDoesNotFit:
+        """The 422 for a requested scenario that does not fit the task's product."""
+        fits = ", ".join(scenario.products or ()) or "no product of this service"
+        fitting = [n for n, s in sorted(self.scenarios.items()) if self.fits(s, product)]
+        message = SCENARIO_DOES_NOT_FIT.format(name=scenario.name, product=product,
+                                               path=product_path, fits=fits,
+                                               fitting=", ".join(fitting))
+        return ScenarioDoesNotFit(message, details=[
+            field_detail("$.scenario", f"fits {fits}, not {product} ({product_path})")])
 
     def require_scenario(self, name: str, path: str = "$.scenario") -> Scenario:
         scenario = self.scenarios.get(name)
@@ -458,7 +488,7 @@ class TaskEngine:
         status = changes.get("status")
         if status is not None and task.status in FINAL and not patch:
             return  # nothing but a patch follows a final status (hand-built steps too)
-        for name in ("product", "flow", "meta"):
+        for name in ("flow", "meta"):  # never `product`: a task runs a scenario that fits it
             if name in changes:
                 setattr(task, name, changes[name])
         if "authenticationMethod" in changes:

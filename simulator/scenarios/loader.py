@@ -3,12 +3,19 @@
 A file that breaks a transition is rejected with the file, the step and the
 transition named, so a scenario can never drive a task where the real service
 would not go.
+
+A task scenario also says which products it fits (a payment-method failure is a pay-link
+`switch` story, a linked account's disconnection a user-link one): the file's `products`,
+else derived from its steps (`products_of`), then made concrete against the service
+profile's products at start (`resolve_products`). A task runs only a scenario that fits
+its product; a scenario never changes a task's product.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +26,12 @@ from ..schemas.scenarios import SCENARIO_SCHEMA
 TASK_FIELDS = ("status", "patch", "authenticated", "reason", "meta", "flow", "product",
                "authenticationMethod", "paymentMethod", "connected", "accounts")
 MANAGED_BY_REASON = "subscription-managed-by-partner-provider"
+# Step fields only a task of one scope has (fixtures service.yaml: each product's scope).
+# Spec: Task (`flow` for action tasks, `authenticationMethod` for pay-link tasks), Payment
+# method object (switch tasks), Account and bill (pay-link); Linked account (user-link).
+SCOPE_FIELDS = {"pay-link": ("flow", "authenticationMethod", "paymentMethod", "accounts"),
+                "user-link": ("linkedAccount", "piiDataDeleted")}
+DEFAULT_TASK_SCENARIO = "happy-path"   # what a task runs when nothing else is chosen
 
 
 @dataclass(frozen=True)
@@ -36,6 +49,20 @@ class Scenario:
     description: str
     kind: str
     steps: tuple[Step, ...]
+    # The products it fits: named by the file (`products`, or an older file's step
+    # `product`), else None and `scope` decides; concrete once resolved (resolve_products).
+    products: tuple[str, ...] | None = None
+    scope: str | None = None   # with no products named: pay-link, user-link or None (any)
+    file: str = ""             # where it was read, for errors found after loading
+    products_at: str = "$.products"   # the JSON path that named the products
+
+    def fits(self, product: str, scope_of: Callable[[str], str | None] | None = None) -> bool:
+        """Whether a task of `product` may run this scenario."""
+        if self.kind != "task":
+            return False
+        if self.products is not None:
+            return product in self.products
+        return self.scope is None or (scope_of is not None and scope_of(product) == self.scope)
 
     @property
     def duration(self) -> float:
@@ -48,6 +75,7 @@ class Scenario:
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "kind": self.kind,
+                "products": None if self.products is None else list(self.products),
                 "outcome": self.outcome, "duration": self.duration,
                 "steps": [{"at": s.at, **s.changes} for s in self.steps]}
 
@@ -65,10 +93,48 @@ def load_scenario(path: Path) -> Scenario:
         steps.append(Step(at=at, changes={k: v for k, v in raw.items() if k != "after"}))
     if kind == "task":
         _check_task_steps(steps, str(path))
+        products, scope, products_at = products_of(document, steps, str(path))
     else:
+        if "products" in document:
+            raise ConfigError(str(path), "$.products", "a processor-link scenario runs no "
+                              "task: it has no products")
         _check_processor_steps(steps, str(path))
+        products, scope, products_at = (), None, "$.kind"
     return Scenario(name=path.stem, description=document["description"], kind=kind,
-                    steps=tuple(steps))
+                    steps=tuple(steps), products=products, scope=scope, file=str(path),
+                    products_at=products_at)
+
+
+def products_of(document: dict[str, Any], steps: list[Step],
+                file: str) -> tuple[tuple[str, ...] | None, str | None, str]:
+    """(products, scope, where they were named) of a task scenario: the file's `products`;
+    else an older file's step `product` (which no longer changes the task's product: it
+    names the one product the scenario fits); else the scope its steps belong to (pay-link
+    steps such as `flow` or `paymentMethod`, user-link ones such as `linkedAccount`); else
+    None and None: every product."""
+    named = [(n, s.get("product")) for n, s in enumerate(steps) if "product" in s.changes]
+    if "products" in document:
+        if named:
+            raise ConfigError(file, f"$.steps[{named[0][0]}].product",
+                              f"step {named[0][0]}: with `products`, leave a step's product "
+                              "out (a scenario never changes a task's product)")
+        return tuple(document["products"]), None, "$.products"
+    if named:
+        for number, product in named[1:]:
+            if product != named[0][1]:
+                raise ConfigError(file, f"$.steps[{number}].product",
+                                  f"step {number} names {product}, step {named[0][0]} "
+                                  f"{named[0][1]}: list the products it fits in `products`")
+        return (named[0][1],), None, f"$.steps[{named[0][0]}].product"
+    scopes = {scope: next((f"$.steps[{n}].{name}" for n, s in enumerate(steps)
+                           for name in fields if name in s.changes), None)
+              for scope, fields in SCOPE_FIELDS.items()}
+    found = {scope: at for scope, at in scopes.items() if at is not None}
+    if len(found) > 1:
+        raise ConfigError(file, "$.products", "its steps are of pay-link tasks ("
+                          f"{found['pay-link']}) and of user-link tasks ({found['user-link']}): "
+                          "name the products it fits in `products`")
+    return None, next(iter(found), None), "$.products"
 
 
 def _check_task_steps(steps: list[Step], file: str) -> None:
@@ -185,6 +251,34 @@ def scenario_folders(settings_scenarios: Path, bundled: Path) -> list[Path]:
     if settings_scenarios.resolve() == bundled.resolve():
         return [bundled]
     return [bundled, settings_scenarios]
+
+
+def resolve_products(scenarios: Mapping[str, Scenario],
+                     products: Mapping[str, str]) -> dict[str, Scenario]:
+    """The scenarios with concrete `products`, in the order of the service profile's
+    `products` (product -> scope): a product a file names must be one of them, and the
+    default task scenario must fit every one (a task with nothing chosen runs it)."""
+    resolved, problems = {}, []
+    for name, scenario in scenarios.items():
+        if scenario.kind != "task":
+            resolved[name] = replace(scenario, products=())
+            continue
+        unknown = [p for p in scenario.products or () if p not in products]
+        for product in unknown:
+            at = scenario.products_at
+            if at == "$.products":
+                at += f"[{scenario.products.index(product)}]"
+            problems.append((scenario.file, at, f"no product is named {product!r} (the "
+                             f"service profile's: {', '.join(products)})"))
+        fitting = tuple(p for p, scope in products.items() if scenario.fits(p, products.get))
+        if name == DEFAULT_TASK_SCENARIO and not unknown and len(fitting) < len(products):
+            problems.append((scenario.file, scenario.products_at,
+                             f"{name} is the default task scenario: it must fit every "
+                             f"product ({', '.join(products)})"))
+        resolved[name] = replace(scenario, products=fitting)
+    if problems:
+        raise ConfigError.collected(problems)
+    return resolved
 
 
 def load_all_scenarios(folders: list[Path]) -> dict[str, Scenario]:

@@ -72,7 +72,9 @@ STEP = {
             },
         },
         "flow": {"enum": list(FLOWS)},
-        "product": {"type": "string", "minLength": 1},
+        "product": {"type": "string", "minLength": 1,
+                    "description": "Older files: the one product the scenario fits (as "
+                                   "`products: [it]`). It does not change the task's product."},
         "authenticationMethod": {"enum": list(AUTHENTICATION_METHODS)},
         "paymentMethod": PAYMENT_METHOD,
         "connected": {"type": "boolean",
@@ -120,6 +122,13 @@ SCENARIO_SCHEMA = {
         "description": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"^[^\n]*$",
                         "description": "One line a demo presenter can read."},
         "kind": {"enum": ["task", "processor-link"], "default": "task"},
+        "products": {"type": "array", "items": {"type": "string", "minLength": 1},
+                     "minItems": 1, "uniqueItems": True,
+                     "description": "The products whose tasks may run it (service.yaml "
+                                    "`products`). Default: from the steps - pay-link steps "
+                                    "(flow, paymentMethod, ...) the pay-link products, "
+                                    "user-link steps (linkedAccount, piiDataDeleted) the "
+                                    "user-link ones, else every product."},
         "steps": {"type": "array", "minItems": 1, "items": STEP},
     },
 }
