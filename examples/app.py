@@ -87,7 +87,7 @@ async def call_service(app: web.Application, method: str, path: str,
                     return answer.status, document
                 if answer.headers.get("retry-after", "").isdigit():
                     wait = float(answer.headers["retry-after"])
-        except (ClientConnectionError, asyncio.TimeoutError):
+        except (ClientConnectionError, TimeoutError):
             # No answer: the service may or may not have done it. The sandbox faults a call
             # before doing anything; against the real service, an app that must not start
             # two tasks would look for the user's task before calling again.
@@ -105,7 +105,7 @@ async def start_deposit(request: web.Request) -> web.Response:
         task["scenario"] = body["scenario"]
     try:
         status, created = await call_service(request.app, "POST", "/task/create", task)
-    except (ClientConnectionError, asyncio.TimeoutError):
+    except (ClientConnectionError, TimeoutError):
         return web.json_response({"error": "service-unreachable", "retryLater": True},
                                  status=503)
     if status == 403 and created["error"]["code"] == "company-under-maintenance":

@@ -6,7 +6,7 @@ control plane can never be faulted. The plugin's fail_next, slow_next and reset_
 
 from __future__ import annotations
 
-import asyncio
+import random
 import time
 import urllib.error
 
@@ -14,7 +14,8 @@ import aiohttp
 import pytest
 
 from conftest import ACME, GLOBEX, WALMART
-from payroll_sandbox.domain.faults import MAX_LATENCY_MS, MAX_RULES
+from payroll_sandbox.domain.faults import (MAX_LATENCY_MS, MAX_RULES, ApiFaults, FaultRule,
+                                           Target, UnknownOperation)
 from payroll_sandbox.testing import SandboxError
 
 FAULTS = "/_sandbox/faults/api"
@@ -29,7 +30,8 @@ class RetryingClient:
 
     def __init__(self, session: aiohttp.ClientSession, headers: dict, *, attempts: int = 4,
                  backoff: float = 0.5, timeout: float | None = None, sleep=None) -> None:
-        self.session, self.headers, self.attempts, self.backoff = session, headers, attempts, backoff
+        self.session, self.headers = session, headers
+        self.attempts, self.backoff = attempts, backoff
         self.timeout = aiohttp.ClientTimeout(total=timeout) if timeout else None
         self.waits: list[float] = []
         self.failures: list[str] = []  # what each retried attempt met
@@ -51,7 +53,7 @@ class RetryingClient:
                     self.failures.append(f"{response.status} {answer['error']['code']}")
                     if "retry-after" in response.headers:
                         delay = float(response.headers["retry-after"])
-            except (aiohttp.ClientConnectionError, asyncio.TimeoutError) as error:
+            except (aiohttp.ClientConnectionError, TimeoutError) as error:
                 if last:
                     raise
                 self.failures.append(type(error).__name__)
@@ -82,6 +84,57 @@ async def tasks_of(client, headers: dict = ACME) -> list[dict]:
 
 def retrying(client, headers: dict = ACME, **options) -> RetryingClient:
     return RetryingClient(client.session, headers, **options)
+
+
+# -- the rules, without HTTP (domain/faults.py) ----------------------------------------------
+
+TARGETS = [Target("POST", "/task/create", True), Target("GET", "/task/{taskId}", True),
+           Target("GET", "/health", False), Target("GET", "/_sandbox/clock", True)]
+
+
+def test_fire_takes_the_first_live_rule_of_the_operation_and_counts_it():
+    faults = ApiFaults(random.Random(1))
+    faults.put_rules([FaultRule("POST", "/task/create", status=429, count=1),
+                      FaultRule("GET", "/task/{taskId}", reset=True),
+                      FaultRule("POST", "/task/create", latency_ms=5, count=2)], TARGETS)
+    fired = [faults.fire("POST", "/task/create") for _ in range(4)]
+    assert [f and (f.number, f.rule.kinds) for f in fired] == \
+        [(0, ["status"]), (2, ["latencyMs"]), (2, ["latencyMs"]), None]
+    assert faults.fire("GET", "/task/{taskId}").number == 1
+    assert faults.fire("GET", "/task/abc") is None  # the declared path, not the request's
+    assert [(r["fired"], r["remaining"]) for r in faults.record()["rules"]] == \
+        [(1, 0), (1, None), (2, 0)]
+
+
+def test_probability_draws_repeat_with_the_generators_seed():
+    def draws(seed: str) -> list[bool]:
+        faults = ApiFaults(random.Random(seed))
+        faults.put_rules([FaultRule("POST", "/task/create", status=503, probability=0.3)],
+                         TARGETS)
+        return [faults.fire("POST", "/task/create") is not None for _ in range(50)]
+
+    assert draws("1:acme:api-faults") == draws("1:acme:api-faults")
+    assert draws("1:acme:api-faults") != draws("2:acme:api-faults")
+    assert 5 < sum(draws("1:acme:api-faults")) < 30
+
+
+def test_put_rules_refuses_each_operation_that_cannot_be_faulted_and_keeps_the_rules():
+    faults = ApiFaults(random.Random(1))
+    kept = faults.put_rules([FaultRule("POST", "/task/create", status=500)], TARGETS)
+    with pytest.raises(UnknownOperation) as raised:
+        faults.put_rules([FaultRule("GET", "/health", status=500),
+                          FaultRule("POST", "/task/create", status=500),
+                          FaultRule("GET", "/_sandbox/clock", reset=True),
+                          FaultRule("DELETE", "/task/create", reset=True),
+                          FaultRule("GET", "/nowhere", reset=True)], TARGETS)
+    assert [(d["path"], d["message"]) for d in raised.value.details] == [
+        ("$.rules[0].path", "GET /health takes no credentials, so no tenant's rule applies to it"),
+        ("$.rules[2].path", ("the control plane cannot be faulted (so a test can always take its "
+                             "rules back)")),
+        ("$.rules[3].path", "/task/create takes POST, not DELETE"),
+        ("$.rules[4].path", ("no operation has the path '/nowhere': name it as GET /openapi.json "
+                             "does, e.g. /task/{taskId}"))]
+    assert faults.record() == kept
 
 
 # -- each fault kind, ridden out by a retrying client -------------------------------------------
@@ -398,7 +451,7 @@ async def test_faults_need_the_tenants_keys(client):
     assert response.status == 401
 
 
-# -- the plugin -------------------------------------------------------------------------------------
+# -- the plugin ----------------------------------------------------------------------------------
 
 def test_plugin_fail_next_answers_the_status_then_lets_the_call_through(payroll_sandbox):
     payroll_sandbox.fail_next("POST /task/create", status=429, retry_after=1)
