@@ -1,10 +1,15 @@
 """/docs, the API reference, in headless Chromium: rendered from /openapi.json with Swagger
-UI's own files served by the sandbox (no CDN), under the page's CSP, readable by all."""
+UI's own files served by the sandbox (no CDN), under the page's CSP, readable by all, its
+operations in their groups, and "Try it out" answering with the examples as they stand."""
 
 from __future__ import annotations
 
+import re
+
+import pytest
 from axe_playwright_python.async_playwright import Axe
-from conftest import page_errors
+from playwright.async_api import expect
+from conftest import ACME, page_errors
 
 from payroll_sandbox.app import build_registry, create_app
 from payroll_sandbox.settings import Settings
@@ -15,18 +20,33 @@ TIMEOUT_MS = 15_000
 UPSTREAM_RULES = {"nested-interactive", "heading-order"}
 
 
-async def test_docs_renders_every_operation_from_local_files_readably(aiohttp_server, loaded,
-                                                                     clock, browser_context):
+@pytest.fixture
+async def docs(aiohttp_server, loaded, clock, browser_context):
+    """(base URL, a page) of a server with the bundled fixtures on a manual clock."""
     settings = Settings(port=0, clock="manual")
     server = await aiohttp_server(create_app(settings, registry=build_registry(
         settings, clock=clock, loaded=loaded)))
-    base = str(server.make_url("/")).rstrip("/")
     page = await browser_context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    return str(server.make_url("/")).rstrip("/"), page
+
+
+async def open_every_group(page) -> None:
+    """The groups start closed: open each one."""
+    await page.locator(".opblock-tag").first.wait_for()
+    for tag in await page.locator(".opblock-tag").all():
+        await tag.click()
+    await page.locator(".opblock").first.wait_for()
+
+
+async def test_docs_renders_every_operation_from_local_files_readably(docs):
+    base, page = docs
     requested = []
     page.on("request", lambda request: requested.append(request.url))
     problems = page_errors(page, ignore=("favicon",))
     await page.goto(base + "/docs")
-    await page.locator(".opblock").first.wait_for(timeout=TIMEOUT_MS)
+    await page.locator(".opblock-tag").first.wait_for(timeout=2 * TIMEOUT_MS)
+    await open_every_group(page)
 
     document = await (await page.request.get(base + "/openapi.json")).json()
     methods = {"get", "put", "post", "delete", "patch", "head", "options"}
@@ -34,9 +54,41 @@ async def test_docs_renders_every_operation_from_local_files_readably(aiohttp_se
     shown = {text.replace("\u200b", "") for text in
              await page.locator(".opblock-summary-path").all_inner_texts()}
     assert set(paths) <= shown  # every operation (and the webhooks section besides)
+    groups = await page.locator(".opblock-tag").evaluate_all("tags => tags.map(t => t.dataset.tag)")
+    assert groups == [tag["name"] for tag in document["tags"]]  # in order, no "default" group
     assert all(url.startswith(base) for url in requested), "nothing but the sandbox is asked"
     assert not problems, problems  # no CSP refusal, no failed script
 
-    violations = (await Axe().run(page)).response["violations"]
-    ours = [(v["id"], len(v["nodes"])) for v in violations if v["id"] not in UPSTREAM_RULES]
-    assert not ours, ours
+    for scheme in ("light", "dark"):
+        await page.emulate_media(color_scheme=scheme)
+        violations = (await Axe().run(page)).response["violations"]
+        ours = [(v["id"], v["impact"], len(v["nodes"])) for v in violations
+                if v["id"] not in UPSTREAM_RULES]
+        assert not ours, (scheme, ours)
+
+
+async def test_docs_try_it_out_on_search_answers_with_its_example(docs):
+    """The issue's first try: Authorize with the bundled tenant's keys, then "Try it out" on
+    POST /company/search sends the example as it stands and the answer is 200."""
+    base, page = docs
+    await page.goto(base + "/docs#/companies/post-company-search")
+    await page.locator(".opblock-tag").first.wait_for(timeout=2 * TIMEOUT_MS)
+    await page.locator("button.authorize").click()
+    dialog = page.locator(".modal-ux")
+    for scheme, header in (("apiKey", "x-api-key"), ("apiSecret", "x-api-secret")):
+        form = dialog.locator(".auth-container", has=page.locator(
+            "h4 code", has_text=re.compile(f"^{scheme}$")))
+        await form.locator("input").fill(ACME[header])
+        await form.locator("button.authorize").click()
+        await form.get_by_role("button", name="Remove authorization").wait_for()
+    await dialog.locator("button.btn-done").first.click()
+
+    operation = page.locator("#operations-companies-post-company-search")
+    await operation.get_by_role("button", name="Try it out").click()
+    body = operation.locator("textarea.body-param__text")
+    await expect(body).to_have_value(re.compile('"query"'))
+    assert '"products"' not in await body.input_value()  # `product` only, as the rule wants
+    await operation.get_by_role("button", name="Execute").click()
+    status = operation.locator(".live-responses-table tbody .response-col_status").first
+    await expect(status).to_have_text("200")
+    assert "Walmart" in await operation.locator(".live-responses-table").inner_text()

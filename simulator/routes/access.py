@@ -9,7 +9,7 @@ from ..schemas.api import ACCESS_TOKEN, ACCESS_TOKEN_REQUEST, SUCCESS
 from .pipeline import Auth, operation
 
 
-@operation("POST", "/access-token", "Create a public token for a user (creates the user if new)",
+@operation("POST", "/access-token", "Create a user's public token (and the user, if new)",
            auth=Auth.API_KEYS, body=ACCESS_TOKEN_REQUEST, response=ACCESS_TOKEN, errors=(400, 429))
 async def access_token(tenant, body) -> dict:
     token = create_access_token(tenant, body["identifier"],
@@ -17,8 +17,8 @@ async def access_token(tenant, body) -> dict:
     return token_record(token)
 
 
-@operation("PUT", "/access-token/{publicToken}/revoke", "Revoke a public token: it stops "
-           "working at once (401 afterwards)", auth=Auth.API_KEYS, response=SUCCESS,
+@operation("PUT", "/access-token/{publicToken}/revoke", "Revoke a public token at once",
+           auth=Auth.API_KEYS, response=SUCCESS,
            errors=(404,))
 async def revoke(tenant, params) -> dict:
     revoke_access_token(tenant, params["publicToken"])

@@ -214,7 +214,7 @@ async def item_public_token_exchange(tenant, body) -> dict:
     return aggregator.exchange_public_token(tenant, body["public_token"])
 
 
-@_declare("/accounts/get", "Get the item's accounts", body=ACCOUNTS_GET,
+@_declare("/accounts/get", "An item's accounts", body=ACCOUNTS_GET,
           response=_answer(accounts={"type": "array", "items": _ACCOUNT}, item=_ITEM))
 async def accounts_get(tenant, body) -> dict:
     """The accounts to choose one from for the processor token; ITEM_LOGIN_REQUIRED after

@@ -13,7 +13,7 @@ COMPANIES = {"type": "array", "items": {"$ref": "#/components/schemas/Company"}}
 COMPANY = {"$ref": "#/components/schemas/Company"}
 
 
-@operation("POST", "/company/search", "Fuzzy company search, most relevant first",
+@operation("POST", "/company/search", "Search companies, most relevant first",
            auth=Auth.EITHER,  # the one operation the real API also opens to a public token
            body=SEARCH_REQUEST, response=SEARCH_COMPANIES, errors=(400, 404))
 async def search(tenant, body) -> list:
@@ -21,7 +21,8 @@ async def search(tenant, body) -> list:
     return [search_record(c, tenant.manual_deposits) for c in found]
 
 
-@operation("GET", "/company/list", "The full catalog for the account", query=COMPANY_LIST_QUERY,
+@operation("GET", "/company/list", "List the catalog (disabled companies too)",
+           query=COMPANY_LIST_QUERY,
            response=COMPANIES, envelope={"total": {"type": "integer"}})
 async def list_companies(tenant, query) -> Reply:
     keep = company_filter(tenant.manual_deposits, include_disabled=True,
@@ -33,14 +34,14 @@ async def list_companies(tenant, query) -> Reply:
                  extra={"total": len(matching)})
 
 
-@operation("GET", "/company/{companyId}", "Company Details with full connector capabilities",
+@operation("GET", "/company/{companyId}", "A company and what its connector can do",
            response=COMPANY, errors=(404,))
 async def company_details(tenant, params) -> dict:
     return full_record(tenant.companies.require(params["companyId"]), tenant.manual_deposits)
 
 
-@operation("GET", "/company/{companyId}/details", "Company Details at the real service's path "
-           "(the record of GET /company/{companyId})", auth=Auth.API_KEYS, response=COMPANY,
+@operation("GET", "/company/{companyId}/details", "A company's details, at the real path",
+           auth=Auth.API_KEYS, response=COMPANY,
            errors=(404,))
 async def company_details_real(tenant, params) -> dict:
     return full_record(tenant.companies.require(params["companyId"]), tenant.manual_deposits)

@@ -30,33 +30,33 @@ CURSOR = {**TOTAL, "revision": {"type": "integer", "description": "With `after`:
                                                       "(a reset or restore); a full read."}}
 
 
-@operation("POST", "/_sandbox/tenants", "A new isolated tenant with its own keys",
+@operation("POST", "/_sandbox/tenants", "Create a tenant (its own keys and state)",
            body=TENANT_REQUEST, status=201, response=OBJECT, errors=(429,), **CONTROL)
 async def create_tenant(tenant, body, sandbox) -> dict:
     return sandbox.registry.create_tenant(body, creator=tenant).describe()
 
 
-@operation("GET", "/_sandbox/tenant", "The calling tenant: name, environment, keys, products, "
-           "signing", response=OBJECT, **CONTROL)
+@operation("GET", "/_sandbox/tenant", "The tenant these keys belong to",
+           response=OBJECT, **CONTROL)
 async def current_tenant(tenant) -> dict:
     """Which tenant these keys are (the pytest plugin's tenants, scripts that got keys)."""
     return tenant.describe()
 
 
-@operation("DELETE", "/_sandbox/tenants/{name}", "Delete a tenant this tenant created (or "
-           "itself): frees all of it", response=OBJECT, errors=(404, 409), **CONTROL)
+@operation("DELETE", "/_sandbox/tenants/{name}", "Delete a tenant (one these keys made, "
+           "or their own)", response=OBJECT, errors=(404, 409), **CONTROL)
 async def delete_tenant(tenant, params, sandbox) -> dict:
     sandbox.registry.delete(params["name"], caller=tenant)
     return {"name": params["name"], "deleted": True}
 
 
-@operation("POST", "/_sandbox/reset", "This tenant back to its fixtures", response=OBJECT,
+@operation("POST", "/_sandbox/reset", "Reset this tenant to its fixtures", response=OBJECT,
            **CONTROL)
 async def reset(tenant, sandbox) -> dict:
     return sandbox.registry.reset(tenant).describe()
 
 
-@operation("GET", "/_sandbox/requests", "Journal of API requests received, newest first",
+@operation("GET", "/_sandbox/requests", "Requests received, newest first",
            query=JOURNAL_QUERY, response=RECORDS, **CONTROL)
 async def requests_journal(tenant, query) -> list:
     entries = tenant.journal.query(path=query.get("path"), method=query.get("method"),
@@ -66,8 +66,8 @@ async def requests_journal(tenant, query) -> list:
 
 # -- snapshots ----------------------------------------------------------------------------
 
-@operation("GET", "/_sandbox/snapshot", "This tenant's whole state as one JSON document (restore "
-           "it with POST)", response=snapshot.SNAPSHOT_SCHEMA, **CONTROL)
+@operation("GET", "/_sandbox/snapshot", "Export this tenant's whole state",
+           response=snapshot.SNAPSHOT_SCHEMA, **CONTROL)
 async def get_snapshot(tenant, sandbox) -> dict:
     """Taken between two runs of the clock, once the webhook attempts in flight finished:
     users, tokens, tasks and workflows with their history, the pending jobs as data
@@ -77,8 +77,8 @@ async def get_snapshot(tenant, sandbox) -> dict:
     return await snapshot.take_settled(tenant, sandbox)
 
 
-@operation("POST", "/_sandbox/snapshot", "Restore a snapshot into this tenant, exactly (a refused "
-           "one changes nothing)", response=OBJECT, errors=(400, 409, 413, 415, 422), **CONTROL)
+@operation("POST", "/_sandbox/snapshot", "Restore an exported state, exactly",
+           response=OBJECT, errors=(400, 409, 413, 415, 422), **CONTROL)
 async def restore_snapshot(tenant, request, sandbox) -> dict:
     """The body is a document of GET /_sandbox/snapshot (up to 256 MiB); the tenant keeps
     its name and keys. 422 `invalid-snapshot` names every field at fault; 409
@@ -89,13 +89,13 @@ async def restore_snapshot(tenant, request, sandbox) -> dict:
 
 # -- the clock ----------------------------------------------------------------------------
 
-@operation("GET", "/_sandbox/clock", "The tenant's virtual clock", response=OBJECT, **CONTROL)
+@operation("GET", "/_sandbox/clock", "The virtual clock", response=OBJECT, **CONTROL)
 async def clock(tenant) -> dict:
     return _clock_record(tenant)
 
 
-@operation("POST", "/_sandbox/clock/advance", "Move virtual time, running every due step, retry "
-           "and refresh in order", body=CLOCK_ADVANCE_REQUEST, response=OBJECT, **CONTROL)
+@operation("POST", "/_sandbox/clock/advance", "Move the clock forward (what falls due "
+           "runs, in order)", body=CLOCK_ADVANCE_REQUEST, response=OBJECT, **CONTROL)
 async def advance_clock(tenant, body) -> dict:
     """Stops at the work limit (README: Limits) with `complete: false` and the
     `remainingSeconds` to ask for next; the clock stands at the last job it ran."""
@@ -105,7 +105,7 @@ async def advance_clock(tenant, body) -> dict:
             "remainingSeconds": round(max(0.0, target - tenant.clock.timestamp()), 3)}
 
 
-@operation("POST", "/_sandbox/clock/run-until-idle", "Run every pending job in time order",
+@operation("POST", "/_sandbox/clock/run-until-idle", "Run the clock until nothing is pending",
            response=OBJECT, **CONTROL)
 async def run_until_idle(tenant) -> dict:
     result = await tenant.runner.run_until_idle()
@@ -116,7 +116,7 @@ def _run_record(result) -> dict:
     return {"jobsRun": result.jobs, "eventsEmitted": result.events, "complete": result.complete}
 
 
-@operation("GET", "/_sandbox/stats", "What this tenant keeps, its bounds and what was evicted",
+@operation("GET", "/_sandbox/stats", "What this tenant stores, and its limits",
            response=OBJECT, **CONTROL)
 async def stats(tenant, sandbox) -> dict:
     """Every bound of README > Limits with what is stored and how many items went."""
@@ -134,7 +134,7 @@ def _clock_record(tenant) -> dict:
 
 # -- events -------------------------------------------------------------------------------
 
-@operation("GET", "/_sandbox/events", "Every event emitted, with deliveries and attempts",
+@operation("GET", "/_sandbox/events", "Events sent, with their deliveries",
            query=EVENTS_QUERY, response=RECORDS, envelope=CURSOR, **CONTROL)
 async def list_events(tenant, query, sandbox) -> Reply:
     """Filters combine. Without `after`, the newest `limit` events, oldest first. With
@@ -155,7 +155,7 @@ async def list_events(tenant, query, sandbox) -> Reply:
     return Reply(records, extra={"total": len(events), **read.envelope(shown, events)})
 
 
-@operation("GET", "/_sandbox/events/{eventId}", "One event with its deliveries", response=OBJECT,
+@operation("GET", "/_sandbox/events/{eventId}", "An event and its deliveries", response=OBJECT,
            errors=(404,), **CONTROL)
 async def get_event(tenant, params, sandbox) -> dict:
     return event_record(sandbox.dispatcher, tenant, tenant.events.get(params["eventId"]))
@@ -163,7 +163,7 @@ async def get_event(tenant, params, sandbox) -> dict:
 
 # -- scenarios ----------------------------------------------------------------------------
 
-@operation("GET", "/_sandbox/scenarios", "Every scenario and the user bindings", response=RECORDS,
+@operation("GET", "/_sandbox/scenarios", "Scenarios, and the users bound to one", response=RECORDS,
            envelope={"bindings": OBJECT}, **CONTROL)
 async def list_scenarios(tenant, sandbox) -> Reply:
     return Reply([s.describe() for s in sandbox.engine.scenarios.values()],
@@ -182,8 +182,8 @@ async def bind_scenario(tenant, params, body, sandbox) -> dict:
     return {"identifier": identifier, "scenario": body["scenario"]}
 
 
-@operation("PUT", "/_sandbox/users/{identifier}/card-token-recreation", "Switch automatic card "
-           "token recreation off (payment-token-expired) or back on",
+@operation("PUT", "/_sandbox/users/{identifier}/card-token-recreation", "Turn a user's card "
+           "token recreation off (payment-token-expired) or on",
            body=CARD_TOKEN_RECREATION_REQUEST, response=OBJECT, **CONTROL)
 async def card_token_recreation(tenant, params, body) -> dict:
     """Card tokens are recreated automatically (spec: payment-token-expired, "Recreation is
@@ -201,7 +201,7 @@ async def card_token_recreation(tenant, params, body) -> dict:
 COMPANY = {"$ref": "#/components/schemas/Company"}
 
 
-@operation("POST", "/_sandbox/companies", "Create a company (company-created)",
+@operation("POST", "/_sandbox/companies", "Add a company (company-created)",
            body=COMPANY_CREATE_REQUEST, status=201, settles=True, response=COMPANY,
            errors=(404, 409), **CONTROL)
 async def create_company(tenant, body, sandbox) -> dict:
@@ -210,7 +210,7 @@ async def create_company(tenant, body, sandbox) -> dict:
     return full_record(company, tenant.manual_deposits)
 
 
-@operation("PATCH", "/_sandbox/companies/{companyId}", "Update a company (company-updated)",
+@operation("PATCH", "/_sandbox/companies/{companyId}", "Change a company (company-updated)",
            body=COMPANY_UPDATE_REQUEST, settles=True, response=COMPANY, errors=(404,), **CONTROL)
 async def update_company(tenant, params, body, sandbox) -> dict:
     _check_default_scenario(sandbox, body)
@@ -223,15 +223,16 @@ def _check_default_scenario(sandbox, body: dict) -> None:
         sandbox.engine.require_scenario(body["defaultScenario"], "$.defaultScenario")
 
 
-@operation("DELETE", "/_sandbox/companies/{companyId}", "Delete a company (company-deleted)",
+@operation("DELETE", "/_sandbox/companies/{companyId}", "Remove a company (company-deleted)",
            settles=True, response=OBJECT, errors=(404,), **CONTROL)
 async def delete_company(tenant, params) -> dict:
     company_admin.delete_company(tenant, params["companyId"])
     return {"_id": params["companyId"], "deleted": True}
 
 
-@operation("POST", "/_sandbox/companies/{companyId}/status", "Maintenance on or off, or disabled "
-           "(maintenance-mode)", body=COMPANY_STATUS_REQUEST, settles=True, response=COMPANY,
+@operation("POST", "/_sandbox/companies/{companyId}/status", "Put a company under maintenance, "
+           "disable it or bring it back", body=COMPANY_STATUS_REQUEST, settles=True,
+           response=COMPANY,
            errors=(404,), **CONTROL)
 async def company_status(tenant, params, body) -> dict:
     company = company_admin.set_company_status(tenant, params["companyId"], body["status"],
@@ -244,7 +245,7 @@ async def company_status(tenant, params, body) -> dict:
 
 # -- tasks and the dashboard ----------------------------------------------------------------
 
-@operation("GET", "/_sandbox/tasks", "Every task of the tenant, newest first", query=TASKS_QUERY,
+@operation("GET", "/_sandbox/tasks", "Tasks of this tenant, newest first", query=TASKS_QUERY,
            response=RECORDS, envelope=CURSOR, **CONTROL)
 async def list_tasks(tenant, query) -> Reply:
     """Every task of the tenant, newest first (`status`, `user`, `limit` filters); with
@@ -303,12 +304,14 @@ def _changes_since(tenant, query: dict, kind: str, stored: dict, changing: str) 
     return _ChangesRead(tenant, kind, query["after"], False, items)
 
 
-@operation("GET", "/_sandbox/", "The dashboard (it asks for the tenant's keys and sends them "
-           "itself)", auth=Auth.NONE, content_type="text/html", tags=("control plane",))
+@operation("GET", "/_sandbox/", "The dashboard (a page that asks for the keys)",
+           auth=Auth.NONE, content_type="text/html", tags=("control plane",))
 async def dashboard() -> web.Response:
     return web.Response(text=static_text("dashboard.html"), content_type="text/html",
                         headers=NO_STORE)
 
 
 for _name, _type in (("dashboard.js", "application/javascript"), ("dashboard.css", "text/css")):
-    serve_file(f"/_sandbox/{_name}", f"The dashboard's {_name}", _type, tags=("control plane",))
+    serve_file(f"/_sandbox/{_name}",
+               f"The dashboard's {'script' if _name.endswith('.js') else 'styles'}", _type,
+               tags=("control plane",))

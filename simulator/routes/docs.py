@@ -30,27 +30,27 @@ def _swagger_ui_files() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "static"
 
 
-@operation("GET", "/docs", "The API reference (Swagger UI over /openapi.json)",
+@operation("GET", "/docs", "This API reference (Swagger UI)",
            content_type="text/html", **DOCS)
 async def docs_page() -> web.Response:
     return web.Response(text=static_text("docs.html"), content_type="text/html",
                         headers=NO_STORE)
 
 
-@operation("GET", "/docs/docs.js", "The API reference page's script",
+@operation("GET", "/docs/docs.js", "The reference page's script",
            content_type="application/javascript", **DOCS)
 async def docs_script() -> web.Response:
     return web.Response(text=static_text("docs.js"), content_type="application/javascript",
                         headers=NO_STORE)
 
 
-@operation("GET", "/docs/docs.css", "The API reference page's own styles",
+@operation("GET", "/docs/docs.css", "The reference page's styles",
            content_type="text/css", **DOCS)
 async def docs_style() -> web.Response:
     return web.Response(text=static_text("docs.css"), content_type="text/css", headers=NO_STORE)
 
 
-@operation("GET", "/docs/assets/{name}", "Swagger UI's script and styles, served locally",
+@operation("GET", "/docs/assets/{name}", "Swagger UI's files, served locally",
            content_type="application/octet-stream", errors=(404,), **DOCS)
 async def docs_asset(params) -> web.Response:
     name = params["name"]

@@ -56,17 +56,17 @@ STATEMENTS_LIMIT = {"limit": {"type": "integer", "minimum": 1, "maximum": 1000, 
 for _kind in RESOURCES:
     _records = {"type": "array", "items": DATA_RECORDS[_kind]}
     _extra = STATEMENTS_LIMIT if _kind == "statements" else {}
-    operation("GET", f"/{_kind}", f"{_kind} of a user's linked accounts",
+    operation("GET", f"/{_kind}", f"A user's {_kind.replace('-', ' ')}",
               query={**DATA_QUERY, "properties": {**DATA_QUERY["properties"], **_extra}},
               response=_records, errors=(404,))(_data_of(_kind))
-    operation("GET", f"/{_kind}/{{identifier}}", f"{_kind} of a user's linked accounts",
+    operation("GET", f"/{_kind}/{{identifier}}", f"A user's {_kind.replace('-', ' ')}",
               query={**LINKED_ACCOUNT_QUERY,
                      "properties": {**LINKED_ACCOUNT_QUERY["properties"], **_extra}},
               response=_records, errors=(404,))(_data_of(_kind))
 
 
-@operation("GET", "/linked-account/list/{identifier}", "The real service's linked-account list "
-           "of a user", response={"type": "array", "items": LINKED_ACCOUNT_LIST_RECORD},
+@operation("GET", "/linked-account/list/{identifier}", "A user's linked accounts (the real "
+           "service's list)", response={"type": "array", "items": LINKED_ACCOUNT_LIST_RECORD},
            errors=(404,))
 async def linked_account_list(tenant, params, sandbox) -> list:
     """The real service's path and record (real-service-facts 8, real-api-surface):
@@ -75,8 +75,8 @@ async def linked_account_list(tenant, params, sandbox) -> list:
     return sandbox.linked_accounts.linked_account_list(tenant, params["identifier"])
 
 
-@operation("GET", "/paystub/{statementId}", "A pay statement's paystub (its `paystub` URL), as "
-           "a PDF", content_type="application/pdf", errors=(404,))
+@operation("GET", "/paystub/{statementId}", "A statement's paystub, as a PDF",
+           content_type="application/pdf", errors=(404,))
 async def paystub(tenant, params, sandbox) -> web.Response:
     """A statement's `paystub`: the pay statement as a one-page PDF, with the same
     credentials as the data endpoints (API keys)."""
@@ -129,8 +129,8 @@ def _remove_deposit_switch(service, tenant, account, body):
 _on_account("disconnect", "Disconnect a linked account (linked-account-disconnected)",
             _disconnect, DISCONNECT_REQUEST)
 _on_account("reconnect", "Reconnect a linked account (linked-account-connected)", _reconnect)
-_on_account("refresh", "A push refresh now", _push_refresh)
-_on_account("remove-deposit-switch", "The deposit switch is removed (deposit-switch-removed)",
+_on_account("refresh", "Refresh a linked account now (a push refresh)", _push_refresh)
+_on_account("remove-deposit-switch", "Remove the deposit switch (deposit-switch-removed)",
             _remove_deposit_switch)
 
 

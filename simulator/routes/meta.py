@@ -20,7 +20,7 @@ HEALTH = {"type": "object", "required": ["status"],
                                                  "service-spec.md."}}}
 
 
-@operation("GET", "/health", "Liveness", auth=Auth.NONE, response=HEALTH)
+@operation("GET", "/health", "Health check", auth=Auth.NONE, response=HEALTH)
 async def health(sandbox) -> dict:
     registry = sandbox.registry
     return {"status": "ok", "environment": registry.tenants.environment,
@@ -28,13 +28,13 @@ async def health(sandbox) -> dict:
             "version": __version__, "spec": SPEC_REVISION}
 
 
-@operation("GET", "/openapi.json", "This OpenAPI document", auth=Auth.NONE,
+@operation("GET", "/openapi.json", "The OpenAPI document (what this page shows)", auth=Auth.NONE,
            content_type="application/json")
 async def openapi(sandbox) -> web.Response:
     return web.json_response(sandbox.openapi())
 
 
-@operation("GET", "/", "Where to go from here: the dashboard, the API description, the SDK",
+@operation("GET", "/", "Where to go: the dashboard, the docs, the demo, the SDK",
            auth=Auth.NONE, response={"type": "object"})
 async def index() -> dict:
     return {"dashboard": "/_sandbox/", "openapi": "/openapi.json", "docs": "/docs",

@@ -8,8 +8,8 @@ from ..schemas.api import PAY_LINK_ACCOUNTS, PAY_LINK_ACTION
 from .pipeline import Auth, operation
 
 
-@operation("GET", "/pay-link/accounts", "The user's pay-link accounts, with their actions and "
-           "bills", auth=Auth.PUBLIC_TOKEN, response=PAY_LINK_ACCOUNTS,
+@operation("GET", "/pay-link/accounts", "A user's pay-link accounts, with actions and bills",
+           auth=Auth.PUBLIC_TOKEN, response=PAY_LINK_ACCOUNTS,
            headers=(("x-api-version", False),))
 async def list_pay_link_accounts(tenant, token, sandbox) -> dict:
     """The user is the public token's. The vendor's client sends `x-api-version: v2`; the
@@ -17,8 +17,8 @@ async def list_pay_link_accounts(tenant, token, sandbox) -> dict:
     return pay_link_accounts(tenant, token.identifier, sandbox.engine.scope_of)
 
 
-@operation("GET", "/pay-link/actions-for-company/{companyId}", "The pay-link actions (flows) a "
-           "company supports", auth=Auth.API_KEYS,
+@operation("GET", "/pay-link/actions-for-company/{companyId}", "The pay-link actions a company "
+           "supports", auth=Auth.API_KEYS,
            response={"type": "array", "items": PAY_LINK_ACTION}, errors=(404,))
 async def list_company_actions(tenant, params, sandbox) -> list:
     return actions_for_company(tenant.companies.require(params["companyId"]),

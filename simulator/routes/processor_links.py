@@ -19,8 +19,8 @@ RESULTS_ENVELOPE = {"status": {"enum": ["processing", "completed", "error"]},
                     "links": {"type": "array"}}
 
 
-@operation("POST", f"/{AGGREGATOR}/processor-links", "Register a processor token; the pipeline "
-           "runs asynchronously", auth=Auth.API_KEYS, body=PROCESSOR_LINK_REQUEST, status=202,
+@operation("POST", f"/{AGGREGATOR}/processor-links", "Register a processor token (processing "
+           "starts)", auth=Auth.API_KEYS, body=PROCESSOR_LINK_REQUEST, status=202,
            response={"type": "object"}, errors=(400, 404, 409, 429),
            headers=((IDENTIFIER_HEADER, False),))
 async def register(tenant, body, headers, sandbox) -> dict:
@@ -29,21 +29,22 @@ async def register(tenant, body, headers, sandbox) -> dict:
     return {"_id": link.id, "status": link.status}
 
 
-@operation("DELETE", f"/{AGGREGATOR}/processor-links", "Remove every processor link of the user "
-           "and stop processing", auth=Auth.API_KEYS, response={"type": "object"}, errors=(404,),
+@operation("DELETE", f"/{AGGREGATOR}/processor-links", "Remove a user's processor links "
+           "(processing stops)", auth=Auth.API_KEYS, response={"type": "object"}, errors=(404,),
            headers=USER_HEADER)
 async def remove(tenant, headers, sandbox) -> dict:
     links = sandbox.processor_links.remove_links(tenant, _identifier(headers))
     return {"removed": [link.id for link in links]}
 
 
-@operation("GET", f"/{AGGREGATOR}/employer-matches", "Get Employer Matches", auth=Auth.API_KEYS,
+@operation("GET", f"/{AGGREGATOR}/employer-matches", "A user's employer matches",
+           auth=Auth.API_KEYS,
            response=RESULTS, envelope=RESULTS_ENVELOPE, errors=(404,), headers=USER_HEADER)
 async def employer_matches(tenant, headers, sandbox) -> Reply:
     return _results(sandbox.processor_links.results(tenant, _identifier(headers), CLASSIFY))
 
 
-@operation("GET", f"/{AGGREGATOR}/recurring-transactions", "Get Recurring Financial Transactions",
+@operation("GET", f"/{AGGREGATOR}/recurring-transactions", "A user's recurring transactions",
            auth=Auth.API_KEYS, response=RESULTS, envelope=RESULTS_ENVELOPE, errors=(404,),
            headers=USER_HEADER)
 async def recurring_transactions(tenant, headers, sandbox) -> Reply:
@@ -54,7 +55,7 @@ def _results(document: dict) -> Reply:
     return Reply(document["data"], extra={k: v for k, v in document.items() if k != "data"})
 
 
-@operation("POST", f"/_sandbox/{AGGREGATOR}/processor-token", "Mint a processor token as the "
+@operation("POST", f"/_sandbox/{AGGREGATOR}/processor-token", "Mint a processor token, as the "
            "aggregator would", auth=Auth.API_KEYS, body=PROCESSOR_TOKEN_REQUEST, status=201,
            response={"type": "object"}, tags=("control plane",))
 async def mint(tenant, body, sandbox) -> dict:

@@ -52,7 +52,7 @@ LOGO_HEADERS = {"cache-control": "public, max-age=3600",
                 "content-security-policy": "default-src 'none'"}
 
 
-@operation("GET", "/sdk/transact.js", "Client SDK: the script that opens the hosted flow",
+@operation("GET", "/sdk/transact.js", "The SDK's script (it opens the hosted flow)",
            auth=Auth.NONE, content_type="application/javascript")
 async def transact_js(sandbox) -> web.Response:
     script = static_text("transact.js").replace("__PREFIX__", sandbox.registry.service.sdk_prefix)
@@ -60,11 +60,12 @@ async def transact_js(sandbox) -> web.Response:
 
 
 for _name, _type in (("flow.js", "application/javascript"), ("flow.css", "text/css")):
-    serve_file(f"/sdk/{_name}", f"Client SDK: the hosted flow's {_name}", _type)
+    serve_file(f"/sdk/{_name}",
+               f"The hosted flow's {'script' if _name.endswith('.js') else 'styles'}", _type)
 
 
-@operation("GET", "/initialize/{config}", "Client SDK: the hosted flow's page for a "
-           "configuration (base64 of JSON in the path)", auth=Auth.NONE, content_type="text/html",
+@operation("GET", "/initialize/{config}", "The hosted flow's page for a "
+           "configuration (base64 of JSON)", auth=Auth.NONE, content_type="text/html",
            errors=(400,))
 async def initialize(params, sandbox) -> web.Response:
     bootstrap: dict = {"prefix": sandbox.registry.service.sdk_prefix,
@@ -81,8 +82,8 @@ async def initialize(params, sandbox) -> web.Response:
     return web.Response(text=page, content_type="text/html", status=status, headers=NO_STORE)
 
 
-@operation("POST", "/sdk/session", "Client SDK: start the hosted flow (the token must match the "
-           "configuration's; the deeplink is resolved)", auth=Auth.PUBLIC_TOKEN,
+@operation("POST", "/sdk/session", "Start the hosted flow (its deeplink resolved)",
+           auth=Auth.PUBLIC_TOKEN,
            body=SDK_SESSION_REQUEST, response={"type": "object"}, errors=(404,))
 async def session(tenant, token, body, sandbox) -> dict:
     """Where the flow starts: the token must match the configuration's; the deeplink is
@@ -107,8 +108,8 @@ async def session(tenant, token, body, sandbox) -> dict:
             "linkedAccount": linked}
 
 
-@operation("POST", "/sdk/company", "Client SDK: the picked company, and why the configured "
-           "tasks cannot start there", auth=Auth.PUBLIC_TOKEN, body=SDK_COMPANY_REQUEST,
+@operation("POST", "/sdk/company", "The company the user picked, and "
+           "whether the tasks can start there", auth=Auth.PUBLIC_TOKEN, body=SDK_COMPANY_REQUEST,
            response={"type": "object"}, errors=(404,))
 async def company(tenant, body) -> dict:
     """The company the user picked in the flow, with `refusal` (the API's error code and
@@ -118,8 +119,8 @@ async def company(tenant, body) -> dict:
     return {"company": full_record(chosen, tenant.manual_deposits), "refusal": refusal}
 
 
-@operation("POST", "/sdk/popular", "Client SDK: the popular employers and payroll providers "
-           "the search screen shows before the user types", auth=Auth.PUBLIC_TOKEN,
+@operation("POST", "/sdk/popular", "Popular employers and payroll providers, before the user types",
+           auth=Auth.PUBLIC_TOKEN,
            body=SDK_POPULAR_REQUEST, response=SDK_POPULAR)
 async def popular(tenant, body) -> dict:
     """Filtered as the flow's own search: the configured scope and operations, never a
@@ -131,8 +132,8 @@ async def popular(tenant, body) -> dict:
             for key, companies in found.items()}
 
 
-@operation("GET", "/sdk/logo/{companyId}.svg", "Client SDK: a company's generated logo (its "
-           "monogram on its brand colour)", auth=Auth.NONE, content_type="image/svg+xml",
+@operation("GET", "/sdk/logo/{companyId}.svg", "A company's logo (its monogram on its "
+           "brand colour)", auth=Auth.NONE, content_type="image/svg+xml",
            errors=(404,))
 async def logo(params, request, sandbox) -> web.Response:
     """Drawn from the shared catalog's name and `branding.color` (the catalog's logo URLs
@@ -152,8 +153,8 @@ async def logo(params, request, sandbox) -> web.Response:
                         headers={**LOGO_HEADERS, "etag": etag})
 
 
-@operation("POST", "/sdk/login", "Client SDK: sign in with sandbox credentials; starts the "
-           "configured tasks", auth=Auth.PUBLIC_TOKEN, body=SDK_LOGIN_REQUEST,
+@operation("POST", "/sdk/login", "Sign in at the company (the tasks start)",
+           auth=Auth.PUBLIC_TOKEN, body=SDK_LOGIN_REQUEST,
            response={"oneOf": [TASK_CREATED, SDK_MFA_CHALLENGE]}, errors=(403, 404))
 async def login(tenant, token, body, sandbox) -> dict:
     """Sign in with sandbox credentials: starts the configured tasks, or answers an MFA
@@ -165,8 +166,8 @@ async def login(tenant, token, body, sandbox) -> dict:
     return created_record(outcome.workflow, outcome.tasks)
 
 
-@operation("POST", "/sdk/leave", "Client SDK: the user left the flow before the outcome "
-           "(user.connected false)", auth=Auth.PUBLIC_TOKEN, body=SDK_LEAVE_REQUEST,
+@operation("POST", "/sdk/leave", "The user leaves the flow before the outcome",
+           auth=Auth.PUBLIC_TOKEN, body=SDK_LEAVE_REQUEST,
            response={"type": "object"}, errors=(404,))
 async def leave(tenant, token, body, sandbox) -> dict:
     """The user left the hosted flow before its task resolved (close button, page gone):
@@ -176,8 +177,8 @@ async def leave(tenant, token, body, sandbox) -> dict:
             "tasks": [{"id": t.id, "status": t.status, "connected": t.connected} for t in tasks]}
 
 
-@operation("GET", "/sdk/task/{taskId}", "Client SDK: the progress of a task the flow started "
-           "(the user's own tasks only)", auth=Auth.PUBLIC_TOKEN, response={"type": "object"},
+@operation("GET", "/sdk/task/{taskId}", "The progress of a task the flow started",
+           auth=Auth.PUBLIC_TOKEN, response={"type": "object"},
            errors=(404,))
 async def flow_task(tenant, token, params, sandbox) -> dict:
     """The hosted flow polls its task here with the user's public token: the real API's
@@ -185,8 +186,8 @@ async def flow_task(tenant, token, params, sandbox) -> dict:
     return sandbox.engine.get_task(tenant, params["taskId"], identifier=token.identifier).record()
 
 
-@operation("GET", "/sdk/linked-accounts", "Client SDK: the user's linked accounts (the account "
-           "step)", auth=Auth.PUBLIC_TOKEN, response={"type": "array"})
+@operation("GET", "/sdk/linked-accounts", "The user's linked accounts (the account step)",
+           auth=Auth.PUBLIC_TOKEN, response={"type": "array"})
 async def flow_linked_accounts(tenant, token, sandbox) -> list:
     """The accounts the `account` deeplink step lists, for the token's own user (an unknown
     user has none yet)."""
@@ -197,8 +198,8 @@ async def flow_linked_accounts(tenant, token, sandbox) -> list:
             for account in service.accounts_of(tenant, token.identifier)]
 
 
-@operation("GET", "/sdk/deposit-form.pdf", "Client SDK: a direct deposit authorization form "
-           "for the user's employer (generate-deposit-pdf)", auth=Auth.NONE,
+@operation("GET", "/sdk/deposit-form.pdf", "A direct deposit form for the user's employer (PDF)",
+           auth=Auth.NONE,
            query=DEPOSIT_FORM_QUERY, content_type="application/pdf", errors=(401, 404))
 async def deposit_form(query, sandbox) -> web.Response:
     """Opened in a new tab, so the public token comes in the query."""

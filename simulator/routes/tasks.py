@@ -19,7 +19,7 @@ from .pipeline import Auth, Reply, operation
 REAL = {"auth": Auth.API_KEYS}  # the reconstruction's default: API key and secret
 
 
-@operation("POST", "/task/create", "Create a task (or a workflow of several) driven by a scenario",
+@operation("POST", "/task/create", "Create a task (or a workflow of several)",
            body=TASK_CREATE_REQUEST, response=TASK_CREATED, errors=(400, 403, 404, 429))
 async def create_task(tenant, token, body, sandbox) -> dict:
     workflow, tasks = sandbox.engine.create_task(
@@ -37,7 +37,7 @@ def created_record(workflow, tasks) -> dict:
                        "scenario": t.scenario} for t in tasks]}
 
 
-@operation("GET", "/task/{taskId}", "A task: status, reason, flow, authenticated and its transitions",
+@operation("GET", "/task/{taskId}", "A task, with its history",
            response=TASK_RECORD, errors=(404,))
 async def get_task(tenant, token, params, sandbox) -> dict:
     task = sandbox.engine.get_task(tenant, params["taskId"],
@@ -45,7 +45,7 @@ async def get_task(tenant, token, params, sandbox) -> dict:
     return task.record()
 
 
-@operation("GET", "/task/{taskId}/details", "Task Details: the real service's Task record",
+@operation("GET", "/task/{taskId}/details", "A task's details (the real Task)",
            response=TASK_DETAILS, errors=(404,), **REAL)
 async def task_details(tenant, params, sandbox) -> dict:
     """The real Task (`_id`, `status`, `product`, `authentication`, `company`,
@@ -53,30 +53,30 @@ async def task_details(tenant, params, sandbox) -> dict:
     return domain.task_details(tenant, sandbox.engine.get_task(tenant, params["taskId"]))
 
 
-@operation("GET", "/task/{taskId}/status", "Task Status: createdAt, status, "
-           "payrollDataAvailable and failReason", response=TASK_STATUS, errors=(404,), **REAL)
+@operation("GET", "/task/{taskId}/status", "A task's status",
+           response=TASK_STATUS, errors=(404,), **REAL)
 async def task_status(tenant, params, sandbox) -> dict:
     return domain.task_status(tenant, sandbox.engine.get_task(tenant, params["taskId"]))
 
 
-@operation("POST", "/task/prescreen", "Prescreen: how likely a task at a company is to work "
-           "(HIGH or LOW)", body=PRESCREEN_REQUEST, response=PRESCREEN, **REAL)
+@operation("POST", "/task/prescreen", "Prescreen: how likely a task at a company is to work",
+           body=PRESCREEN_REQUEST, response=PRESCREEN, **REAL)
 async def prescreen(tenant, body) -> dict:
     """HIGH when the company is known, operational, offers the product and has headless
     authentication, and the account's manual-deposit rule does not cover it; else LOW."""
     return domain.prescreen(tenant, body)
 
 
-@operation("POST", "/task-workflow/from-linked-account", "Tasks on a linked account (the pull "
-           "refresh): the first Task and the workflow", body=TASK_WORKFLOW_REQUEST,
+@operation("POST", "/task-workflow/from-linked-account", "Refresh a linked account (tasks on it)",
+           body=TASK_WORKFLOW_REQUEST,
            response=TASK_WORKFLOW_CREATED, errors=(400, 403, 404, 429), **REAL)
 async def create_task_workflow(tenant, body, sandbox) -> dict:
     workflow, tasks = domain.create_task_workflow(sandbox.engine, tenant, body)
     return {"task": domain.task_details(tenant, tasks[0]), "taskWorkflow": workflow.id}
 
 
-@operation("GET", "/task/{taskId}/file/{fileId}/generate-url", "A URL that serves one of the "
-           "task's files without credentials, for an hour", response=FILE_URL,
+@operation("GET", "/task/{taskId}/file/{fileId}/generate-url", "A signed URL for a task's file",
+           response=FILE_URL,
            envelope={"url": {"type": "string", "format": "uri",
                              "description": "The same URL, bare, as the old docs show it."}},
            errors=(404,), **REAL)
@@ -89,8 +89,8 @@ async def generate_file_url(tenant, params, request, sandbox) -> Reply:
     return Reply({"url": url, "expiresAt": isoformat(expires)}, extra={"url": url})
 
 
-@operation("GET", "/task/{taskId}/file/{fileId}", "A task's file, by the signed URL "
-           "generate-url made (no credentials)", auth=Auth.NONE, query=FILE_QUERY,
+@operation("GET", "/task/{taskId}/file/{fileId}", "A task's file, by its signed URL",
+           auth=Auth.NONE, query=FILE_QUERY,
            content_type="application/pdf", errors=(401, 404))
 async def task_file(params, query, sandbox) -> web.Response:
     """The URL's signature (HMAC keyed by the tenant's API secret) and expiry stand in for

@@ -12,8 +12,8 @@ from .pipeline import Auth, operation
 REAL = {"auth": Auth.API_KEYS}
 
 
-@operation("PUT", "/user", "Store the destination bank accounts and cards a task workflow can "
-           "offer the user (creates the user if new)", body=USER_REQUEST, response=SUCCESS,
+@operation("PUT", "/user", "Store the bank accounts and cards a user's tasks can offer",
+           body=USER_REQUEST, response=SUCCESS,
            errors=(429,), **REAL)
 async def put_user(tenant, body) -> dict:
     """What is stored replaces what was; GET /_sandbox/users/{identifier}/payment-methods
@@ -22,7 +22,7 @@ async def put_user(tenant, body) -> dict:
     return users.success()
 
 
-@operation("GET", "/user/{identifier}/tasks", "The user's tasks (Task records), oldest first",
+@operation("GET", "/user/{identifier}/tasks", "A user's tasks, oldest first",
            query=USER_TASKS_QUERY, response={"type": "array", "items": TASK_DETAILS},
            errors=(404,), **REAL)
 async def list_user_tasks(tenant, params, query) -> list:
@@ -31,16 +31,17 @@ async def list_user_tasks(tenant, params, query) -> list:
                       payroll_data=None if available is None else available == "true")
 
 
-@operation("PUT", "/user/{identifier}/end-monitoring", "End continuous access for the user's "
-           "linked accounts (linked-account-disconnected for each connected one)",
+@operation("PUT", "/user/{identifier}/end-monitoring", "End continuous access to a user's "
+           "linked accounts",
            response=SUCCESS, settles=True, errors=(404,), **REAL)
 async def end_monitoring(tenant, params, sandbox) -> dict:
     users.end_monitoring(tenant, sandbox.linked_accounts, params["identifier"])
     return users.success()
 
 
-@operation("GET", "/_sandbox/users/{identifier}/payment-methods", "What PUT /user stored for "
-           "the user", response=STORED_PAYMENT_METHODS, errors=(404,), tags=("control plane",),
+@operation("GET", "/_sandbox/users/{identifier}/payment-methods",
+           "A user's stored bank accounts and cards", response=STORED_PAYMENT_METHODS,
+           errors=(404,), tags=("control plane",),
            **REAL)
 async def stored_payment_methods(tenant, params) -> dict:
     return users.payment_methods(tenant, params["identifier"])

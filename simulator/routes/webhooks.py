@@ -26,13 +26,13 @@ UNKNOWN_EVENT_TYPE = "No event type is named {event_type!r}."
 SECRET_PREFIX = "whsec-"
 
 
-@operation("GET", "/_sandbox/webhooks/endpoints", "Endpoints per event type", response=ENDPOINTS,
+@operation("GET", "/_sandbox/webhooks/endpoints", "The webhook endpoints", response=ENDPOINTS,
            **CONTROL)
 async def get_endpoints(tenant, sandbox) -> list:
     return tenant.webhooks.endpoints
 
 
-@operation("PUT", "/_sandbox/webhooks/endpoints", "Register endpoints per event type",
+@operation("PUT", "/_sandbox/webhooks/endpoints", "Replace the webhook endpoints",
            body=WEBHOOK_ENDPOINTS_REQUEST, response=ENDPOINTS, errors=(404,), **CONTROL)
 async def put_endpoints(tenant, body, sandbox) -> list:
     """The whole list; each endpoint keeps its `_id` (the one it names, else the one its URL
@@ -61,21 +61,21 @@ def _endpoint_record(endpoint: dict, sandbox) -> dict:
     return {"_id": endpoint["_id"], "url": endpoint["url"], "eventTypes": list(types)}
 
 
-@operation("GET", "/webhooks/endpoints", "The webhook endpoints (the control plane's, with "
-           "their ids)", response={"type": "array", "items": WEBHOOK_ENDPOINT}, **REAL)
+@operation("GET", "/webhooks/endpoints", "List webhook endpoints",
+           response={"type": "array", "items": WEBHOOK_ENDPOINT}, **REAL)
 async def list_webhook_endpoints(tenant, sandbox) -> list:
     return [_endpoint_record(e, sandbox) for e in tenant.webhooks.endpoints]
 
 
-@operation("POST", "/webhooks/endpoints", "Register a webhook endpoint for event types",
+@operation("POST", "/webhooks/endpoints", "Register a webhook endpoint",
            body=WEBHOOK_ENDPOINT_REQUEST, response=WEBHOOK_ENDPOINT, errors=(404,), **REAL)
 async def create_webhook_endpoint(tenant, body, sandbox) -> dict:
     _check_endpoints([body], "$", sandbox)
     return _endpoint_record(tenant.webhooks.add_endpoint(body, tenant.ids.object_id()), sandbox)
 
 
-@operation("PUT", "/webhooks/endpoints/{id}", "Replace a webhook endpoint's URL, event types "
-           "and signing secret", body=WEBHOOK_ENDPOINT_REQUEST, response=WEBHOOK_ENDPOINT,
+@operation("PUT", "/webhooks/endpoints/{id}", "Change a webhook endpoint",
+           body=WEBHOOK_ENDPOINT_REQUEST, response=WEBHOOK_ENDPOINT,
            errors=(404,), **REAL)
 async def update_webhook_endpoint(tenant, params, body, sandbox) -> dict:
     _check_endpoints([body], "$", sandbox)
@@ -89,7 +89,7 @@ async def delete_webhook_endpoint(tenant, params) -> dict:
     return success()
 
 
-@operation("GET", "/secrets", "Signing secrets an endpoint can sign its webhooks with",
+@operation("GET", "/secrets", "List signing secrets",
            response={"type": "array", "items": SECRET}, **REAL)
 async def list_secrets(tenant) -> list:
     return list(tenant.webhooks.secrets.values())
@@ -111,14 +111,15 @@ async def delete_secret(tenant, params) -> dict:
     return success()
 
 
-@operation("GET", "/_sandbox/webhooks/faults", "Delivery faults on purpose",
+@operation("GET", "/_sandbox/webhooks/faults", "The delivery faults set",
            response={"type": "object"}, **CONTROL)
 async def get_faults(tenant, sandbox) -> dict:
     return tenant.webhooks.faults.record()
 
 
-@operation("PUT", "/_sandbox/webhooks/faults", "Set delivery faults (duplicate, out of order, "
-           "delay)", body=WEBHOOK_FAULTS_REQUEST, response={"type": "object"}, **CONTROL)
+@operation("PUT", "/_sandbox/webhooks/faults", "Make deliveries misbehave (duplicates, "
+           "out of order, delays)", body=WEBHOOK_FAULTS_REQUEST,
+           response={"type": "object"}, **CONTROL)
 async def put_faults(tenant, body, sandbox) -> dict:
     state = tenant.webhooks
     state.faults = FaultPlan(duplicate=body.get("duplicate", 0.0),
@@ -127,8 +128,8 @@ async def put_faults(tenant, body, sandbox) -> dict:
     return state.faults.record()
 
 
-@operation("POST", "/_sandbox/webhooks/replay", "Replay by userIdentifier, taskId, eventId or "
-           "from/to (same ce-id)", body=REPLAY_REQUEST, settles=True, response={"type": "array"},
+@operation("POST", "/_sandbox/webhooks/replay", "Send events again (same ce-id)",
+           body=REPLAY_REQUEST, settles=True, response={"type": "array"},
            envelope={"total": {"type": "integer"}}, errors=(404,), **CONTROL)
 async def replay(tenant, body, sandbox) -> Reply:
     since = until = None
@@ -150,7 +151,7 @@ async def replay(tenant, body, sandbox) -> Reply:
     return Reply(queued, extra={"total": len(queued)})
 
 
-@operation("POST", "/_sandbox/events/trigger", "Emit any event type with a realistic payload",
+@operation("POST", "/_sandbox/events/trigger", "Send any event now, with realistic data",
            body=TRIGGER_REQUEST, status=201, settles=True, response={"type": "object"},
            errors=(404, 429), **CONTROL)
 async def trigger(tenant, body, sandbox):
@@ -159,14 +160,14 @@ async def trigger(tenant, body, sandbox):
     return lambda: event_record(sandbox.dispatcher, tenant, event)
 
 
-@operation("GET", "/_sandbox/schemas/events", "The event types, each with a published schema",
+@operation("GET", "/_sandbox/schemas/events", "The event types",
            auth=Auth.NONE, response={"type": "array", "items": {"type": "string"}})
 async def list_event_schemas(sandbox) -> list:
     return event_types(sandbox.registry.service.aggregator)
 
 
-@operation("GET", "/_sandbox/schemas/events/{eventType}", "The JSON Schema of one event type's "
-           "body", auth=Auth.NONE, content_type="application/schema+json", errors=(404,))
+@operation("GET", "/_sandbox/schemas/events/{eventType}", "An event type's JSON Schema",
+           auth=Auth.NONE, content_type="application/schema+json", errors=(404,))
 async def get_event_schema(params, sandbox) -> web.Response:
     event_type = params["eventType"]
     schema = event_schema(event_type, sandbox.registry.service.aggregator)
