@@ -397,7 +397,7 @@ def webhook_url_problem(url: str, policy: Any = None) -> str | None:
         return "has no host"
     if port is None or not 1 <= port <= 65535:
         return "has a port outside 1-65535"
-    return None if policy is None else policy.host_problem(parsed.host, port)
+    return None if policy is None else policy.url_problem(parsed)
 
 
 def check_webhook_urls(urls: list[tuple[str, str]], policy: Any = None) -> None:

@@ -507,11 +507,11 @@ class Dispatcher:
             attempt.latency_ms = round((time.perf_counter() - started) * 1000, 3)
 
     def _refused(self, url: str) -> str | None:
-        """The policy's refusal of a URL's host (a literal address, or a denied name)."""
+        """The policy's refusal of a URL (a literal address, a denied name, the sandbox
+        itself but for its demo receiver)."""
         import yarl
 
-        parsed = yarl.URL(url)
-        return self.policy.host_problem(parsed.host or "", parsed.port or 0)
+        return self.policy.url_problem(yarl.URL(url))
 
     def _after_attempt(self, tenant: Tenant, delivery: Delivery, event: Event, attempt: Attempt,
                        started_at: float) -> None:

@@ -5,7 +5,10 @@ a deployment shared by several teams a webhook endpoint is a probe. By default t
 refuses, as targets:
 - link-local addresses (169.254.0.0/16, fe80::/10), where cloud metadata services answer,
   and the other well-known metadata addresses and names;
-- its own listening addresses and port (its control plane).
+- its own listening addresses and port (its control plane), but for exactly one target:
+  its built-in demo receiver (RECEIVER_PATH, routes/demo.py), at its own literal address or
+  at RECEIVER_HOST, a name only this policy resolves (to the address the sandbox listens
+  on), which the fixtures' `demo` account uses because no fixture knows the port.
 Loopback and private addresses stay allowed: local receivers are the main use.
 `--webhook-deny` (CIDRs or host names, `*.example.com` too) refuses more; `--webhook-allow`
 allows what the defaults refuse (never the sandbox itself). The check runs at registration
@@ -32,6 +35,15 @@ REFUSED = "refused by the sandbox's outbound policy ({why}); see --webhook-allow
 LINK_LOCAL = "a link-local or metadata address"
 ITSELF = "the sandbox's own address"
 DENIED = "denied by --webhook-deny"
+NOT_LISTENING = "{host} is the sandbox itself, which is not listening yet"
+
+# The one target on the sandbox itself: its demo receiver (POST /demo/webhooks), by POST
+# over plain http, that path exactly (no query). RECEIVER_HOST names the sandbox wherever
+# it listens (`.localhost`, so the sandbox's Host check lets it in); any other path on it,
+# or on the sandbox's own address, is refused as the sandbox itself.
+RECEIVER_PATH = "/demo/webhooks"
+RECEIVER_HOST = "payroll-sandbox.localhost"
+RECEIVER_URL = f"http://{RECEIVER_HOST}{RECEIVER_PATH}"
 
 _DEFAULT_DENY: tuple[Network, ...] = tuple(ipaddress.ip_network(n) for n in (
     "169.254.0.0/16",       # link-local; 169.254.169.254 is AWS, GCP, Azure, OpenStack metadata
@@ -106,6 +118,38 @@ class OutboundPolicy:
             except ValueError:
                 continue
 
+    def url_problem(self, url: Any) -> str | None:
+        """Why a webhook URL (a yarl.URL) is refused, at registration and before each
+        attempt: its host (host_problem), except the built-in demo receiver, which is on the
+        sandbox itself (RECEIVER_PATH at RECEIVER_HOST or at its own literal address)."""
+        host = (url.host or "").strip("[]").lower().rstrip(".")
+        port = url.port or 0
+        receiver = url.scheme == "http" and url.path == RECEIVER_PATH and not url.query_string
+        if self.deny.has_name(host):
+            return REFUSED.format(why=DENIED)
+        if host == RECEIVER_HOST:
+            return None if receiver else REFUSED.format(why=ITSELF)
+        if receiver:
+            try:
+                address = _unmapped(ipaddress.ip_address(host))
+            except ValueError:
+                address = None
+            if (address is not None and self._is_itself(address, port)
+                    and not self.deny.has_address(address)):
+                return None
+        return self.host_problem(host, port)
+
+    def own_addresses(self) -> list[tuple[str, int]]:
+        """(address, port) to reach this sandbox at, loopback first: where RECEIVER_HOST
+        resolves (an unspecified listening address is reached over loopback)."""
+        found: list[tuple[str, int]] = []
+        for address, port in sorted(self.listening, key=_loopback_first):
+            if address.is_unspecified:
+                address = ipaddress.ip_address("::1" if address.version == 6 else "127.0.0.1")
+            if (str(address), port) not in found:
+                found.append((str(address), port))
+        return found
+
     def host_problem(self, host: str, port: int) -> str | None:
         """Why a URL's host (a name, or a literal address) is refused at registration."""
         host = host.strip("[]").lower().rstrip(".")
@@ -121,8 +165,7 @@ class OutboundPolicy:
 
     def address_problem(self, address: Address, port: int) -> str | None:
         """Why an address (a literal one, or one a name resolved to) is refused."""
-        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-            address = address.ipv4_mapped
+        address = _unmapped(address)
         if self._is_itself(address, port):
             return REFUSED.format(why=ITSELF)
         if self.deny.has_address(address):
@@ -146,6 +189,18 @@ class OutboundPolicy:
             if listening.is_loopback and address.is_loopback:
                 return True  # 127.0.0.1 and 127.0.0.2 reach the same loopback listener
         return False
+
+
+def _loopback_first(pair: tuple[Address, int]) -> tuple[bool, int, str]:
+    address = pair[0]
+    return not (address.is_loopback or address.is_unspecified), address.version, str(address)
+
+
+def _unmapped(address: Address) -> Address:
+    """::ffff:a.b.c.d is a.b.c.d."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
 
 
 def _entries(value: str) -> list[str]:
@@ -175,8 +230,11 @@ class PolicyResolver(AbstractResolver):
 
     async def resolve(self, host: str, port: int = 0,
                       family: int = socket.AF_INET) -> list[dict[str, Any]]:
-        if self.policy.deny.has_name(host.lower().rstrip(".")):
+        name = host.lower().rstrip(".")
+        if self.policy.deny.has_name(name):
             raise OutboundRefused(REFUSED.format(why=DENIED))
+        if name == RECEIVER_HOST:  # url_problem let only the receiver's path through
+            return self._itself(host)
         resolved = await self._resolver.resolve(host, port, family)
         kept, why = [], None
         for entry in resolved:
@@ -193,6 +251,14 @@ class PolicyResolver(AbstractResolver):
         if not kept:
             raise OutboundRefused(why or REFUSED.format(why=DENIED))
         return kept
+
+    def _itself(self, host: str) -> list[dict[str, Any]]:
+        own = self.policy.own_addresses()
+        if not own:
+            raise OutboundRefused(NOT_LISTENING.format(host=RECEIVER_HOST))
+        return [{"hostname": host, "host": address, "port": port,
+                 "family": socket.AF_INET6 if ":" in address else socket.AF_INET,
+                 "proto": 0, "flags": socket.AI_NUMERICHOST} for address, port in own]
 
     async def close(self) -> None:
         await self._resolver.close()
