@@ -11,10 +11,18 @@ same. The checker sends the events itself, as the dispatcher sends an attempt
 only a 2xx counts), because some checks need what the sandbox never sends on its own: a
 wrong signature, none at all, a future event type, extra fields.
 
-`check_handler(url, secret=..., events=..., state_url=..., sandbox_url=...)` runs the
-fixed suite below and returns a `Report`; the CLI prints it (`Report.text()`, or
+Task events are of the products the handler deals with (`products`, `--products`; by
+default every product a task can be made for there): each names a real task of one of
+them, in turn, at a company that offers it, with a failure reason a scenario fitting that
+product ends with; the real tasks of `out-of-order` run scenarios that fit their product;
+`state-url` judges the outcomes of those tasks only.
+
+`check_handler(url, secret=..., events=..., state_url=..., products=..., sandbox_url=...)`
+runs the fixed suite below and returns a `Report`; the CLI prints it (`Report.text()`, or
 `Report.to_dict()` as JSON) and exits 0 only when no check failed. The pytest plugin can
-call the same function (or `check_handler_async` from a running event loop).
+call the same function (or `check_handler_async` from a running event loop). Without a
+secret, deliveries are signed with the bundled default tenant's API secret, the one its
+webhooks are signed with (`listen` and `trigger` default to its keys too).
 """
 
 from __future__ import annotations
@@ -70,7 +78,10 @@ FUTURE_EVENT_TYPE = "sandbox-future-event"   # a type the spec does not have (ye
 EXTENSION_HEADER = "ce-sandboxcheck"          # a CloudEvents extension attribute nobody knows
 PREFERRED_TYPE = "task-status-updated"        # carries an outcome the state URL can show
 OUTCOME_TYPES = ("task-status-updated", "task-status-patched")
-ORDER_SCENARIOS = ("happy-path", "unexpected-response", "task-status-patched")
+# The real tasks of out-of-order, per product: a success, a failure after the login (a
+# pay-link change-plan where it fits, else an unreadable answer) and a patched failure.
+ORDER_SCENARIOS = ("happy-path", ("action-failed", "unexpected-response"), "task-status-patched")
+CARRIER_SCENARIO = "happy-path"   # the real task a triggered task event names (fits every product)
 
 VALID, WRONG, NONE = "valid", "wrong", "none"   # how a delivery was signed
 ENDPOINTS = "/_sandbox/webhooks/endpoints"
@@ -156,7 +167,7 @@ class Report:
 
     url: str
     checks: tuple[CheckResult, ...]
-    secret_given: bool
+    secret_given: bool                 # False: signed with the bundled default tenant's
     signing_note: str | None
     event_types: tuple[str, ...]
     state_url: str | None
@@ -165,6 +176,8 @@ class Report:
     vendor: str = ""
     sandbox_url: str | None = None     # the running sandbox the events came from (--url)
     cleanup_note: str | None = None    # what that run left behind there, if anything
+    products: tuple[str, ...] = ()     # the products whose tasks the events name
+    products_named: bool = False       # chosen by `products` (--products), not all
 
     @property
     def ok(self) -> bool:
@@ -189,14 +202,19 @@ class Report:
         counts = {s: sum(1 for c in self.checks if c.status == s) for s in (PASS, FAIL, SKIP)}
         text = (f"{counts[PASS]} passed, {counts[FAIL]} failed, {counts[SKIP]} skipped in "
                 f"{self.elapsed_s:.1f}s against {self.url}")
+        if self.products_named:
+            text += f" for {', '.join(self.products)} tasks"
         if self.sandbox_url:
             text += f" with events from {self.sandbox_url} (vendor {self.vendor})"
         return text + (f"; failed: {', '.join(c.name for c in self.failed)}" if self.failed
                        else "")
 
     def text(self) -> str:
-        lines = [c.line() for c in self.checks]
-        lines += [f"note: {note}" for note in (self.signing_note, self.cleanup_note) if note]
+        """The signing note first (what the handler must verify with), a line per check,
+        notes, the summary."""
+        lines = [self.signing_note] if self.signing_note else []
+        lines += [c.line() for c in self.checks]
+        lines += [f"note: {self.cleanup_note}"] if self.cleanup_note else []
         lines.append(self.summary())
         return "\n".join(lines)
 
@@ -204,8 +222,9 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         return {"url": self.url, "ok": self.ok, "summary": self.summary(),
-                "secret": "given" if self.secret_given else "generated",
+                "secret": "given" if self.secret_given else "default",
                 "signingNote": self.signing_note, "eventTypes": list(self.event_types),
+                "products": list(self.products),
                 "stateUrl": self.state_url, "sandboxUrl": self.sandbox_url,
                 "vendor": self.vendor, "cleanupNote": self.cleanup_note, "seed": self.seed,
                 "elapsedSeconds": round(self.elapsed_s, 3),
@@ -219,10 +238,13 @@ def check_handler(url: str, secret: str | None = None, events: Iterable[str] | s
                   state_url: str | None = None, **options: Any) -> Report:
     """Run every check against the webhook handler at `url` and return the report.
 
-    `secret`: what the handler verifies `x-hmac-signature-sha-256` with; without it the
-    signature checks are skipped and correct deliveries are signed with a generated
-    secret. `events`: only these event types (names or one comma-separated string).
+    `secret`: what the handler verifies `x-hmac-signature-sha-256` with; without it, the
+    bundled default tenant's API secret (`default_secret()`), and the report says so first.
+    `events`: only these event types (names or one comma-separated string).
     `state_url`: a URL answering `{"outcomes": [{"task", "status", "reason"}, ...]}`.
+    `products`: the products whose tasks the handler deals with (names or one
+    comma-separated string; default every one a task can be made for): task events name
+    tasks of these only, and the state URL is judged on their outcomes only.
     `sandbox_url`, `api_key`, `api_secret`: make the events on that running sandbox, in a
     temporary tenant made with these keys (its vendor, event names, companies and
     scenarios), instead of an in-process one.
@@ -242,6 +264,7 @@ def check_handler(url: str, secret: str | None = None, events: Iterable[str] | s
 async def check_handler_async(url: str, secret: str | None = None,
                               events: Iterable[str] | str | None = None,
                               state_url: str | None = None, *,
+                              products: Iterable[str] | str | None = None,
                               sandbox_url: str | None = None, api_key: str | None = None,
                               api_secret: str | None = None,
                               timeout: float = ATTEMPT_TIMEOUT, burst: int = BURST_DELIVERIES,
@@ -266,7 +289,7 @@ async def check_handler_async(url: str, secret: str | None = None,
         raise CheckerError("timeout, run_timeout, burst and concurrency must be positive")
     started = time.monotonic()
     seed = secrets.randbits(31) if seed is None else seed
-    signing = secret if secret is not None else f"check-handler-{secrets.token_hex(16)}"
+    signing = secret if secret is not None else default_secret()
     async with aiohttp.ClientSession(
             cookie_jar=aiohttp.DummyCookieJar(), timeout=aiohttp.ClientTimeout(total=None),
             connector=aiohttp.TCPConnector(limit=max(concurrency, 1))) as session:
@@ -274,9 +297,10 @@ async def check_handler_async(url: str, secret: str | None = None,
                   else RemoteSource(session, sandbox_url, api_key, api_secret, seed))
         async with source:
             selected = select_types(events, source.types)
+            chosen = await source.select_products(products)
             sender = Sender(session, url, source.vendor, signing, timeout,
                             deadline=started + run_timeout, run_timeout=run_timeout)
-            run = Run(source, sender, selected, secret_given=secret is not None,
+            run = Run(source, sender, selected, chosen, secret_given=secret is not None,
                       burst=burst, concurrency=concurrency, state_settle=state_settle)
             checks = [await run.every_event_type(), await run.wrong_signature(),
                       await run.missing_signature(), await run.duplicate_delivery(),
@@ -285,13 +309,22 @@ async def check_handler_async(url: str, secret: str | None = None,
                       await run.state(state_url)]
     note = None
     if secret is None:
-        note = (f"no --secret: the signature checks were skipped, and correct deliveries were "
-                f"signed with the generated secret {signing}, which the handler cannot know; a "
-                "handler that verifies signatures (as it should) needs --secret")
+        note = (f"signing with the bundled default tenant's secret ({signing}), as its "
+                "webhooks are signed; pass --secret with the one your handler verifies "
+                "x-hmac-signature-sha-256 with if it is another")
     return Report(url=url, checks=tuple(checks), secret_given=secret is not None,
                   signing_note=note, event_types=tuple(selected), state_url=state_url,
                   seed=seed, elapsed_s=time.monotonic() - started, vendor=source.vendor,
-                  sandbox_url=source.sandbox_url, cleanup_note=source.cleanup_note)
+                  sandbox_url=source.sandbox_url, cleanup_note=source.cleanup_note,
+                  products=tuple(chosen), products_named=products is not None)
+
+
+def default_secret() -> str:
+    """The bundled default tenant's API secret: what that tenant's webhooks are signed
+    with, as `listen` and `trigger` default to its keys (cli.default_credentials)."""
+    from .cli import default_credentials
+
+    return default_credentials()[1]
 
 
 def checked_url(url: str, flag: str) -> str:
@@ -305,12 +338,17 @@ def checked_url(url: str, flag: str) -> str:
     return url
 
 
+def names_of(value: Iterable[str] | str) -> set[str]:
+    """Names given as a list or as one comma-separated string."""
+    names = value.split(",") if isinstance(value, str) else list(value)
+    return {n.strip() for n in names if n.strip()}
+
+
 def select_types(events: Iterable[str] | str | None, known: list[str]) -> list[str]:
     """The event types to check: all, or the named ones in the spec's order."""
     if events is None:
         return list(known)
-    names = events.split(",") if isinstance(events, str) else list(events)
-    wanted = {n.strip() for n in names if n.strip()}
+    wanted = names_of(events)
     unknown = sorted(wanted - set(known))
     if unknown:
         raise CheckerError(f"--events: no event type is named {', '.join(unknown)} "
@@ -330,11 +368,14 @@ class EventSource(ABC):
 
     vendor: str            # ce-source com.<vendor>, ce-type com.<vendor>.<eventType>
     types: list[str]       # every event type, in the spec's order, as that sandbox names them
+    products: list[str]    # every product of its service profile, in the profile's order
+    scenarios: list[dict[str, Any]]   # its scenarios as GET /_sandbox/scenarios lists them
     sandbox_url: str | None = None
     cleanup_note: str | None = None   # what was left behind on the sandbox, if anything
 
     def __init__(self) -> None:
-        self._reasons = 0
+        self._reasons: dict[str, int] = {}         # product -> failure reasons used so far
+        self._companies: dict[str, str | None] = {}  # product -> a company taking its tasks
 
     async def __aenter__(self) -> EventSource:
         return self
@@ -342,16 +383,75 @@ class EventSource(ABC):
     async def __aexit__(self, *exc_info: Any) -> None:
         return None
 
-    async def trigger(self, event_type: str, *, failed: bool = False) -> Event:
-        """A new event of this type (a made-up task for task events), as
-        POST /_sandbox/events/trigger makes it; `failed`: a task-status-updated with a
-        failure reason, each reason in turn."""
+    async def select_products(self, products: Iterable[str] | str | None) -> list[str]:
+        """The products to check, in the profile's order: the named ones, or every one
+        some company of the sandbox takes a task of."""
+        wanted = set(self.products) if products is None else names_of(products)
+        unknown = sorted(wanted - set(self.products))
+        if unknown:
+            raise CheckerError(f"--products: no product is named {', '.join(unknown)} "
+                               f"(known: {', '.join(self.products)})")
+        if not wanted:
+            raise CheckerError("--products names no product")
+        chosen = []
+        for product in (p for p in self.products if p in wanted):
+            if await self.company_for(product) is not None:
+                chosen.append(product)
+            elif products is not None:
+                raise CheckerError(f"--products: no company of the sandbox takes a {product} "
+                                   "task (none that offers it is operational and open to it)")
+        if not chosen:
+            raise CheckerError("no company of the sandbox takes a task of any product")
+        return chosen
+
+    def fits(self, scenario: str, product: str) -> bool:
+        """Whether the sandbox runs `scenario` for a task of `product` (its scenario files)."""
+        return any(s["name"] == scenario and product in (s.get("products") or ())
+                   for s in self.scenarios)
+
+    def reasons(self, product: str) -> list[str]:
+        """The failure reasons a task of `product` can end with: those of the scenarios that
+        fit it, in the spec's order."""
+        found = {step["reason"] for s in self.scenarios if product in (s.get("products") or ())
+                 for step in s["steps"] if step.get("reason")}
+        return [r for r in FAILURE_REASONS if r in found]
+
+    async def company_for(self, product: str) -> str | None:
+        """An operational company that takes a task of `product` (found once)."""
+        if product not in self._companies:
+            self._companies[product] = await self._company_for(product)
+        return self._companies[product]
+
+    async def trigger(self, event_type: str, *, product: str | None = None,
+                      failed: bool = False) -> Event:
+        """A new event of this type, as POST /_sandbox/events/trigger makes it. A task
+        event names a real task of `product` (run through happy-path); `failed`: a
+        task-status-updated with a failure reason of that product's scenarios, each in turn."""
         request: dict[str, Any] = {"eventType": event_type}
-        if failed and event_type == "task-status-updated":
-            reason = FAILURE_REASONS[self._reasons % len(FAILURE_REASONS)]
-            self._reasons += 1
-            request["data"] = {"status": "failed", "reason": reason}
+        if event_type in TASK_EVENT_DATA:
+            product = product or self.products[0]
+            request["taskId"] = (await self.run_task(CARRIER_SCENARIO, product))[0]
+            reasons = self.reasons(product)
+            if failed and event_type == "task-status-updated" and reasons:
+                turn = self._reasons.get(product, 0)
+                self._reasons[product] = turn + 1
+                request["data"] = {"status": "failed", "reason": reasons[turn % len(reasons)]}
         return await self._trigger(request)
+
+    async def task_events(self, scenario: str, product: str) -> list[Event]:
+        """The task events of one real task of `product` run through `scenario`, in
+        emission order."""
+        task_id, events = await self.run_task(scenario, product)
+        return [e for e in events if e.type in TASK_EVENT_DATA and e.task == task_id]
+
+    @abstractmethod
+    async def _company_for(self, product: str) -> str | None:
+        """An operational company that takes a task of `product`, or None."""
+
+    @abstractmethod
+    async def run_task(self, scenario: str, product: str) -> tuple[str, list[Event]]:
+        """A task of `product` at `company_for(product)` run through `scenario` to its
+        end: its id and its events."""
 
     @abstractmethod
     async def _trigger(self, request: dict[str, Any]) -> Event:
@@ -369,10 +469,6 @@ class EventSource(ABC):
     @abstractmethod
     def object_id(self) -> str:
         """A new id in the sandbox's format (24 hex digits)."""
-
-    @abstractmethod
-    async def task_events(self, scenario: str) -> list[Event]:
-        """The task events of one real task run through `scenario`, in emission order."""
 
 
 class InProcessSource(EventSource):
@@ -392,6 +488,8 @@ class InProcessSource(EventSource):
         self.vendor = sandbox.registry.service.vendor
         self.aggregator = sandbox.registry.service.aggregator
         self.types = event_types(self.aggregator)
+        self.products = list(sandbox.registry.service.products)
+        self.scenarios = [s.describe() for s in self.engine.scenarios.values()]
 
     async def _trigger(self, request: dict[str, Any]) -> Event:
         from .domain.triggers import trigger_event
@@ -408,23 +506,25 @@ class InProcessSource(EventSource):
     def object_id(self) -> str:
         return self.tenant.ids.object_id()
 
-    async def task_events(self, scenario: str) -> list[Event]:
+    async def _company_for(self, product: str) -> str | None:
         from .errors import ApiError
 
-        identifier = f"check-{scenario}"
         for company in self.tenant.companies.ordered():
-            if company.status != OPERATIONAL or "deposit" not in company.available_products:
+            if company.status != OPERATIONAL or product not in company.available_products:
                 continue
-            try:
-                _, tasks = self.engine.create_task(
-                    self.tenant, {"identifier": identifier, "company": company.id,
-                                  "product": "deposit", "scenario": scenario})
-            except ApiError:  # this account takes no task there (manual deposits): next
+            try:  # maintenance for this product, manual deposits: the next one
+                self.engine.check_company_accepts(self.tenant, company, product, "$.product")
+            except ApiError:
                 continue
-            await self.tenant.runner.run_until_idle()
-            return [e for e in self.tenant.events.query(task=tasks[0].id)
-                    if e.type in TASK_EVENT_DATA]
-        return []
+            return company.id
+        return None
+
+    async def run_task(self, scenario: str, product: str) -> tuple[str, list[Event]]:
+        _, tasks = self.engine.create_task(
+            self.tenant, {"identifier": f"check-{product}", "product": product,
+                          "company": await self.company_for(product), "scenario": scenario})
+        await self.tenant.runner.run_until_idle()
+        return tasks[0].id, list(self.tenant.events.query(task=tasks[0].id))
 
 
 class SandboxAnswer(CheckerError):
@@ -473,6 +573,14 @@ class RemoteSource(EventSource):
         try:
             await self._call("PUT", ENDPOINTS, {"endpoints": []})
             self._now = (await self._call("GET", "/_sandbox/clock"))["timestamp"]
+            self.scenarios = await self._call("GET", "/_sandbox/scenarios")
+            # The default scenario fits every product of the service profile, in its order.
+            default = next((s for s in self.scenarios if s.get("name") == CARRIER_SCENARIO), {})
+            if not isinstance(default.get("products"), list):
+                raise CheckerError(f"--url {self.base}: GET /_sandbox/scenarios does not say "
+                                   "which products a scenario fits (a payroll-sandbox older "
+                                   "than this checker?)")
+            self.products = default["products"]
         except BaseException:
             await self.__aexit__()
             raise
@@ -507,31 +615,38 @@ class RemoteSource(EventSource):
     def object_id(self) -> str:
         return f"{self._ids.getrandbits(96):024x}"
 
-    async def task_events(self, scenario: str) -> list[Event]:
-        identifier = f"check-{scenario}"
+    async def _company_for(self, product: str) -> str | None:
         skip = 0
         while True:
-            page = await self._call("GET", f"/company/list?product=deposit&limit=1000&skip={skip}")
+            page = await self._call("GET", f"/company/list?product={quote(product)}&limit=1000"
+                                           f"&skip={skip}")
             for company in page:
                 if company["status"] != OPERATIONAL:
                     continue
-                try:
-                    created = await self._call("POST", "/task/create", {
-                        "identifier": identifier, "company": company["_id"],
-                        "product": "deposit", "scenario": scenario})
+                try:  # the one way to know that this account takes the task there
+                    await self._create_task(CARRIER_SCENARIO, product, company["_id"])
                 except SandboxAnswer as refused:
                     if 400 <= refused.status < 500 and refused.status not in (401, 429):
-                        continue  # this account takes no task there (manual deposits): next
+                        continue  # maintenance for this product, manual deposits: next
                     raise
-                clock = await self._call("POST", "/_sandbox/clock/run-until-idle")
-                while not clock["complete"]:  # stopped at the server's work limit: go on
-                    clock = await self._call("POST", "/_sandbox/clock/run-until-idle")
-                records = await self._call("GET", f"/_sandbox/events?task={created['id']}"
-                                                  "&limit=10000")
-                return [self._event(r) for r in records if r["eventType"] in TASK_EVENT_DATA]
+                return company["_id"]
             if len(page) < 1000:
-                return []
+                return None
             skip += len(page)
+
+    async def run_task(self, scenario: str, product: str) -> tuple[str, list[Event]]:
+        task_id = await self._create_task(scenario, product, await self.company_for(product))
+        clock = await self._call("POST", "/_sandbox/clock/run-until-idle")
+        while not clock["complete"]:  # stopped at the server's work limit: go on
+            clock = await self._call("POST", "/_sandbox/clock/run-until-idle")
+        records = await self._call("GET", f"/_sandbox/events?task={task_id}&limit=10000")
+        return task_id, [self._event(r) for r in records]
+
+    async def _create_task(self, scenario: str, product: str, company: str | None) -> str:
+        created = await self._call("POST", "/task/create", {
+            "identifier": f"check-{product}", "company": company, "product": product,
+            "scenario": scenario})
+        return created["id"]
 
     def _event(self, record: dict[str, Any]) -> Event:
         """A record of GET /_sandbox/events as the Event the server keeps: the same id,
@@ -667,13 +782,14 @@ class Outcome:
 class Run:
     """One run of the suite: the checks in order, and the task outcomes they sent."""
 
-    def __init__(self, source: EventSource, sender: Sender, selected: list[str], *,
-                 secret_given: bool, burst: int, concurrency: int,
+    def __init__(self, source: EventSource, sender: Sender, selected: list[str],
+                 products: list[str], *, secret_given: bool, burst: int, concurrency: int,
                  state_settle: float = STATE_SETTLE) -> None:
         self.source = source
         self.sender = sender
         self.selected = selected
-        self.secret_given = secret_given
+        self.products = products
+        self._turn = 0                             # the product of the next task event
         self.burst_size = burst
         self.concurrency = concurrency
         self.state_settle = state_settle
@@ -681,7 +797,16 @@ class Run:
         self.outcomes: dict[str, Outcome] = {}     # task -> the outcome it should show
         self.forged: dict[str, str] = {}           # task -> the check that forged it
         self.preferred = PREFERRED_TYPE if PREFERRED_TYPE in selected else selected[0]
-        self.signed_with = "--secret" if secret_given else "a generated secret"
+        self.signed_with = ("--secret" if secret_given
+                            else "the bundled default tenant's secret")
+
+    async def trigger(self, event_type: str, *, failed: bool = False) -> Event:
+        """A new event of this type; a task event names a task of the next product in turn."""
+        product = None
+        if event_type in TASK_EVENT_DATA:
+            product = self.products[self._turn % len(self.products)]
+            self._turn += 1
+        return await self.source.trigger(event_type, product=product, failed=failed)
 
     async def deliver(self, check: str, event: Any, signature: str = VALID,
                       **options: Any) -> Delivery:
@@ -690,9 +815,9 @@ class Run:
         return delivery
 
     def _remember(self, check: str, event: Any, delivery: Delivery) -> None:
-        if event.type not in OUTCOME_TYPES:
-            return
         body = event.body
+        if event.type not in OUTCOME_TYPES or body.get("product") not in self.products:
+            return  # only the outcomes of the products the handler deals with are judged
         task, data = body["task"], body["data"]
         if delivery.signature != VALID:
             self.forged[task] = check
@@ -707,7 +832,7 @@ class Run:
     async def every_event_type(self) -> CheckResult:
         deliveries = []
         for event_type in self.selected:
-            event = await self.source.trigger(event_type)
+            event = await self.trigger(event_type)
             deliveries.append(await self.deliver(EVERY_EVENT_TYPE, event))
         bad = [d for d in deliveries if not d.ok]
         answered = [d for d in deliveries if d.latency_ms is not None and d.status is not None]
@@ -720,7 +845,8 @@ class Run:
             received += "; " + _grouped(bad)
         return CheckResult(
             EVERY_EVENT_TYPE, FAIL if bad else PASS,
-            f"{len(deliveries)} deliveries, one per event type, signed with {self.signed_with}",
+            f"{len(deliveries)} deliveries, one per event type (task events of "
+            f"{', '.join(self.products)} tasks in turn), signed with {self.signed_with}",
             received, f"answers each with a 2xx within {self.timeout:g}s",
             deliveries=tuple(deliveries))
 
@@ -728,7 +854,8 @@ class Run:
 
     async def wrong_signature(self) -> CheckResult:
         return await self._forged(
-            WRONG_SIGNATURE, WRONG, "signed with a secret other than --secret", "a forged delivery",
+            WRONG_SIGNATURE, WRONG, f"signed with a secret other than {self.signed_with}",
+            "a forged delivery",
             "refuses a signature that does not match with a 4xx (401 or 403), unprocessed")
 
     async def missing_signature(self) -> CheckResult:
@@ -738,11 +865,7 @@ class Run:
 
     async def _forged(self, name: str, signature: str, how: str, what: str,
                       expected: str) -> CheckResult:
-        if not self.secret_given:
-            return CheckResult(name, SKIP, "nothing", "nothing", expected,
-                               note="no --secret: without the handler's secret there is no "
-                                    "correctly signed delivery to tell this one from")
-        event = await self.source.trigger(self.preferred, failed=True)
+        event = await self.trigger(self.preferred, failed=True)
         delivery = await self.deliver(name, event, signature)
         passed = delivery.status is not None and 400 <= delivery.status < 500
         received = delivery.outcome()
@@ -755,7 +878,7 @@ class Run:
     # duplicate-delivery
 
     async def duplicate_delivery(self) -> CheckResult:
-        event = await self.source.trigger(self.preferred, failed=True)
+        event = await self.trigger(self.preferred, failed=True)
         message = self.sender.message(event)
         first = await self.deliver(DUPLICATE_DELIVERY, event, message=message)
         second = await self.deliver(DUPLICATE_DELIVERY, event, message=message)
@@ -773,11 +896,16 @@ class Run:
         expected = ("answers 2xx whatever the order, and keeps each task's latest state by "
                     "eventTime")
         tasks = []
-        for scenario in ORDER_SCENARIOS:
-            events = [e for e in await self.source.task_events(scenario)
-                      if e.type in self.selected]
-            if len(events) >= 2:
-                tasks.append(events)
+        for product in self.products:
+            for choice in ORDER_SCENARIOS:  # the first that fits the product
+                scenario = next((n for n in (choice if isinstance(choice, tuple) else (choice,))
+                                 if self.source.fits(n, product)), None)
+                if scenario is None:
+                    continue
+                events = [e for e in await self.source.task_events(scenario, product)
+                          if e.type in self.selected]
+                if len(events) >= 2:
+                    tasks.append(events)
         if not tasks:
             return CheckResult(OUT_OF_ORDER, SKIP, "nothing", "nothing", expected,
                                note="--events selects fewer than two event types of one task")
@@ -791,8 +919,9 @@ class Run:
             received += "; " + _grouped(bad)
         return CheckResult(
             OUT_OF_ORDER, FAIL if bad else PASS,
-            f"{len(deliveries)} events of {len(tasks)} real tasks, each task's newest first (the "
-            "final status before the authentication, a patch before the status it corrects)",
+            f"{len(deliveries)} events of {len(tasks)} real {', '.join(self.products)} tasks, "
+            "each task's newest first (the final status before the authentication, a patch "
+            "before the status it corrects)",
             received, expected, deliveries=tuple(deliveries))
 
     # unknown-event-type
@@ -814,7 +943,7 @@ class Run:
     # extra-fields
 
     async def extra_fields(self) -> CheckResult:
-        body = (await self.source.trigger(self.preferred)).body
+        body = (await self.trigger(self.preferred)).body
         body["sandboxCheckAddedField"] = {"added": "later"}
         for part in ("data", "user", "company"):
             if isinstance(body.get(part), dict):
@@ -835,7 +964,7 @@ class Run:
 
     async def burst(self) -> CheckResult:
         types = self.selected
-        events = [await self.source.trigger(types[i % len(types)], failed=i % 2 == 1)
+        events = [await self.trigger(types[i % len(types)], failed=i % 2 == 1)
                   for i in range(self.burst_size)]
         slots = asyncio.Semaphore(self.concurrency)
 
@@ -943,7 +1072,9 @@ class Run:
         stored: dict[str, list[tuple[Any, Any]]] = {}
         for task, status, reason in rows:
             stored.setdefault(task, []).append((status, reason))
-        problems = []
+        # A forged outcome stored first: what a handler must never do comes first.
+        problems = [f"task {task} stored from a forged delivery ({check})"
+                    for task, check in self.forged.items() if task in stored]
         for task, outcome in self.outcomes.items():
             found = stored.get(task, [])
             sent = outcome.status + (f"/{outcome.reason}" if outcome.reason else "")
@@ -955,9 +1086,6 @@ class Run:
                 status, reason = found[0]
                 problems.append(f"task {task} ({outcome.check}) stored "
                                 f"{status}{f'/{reason}' if reason else ''}, sent {sent}")
-        for task, check in self.forged.items():
-            if task in stored:
-                problems.append(f"task {task} stored from a forged delivery ({check})")
         return problems
 
 

@@ -139,10 +139,15 @@ def _parser() -> argparse.ArgumentParser:
                     "no check fails.")
     check.add_argument("url", metavar="URL", help="the handler's webhook URL")
     check.add_argument("--secret", help="the secret the handler verifies "
-                                        "x-hmac-signature-sha-256 with (without it the "
-                                        "signature checks are skipped)")
+                                        "x-hmac-signature-sha-256 with (default: the bundled "
+                                        "default tenant's API secret, as listen and trigger "
+                                        "use its keys)")
     check.add_argument("--events", action="append", metavar="TYPE,TYPE",
                        help="only these event types (comma-separated; repeatable)")
+    check.add_argument("--products", action="append", metavar="PRODUCT,PRODUCT",
+                       help="only tasks of these products, e.g. deposit: the task events "
+                            "name them and the state URL is judged on them (comma-separated; "
+                            "repeatable; default every product a task can be made for)")
     check.add_argument("--state-url", metavar="URL",
                        help='where the handler shows what it stored: {"outcomes": [{"task", '
                             '"status", "reason"}, ...]}')
@@ -444,6 +449,7 @@ def _check_handler(args: argparse.Namespace) -> int:
     from .checker import CheckerError, check_handler
 
     types = [t.strip() for item in args.events or () for t in item.split(",") if t.strip()]
+    products = None if args.products is None else ",".join(args.products)
     # Keys default as for trigger and listen, with --url only (without it, keys are refused).
     key, secret = (control_plane_keys(args) if args.sandbox_url
                    else (args.api_key, args.api_secret))
@@ -451,8 +457,8 @@ def _check_handler(args: argparse.Namespace) -> int:
     print(f"payroll-sandbox: checking {args.url}{source}", file=sys.stderr, flush=True)
     try:
         report = check_handler(args.url, secret=args.secret, events=types or None,
-                               state_url=args.state_url, sandbox_url=args.sandbox_url,
-                               api_key=key, api_secret=secret)
+                               state_url=args.state_url, products=products,
+                               sandbox_url=args.sandbox_url, api_key=key, api_secret=secret)
     except CheckerError as error:
         print(f"payroll-sandbox: {error}", file=sys.stderr)
         return EXIT_CONFIG

@@ -3,8 +3,9 @@ treats it, and each check catches what it claims.
 
 Every handler here is a real local server: the example handler (examples/handler.py)
 passes every check; a deliberately naive one fails exactly the signature, duplicate and
-unknown-type checks; one handler per remaining fault fails the check made for it. The
-burst is smaller than the CLI's 200 (the CLI tests run the real default).
+unknown-type checks; one handler per remaining fault fails the check made for it; a
+correct deposit-only handler passes when the run is scoped to deposit tasks (issue 23).
+The burst is smaller than the CLI's 200 (the CLI tests run the real default).
 """
 
 from __future__ import annotations
@@ -29,10 +30,14 @@ from payroll_sandbox.checker import (BURST, CHECKS, DUPLICATE_DELIVERY, EVERY_EV
                                MISSING_SIGNATURE, NO_REDIRECT, OUT_OF_ORDER, PASS, SKIP,
                                STATE_URL, UNKNOWN_EVENT_TYPE, WRONG_SIGNATURE, CheckerError,
                                check_handler, check_handler_async)
-from payroll_sandbox.cli import main
+from payroll_sandbox.cli import default_credentials, main
 from payroll_sandbox.schemas.events import event_types
 
 SECRET = "handler-secret-0001"
+RECEIVED = web.AppKey("received", list)
+DEFAULT_SECRET = "sandbox-secret-acme-0001"   # the bundled default tenant's API secret
+TASK_EVENTS = ("task-status-updated", "task-authentication-status-updated", "task-status-patched",
+               "task-workflow-finished")
 FAST = {"burst": 40, "concurrency": 20}
 SIGNATURE = "x-hmac-signature-sha-256"
 
@@ -202,6 +207,45 @@ def storing_app(*, dedupe: bool, verify_first: bool, latest_wins: bool) -> web.A
     return app
 
 
+def deposit_only_app(secret: str = SECRET) -> web.Application:
+    """A correct handler of an integration that uses only the deposit product: it verifies
+    the signature first, handles each ce-id once, acknowledges everything it does not need,
+    and stores the outcome (latest eventTime) of deposit tasks only; switch and other
+    products' task events are acknowledged and ignored, as it never starts such tasks."""
+    seen: set[str] = set()
+    outcomes: dict[str, dict] = {}
+    received: list[dict] = []
+
+    async def receive(request: web.Request) -> web.Response:
+        body = await request.read()
+        if not verifies(body, request.headers, secret):
+            return web.json_response({"error": "bad signature"}, status=401)
+        if request.headers["ce-id"] in seen:
+            return web.json_response({"duplicate": True})
+        seen.add(request.headers["ce-id"])
+        event = json.loads(body)
+        received.append(event)
+        if (event.get("eventType") in ("task-status-updated", "task-status-patched")
+                and event.get("product") == "deposit"):
+            known = outcomes.get(event["task"])
+            if known is None or known["at"] <= event["eventTime"]:
+                outcomes[event["task"]] = {"status": event["data"]["status"],
+                                           "reason": event["data"].get("reason"),
+                                           "at": event["eventTime"]}
+        return web.json_response({"ok": True})
+
+    async def state(request: web.Request) -> web.Response:
+        return web.json_response({"outcomes": [
+            {"task": task, "status": o["status"], "reason": o["reason"]}
+            for task, o in outcomes.items()]})
+
+    app = web.Application()
+    app.router.add_post("/webhooks", receive)
+    app.router.add_get("/state", state)
+    app[RECEIVED] = received
+    return app
+
+
 # ---------------------------------------------------------------- the good and the naive handler
 
 async def test_example_handler_passes_every_check(aiohttp_server):
@@ -234,18 +278,113 @@ async def test_naive_handler_fails_exactly_the_signature_duplicate_and_unknown_t
         "failed: wrong-signature, missing-signature, duplicate-delivery, unknown-event-type")
 
 
-async def test_without_a_secret_the_signature_checks_are_skipped_and_the_secret_used_is_named(
+async def test_without_a_secret_deliveries_are_signed_with_the_bundled_default_tenants(
+        aiohttp_server):
+    """Issue 23: without --secret, the secret `listen` and `trigger` default to (the bundled
+    default tenant's), said first; a handler set up with it passes every check."""
+    assert default_credentials()[1] == DEFAULT_SECRET
+    base = await serve(aiohttp_server, example.create_app(DEFAULT_SECRET))
+    report = await check_handler_async(f"{base}/webhooks", state_url=f"{base}/state", **FAST)
+    assert report.ok, report
+    assert [(c.name, c.status) for c in report.checks] == [(name, PASS) for name in CHECKS]
+    assert str(report).splitlines()[0] == (
+        f"signing with the bundled default tenant's secret ({DEFAULT_SECRET}), as its webhooks "
+        "are signed; pass --secret with the one your handler verifies x-hmac-signature-sha-256 "
+        "with if it is another")
+    assert report.to_dict()["secret"] == "default"
+    assert "signed with the bundled default tenant's secret" in report.check(EVERY_EVENT_TYPE).sent
+
+
+async def test_without_a_secret_a_handler_with_another_secret_fails_and_is_told_which(
         aiohttp_server):
     requests: list = []
     base = await serve(aiohttp_server, naive_app(requests))
     report = await check_handler_async(f"{base}/webhooks", **FAST)
-    assert report.failed_names == {DUPLICATE_DELIVERY, UNKNOWN_EVENT_TYPE}, report
-    assert report.skipped_names == {WRONG_SIGNATURE, MISSING_SIGNATURE, STATE_URL}
-    generated = re.search(r"generated secret (check-handler-[0-9a-f]{32})", report.text())[1]
-    assert requests and all(verifies(body, headers, generated) for headers, body in requests)
-    assert report.to_dict()["secret"] == "generated"
-    assert report.check(WRONG_SIGNATURE).line().startswith(
-        "SKIP wrong-signature: not run, no --secret")
+    # Every delivery but the forged and the unsigned one is signed with that secret.
+    signed = [body for headers, body in requests if verifies(body, headers, DEFAULT_SECRET)]
+    assert requests and len(signed) == len(requests) - 2
+    assert report.failed_names == {WRONG_SIGNATURE, MISSING_SIGNATURE, DUPLICATE_DELIVERY,
+                                   UNKNOWN_EVENT_TYPE}, report
+    base = await serve(aiohttp_server, example.create_app(SECRET))
+    report = await check_handler_async(f"{base}/webhooks", **FAST)
+    assert not report.ok and EVERY_EVENT_TYPE in report.failed_names
+    assert DEFAULT_SECRET in str(report).splitlines()[0]
+
+
+# ---------------------------------------------------------------- products (issue 23)
+
+async def test_products_deposit_passes_a_deposit_only_handler_that_stores_outcomes(
+        aiohttp_server):
+    """The acceptance of issue 23: `check-handler --products deposit` passes a correct
+    deposit-only handler, and every task event it sent names a deposit task."""
+    app = deposit_only_app()
+    base = await serve(aiohttp_server, app)
+    report = await check_handler_async(f"{base}/webhooks", SECRET, state_url=f"{base}/state",
+                                       products="deposit", **FAST)
+    assert report.ok, report
+    assert [(c.name, c.status) for c in report.checks] == [(name, PASS) for name in CHECKS]
+    assert report.products == ("deposit",) and report.to_dict()["products"] == ["deposit"]
+    assert report.summary().endswith(f"against {base}/webhooks for deposit tasks")
+    tasks = [e for e in app[RECEIVED] if e["eventType"] in TASK_EVENTS]
+    assert tasks and {e["product"] for e in tasks} == {"deposit"}
+    # Failure reasons of deposit scenarios only (no payment-method-declined on a deposit).
+    reasons = {e["data"].get("reason") for e in tasks if e["eventType"] == "task-status-updated"}
+    assert reasons - {None} and not {r for r in reasons if r and r.startswith("payment-")}
+    state = report.check(STATE_URL).received
+    assert state.startswith("each of the ") and "tasks stored once" in state
+    assert "3 real deposit tasks" in report.check(OUT_OF_ORDER).sent
+
+
+async def test_without_products_the_deposit_only_handler_fails_the_other_products_outcomes(
+        aiohttp_server):
+    """The option matters: unscoped, the run also sends switch (and verify, ...) tasks,
+    whose outcomes this handler rightly does not store, so the state URL fails."""
+    app = deposit_only_app()
+    base = await serve(aiohttp_server, app)
+    report = await check_handler_async(f"{base}/webhooks", SECRET, state_url=f"{base}/state",
+                                       **FAST)
+    assert report.failed_names == {STATE_URL}, report
+    assert report.products == ("deposit", "verify", "identify", "tax", "switch", "present")
+    problems = report.check(STATE_URL).details["problems"]
+    assert problems and all(p.endswith(")") or " missing, sent " in p for p in problems)
+    products = {e["product"] for e in app[RECEIVED] if e["eventType"] in TASK_EVENTS}
+    assert {"deposit", "switch"} <= products
+    missing = {e["task"] for e in app[RECEIVED]
+               if e["eventType"] == "task-status-updated" and e["product"] == "switch"}
+    assert any(task in p for p in problems for task in missing)
+    # The switch tasks of out-of-order ran a switch scenario (and stayed switch tasks).
+    assert "action-failed" in {e["data"].get("reason") for e in app[RECEIVED]
+                               if e["eventType"] == "task-status-updated"
+                               and e["product"] == "switch"}
+
+
+async def test_products_several_and_repeated_are_taken_in_the_profiles_order(aiohttp_server):
+    base = await serve(aiohttp_server, example.create_app(SECRET))
+    report = await check_handler_async(f"{base}/webhooks", SECRET, products=["switch", "deposit"],
+                                       events="task-status-updated", **FAST)
+    assert report.ok, report
+    assert report.products == ("deposit", "switch")
+    assert {d.event_type for d in report.check(BURST).deliveries} == {"task-status-updated"}
+
+
+@pytest.mark.parametrize("products, message", [
+    ("deposit,payroll", ("--products: no product is named payroll (known: deposit, verify, "
+                         "identify, tax, switch, present, manage)")),
+    ("manage", "--products: no company of the sandbox takes a manage task"),
+    (" , ", "--products names no product"),
+], ids=["unknown", "no-company-offers-it", "empty"])
+async def test_products_that_cannot_make_a_run_are_refused(products, message):
+    with pytest.raises(CheckerError) as caught:
+        await check_handler_async("http://127.0.0.1:9/webhooks", SECRET, products=products)
+    assert str(caught.value).startswith(message)
+
+
+def test_cli_products_unknown_is_exit_2_with_one_line(capsys):
+    assert main(["check-handler", "http://127.0.0.1:9/webhooks", "--products", "deposit",
+                 "--products", "bills"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == ("payroll-sandbox: --products: no product is named bills (known: "
+                       "deposit, verify, identify, tax, switch, present, manage)")
 
 
 # ---------------------------------------------------------------- each other check, proven
@@ -393,12 +532,26 @@ def test_cli_json_parses_and_exits_0_with_only_the_secret(example_process):
     assert len(burst["deliveries"]) == 200 and burst["p99Ms"] < 15_000
 
 
-def test_cli_exits_1_when_a_check_fails_and_names_the_generated_secret(example_process):
+def test_cli_without_secret_says_first_it_signs_with_the_default_tenants_and_exits_1(
+        example_process):
+    """The example process verifies with SECRET, not the default tenant's: every correctly
+    signed delivery is refused, and the first line says which secret was used."""
     result = run_cli("check-handler", f"{example_process}/webhooks")
     assert result.returncode == 1, result.stdout + result.stderr
-    assert re.search(r"^note: no --secret: .* generated secret check-handler-[0-9a-f]{32}",
-                     result.stdout, re.M)
-    assert result.stdout.splitlines()[0].startswith("FAIL every-event-type")
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"signing with the bundled default tenant's secret "
+                               f"({DEFAULT_SECRET}); pass --secret") or lines[0].startswith(
+        f"signing with the bundled default tenant's secret ({DEFAULT_SECRET}), as its")
+    assert lines[1].startswith("FAIL every-event-type")
+
+
+def test_cli_products_scopes_the_run_and_exits_0(example_process):
+    result = run_cli("check-handler", f"{example_process}/webhooks", "--secret", SECRET,
+                     "--state-url", f"{example_process}/state", "--products", "deposit", "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    assert report["products"] == ["deposit"] and report["ok"] is True
+    assert report["summary"].endswith("for deposit tasks")
 
 
 def test_check_handler_api_runs_without_an_event_loop(example_process):
