@@ -1,6 +1,8 @@
 """The dashboard in headless Chromium: the timeline of a tenant's tasks on its virtual time
-axis, every attempt of an event and its resend, the controls, live updates that cost only
-what changed, both themes without an accessibility violation."""
+axis, every attempt of an event and its resend, each endpoint's delivery state, the controls
+(companies picked by name), the API fault rules, live updates that cost only what changed,
+keys from the address's fragment whenever it changes (and gone from it at once), one prompt
+and nothing live when signed out, both themes without an accessibility violation."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from axe_playwright_python.async_playwright import Axe
-from conftest import ACME, HOOKS, KROGER, WALMART, page_errors
+from conftest import ACME, GLOBEX, HOOKS, KROGER, WALMART, page_errors
 from playwright.async_api import expect
 
 from payroll_sandbox.app import build_registry, create_app
@@ -18,6 +20,10 @@ from payroll_sandbox.settings import Settings
 
 TIMEOUT_MS = 5_000
 FRAGMENT = f"#key={ACME['x-api-key']}&secret={ACME['x-api-secret']}"
+
+
+def fragment(keys: dict) -> str:
+    return f"#key={keys['x-api-key']}&secret={keys['x-api-secret']}"
 
 
 async def open_dashboard(server, browser_context):
@@ -53,7 +59,7 @@ async def api(client, method: str, path: str, body: dict | None = None) -> dict:
     return await response.json()
 
 
-async def create_task(page, user: str, scenario: str, company: str = WALMART) -> None:
+async def create_task(page, user: str, scenario: str, company: str = "Walmart") -> None:
     await page.fill("#task-user", user)
     await page.fill("#task-company", company)
     await page.select_option("#task-scenario", scenario)
@@ -67,7 +73,8 @@ async def test_the_timeline_shows_each_retry_30_seconds_apart_and_resend_sends_a
     receiver.program(HOOKS, 500)
     await create_task(page, "retry-user", "happy-path")
     await page.click("#run-until-idle")
-    await page.locator(".lane", has_text="retry-user").locator(".pill", has_text="completed").wait_for()
+    lane = page.locator(".lane", has_text="retry-user")
+    await lane.locator(".pill", has_text="completed").wait_for()
 
     final = (await api(client, "GET", "/_sandbox/events?type=task-status-updated&user=retry-user"))
     event_id = final["data"][0]["id"]
@@ -139,7 +146,8 @@ async def test_dashboard_moves_the_clock_and_sets_a_company_status(dashboard):
     after = (await api(client, "GET", "/_sandbox/clock"))["data"]["timestamp"]
     assert after == before + 3600 + 90
 
-    await page.fill("#company-id", KROGER)
+    await page.fill("#company-id", "Kroger")
+    await expect(page.locator("#company-id-chosen")).to_have_attribute("data-company", KROGER)
     await page.select_option("#company-status", "under-maintenance")
     await page.fill("#company-products", "deposit")
     await page.click("#company-form button")
@@ -289,11 +297,19 @@ async def test_the_dashboard_passes_axe_in_both_themes(dashboard, receiver, them
     page, client = dashboard
     await page.emulate_media(color_scheme=theme)
     receiver.program(HOOKS, 500)
+    await api(client, "PUT", "/_sandbox/webhooks/endpoints",
+              {"endpoints": [{"url": receiver.url(HOOKS)}, {"url": receiver.url("/good")}]})
+    await api(client, "PUT", "/_sandbox/faults/api", {"rules": [
+        {"method": "GET", "path": "/task/{taskId}", "latencyMs": 200, "probability": 0.5}]})
     await create_task(page, "axe-user", "connection-error")
+    await page.fill("#company-id", "Krog")
+    await expect(page.locator("#company-id-chosen")).to_contain_text("No company picked")
     await page.click("#run-until-idle")
     await page.locator(".lane .pill", has_text="failed").wait_for()
     await page.locator(".event-marker").first.click()
     await page.locator("#attempt-rows tr").first.wait_for()
+    await expect(page.locator("#api-fault-rows tr")).to_have_count(1)
+    await expect(page.locator("#events [data-state='delivered']").first).to_be_visible()
     await page.locator("#message").evaluate("m => m.textContent = ''")  # the toast is its own check
     violations = (await Axe().run(page)).response["violations"]
     assert [(v["id"], v["impact"], [n["target"] for n in v["nodes"]][:3]) for v in violations] == []
@@ -305,6 +321,17 @@ async def test_the_dashboard_passes_axe_in_both_themes(dashboard, receiver, them
         assert violations["violations"] == [], kind
 
 
+@pytest.mark.parametrize("theme", ["light", "dark"])
+async def test_the_sign_in_prompt_passes_axe_in_both_themes(plain_server, browser_context, theme):
+    page = await browser_context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    await page.emulate_media(color_scheme=theme)
+    await page.goto(str(plain_server.make_url("/_sandbox/")) + "#key=wrong-key&secret=wrong")
+    await expect(page.locator("#signin-message")).to_contain_text("do not match")
+    violations = (await Axe().run(page)).response["violations"]
+    assert [(v["id"], v["impact"], [n["target"] for n in v["nodes"]][:3]) for v in violations] == []
+
+
 async def test_dashboard_reports_wrong_keys(aiohttp_server, loaded, clock, browser_context):
     settings = Settings(port=0, clock="manual")
     server = await aiohttp_server(create_app(settings, registry=build_registry(settings, clock=clock,
@@ -312,5 +339,152 @@ async def test_dashboard_reports_wrong_keys(aiohttp_server, loaded, clock, brows
     page = await browser_context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
     await page.goto(str(server.make_url("/_sandbox/")) + "#key=wrong-key&secret=wrong-secret")
-    await expect(page.locator("#message")).to_have_text(re.compile(".+"), timeout=TIMEOUT_MS)
-    assert "do not match" in await page.locator("#message").inner_text()
+    await expect(page.locator("#signin-message")).to_contain_text("do not match")
+    await expect(page.locator("#console")).to_be_hidden()
+    assert "wrong-secret" not in page.url
+
+
+# -- signed out, and keys from the address -------------------------------------------------------
+
+@pytest.fixture
+async def plain_server(aiohttp_server, loaded, clock):
+    settings = Settings(port=0, clock="manual")
+    return await aiohttp_server(create_app(settings, registry=build_registry(
+        settings, clock=clock, loaded=loaded)))
+
+
+async def test_signed_out_the_dashboard_is_one_prompt_and_nothing_runs(plain_server,
+                                                                      browser_context):
+    page = await browser_context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    errors = page_errors(page)
+    asked = []
+    page.on("request", lambda r: asked.append(r.url) if "/_sandbox/" in r.url
+            and not r.url.endswith((".js", ".css", "/_sandbox/")) else None)
+    await page.goto(str(plain_server.make_url("/_sandbox/")))
+    await expect(page.get_by_role("heading", name="Sign in to a tenant")).to_be_visible()
+    await expect(page.locator("#console")).to_be_hidden()
+    for hidden in ("#clock", "#timeline", "#tasks", "#events", "#sign-out", "#tenant"):
+        await expect(page.locator(hidden)).to_be_hidden()
+    visible_buttons = [await b.inner_text() for b in await page.get_by_role("button").all()
+                       if await b.is_visible()]
+    assert visible_buttons == ["Sign in"]
+    await page.wait_for_timeout(2_500)  # two ticks' time: nothing is asked for
+    assert asked == [], asked
+
+    await page.fill("#api-key", ACME["x-api-key"])
+    await page.fill("#api-secret", ACME["x-api-secret"])
+    await page.get_by_role("button", name="Sign in").click()
+    await expect(page.locator("#tenant")).to_have_text("tenant acme (sandbox)")
+    await expect(page.locator("#clock")).to_contain_text("UTC")
+    await page.get_by_role("button", name="Sign out").click()
+    await expect(page.locator("#console")).to_be_hidden()
+    assert await page.evaluate("() => localStorage.getItem('payroll-sandbox-keys')") is None
+    await page.reload()
+    await expect(page.get_by_role("heading", name="Sign in to a tenant")).to_be_visible()
+    await expect(page.locator("#console")).to_be_hidden()
+    assert errors == []
+
+
+async def test_keys_pasted_into_the_address_of_an_open_tab_are_taken_and_leave_it(
+        plain_server, browser_context):
+    page = await browser_context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    errors = page_errors(page)
+    base = str(plain_server.make_url("/_sandbox/"))
+    await page.goto(base)
+    await expect(page.locator("#signin")).to_be_visible()
+
+    await page.goto(base + fragment(ACME))  # the same document: only its fragment changes
+    await expect(page.locator("#tenant")).to_have_text("tenant acme (sandbox)")
+    assert page.url == base, "the keys left the address at once"
+    await page.go_back()  # the history entry the fragment made holds no key either
+    assert "secret" not in page.url
+
+    await page.goto(base + fragment(GLOBEX))  # other keys pasted: the other tenant
+    await expect(page.locator("#tenant")).to_have_text("tenant globex (sandbox)")
+    assert page.url == base
+    await page.goto(base + "#key=wrong-key&secret=wrong-secret")
+    await expect(page.locator("#signin-message")).to_contain_text("do not match")
+    await expect(page.locator("#console")).to_be_hidden()
+    assert page.url == base
+    assert [e for e in errors if "401" not in e] == []  # the refused keys' answer
+
+
+# -- companies by name, per-endpoint delivery, API faults ------------------------------------------
+
+async def test_the_company_fields_search_by_name_and_fill_the_id(dashboard):
+    page, client = dashboard
+    await page.fill("#task-company", "krog")
+    await expect(page.locator("#task-company-options option[value='Kroger']")).to_have_count(1)
+    await page.fill("#task-company", "Kroger")
+    chosen = page.locator("#task-company-chosen")
+    await expect(chosen).to_have_attribute("data-company", KROGER)
+    await expect(chosen).to_contain_text(KROGER)
+    await page.fill("#task-user", "named-user")
+    await page.click("#task-form button")
+    await expect(page.locator("#message")).to_have_text("Task created.")
+    [task] = (await api(client, "GET", "/_sandbox/tasks?user=named-user"))["data"]
+    task = await api(client, "GET", f"/task/{task['id']}")
+    assert task["data"]["company"] == KROGER if isinstance(task["data"]["company"], str) \
+        else task["data"]["company"]["_id"] == KROGER
+
+    await page.fill("#task-company", "no such employer anywhere")
+    await page.click("#task-form button")
+    await expect(page.locator("#message")).to_contain_text("No company matches")
+
+    # Search leaves disabled companies out; the status field finds them all the same.
+    await api(client, "POST", f"/_sandbox/companies/{WALMART}/status", {"status": "disabled"})
+    await page.reload()  # the catalog is read when the console opens
+    await page.locator("#task-scenario option[value='auth-expired']").wait_for(state="attached")
+    await page.fill("#company-id", "Walma")
+    await expect(page.locator("#company-id-options option[value='Walmart (disabled)']")
+                 ).to_have_count(1)
+    await page.fill("#company-id", "Walmart (disabled)")
+    await expect(page.locator("#company-id-chosen")).to_have_attribute("data-company", WALMART)
+    await page.select_option("#company-status", "operational")
+    await page.click("#company-form button")
+    await expect(page.locator("#message")).to_have_text(re.compile("Walmart is operational"))
+
+
+async def test_each_event_shows_each_endpoints_delivery_state(dashboard, receiver):
+    page, client = dashboard
+    good, bad = receiver.url("/good"), receiver.url("/bad")
+    receiver.program("/bad", 500)
+    await api(client, "PUT", "/_sandbox/webhooks/endpoints",
+              {"endpoints": [{"url": good}, {"url": bad}]})
+    await api(client, "POST", "/_sandbox/events/trigger",
+              {"eventType": "company-updated", "companyId": WALMART})
+    row = page.locator("#events tr", has_text="company-updated")
+    await expect(row.locator("[data-state]")).to_have_count(2)
+    await expect(row.locator("[data-state='delivered']")).to_contain_text("/good")
+    await expect(row.locator("[data-state='retrying']")).to_contain_text("/bad")
+
+    await page.click("#run-until-idle")
+    await expect(row.locator("[data-state='failed']")).to_contain_text("/bad")
+    await expect(row.locator("[data-state='delivered']")).to_contain_text("/good")
+    marker = page.locator(".event-marker[aria-label^='company-updated']")
+    await expect(marker).to_have_attribute("data-delivery", "mixed")
+    label = await marker.get_attribute("aria-label")
+    assert "delivered to" in label and "/good" in label and "failed at" in label, label
+    await marker.click()
+    summary = await page.locator("#detail-summary").inner_text()
+    assert "delivered to" in summary and "failed at" in summary, summary
+
+
+async def test_the_api_fault_rules_are_shown_with_how_often_each_fired(dashboard):
+    page, client = dashboard
+    panel = page.locator("#api-faults")
+    await expect(panel).to_be_visible()
+    await expect(panel).to_contain_text("No rules")
+    await api(client, "PUT", "/_sandbox/faults/api", {"rules": [
+        {"method": "POST", "path": "/task/create", "status": 503, "retryAfter": 5, "count": 2}]})
+    response = await client.post("/task/create", headers=ACME, json={
+        "identifier": "faulted-user", "company": WALMART, "product": "deposit"})
+    assert response.status == 503  # the app's call, faulted on purpose
+    await page.click("#run-until-idle")  # after an action the page reads the rules again
+    rows = page.locator("#api-fault-rows tr")
+    await expect(rows).to_have_count(1)
+    await expect(rows.first).to_contain_text("POST /task/create")
+    await expect(rows.first).to_contain_text("503, retry-after 5 s (2 times)")
+    await expect(rows.first).to_contain_text("1 (1 left)")

@@ -2,9 +2,13 @@
  * deliveries and attempts, a resend, and controls (clock, tasks, scenario bindings, webhook
  * endpoint and faults, company status, triggers).
  *
- * Keys: from #key=&secret= in the address (a fragment: never sent to the server, and
- * removed from the address and the history at once), the form, or this browser's storage;
- * sent in headers, never in a URL.
+ * Keys: from #key=&secret= in the address (a fragment: never sent to the server; read on
+ * load and on every change of it, and removed from the address and the history at once),
+ * the sign-in form, or this browser's storage; sent in headers, never in a URL. Signed
+ * out, the page is one prompt and nothing else: no clock, no lists, no controls.
+ *
+ * Companies are picked by name: the company fields search (POST /company/search with the
+ * keys) and fill the id. Each event shows each endpoint's delivery state.
  *
  * Live updates: every second the page asks only for what changed since its cursor
  * (GET /_sandbox/events?after=<revision> and /_sandbox/tasks?after=<revision>), so a tick
@@ -25,6 +29,10 @@
                43200, 86400, 172800, 604800, 2592000];
 
   var keys = { key: "", secret: "" };
+  var signedIn = false;
+  var STORAGE = "payroll-sandbox-keys";
+  var FAULTS_EVERY = 5;    // ticks between reads of the API fault rules
+  var faultTicks = 0, faultsShown = "";
   var events = new Map(), tasks = new Map();
   var cursors = { events: 0, tasks: 0 };
   var clock = null, clockShown = "";
@@ -37,13 +45,20 @@
   // -- talking to the control plane -------------------------------------------------------
 
   function api(method, path, body) {
+    var mine = generation;
     return fetch(path, {
       method: method,
       headers: { "content-type": "application/json", "x-api-key": keys.key, "x-api-secret": keys.secret },
       body: body === undefined ? undefined : JSON.stringify(body)
     }).then(function (response) {
-      return response.json().then(function (json) {
-        if (!response.ok) { throw new Error(problem(json) || response.statusText); }
+      return response.json().catch(function () { return {}; }).then(function (json) {
+        if (!response.ok) {
+          var error = new Error(problem(json) || response.statusText);
+          error.status = response.status;
+          // The keys stopped working (the tenant was deleted): signed out, said why.
+          if (response.status === 401 && signedIn && mine === generation) { signOut(error.message); }
+          throw error;
+        }
         return json;
       });
     });
@@ -67,7 +82,8 @@
       say(typeof done === "function" ? done(json) : done || "", true);
       tick();
       return json;
-    }).catch(function (error) { say(error.message); });
+    }).catch(function (error) { if (signedIn) { say(error.message); } })
+      .then(function (json) { loadApiFaults(); return json; });  // a call may have fired a rule
   }
 
   // -- small builders -----------------------------------------------------------------------
@@ -83,6 +99,8 @@
     if (pill) { td.appendChild(el("span", "pill " + pill, text)); } else { td.textContent = text == null ? "" : String(text); }
     return td;
   }
+  /* A URL, an id or a time kept on one line (the table scrolls sideways instead). */
+  function nowrap(td) { td.className += (td.className ? " " : "") + "nowrap"; return td; }
   function short(id) { return id ? "\u2026" + String(id).slice(-8) : ""; }
   function seconds(iso) { return Date.parse(iso) / 1000; }
   function pad(n) { return (n < 10 ? "0" : "") + n; }
@@ -110,10 +128,59 @@
     return attempt.status >= 200 && attempt.status < 300 ? "ok" : "failed";
   }
 
+  /* Each endpoint's state for an event, from the latest delivery to it (a resend after a
+   * failure is what counts now): delivered, failed, retrying (a retry is due), waiting (a
+   * first attempt held back on purpose), sending (in flight), interrupted. */
+  function endpoints(event) {
+    var byUrl = new Map();
+    event.deliveries.forEach(function (d) { byUrl.set(d.url, d); });
+    return Array.from(byUrl.values()).map(function (d) {
+      var state = d.state;
+      if (state === "pending") { state = !d.nextAttemptAt ? "sending" : d.attempts.length ? "retrying" : "waiting"; }
+      return { url: d.url, state: state, resent: !!d.replay };
+    });
+  }
+  /* One word for the event: none (no endpoint), the state its endpoints share, or mixed. */
+  function overall(states) {
+    if (!states.length) { return "none"; }
+    var first = states[0].state;
+    return states.every(function (s) { return s.state === first; }) ? first : "mixed";
+  }
+  var LOOK = { delivered: "delivered", failed: "failed", retrying: "pending", waiting: "pending",
+               sending: "pending", interrupted: "interrupted", none: "none", mixed: "mixed" };
+  var PREPOSITION = { delivered: " to ", failed: " at ", retrying: " to ", waiting: " to ",
+                      sending: " to ", interrupted: " to " };
+  function endpointName(url) {
+    try {
+      var parsed = new URL(url);
+      return parsed.host + (parsed.pathname === "/" ? "" : parsed.pathname);
+    } catch (e) { return url; }
+  }
+  function statesText(states) {
+    if (!states.length) { return "no endpoint"; }
+    return states.map(function (s) {
+      return s.state + PREPOSITION[s.state] + endpointName(s.url) + (s.resent ? " (resent)" : "");
+    }).join(", ");
+  }
+  function endpointList(states) {
+    var list = el("ul", "endpoints");
+    if (!states.length) { list.appendChild(el("li", null)).appendChild(el("span", "pill none", "no endpoint")); }
+    states.forEach(function (s) {
+      var item = el("li");
+      item.setAttribute("data-state", s.state);
+      item.appendChild(el("span", "pill " + LOOK[s.state], s.state));
+      var name = el("span", "endpoint", endpointName(s.url) + (s.resent ? " (resent)" : ""));
+      name.title = s.url;
+      item.appendChild(name);
+      list.appendChild(item);
+    });
+    return list;
+  }
+
   // -- live updates ---------------------------------------------------------------------------
 
   function tick() {
-    if (!keys.key) { return Promise.resolve(); }
+    if (!signedIn) { return Promise.resolve(); }
     if (ticking) { again = true; return Promise.resolve(); }  // right after this one
     ticking = true;
     again = false;
@@ -123,7 +190,7 @@
       api("GET", "/_sandbox/events?limit=" + PAGE + "&after=" + cursors.events),
       api("GET", "/_sandbox/tasks?limit=" + PAGE + "&after=" + cursors.tasks)
     ]).then(function (answers) {
-      if (mine !== generation) { return; }  // other keys since: not this tenant's
+      if (mine !== generation || !signedIn) { return; }  // other keys since: not this tenant's
       var moved = takeClock(answers[0].data);
       var changed = takeEvents(answers[1]);
       changed = takeTasks(answers[2]) || changed;
@@ -132,7 +199,9 @@
         renderClock();
         keepFocus(renderTimeline);
       }
-    }).catch(function (error) { say(error.message); })
+      faultTicks += 1;
+      if (faultTicks >= FAULTS_EVERY) { faultTicks = 0; loadApiFaults(); }
+    }).catch(function (error) { if (signedIn) { say(error.message); } })
       .then(function () {
         ticking = false;
         if (again) { tick(); }
@@ -332,13 +401,15 @@
 
   function marks(track, event, x, top) {
     var at = seconds(event.time);
-    var marker = el("button", "event-marker " + event.delivery);
+    var states = endpoints(event), state = overall(states);
+    var marker = el("button", "event-marker " + LOOK[state]);
     marker.type = "button";
     marker.style.left = x(at);
     marker.style.top = top + "px";
     marker.setAttribute("data-event", event.id);
     marker.setAttribute("data-time", String(at));
-    var name = event.eventType + " at " + clockTime(at) + ", delivery " + event.delivery;
+    marker.setAttribute("data-delivery", state);
+    var name = event.eventType + " at " + clockTime(at) + ": " + statesText(states);
     marker.setAttribute("aria-label", name);
     marker.title = name;
     if (isSelected("event", event.id)) { marker.className += " selected"; }
@@ -405,8 +476,10 @@
       mark(open, "event-row:" + event.id, isSelected("event", event.id));
       first.appendChild(open);
       tr.appendChild(first);
+      var delivery = el("td");
+      delivery.appendChild(endpointList(endpoints(event)));
       [cell(event.eventType), cell(event.userIdentifier), cell(short(event.task)),
-       cell(event.delivery, event.delivery)].forEach(function (td) { tr.appendChild(td); });
+       delivery].forEach(function (td) { tr.appendChild(td); });
       tr.onclick = function () { select("event", event.id); };
       eventBody.appendChild(tr);
     });
@@ -437,8 +510,9 @@
   function showEvent(event) {
     $("detail-title").textContent = "Event " + event.eventType;
     $("detail-summary").textContent = "ce-id " + event.id + " \u00b7 " + fullTime(seconds(event.time)) +
-      " UTC \u00b7 delivery " + event.delivery + (event.task ? " \u00b7 task " + event.task : "") +
-      (event.deliveries.length ? "" : " \u00b7 no endpoint was registered for this type");
+      " UTC \u00b7 " + (event.deliveries.length ? statesText(endpoints(event)) :
+                          "no endpoint was registered for this type") +
+      (event.task ? " \u00b7 task " + event.task : "");
     var body = $("attempt-rows");
     body.textContent = "";
     event.deliveries.forEach(function (delivery, index) {
@@ -448,10 +522,10 @@
         var tr = el("tr");
         tr.setAttribute("data-delivery", String(index + 1));
         tr.setAttribute("data-time", String(when));
-        [cell("#" + (index + 1) + (delivery.replay ? " (resent)" : "")),
+        [nowrap(cell("#" + (index + 1) + (delivery.replay ? " (resent)" : ""))),
          cell(attempt.number + (attempt.fault ? " (" + attempt.fault + ")" : "")),
-         cell(clockTime(when) + (previous == null ? "" : " (+" + duration(when - previous) + ")")),
-         cell(delivery.url),
+         nowrap(cell(clockTime(when) + (previous == null ? "" : " (+" + duration(when - previous) + ")"))),
+         nowrap(cell(delivery.url)),
          cell(attempt.status == null ? (kind === "pending" ? "in flight" : "no answer") : attempt.status, kind),
          cell(attempt.latencyMs == null ? "" : Math.round(attempt.latencyMs) + " ms"),
          cell(attempt.error || "")].forEach(function (td) { tr.appendChild(td); });
@@ -461,7 +535,7 @@
       if (delivery.nextAttemptAt) {
         var tr = el("tr");
         [cell("#" + (index + 1)), cell(delivery.attempts.length + 1), cell(clockTime(seconds(delivery.nextAttemptAt))),
-         cell(delivery.url), cell("retry due", "pending"), cell(""), cell("")].forEach(function (td) { tr.appendChild(td); });
+         nowrap(cell(delivery.url)), cell("retry due", "pending"), cell(""), cell("")].forEach(function (td) { tr.appendChild(td); });
         body.appendChild(tr);
       }
     });
@@ -483,20 +557,60 @@
     });
   }
 
-  // -- connecting -----------------------------------------------------------------------------
+  // -- signing in and out ----------------------------------------------------------------------
 
+  /* Signed out: the prompt, and nothing else shown or running. */
+  function showSignedIn(yes) {
+    signedIn = yes;
+    $("signin").hidden = yes;
+    $("console").hidden = !yes;
+    $("sign-out").hidden = !yes;
+    $("tenant").hidden = !yes;
+    if (!yes) { $("tenant").textContent = ""; say(""); }
+  }
+
+  function signOut(why) {
+    generation += 1;
+    keys = { key: "", secret: "" };
+    try { localStorage.removeItem(STORAGE); } catch (e) { /* private mode */ }
+    showSignedIn(false);
+    $("api-secret").value = "";
+    $("signin-message").textContent = why || "";
+    $("connect").disabled = false;
+  }
+
+  /* Tries the keys (GET /_sandbox/tenant); the console opens only if they work. */
   function connect(key, secret) {
     keys = { key: key, secret: secret };
     generation += 1;
-    events.clear(); tasks.clear();
-    cursors = { events: 0, tasks: 0 };
-    clockShown = ""; selected = null; detailShown = "";
-    try { localStorage.setItem("payroll-sandbox-keys", JSON.stringify(keys)); } catch (e) { /* private mode */ }
+    var mine = generation;
+    showSignedIn(false);
     $("api-key").value = key;
     $("api-secret").value = secret;
+    $("connect").disabled = true;
+    $("signin-message").textContent = "";
     api("GET", "/_sandbox/tenant").then(function (json) {
+      if (mine !== generation) { return; }
+      try { localStorage.setItem(STORAGE, JSON.stringify(keys)); } catch (e) { /* private mode */ }
       $("tenant").textContent = "tenant " + json.data.name + " (" + json.data.environment + ")";
-    }).catch(function (error) { say(error.message); });
+      $("connect").disabled = false;
+      openConsole();
+    }).catch(function (error) {
+      if (mine !== generation) { return; }
+      signOut(error.status === 401 ? error.message + " Check the keys and sign in again." :
+              "Could not sign in: " + error.message);
+    });
+  }
+
+  /* The console of the tenant whose keys worked: everything read afresh. */
+  function openConsole() {
+    events.clear(); tasks.clear();
+    cursors = { events: 0, tasks: 0 };
+    clock = null; clockShown = ""; selected = null; detailShown = "";
+    faultTicks = 0; faultsShown = "";
+    $("clock").textContent = "\u2026";
+    $("clock-detail").textContent = "";
+    showSignedIn(true);
     loadScenarios();
     fetch("/_sandbox/schemas/events").then(function (r) { return r.json(); }).then(function (json) {
       options($("trigger-type"), json.data.map(function (type) { return { value: type, text: type }; }));
@@ -505,18 +619,145 @@
       $("webhook-url").value = json.data.length ? json.data[0].url : "";
     }).catch(function () {});
     api("GET", "/_sandbox/webhooks/faults").then(function (json) { showFaults(json.data); }).catch(function () {});
-    api("GET", "/company/list?limit=200").then(function (json) {
-      var list = $("companies");
-      list.textContent = "";
-      json.data.forEach(function (company) {
-        var option = el("option");
-        option.value = company._id;
-        option.textContent = company.name;
-        list.appendChild(option);
-      });
-    }).catch(function () {});
+    catalog = [];
+    api("GET", "/company/list?limit=1000").then(function (json) { catalog = json.data; }).catch(function () {});
+    pickers.forEach(function (picker) { picker.find(); });
+    loadApiFaults();
     render();
     tick();
+  }
+
+  // -- companies by name ------------------------------------------------------------------------
+
+  var HEX_ID = /^[0-9a-f]{24}$/i;
+  var catalog = [];  // the whole catalog, disabled companies too (search leaves them out)
+
+  /* A company field: type a name, pick it from the list (POST /company/search, most
+   * relevant first; with `disabled`, the catalog's disabled companies too), and the id is
+   * filled in and shown under the field. A raw id still works. */
+  function Picker(input, withDisabled) {
+    var list = $(input.getAttribute("list"));
+    var shown = $(input.id + "-chosen");
+    var offered = new Map();   // option text -> company
+    var asked = 0, timer = null;
+    var picker = { chosen: null };
+
+    function show() {
+      shown.textContent = "";
+      if (picker.chosen) {
+        shown.appendChild(document.createTextNode(picker.chosen.name + " \u00b7 "));
+        var id = el("span", "id", picker.chosen._id);
+        id.title = picker.chosen._id;
+        shown.appendChild(id);
+        shown.setAttribute("data-company", picker.chosen._id);
+      } else {
+        shown.textContent = input.value.trim() ? "No company picked: choose one from the list." : "";
+        shown.removeAttribute("data-company");
+      }
+    }
+
+    function offer(companies) {
+      list.textContent = "";
+      offered.clear();
+      var names = {};
+      companies.forEach(function (c) { names[c.name] = (names[c.name] || 0) + 1; });
+      companies.forEach(function (company) {
+        var text = names[company.name] > 1 ? company.name + " (\u2026" + company._id.slice(-6) + ")" : company.name;
+        if (company.status === "disabled") { text += " (disabled)"; }
+        offered.set(text, company);
+        var option = el("option");
+        option.value = text;
+        option.label = company._id;
+        list.appendChild(option);
+      });
+    }
+
+    function match(text) {
+      if (offered.has(text)) { return offered.get(text); }
+      var lower = text.toLowerCase(), found = null;
+      offered.forEach(function (company, option) {
+        if (!found && (option.toLowerCase() === lower || company.name.toLowerCase() === lower)) { found = company; }
+      });
+      return found;
+    }
+
+    /* Finds what the field says: an option offered, an id, or a search. */
+    picker.find = function () {
+      var text = input.value.trim();
+      var mine = ++asked;
+      picker.chosen = match(text);
+      if (picker.chosen || !text) { show(); return Promise.resolve(picker.chosen); }
+      var local = withDisabled ? catalog.filter(function (c) {
+        return c.status === "disabled" && c.name.toLowerCase().indexOf(text.toLowerCase()) >= 0;
+      }) : [];
+      var lookup = HEX_ID.test(text) ?
+        api("GET", "/company/" + text).then(function (json) { return [json.data]; }) :
+        api("POST", "/company/search", { query: text.slice(0, 200), limit: 10 }).then(function (json) { return json.data; });
+      return lookup.catch(function () { return []; }).then(function (found) {
+        if (mine !== asked) { return picker.chosen; }
+        offer(found.concat(local).slice(0, 12));
+        picker.chosen = HEX_ID.test(text) ? found[0] || null : match(text);
+        show();
+        return picker.chosen;
+      });
+    };
+
+    /* The id to send: the company picked, found now if the field changed since. */
+    picker.id = function () {
+      return picker.find().then(function (company) {
+        if (!company) { throw new Error("No company matches \u201c" + input.value.trim() + "\u201d: pick one from the list."); }
+        return company._id;
+      });
+    };
+
+    input.addEventListener("input", function () {
+      clearTimeout(timer);
+      picker.chosen = match(input.value.trim());
+      if (picker.chosen) { show(); return; }
+      shown.textContent = "Searching\u2026";
+      timer = setTimeout(picker.find, 200);
+    });
+    return picker;
+  }
+
+  var pickers = [];
+  var taskCompany = Picker($("task-company"), false);
+  var statusCompany = Picker($("company-id"), true);
+  pickers.push(taskCompany, statusCompany);
+
+  // -- API fault rules (GET /_sandbox/faults/api), read-only ---------------------------------------
+
+  function loadApiFaults() {
+    if (!signedIn) { return Promise.resolve(); }
+    var mine = generation;
+    return api("GET", "/_sandbox/faults/api").then(function (json) {
+      if (mine !== generation) { return; }
+      var rules = (json.data && json.data.rules) || [];
+      var text = JSON.stringify(rules);
+      $("api-faults").hidden = false;
+      if (text === faultsShown) { return; }
+      faultsShown = text;
+      $("api-faults-empty").hidden = rules.length > 0;
+      $("api-faults-table").hidden = rules.length === 0;
+      var body = $("api-fault-rows");
+      body.textContent = "";
+      rules.forEach(function (rule) {
+        var tr = el("tr");
+        var what = rule.status != null ? rule.status + (rule.retryAfter != null ? ", retry-after " + rule.retryAfter + " s" : "") :
+          rule.latencyMs != null ? "slow: " + rule.latencyMs + " ms" : rule.reset ? "connection reset" : "";
+        var limits = [];
+        if (rule.count != null) { limits.push(rule.count + " times"); }
+        if (rule.probability != null && rule.probability < 1) { limits.push(Math.round(rule.probability * 100) + "% of calls"); }
+        var op = el("td", "mono", rule.method + " " + rule.path);
+        [op, cell(what + (limits.length ? " (" + limits.join(", ") + ")" : "")),
+         cell(rule.fired + (rule.remaining != null ? " (" + rule.remaining + " left)" : ""))]
+          .forEach(function (td) { tr.appendChild(td); });
+        body.appendChild(tr);
+      });
+    }).catch(function (error) {
+      // No such operation on this server (404): the panel stays hidden.
+      if (mine === generation && error.status === 404) { $("api-faults").hidden = true; }
+    });
   }
 
   function options(select, items, chosen) {
@@ -589,8 +830,10 @@
     });
   };
   onSubmit("task-form", function () {
-    act(api("POST", "/task/create", { identifier: $("task-user").value, company: $("task-company").value,
-      product: $("task-product").value, scenario: $("task-scenario").value }), "Task created.");
+    act(taskCompany.id().then(function (company) {
+      return api("POST", "/task/create", { identifier: $("task-user").value, company: company,
+        product: $("task-product").value, scenario: $("task-scenario").value });
+    }), "Task created.");
   });
   onSubmit("binding-form", function () { bind($("binding-user").value.trim(), $("binding-scenario").value || null); });
   onSubmit("trigger-form", function () {
@@ -603,8 +846,9 @@
     var products = $("company-products").value.split(",").map(function (p) { return p.trim(); })
       .filter(function (p) { return p; });
     if (products.length && body.status === "under-maintenance") { body.products = products; }
-    act(api("POST", "/_sandbox/companies/" + encodeURIComponent($("company-id").value) + "/status", body),
-      function (json) {
+    act(statusCompany.id().then(function (company) {
+      return api("POST", "/_sandbox/companies/" + encodeURIComponent(company) + "/status", body);
+    }), function (json) {
         var company = json.data;
         return company.name + " is " + company.status.replace("-", " ") +
           (company.maintenanceProducts ? " for " + company.maintenanceProducts.join(", ") : "") + ".";
@@ -626,18 +870,36 @@
     if (!event) { return; }
     act(api("POST", "/_sandbox/webhooks/replay", { eventId: event.id }), function (json) {
       var made = json.data.length ? json.data[0].deliveries.length : 0;
-      return made ? "Resent " + event.eventType + " with the same ce-id (" + made + " delivery)." :
+      return made ? "Resent " + event.eventType + " with the same ce-id (" + made +
+                    (made === 1 ? " delivery)." : " deliveries).") :
         "Nothing resent: no endpoint is registered for " + event.eventType + ".";
     });
   };
 
-  var given = new URLSearchParams(window.location.hash.replace(/^#/, ""));
-  if (window.location.hash) {
+  /* Keys in the address's fragment (#key=...&secret=...), on load and whenever it changes
+   * (keys pasted into the address of an open tab): taken, and the fragment removed from
+   * the address and its history entry at once. */
+  function fromFragment() {
+    var hash = window.location.hash.replace(/^#/, "");
+    if (!hash) { return false; }
+    var given = new URLSearchParams(hash);
+    if (!given.has("key") && !given.has("secret")) { return false; }
     history.replaceState(null, "", window.location.pathname + window.location.search);
+    if (given.get("key") && given.get("secret")) {
+      connect(given.get("key").trim(), given.get("secret").trim());
+    } else {
+      signOut("The address had only part of the keys: it needs #key=...&secret=....");
+    }
+    return true;
   }
-  var stored = null;
-  try { stored = JSON.parse(localStorage.getItem("payroll-sandbox-keys") || "null"); } catch (e) { stored = null; }
-  if (given.get("key") && given.get("secret")) { connect(given.get("key"), given.get("secret")); }
-  else if (stored && stored.key) { connect(stored.key, stored.secret); }
+
+  $("sign-out").onclick = function () { signOut("Signed out."); };
+  window.addEventListener("hashchange", fromFragment);
+  if (!fromFragment()) {
+    var stored = null;
+    try { stored = JSON.parse(localStorage.getItem(STORAGE) || "null"); } catch (e) { stored = null; }
+    if (stored && stored.key && stored.secret) { connect(stored.key, stored.secret); }
+    else { showSignedIn(false); }
+  }
   setInterval(tick, TICK_MS);
 })();
