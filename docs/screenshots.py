@@ -1,6 +1,7 @@
 """Screenshots of the hosted flow and the dashboard for the README, from a real server.
 
     python docs/screenshots.py [--out docs/screenshots] [--chromium /usr/bin/chromium]
+                               [--only flow,demo,dashboard]
 
 Starts `python -m payroll_sandbox serve --port 0 --clock manual`, opens /demo in Debian's
 chromium through Playwright, drives the flow as a user would (sandbox usernames; the
@@ -8,9 +9,11 @@ clock moved over the control plane with the demo tenant's keys, so every task st
 the server's own) and saves one PNG per screen and width into docs/screenshots/,
 overwriting. Phone shots are 390 px wide (the flow is the whole screen), desktop shots
 1280 px (the flow is a centred modal over the demo page). The dashboard is shot in its
-light and dark themes after a scene played on the server: three tasks, and a webhook
-endpoint (a local receiver in this script) that refuses each workflow's final event
-three times, so the timeline shows the attempts 30 s apart, and the resend a fourth.
+light and dark themes after a scene played on the server: three tasks, and two webhook
+endpoints: the sandbox's own demo receiver, and a local receiver in this script that
+refuses each workflow's final event three times, so the timeline shows the attempts 30 s
+apart, the resend a fourth, and the events list each endpoint's state. /demo is shot
+after a deposit switch, with the SDK's callbacks and the webhooks its receiver got.
 """
 
 from __future__ import annotations
@@ -89,12 +92,12 @@ class Shooter:
         flow.locator("[data-testid=popular] img").last.wait_for()
         return page, flow
 
-    def shot(self, page: Page, name: str) -> None:
+    def shot(self, page: Page, name: str, full_page: bool = False) -> None:
         path = self.out / f"{name}.png"
         page.mouse.move(0, 0)  # no hover left on what was clicked last
         # Finite animations at their end, endless ones (spinners) at their start: the same
         # picture on every run.
-        page.screenshot(path=str(path), animations="disabled")
+        page.screenshot(path=str(path), animations="disabled", full_page=full_page)
         self.taken.append(path)
         print(path.relative_to(REPO) if path.is_relative_to(REPO) else path)
 
@@ -182,6 +185,7 @@ def take_all(shooter: Shooter, base: str) -> None:
 REFUSED_TYPE = "task-workflow-finished"   # the receiver refuses it three times per ce-id
 REFUSALS = 3
 WALMART, TARGET = "6410a0000000000000000001", "6410a0000000000000000002"
+DEMO_RECEIVER = "http://payroll-sandbox.localhost/demo/webhooks"  # the sandbox's own
 
 
 @contextmanager
@@ -211,9 +215,14 @@ def receiver():
 
 
 def dashboard_scene(base: str, hooks: str) -> None:
-    """Three tasks a few seconds apart, every event sent to `hooks`, the clock run out."""
+    """Three tasks a few seconds apart, every event sent to `hooks` and to the sandbox's own
+    demo receiver, the clock run out; an API fault rule on task reads."""
     control(base, "/_sandbox/reset")
-    control(base, "/_sandbox/webhooks/endpoints", {"endpoints": [{"url": hooks}]}, method="PUT")
+    control(base, "/_sandbox/webhooks/endpoints",
+            {"endpoints": [{"url": hooks}, {"url": DEMO_RECEIVER}]}, method="PUT")
+    control(base, "/_sandbox/faults/api", {"rules": [
+        {"method": "GET", "path": "/task/{taskId}", "status": 503, "retryAfter": 30,
+         "count": 3}]}, method="PUT")
     for identifier, company, scenario, wait in (("alice", WALMART, "happy-path", 4),
                                                 ("bob", TARGET, "auth-expired", 6),
                                                 ("carol", WALMART, "connection-error", 0)):
@@ -231,14 +240,42 @@ def take_dashboard(shooter: Shooter, base: str) -> None:
         page = context.new_page()
         page.set_default_timeout(TIMEOUT_MS)
         page.goto(base + "/_sandbox/" + fragment)
-        failed = page.locator(f".event-marker.failed[aria-label^='{REFUSED_TYPE}']").first
+        # Delivered to the demo receiver, refused by the other: mixed.
+        failed = page.locator(f".event-marker.mixed[aria-label^='{REFUSED_TYPE}']").first
         failed.click()
-        page.locator("#attempt-rows tr").nth(REFUSALS - 1).wait_for()
+        page.locator("#attempt-rows tr").nth(REFUSALS).wait_for()
         if theme == "light":
             page.get_by_role("button", name="Resend (same ce-id)").click()
-            page.locator("#attempt-rows tr", has_text="(resent)").wait_for()
+            page.locator("#attempt-rows tr", has_text="(resent)").first.wait_for()
+        page.locator("#api-fault-rows tr").first.wait_for()
         page.locator("#message").evaluate("m => m.textContent = ''")
-        shooter.shot(page, f"dashboard-{theme}")
+        shooter.shot(page, f"dashboard-{theme}", full_page=True)
+        context.close()
+
+
+def take_demo(shooter: Shooter, base: str) -> None:
+    """/demo after a deposit switch at Walmart: the SDK's callbacks on the left, the webhooks
+    the demo receiver got on the right (one unfolded), in both themes."""
+    for theme in ("light", "dark"):
+        request = urllib.request.Request(base + "/demo/reset", data=b"", method="POST")
+        urllib.request.urlopen(request, timeout=10).close()
+        context = shooter.browser.new_context(viewport=DESKTOP, color_scheme=theme)
+        page = context.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        page.goto(base + "/demo")
+        page.get_by_role("button", name="Connect payroll").click()
+        flow = page.frame_locator(FLOW)
+        screen(flow, "search")
+        pick(flow, "walmart", "Walmart")
+        sign_in(flow, "test-good")
+        screen(flow, "progress")
+        control(base, "/_sandbox/clock/run-until-idle")
+        screen(flow, "done")
+        flow.get_by_test_id("done").click()
+        page.locator("#callbacks li", has_text="The flow finished").wait_for()
+        page.locator("#webhooks li", has_text="Connection to Walmart finished").wait_for()
+        page.locator("#webhooks li", has_text="Deposit switch completed").locator("summary").click()
+        shooter.shot(page, f"demo-{theme}", full_page=True)
         context.close()
 
 
@@ -246,8 +283,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "screenshots")
     parser.add_argument("--chromium", default="/usr/bin/chromium")
-    parser.add_argument("--dashboard-only", action="store_true", help="only the dashboard's shots")
+    parser.add_argument("--only", default="flow,demo,dashboard",
+                        help="which shots, comma-separated: flow, demo, dashboard (all three)")
+    parser.add_argument("--dashboard-only", action="store_true", help="--only dashboard")
     args = parser.parse_args(argv)
+    only = {"dashboard"} if args.dashboard_only else set(args.only.split(","))
     args.out.mkdir(parents=True, exist_ok=True)
     with sandbox() as base, sync_playwright() as playwright:
         browser = playwright.chromium.launch(
@@ -256,11 +296,14 @@ def main(argv: list[str] | None = None) -> int:
                   "--disable-background-networking", "--disable-component-update"])
         try:
             shooter = Shooter(browser, base, args.out)
-            if not args.dashboard_only:
+            if "flow" in only:
                 take_all(shooter, base)
-            with receiver() as hooks:
-                dashboard_scene(base, hooks)
-                take_dashboard(shooter, base)
+            if "demo" in only:
+                take_demo(shooter, base)
+            if "dashboard" in only:
+                with receiver() as hooks:
+                    dashboard_scene(base, hooks)
+                    take_dashboard(shooter, base)
         finally:
             browser.close()
     print(f"{len(shooter.taken)} screenshots in {args.out}")
