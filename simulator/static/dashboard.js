@@ -620,7 +620,7 @@
     }).catch(function () {});
     api("GET", "/_sandbox/webhooks/faults").then(function (json) { showFaults(json.data); }).catch(function () {});
     catalog = [];
-    api("GET", "/company/list?limit=1000").then(function (json) { catalog = json.data; }).catch(function () {});
+    readCatalog(0, generation);
     pickers.forEach(function (picker) { picker.find(); });
     loadApiFaults();
     render();
@@ -718,6 +718,15 @@
       timer = setTimeout(picker.find, 200);
     });
     return picker;
+  }
+
+  /* The whole catalog, a page at a time (GET /company/list: disabled companies too). */
+  function readCatalog(skip, mine) {
+    api("GET", "/company/list?limit=1000&skip=" + skip).then(function (json) {
+      if (mine !== generation) { return; }
+      catalog = catalog.concat(json.data);
+      if (json.data.length && catalog.length < json.total) { readCatalog(catalog.length, mine); }
+    }).catch(function () {});
   }
 
   var pickers = [];
