@@ -4,7 +4,6 @@ scenario never changes a task's product (the API side: tests/test_tasks.py)."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ from conftest import run_cli
 from payroll_sandbox.app import load
 from payroll_sandbox.fixtures import ConfigError
 from payroll_sandbox.scenarios.loader import load_scenario, resolve_products
-from payroll_sandbox.settings import Settings, bundled_dir
+from payroll_sandbox.settings import Settings
 
 PROFILE = {"deposit": "user-link", "verify": "user-link", "switch": "pay-link",
            "present": "pay-link"}

@@ -268,13 +268,13 @@ def resolve_products(scenarios: Mapping[str, Scenario],
             at = scenario.products_at
             if at == "$.products":
                 at += f"[{scenario.products.index(product)}]"
-            problems.append((scenario.file, at, f"no product is named {product!r} (the "
-                             f"service profile's: {', '.join(products)})"))
-        fitting = tuple(p for p, scope in products.items() if scenario.fits(p, products.get))
+            problems.append((scenario.file, at, (f"no product is named {product!r} (the "
+                                                 f"service profile's: {', '.join(products)})")))
+        fitting = tuple(p for p in products if scenario.fits(p, products.get))
         if name == DEFAULT_TASK_SCENARIO and not unknown and len(fitting) < len(products):
             problems.append((scenario.file, scenario.products_at,
-                             f"{name} is the default task scenario: it must fit every "
-                             f"product ({', '.join(products)})"))
+                             (f"{name} is the default task scenario: it must fit every "
+                              f"product ({', '.join(products)})")))
         resolved[name] = replace(scenario, products=fitting)
     if problems:
         raise ConfigError.collected(problems)
