@@ -63,10 +63,14 @@ async def sandbox(make_sandbox):
 # -- helpers ----------------------------------------------------------------------------------
 
 
-async def new_tenant(client, **request: Any) -> dict:
-    """POST /_sandbox/tenants; the headers of the new tenant."""
+async def new_tenant(client, receiver, **request: Any) -> dict:
+    """POST /_sandbox/tenants; the headers of the new tenant, whose events go to the
+    receiver too (a tenant the control plane makes gets no --webhook-url)."""
     body = await call(client, "POST", "/_sandbox/tenants", json=request, status=201)
-    return {"x-api-key": body["data"]["apiKey"], "x-api-secret": body["data"]["apiSecret"]}
+    headers = {"x-api-key": body["data"]["apiKey"], "x-api-secret": body["data"]["apiSecret"]}
+    await call(client, "PUT", "/_sandbox/webhooks/endpoints", headers=headers,
+               json={"endpoints": [{"url": receiver.url(HOOKS)}]})
+    return headers
 
 
 async def create_task(client, identifier: str | None = None, *, company: str | None = WALMART,
@@ -501,7 +505,7 @@ async def test_deposit_account_split_stays_within_the_paycheck_across_refreshes(
 # -- pull refresh (spec: Pull refresh flow) --------------------------------------------------
 
 async def test_pull_refresh_task_syncs_with_the_task_id(sandbox, receiver):
-    headers = await new_tenant(sandbox, continuousAccess={"refreshInterval": None})
+    headers = await new_tenant(sandbox, receiver, continuousAccess={"refreshInterval": None})
     account = await link(sandbox, "pull-user", headers=headers)
     before = {s["_id"] for s in await get_data(sandbox, "statements", "pull-user", headers=headers)}
     await advance(sandbox, 35 * DAY, headers=headers)   # more than a month: a pay date passed
@@ -671,7 +675,8 @@ async def test_pii_data_deleted_scenario_deletes_the_users_data(sandbox, receive
 # -- privacy (spec: Privacy event) -----------------------------------------------------------
 
 async def test_pii_is_deleted_after_the_tenant_interval(sandbox, receiver):
-    headers = await new_tenant(sandbox, continuousAccess={"piiDeletionInterval": 7 * DAY})
+    headers = await new_tenant(sandbox, receiver,
+                               continuousAccess={"piiDeletionInterval": 7 * DAY})
     account = await link(sandbox, "private-user", headers=headers)
     (link_task,) = [t for t in {r["task"] for r in await ledger(sandbox, headers=headers)} if t]
 
