@@ -582,6 +582,9 @@ async def test_every_fixture_account_signs_its_webhooks(sandbox, receiver):
 async def test_signing_off_is_a_tenant_setting_and_sends_no_signature_header(sandbox, receiver):
     tenant = await new_tenant(sandbox, signing=False)
     assert tenant["signing"] is False
+    # A tenant the control plane makes gets no --webhook-url: it registers its own.
+    assert (await put_endpoints(sandbox, [{"url": receiver.url(HOOKS)}],
+                                headers=keys_of(tenant))).status == 200
     await trigger(sandbox, "company-created", headers=keys_of(tenant))
 
     [request] = receiver.received(HOOKS)
