@@ -38,13 +38,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from .domain.companies import OPERATIONAL
 from .domain.events import Event, event_body
 from .domain.states import FAILURE_REASONS
 from .schemas.events import TASK_EVENT_DATA, event_types
-from .schemas.validate import parse_time
+from .schemas.validate import http_url_problem, parse_time
 from .webhooks.cloudevents import SIGNATURE_HEADER, sign, to_message
 from .webhooks.dispatcher import ATTEMPT_TIMEOUT
 
@@ -328,13 +328,10 @@ def default_secret() -> str:
 
 
 def checked_url(url: str, flag: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise CheckerError(f"{flag} {url!r} is not an http:// or https:// URL with a host")
-    try:
-        parts.port  # noqa: B018 -- raises on a port that is not a number from 0 to 65535
-    except ValueError as error:
-        raise CheckerError(f"{flag} {url!r}: {error}") from None
+    problem = http_url_problem(url)
+    if problem is not None:
+        raise CheckerError(f"{flag} {url!r} {problem}" if problem.startswith("is ")
+                           else f"{flag} {url!r}: {problem}")
     return url
 
 

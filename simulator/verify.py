@@ -26,6 +26,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from .schemas.validate import http_url_problem
+
 # -- published enums (real-api-surface.md, service-spec.md) --------------------------------------
 
 COMPANY_STATUS = ("operational", "under-maintenance", "disabled")
@@ -322,13 +324,11 @@ PRODUCTION_WORDS = ("production", "prod", "live")
 
 
 def checked_url(url: str) -> str:
+    problem = http_url_problem(url)
+    if problem is not None:
+        raise VerifyError(f"URL {url!r} {problem}" if problem.startswith("is ")
+                          else f"URL {url!r}: {problem}")
     parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise VerifyError(f"URL {url!r} is not an http:// or https:// URL with a host")
-    try:
-        parts.port  # noqa: B018 -- raises on a port that is not a number from 0 to 65535
-    except ValueError as error:
-        raise VerifyError(f"URL {url!r}: {error}") from None
     if parts.query or parts.fragment:
         raise VerifyError(f"URL {url!r}: give the service's base URL, without a query or "
                           "fragment")

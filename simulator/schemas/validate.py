@@ -378,6 +378,21 @@ def _refuse_metadata(path: str, problem: str) -> None:
                            details=[field_detail(path, problem)])
 
 
+def http_url_problem(url: str) -> str | None:
+    """Why `url` is not an http(s) URL a client can call (None: it is): the scheme, a host,
+    a port that is a number from 0 to 65535. The command-line tools check theirs with it."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "is not an http:// or https:// URL with a host"
+    try:
+        parts.port  # noqa: B018 -- raises on a port that is not a number from 0 to 65535
+    except ValueError as error:
+        return str(error)
+    return None
+
+
 def webhook_url_problem(url: str, policy: Any = None) -> str | None:
     """Why `url` cannot receive webhooks (None: it can): an absolute http(s) URL with a
     host, a port from 1 to 65535, no spaces or control characters, and a host the outbound
