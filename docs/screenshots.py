@@ -1,7 +1,7 @@
-"""Screenshots of the hosted flow and the dashboard for the README, from a real server.
+"""Screenshots of the hosted flow, the dashboard and /docs for the README, from a real server.
 
     python docs/screenshots.py [--out docs/screenshots] [--chromium /usr/bin/chromium]
-                               [--only flow,demo,dashboard]
+                               [--only flow,demo,dashboard,docs]
 
 Starts `python -m payroll_sandbox serve --port 0 --clock manual`, opens /demo in Debian's
 chromium through Playwright, drives the flow as a user would (sandbox usernames; the
@@ -14,6 +14,8 @@ endpoints: the sandbox's own demo receiver, and a local receiver in this script 
 refuses each workflow's final event three times, so the timeline shows the attempts 30 s
 apart, the resend a fourth, and the events list each endpoint's state. /demo is shot
 after a deposit switch, with the SDK's callbacks and the webhooks its receiver got.
+/docs is shot with its groups closed in both themes, and after "Try it out" on
+company search.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -35,6 +38,7 @@ from playwright.sync_api import FrameLocator, Page, sync_playwright
 REPO = Path(__file__).resolve().parent.parent
 SERVING = "payroll-sandbox serving "
 DEMO_KEYS = {"x-api-key": "sandbox-key-demo-0005", "x-api-secret": "sandbox-secret-demo-0005"}
+ACME_KEYS = {"x-api-key": "sandbox-key-acme-0001", "x-api-secret": "sandbox-secret-acme-0001"}
 FLOW = "iframe[src*='/initialize/']"
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 800}
@@ -279,12 +283,48 @@ def take_demo(shooter: Shooter, base: str) -> None:
         context.close()
 
 
+def take_docs(shooter: Shooter, base: str) -> None:
+    """/docs, the API reference: the introduction and the groups, in the light and dark
+    themes (docs-light.png, docs-dark.png), then "Try it out" on company search with the
+    bundled tenant's keys, its example as it stands (docs-try-it-out.png)."""
+    for theme in ("dark", "light"):
+        context = shooter.browser.new_context(viewport={"width": 1280, "height": 1160},
+                                              color_scheme=theme)
+        page = context.new_page()
+        page.set_default_timeout(2 * TIMEOUT_MS)
+        page.goto(base + "/docs")
+        page.locator(".opblock-tag").last.wait_for()
+        shooter.shot(page, f"docs-{theme}")
+    page.locator("button.authorize").click()
+    dialog = page.locator(".modal-ux")
+    for scheme, value in (("apiKey", ACME_KEYS["x-api-key"]),
+                          ("apiSecret", ACME_KEYS["x-api-secret"])):
+        form = dialog.locator(".auth-container", has=page.locator(
+            "h4 code", has_text=re.compile(f"^{scheme}$")))
+        form.locator("input").fill(value)
+        form.locator("button.authorize").click()
+    dialog.locator("button.btn-done").first.click()
+    page.locator("#operations-tag-companies").click()
+    search = page.locator("#operations-companies-post-company-search")
+    search.locator(".opblock-summary").click()
+    search.get_by_role("button", name="Try it out").click()
+    search.locator("textarea.body-param__text").filter(has_text="query").wait_for()
+    search.get_by_role("button", name="Execute").click()
+    search.locator(".live-responses-table tbody .response-col_status",
+                   has_text="200").wait_for()
+    # The example as sent and the answer: from the body's editor down.
+    search.locator(".opblock-section-request-body").evaluate(
+        "section => section.scrollIntoView({block: 'start'})")
+    shooter.shot(page, "docs-try-it-out")
+    context.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "screenshots")
     parser.add_argument("--chromium", default="/usr/bin/chromium")
-    parser.add_argument("--only", default="flow,demo,dashboard",
-                        help="which shots, comma-separated: flow, demo, dashboard (all three)")
+    parser.add_argument("--only", default="flow,demo,dashboard,docs",
+                        help="which shots, comma-separated: flow, demo, dashboard, docs (all)")
     parser.add_argument("--dashboard-only", action="store_true", help="--only dashboard")
     args = parser.parse_args(argv)
     only = {"dashboard"} if args.dashboard_only else set(args.only.split(","))
@@ -300,6 +340,8 @@ def main(argv: list[str] | None = None) -> int:
                 take_all(shooter, base)
             if "demo" in only:
                 take_demo(shooter, base)
+            if "docs" in only:
+                take_docs(shooter, base)
             if "dashboard" in only:
                 with receiver() as hooks:
                     dashboard_scene(base, hooks)

@@ -360,8 +360,6 @@ EXAMPLES: dict[tuple[str, str], Example] = {
     ("GET", "/sdk/task/{taskId}"): Example(after=_AFTER_TASK),
     ("GET", "/sdk/deposit-form.pdf"): Example(after=From(
         "POST", "/access-token", parameters={"publicToken": _TOKEN})),
-    # reference
-    ("GET", "/docs/assets/{name}"): Example(parameters={"name": "swagger-ui.css"}),
 }
 
 
@@ -440,8 +438,10 @@ def describe(op: Operation, names: dict[str, dict[str, Any]] | None = None,
                         "required": name in op.query.get("required", ()),
                         "schema": _text_value(spec)}
                        for name, spec in op.query["properties"].items()]
+    # An optional header sent empty is read as absent; a required one must have a value.
     parameters += [{"name": name, "in": "header", "required": required,
-                    "schema": {"type": "string", "minLength": 1}} for name, required in op.headers]
+                    "schema": {"type": "string", **({"minLength": 1} if required else {})}}
+                   for name, required in op.headers]
     errors = list(op.errors)
     if op.auth is not Auth.NONE:
         errors.append(401)

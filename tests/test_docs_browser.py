@@ -59,6 +59,11 @@ async def test_docs_renders_every_operation_from_local_files_readably(docs):
     assert all(url.startswith(base) for url in requested), "nothing but the sandbox is asked"
     assert not problems, problems  # no CSP refusal, no failed script
 
+    await readable_in_both_themes(page)
+
+
+async def readable_in_both_themes(page) -> None:
+    """axe finds nothing of the sandbox's in the light theme or the dark one."""
     for scheme in ("light", "dark"):
         await page.emulate_media(color_scheme=scheme)
         violations = (await Axe().run(page)).response["violations"]
@@ -92,3 +97,4 @@ async def test_docs_try_it_out_on_search_answers_with_its_example(docs):
     status = operation.locator(".live-responses-table tbody .response-col_status").first
     await expect(status).to_have_text("200")
     assert "Walmart" in await operation.locator(".live-responses-table").inner_text()
+    await readable_in_both_themes(page)  # an open operation: its form, tables and answer

@@ -84,6 +84,22 @@ ISSUE_11_NOT_EXPRESSIBLE: list[Waiver] = [
              "$.identifier", why="?identifier= required under API keys")
       for kind in ("linked-accounts", "income", "statements", "deposit-accounts",
                    "employment", "taxes", "identity", "timesheets")),
+    # Which products a company offers, only the catalog knows: a request naming a company
+    # that exists (the document's examples name Walmart) with a product it does not offer
+    # is 400 product-not-offered, a maintenance list with one 422 unknown-products.
+    *(Waiver("POST", path, "positive_data_acceptance", 400, "product-not-offered",
+             why="a product the company does not offer")
+      for path in ("/task/create", "/sdk/login")),
+    Waiver("POST", "/_sandbox/companies/{companyId}/status", "positive_data_acceptance", 422,
+           "unknown-products", why="a product the company does not offer"),
+    # Which scenarios fit a task's product, only the scenario files say (422
+    # scenario-does-not-fit); a sign-in needs credentials unless it resumes a linked
+    # account's session, which only the account's state says.
+    Waiver("POST", "/task/create", "positive_data_acceptance", 422, "scenario-does-not-fit",
+           why="a scenario that does not fit the product"),
+    *(Waiver("POST", "/sdk/login", "positive_data_acceptance", 422, "validation-failed",
+             field, why="username and password, unless a reconnect resumes")
+      for field in ("$.username", "$.password")),
     # A replay's window: `from` no later than `to` (two date-times a schema cannot compare).
     Waiver("POST", "/_sandbox/webhooks/replay", "positive_data_acceptance", 422,
            "validation-failed", "$.from", why="from later than to"),

@@ -16,8 +16,7 @@ from ..static import static_text
 from .pipeline import NO_STORE, Auth, operation
 
 # The Swagger UI files the page loads, and their types: nothing else of the package is served.
-ASSETS = {"swagger-ui.css": "text/css", "swagger-ui-bundle.js": "application/javascript",
-          "swagger-ui-standalone-preset.js": "application/javascript"}
+ASSETS = {"swagger-ui.css": "text/css", "swagger-ui-bundle.js": "application/javascript"}
 DOCS = {"auth": Auth.NONE, "tags": ("reference",)}
 
 
@@ -50,13 +49,20 @@ async def docs_style() -> web.Response:
     return web.Response(text=static_text("docs.css"), content_type="text/css", headers=NO_STORE)
 
 
-@operation("GET", "/docs/assets/{name}", "Swagger UI's files, served locally",
-           content_type="application/octet-stream", errors=(404,), **DOCS)
-async def docs_asset(params) -> web.Response:
-    name = params["name"]
-    if name not in ASSETS:
-        raise web.HTTPNotFound()
-    body = (_swagger_ui_files() / name).read_bytes()
-    # Swagger UI's files change only with the package: the browser may keep them a day.
-    return web.Response(body=body, content_type=ASSETS[name],
-                        headers={"cache-control": "public, max-age=86400"})
+def _serve_asset(name: str, content_type: str) -> None:
+    """Declares GET /docs/assets/<name>: one of Swagger UI's files, with its own type."""
+
+    async def asset() -> web.Response:
+        body = (_swagger_ui_files() / name).read_bytes()
+        # Swagger UI's files change only with the package: the browser may keep them a day.
+        return web.Response(body=body, content_type=content_type,
+                            headers={"cache-control": "public, max-age=86400"})
+
+    asset.__name__ = f"docs_asset_{name.replace('-', '_').replace('.', '_')}"
+    kind = "styles" if name.endswith(".css") else "script"
+    operation("GET", f"/docs/assets/{name}", f"Swagger UI's {kind} ({name}), served locally",
+              content_type=content_type, errors=(404,), **DOCS)(asset)
+
+
+for _name, _type in ASSETS.items():
+    _serve_asset(_name, _type)

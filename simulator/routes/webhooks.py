@@ -173,7 +173,7 @@ async def get_event_schema(params, sandbox) -> web.Response:
     schema = event_schema(event_type, sandbox.registry.service.aggregator)
     if schema is None:
         raise EventTypeNotFound(UNKNOWN_EVENT_TYPE.format(event_type=event_type))
-    return web.json_response(schema)
+    return web.json_response(schema, content_type="application/schema+json")
 
 
 def event_record(dispatcher, tenant, event) -> dict:
