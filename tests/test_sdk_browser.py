@@ -23,7 +23,7 @@ from aiohttp import web
 from calls import call, run_until_idle
 from conftest import FEDEX, WALMART
 
-from payroll_sandbox.app import build_registry, create_app
+from payroll_sandbox.app import build_registry, create_app, load
 from payroll_sandbox.domain.states import FAILURE_REASONS
 from payroll_sandbox.settings import Settings
 
@@ -676,9 +676,16 @@ async def test_sdk_browser_every_failure_reason_reads_as_a_plain_sentence(page, 
     plain sentence with a next step; the code reaches the host page in onClose only."""
     token = await token_of(sandbox, "browser-reasons")
     sentences = {}
+    scenarios = load(Settings()).scenarios
     for n, reason in enumerate(FAILURE_REASONS):
-        flow = await open_flow(page, {"publicToken": token,
-                                      "deeplink": {"step": "login-company", "companyId": WALMART}})
+        # Each reason's scenario fits some products: a pay-link one runs a switch at a
+        # merchant, the others the default deposit at an employer.
+        if "switch" in scenarios[reason].products and "deposit" not in scenarios[reason].products:
+            config = {"scope": "pay-link", "tasks": [{"operation": "switch"}],
+                      "deeplink": {"step": "login-company", "companyId": NETFLIX}}
+        else:
+            config = {"deeplink": {"step": "login-company", "companyId": WALMART}}
+        flow = await open_flow(page, {"publicToken": token, **config})
         await sign_in(flow, f"test-{reason}")
         await run_until_idle(sandbox)
         await on_screen(flow, "done")
