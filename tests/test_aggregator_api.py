@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import re
 import urllib.error
 import urllib.request
@@ -20,13 +19,10 @@ from typing import Any
 
 import pytest
 
-try:
-    import plaid
-except ImportError:  # the `test` extra installs it; CI (CI=true) must not skip this
-    if os.environ.get("CI") == "true":
-        raise
-    pytest.skip("plaid-python is not installed: pip install -e '.[test]'",
-                allow_module_level=True)
+from conftest import require_extra  # noqa: E402
+
+require_extra("plaid")
+import plaid  # noqa: E402
 
 from plaid.api import plaid_api  # noqa: E402
 from plaid.model.accounts_get_request import AccountsGetRequest  # noqa: E402

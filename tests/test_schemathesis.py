@@ -21,15 +21,10 @@ from dataclasses import dataclass
 
 import pytest
 
-try:
-    import schemathesis
-except ImportError:  # the `test` extra installs it; CI (CI=true) must not skip this
-    if os.environ.get("CI") == "true":
-        raise
-    pytest.skip("schemathesis is not installed: pip install -e '.[test]'",
-                allow_module_level=True)
+from conftest import REPO, require_extra  # noqa: E402
 
-from conftest import REPO  # noqa: E402
+require_extra("schemathesis")
+import schemathesis  # noqa: E402
 
 SERVING = "payroll-sandbox serving "
 SEED = 11
