@@ -264,7 +264,8 @@ async def test_keyboard_focus_and_a_selection_survive_live_updates(
         settings, loaded=loaded)))
     page, errors = await open_dashboard(server, browser_context)
     await create_task(page, "focus-user", "happy-path")  # over in 8 virtual seconds
-    await page.locator("#tasks tr", has_text="completed").wait_for()
+    # A real clock: a loaded CI machine may take longer than the default 5 s to show it.
+    await page.locator("#tasks tr", has_text="completed").wait_for(timeout=20_000)
     await expect(page.locator("#events tr", has_text="task-workflow-finished")).to_have_count(1)
     button = page.locator("#events tr button").first
     await button.focus()
