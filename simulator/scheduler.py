@@ -16,13 +16,12 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from .domain.timeline import Job
+from .clock import Clock
+from .domain.events import EventLog
+from .domain.timeline import Job, Timeline
 from .errors import ShuttingDown
-
-if TYPE_CHECKING:
-    from .domain.tenants import Tenant
 
 log = logging.getLogger("payroll_sandbox.scheduler")
 
@@ -37,7 +36,17 @@ SHUTTING_DOWN = ("The sandbox is shutting down: the run stopped between two jobs
 Settle = Callable[..., Awaitable[None]]  # (tenant, before=inf)
 
 
-async def _nothing(tenant: Tenant, before: float = math.inf) -> None:
+class Timed(Protocol):
+    """What a runner runs: a tenant's clock, its timeline of jobs, its ledger and its
+    webhook attempts in flight (the tenant is one; the runner needs no more of it)."""
+
+    clock: Clock
+    timeline: Timeline
+    events: EventLog
+    webhooks: Any
+
+
+async def _nothing(tenant: Timed, before: float = math.inf) -> None:
     return None
 
 
@@ -63,7 +72,7 @@ class Runner:
     one tenant's long advance never stalls the other tenants.
     """
 
-    def __init__(self, tenant: Tenant, settle: Settle = _nothing) -> None:
+    def __init__(self, tenant: Timed, settle: Settle = _nothing) -> None:
         self.tenant = tenant
         self.settle = settle
         self.lock = asyncio.Lock()

@@ -210,11 +210,10 @@ class CompanyDirectory:
         return updated
 
     def overlay_index(self) -> Any:
-        """A small search index over this tenant's created and changed companies."""
+        """A small search index over this tenant's created and changed companies, of the
+        shared index's own kind (search.py builds both; this module does not import it)."""
         if self._overlay is None:
-            from .search import SearchIndex
-
-            self._overlay = SearchIndex(c for c in self.changed.values() if c is not None)
+            self._overlay = type(self.index)(c for c in self.changed.values() if c is not None)
         return self._overlay
 
     def _changes_made(self) -> None:
