@@ -13,6 +13,7 @@ from .domain.processor_links import ProcessorLinks
 from .domain.registry import TenantRegistry
 from .domain.tasks import TaskEngine
 from .domain.tenants import PublicToken, Tenant
+from .operations import Operation
 from .security import HostPolicy
 from .settings import Settings
 from .webhooks.dispatcher import Dispatcher
@@ -28,13 +29,14 @@ class Sandbox:
     dispatcher: Dispatcher
     linked_accounts: LinkedAccounts
     processor_links: ProcessorLinks
-    operations: list[Any] = field(default_factory=list)  # routes.pipeline.Operation
+    operations: list[Operation] = field(default_factory=list)
     host_policy: HostPolicy | None = None  # None: every Host (an app built in a test)
     _openapi: dict[str, Any] | None = None
 
     def openapi(self) -> dict[str, Any]:
         """The OpenAPI document of this app's operations, built on first use."""
         if self._openapi is None:
+            # Imported on first use: a start-up (bench/startup.py) pays nothing for it.
             from .openapi import build_openapi
 
             self._openapi = build_openapi(self.operations, self.registry.service, self.settings)

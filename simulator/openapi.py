@@ -27,7 +27,7 @@ from .domain.linked_accounts import DATA_KINDS
 from .domain.processor_links import TOKEN_PATTERN
 from .domain.tasks import DEPOSIT_FORM
 from .fixtures import ServiceProfile
-from .routes.pipeline import AGGREGATOR, CLIENT_ID, CLIENT_SECRET, Auth, Operation
+from .operations import AGGREGATOR, CLIENT_ID, CLIENT_SECRET, Auth, Operation
 from .scenarios.loader import load_all_scenarios, scenario_folders
 from .schemas import api
 from .schemas.events import event_schema, event_types

@@ -20,7 +20,7 @@ from conftest import ACME, REPO, WALMART
 from receiver import HANG
 
 from payroll_sandbox.keys import SANDBOX
-from payroll_sandbox.middleware import TextLogFormatter
+from payroll_sandbox.logs import TextLogFormatter
 from payroll_sandbox.webhooks import dispatcher
 
 JSON = {"content-type": "application/json"}

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import ACME
 from payroll_sandbox.app import create_app
-from payroll_sandbox.routes.pipeline import Auth
+from payroll_sandbox.operations import Auth
 from payroll_sandbox.settings import Settings
 
 PLACEHOLDER = re.compile(r"\{([^}:]+)(:[^}]*)?\}")

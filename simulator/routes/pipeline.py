@@ -1,18 +1,9 @@
-"""Operations as data, and the one pipeline that applies them.
+"""The one pipeline that applies the declared operations (operations.py) to every request:
+auth -> parse and validate -> handler -> settle -> render `{"data": ...}`.
 
-Each API operation is declared once, beside its handler, as an `Operation`: method, path,
-handler, the auth kind, the request body and query schemas, whether it settles webhook
-deliveries, a summary, the errors it can answer and its response schema. Everything
-else is derived from that declaration: the aiohttp routes and the pipeline every request
-goes through (auth -> parse and validate -> handler -> settle -> render `{"data": ...}`)
-here, and the whole OpenAPI document in openapi.py.
-
-A handler names what it needs as parameters and gets exactly that: `tenant`, `token`
-(the public token, or None under API keys), `body`, `query`, `params` (the path's),
-`headers`, `sandbox` (the app's collaborators) or, for pages and files, `request`. It
-returns the `data` (or a `Reply`, or a web.Response for pages and files, or a function
-that makes the data once the webhook attempts it started have settled).
-Model: stripe-mock's single HandleRequest pipeline; FastAPI's declarations.
+`add_routes` makes each operation an aiohttp route whose handler is this pipeline around
+the operation's own handler, which gets exactly the parameters it names.
+Model: stripe-mock's single HandleRequest pipeline.
 """
 
 from __future__ import annotations
@@ -24,8 +15,6 @@ import struct
 from contextlib import suppress
 from time import monotonic
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
-from enum import Enum
 from typing import Any
 
 from aiohttp import web
@@ -34,101 +23,20 @@ from ..domain.faults import Fired, InjectedFault
 from ..errors import ApiError, ApiKeysRequired, PublicTokenRequired, ValidationFailed, field_detail
 from ..journal import journal_body
 from ..keys import BODY, FAULT, FIXED_PATHS, PUBLIC_TOKEN, SANDBOX, TENANT, WARNINGS
-from ..middleware import json_response, read_within_time, wrong_method
-from ..static import static_text
+from ..operations import CLIENT_ID, CLIENT_SECRET, Auth, Operation, Reply
+from ..render import json_response, read_within_time, wrong_method
 from ..schemas.validate import (INVALID_TEXT, check_json_type, parse_json_body, parse_query,
                                 text_problem)
 
-AGGREGATOR = "<aggregator>"  # in a declared path: the service profile's aggregator name
+# Declared in operations.py; importable from here until the route modules import them
+# from there.
+from ..operations import (AGGREGATOR, NO_STORE, OPERATIONS, Dialect,  # noqa: F401
+                          operation, serve_file)
+
 CONTROL_PLANE = "/_sandbox/"
 
 API_KEYS_REQUIRED = "This operation needs the x-api-key and x-api-secret headers, not a public token."
 TOKEN_REQUIRED = "The hosted flow authenticates with the user's public token (x-public-token)."
-
-
-class Auth(Enum):
-    """Who may call an operation (spec: Authentication)."""
-
-    API_KEYS = "api-keys"          # server side: x-api-key and x-api-secret only
-    EITHER = "either"              # API keys, or a user's x-public-token
-    PUBLIC_TOKEN = "public-token"  # the hosted flow: the user's x-public-token only
-    NONE = "none"                  # liveness, the API description, the SDK's pages
-    # The aggregator's own API (routes/aggregator_api.py): the tenant's API key and secret
-    # as its client id and secret, in the headers its official client sends or the body.
-    AGGREGATOR = "aggregator"
-
-
-# Auth.AGGREGATOR: where the client id and secret come (header, else body field).
-CLIENT_ID = ("PLAID-CLIENT-ID", "client_id")
-CLIENT_SECRET = ("PLAID-SECRET", "secret")
-
-
-@dataclass(frozen=True)
-class Dialect:
-    """The conventions of another API that some operations stand in for (the aggregator's
-    own, routes/aggregator_api.py): their answers go out as the handler gives them (no
-    `{"data": ...}`), their errors as `render_error(error, status)` -> (status, body) makes
-    them (the edge calls it), and the OpenAPI document shows `errors` (status ->
-    description) with `error_schema`."""
-
-    name: str
-    render_error: Callable[[ApiError, int], tuple[int, dict[str, Any]]]
-    error_schema: dict[str, Any]
-    errors: dict[int, str]
-
-
-@dataclass(frozen=True)
-class Reply:
-    """A handler's answer when it is more than `data`: another status, or extra top-level
-    fields beside `data` (such as `total`)."""
-
-    data: Any
-    status: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Operation:
-    method: str
-    path: str
-    handler: Callable[..., Awaitable[Any]]
-    summary: str
-    # The real API's default (real-api-surface.md, Conventions): API key and secret; an
-    # operation the end user's public token may call says so.
-    auth: Auth = Auth.API_KEYS
-    body: dict[str, Any] | None = None       # JSON Schema of the request body
-    query: dict[str, Any] | None = None      # JSON Schema of the query parameters
-    response: dict[str, Any] | None = None   # JSON Schema of `data`
-    envelope: dict[str, Any] = field(default_factory=dict)  # fields beside `data`: schemas
-    status: int = 200
-    errors: tuple[int, ...] = ()             # besides 401 (auth), 413 and 422 (body, query)
-    settles: bool = False                    # waits for the webhook attempts it started
-    content_type: str | None = None          # a page, script or file instead of JSON
-    headers: tuple[tuple[str, bool], ...] = ()  # request headers it reads: (name, required)
-    tags: tuple[str, ...] = ()
-    description: str = ""
-    dialect: Dialect | None = None           # another API's conventions (None: this API's)
-
-    def at(self, aggregator: str) -> Operation:
-        """The operation with the service profile's aggregator name in its path."""
-        if AGGREGATOR not in self.path:
-            return self
-        return replace(self, path=self.path.replace(AGGREGATOR, aggregator))
-
-
-def operation(method: str, path: str, summary: str, **declared: Any) -> Callable:
-    """A decorator that declares the function below it as an operation's handler:
-    `@operation("POST", "/task/create", "Create a task", body=TASK_CREATE_REQUEST)`."""
-
-    def declare(handler: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-        OPERATIONS.append(Operation(method, path, handler, summary,
-                                    description=inspect.getdoc(handler) or "", **declared))
-        return handler
-
-    return declare
-
-
-OPERATIONS: list[Operation] = []  # every operation of every route module, in declaration order
 
 
 def add_routes(app: web.Application, operations: Iterable[Operation]) -> None:
@@ -340,17 +248,3 @@ def _authenticate(request: web.Request, auth: Auth, sandbox: Any) -> tuple[Any, 
     if auth is Auth.PUBLIC_TOKEN and token is None:
         raise PublicTokenRequired(TOKEN_REQUIRED)
     return tenant, token
-
-
-NO_STORE = {"cache-control": "no-store"}  # the sandbox's pages change with the package
-
-
-def serve_file(path: str, summary: str, content_type: str, **declared: Any) -> None:
-    """Declares an operation that answers a file of simulator/static (a script, a style)."""
-    name = path.rsplit("/", 1)[-1]
-
-    async def asset() -> web.Response:
-        return web.Response(text=static_text(name), content_type=content_type, headers=NO_STORE)
-
-    asset.__name__ = f"asset_{name.replace('.', '_')}"
-    operation("GET", path, summary, auth=Auth.NONE, content_type=content_type, **declared)(asset)

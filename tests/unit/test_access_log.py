@@ -9,8 +9,8 @@ import logging
 
 import pytest
 
-from payroll_sandbox.middleware import (ACCESS_MESSAGE, BatchedAccessLog, JsonLogFormatter,
-                                  TextLogFormatter, access_log)
+from payroll_sandbox.logs import (ACCESS_MESSAGE, BatchedAccessLog, JsonLogFormatter,
+                                TextLogFormatter, access_log)
 
 ARGS = ("POST", "/company/search", 200, 0.123, "acme")
 FIELDS = {"method": "POST", "path": "/company/search", "status": 200, "ms": 0.123,
