@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..domain.tenants import DEFAULT_TOKEN_LIFETIME, create_access_token, token_record
 from ..domain.users import revoke_access_token, success
 from ..schemas.api import ACCESS_TOKEN, ACCESS_TOKEN_REQUEST, SUCCESS
-from .pipeline import Auth, operation
+from ..operations import Auth, operation
 
 
 @operation("POST", "/access-token", "Create a user's public token (and the user, if new)",

@@ -21,7 +21,7 @@ from typing import Any
 from ..domain import aggregator
 from ..errors import ApiError, Forbidden, MissingCredentials, Unauthorized, ValidationFailed
 from ..schemas.api import NO_CONTROL_CHARACTER
-from .pipeline import Auth, Dialect, operation
+from ..operations import Auth, Dialect, operation
 
 PREFIX = "/aggregator-api"
 TAGS = ("aggregator",)

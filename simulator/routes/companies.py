@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..domain.companies import full_record, search_record
 from ..domain.search import SearchQuery, company_filter, search_companies
 from ..schemas.api import COMPANY_LIST_QUERY, SEARCH_REQUEST
-from .pipeline import Auth, Reply, operation
+from ..operations import Auth, Reply, operation
 
 SEARCH_COMPANIES = {"type": "array", "items": {"$ref": "#/components/schemas/SearchCompany"}}
 COMPANIES = {"type": "array", "items": {"$ref": "#/components/schemas/Company"}}

@@ -18,7 +18,7 @@ from ..schemas.api import (CARD_TOKEN_RECREATION_REQUEST, CLOCK_ADVANCE_REQUEST,
                            TENANT_REQUEST)
 from ..static import static_text
 from ..schemas.validate import parse_time
-from .pipeline import NO_STORE, Auth, Reply, operation, serve_file
+from ..operations import NO_STORE, Auth, Reply, operation, serve_file
 from .webhooks import event_record
 
 CONTROL = {"auth": Auth.API_KEYS, "tags": ("control plane",)}

@@ -26,11 +26,11 @@ from aiohttp import web
 from ..clock import isoformat
 from ..domain.tenants import Tenant, create_access_token
 from ..errors import Forbidden, MalformedJson, TenantNotFound, Unauthorized
-from ..middleware import read_within_time
+from ..render import read_within_time
 from ..static import static_text
 from ..webhooks.cloudevents import SIGNATURE_HEADER, sign
 from ..webhooks.policy import RECEIVER_PATH
-from .pipeline import NO_STORE, Auth, Reply, operation
+from ..operations import NO_STORE, Auth, Reply, operation
 
 DEMO_TENANT = "demo"
 DEMO_VISITOR = "demo-visitor"

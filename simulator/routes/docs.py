@@ -13,7 +13,7 @@ from pathlib import Path
 from aiohttp import web
 
 from ..static import static_text
-from .pipeline import NO_STORE, Auth, operation
+from ..operations import NO_STORE, Auth, operation
 
 # The Swagger UI files the page loads, and their types: nothing else of the package is served.
 ASSETS = {"swagger-ui.css": "text/css", "swagger-ui-bundle.js": "application/javascript"}

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from ..domain.faults import FAULTS_RECORD, FAULTS_REQUEST, FaultRule, Target
-from .pipeline import Auth, Operation, operation
+from ..operations import Auth, Operation, operation
 
 CONTROL = {"auth": Auth.API_KEYS, "tags": ("control plane",)}
 

@@ -12,7 +12,7 @@ from ..errors import ValidationFailed, field_detail
 from ..pdf import text_pdf
 from ..schemas.api import DATA_QUERY, DISCONNECT_REQUEST
 from ..schemas.records import DATA_RECORDS, LINKED_ACCOUNT_LIST_RECORD
-from .pipeline import Auth, operation
+from ..operations import Auth, operation
 
 IDENTIFIER_REQUIRED = "Name the user: ?identifier=... or /<resource>/{identifier}."
 RESOURCES = ("linked-accounts", *DATA_KINDS)  # spec: Linked-account data endpoints

@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from .. import SPEC_REVISION, __version__
-from .pipeline import Auth, operation
+from ..operations import Auth, operation
 
 HEALTH = {"type": "object", "required": ["status"],
           "properties": {"status": {"const": "ok"}, "environment": {"type": "string"},

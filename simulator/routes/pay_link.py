@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..domain.pay_link import actions_for_company, pay_link_accounts
 from ..schemas.api import PAY_LINK_ACCOUNTS, PAY_LINK_ACTION
-from .pipeline import Auth, operation
+from ..operations import Auth, operation
 
 
 @operation("GET", "/pay-link/accounts", "A user's pay-link accounts, with actions and bills",

@@ -28,11 +28,6 @@ from ..render import json_response, read_within_time, wrong_method
 from ..schemas.validate import (INVALID_TEXT, check_json_type, parse_json_body, parse_query,
                                 text_problem)
 
-# Declared in operations.py; importable from here until the route modules import them
-# from there.
-from ..operations import (AGGREGATOR, NO_STORE, OPERATIONS, Dialect,  # noqa: F401
-                          operation, serve_file)
-
 CONTROL_PLANE = "/_sandbox/"
 
 API_KEYS_REQUIRED = "This operation needs the x-api-key and x-api-secret headers, not a public token."

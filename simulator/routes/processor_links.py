@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..domain.processor_links import CLASSIFY, DETECT
 from ..errors import ValidationFailed, field_detail
 from ..schemas.api import PROCESSOR_LINK_REQUEST, PROCESSOR_TOKEN_REQUEST
-from .pipeline import AGGREGATOR, Auth, Reply, operation
+from ..operations import AGGREGATOR, Auth, Reply, operation
 
 IDENTIFIER_HEADER = "user-identifier"
 IDENTIFIER_REQUIRED = "Send the user-identifier header."

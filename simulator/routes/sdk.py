@@ -14,7 +14,7 @@ from ..schemas.api import (SDK_COMPANY_REQUEST, SDK_LEAVE_REQUEST, SDK_LOGIN_REQ
                            SDK_MFA_CHALLENGE, SDK_SESSION_REQUEST, TASK_CREATED,
                            TASK_CREATE_REQUEST)
 from ..static import static_text
-from .pipeline import NO_STORE, Auth, operation, serve_file
+from ..operations import NO_STORE, Auth, operation, serve_file
 from .tasks import created_record
 
 TOKEN_MISMATCH = "The configuration's publicToken does not match the token issued for this user."

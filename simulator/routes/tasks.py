@@ -14,7 +14,7 @@ from ..pdf import text_pdf
 from ..schemas.api import (FILE_QUERY, FILE_URL, PRESCREEN, PRESCREEN_REQUEST, TASK_CREATE_REQUEST,
                            TASK_CREATED, TASK_DETAILS, TASK_RECORD, TASK_STATUS,
                            TASK_WORKFLOW_CREATED, TASK_WORKFLOW_REQUEST)
-from .pipeline import Auth, Reply, operation
+from ..operations import Auth, Reply, operation
 
 REAL = {"auth": Auth.API_KEYS}  # the reconstruction's default: API key and secret
 

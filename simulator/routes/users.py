@@ -7,7 +7,7 @@ from ..domain import users
 from ..domain.tasks import user_tasks
 from ..schemas.api import (STORED_PAYMENT_METHODS, SUCCESS, TASK_DETAILS, USER_REQUEST,
                            USER_TASKS_QUERY)
-from .pipeline import Auth, operation
+from ..operations import Auth, operation
 
 REAL = {"auth": Auth.API_KEYS}
 

@@ -17,7 +17,7 @@ from ..schemas.api import (REPLAY_REQUEST, SECRET, SECRET_REQUEST, SUCCESS, TRIG
 from ..schemas.events import event_schema, event_types
 from ..schemas.validate import check_webhook_urls, parse_time
 from ..webhooks.dispatcher import FaultPlan, request_headers
-from .pipeline import Auth, Reply, operation
+from ..operations import Auth, Reply, operation
 
 CONTROL = {"auth": Auth.API_KEYS, "tags": ("control plane",)}
 REAL = {"auth": Auth.API_KEYS}
