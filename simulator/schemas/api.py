@@ -6,10 +6,11 @@ objects, so what is documented is what is enforced.
 
 from __future__ import annotations
 
-from ..domain.states import DEEPLINK_STEPS
+from ..domain.states import AUTHENTICATION_METHODS as TASK_AUTHENTICATION_METHODS
+from ..domain.states import DEEPLINK_STEPS, FAILURE_REASONS, FLOWS
 from .fixtures import (AUTHENTICATION_METHODS, COMPANY_SCHEMA, COMPANY_STATUSES,
                        CONTINUOUS_ACCESS, DERIVED_TAGS, MANUAL_DEPOSITS, SCOPES, STORED_TAGS)
-from .scenarios import PAYMENT_METHOD
+from .scenarios import PAYMENT_METHOD, STEP
 
 _NAME = {"type": "string", "minLength": 1, "maxLength": 200}
 
@@ -193,6 +194,20 @@ FULL_COMPANY = {
     },
 }
 
+_ID = {"type": "string", "minLength": 1}
+
+# The user and the company as task events (schemas/events.py) and task records name them.
+USER = {
+    "type": "object",
+    "required": ["_id", "identifier"],
+    "properties": {"_id": _ID, "identifier": _ID, "connected": {"type": "boolean"}},
+}
+COMPANY_SUMMARY = {
+    "type": "object",
+    "required": ["_id", "name", "branding"],
+    "properties": {"_id": _ID, "name": {"type": "string"}, "branding": BRANDING},
+}
+
 ACCESS_TOKEN = {
     "type": "object",
     "required": ["publicToken", "token"],
@@ -275,30 +290,6 @@ TASK_CREATE_REQUEST = {
     "not": {"anyOf": [{"required": ["product", "operation"]}, {"required": ["product", "tasks"]},
                       {"required": ["operation", "tasks"]},
                       {"required": ["linkedAccount", "linkedAccountId"]}]},
-}
-
-TASK_CREATED = {
-    "type": "object",
-    "required": ["id", "status", "taskWorkflow"],
-    "properties": {"id": {"type": "string"}, "status": {"const": "queued"},
-                   "taskWorkflow": {"type": "string"},
-                   "tasks": {"type": "array", "items": {"type": "object"}}},
-}
-
-TASK_RECORD = {
-    "type": "object",
-    "required": ["id", "taskWorkflow", "status", "product", "company", "user", "authenticated",
-                 "history"],
-    "properties": {
-        "id": {"type": "string"}, "taskWorkflow": {"type": "string"},
-        "status": {"enum": ["queued", "processing", "completed", "failed"]},
-        "previousStatus": {"enum": [None, "queued", "processing", "failed"]},
-        "product": {"type": "string"}, "company": {"type": "string"},
-        "user": {"type": "object"}, "authenticated": {"type": "boolean"},
-        "reason": {"type": "string"}, "scenario": {"type": "string"},
-        "history": {"type": "array", "items": {"type": "object"},
-                    "description": "Every transition: status, previousStatus, at, patch, reason."},
-    },
 }
 
 CLOCK_ADVANCE_REQUEST = {
@@ -621,36 +612,111 @@ TASK_FILE = {
     "properties": {"_id": _STRING, "name": _STRING, "contentType": _STRING},
 }
 
+_REASON = {"enum": list(FAILURE_REASONS)}
+_TASK_AUTHENTICATION = {"enum": list(TASK_AUTHENTICATION_METHODS)}
+
+TASK_TRANSITION = {
+    "type": "object",
+    "required": ["status", "at"],
+    "properties": {
+        "status": {"enum": TASK_STATUSES},
+        "previousStatus": {"enum": TASK_STATUSES},
+        "at": _DATE_TIME,
+        "patch": {"type": "boolean",
+                  "description": "A correction of a final status (task-status-patched)."},
+        "reason": _REASON,
+    },
+    "description": "One move of a task; the first is its creation (`queued`, no "
+                   "previousStatus).",
+}
+
+# A task's fields as GET /task/{taskId} shows them (domain/tasks.py: Task.record); the
+# real Task (TASK_DETAILS) and the answers that name a task take theirs from here.
+_TASK_FIELDS = {
+    "id": _STRING,
+    "taskWorkflow": _STRING,
+    "status": {"enum": TASK_STATUSES},
+    "previousStatus": {"enum": [None, "queued", "processing", "failed"]},
+    "product": _STRING,
+    "company": {**_STRING, "description": "The company's `_id`."},
+    "user": {**USER, "required": ["_id", "identifier", "connected"]},
+    "authenticated": {"type": "boolean"},
+    "authenticationMethod": _TASK_AUTHENTICATION,
+    "scenario": {**_STRING, "description": "The scenario that drives it (`trigger`: a task "
+                                           "made for POST /_sandbox/events/trigger)."},
+    "createdAt": _DATE_TIME,
+    "history": {"type": "array", "minItems": 1, "items": TASK_TRANSITION,
+                "description": "Every transition, oldest first."},
+    "reason": {**_REASON, "description": "The failure reason, when failed."},
+    "flow": {"enum": list(FLOWS)},
+    "meta": STEP["properties"]["meta"],
+    "metadata": _METADATA,
+    "paymentMethod": PAYMENT_METHOD,
+    "linkedAccount": {**_STRING, "description": "The linked account a refresh acts on."},
+    "distribution": DISTRIBUTION,
+    "onComplete": TASK_OPTIONS["onComplete"],
+    "onFail": TASK_OPTIONS["onFail"],
+}
+_OPTIONAL_TASK_FIELDS = ("reason", "flow", "meta", "metadata", "paymentMethod",
+                         "linkedAccount", "distribution", "onComplete", "onFail")
+
+TASK_RECORD = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": [name for name in _TASK_FIELDS if name not in _OPTIONAL_TASK_FIELDS],
+    "properties": _TASK_FIELDS,
+    "description": "A task: its outcome and every transition it made (`onComplete` and "
+                   "`onFail` only when one of them is not `continue`).",
+}
+
+TASK_CREATED = {
+    "type": "object",
+    "required": ["id", "status", "taskWorkflow", "tasks"],
+    "properties": {
+        "id": _STRING, "status": {"const": "queued"}, "taskWorkflow": _STRING,
+        "tasks": {"type": "array", "minItems": 1, "items": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["id", "product", "status", "scenario"],
+            "properties": {name: _TASK_FIELDS[name]
+                           for name in ("id", "product", "status", "scenario")}},
+            "description": "Every task started (one after a task whose onComplete or onFail "
+                           "is `finish` starts when that one ends)."},
+    },
+}
+
+_REAL_TASK_FIELDS = {
+    "_id": _STRING,
+    "status": _TASK_FIELDS["status"],
+    "product": _STRING,
+    "authentication": {**_TASK_AUTHENTICATION, "description": "The authentication method."},
+    "company": {**SEARCH_COMPANY, "required": ["_id"],
+                "description": "The Company (a company deleted since: its `_id` only)."},
+    "payrollDataAvailable": {
+        "type": "boolean",
+        "description": "The task completed and left payroll data to read: a completed "
+                       "deposit or verify task (or a refresh) whose linked account holds "
+                       "data (not deleted as PII)."},
+    "createdAt": _DATE_TIME,
+}
+_SANDBOX_TASK_FIELDS = {name: spec for name, spec in _TASK_FIELDS.items()
+                        if name not in ("id", "company")}
 TASK_DETAILS = {
     "type": "object",
-    "required": ["_id", "status", "product", "authentication", "company",
-                 "payrollDataAvailable", "createdAt"],
+    "additionalProperties": False,
+    "required": list(dict.fromkeys([
+        *_REAL_TASK_FIELDS,
+        *(name for name in TASK_RECORD["required"] if name in _SANDBOX_TASK_FIELDS),
+        "files"])),
     "properties": {
-        "_id": _STRING,
-        "status": {"enum": TASK_STATUSES},
-        "product": _STRING,
-        "authentication": {**_STRING, "description": "The authentication method."},
-        "company": {**SEARCH_COMPANY, "required": ["_id"],
-                    "description": "The Company (a company deleted since: its `_id` only)."},
-        "payrollDataAvailable": {
-            "type": "boolean",
-            "description": "The task completed and left payroll data to read: a completed "
-                           "deposit or verify task (or a refresh) whose linked account holds "
-                           "data (not deleted as PII)."},
-        "createdAt": _DATE_TIME,
-        "failReason": {**_STRING, "description": "The failure reason, when failed."},
-        "taskWorkflow": _STRING,
-        "previousStatus": {"enum": [None, "queued", "processing", "failed"]},
-        "user": {"type": "object"},
-        "authenticated": {"type": "boolean"},
-        "authenticationMethod": _STRING,
-        "reason": _STRING,
-        "scenario": _STRING,
+        **_REAL_TASK_FIELDS,
+        "failReason": {**_REASON, "description": "The failure reason, when failed."},
+        **_SANDBOX_TASK_FIELDS,
         "files": {"type": "array", "items": TASK_FILE,
                   "description": "The task's files (GET /task/{taskId}/file/{fileId}/generate-url)."},
-        "history": {"type": "array", "items": {"type": "object"}},
     },
-    "description": "The real service's Task, with the sandbox's fields beside it.",
+    "description": "The real service's Task, with the sandbox's fields (GET /task/{taskId}) "
+                   "beside it.",
 }
 
 TASK_STATUS = {
@@ -852,12 +918,10 @@ PAY_LINK_ACCOUNTS = {
     "required": ["accounts"],
     "properties": {"accounts": {"type": "array", "items": {
         "type": "object",
-        "required": ["_id", "company", "actions", "bills"],
+        "required": ["_id", "company", "actions", "bills", "updatedAt"],
         "properties": {
             "_id": _STRING,
-            "company": {"type": "object", "required": ["_id", "name"],
-                        "properties": {"_id": _STRING, "name": _STRING,
-                                       "branding": {"type": "object"}}},
+            "company": COMPANY_SUMMARY,
             "actions": {"type": "array", "items": PAY_LINK_ACTION},
             "bills": {"type": "array", "items": {
                 "type": "object",

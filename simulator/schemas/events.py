@@ -15,34 +15,19 @@ from typing import Any
 
 from ..domain.states import (AUTHENTICATION_METHODS, CHANGED_FIELDS, FAILURE_REASONS, FLOWS,
                              UPDATE_TYPES)
+from .api import COMPANY_SUMMARY, USER
 from .records import SERVICE_DATE_TIME
 from .scenarios import PAYMENT_METHOD
 
 _TIME = {"type": "string", "format": "date-time"}
 _ID = {"type": "string", "minLength": 1}
-_USER = {
-    "type": "object",
-    "required": ["_id", "identifier"],
-    "properties": {"_id": _ID, "identifier": _ID, "connected": {"type": "boolean"}},
-}
-_COMPANY = {
-    "type": "object",
-    "required": ["_id", "name", "branding"],
-    "properties": {
-        "_id": _ID, "name": {"type": "string"},
-        "branding": {"type": "object", "properties": {
-            "color": {"type": "string"},
-            "logo": {"type": "object", "properties": {"url": {"type": "string"},
-                                                      "backgroundColor": {"type": "string"}}}}},
-    },
-}
 _TASK_FIELDS = {
     "publicToken": {"type": "string"},
     "product": {"type": "string"},
     "task": _ID,
     "taskWorkflow": _ID,
     "authenticationMethod": {"enum": list(AUTHENTICATION_METHODS)},
-    "company": _COMPANY,
+    "company": COMPANY_SUMMARY,
     "metadata": {"type": "object"},
 }
 _STATUS = {"enum": ["queued", "processing", "completed", "failed"]}
@@ -210,7 +195,7 @@ def event_schema(event_type: str, aggregator: str) -> dict[str, Any] | None:
         "required": ["eventType", "eventTime"],
     }
     if event_type in TASK_EVENT_DATA:
-        base["properties"].update(user={**_USER, "required": ["_id", "identifier", "connected"]},
+        base["properties"].update(user={**USER, "required": ["_id", "identifier", "connected"]},
                                   data=TASK_EVENT_DATA[event_type], **_TASK_FIELDS)
         base["required"] += ["user", "data", "publicToken", "product", "task", "taskWorkflow",
                              "authenticationMethod", "company"]
@@ -221,7 +206,7 @@ def event_schema(event_type: str, aggregator: str) -> dict[str, Any] | None:
         base["not"] = {"required": ["user"]}  # company events have no user
         return base
     if event_type == "pii-data-deleted":
-        base["properties"].update(user=_USER, task=_ID)
+        base["properties"].update(user=USER, task=_ID)
         base["required"] += ["user", "task"]
         base["not"] = {"required": ["data"]}  # the spec: it has no data
         return base
@@ -229,6 +214,6 @@ def event_schema(event_type: str, aggregator: str) -> dict[str, Any] | None:
             | processor_link_data(aggregator)).get(event_type)
     if data is None:
         return None
-    base["properties"].update(user=_USER, data=data)
+    base["properties"].update(user=USER, data=data)
     base["required"] += ["user", "data"]
     return base

@@ -21,12 +21,6 @@ SERVICE_DATE_TIME = {
 _ID = {"type": "string", "minLength": 1}
 _MONEY = {"type": "number", "minimum": 0}
 _LINK = {"linkedAccount": {**_ID, "description": "The linked account the record comes from."}}
-_BRANDING = {
-    "type": "object",
-    "properties": {"color": {"type": "string"},
-                   "logo": {"type": "object", "properties": {"url": {"type": "string"},
-                                                             "backgroundColor": {"type": "string"}}}},
-}
 _REAL_FIELDS: dict[str, Any] = {
     "_id": _ID,
     "valid": {"type": "boolean", "description": "The account is connected: refreshes work."},
