@@ -181,7 +181,9 @@ _ITEM = {"type": "object",
          "required": ["item_id", "webhook", "error", "available_products", "billed_products",
                       "consent_expiration_time", "update_type"],
          "properties": {"item_id": {"type": "string"}, "webhook": {"type": ["string", "null"]},
-                        "error": {"type": ["object", "null"]},
+                        "error": {"type": "null", "description": "Always null here: an item "
+                                  "whose user must log in again answers the "
+                                  "ITEM_LOGIN_REQUIRED error (400) instead."},
                         "available_products": {"type": "array", "items": {"type": "string"}},
                         "billed_products": {"type": "array", "items": {"type": "string"}},
                         "products": {"type": "array", "items": {"type": "string"}},

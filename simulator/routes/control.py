@@ -14,16 +14,18 @@ from ..domain.companies import full_record
 from ..errors import ValidationFailed, field_detail
 from ..schemas.api import (CARD_TOKEN_RECREATION_REQUEST, CLOCK_ADVANCE_REQUEST,
                            COMPANY_CREATE_REQUEST, COMPANY_STATUS_REQUEST, COMPANY_UPDATE_REQUEST,
-                           EVENTS_QUERY, JOURNAL_QUERY, SCENARIO_BINDING_REQUEST, TASKS_QUERY,
-                           TENANT_REQUEST)
+                           EVENTS_QUERY, JOURNAL_QUERY, SCENARIO_BINDING_REQUEST, TASK_RECORD,
+                           TASKS_QUERY, TENANT_REQUEST)
+from ..schemas.responses import (CARD_TOKEN_RECREATION, CLOCK, CLOCK_ADVANCED, CLOCK_RUN,
+                                 COMPANY_DELETED, COMPANY_WITH_STATUS, EVENT_RECORD,
+                                 JOURNAL_ENTRY, SCENARIO, SCENARIO_BINDING, SCENARIO_BINDINGS,
+                                 SNAPSHOT_RESTORED, STATS, TENANT, TENANT_DELETED)
 from ..static import static_text
 from ..schemas.validate import parse_time
 from ..operations import NO_STORE, Auth, Reply, operation, serve_file
 from .webhooks import event_record
 
 CONTROL = {"auth": Auth.API_KEYS, "tags": ("control plane",)}
-OBJECT = {"type": "object"}
-RECORDS = {"type": "array", "items": {"type": "object"}}
 TOTAL = {"total": {"type": "integer"}}
 CURSOR = {**TOTAL, "revision": {"type": "integer", "description": "With `after`: the next cursor."},
           "reset": {"type": "boolean", "description": "With `after`: the cursor was stale "
@@ -31,33 +33,33 @@ CURSOR = {**TOTAL, "revision": {"type": "integer", "description": "With `after`:
 
 
 @operation("POST", "/_sandbox/tenants", "Create a tenant (its own keys and state)",
-           body=TENANT_REQUEST, status=201, response=OBJECT, errors=(429,), **CONTROL)
+           body=TENANT_REQUEST, status=201, response=TENANT, errors=(429,), **CONTROL)
 async def create_tenant(tenant, body, sandbox) -> dict:
     return sandbox.registry.create_tenant(body, creator=tenant).describe()
 
 
 @operation("GET", "/_sandbox/tenant", "The tenant these keys belong to",
-           response=OBJECT, **CONTROL)
+           response=TENANT, **CONTROL)
 async def current_tenant(tenant) -> dict:
     """Which tenant these keys are (the pytest plugin's tenants, scripts that got keys)."""
     return tenant.describe()
 
 
 @operation("DELETE", "/_sandbox/tenants/{name}", "Delete a tenant (one these keys made, "
-           "or their own)", response=OBJECT, errors=(404, 409), **CONTROL)
+           "or their own)", response=TENANT_DELETED, errors=(404, 409), **CONTROL)
 async def delete_tenant(tenant, params, sandbox) -> dict:
     sandbox.registry.delete(params["name"], caller=tenant)
     return {"name": params["name"], "deleted": True}
 
 
-@operation("POST", "/_sandbox/reset", "Reset this tenant to its fixtures", response=OBJECT,
+@operation("POST", "/_sandbox/reset", "Reset this tenant to its fixtures", response=TENANT,
            **CONTROL)
 async def reset(tenant, sandbox) -> dict:
     return sandbox.registry.reset(tenant).describe()
 
 
 @operation("GET", "/_sandbox/requests", "Requests received, newest first",
-           query=JOURNAL_QUERY, response=RECORDS, **CONTROL)
+           query=JOURNAL_QUERY, response={"type": "array", "items": JOURNAL_ENTRY}, **CONTROL)
 async def requests_journal(tenant, query) -> list:
     entries = tenant.journal.query(path=query.get("path"), method=query.get("method"),
                                    status=query.get("status"), limit=query["limit"])
@@ -78,7 +80,7 @@ async def get_snapshot(tenant, sandbox) -> dict:
 
 
 @operation("POST", "/_sandbox/snapshot", "Restore an exported state, exactly",
-           response=OBJECT, errors=(400, 409, 413, 415, 422), **CONTROL)
+           response=SNAPSHOT_RESTORED, errors=(400, 409, 413, 415, 422), **CONTROL)
 async def restore_snapshot(tenant, request, sandbox) -> dict:
     """The body is a document of GET /_sandbox/snapshot (up to 256 MiB); the tenant keeps
     its name and keys. 422 `invalid-snapshot` names every field at fault; 409
@@ -89,13 +91,13 @@ async def restore_snapshot(tenant, request, sandbox) -> dict:
 
 # -- the clock ----------------------------------------------------------------------------
 
-@operation("GET", "/_sandbox/clock", "The virtual clock", response=OBJECT, **CONTROL)
+@operation("GET", "/_sandbox/clock", "The virtual clock", response=CLOCK, **CONTROL)
 async def clock(tenant) -> dict:
     return _clock_record(tenant)
 
 
 @operation("POST", "/_sandbox/clock/advance", "Move the clock forward (what falls due "
-           "runs, in order)", body=CLOCK_ADVANCE_REQUEST, response=OBJECT, **CONTROL)
+           "runs, in order)", body=CLOCK_ADVANCE_REQUEST, response=CLOCK_ADVANCED, **CONTROL)
 async def advance_clock(tenant, body) -> dict:
     """Stops at the work limit (README: Limits) with `complete: false` and the
     `remainingSeconds` to ask for next; the clock stands at the last job it ran."""
@@ -106,7 +108,7 @@ async def advance_clock(tenant, body) -> dict:
 
 
 @operation("POST", "/_sandbox/clock/run-until-idle", "Run the clock until nothing is pending",
-           response=OBJECT, **CONTROL)
+           response=CLOCK_RUN, **CONTROL)
 async def run_until_idle(tenant) -> dict:
     result = await tenant.runner.run_until_idle()
     return {**_clock_record(tenant), **_run_record(result)}
@@ -117,7 +119,7 @@ def _run_record(result) -> dict:
 
 
 @operation("GET", "/_sandbox/stats", "What this tenant stores, and its limits",
-           response=OBJECT, **CONTROL)
+           response=STATS, **CONTROL)
 async def stats(tenant, sandbox) -> dict:
     """Every bound of README > Limits with what is stored and how many items went."""
     registry = sandbox.registry
@@ -135,7 +137,8 @@ def _clock_record(tenant) -> dict:
 # -- events -------------------------------------------------------------------------------
 
 @operation("GET", "/_sandbox/events", "Events sent, with their deliveries",
-           query=EVENTS_QUERY, response=RECORDS, envelope=CURSOR, **CONTROL)
+           query=EVENTS_QUERY, response={"type": "array", "items": EVENT_RECORD}, envelope=CURSOR,
+           **CONTROL)
 async def list_events(tenant, query, sandbox) -> Reply:
     """Filters combine. Without `after`, the newest `limit` events, oldest first. With
     `after` (start with 0), the events emitted or delivered since that revision, in the
@@ -155,23 +158,24 @@ async def list_events(tenant, query, sandbox) -> Reply:
     return Reply(records, extra={"total": len(events), **read.envelope(shown, events)})
 
 
-@operation("GET", "/_sandbox/events/{eventId}", "An event and its deliveries", response=OBJECT,
-           errors=(404,), **CONTROL)
+@operation("GET", "/_sandbox/events/{eventId}", "An event and its deliveries",
+           response=EVENT_RECORD, errors=(404,), **CONTROL)
 async def get_event(tenant, params, sandbox) -> dict:
     return event_record(sandbox.dispatcher, tenant, tenant.events.get(params["eventId"]))
 
 
 # -- scenarios ----------------------------------------------------------------------------
 
-@operation("GET", "/_sandbox/scenarios", "Scenarios, and the users bound to one", response=RECORDS,
-           envelope={"bindings": OBJECT}, **CONTROL)
+@operation("GET", "/_sandbox/scenarios", "Scenarios, and the users bound to one",
+           response={"type": "array", "items": SCENARIO},
+           envelope={"bindings": SCENARIO_BINDINGS}, **CONTROL)
 async def list_scenarios(tenant, sandbox) -> Reply:
     return Reply([s.describe() for s in sandbox.engine.scenarios.values()],
                  extra={"bindings": tenant.scenario_bindings})
 
 
 @operation("PUT", "/_sandbox/users/{identifier}/scenario", "Bind a scenario to a user's next "
-           "tasks", body=SCENARIO_BINDING_REQUEST, response=OBJECT, **CONTROL)
+           "tasks", body=SCENARIO_BINDING_REQUEST, response=SCENARIO_BINDING, **CONTROL)
 async def bind_scenario(tenant, params, body, sandbox) -> dict:
     identifier = params["identifier"]
     if body["scenario"] is None:
@@ -184,7 +188,7 @@ async def bind_scenario(tenant, params, body, sandbox) -> dict:
 
 @operation("PUT", "/_sandbox/users/{identifier}/card-token-recreation", "Turn a user's card "
            "token recreation off (payment-token-expired) or on",
-           body=CARD_TOKEN_RECREATION_REQUEST, response=OBJECT, **CONTROL)
+           body=CARD_TOKEN_RECREATION_REQUEST, response=CARD_TOKEN_RECREATION, **CONTROL)
 async def card_token_recreation(tenant, params, body) -> dict:
     """Card tokens are recreated automatically (spec: payment-token-expired, "Recreation is
     normally automatic"); switched off, a card older than 24 hours fails the task."""
@@ -224,7 +228,7 @@ def _check_default_scenario(sandbox, body: dict) -> None:
 
 
 @operation("DELETE", "/_sandbox/companies/{companyId}", "Remove a company (company-deleted)",
-           settles=True, response=OBJECT, errors=(404,), **CONTROL)
+           settles=True, response=COMPANY_DELETED, errors=(404,), **CONTROL)
 async def delete_company(tenant, params) -> dict:
     company_admin.delete_company(tenant, params["companyId"])
     return {"_id": params["companyId"], "deleted": True}
@@ -232,7 +236,7 @@ async def delete_company(tenant, params) -> dict:
 
 @operation("POST", "/_sandbox/companies/{companyId}/status", "Put a company under maintenance, "
            "disable it or bring it back", body=COMPANY_STATUS_REQUEST, settles=True,
-           response=COMPANY,
+           response=COMPANY_WITH_STATUS,
            errors=(404,), **CONTROL)
 async def company_status(tenant, params, body) -> dict:
     company = company_admin.set_company_status(tenant, params["companyId"], body["status"],
@@ -246,7 +250,7 @@ async def company_status(tenant, params, body) -> dict:
 # -- tasks and the dashboard ----------------------------------------------------------------
 
 @operation("GET", "/_sandbox/tasks", "Tasks of this tenant, newest first", query=TASKS_QUERY,
-           response=RECORDS, envelope=CURSOR, **CONTROL)
+           response={"type": "array", "items": TASK_RECORD}, envelope=CURSOR, **CONTROL)
 async def list_tasks(tenant, query) -> Reply:
     """Every task of the tenant, newest first (`status`, `user`, `limit` filters); with
     `after`, the tasks created or moved since that revision, as GET /_sandbox/events."""

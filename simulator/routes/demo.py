@@ -27,6 +27,7 @@ from ..clock import isoformat
 from ..domain.tenants import Tenant, create_access_token
 from ..errors import Forbidden, MalformedJson, TenantNotFound, Unauthorized
 from ..render import read_within_time
+from ..schemas.responses import DEMO_RESET, answer
 from ..static import static_text
 from ..webhooks.cloudevents import SIGNATURE_HEADER, sign
 from ..webhooks.policy import RECEIVER_PATH
@@ -60,7 +61,8 @@ RECEIVED = {"type": "object", "required": ["sequence", "eventType", "ceId", "sum
                 "repeat": {"type": "boolean",
                            "description": "An earlier delivery had this ce-id (a retry that "
                                           "arrived after all, a resend, a duplicate)."},
-                "headers": {"type": "object"}, "body": {"type": "object"}}}
+                "headers": {"type": "object", "additionalProperties": {"type": "string"}},
+                "body": {"type": "object"}}}
 INBOX_QUERY = {"type": "object", "additionalProperties": False, "properties": {
     "after": {"type": "integer", "minimum": 0, "maximum": 2**53 - 1,
               "description": "Only the deliveries after this `sequence`."}}}
@@ -104,7 +106,7 @@ async def demo_token(request, sandbox) -> dict:
 
 @operation("POST", "/demo/reset", "The `demo` tenant back to its fixtures, and the demo "
            "receiver emptied (the demo page's own origin only)",
-           response={"type": "object"}, errors=(403, 404), **DEMO)
+           response=DEMO_RESET, errors=(403, 404), **DEMO)
 async def demo_reset(request, sandbox) -> dict:
     """What the demo page's reset button calls, so the page never holds the tenant's keys."""
     tenant = _demo_tenant(request, sandbox)
@@ -116,7 +118,11 @@ async def demo_reset(request, sandbox) -> dict:
 
 @operation("POST", RECEIVER_PATH, "The demo's built-in webhook receiver: takes the `demo` "
            "tenant's signed CloudEvents and keeps the last ones for the demo page",
-           response={"type": "object"}, errors=(400, 401, 404), **DEMO)
+           response=answer("The delivery kept: its ce-id, place and signature.",
+                           received=RECEIVED["properties"]["ceId"],
+                           sequence=RECEIVED["properties"]["sequence"],
+                           signature=RECEIVED["properties"]["signature"]),
+           errors=(400, 401, 404), **DEMO)
 async def receive_demo_webhook(request, sandbox) -> dict:
     """Plays the customer's backend: the signature is checked with the demo tenant's secret
     (a delivery that fails the check is refused with 401 and not kept), then the

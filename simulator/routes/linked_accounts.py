@@ -12,6 +12,7 @@ from ..errors import ValidationFailed, field_detail
 from ..pdf import text_pdf
 from ..schemas.api import DATA_QUERY, DISCONNECT_REQUEST
 from ..schemas.records import DATA_RECORDS, LINKED_ACCOUNT_LIST_RECORD
+from ..schemas.responses import LINKED_ACCOUNT_ACTIONS, PII_DELETED
 from ..operations import Auth, operation
 
 IDENTIFIER_REQUIRED = "Name the user: ?identifier=... or /<resource>/{identifier}."
@@ -87,9 +88,6 @@ async def paystub(tenant, params, sandbox) -> web.Response:
                         headers={"content-disposition": disposition})
 
 
-ACCOUNT = {"type": "object"}
-
-
 def _on_account(action: str, summary: str, change, body: dict | None = None) -> None:
     """A control-plane change to one linked account: find it, change it, let the events go."""
 
@@ -100,7 +98,8 @@ def _on_account(action: str, summary: str, change, body: dict | None = None) -> 
 
     handler.__name__ = action.replace("-", "_")
     operation("POST", f"/_sandbox/linked-accounts/{{accountId}}/{action}", summary,
-              auth=Auth.API_KEYS, body=body, settles=True, response=ACCOUNT, errors=(404,),
+              auth=Auth.API_KEYS, body=body, settles=True,
+              response=LINKED_ACCOUNT_ACTIONS[action], errors=(404,),
               tags=("control plane",))(handler)
 
 
@@ -135,7 +134,7 @@ _on_account("remove-deposit-switch", "Remove the deposit switch (deposit-switch-
 
 
 @operation("POST", "/_sandbox/users/{identifier}/delete-pii", "Delete the user's personal data "
-           "now (pii-data-deleted)", auth=Auth.API_KEYS, settles=True, response={"type": "object"},
+           "now (pii-data-deleted)", auth=Auth.API_KEYS, settles=True, response=PII_DELETED,
            errors=(404,), tags=("control plane",))
 async def delete_pii(tenant, params, sandbox) -> dict:
     """The PII deletion cadence, now."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from .. import SPEC_REVISION, __version__
+from ..schemas.responses import INDEX
 from ..operations import Auth, operation
 
 HEALTH = {"type": "object", "required": ["status"],
@@ -35,7 +36,7 @@ async def openapi(sandbox) -> web.Response:
 
 
 @operation("GET", "/", "Where to go: the dashboard, the docs, the demo, the SDK",
-           auth=Auth.NONE, response={"type": "object"})
+           auth=Auth.NONE, response=INDEX)
 async def index() -> dict:
     return {"dashboard": "/_sandbox/", "openapi": "/openapi.json", "docs": "/docs",
             "demo": "/demo", "health": "/health", "sdk": "/sdk/transact.js"}

@@ -9,19 +9,19 @@ from __future__ import annotations
 from ..domain.processor_links import CLASSIFY, DETECT
 from ..errors import ValidationFailed, field_detail
 from ..schemas.api import PROCESSOR_LINK_REQUEST, PROCESSOR_TOKEN_REQUEST
+from ..schemas.responses import (EMPLOYER_MATCH, PROCESSING_RESULTS, PROCESSOR_LINK_REGISTERED,
+                                 PROCESSOR_LINKS_REMOVED, PROCESSOR_TOKEN,
+                                 RECURRING_TRANSACTION)
 from ..operations import AGGREGATOR, Auth, Reply, operation
 
 IDENTIFIER_HEADER = "user-identifier"
 IDENTIFIER_REQUIRED = "Send the user-identifier header."
 USER_HEADER = ((IDENTIFIER_HEADER, True),)
-RESULTS = {"type": "array", "items": {"type": "object"}}
-RESULTS_ENVELOPE = {"status": {"enum": ["processing", "completed", "error"]},
-                    "links": {"type": "array"}}
 
 
 @operation("POST", f"/{AGGREGATOR}/processor-links", "Register a processor token (processing "
            "starts)", auth=Auth.API_KEYS, body=PROCESSOR_LINK_REQUEST, status=202,
-           response={"type": "object"}, errors=(400, 404, 409, 429),
+           response=PROCESSOR_LINK_REGISTERED, errors=(400, 404, 409, 429),
            headers=((IDENTIFIER_HEADER, False),))
 async def register(tenant, body, headers, sandbox) -> dict:
     link = sandbox.processor_links.register(tenant, body["processorToken"],
@@ -30,8 +30,8 @@ async def register(tenant, body, headers, sandbox) -> dict:
 
 
 @operation("DELETE", f"/{AGGREGATOR}/processor-links", "Remove a user's processor links "
-           "(processing stops)", auth=Auth.API_KEYS, response={"type": "object"}, errors=(404,),
-           headers=USER_HEADER)
+           "(processing stops)", auth=Auth.API_KEYS, response=PROCESSOR_LINKS_REMOVED,
+           errors=(404,), headers=USER_HEADER)
 async def remove(tenant, headers, sandbox) -> dict:
     links = sandbox.processor_links.remove_links(tenant, _identifier(headers))
     return {"removed": [link.id for link in links]}
@@ -39,13 +39,15 @@ async def remove(tenant, headers, sandbox) -> dict:
 
 @operation("GET", f"/{AGGREGATOR}/employer-matches", "A user's employer matches",
            auth=Auth.API_KEYS,
-           response=RESULTS, envelope=RESULTS_ENVELOPE, errors=(404,), headers=USER_HEADER)
+           response={"type": "array", "items": EMPLOYER_MATCH}, envelope=PROCESSING_RESULTS,
+           errors=(404,), headers=USER_HEADER)
 async def employer_matches(tenant, headers, sandbox) -> Reply:
     return _results(sandbox.processor_links.results(tenant, _identifier(headers), CLASSIFY))
 
 
 @operation("GET", f"/{AGGREGATOR}/recurring-transactions", "A user's recurring transactions",
-           auth=Auth.API_KEYS, response=RESULTS, envelope=RESULTS_ENVELOPE, errors=(404,),
+           auth=Auth.API_KEYS, response={"type": "array", "items": RECURRING_TRANSACTION},
+           envelope=PROCESSING_RESULTS, errors=(404,),
            headers=USER_HEADER)
 async def recurring_transactions(tenant, headers, sandbox) -> Reply:
     return _results(sandbox.processor_links.results(tenant, _identifier(headers), DETECT))
@@ -57,7 +59,7 @@ def _results(document: dict) -> Reply:
 
 @operation("POST", f"/_sandbox/{AGGREGATOR}/processor-token", "Mint a processor token, as the "
            "aggregator would", auth=Auth.API_KEYS, body=PROCESSOR_TOKEN_REQUEST, status=201,
-           response={"type": "object"}, tags=("control plane",))
+           response=PROCESSOR_TOKEN, tags=("control plane",))
 async def mint(tenant, body, sandbox) -> dict:
     """What the aggregator's processor-token creation answers."""
     return sandbox.processor_links.mint_token(tenant, body).record()
@@ -65,7 +67,7 @@ async def mint(tenant, body, sandbox) -> dict:
 
 @operation("POST", f"/_sandbox/{AGGREGATOR}/processor-token/{{token}}/revoke", "Revoke a "
            "processor token at the aggregator", auth=Auth.API_KEYS, settles=True,
-           response={"type": "object"}, errors=(404,), tags=("control plane",))
+           response=PROCESSOR_TOKEN, errors=(404,), tags=("control plane",))
 async def revoke(tenant, params, sandbox) -> dict:
     return sandbox.processor_links.revoke_token(tenant, params["token"]).record()
 

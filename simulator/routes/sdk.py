@@ -12,7 +12,9 @@ from ..domain.companies import full_record, search_record
 from ..errors import ApiError, CompanyNotFound, LinkedAccountNotYours, PublicTokenMismatch
 from ..schemas.api import (SDK_COMPANY_REQUEST, SDK_LEAVE_REQUEST, SDK_LOGIN_REQUEST,
                            SDK_MFA_CHALLENGE, SDK_SESSION_REQUEST, TASK_CREATED,
-                           TASK_CREATE_REQUEST)
+                           TASK_CREATE_REQUEST, TASK_RECORD)
+from ..schemas.records import LINKED_ACCOUNT_RECORD
+from ..schemas.responses import SDK_COMPANY, SDK_LEFT, SDK_SESSION
 from ..static import static_text
 from ..operations import NO_STORE, Auth, operation, serve_file
 from .tasks import created_record
@@ -84,7 +86,7 @@ async def initialize(params, sandbox) -> web.Response:
 
 @operation("POST", "/sdk/session", "Start the hosted flow (its deeplink resolved)",
            auth=Auth.PUBLIC_TOKEN,
-           body=SDK_SESSION_REQUEST, response={"type": "object"}, errors=(404,))
+           body=SDK_SESSION_REQUEST, response=SDK_SESSION, errors=(404,))
 async def session(tenant, token, body, sandbox) -> dict:
     """Where the flow starts: the token must match the configuration's; the deeplink is
     resolved (invalid-company-id) and a linkedAccount opens its reconnect flow."""
@@ -110,7 +112,7 @@ async def session(tenant, token, body, sandbox) -> dict:
 
 @operation("POST", "/sdk/company", "The company the user picked, and "
            "whether the tasks can start there", auth=Auth.PUBLIC_TOKEN, body=SDK_COMPANY_REQUEST,
-           response={"type": "object"}, errors=(404,))
+           response=SDK_COMPANY, errors=(404,))
 async def company(tenant, body) -> dict:
     """The company the user picked in the flow, with `refusal` (the API's error code and
     message) when the configured tasks cannot start there, e.g. a product under
@@ -168,7 +170,7 @@ async def login(tenant, token, body, sandbox) -> dict:
 
 @operation("POST", "/sdk/leave", "The user leaves the flow before the outcome",
            auth=Auth.PUBLIC_TOKEN, body=SDK_LEAVE_REQUEST,
-           response={"type": "object"}, errors=(404,))
+           response=SDK_LEFT, errors=(404,))
 async def leave(tenant, token, body, sandbox) -> dict:
     """The user left the hosted flow before its task resolved (close button, page gone):
     the tasks' events carry user.connected false from now on."""
@@ -178,7 +180,7 @@ async def leave(tenant, token, body, sandbox) -> dict:
 
 
 @operation("GET", "/sdk/task/{taskId}", "The progress of a task the flow started",
-           auth=Auth.PUBLIC_TOKEN, response={"type": "object"},
+           auth=Auth.PUBLIC_TOKEN, response=TASK_RECORD,
            errors=(404,))
 async def flow_task(tenant, token, params, sandbox) -> dict:
     """The hosted flow polls its task here with the user's public token: the real API's
@@ -187,7 +189,7 @@ async def flow_task(tenant, token, params, sandbox) -> dict:
 
 
 @operation("GET", "/sdk/linked-accounts", "The user's linked accounts (the account step)",
-           auth=Auth.PUBLIC_TOKEN, response={"type": "array"})
+           auth=Auth.PUBLIC_TOKEN, response={"type": "array", "items": LINKED_ACCOUNT_RECORD})
 async def flow_linked_accounts(tenant, token, sandbox) -> list:
     """The accounts the `account` deeplink step lists, for the token's own user (an unknown
     user has none yet)."""

@@ -15,25 +15,28 @@ from ..schemas.api import (REPLAY_REQUEST, SECRET, SECRET_REQUEST, SUCCESS, TRIG
                            WEBHOOK_ENDPOINT, WEBHOOK_ENDPOINT_REQUEST, WEBHOOK_ENDPOINTS_REQUEST,
                            WEBHOOK_FAULTS_REQUEST)
 from ..schemas.events import event_schema, event_types
+from ..schemas.responses import (EVENT_RECORD, REPLAYED, WEBHOOK_ENDPOINT_STORED,
+                                 WEBHOOK_FAULTS)
 from ..schemas.validate import check_webhook_urls, parse_time
 from ..webhooks.dispatcher import FaultPlan, request_headers
 from ..operations import Auth, Reply, operation
 
 CONTROL = {"auth": Auth.API_KEYS, "tags": ("control plane",)}
 REAL = {"auth": Auth.API_KEYS}
-ENDPOINTS = {"type": "array", "items": {"type": "object"}}
 UNKNOWN_EVENT_TYPE = "No event type is named {event_type!r}."
 SECRET_PREFIX = "whsec-"
 
 
-@operation("GET", "/_sandbox/webhooks/endpoints", "The webhook endpoints", response=ENDPOINTS,
+@operation("GET", "/_sandbox/webhooks/endpoints", "The webhook endpoints",
+           response={"type": "array", "items": WEBHOOK_ENDPOINT_STORED},
            **CONTROL)
 async def get_endpoints(tenant, sandbox) -> list:
     return tenant.webhooks.endpoints
 
 
 @operation("PUT", "/_sandbox/webhooks/endpoints", "Replace the webhook endpoints",
-           body=WEBHOOK_ENDPOINTS_REQUEST, response=ENDPOINTS, errors=(404,), **CONTROL)
+           body=WEBHOOK_ENDPOINTS_REQUEST,
+           response={"type": "array", "items": WEBHOOK_ENDPOINT_STORED}, errors=(404,), **CONTROL)
 async def put_endpoints(tenant, body, sandbox) -> list:
     """The whole list; each endpoint keeps its `_id` (the one it names, else the one its URL
     had), so /webhooks/endpoints/{id} goes on naming it."""
@@ -112,14 +115,14 @@ async def delete_secret(tenant, params) -> dict:
 
 
 @operation("GET", "/_sandbox/webhooks/faults", "The delivery faults set",
-           response={"type": "object"}, **CONTROL)
+           response=WEBHOOK_FAULTS, **CONTROL)
 async def get_faults(tenant, sandbox) -> dict:
     return tenant.webhooks.faults.record()
 
 
 @operation("PUT", "/_sandbox/webhooks/faults", "Make deliveries misbehave (duplicates, "
            "out of order, delays)", body=WEBHOOK_FAULTS_REQUEST,
-           response={"type": "object"}, **CONTROL)
+           response=WEBHOOK_FAULTS, **CONTROL)
 async def put_faults(tenant, body, sandbox) -> dict:
     state = tenant.webhooks
     state.faults = FaultPlan(duplicate=body.get("duplicate", 0.0),
@@ -129,7 +132,7 @@ async def put_faults(tenant, body, sandbox) -> dict:
 
 
 @operation("POST", "/_sandbox/webhooks/replay", "Send events again (same ce-id)",
-           body=REPLAY_REQUEST, settles=True, response={"type": "array"},
+           body=REPLAY_REQUEST, settles=True, response={"type": "array", "items": REPLAYED},
            envelope={"total": {"type": "integer"}}, errors=(404,), **CONTROL)
 async def replay(tenant, body, sandbox) -> Reply:
     since = until = None
@@ -152,7 +155,7 @@ async def replay(tenant, body, sandbox) -> Reply:
 
 
 @operation("POST", "/_sandbox/events/trigger", "Send any event now, with realistic data",
-           body=TRIGGER_REQUEST, status=201, settles=True, response={"type": "object"},
+           body=TRIGGER_REQUEST, status=201, settles=True, response=EVENT_RECORD,
            errors=(404, 429), **CONTROL)
 async def trigger(tenant, body, sandbox):
     event = trigger_event(tenant, sandbox.engine, sandbox.registry.service.aggregator, body)
