@@ -174,7 +174,7 @@ async def bench(accounts: int, days: int, how: str, concurrency: int,
             companies, eligible = pick_companies(tenant, accounts)
             result["eligible"] = eligible
             result["distinct_companies"] = len({c.id for c in companies})
-            preexisting = set(tenant.linked_accounts)
+            preexisting = set(tenant.accounts)
             events_start = len(tenant.events.events)
             started = time.perf_counter()
             if how == "http":
@@ -182,7 +182,7 @@ async def bench(accounts: int, days: int, how: str, concurrency: int,
             else:
                 create_domain(app, tenant, companies)
             result["create_seconds"] = time.perf_counter() - started
-            ours = [a for i, a in tenant.linked_accounts.items() if i not in preexisting]
+            ours = [a for i, a in tenant.accounts.items() if i not in preexisting]
             assert len(ours) == accounts, f"{len(ours)} linked accounts made, not {accounts}"
             result["create_events"] = collections.Counter(
                 e.type for e in tenant.events.events[events_start:])
@@ -191,7 +191,7 @@ async def bench(accounts: int, days: int, how: str, concurrency: int,
 
             # The run: every linked account of the tenant refreshes daily (ours and any
             # ready-made ones from the fixtures), so the checks below count them all.
-            everyone = list(tenant.linked_accounts.values())
+            everyone = list(tenant.accounts.values())
             refreshes_before = {a.id: a.refreshes for a in everyone}
             statements_before = sum(len(a.statements) for a in everyone)
             timesheets_before = sum(len(a.timesheets) for a in everyone)

@@ -17,12 +17,11 @@ from .domain.companies import Catalog
 from .domain.search import SearchIndex
 from .domain.registry import TenantRegistry
 from .fixtures import ConfigError, Fixtures, load_fixtures
-from .domain.tasks import HAPPY_PATH, TaskEngine
+from .domain.tasks import HAPPY_PATH
 from .datagen import ProfileFactory
-from .domain.linked_accounts import LinkedAccounts
-from .domain.tenants import Limits, Tenant, TenantServices
+from .domain.rules import Limits, Rules
+from .domain.tenants import TenantServices
 from .domain.processor_links import DEFAULT_SCENARIO as PROCESSOR_DEFAULT
-from .domain.processor_links import ProcessorLinks
 from .keys import SANDBOX, Sandbox
 from .middleware import MAX_BODY_BYTES, edge_middleware
 from .security import HostPolicy
@@ -91,10 +90,14 @@ def build_registry(settings: Settings, *, clock: Clock | None = None,
     if not any(a["environment"] == settings.environment for a in fixtures.accounts):
         raise ConfigError(str(fixtures.directory / "accounts.yaml"), "$.accounts",
                           f"no account has environment {settings.environment!r}")
-    return TenantRegistry(service=fixtures.service, catalog=loaded.catalog, index=loaded.index,
-                          environment=settings.environment, seed=settings.seed,
-                          clock_factory=clock_factory, scenarios=loaded.scenarios,
-                          accounts=fixtures.accounts, max_tenants=settings.max_tenants,
+    limits = Limits(max_events=settings.max_events, max_tasks=settings.max_tasks,
+                    max_tokens=settings.max_tokens, max_users=settings.max_users)
+    rules = Rules(service=fixtures.service, scenarios=loaded.scenarios, catalog=loaded.catalog,
+                  index=loaded.index, profiles=ProfileFactory(settings.seed), seed=settings.seed,
+                  limits=limits)
+    return TenantRegistry(rules, environment=settings.environment,
+                          clock_factory=clock_factory, accounts=fixtures.accounts,
+                          max_tenants=settings.max_tenants,
                           max_per_maker=settings.max_tenants_per_maker)
 
 
@@ -134,28 +137,9 @@ def create_app(settings: Settings, *, clock: Clock | None = None,
         vendor=service.vendor, seed=settings.seed, default_url=settings.webhook_url,
         policy=OutboundPolicy.from_settings(settings),
         timeout=settings.webhook_timeout or ATTEMPT_TIMEOUT / (settings.time_scale if real else 1))
-    profiles = ProfileFactory(settings.seed)
-    linked = LinkedAccounts(
-        lambda tenant, identifier, company: profiles.profile(
-            tenant.name, identifier, company.id, company.name, tenant.clock.now().date()))
-    engine = TaskEngine(registry.scenarios, scope_of=service.products.get, linked_accounts=linked)
-
-    def seed_accounts(tenant: Tenant) -> None:
-        """The account's ready-made linked accounts (fixtures `linkedAccounts`)."""
-        for entry in tenant.account.get("linkedAccounts", []):
-            company = tenant.companies.require(entry["company"])
-            account = linked.create(tenant, entry["identifier"], company,
-                                    entry.get("product", "deposit"), emit=False)
-            account.connected = entry.get("connected", True)
-
-    limits = Limits(max_events=settings.max_events, max_tasks=settings.max_tasks,
-                    max_tokens=settings.max_tokens, max_users=settings.max_users)
-    registry.open(TenantServices(dispatcher=dispatcher, timer=RealTimer() if real else None,
-                                 seed_accounts=seed_accounts, limits=limits))
+    registry.open(TenantServices(dispatcher=dispatcher, timer=RealTimer() if real else None))
     operations = [op.at(service.aggregator) for op in OPERATIONS]
-    sandbox = Sandbox(settings=settings, registry=registry, engine=engine, dispatcher=dispatcher,
-                      linked_accounts=linked,
-                      processor_links=ProcessorLinks(registry.scenarios, service.aggregator),
+    sandbox = Sandbox(settings=settings, registry=registry, dispatcher=dispatcher,
                       operations=operations, host_policy=HostPolicy.from_settings(settings))
     app = web.Application(client_max_size=MAX_BODY_BYTES,
                           middlewares=[edge_middleware])

@@ -481,17 +481,16 @@ class InProcessSource(EventSource):
         sandbox = create_app(Settings(clock="manual", seed=seed))[SANDBOX]
         self.tenant = sandbox.registry.tenants.default()
         self.tenant.webhooks.endpoints = []
-        self.engine = sandbox.engine
         self.vendor = sandbox.registry.service.vendor
         self.aggregator = sandbox.registry.service.aggregator
         self.types = event_types(self.aggregator)
         self.products = list(sandbox.registry.service.products)
-        self.scenarios = [s.describe() for s in self.engine.scenarios.values()]
+        self.scenarios = [s.describe() for s in self.tenant.rules.scenarios.values()]
 
     async def _trigger(self, request: dict[str, Any]) -> Event:
         from .domain.triggers import trigger_event
 
-        return trigger_event(self.tenant, self.engine, self.aggregator, request)
+        return trigger_event(self.tenant, self.aggregator, request)
 
     def emit(self, event_type: str, body: dict[str, Any]) -> Event:
         fields = {k: v for k, v in body.items() if k not in ("eventType", "eventTime")}
@@ -510,16 +509,16 @@ class InProcessSource(EventSource):
             if company.status != OPERATIONAL or product not in company.available_products:
                 continue
             try:  # maintenance for this product, manual deposits: the next one
-                self.engine.check_company_accepts(self.tenant, company, product, "$.product")
+                self.tenant.tasks.check_company_accepts(company, product, "$.product")
             except ApiError:
                 continue
             return company.id
         return None
 
     async def run_task(self, scenario: str, product: str) -> tuple[str, list[Event]]:
-        _, tasks = self.engine.create_task(
-            self.tenant, {"identifier": f"check-{product}", "product": product,
-                          "company": await self.company_for(product), "scenario": scenario})
+        _, tasks = self.tenant.tasks.create_task(
+            {"identifier": f"check-{product}", "product": product,
+             "company": await self.company_for(product), "scenario": scenario})
         await self.tenant.runner.run_until_idle()
         return tasks[0].id, list(self.tenant.events.query(task=tasks[0].id))
 

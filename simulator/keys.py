@@ -8,12 +8,9 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
-from .domain.linked_accounts import LinkedAccounts
-from .domain.processor_links import ProcessorLinks
+from .domain.identity import PublicToken
 from .domain.registry import TenantRegistry
-from .domain.tasks import TaskEngine
-from .domain.tenants import PublicToken, Tenant
-from .operations import Operation
+from .domain.tenants import Tenant
 from .security import HostPolicy
 from .settings import Settings
 from .webhooks.dispatcher import Dispatcher
@@ -25,10 +22,7 @@ class Sandbox:
 
     settings: Settings
     registry: TenantRegistry
-    engine: TaskEngine
     dispatcher: Dispatcher
-    linked_accounts: LinkedAccounts
-    processor_links: ProcessorLinks
     operations: list[Operation] = field(default_factory=list)
     host_policy: HostPolicy | None = None  # None: every Host (an app built in a test)
     _openapi: dict[str, Any] | None = None

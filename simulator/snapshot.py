@@ -42,9 +42,10 @@ from .domain.companies import Company, ManualDepositRule
 from .domain.events import Event
 from .domain.faults import MAX_RULES, RULE_FIELDS, FaultRule, target_problems
 from .domain.linked_accounts import LinkedAccount, Profile
-from .domain.processor_links import ProcessorLink, ProcessorToken
+from .domain.processor_links import TRANSACTION, ProcessorLink, ProcessorToken
 from .domain.tasks import Task, Workflow
-from .domain.tenants import PublicToken, Tenant, User
+from .domain.identity import PublicToken, User
+from .domain.tenants import Tenant
 from .domain.timeline import ACTION_KINDS, Job
 from .errors import ApiError, Conflict, PayloadTooLarge, ValidationFailed, field_detail
 from .fixtures import ConfigError
@@ -277,7 +278,8 @@ LINKED_ACCOUNT = Record(LinkedAccount, {"Profile": PROFILE, "Company": COMPANY},
     "statements": _stored("statements"), "timesheets": _stored("timesheets"),
     "taxes": _stored("taxes"), "depositAccounts": _stored("deposit-accounts")})
 PROCESSOR_TOKEN = Record(ProcessorToken)
-PROCESSOR_LINK = Record(ProcessorLink)
+PROCESSOR_LINK = Record(ProcessorLink, shapes={
+    "transactions": {"type": "array", "items": TRANSACTION}})
 AGGREGATOR_ITEM = Record(Item, {"Account": Record(Account)}, shapes={
     "daysRequested": {"type": "integer", "minimum": 1, "maximum": 730}})
 DELIVERY = Record(Delivery, {"Attempt": Record(Attempt)})
@@ -457,8 +459,8 @@ def take(tenant: Tenant, sandbox: Any) -> dict[str, Any]:
         "counters": {
             "eventsEmitted": events.emitted, "eventsEvicted": events.evicted,
             "eventsNextEviction": events.next_eviction,
-            "tasksEvicted": tenant.evicted["tasks"], "tokensEvicted": tenant.evicted["tokens"],
-            "nextTaskEviction": tenant._next_task_eviction, "nextJobSequence": next_sequence,
+            "tasksEvicted": tenant.tasks.evicted, "tokensEvicted": tenant.evicted_tokens,
+            "nextTaskEviction": tenant.tasks.next_eviction, "nextJobSequence": next_sequence,
             "journalNextId": journal._next_id,
             "journalEvicted": journal.evicted},
         "users": [USER.dump(user) for user in tenant.users.values()],
@@ -468,18 +470,18 @@ def take(tenant: Tenant, sandbox: Any) -> dict[str, Any]:
                        "company": None if company is None else COMPANY.dump(company)}
                       for company_id, company in tenant.companies.changed.items()],
         "tasks": [TASK.dump(task) for task in tenant.tasks.values()],
-        "workflows": [WORKFLOW.dump(workflow) for workflow in tenant.workflows.values()],
-        "scenarioBindings": dict(tenant.scenario_bindings),
+        "workflows": [WORKFLOW.dump(workflow) for workflow in tenant.tasks.workflows.values()],
+        "scenarioBindings": dict(tenant.tasks.bindings),
         "payLink": {
             "paymentTokens": [{"identifier": identifier, "paymentMethod": method, "createdAt": at}
-                              for (identifier, method), at in tenant.payment_tokens.items()],
+                              for (identifier, method), at in tenant.tasks.payment_tokens.items()],
             "merchantPaymentMethods": [
                 {"identifier": identifier, "company": company, "paymentMethods": sorted(methods)}
-                for (identifier, company), methods in tenant.merchant_payment_methods.items()],
-            "cardTokenRecreationOff": sorted(tenant.card_token_recreation_off)},
-        "linkedAccounts": [LINKED_ACCOUNT.dump(a) for a in tenant.linked_accounts.values()],
-        "processorTokens": [PROCESSOR_TOKEN.dump(t) for t in tenant.processor_tokens.values()],
-        "processorLinks": [PROCESSOR_LINK.dump(link) for link in tenant.processor_links.values()],
+                for (identifier, company), methods in tenant.tasks.merchant_payment_methods.items()],
+            "cardTokenRecreationOff": sorted(tenant.tasks.card_token_recreation_off)},
+        "linkedAccounts": [LINKED_ACCOUNT.dump(a) for a in tenant.accounts.values()],
+        "processorTokens": [PROCESSOR_TOKEN.dump(t) for t in tenant.links.tokens.values()],
+        "processorLinks": [PROCESSOR_LINK.dump(link) for link in tenant.links.values()],
         "aggregatorItems": [AGGREGATOR_ITEM.dump(item) for item in tenant.aggregator_items.values()],
         "events": [{"id": e.id, "type": e.type, "time": e.time, "sequence": e.sequence,
                     "user": e.user, "task": e.task, "body": e.body} for e in events.by_id.values()],
@@ -671,8 +673,8 @@ async def restore_settled(tenant: Tenant, sandbox: Any, request: web.Request) ->
     return {"tenant": tenant.name, "restored": True, "clock": tenant.clock.describe(),
             "users": len(tenant.users), "tasks": len(tenant.tasks), "events": len(tenant.events),
             "deliveries": sum(len(d) for d in tenant.webhooks.deliveries.values()),
-            "linkedAccounts": len(tenant.linked_accounts),
-            "processorLinks": len(tenant.processor_links), "pendingJobs": len(tenant.timeline)}
+            "linkedAccounts": len(tenant.accounts),
+            "processorLinks": len(tenant.links), "pendingJobs": len(tenant.timeline)}
 
 
 async def read_document(request: web.Request) -> bytearray:
@@ -697,9 +699,6 @@ class _Builder:
 
     def __init__(self, tenant: Tenant, sandbox: Any, document: dict[str, Any]) -> None:
         self.tenant, self.sandbox, self.document = tenant, sandbox, document
-        self.engine = sandbox.engine
-        self.linked_accounts = sandbox.linked_accounts
-        self.processor_links = sandbox.processor_links
         self.dispatcher = sandbox.dispatcher
         self.tasks: dict[str, Task] = {}
         self.accounts: dict[str, LinkedAccount] = {}
@@ -733,7 +732,7 @@ class _Builder:
         return deliveries[number - 1]
 
     def step(self, scenario_name: str, index: int, kind: str) -> Any:
-        scenario = self.engine.scenarios.get(scenario_name)
+        scenario = self.tenant.rules.scenarios.get(scenario_name)
         if scenario is None or scenario.kind != kind:
             raise LookupError(f"this server has no {kind} scenario named {scenario_name!r}")
         if index >= len(scenario.steps):
@@ -807,13 +806,14 @@ class _Builder:
                     tenant.companies.put(company)
             tenant.users, tenant.tokens = users, tokens
             tenant.latest_token = dict(d["latestTokens"])
-            tenant.tasks, tenant.workflows = tasks, workflows
-            tenant.scenario_bindings = dict(d["scenarioBindings"])
-            tenant.payment_tokens = payment_tokens
-            tenant.merchant_payment_methods = merchant_methods
-            tenant.card_token_recreation_off = set(pay_link["cardTokenRecreationOff"])
-            tenant.linked_accounts = accounts
-            tenant.processor_tokens, tenant.processor_links = processor_tokens, links
+            tenant.tasks.restore(tasks, workflows, bindings=d["scenarioBindings"],
+                                 payment_tokens=payment_tokens,
+                                 merchant_payment_methods=merchant_methods,
+                                 card_token_recreation_off=pay_link["cardTokenRecreationOff"],
+                                 evicted=counters["tasksEvicted"],
+                                 next_eviction=counters["nextTaskEviction"])
+            tenant.accounts.restore(accounts)
+            tenant.links.restore(processor_tokens, links)
             tenant.aggregator_items = aggregator_items
             tenant.aggregator_tokens = token_index(aggregator_items)
             tenant.events.restore(events, emitted=counters["eventsEmitted"],
@@ -835,9 +835,7 @@ class _Builder:
                 tenant.api_faults.restore(rules, fired)
                 tenant.api_faults.random.setstate((state["version"], tuple(state["state"]),
                                                    state["gauss"]))
-            tenant.evicted = {"tasks": counters["tasksEvicted"],
-                              "tokens": counters["tokensEvicted"]}
-            tenant._next_task_eviction = counters["nextTaskEviction"]
+            tenant.evicted_tokens = counters["tokensEvicted"]
             tenant.timeline.restore(jobs, counters["nextJobSequence"])
 
         return fill
@@ -989,7 +987,7 @@ class _Builder:
         """No more records than this server ever keeps of each kind it bounds hard (events
         and tasks may pass their bounds while deliveries or workflows are pending, so a
         snapshot of a real tenant can hold more: the body's size bounds those)."""
-        limits = self.tenant.services.limits
+        limits = self.tenant.rules.limits
         for key, limit, flag in (("tokens", limits.max_tokens, "--max-tokens"),
                                  ("users", limits.max_users, "--max-users"),
                                  ("journal", JOURNAL_MAX_ENTRIES, "the journal's bound"),

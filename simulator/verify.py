@@ -656,7 +656,7 @@ async def in_process_sandbox(identifier: str) -> AsyncIterator[Target]:
         company = next((c for c in tenant.companies.ordered()
                         if c.status == OPERATIONAL and "deposit" in c.available_products), None)
         if company is not None:
-            sandbox.linked_accounts.create(tenant, identifier, company, "deposit", emit=False)
+            tenant.accounts.create(identifier, company, "deposit", emit=False)
         yield Target(SANDBOX, f"http://{host}:{port}", tenant.api_key, tenant.api_secret)
     finally:
         await runner.cleanup()

@@ -41,7 +41,7 @@ from plaid.model.sandbox_public_token_create_request_options_transactions import
 
 from conftest import ACME, REPO  # noqa: E402
 from payroll_sandbox.app import create_app  # noqa: E402
-from payroll_sandbox.domain.tenants import Limits  # noqa: E402
+from payroll_sandbox.domain.rules import Limits  # noqa: E402
 from payroll_sandbox.keys import SANDBOX  # noqa: E402
 from payroll_sandbox.settings import Settings  # noqa: E402
 from payroll_sandbox.testing import SandboxError  # noqa: E402
@@ -422,7 +422,7 @@ async def test_items_past_the_bound_go_unreachable_first_then_oldest(client):
     items that cannot be reached any more (a public token that expired unexchanged) go
     first, then the oldest."""
     tenant = client.server.app[SANDBOX].registry.tenants.get("acme")
-    tenant.services = replace(tenant.services, limits=Limits(max_aggregator_items=5))
+    tenant.rules = replace(tenant.rules, limits=Limits(max_aggregator_items=5))
     headers = {"PLAID-CLIENT-ID": ACME["x-api-key"], "PLAID-SECRET": ACME["x-api-secret"]}
 
     async def post(path: str, body: dict) -> dict:

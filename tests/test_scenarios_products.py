@@ -120,14 +120,13 @@ async def test_an_older_step_product_names_what_it_fits_and_changes_nothing(tmp_
     write(tmp_path, PROCESSING + "    product: switch\n    flow: switch\n" + COMPLETED,
           name="old-switch")
     sandbox = create_app(Settings(clock="manual", seed=7, scenarios=tmp_path))[SANDBOX]
-    assert sandbox.engine.scenarios["old-switch"].products == ("switch",)
+    assert sandbox.registry.scenarios["old-switch"].products == ("switch",)
     tenant, netflix = sandbox.registry.tenants.default(), "6410a0000000000000000060"
     with pytest.raises(ScenarioDoesNotFit):
-        sandbox.engine.create_task(tenant, {"identifier": "u", "company": netflix,
-                                            "product": "present", "scenario": "old-switch"})
-    _, [task] = sandbox.engine.create_task(tenant, {"identifier": "u", "company": netflix,
-                                                    "product": "switch",
-                                                    "scenario": "old-switch"})
+        tenant.tasks.create_task({"identifier": "u", "company": netflix, "product": "present",
+                                  "scenario": "old-switch"})
+    _, [task] = tenant.tasks.create_task({"identifier": "u", "company": netflix,
+                                          "product": "switch", "scenario": "old-switch"})
     await tenant.runner.run_until_idle()
     assert (task.product, task.flow, task.status) == ("switch", "switch", "completed")
 

@@ -43,8 +43,8 @@ async def busy_tenant(client, receiver, headers: dict, name: str) -> list[weakre
     objects = [tenant, tenant.webhooks, tenant.journal, tenant.runner, tenant.timeline,
                tenant.events, *tenant.tasks.values(),  # (events are slotted: their log)
                *[d for ds in tenant.webhooks.deliveries.values() for d in ds],
-               *tenant.linked_accounts.values()]
-    assert tenant.linked_accounts and tenant.webhooks.deliveries
+               *tenant.accounts.values()]
+    assert tenant.accounts and tenant.webhooks.deliveries
     return [weakref.ref(o) for o in objects]
 
 

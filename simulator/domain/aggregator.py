@@ -20,13 +20,11 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import ApiError
-from .tenants import Tenant, unguessable
-
-if TYPE_CHECKING:
-    from .processor_links import ProcessorLinks
+from .identity import unguessable
+from .owner import Owner
 
 PUBLIC_TOKEN_LIFETIME = 1800   # the aggregator's public tokens live 30 minutes, one exchange
 DEFAULT_DAYS_REQUESTED = 90    # transactions.days_requested when the link does not say
@@ -141,13 +139,13 @@ _ACCOUNTS = (("Checking", "Standard Checking", "0000", "checking", (50, 5000)),
              ("Saving", "Silver Standard 0.1% Interest Saving", "1111", "savings", (200, 20000)))
 
 
-def _request_id(tenant: Tenant) -> str:
+def _request_id(tenant: Owner) -> str:
     return tenant.ids.secret("")[:15]
 
 
 # -- the aggregator's API ---------------------------------------------------------------------
 
-def create_sandbox_public_token(tenant: Tenant, request: dict[str, Any]) -> dict[str, Any]:
+def create_sandbox_public_token(tenant: Owner, request: dict[str, Any]) -> dict[str, Any]:
     """/sandbox/public_token/create: a linked item at `institution_id` with
     `initial_products`, and the public token its link flow would return."""
     options = request.get("options") or {}
@@ -175,7 +173,7 @@ def create_sandbox_public_token(tenant: Tenant, request: dict[str, Any]) -> dict
     return {"public_token": item.public_token, "request_id": _request_id(tenant)}
 
 
-def exchange_public_token(tenant: Tenant, public_token: str) -> dict[str, Any]:
+def exchange_public_token(tenant: Owner, public_token: str) -> dict[str, Any]:
     """/item/public_token/exchange: the item's access token for its public token (once)."""
     _check_environment(tenant, public_token, "public", InvalidPublicToken)
     item = tenant.aggregator_items.get(tenant.aggregator_tokens.get(public_token, ""))
@@ -191,7 +189,7 @@ def exchange_public_token(tenant: Tenant, public_token: str) -> dict[str, Any]:
             "request_id": _request_id(tenant)}
 
 
-def get_accounts(tenant: Tenant, access_token: str,
+def get_accounts(tenant: Owner, access_token: str,
                  account_ids: list[str] | None = None) -> dict[str, Any]:
     """/accounts/get: the item's accounts (those of `account_ids` when given) and the item;
     an item whose login was reset answers ITEM_LOGIN_REQUIRED until it is relinked."""
@@ -207,8 +205,7 @@ def get_accounts(tenant: Tenant, access_token: str,
             "item": item.record(), "request_id": _request_id(tenant)}
 
 
-def create_processor_token(tenant: Tenant, links: ProcessorLinks,
-                           request: dict[str, Any]) -> dict[str, Any]:
+def create_processor_token(tenant: Owner, request: dict[str, Any]) -> dict[str, Any]:
     """/processor/token/create: a processor token for one account of the item, for the
     processor named (the service's key at the aggregator). The token carries the item,
     its products and days_requested to the service's pipeline."""
@@ -216,25 +213,23 @@ def create_processor_token(tenant: Tenant, links: ProcessorLinks,
     account = next((a for a in item.accounts if a.account_id == request["account_id"]), None)
     if account is None:
         raise InvalidAccountId(UNKNOWN_ACCOUNT.format(account_id=request["account_id"]))
-    token = links.mint_token(tenant, {"daysRequested": item.days_requested,
-                                      "products": item.products},
-                             item_id=item.item_id, account_id=account.account_id)
+    token = tenant.links.mint_token({"daysRequested": item.days_requested,
+                                     "products": item.products},
+                                    item_id=item.item_id, account_id=account.account_id)
     return {"processor_token": token.token, "request_id": _request_id(tenant)}
 
 
-def remove_item(tenant: Tenant, access_token: str) -> dict[str, Any]:
+def remove_item(tenant: Owner, access_token: str) -> dict[str, Any]:
     """/item/remove: the item and its access token are gone; the processor tokens made from
     it are revoked (registering one is refused), and a link still to pull transactions
     through one fails with ITEM_NOT_FOUND (`pull_error`)."""
     item = item_of(tenant, access_token)
     _forget(tenant, item)
-    for token in tenant.processor_tokens.values():
-        if token.item_id == item.item_id:
-            token.revoked = True
+    tenant.links.revoke_item_tokens(item.item_id)
     return {"request_id": _request_id(tenant)}
 
 
-def reset_login(tenant: Tenant, access_token: str) -> dict[str, Any]:
+def reset_login(tenant: Owner, access_token: str) -> dict[str, Any]:
     """/sandbox/item/reset_login: the item needs its user to log in again; pulling
     transactions through its processor tokens fails with ITEM_LOGIN_REQUIRED from now on.
     A new item (a new link) is what recovers here."""
@@ -245,7 +240,7 @@ def reset_login(tenant: Tenant, access_token: str) -> dict[str, Any]:
 
 # -- for the service's pipeline -----------------------------------------------------------
 
-def pull_error(tenant: Tenant, item_id: str | None) -> dict[str, str] | None:
+def pull_error(tenant: Owner, item_id: str | None) -> dict[str, str] | None:
     """What the aggregator answers when the service pulls transactions through a processor
     token of this item, as an aggregator-error event's data (`errorType`, `errorCode`,
     `errorMessage`); None when the pull succeeds (or the token came from the control
@@ -264,7 +259,7 @@ def pull_error(tenant: Tenant, item_id: str | None) -> dict[str, str] | None:
 
 # -- lookups and bounds ---------------------------------------------------------------------
 
-def item_of(tenant: Tenant, access_token: str) -> Item:
+def item_of(tenant: Owner, access_token: str) -> Item:
     """The item of an access token of this tenant (another tenant's is unknown here)."""
     _check_environment(tenant, access_token, "access", InvalidAccessToken)
     item = tenant.aggregator_items.get(tenant.aggregator_tokens.get(access_token, ""))
@@ -283,10 +278,10 @@ def token_index(items: dict[str, Item]) -> dict[str, str]:
     return index
 
 
-def keep_items_bounded(tenant: Tenant) -> None:
+def keep_items_bounded(tenant: Owner) -> None:
     """Past the bound (Limits.max_aggregator_items), a tenth of it goes: first items whose
     public token expired unexchanged (nothing can reach them), then the oldest."""
-    limit = tenant.services.limits.max_aggregator_items
+    limit = tenant.rules.limits.max_aggregator_items
     items = tenant.aggregator_items
     if len(items) <= limit:
         return
@@ -301,13 +296,13 @@ def keep_items_bounded(tenant: Tenant) -> None:
         _forget(tenant, item)
 
 
-def _forget(tenant: Tenant, item: Item) -> None:
+def _forget(tenant: Owner, item: Item) -> None:
     del tenant.aggregator_items[item.item_id]
     for token in (item.public_token, item.access_token):
         tenant.aggregator_tokens.pop(token, None)
 
 
-def _check_environment(tenant: Tenant, token: str, kind: str, error: type[AggregatorError]) -> None:
+def _check_environment(tenant: Owner, token: str, kind: str, error: type[AggregatorError]) -> None:
     """A token of the other environment is named as such (the aggregator's own wording)."""
     for environment in ("sandbox", "production"):
         if token.startswith(f"{kind}-{environment}-") and environment != tenant.environment:

@@ -13,7 +13,7 @@ from ..catalog import company_from_fixture
 from ..errors import CompanyExists, CompanyNotFound, UnknownProducts, ValidationFailed, field_detail
 from ..fixtures import ServiceProfile
 from .companies import DISABLED, OPERATIONAL, UNDER_MAINTENANCE, UNKNOWN_COMPANY, Company
-from .tenants import Tenant
+from .owner import Owner
 
 ALREADY_EXISTS = "A company with the id {company_id!r} already exists."
 NOT_A_PARENT = "Company {company_id!r} is not tagged franchise-parent."
@@ -22,7 +22,7 @@ CHILD_TAG = "A company with franchiseParent must be tagged franchise-child."
 PARENT_NEEDED = "A franchise-child needs franchiseParent."
 
 
-def create_company(tenant: Tenant, service: ServiceProfile, body: dict[str, Any]) -> Company:
+def create_company(tenant: Owner, service: ServiceProfile, body: dict[str, Any]) -> Company:
     """POST /_sandbox/companies: emits company-created."""
     if "_id" not in body:
         body = {**body, "_id": tenant.ids.object_id()}
@@ -36,7 +36,7 @@ def create_company(tenant: Tenant, service: ServiceProfile, body: dict[str, Any]
     return company
 
 
-def update_company(tenant: Tenant, service: ServiceProfile, company_id: str,
+def update_company(tenant: Owner, service: ServiceProfile, company_id: str,
                    body: dict[str, Any]) -> Company:
     """PATCH /_sandbox/companies/{id}: the given fields replaced; emits company-updated."""
     current = tenant.companies.require(company_id)
@@ -51,14 +51,14 @@ def update_company(tenant: Tenant, service: ServiceProfile, company_id: str,
     return company
 
 
-def delete_company(tenant: Tenant, company_id: str) -> None:
+def delete_company(tenant: Owner, company_id: str) -> None:
     """DELETE /_sandbox/companies/{id}: emits company-deleted."""
     company = tenant.companies.require(company_id)
     tenant.companies.delete(company.id)
     tenant.emit("company-deleted", data={"companyId": company.id})
 
 
-def set_company_status(tenant: Tenant, company_id: str, status: str,
+def set_company_status(tenant: Owner, company_id: str, status: str,
                        products: list[str] | None = None) -> Company:
     """Maintenance on or off, or disabled (spec: Company status).
 
@@ -105,7 +105,7 @@ def raise_unknown_products(unknown: list[str]) -> None:
                                     for p in unknown])
 
 
-def _check_references(tenant: Tenant, service: ServiceProfile, body: dict[str, Any]) -> None:
+def _check_references(tenant: Owner, service: ServiceProfile, body: dict[str, Any]) -> None:
     parent_id = body.get("franchiseParent")
     child = "franchise-child" in body.get("tags", [])
     if parent_id is not None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import calendar
 import random
 import zlib
-from collections.abc import Callable
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta, timezone
 from functools import lru_cache
@@ -27,7 +27,8 @@ from ..errors import (DepositAccountNotFound, LinkedAccountNotFound, StatementNo
                       UserNotFound, field_detail)
 from .companies import Company, ManualDepositRule, search_record
 from .states import COMPLETED, FAILED
-from .tenants import Tenant
+from .rules import Rules
+from .owner import Owner
 from .timeline import action_kind
 
 PAY_CYCLES = ("weekly", "biweekly", "semimonthly", "monthly")
@@ -159,61 +160,93 @@ class LinkedAccount:
                 "lastRefreshedAt": isoformat(self.last_refresh)}
 
 
-ProfileMaker = Callable[[Tenant, str, Company], Profile]
+class LinkedAccounts(Mapping[str, LinkedAccount]):
+    """One tenant's linked accounts and everything continuous access does with them: read
+    as a mapping of linked account id -> LinkedAccount; changed only through its methods."""
 
+    def __init__(self, tenant: Owner, rules: Rules) -> None:
+        self.tenant = tenant
+        self.rules = rules
+        self._by_id: dict[str, LinkedAccount] = {}
 
-class LinkedAccounts:
-    """Everything continuous access does for every tenant."""
+    def __getitem__(self, account_id: str) -> LinkedAccount:
+        return self._by_id[account_id]
 
-    def __init__(self, make_profile: ProfileMaker) -> None:
-        self.make_profile = make_profile
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_id)
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def restore(self, accounts: dict[str, LinkedAccount]) -> None:
+        """A snapshot's linked accounts (snapshot.py checked them)."""
+        self._by_id = accounts
+
+    def _profile(self, identifier: str, company: Company) -> Profile:
+        tenant = self.tenant
+        return self.rules.profiles.profile(tenant.name, identifier, company.id, company.name,
+                                           tenant.clock.now().date())
+
+    def seed_from_account(self) -> None:
+        """The account's ready-made linked accounts (fixtures `linkedAccounts`), made
+        without events."""
+        tenant = self.tenant
+        for entry in tenant.account.get("linkedAccounts", []):
+            company = tenant.companies.require(entry["company"])
+            account = self.create(entry["identifier"], company, entry.get("product", "deposit"),
+                                  emit=False)
+            account.connected = entry.get("connected", True)
 
     # -- creation and connection ------------------------------------------------------------
 
-    def create(self, tenant: Tenant, identifier: str, company: Company, product: str, *,
+    def create(self, identifier: str, company: Company, product: str, *,
                emit: bool = True) -> LinkedAccount:
+        tenant = self.tenant
         user = tenant.user(identifier)
         now = tenant.clock.timestamp()
         account = LinkedAccount(id=tenant.ids.object_id(), identifier=identifier, user_id=user.id,
                                 company_id=company.id, product=product,
-                                profile=self.make_profile(tenant, identifier, company),
+                                profile=self._profile(identifier, company),
                                 company_at_link=company, created_at=now, last_refresh=now)
         ids = tenant.ids
         account.employment_id, account.identity_id, account.income_id = (
             ids.object_id(), ids.object_id(), ids.object_id())
-        self._collect_history(tenant, account, now)
-        tenant.linked_accounts[account.id] = account
+        self._collect_history(account, now)
+        self._by_id[account.id] = account
         if emit:
-            self._emit(tenant, account, "linked-account-connected", {})
-        self._schedule_refresh(tenant, account)
-        self._schedule_pii_deletion(tenant, account)
+            self._emit(account, "linked-account-connected", {})
+        self._schedule_refresh(account)
+        self._schedule_pii_deletion(account)
         return account
 
-    def _collect_history(self, tenant: Tenant, account: LinkedAccount, now: float) -> None:
+    def _collect_history(self, account: LinkedAccount, now: float) -> None:
         """What a first sign-in collects: the deposit accounts, 90 days of statements, two
         weeks of timesheets and the tax forms published so far."""
+        tenant = self.tenant
         ids = tenant.ids
         account.deposit_accounts = [{"_id": ids.object_id(), **a}
                                     for a in account.profile.deposit_accounts]
         today = _day(now)
         history_start = max(account.profile.start_date, today - timedelta(days=90))
-        account.statements = self._statements(tenant, account, history_start, today)
-        account.timesheets = self._timesheets(tenant, account, today - timedelta(days=14), today)
-        account.taxes = self._tax_forms(tenant, account, 0, today)
+        account.statements = self._statements(account, history_start, today)
+        account.timesheets = self._timesheets(account, today - timedelta(days=14), today)
+        account.taxes = self._tax_forms(account, 0, today)
 
-    def _collect_again(self, tenant: Tenant, account: LinkedAccount) -> None:
+    def _collect_again(self, account: LinkedAccount) -> None:
         """A sign-in after the user's personal data was deleted: the service collects it
         again, as at the first sign-in (README: Fidelity)."""
+        tenant = self.tenant
         account.pii_deleted = False
-        self._collect_history(tenant, account, tenant.clock.timestamp())
+        self._collect_history(account, tenant.clock.timestamp())
 
-    def disconnect(self, tenant: Tenant, account: LinkedAccount, reason: str = "timeout") -> None:
+    def disconnect(self, account: LinkedAccount, reason: str = "timeout") -> None:
         """The session expired or was revoked (spec: Linked account connection)."""
+        tenant = self.tenant
         if account.connected:
             account.connected = False
             account.last_failure = tenant.clock.timestamp()
             account.disconnect_reason = reason
-            self._emit(tenant, account, "linked-account-disconnected", {"reason": reason})
+            self._emit(account, "linked-account-disconnected", {"reason": reason})
 
     @staticmethod
     def needs_credentials(account: LinkedAccount) -> bool:
@@ -223,78 +256,85 @@ class LinkedAccounts:
         (`timeout`) or a system update resumes without them."""
         return not account.connected and account.disconnect_reason == "credentials-changed"
 
-    def reconnect(self, tenant: Tenant, account: LinkedAccount) -> None:
+    def reconnect(self, account: LinkedAccount) -> None:
         """The user signed in again through the SDK `linkedAccount` flow."""
+        tenant = self.tenant
         if not account.connected:
             account.connected = True
             account.disconnect_reason = None
-            self._emit(tenant, account, "linked-account-connected", {})
+            self._emit(account, "linked-account-connected", {})
 
-    def require(self, tenant: Tenant, account_id: str, path: str = "$.linkedAccount") -> LinkedAccount:
-        account = tenant.linked_accounts.get(account_id)
+    def require(self, account_id: str, path: str = "$.linkedAccount") -> LinkedAccount:
+        tenant = self.tenant
+        account = self._by_id.get(account_id)
         if account is None:
             raise LinkedAccountNotFound(UNKNOWN_LINKED_ACCOUNT.format(account_id=account_id),
                                         details=[field_detail(path, "unknown")])
         return account
 
-    def find(self, tenant: Tenant, identifier: str, company_id: str) -> LinkedAccount | None:
-        for account in tenant.linked_accounts.values():
+    def find(self, identifier: str, company_id: str) -> LinkedAccount | None:
+        tenant = self.tenant
+        for account in self._by_id.values():
             if account.identifier == identifier and account.company_id == company_id:
                 return account
         return None
 
     # -- hooks into the task engine ---------------------------------------------------------
 
-    def on_task_final(self, tenant: Tenant, task: Any) -> None:
+    def on_task_final(self, task: Any) -> None:
         """A completed user-link task leaves a linked account; a completed refresh refreshes."""
+        tenant = self.tenant
         if task.status != COMPLETED:
             if task.linked_account is not None and task.status == FAILED:
-                account = tenant.linked_accounts.get(task.linked_account)
+                account = self._by_id.get(task.linked_account)
                 if account is not None:
                     account.last_failure = tenant.clock.timestamp()
             return
         if task.linked_account is not None:
-            account = tenant.linked_accounts.get(task.linked_account)
+            account = self._by_id.get(task.linked_account)
             if account is not None and account.connected:
-                self.refresh(tenant, account, task_id=task.id)
+                self.refresh(account, task_id=task.id)
             return
         if task.product in USER_LINK_PRODUCTS:
-            account = self.find(tenant, task.identifier, task.company_id)
+            account = self.find(task.identifier, task.company_id)
             if account is None:
                 company = tenant.companies.get(task.company_id)
                 if company is not None:
-                    self.create(tenant, task.identifier, company, task.product)
+                    self.create(task.identifier, company, task.product)
             else:
                 # Signed in again: connected, and its data synced now (lastSuccess moves).
-                self.reconnect(tenant, account)
+                self.reconnect(account)
                 if account.pii_deleted:
-                    self._collect_again(tenant, account)
-                self.refresh(tenant, account, task_id=task.id)
+                    self._collect_again(account)
+                self.refresh(account, task_id=task.id)
 
-    def on_pii_step(self, tenant: Tenant, task: Any, _: Any) -> None:
+    def on_pii_step(self, task: Any) -> None:
         """A scenario step `piiDataDeleted`: the user's personal data is deleted now."""
-        self.delete_pii(tenant, task.identifier, task.id, even_without_accounts=True)
+        tenant = self.tenant
+        self.delete_pii(task.identifier, task.id, even_without_accounts=True)
 
-    def on_step(self, tenant: Tenant, task: Any, value: str) -> None:
+    def on_step(self, task: Any, value: str) -> None:
         """A scenario step `linkedAccount: connected|disconnected`."""
-        account = (tenant.linked_accounts.get(task.linked_account) if task.linked_account
-                   else self.find(tenant, task.identifier, task.company_id))
+        tenant = self.tenant
+        account = (self._by_id.get(task.linked_account) if task.linked_account
+                   else self.find(task.identifier, task.company_id))
         if account is None:
             return
         if value == "disconnected":
-            self.disconnect(tenant, account, "credentials-changed")
+            self.disconnect(account, "credentials-changed")
         else:
-            self.reconnect(tenant, account)
+            self.reconnect(account)
 
     # -- refresh ----------------------------------------------------------------------------
 
-    def refresh(self, tenant: Tenant, account: LinkedAccount, *, task_id: str | None = None) -> None:
+    def refresh(self, account: LinkedAccount, *, task_id: str | None = None) -> None:
         """Sync every kind of data: `*-synced` for each, then what changed (spec:
         Continuous-access events). The data endpoints show the same change.
 
         An account whose personal data was deleted syncs nothing and announces nothing
         (no `*-synced` event for data that is not there; its lastSuccess stays) until the
         user signs in again through the SDK (README: Fidelity)."""
+        tenant = self.tenant
         if account.pii_deleted:
             return
         now = tenant.clock.timestamp()
@@ -304,12 +344,12 @@ class LinkedAccounts:
         account.last_refresh = now
         changes: dict[str, list[tuple[str, list[str]]]] = {}
 
-        self._collect(tenant, account, since + timedelta(days=1), today, changes)
+        self._collect(account, since + timedelta(days=1), today, changes)
         if rng.random() < RAISE_CHANCE:
             self.give_raise(account, rng.uniform(0.03, 0.08))
             changes["income"] = [("income-updated", [account.income_id])]
         if rng.random() < NEW_DEPOSIT_ACCOUNT_CHANCE:
-            added, adjusted = self.add_deposit_account(tenant, account, rng)
+            added, adjusted = self.add_deposit_account(account, rng)
             changes["deposit-accounts"] = [("deposit-accounts-added", [added["_id"]])]
             if adjusted is not None:
                 changes["deposit-accounts"].append(("deposit-accounts-updated", [adjusted["_id"]]))
@@ -317,25 +357,26 @@ class LinkedAccounts:
         for kind in DATA_KINDS:
             if kind == "timesheets" and account.profile.employee_type != "hourly":
                 continue
-            self._emit(tenant, account, f"{kind}-synced", {}, task_id=task_id)
+            self._emit(account, f"{kind}-synced", {}, task_id=task_id)
             for event_type, records in changes.get(kind, ()):
-                self._emit(tenant, account, event_type, {"records": records}, task_id=task_id)
+                self._emit(account, event_type, {"records": records}, task_id=task_id)
         income = self.income(account, now)
-        self._emit(tenant, account, "earn-user-data", {
+        self._emit(account, "earn-user-data", {
             "netHourlyRate": income["netHourlyRate"],
             "unpaidHoursInPayPeriod": income["unpaidHoursInPayPeriod"],
             "currentPayPeriodStart": income["currentPayPeriodStart"]}, task_id=task_id)
 
-    def _collect(self, tenant: Tenant, account: LinkedAccount, first: date, today: date,
+    def _collect(self, account: LinkedAccount, first: date, today: date,
                  changes: dict[str, list[tuple[str, list[str]]]]) -> None:
         """New statements, timesheets and tax forms since the last refresh."""
+        tenant = self.tenant
         for kind, event_type, records, found in (
                 ("statements", "statements-added", account.statements,
-                 self._statements(tenant, account, first, today)),
+                 self._statements(account, first, today)),
                 ("timesheets", "timesheets-added", account.timesheets,
-                 self._timesheets(tenant, account, first, today)),
+                 self._timesheets(account, first, today)),
                 ("taxes", "taxes-added", account.taxes,
-                 self._tax_forms(tenant, account, len(account.taxes), today))):
+                 self._tax_forms(account, len(account.taxes), today))):
             records += found
             if found:
                 changes[kind] = [(event_type, [record["_id"] for record in found])]
@@ -345,11 +386,12 @@ class LinkedAccounts:
         account.profile = replace(profile, annual_income=round(profile.annual_income * (1 + share), 2),
                                   hourly_rate=round(profile.hourly_rate * (1 + share), 2))
 
-    def add_deposit_account(self, tenant: Tenant, account: LinkedAccount,
+    def add_deposit_account(self, account: LinkedAccount,
                             rng: random.Random) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """The user splits the paycheck to a new account: it takes a share from the account
         that had the most, so the split still adds up to the whole paycheck. Returns the
         new account and the one that gave up the share (None if it is the only one)."""
+        tenant = self.tenant
         share, donor = rng.choice((10, 15, 20)), None
         if account.deposit_accounts:
             donor = max(account.deposit_accounts, key=lambda a: (a["distributionType"] == "total",
@@ -366,37 +408,41 @@ class LinkedAccounts:
         account.deposit_accounts.append(added)
         return added, donor
 
-    def remove_deposit_switch(self, tenant: Tenant, account: LinkedAccount) -> dict[str, Any]:
+    def remove_deposit_switch(self, account: LinkedAccount) -> dict[str, Any]:
         """The deposit account our deposit switch added is gone at the employer."""
+        tenant = self.tenant
         if len(account.deposit_accounts) == 0:
             raise DepositAccountNotFound("This linked account has no deposit account to remove.")
         removed = account.deposit_accounts.pop()
-        self._emit(tenant, account, "deposit-switch-removed", {"depositAccount": removed["_id"]})
-        self._emit(tenant, account, "deposit-accounts-removed", {"records": [removed["_id"]]})
+        self._emit(account, "deposit-switch-removed", {"depositAccount": removed["_id"]})
+        self._emit(account, "deposit-accounts-removed", {"records": [removed["_id"]]})
         return removed
 
-    def _schedule_refresh(self, tenant: Tenant, account: LinkedAccount) -> None:
+    def _schedule_refresh(self, account: LinkedAccount) -> None:
+        tenant = self.tenant
         interval = tenant.refresh_interval
         if not interval:
             return
         tenant.timeline.schedule(account.created_at + interval,
-                                 _PushRefresh(self, tenant, account, interval), background=True,
+                                 _PushRefresh(tenant, account, interval), background=True,
                                  label=f"push refresh of {account.id}", owner=account.id)
 
     # -- privacy ----------------------------------------------------------------------------
 
-    def _schedule_pii_deletion(self, tenant: Tenant, account: LinkedAccount) -> None:
+    def _schedule_pii_deletion(self, account: LinkedAccount) -> None:
+        tenant = self.tenant
         interval = tenant.pii_deletion_interval
         if interval:
             tenant.timeline.schedule(account.created_at + interval,
-                                     _PiiDeletion(self, tenant, account.identifier),
+                                     _PiiDeletion(tenant, account.identifier),
                                      background=True, label=f"PII deletion of {account.identifier}")
 
-    def delete_pii(self, tenant: Tenant, identifier: str, task_id: str | None = None, *,
+    def delete_pii(self, identifier: str, task_id: str | None = None, *,
                    even_without_accounts: bool = False) -> None:
         """The user's personal data is removed; `pii-data-deleted` has `user` and `task`
         and no `data` (spec: Privacy event)."""
-        accounts = [a for a in tenant.linked_accounts.values()
+        tenant = self.tenant
+        accounts = [a for a in self._by_id.values()
                     if a.identifier == identifier and not a.pii_deleted]
         if not accounts and not even_without_accounts:
             return
@@ -413,12 +459,13 @@ class LinkedAccounts:
 
     # -- records ----------------------------------------------------------------------------
 
-    def accounts_of(self, tenant: Tenant, identifier: str,
+    def accounts_of(self, identifier: str,
                     linked_account: str | None = None) -> list[LinkedAccount]:
+        tenant = self.tenant
         if identifier not in tenant.users:
             raise UserNotFound(UNKNOWN_USER.format(identifier=identifier),
                                details=[field_detail("$.identifier", "unknown", location="query")])
-        accounts = [a for a in tenant.linked_accounts.values() if a.identifier == identifier]
+        accounts = [a for a in self._by_id.values() if a.identifier == identifier]
         if linked_account is not None:
             accounts = [a for a in accounts if a.id == linked_account]
             if not accounts:
@@ -427,24 +474,27 @@ class LinkedAccounts:
                     details=[field_detail("$.linkedAccount", "not this user's", location="query")])
         return accounts
 
-    def record(self, tenant: Tenant, account: LinkedAccount) -> dict[str, Any]:
+    def record(self, account: LinkedAccount) -> dict[str, Any]:
         """The account as GET /linked-accounts shows it, with its company as it is now."""
+        tenant = self.tenant
         return account.record(tenant.companies.get(account.company_id), tenant.manual_deposits)
 
-    def linked_account_list(self, tenant: Tenant, identifier: str) -> list[dict[str, Any]]:
+    def linked_account_list(self, identifier: str) -> list[dict[str, Any]]:
         """GET /linked-account/list/{identifier}: the real service's records
         (real-service-facts 8)."""
+        tenant = self.tenant
         return [account.list_record(tenant.companies.get(account.company_id),
                                     tenant.manual_deposits)
-                for account in self.accounts_of(tenant, identifier)]
+                for account in self.accounts_of(identifier)]
 
-    def records(self, tenant: Tenant, kind: str, account: LinkedAccount, *,
+    def records(self, kind: str, account: LinkedAccount, *,
                 base_url: str = "") -> list[dict[str, Any]]:
         """One kind of data of one linked account, as the data endpoints show it. A
         statement's `paystub` is the URL of its PDF under `base_url` (the sandbox's origin)."""
+        tenant = self.tenant
         link = {"linkedAccount": account.id}
         if kind == "linked-accounts":
-            return [self.record(tenant, account)]
+            return [self.record(account)]
         if account.pii_deleted:
             return []
         profile = account.profile
@@ -473,11 +523,12 @@ class LinkedAccounts:
                  "ssn": f"***-**-{profile.ssn_last4}", "address": profile.address,
                  "city": profile.city, "state": profile.state, "postalCode": profile.postal_code}]
 
-    def paystub(self, tenant: Tenant, statement_id: str,
+    def paystub(self, statement_id: str,
                 owner: str | None = None) -> tuple[LinkedAccount, dict[str, Any]]:
         """The pay statement a `paystub` URL names, with its linked account. A public token
         (`owner`: its user) finds only its own user's statements; another user's is unknown."""
-        for account in tenant.linked_accounts.values():
+        tenant = self.tenant
+        for account in self._by_id.values():
             if owner is not None and account.identifier != owner:
                 continue
             for statement in account.statements:
@@ -508,8 +559,9 @@ class LinkedAccounts:
             "unpaidHoursInPayPeriod": round(worked, 1),
         }
 
-    def _statements(self, tenant: Tenant, account: LinkedAccount, first: date,
+    def _statements(self, account: LinkedAccount, first: date,
                     last: date) -> list[dict[str, Any]]:
+        tenant = self.tenant
         profile = account.profile
         statements = []
         for pay_date in pay_dates(profile, first, last):
@@ -529,8 +581,9 @@ class LinkedAccounts:
                 "paymentMethod": "deposit", "hours": hours})
         return statements
 
-    def _timesheets(self, tenant: Tenant, account: LinkedAccount, first: date,
+    def _timesheets(self, account: LinkedAccount, first: date,
                     last: date) -> list[dict[str, Any]]:
+        tenant = self.tenant
         profile = account.profile
         if profile.employee_type != "hourly":
             return []
@@ -538,9 +591,10 @@ class LinkedAccounts:
                  "hours": day_hours(account, day), "rate": profile.hourly_rate}
                 for day in _days(first, last) if day.weekday() < 5]
 
-    def _tax_forms(self, tenant: Tenant, account: LinkedAccount, have: int,
+    def _tax_forms(self, account: LinkedAccount, have: int,
                    today: date) -> list[dict[str, Any]]:
         """W-2s for each full year worked, published by January 31 of the next year."""
+        tenant = self.tenant
         profile = account.profile
         started = profile.start_date
         last_year = today.year - 1 if today >= date(today.year, 1, 31) else today.year - 2
@@ -553,10 +607,11 @@ class LinkedAccounts:
                           "employer": profile.employer})
         return forms
 
-    def _emit(self, tenant: Tenant, account: LinkedAccount, event_type: str, data: dict[str, Any],
+    def _emit(self, account: LinkedAccount, event_type: str, data: dict[str, Any],
               task_id: str | None = None) -> None:
         # The task of a pull refresh is named in the data (README: the synced events of a
         # pull refresh carry its task id); the spec does not show these payloads.
+        tenant = self.tenant
         named = {"task": task_id} if task_id is not None else {}
         tenant.emit(event_type, identifier=account.identifier, task_id=task_id,
                     user={"_id": account.user_id, "identifier": account.identifier},
@@ -570,8 +625,7 @@ class _PushRefresh:
     """A push refresh of one linked account, which schedules the next one `interval`
     seconds later (a small object rather than a closure: a snapshot describes it)."""
 
-    linked: LinkedAccounts
-    tenant: Tenant
+    tenant: Owner
     account: LinkedAccount
     interval: float
 
@@ -582,10 +636,10 @@ class _PushRefresh:
 
     def __call__(self) -> None:
         tenant, account = self.tenant, self.account
-        if tenant.linked_accounts.get(account.id) is not account:
+        if tenant.accounts.get(account.id) is not account:
             return  # deleted
         if account.connected:
-            self.linked.refresh(tenant, account)
+            tenant.accounts.refresh(account)
         tenant.timeline.schedule(tenant.clock.timestamp() + self.interval, self, background=True,
                                  label=f"push refresh of {account.id}", owner=account.id)
 
@@ -594,8 +648,8 @@ class _PushRefresh:
 
     @classmethod
     def rebuild(cls, data: dict[str, Any], context: Any) -> _PushRefresh:
-        return cls(context.linked_accounts, context.tenant,
-                   context.linked_account(data["account"]), float(data["interval"]))
+        return cls(context.tenant, context.linked_account(data["account"]),
+                   float(data["interval"]))
 
 
 @action_kind("pii-deletion")
@@ -603,8 +657,7 @@ class _PushRefresh:
 class _PiiDeletion:
     """The user's personal data deleted, `piiDeletionInterval` after an account linked."""
 
-    linked: LinkedAccounts
-    tenant: Tenant
+    tenant: Owner
     identifier: str
 
     schema = {"type": "object", "additionalProperties": False,
@@ -613,14 +666,14 @@ class _PiiDeletion:
                              "identifier": {"type": "string"}}}
 
     def __call__(self) -> None:
-        self.linked.delete_pii(self.tenant, self.identifier)
+        self.tenant.accounts.delete_pii(self.identifier)
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "pii-deletion", "identifier": self.identifier}
 
     @classmethod
     def rebuild(cls, data: dict[str, Any], context: Any) -> _PiiDeletion:
-        return cls(context.linked_accounts, context.tenant, data["identifier"])
+        return cls(context.tenant, data["identifier"])
 
 
 # -- pay calendar ---------------------------------------------------------------------------

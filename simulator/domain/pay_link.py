@@ -19,7 +19,7 @@ from typing import Any
 
 from .companies import Company
 from .states import COMPLETED, FLOWS
-from .tenants import Tenant
+from .owner import Owner
 
 PAY_LINK = "pay-link"
 FLOWS_OF_PRODUCT = {"switch": ("switch",), "present": ("view-account", "pay-now"),
@@ -45,7 +45,7 @@ def actions_for_company(company: Company, scope_of: ScopeOf) -> list[dict[str, s
     return [{"type": flow, "product": offered[flow]} for flow in FLOWS if flow in offered]
 
 
-def pay_link_accounts(tenant: Tenant, identifier: str, scope_of: ScopeOf) -> dict[str, Any]:
+def pay_link_accounts(tenant: Owner, identifier: str, scope_of: ScopeOf) -> dict[str, Any]:
     """GET /pay-link/accounts: `{accounts: [...]}`, the user's account at each company where
     one of their pay-link tasks completed, in the order they were first made."""
     latest: dict[str, Any] = {}  # company id -> the latest completed pay-link task there

@@ -13,6 +13,7 @@ import re
 import statistics
 from dataclasses import dataclass, field
 from datetime import date, timedelta
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..clock import isoformat
@@ -22,11 +23,12 @@ from ..errors import (ApiError, IdentifierMismatch, InvalidProcessorToken, Other
                       ValidationFailed, field_detail)
 from rapidfuzz import fuzz
 
-from ..scenarios.loader import Scenario
 from .aggregator import pull_error
 from .companies import OPERATIONAL, Company, ManualDepositRule
 from .search import SearchQuery, normalize, search_companies
-from .tenants import Tenant, unguessable
+from .rules import Rules
+from .identity import unguessable
+from .owner import Owner
 from .timeline import action_kind
 
 TOKEN_PATTERN = re.compile(r"^processor-(sandbox|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-"
@@ -74,6 +76,17 @@ class ProcessorToken:
                 "scenario": self.scenario, "revoked": self.revoked}
 
 
+# One transaction a link pulled from the aggregator (ProcessorLink.transactions), as the
+# pipeline's later stages read it: a snapshot's are checked against it.
+TRANSACTION = {"type": "object", "additionalProperties": False,
+               "required": ["transaction_id", "account_id", "date", "amount", "name", "category"],
+               "properties": {"transaction_id": {"type": "string"},
+                              "account_id": {"type": "string"},
+                              "date": {"type": "string", "format": "date"},
+                              "amount": {"type": "number"}, "name": {"type": "string"},
+                              "category": {"enum": ["payroll", "subscription", "purchase"]}}}
+
+
 @dataclass
 class ProcessorLink:
     id: str
@@ -96,18 +109,38 @@ class ProcessorLink:
         return record
 
 
-class ProcessorLinks:
-    def __init__(self, scenarios: dict[str, Scenario], aggregator: str) -> None:
-        self.scenarios = scenarios
-        self.aggregator = aggregator
+class ProcessorLinks(Mapping[str, ProcessorLink]):
+    """One tenant's processor tokens and processor links, and the pipeline that runs each
+    link: read as a mapping of link id -> ProcessorLink; changed only through its methods."""
+
+    def __init__(self, tenant: Owner, rules: Rules) -> None:
+        self.tenant = tenant
+        self.scenarios = rules.scenarios
+        self.aggregator = rules.aggregator
+        self.tokens: dict[str, ProcessorToken] = {}   # token text -> ProcessorToken
+        self._by_id: dict[str, ProcessorLink] = {}
+
+    def restore(self, tokens: dict[str, ProcessorToken], links: dict[str, ProcessorLink]) -> None:
+        """A snapshot's processor tokens and links (snapshot.py checked them)."""
+        self.tokens, self._by_id = tokens, links
+
+    def __getitem__(self, link_id: str) -> ProcessorLink:
+        return self._by_id[link_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_id)
+
+    def __len__(self) -> int:
+        return len(self._by_id)
 
     # -- the aggregator's side --------------------------------------------------------------
 
-    def mint_token(self, tenant: Tenant, request: dict[str, Any], *, item_id: str | None = None,
+    def mint_token(self, request: dict[str, Any], *, item_id: str | None = None,
                    account_id: str | None = None) -> ProcessorToken:
         """What the aggregator's processor-token creation returns: for the control plane's
         shortcut, or (`item_id`, `account_id`) for an account of an item of the aggregator
         API (domain/aggregator.py)."""
+        tenant = self.tenant
         scenario = request.get("scenario")
         if scenario is not None:
             found = self.scenarios.get(scenario)
@@ -123,20 +156,28 @@ class ProcessorLinks:
             products=tuple(request.get("products", ("transactions",))), scenario=scenario,
             account_id=account_id or tenant.ids.secret("acc_")[:28],
             request_id=tenant.ids.secret("req_")[:20], item_id=item_id)
-        tenant.processor_tokens[token.token] = token
+        self.tokens[token.token] = token
         return token
 
-    def revoke_token(self, tenant: Tenant, token_text: str) -> ProcessorToken:
-        token = tenant.processor_tokens.get(token_text)
+    def revoke_token(self, token_text: str) -> ProcessorToken:
+        tenant = self.tenant
+        token = self.tokens.get(token_text)
         if token is None:
             raise ProcessorTokenNotFound(UNKNOWN_TOKEN.format(token=token_text))
         token.revoked = True
         return token
 
+    def revoke_item_tokens(self, item_id: str) -> None:
+        """The aggregator removed an item: every processor token made from it is revoked."""
+        for token in self.tokens.values():
+            if token.item_id == item_id:
+                token.revoked = True
+
     # -- the service's side -----------------------------------------------------------------
 
-    def register(self, tenant: Tenant, token_text: str, header_identifier: str | None) -> ProcessorLink:
+    def register(self, token_text: str, header_identifier: str | None) -> ProcessorLink:
         """POST /{aggregator}/processor-links: checks the token, starts the pipeline."""
+        tenant = self.tenant
         path = "$.processorToken"
         match = TOKEN_PATTERN.match(token_text)
         if match is None:
@@ -145,7 +186,7 @@ class ProcessorLinks:
             raise OtherEnvironmentToken(
                 WRONG_ENVIRONMENT.format(theirs=match.group(1), ours=tenant.environment),
                 details=[field_detail(path, "other environment")])
-        token = tenant.processor_tokens.get(token_text)
+        token = self.tokens.get(token_text)
         if token is None:
             raise ProcessorTokenNotFound(UNKNOWN_TOKEN.format(token=token_text),
                                          details=[field_detail(path, "unknown")])
@@ -165,24 +206,26 @@ class ProcessorLinks:
         link = ProcessorLink(id=tenant.ids.object_id(), identifier=identifier, user_id=user.id,
                              token=token.token, created_at=tenant.clock.timestamp())
         token.link_id = link.id
-        tenant.processor_links[link.id] = link
-        self._schedule(tenant, link, token)
+        self._by_id[link.id] = link
+        self._schedule(link, token)
         return link
 
-    def remove_links(self, tenant: Tenant, identifier: str) -> list[ProcessorLink]:
+    def remove_links(self, identifier: str) -> list[ProcessorLink]:
         """DELETE: every link of the user goes, and nothing pending runs afterwards."""
-        links = [l for l in tenant.processor_links.values() if l.identifier == identifier]
+        tenant = self.tenant
+        links = [l for l in self._by_id.values() if l.identifier == identifier]
         if not links:
             raise ProcessorLinksNotFound(NO_LINKS.format(identifier=identifier))
         for link in links:
             tenant.timeline.cancel_owned(link.id)
-            del tenant.processor_links[link.id]
+            del self._by_id[link.id]
         return links
 
-    def results(self, tenant: Tenant, identifier: str, kind: str) -> dict[str, Any]:
+    def results(self, identifier: str, kind: str) -> dict[str, Any]:
         """Employer matches or recurring transactions of every link of the user, with the
         links' status, so a caller sees when processing has not completed."""
-        links = [l for l in tenant.processor_links.values() if l.identifier == identifier]
+        tenant = self.tenant
+        links = [l for l in self._by_id.values() if l.identifier == identifier]
         if not links:
             raise ProcessorLinksNotFound(NO_LINKS.format(identifier=identifier))
         data = []
@@ -197,21 +240,23 @@ class ProcessorLinks:
 
     # -- the pipeline -----------------------------------------------------------------------
 
-    def _schedule(self, tenant: Tenant, link: ProcessorLink, token: ProcessorToken) -> None:
+    def _schedule(self, link: ProcessorLink, token: ProcessorToken) -> None:
+        tenant = self.tenant
         scenario = self.scenarios[token.scenario or DEFAULT_SCENARIO]
         for number, step in enumerate(scenario.steps):
             changes = {**step.changes, "last": number == len(scenario.steps) - 1}
             tenant.timeline.schedule(link.created_at + step.at,
-                                     _Stage(self, tenant, link, token, changes),
+                                     _Stage(tenant, link, token, changes),
                                      label=f"{scenario.name} for processor link {link.id}",
                                      owner=link.id)
 
-    def run_step(self, tenant: Tenant, link: ProcessorLink, token: ProcessorToken,
+    def run_step(self, link: ProcessorLink, token: ProcessorToken,
                  changes: dict[str, Any]) -> None:
+        tenant = self.tenant
         if link.status != PROCESSING:
             return
         if "aggregatorError" in changes:
-            self._fail(tenant, link, changes["aggregatorError"])
+            self._fail(link, changes["aggregatorError"])
             return
         stage = changes["stage"]
         if stage == PULL:
@@ -219,45 +264,48 @@ class ProcessorLinks:
             # again (or is gone), whatever the item's products.
             refused = pull_error(tenant, token.item_id)
             if refused is not None:
-                self._fail(tenant, link, refused)
+                self._fail(link, refused)
                 return
             if "transactions" not in token.products:
-                self._fail(tenant, link, {"errorType": "ITEM_ERROR",
+                self._fail(link, {"errorType": "ITEM_ERROR",
                                           "errorCode": "PRODUCTS_NOT_SUPPORTED",
                                           "errorMessage": ONLY_AUTH})
                 return
-            link.transactions = self._transactions(tenant, link, token)
+            link.transactions = self._transactions(link, token)
         elif STAGE_PRODUCT[stage] not in tenant.products:
             pass  # the customer account does not have this product: the stage is skipped
         elif stage == CLASSIFY:
-            link.employer_matches = self._classify(tenant, link)
+            link.employer_matches = self._classify(link)
             link.stages.append(stage)
-            self._emit(tenant, link, "employer-classification-completed",
+            self._emit(link, "employer-classification-completed",
                        {"matches": len(link.employer_matches)})
         else:
-            link.recurring = self._detect(tenant, link)
+            link.recurring = self._detect(link)
             link.stages.append(stage)
-            self._emit(tenant, link, "recurring-transaction-detection-completed",
+            self._emit(link, "recurring-transaction-detection-completed",
                        {"recurringTransactions": len(link.recurring)})
         if changes.get("last"):
             link.status = COMPLETED
 
-    def _fail(self, tenant: Tenant, link: ProcessorLink, error: dict[str, str]) -> None:
+    def _fail(self, link: ProcessorLink, error: dict[str, str]) -> None:
         """The aggregator failed: processing does not complete (spec: aggregator-error)."""
+        tenant = self.tenant
         link.status = ERROR
         link.error = dict(error)
         tenant.timeline.cancel_owned(link.id)
-        self._emit(tenant, link, f"{self.aggregator}-error", dict(error))
+        self._emit(link, f"{self.aggregator}-error", dict(error))
 
-    def _emit(self, tenant: Tenant, link: ProcessorLink, event_type: str, data: dict[str, Any]) -> None:
+    def _emit(self, link: ProcessorLink, event_type: str, data: dict[str, Any]) -> None:
+        tenant = self.tenant
         tenant.emit(event_type, identifier=link.identifier,
                     user={"_id": link.user_id, "identifier": link.identifier},
                     data={"processorLink": link.id, **data})
 
-    def _transactions(self, tenant: Tenant, link: ProcessorLink,
+    def _transactions(self, link: ProcessorLink,
                       token: ProcessorToken) -> list[dict[str, Any]]:
         """Transaction history bounded by daysRequested: payroll deposits from real catalog
         employers, recurring charges from catalog merchants, and everyday purchases."""
+        tenant = self.tenant
         rng = random.Random(f"{link.id}:transactions")
         today = tenant.clock.now().date()
         first = today - timedelta(days=token.days_requested - 1)
@@ -294,8 +342,9 @@ class ProcessorLinks:
         transactions.sort(key=lambda t: (t["date"], t["name"]))
         return transactions
 
-    def _classify(self, tenant: Tenant, link: ProcessorLink) -> list[dict[str, Any]]:
+    def _classify(self, link: ProcessorLink) -> list[dict[str, Any]]:
         """Payroll deposits grouped by payer, matched to catalog companies by name."""
+        tenant = self.tenant
         by_payer: dict[str, list[dict[str, Any]]] = {}
         for transaction in link.transactions:
             if transaction["amount"] < 0 and any(w in transaction["name"] for w in PAYROLL_WORDS):
@@ -305,7 +354,7 @@ class ProcessorLinks:
                 by_payer.setdefault(payer.strip(), []).append(transaction)
         matches = []
         for payer, deposits in sorted(by_payer.items()):
-            match = self._catalog_match(tenant, payer)
+            match = self._catalog_match(payer)
             if match is None:
                 continue
             company, confidence = match
@@ -317,8 +366,9 @@ class ProcessorLinks:
                             "payCycle": _cadence(dates)})
         return matches
 
-    def _detect(self, tenant: Tenant, link: ProcessorLink) -> list[dict[str, Any]]:
+    def _detect(self, link: ProcessorLink) -> list[dict[str, Any]]:
         """Outgoing charges that repeat at a steady interval."""
+        tenant = self.tenant
         by_name: dict[str, list[dict[str, Any]]] = {}
         for transaction in link.transactions:
             if transaction["amount"] > 0:
@@ -333,7 +383,7 @@ class ProcessorLinks:
             if len(amounts) > 1 or max(gaps) - min(gaps) > 3:
                 continue  # not the same charge at a steady interval
             interval = round(statistics.median(gaps))
-            match = self._catalog_match(tenant, name)
+            match = self._catalog_match(name)
             found.append({"merchant": name.title(), "companyId": match[0].id if match else None,
                           "cadence": _cadence(dates), "amount": charges[0]["amount"],
                           "lastDate": dates[-1].isoformat(),
@@ -342,9 +392,9 @@ class ProcessorLinks:
                           "confidence": round(min(1.0, 0.5 + 0.1 * len(charges)), 2)})
         return found
 
-    @staticmethod
-    def _catalog_match(tenant: Tenant, text: str) -> tuple[Company, float] | None:
+    def _catalog_match(self, text: str) -> tuple[Company, float] | None:
         """The catalog company a bank statement's text names, and how sure the match is."""
+        tenant = self.tenant
         try:
             found = search_companies(tenant.companies, ManualDepositRule(),
                                      SearchQuery(query=text[:200], limit=1))
@@ -370,8 +420,7 @@ def _cadence(dates: list[date]) -> str:
 @action_kind("processor-link-stage")
 @dataclass(frozen=True)
 class _Stage:
-    links: ProcessorLinks
-    tenant: Tenant
+    tenant: Owner
     link: ProcessorLink
     token: ProcessorToken
     changes: dict[str, Any]
@@ -387,7 +436,7 @@ class _Stage:
                                  "last": {"type": "boolean"}}}}}
 
     def __call__(self) -> None:
-        self.links.run_step(self.tenant, self.link, self.token, self.changes)
+        self.tenant.links.run_step(self.link, self.token, self.changes)
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "processor-link-stage", "link": self.link.id, "changes": self.changes}
@@ -398,5 +447,5 @@ class _Stage:
         if "aggregatorError" not in changes and "stage" not in changes:
             raise LookupError("a stage's changes name a `stage` or an `aggregatorError`")
         link = context.processor_link(data["link"])
-        return cls(context.processor_links, context.tenant, link,
+        return cls(context.tenant, link,
                    context.processor_token(link.token), dict(changes))

@@ -18,9 +18,7 @@ from typing import Any
 
 from ..clock import Clock
 from ..errors import TenantLimitReached, TenantNotDeletable, TenantNotFound
-from ..fixtures import ServiceProfile
-from .companies import Catalog, CompanyDirectory
-from .search import SearchIndex
+from .rules import Rules
 from .tenants import DEFAULT_PRODUCTS, Tenant, Tenants, TenantServices
 
 UNKNOWN_TENANT = "No tenant is named {name!r}."
@@ -45,15 +43,15 @@ def release_memory() -> None:
 
 
 class TenantRegistry:
-    def __init__(self, *, service: ServiceProfile, catalog: Catalog, index: SearchIndex,
-                 environment: str, seed: int, clock_factory: Callable[[], Clock],
-                 scenarios: dict[str, Any], accounts: list[dict[str, Any]],
-                 max_tenants: int = 1_000, max_per_maker: int = 250) -> None:
-        self.service = service
-        self.catalog = catalog
-        self.index = index
-        self.seed = seed
-        self.scenarios = scenarios
+    def __init__(self, rules: Rules, *, environment: str, clock_factory: Callable[[], Clock],
+                 accounts: list[dict[str, Any]], max_tenants: int = 1_000,
+                 max_per_maker: int = 250) -> None:
+        self.rules = rules
+        self.service = rules.service
+        self.catalog = rules.catalog
+        self.index = rules.index
+        self.seed = rules.seed
+        self.scenarios = rules.scenarios
         self.tenants = Tenants(environment)
         self._clock_factory = clock_factory
         self._fixture_accounts = accounts
@@ -78,9 +76,8 @@ class TenantRegistry:
 
     def _add(self, account: dict[str, Any], *, from_fixtures: bool = True) -> Tenant:
         assert self._services is not None, "open the registry first"
-        tenant = Tenant(account, clock_factory=self._clock_factory,
-                        companies=lambda: CompanyDirectory(self.catalog, self.index),
-                        seed=self.seed, services=self._services, from_fixtures=from_fixtures)
+        tenant = Tenant(account, rules=self.rules, clock_factory=self._clock_factory,
+                        services=self._services, from_fixtures=from_fixtures)
         self.tenants.add(tenant)
         return tenant
 

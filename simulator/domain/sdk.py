@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,8 +25,9 @@ from ..pdf import text_pdf
 from ..schemas.validate import strict_json
 from .companies import Company, CompanyDirectory, ManualDepositRule
 from .search import company_filter
-from .tasks import HAPPY_PATH, Task, TaskEngine, Workflow
-from .tenants import PublicToken, Tenant
+from .tasks import HAPPY_PATH, Task, Workflow
+from .identity import PublicToken
+from .owner import Owner
 
 # Spec (Client SDK configuration): "`login-company` (requires `companyId`)". The other
 # company steps let the user pick the company first when the deeplink names none.
@@ -205,7 +206,7 @@ def decode_config(encoded: str) -> dict[str, Any]:
     return config
 
 
-def deeplink_company(tenant: Tenant, config: dict[str, Any]) -> Company | None:
+def deeplink_company(tenant: Owner, config: dict[str, Any]) -> Company | None:
     """The deeplinked company, or the invalid-company-id condition (spec: API and SDK
     errors 3): a given id must be non-empty and be a company's `_id`; only
     `login-company` requires one. A disabled company is a company: the flow ends with the
@@ -233,17 +234,17 @@ def operations_of(tasks: list[dict[str, Any]] | None, company: Company) -> list[
     return [{"operation": company.available_products[0]}]
 
 
-def check_flow_can_start(tenant: Tenant, company: Company,
+def check_flow_can_start(tenant: Owner, company: Company,
                          operations: Iterable[dict[str, Any]]) -> None:
     """Spec (Company status): under maintenance, "Users cannot start an authentication
     flow", per product listed. The task engine's own rule, so the API and the hosted flow
     refuse alike, with the same code: the flow cannot start when ANY of its tasks cannot."""
     for n, operation in enumerate(operations):
         name = "product" if "product" in operation else "operation"
-        TaskEngine.check_company_accepts(tenant, company, operation[name], f"$.tasks[{n}].{name}")
+        tenant.tasks.check_company_accepts(company, operation[name], f"$.tasks[{n}].{name}")
 
 
-def refusal(tenant: Tenant, company: Company | None,
+def refusal(tenant: Owner, company: Company | None,
             operations: list[dict[str, Any]] | None) -> dict[str, Any] | None:
     """Why the flow cannot sign in at `company` (the API's error code and message), or None."""
     if company is None:
@@ -255,7 +256,7 @@ def refusal(tenant: Tenant, company: Company | None,
     return None
 
 
-def company_for_flow(tenant: Tenant, company_id: str,
+def company_for_flow(tenant: Owner, company_id: str,
                      tasks: list[dict[str, Any]] | None) -> tuple[Company, dict[str, Any] | None]:
     """POST /sdk/company: the company the user picked, and why the configured tasks
     cannot start there (None when they can)."""
@@ -263,7 +264,7 @@ def company_for_flow(tenant: Tenant, company_id: str,
     return company, refusal(tenant, company, tasks)
 
 
-def _company(tenant: Tenant, company_id: str) -> Company:
+def _company(tenant: Owner, company_id: str) -> Company:
     company = tenant.companies.get(company_id)
     if company is None:
         raise InvalidCompanyId(INVALID_COMPANY_ID,
@@ -361,7 +362,7 @@ def sandbox_username(username: str) -> str:
     return name[:-len(SANDBOX_EMAIL)] if name.endswith(SANDBOX_EMAIL) else name
 
 
-def scenario_for_username(engine: TaskEngine, username: str,
+def scenario_for_username(scenarios: Mapping[str, Any], username: str,
                           operations: Iterable[dict[str, Any]] = ()) -> str | None:
     name = sandbox_username(username)
     if name == DISTRIBUTION_USERNAME:
@@ -372,14 +373,13 @@ def scenario_for_username(engine: TaskEngine, username: str,
     if name in USERNAMES:
         return USERNAMES[name]
     if name.startswith("test-"):
-        scenario = engine.scenarios.get(name[len("test-"):])
+        scenario = scenarios.get(name[len("test-"):])
         if scenario is not None and scenario.kind == "task":
             return scenario.name
     return None
 
 
-def login(engine: TaskEngine, tenant: Tenant, token: PublicToken,
-          body: dict[str, Any]) -> LoginOutcome:
+def login(tenant: Owner, token: PublicToken, body: dict[str, Any]) -> LoginOutcome:
     """POST /sdk/login: the user's credentials at a company start the configured tasks
     (watched: the hosted flow's page is open), after an MFA step for the MFA usernames."""
     company = _company(tenant, body["companyId"])
@@ -387,11 +387,11 @@ def login(engine: TaskEngine, tenant: Tenant, token: PublicToken,
     check_flow_can_start(tenant, company, operations)
     resumes = False  # a reconnect whose session resumes without the credentials
     if body.get("linkedAccount"):
-        account = engine.linked_accounts.require(tenant, body["linkedAccount"], "$.linkedAccount")
+        account = tenant.accounts.require(body["linkedAccount"], "$.linkedAccount")
         if account.company_id != company.id or account.identifier != token.identifier:
             raise ValidationFailed(LINKED_ACCOUNT_ELSEWHERE,
                                    details=[field_detail("$.linkedAccount", "not this user's")])
-        resumes = not engine.linked_accounts.needs_credentials(account)
+        resumes = not tenant.accounts.needs_credentials(account)
     missing = [name for name in ("username", "password") if not body.get(name)]
     if missing and not resumes:
         raise ValidationFailed(CREDENTIALS_NEEDED, details=[
@@ -408,22 +408,23 @@ def login(engine: TaskEngine, tenant: Tenant, token: PublicToken,
         request["metadata"] = body["metadata"]
     if "paymentMethod" in body:
         request["tasks"] = [{**t, "paymentMethod": body["paymentMethod"]} for t in operations]
-    workflow, tasks = engine.create_task(
-        tenant, request, token_identifier=token.identifier, public_token=token.public_token,
-        login_scenario=scenario_for_username(engine, body.get("username", ""), operations),
+    workflow, tasks = tenant.tasks.create_task(
+        request, token_identifier=token.identifier, public_token=token.public_token,
+        login_scenario=scenario_for_username(tenant.tasks.scenarios, body.get("username", ""),
+                                             operations),
         watched=True)
     return LoginOutcome(workflow=workflow, tasks=tuple(tasks))
 
 
-def leave(engine: TaskEngine, tenant: Tenant, token: PublicToken, task_id: str) -> list[Task]:
+def leave(tenant: Owner, token: PublicToken, task_id: str) -> list[Task]:
     """POST /sdk/leave: the user left the hosted flow (closed it, or the page went away)
     before the outcome. Every task of the workflow the flow started is left: their events
     carry user.connected false (spec: User object, connected)."""
-    task = engine.get_task(tenant, task_id, token.identifier)
-    workflow = tenant.workflows.get(task.workflow)
+    task = tenant.tasks.get_task(task_id, token.identifier)
+    workflow = tenant.tasks.workflows.get(task.workflow)
     tasks = [tenant.tasks[t] for t in workflow.tasks] if workflow is not None else [task]
     for each in tasks:
-        engine.leave(tenant, each)
+        tenant.tasks.leave(each)
     return tasks
 
 

@@ -11,7 +11,7 @@ when it resolved.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Callable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from hashlib import sha256
 from typing import Any
@@ -32,7 +32,9 @@ from .linked_accounts import USER_LINK_PRODUCTS
 from .search import SearchQuery, normalize, search_companies
 from .states import (COMPLETED, FAILED, FINAL, PROCESSING, QUEUED, emits_status_update,
                      transition_error)
-from .tenants import Tenant, create_access_token
+from .rules import Rules
+from .identity import create_access_token
+from .owner import Owner
 from .timeline import action_kind
 
 HAPPY_PATH = "happy-path"
@@ -181,31 +183,109 @@ def first_batch(requests: list[TaskRequest]) -> tuple[list[TaskRequest], list[Ta
     return requests, []
 
 
-# Hooks other capabilities plug into a step (linked accounts, the aggregator):
-# name of the step field -> function(tenant, task, value).
-StepHook = Callable[[Tenant, Task, Any], None]
+class Tasks(Mapping[str, Task]):
+    """One tenant's tasks and task workflows, and the rules that create and move them:
+    read as a mapping of task id -> Task; changed only through its methods.
 
+    It also keeps what decides a task before its scenario: the users' scenario bindings
+    and, for pay-link, the card tokens and the payment methods each user has at each
+    merchant."""
 
-class TaskEngine:
-    """Creates tasks and runs their scenario steps on the tenant's timeline."""
+    def __init__(self, tenant: Owner, rules: Rules) -> None:
+        self.tenant = tenant
+        self.rules = rules
+        self.scenarios = rules.scenarios
+        self._by_id: dict[str, Task] = {}
+        self.workflows: dict[str, Workflow] = {}
+        self.bindings: dict[str, str] = {}  # identifier -> scenario
+        # Pay-link: card tokens (identifier, payment method id) -> created at, and the
+        # payment methods each user has at each merchant.
+        self.payment_tokens: dict[tuple[str, str], float] = {}
+        self.merchant_payment_methods: dict[tuple[str, str], set[str]] = {}
+        # Users whose expired card tokens are not recreated (the control plane's switch):
+        # their next task with a card older than 24 hours fails payment-token-expired.
+        self.card_token_recreation_off: set[str] = set()
+        self.evicted = 0
+        self.next_eviction = 0  # task count at which to look for evictions again
 
-    def __init__(self, scenarios: Mapping[str, Scenario], scope_of: Callable[[str], str | None],
-                 linked_accounts: Any = None) -> None:
-        """`linked_accounts` (LinkedAccounts): continuous access, told of every task that
-        ends and of the steps that change a linked account or delete a user's data."""
-        self.scenarios = scenarios
-        self.scope_of = scope_of
-        self.linked_accounts = linked_accounts
-        self.step_hooks: dict[str, StepHook] = {}
-        self.on_final: list[Callable[[Tenant, Task], None]] = []
-        if linked_accounts is not None:
-            self.on_final.append(linked_accounts.on_task_final)
-            self.step_hooks["linkedAccount"] = linked_accounts.on_step
-            self.step_hooks["piiDataDeleted"] = linked_accounts.on_pii_step
+    def __getitem__(self, task_id: str) -> Task:
+        return self._by_id[task_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_id)
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def scope_of(self, product: str) -> str | None:
+        return self.rules.scope_of(product)
+
+    def file(self, task: Task, workflow: Workflow) -> None:
+        """Keep a task made outside a scenario (a triggered event's, already final) with
+        its workflow, so the ids an event names answer on GET /task/{id}."""
+        self.workflows[workflow.id] = workflow
+        self._by_id[task.id] = task
+        self.tenant.changes.touch(TASK, task.id)
+        self.keep_bounded()
+
+    def bind(self, identifier: str, scenario: str | None) -> None:
+        """PUT /_sandbox/users/{identifier}/scenario: the user's next tasks run `scenario`
+        (None: the binding goes)."""
+        if scenario is None:
+            self.bindings.pop(identifier, None)
+        else:
+            self.require_scenario(scenario)
+            self.bindings[identifier] = scenario
+
+    def recreate_card_tokens(self, identifier: str, enabled: bool) -> None:
+        """PUT /_sandbox/users/{identifier}/card-token-recreation: off, the user's next task
+        with a card older than 24 hours fails payment-token-expired."""
+        if enabled:
+            self.card_token_recreation_off.discard(identifier)
+        else:
+            self.card_token_recreation_off.add(identifier)
+
+    def restore(self, tasks: dict[str, Task], workflows: dict[str, Workflow], *,
+                bindings: dict[str, str], payment_tokens: dict[tuple[str, str], float],
+                merchant_payment_methods: dict[tuple[str, str], set[str]],
+                card_token_recreation_off: Iterable[str], evicted: int,
+                next_eviction: int) -> None:
+        """A snapshot's tasks and what decides them (snapshot.py checked them)."""
+        self._by_id, self.workflows = tasks, workflows
+        self.bindings = dict(bindings)
+        self.payment_tokens = payment_tokens
+        self.merchant_payment_methods = merchant_payment_methods
+        self.card_token_recreation_off = set(card_token_recreation_off)
+        self.evicted, self.next_eviction = evicted, next_eviction
+
+    def keep_bounded(self) -> None:
+        """Past max_tasks, the oldest finished workflows go with their tasks (a workflow
+        with a task still running, or a patch still to come, stays)."""
+        tenant = self.tenant
+        limit = self.rules.limits.max_tasks
+        if len(self._by_id) <= max(limit, self.next_eviction):
+            return
+        keep = limit - max(1, limit // 10)
+        gone = []
+        for workflow in self.workflows.values():
+            if len(self._by_id) - sum(len(w.tasks) for w in gone) <= keep:
+                break
+            if workflow.finished and not any(tenant.timeline.owns_pending(t)
+                                             for t in workflow.tasks):
+                gone.append(workflow)
+        for workflow in gone:
+            del self.workflows[workflow.id]
+            for task_id in workflow.tasks:
+                self._by_id.pop(task_id, None)
+                tenant.changes.forget(TASK, task_id)
+                self.evicted += 1
+        # Tasks still running stay; look again only a tenth of the bound later, so a
+        # burst of running tasks costs one scan per batch, not one per task.
+        self.next_eviction = len(self._by_id) + max(1, limit // 10)
 
     # -- creation ---------------------------------------------------------------------------
 
-    def create_task(self, tenant: Tenant, body: dict[str, Any], *,
+    def create_task(self, body: dict[str, Any], *,
                     token_identifier: str | None = None, public_token: str | None = None,
                     login_scenario: str | None = None,
                     watched: bool = False) -> tuple[Workflow, list[Task]]:
@@ -217,14 +297,13 @@ class TaskEngine:
         user are the account's, and a disconnected account's refresh fails with
         auth-expired (a refresh does not recover it; spec: Account update lifecycle).
         """
+        tenant = self.tenant
         account = None
         if "linkedAccountId" in body:  # the spec's name for it (Pull refresh flow)
             body = {**{k: v for k, v in body.items() if k != "linkedAccountId"},
                     "linkedAccount": body["linkedAccountId"]}
         if "linkedAccount" in body:
-            if self.linked_accounts is None:
-                raise LinkedAccountNotFound("Continuous access is not available.")
-            account = self.linked_accounts.require(tenant, body["linkedAccount"])
+            account = tenant.accounts.require(body["linkedAccount"])
             if body.get("company", account.company_id) != account.company_id:
                 raise CompanyMismatch(REFRESH_COMPANY,
                                       details=[field_detail("$.company", REFRESH_COMPANY)])
@@ -246,9 +325,9 @@ class TaskEngine:
                                   details=[field_detail("$.company", "unknown company id")])
         requests = self._task_requests(body)
         for request in requests:
-            self.check_company_accepts(tenant, company, request.product, request.path)
+            self.check_company_accepts(company, request.product, request.path)
         # Each task's own: a scenario must fit the task's product (DESIGN.md, Scenarios).
-        scenarios = [self.select_scenario(tenant, identifier, company, body.get("scenario"),
+        scenarios = [self.select_scenario(identifier, company, body.get("scenario"),
                                           login_scenario, product=request.product,
                                           product_path=request.path)
                      for request in requests]
@@ -263,19 +342,20 @@ class TaskEngine:
         starting, waiting = first_batch(requests)
         workflow.pending = [request.pending(scenario.name)
                             for request, scenario in zip(waiting, scenarios[len(starting):])]
-        tasks = [self._start_task(tenant, workflow, company, request, scenario, user_id=user.id,
+        tasks = [self._start_task(workflow, company, request, scenario, user_id=user.id,
                                   public_token=token, linked_account=body.get("linkedAccount"),
                                   watched=watched)
                  for request, scenario in zip(starting, scenarios)]
-        tenant.workflows[workflow.id] = workflow
-        tenant.keep_tasks_bounded()
+        self.workflows[workflow.id] = workflow
+        self.keep_bounded()
         return workflow, tasks
 
-    def _start_task(self, tenant: Tenant, workflow: Workflow, company: Company,
+    def _start_task(self, workflow: Workflow, company: Company,
                     request: TaskRequest, scenario: Scenario, *, user_id: str, public_token: str,
                     linked_account: str | None, watched: bool) -> Task:
         """One task of a workflow, queued, its scenario's steps on the clock."""
-        decided = (self._pay_link_outcome(tenant, workflow.identifier, company, request)
+        tenant = self.tenant
+        decided = (self._pay_link_outcome(workflow.identifier, company, request)
                    or self._distribution_outcome(company, request))
         task_scenario = decided if decided is not None and self.fits(decided, request.product) \
             else scenario
@@ -290,17 +370,18 @@ class TaskEngine:
             distribution=request.distribution, on_complete=request.on_complete,
             on_fail=request.on_fail)
         task.history.append({"status": QUEUED, "at": isoformat(task.created_at)})
-        tenant.tasks[task.id] = task
+        self._by_id[task.id] = task
         tenant.changes.touch(TASK, task.id)
         workflow.tasks.append(task.id)
-        self.schedule(tenant, task, task_scenario)
+        self.schedule(task, task_scenario)
         return task
 
-    def _go_on(self, tenant: Tenant, task: Task) -> None:
+    def _go_on(self, task: Task) -> None:
         """A task that held the rest of its workflow back ended: the next tasks start, or,
         when its option says `finish` for this outcome, never do (the workflow ends with
         the tasks it ran)."""
-        workflow = tenant.workflows.get(task.workflow)
+        tenant = self.tenant
+        workflow = self.workflows.get(task.workflow)
         if workflow is None or not workflow.pending or workflow.tasks[-1] != task.id:
             return
         company = tenant.companies.get(task.company_id)
@@ -312,24 +393,25 @@ class TaskEngine:
         starting, waiting = first_batch([TaskRequest.from_pending(p) for p in workflow.pending])
         workflow.pending = workflow.pending[len(starting):]
         for request, scenario in zip(starting, scenarios):
-            started = self._start_task(tenant, workflow, company, request, scenario,
+            started = self._start_task(workflow, company, request, scenario,
                                        user_id=task.user_id, public_token=task.public_token,
                                        linked_account=task.linked_account, watched=task.watched)
             started.user_left = task.user_left
 
-    def select_scenario(self, tenant: Tenant, identifier: str, company: Company | None,
+    def select_scenario(self, identifier: str, company: Company | None,
                         requested: str | None, login_scenario: str | None = None, *,
                         product: str | None = None,
                         product_path: str = "$.product") -> Scenario:
         """First match wins: the request, the user's binding, the SDK login, the company,
         happy-path. With `product`, only a scenario that fits it: the request's is refused
         (422 scenario-does-not-fit), any other is passed over for the next."""
+        tenant = self.tenant
         if requested is not None:
             scenario = self.require_scenario(requested, "$.scenario")
             if product is not None and not self.fits(scenario, product):
                 raise self.misfit(scenario, product, product_path)
             return scenario
-        for name in (tenant.scenario_bindings.get(identifier), login_scenario,
+        for name in (self.bindings.get(identifier), login_scenario,
                      company.default_scenario if company else None):
             scenario = self.scenarios.get(name) if name is not None else None
             if (scenario is not None and scenario.kind == "task"
@@ -359,11 +441,12 @@ class TaskEngine:
                                   details=[field_detail(path, "unknown")])
         return scenario
 
-    def schedule(self, tenant: Tenant, task: Task, scenario: Scenario) -> None:
+    def schedule(self, task: Task, scenario: Scenario) -> None:
+        tenant = self.tenant
         for step in scenario.steps:
             # No label: the step action describes itself when asked (a string per step
             # was a tenth of a task's creation).
-            tenant.timeline.schedule(task.created_at + step.at, _StepAction(self, tenant, task, step),
+            tenant.timeline.schedule(task.created_at + step.at, _StepAction(tenant, task, step),
                                      owner=task.id)
 
     def _identifier(self, body: dict[str, Any], token_identifier: str | None) -> str:
@@ -401,11 +484,11 @@ class TaskEngine:
                             payment_method=body.get("paymentMethod"),
                             path=f"$.{field_name}", distribution=distribution)]
 
-    @staticmethod
-    def check_company_accepts(tenant: Tenant, company: Company, product: str, path: str) -> None:
+    def check_company_accepts(self, company: Company, product: str, path: str) -> None:
         """Spec: "Starting an authentication flow against an under-maintenance or disabled
         company is not possible" (maintenance is per product), and a manual-deposits company
         "has no programmatic authentication"."""
+        tenant = self.tenant
         if company.status == DISABLED:
             raise CompanyDisabled(COMPANY_DISABLED.format(name=company.name),
                                   details=[field_detail("$.company", "disabled")])
@@ -441,13 +524,14 @@ class TaskEngine:
             return None
         return self.scenarios.get(DISTRIBUTION_NOT_SUPPORTED)
 
-    def _pay_link_outcome(self, tenant: Tenant, identifier: str, company: Company,
+    def _pay_link_outcome(self, identifier: str, company: Company,
                           request: TaskRequest) -> Scenario | None:
         """Spec rules that decide a pay-link task before any scenario: the merchant's
         supported payment methods, the card token lifetime and the merchant's maximum of
         payment methods. A card token older than 24 hours is recreated, as "Recreation is
         normally automatic"; it expires only for a user whose recreation was switched off
         on the control plane (or through the payment-token-expired scenario)."""
+        tenant = self.tenant
         method = request.payment_method
         if not method:
             return None
@@ -457,13 +541,13 @@ class TaskEngine:
         now = tenant.clock.timestamp()
         key = (identifier, method["_id"])
         if method.get("type") == "card":
-            created = tenant.payment_tokens.get(key)
+            created = self.payment_tokens.get(key)
             expired = created is not None and now - created >= PAYMENT_TOKEN_LIFETIME
-            if expired and identifier in tenant.card_token_recreation_off:
+            if expired and identifier in self.card_token_recreation_off:
                 return self.scenarios.get(PAYMENT_TOKEN_EXPIRED)
             if created is None or expired:
-                tenant.payment_tokens[key] = now
-        methods = tenant.merchant_payment_methods.setdefault((identifier, company.id), set())
+                self.payment_tokens[key] = now
+        methods = self.merchant_payment_methods.setdefault((identifier, company.id), set())
         if method["_id"] not in methods:
             if company.max_payment_methods is not None and len(methods) >= company.max_payment_methods:
                 return self.scenarios.get("payment-method-limit-reached")
@@ -472,9 +556,10 @@ class TaskEngine:
 
     # -- steps ------------------------------------------------------------------------------
 
-    def apply_step(self, tenant: Tenant, task: Task, step: Step) -> None:
+    def apply_step(self, task: Task, step: Step) -> None:
         """One scenario step: company first, then the move to processing, authentication,
         the final status, and accounts. The event rules are applied here, not by the step."""
+        tenant = self.tenant
         changes = step.changes
         tenant.changes.touch(TASK, task.id)
         if "company" in changes:
@@ -497,43 +582,47 @@ class TaskEngine:
             # The scenario's payment method stands in only when the request named none.
             task.payment_method = changes["paymentMethod"]
         if changes.get("connected") is False:
-            self.leave(tenant, task)
+            self.leave(task)
         if status == PROCESSING:
-            self._move(tenant, task, status, reason=None, patch=False)
+            self._move(task, status, reason=None, patch=False)
         if "authenticated" in changes:
-            self._authenticate(tenant, task, changes["authenticated"])
+            self._authenticate(task, changes["authenticated"])
         if status is not None and status != PROCESSING:
-            self._move(tenant, task, status, reason=changes.get("reason"), patch=patch)
+            self._move(task, status, reason=changes.get("reason"), patch=patch)
         if "accounts" in changes:
-            self._emit_task_event(tenant, task, "pay-link-accounts-updated",
-                                  {"accounts": self._accounts(tenant, task, changes["accounts"])})
-        for name, hook in self.step_hooks.items():
-            if name in changes:
-                hook(tenant, task, changes[name])
+            self._emit_task_event(task, "pay-link-accounts-updated",
+                                  {"accounts": self._accounts(task, changes["accounts"])})
+        # Continuous access: a step may change the task's linked account or delete the
+        # user's data, and every task that ends may make or refresh a linked account.
+        if "linkedAccount" in changes:
+            tenant.accounts.on_step(task, changes["linkedAccount"])
+        if "piiDataDeleted" in changes:
+            tenant.accounts.on_pii_step(task)
         if status in FINAL and not patch:
-            for listener in self.on_final:
-                listener(tenant, task)
-            self._go_on(tenant, task)
-            self._finish_workflow_if_done(tenant, task, changes.get("workflowFailureReason"))
+            tenant.accounts.on_task_final(task)
+            self._go_on(task)
+            self._finish_workflow_if_done(task, changes.get("workflowFailureReason"))
 
-    @staticmethod
-    def leave(tenant: Tenant, task: Task) -> None:
+    def leave(self, task: Task) -> None:
         """The user left the hosted flow (its page closed): user.connected is false from
         now on, and on the final outcome if the task has not resolved yet."""
+        tenant = self.tenant
         task.user_left = True
         tenant.changes.touch(TASK, task.id)
 
-    def _authenticate(self, tenant: Tenant, task: Task, authenticated: bool) -> None:
+    def _authenticate(self, task: Task, authenticated: bool) -> None:
         """Spec: task-authentication-status-updated, "Authentication status of a Task
         changed": a step that states the value the task already has emits nothing."""
+        tenant = self.tenant
         if task.status in FINAL or authenticated == task.authenticated:
             return
         task.authenticated = authenticated
-        self._emit_task_event(tenant, task, "task-authentication-status-updated",
+        self._emit_task_event(task, "task-authentication-status-updated",
                               {"authenticated": task.authenticated})
 
-    def _move(self, tenant: Tenant, task: Task, status: str, *, reason: str | None,
+    def _move(self, task: Task, status: str, *, reason: str | None,
               patch: bool) -> None:
+        tenant = self.tenant
         problem = transition_error(task.status, status, patch=patch)
         if problem:  # loaded scenarios are checked; this guards hand-built steps
             raise IllegalTransition(problem)
@@ -550,16 +639,17 @@ class TaskEngine:
                     "previousStatus": task.previous_status}
             if task.payment_method:
                 data["paymentMethod"] = task.payment_method
-            self._emit_task_event(tenant, task, event_type, data)
+            self._emit_task_event(task, event_type, data)
         elif event_type == "task-status-updated":
             data = {"previousStatus": task.previous_status, "status": task.status,
                     "authenticated": task.authenticated}
             optional = {"paymentMethod": task.payment_method, "reason": task.reason,
                         "flow": task.flow, "meta": task.meta if status == FAILED else None}
             data.update({k: v for k, v in optional.items() if v is not None})
-            self._emit_task_event(tenant, task, event_type, data)
+            self._emit_task_event(task, event_type, data)
 
-    def _accounts(self, tenant: Tenant, task: Task, updates: list[dict[str, Any]]) -> list[dict]:
+    def _accounts(self, task: Task, updates: list[dict[str, Any]]) -> list[dict]:
+        tenant = self.tenant
         accounts = []
         for update in updates:
             account = {"_id": update.get("_id") or f"{task.company_id}-{task.user_id}",
@@ -572,12 +662,13 @@ class TaskEngine:
             accounts.append(account)
         return accounts
 
-    def _finish_workflow_if_done(self, tenant: Tenant, task: Task,
+    def _finish_workflow_if_done(self, task: Task,
                                  failure_reason: str | None) -> None:
-        workflow = tenant.workflows.get(task.workflow)
+        tenant = self.tenant
+        workflow = self.workflows.get(task.workflow)
         if workflow is None or workflow.finished or workflow.pending:
             return
-        tasks = [tenant.tasks[t] for t in workflow.tasks]
+        tasks = [self._by_id[t] for t in workflow.tasks]
         if not all(t.status in FINAL for t in tasks):
             return
         workflow.finished = True
@@ -589,10 +680,11 @@ class TaskEngine:
         }
         if failed:
             data["failureReason"] = failure_reason or failed[0].reason
-        self._emit_task_event(tenant, task, "task-workflow-finished", data)
+        self._emit_task_event(task, "task-workflow-finished", data)
 
-    def _emit_task_event(self, tenant: Tenant, task: Task, event_type: str,
+    def _emit_task_event(self, task: Task, event_type: str,
                          data: dict[str, Any] | None) -> None:
+        tenant = self.tenant
         company = tenant.companies.get(task.company_id)
         tenant.emit(
             event_type, identifier=task.identifier, task_id=task.id,
@@ -604,10 +696,10 @@ class TaskEngine:
 
     # -- reading ----------------------------------------------------------------------------
 
-    @staticmethod
-    def get_task(tenant: Tenant, task_id: str, identifier: str | None = None) -> Task:
+    def get_task(self, task_id: str, identifier: str | None = None) -> Task:
         """A task; with `identifier` (a public token's user) only that user's tasks exist."""
-        task = tenant.tasks.get(task_id)
+        tenant = self.tenant
+        task = self._by_id.get(task_id)
         if task is None or identifier is not None and task.identifier != identifier:
             raise TaskNotFound(UNKNOWN_TASK.format(task_id=task_id))
         return task
@@ -652,21 +744,21 @@ class TaskFile:
         return {"_id": self.id, "name": self.name, "contentType": self.content_type}
 
 
-def _accounts_by_company(tenant: Tenant, identifier: str) -> dict[str, Any]:
+def _accounts_by_company(tenant: Owner, identifier: str) -> dict[str, Any]:
     """The user's linked accounts by company (the first one of each, as the engine finds)."""
     accounts: dict[str, Any] = {}
-    for account in tenant.linked_accounts.values():
+    for account in tenant.accounts.values():
         if account.identifier == identifier:
             accounts.setdefault(account.company_id, account)
     return accounts
 
 
-def _data_account(tenant: Tenant, task: Task, accounts: dict[str, Any] | None) -> Any:
+def _data_account(tenant: Owner, task: Task, accounts: dict[str, Any] | None) -> Any:
     """The linked account whose data a completed task left or refreshed, if any."""
     if task.status != COMPLETED:
         return None
     if task.linked_account is not None:
-        account = tenant.linked_accounts.get(task.linked_account)
+        account = tenant.accounts.get(task.linked_account)
     elif task.product in USER_LINK_PRODUCTS:
         if accounts is None:
             accounts = _accounts_by_company(tenant, task.identifier)
@@ -676,7 +768,7 @@ def _data_account(tenant: Tenant, task: Task, accounts: dict[str, Any] | None) -
     return None if account is None or account.pii_deleted else account
 
 
-def payroll_data_available(tenant: Tenant, task: Task,
+def payroll_data_available(tenant: Owner, task: Task,
                            accounts: dict[str, Any] | None = None) -> bool:
     """The real Task's `payrollDataAvailable`: the task completed and left payroll data to
     read (a completed deposit or verify task, or a refresh of a linked account, whose
@@ -684,7 +776,7 @@ def payroll_data_available(tenant: Tenant, task: Task,
     return _data_account(tenant, task, accounts) is not None
 
 
-def task_files(tenant: Tenant, task: Task,
+def task_files(tenant: Owner, task: Task,
                accounts: dict[str, Any] | None = None) -> list[TaskFile]:
     """A task's files: the direct deposit authorization form of a deposit task, and the
     paystubs of the payroll data it left."""
@@ -698,7 +790,7 @@ def task_files(tenant: Tenant, task: Task,
     return files
 
 
-def task_file(tenant: Tenant, task: Task, file_id: str) -> TaskFile:
+def task_file(tenant: Owner, task: Task, file_id: str) -> TaskFile:
     for file in task_files(tenant, task):
         if file.id == file_id:
             return file
@@ -706,7 +798,7 @@ def task_file(tenant: Tenant, task: Task, file_id: str) -> TaskFile:
                        details=[field_detail("$.fileId", "unknown", location="path")])
 
 
-def task_details(tenant: Tenant, task: Task, accounts: dict[str, Any] | None = None) -> dict:
+def task_details(tenant: Owner, task: Task, accounts: dict[str, Any] | None = None) -> dict:
     """GET /task/{taskId}/details: the real service's Task (`_id`, `status`, `product`,
     `authentication`, `company` as a Company, `payrollDataAvailable`, `createdAt`), then the
     sandbox's own fields (GET /task/{taskId}) and the task's `files`."""
@@ -729,7 +821,7 @@ def task_details(tenant: Tenant, task: Task, accounts: dict[str, Any] | None = N
     return details
 
 
-def task_status(tenant: Tenant, task: Task) -> dict[str, Any]:
+def task_status(tenant: Owner, task: Task) -> dict[str, Any]:
     """GET /task/{taskId}/status: `{task: {createdAt, status, payrollDataAvailable,
     failReason}}` (failReason only when failed)."""
     status: dict[str, Any] = {"createdAt": isoformat(task.created_at), "status": task.status,
@@ -739,7 +831,7 @@ def task_status(tenant: Tenant, task: Task) -> dict[str, Any]:
     return {"task": status}
 
 
-def user_tasks(tenant: Tenant, identifier: str, *, status: str | None = None,
+def user_tasks(tenant: Owner, identifier: str, *, status: str | None = None,
                payroll_data: bool | None = None) -> list[dict[str, Any]]:
     """GET /user/{identifier}/tasks: the user's tasks as Task records, oldest first."""
     if identifier not in tenant.users:
@@ -756,17 +848,16 @@ def user_tasks(tenant: Tenant, identifier: str, *, status: str | None = None,
     return found
 
 
-def create_task_workflow(engine: TaskEngine, tenant: Tenant,
-                         body: dict[str, Any]) -> tuple[Workflow, list[Task]]:
+def create_task_workflow(tenant: Owner, body: dict[str, Any]) -> tuple[Workflow, list[Task]]:
     """POST /task-workflow/from-linked-account: the spec's pull refresh (a linked account
     passed to task creation), one task per `tasks` entry, in one workflow; the user and the
     company are the linked account's."""
     request = {name: body[name] for name in ("linkedAccount", "tasks", "metadata", "scenario")
                if name in body}
-    return engine.create_task(tenant, request)
+    return tenant.tasks.create_task(request)
 
 
-def prescreen(tenant: Tenant, body: dict[str, Any]) -> dict[str, Any]:
+def prescreen(tenant: Owner, body: dict[str, Any]) -> dict[str, Any]:
     """POST /task/prescreen: HIGH when a task for `product` at the company would start and
     run headless (username and password): the company is known, operational, offers the
     product and has headless authentication, and the account's manual-deposit rule does
@@ -781,7 +872,7 @@ def prescreen(tenant: Tenant, body: dict[str, Any]) -> dict[str, Any]:
             "companyId": company.id if company is not None else None}
 
 
-def _prescreened_company(tenant: Tenant, named: dict[str, str]) -> Company | None:
+def _prescreened_company(tenant: Owner, named: dict[str, str]) -> Company | None:
     """The company by `id`, else the one whose name is `name` (case, spaces and punctuation
     aside, as the search's exact tier compares them)."""
     company = tenant.companies.get(named["id"]) if "id" in named else None
@@ -793,14 +884,14 @@ def _prescreened_company(tenant: Tenant, named: dict[str, str]) -> Company | Non
     return company
 
 
-def file_signature(tenant: Tenant, task_id: str, file_id: str, expires: int) -> str:
+def file_signature(tenant: Owner, task_id: str, file_id: str, expires: int) -> str:
     """The signature of a generated file URL: HMAC-SHA256 keyed by the tenant's API secret,
     as a presigned URL is (it opens without credentials until it expires)."""
     message = "\n".join((tenant.name, task_id, file_id, str(expires))).encode()
     return hmac.new(tenant.api_secret.encode(), message, sha256).hexdigest()
 
 
-def generate_file_url(tenant: Tenant, task: Task, file_id: str) -> tuple[str, float]:
+def generate_file_url(tenant: Owner, task: Task, file_id: str) -> tuple[str, float]:
     """GET /task/{taskId}/file/{fileId}/generate-url: the path and query of a URL that
     serves the file without credentials for FILE_URL_LIFETIME virtual seconds, and when it
     expires."""
@@ -811,8 +902,8 @@ def generate_file_url(tenant: Tenant, task: Task, file_id: str) -> tuple[str, fl
     return f"/task/{quote(task.id, safe='')}/file/{quote(file.id, safe='')}?{query}", expires
 
 
-def open_task_file(tenant: Tenant | None, task_id: str, file_id: str, expires: int,
-                   signature: str) -> tuple[Tenant, Task, TaskFile]:
+def open_task_file(tenant: Owner | None, task_id: str, file_id: str, expires: int,
+                   signature: str) -> tuple[Owner, Task, TaskFile]:
     """A generated file URL opened: its signature and expiry checked, then the file."""
     if tenant is None or not hmac.compare_digest(
             file_signature(tenant, task_id, file_id, expires), signature):
@@ -821,7 +912,7 @@ def open_task_file(tenant: Tenant | None, task_id: str, file_id: str, expires: i
     if tenant.clock.timestamp() >= expires:
         raise FileUrlExpired(EXPIRED_FILE_URL.format(expires=isoformat(expires)),
                              details=[field_detail("$.expires", "in the past", location="query")])
-    task = TaskEngine.get_task(tenant, task_id)
+    task = tenant.tasks.get_task(task_id)
     return tenant, task, task_file(tenant, task, file_id)
 
 
@@ -831,10 +922,11 @@ class _StepAction:
     slotted, not a frozen dataclass, whose __init__ cost a task creation 3 setattr calls
     per step)."""
 
-    __slots__ = ("engine", "tenant", "task", "step")
+    __slots__ = ("tenant", "task", "step")
 
-    def __init__(self, engine: TaskEngine, tenant: Tenant, task: Task, step: Step) -> None:
-        self.engine, self.tenant, self.task, self.step = engine, tenant, task, step
+    def __init__(self, tenant: Owner, task: Task, step: Step) -> None:
+        # The tenant, not its Tasks: a restore makes the parts afresh after the jobs.
+        self.tenant, self.task, self.step = tenant, task, step
 
     # In a snapshot a step is a scenario cursor: the task, its scenario, the step's place.
     schema = {"type": "object", "additionalProperties": False,
@@ -844,18 +936,18 @@ class _StepAction:
                              "step": {"type": "integer", "minimum": 0}}}
 
     def __call__(self) -> None:
-        self.engine.apply_step(self.tenant, self.task, self.step)
+        self.tenant.tasks.apply_step(self.task, self.step)
 
     def __str__(self) -> str:
         return f"{self.task.scenario} step for task {self.task.id}"
 
     def describe(self) -> dict[str, Any]:
-        steps = self.engine.scenarios[self.task.scenario].steps
+        steps = self.tenant.rules.scenarios[self.task.scenario].steps
         index = next((n for n, step in enumerate(steps) if step is self.step), None)
         return {"kind": "task-step", "task": self.task.id, "scenario": self.task.scenario,
                 "step": steps.index(self.step) if index is None else index}
 
     @classmethod
     def rebuild(cls, data: dict[str, Any], context: Any) -> _StepAction:
-        return cls(context.engine, context.tenant, context.task(data["task"]),
+        return cls(context.tenant, context.task(data["task"]),
                    context.step(data["scenario"], data["step"], "task"))

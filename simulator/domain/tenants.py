@@ -9,7 +9,6 @@ from __future__ import annotations
 import hmac
 import random
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -17,23 +16,24 @@ from typing import Any
 
 from ..clock import Clock, isoformat
 from ..errors import (InvalidCredentials, InvalidPublicToken, MissingCredentials,
-                      PublicTokenExpired, UserLimitReached, ValidationFailed, WrongEnvironment,
-                      field_detail)
+                      PublicTokenExpired, UserLimitReached, WrongEnvironment)
 from ..journal import Journal
 from ..scheduler import Runner
 from .changes import EVENT, TASK, Changes
 from .companies import CompanyDirectory, ManualDepositRule
 from .events import Event, EventLog, event_body
 from .faults import ApiFaults
+from .identity import Ids, PublicToken, User
+from .linked_accounts import LinkedAccounts
+from .processor_links import ProcessorLinks
+from .rules import Rules
+from .tasks import Tasks
 from .timeline import Timeline
 
 DEFAULT_PRODUCTS = ("deposit", "verify", "switch", "present", "employer-classification",
                     "recurring-transaction-detection")
 DEFAULT_REFRESH_INTERVAL = 86_400.0  # a push refresh a day (continuous access)
 
-MIN_TOKEN_LIFETIME = 1800
-MAX_TOKEN_LIFETIME = 2_592_000
-DEFAULT_TOKEN_LIFETIME = 86_400
 
 MISSING_CREDENTIALS = "Send the x-api-key and x-api-secret headers (or x-public-token)."
 INVALID_CREDENTIALS = "The x-api-key and x-api-secret headers do not match an account."
@@ -48,84 +48,14 @@ WRONG_ENVIRONMENT_TOKEN = ("This public token belongs to the {theirs} environmen
                            "the {ours} environment.")
 
 
-class Ids:
-    """Seeded identifiers: the same seed gives the same ids, in the same order."""
-
-    def __init__(self, seed: str) -> None:
-        self._random = random.Random(seed)
-
-    def object_id(self) -> str:
-        return f"{self._random.getrandbits(96):024x}"
-
-    def uuid(self) -> str:
-        """A version-4 UUID from the seeded bits (what uuid.UUID(int=..., version=4) gives)."""
-        bits = self._random.getrandbits(128)
-        bits = (bits & ~(0xC000 << 48) | 0x8000 << 48) & ~(0xF000 << 64) | 4 << 76
-        text = f"{bits:032x}"
-        return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
-
-    def secret(self, prefix: str) -> str:
-        return f"{prefix}{self._random.getrandbits(128):032x}"
-
-    def state(self) -> dict[str, Any]:
-        """The generator's state as JSON data (snapshots): the next ids follow from it."""
-        version, internal, gauss = self._random.getstate()
-        return {"version": version, "state": list(internal), "gauss": gauss}
-
-    def set_state(self, state: dict[str, Any]) -> None:
-        self._random.setstate((state["version"], tuple(state["state"]), state["gauss"]))
-
-
-def unguessable(prefix: str) -> str:
-    """A credential (public, access and processor tokens): from the operating system's
-    cryptographic source, never from the seed, so knowing the seed, or other tokens,
-    tells nothing about it. Ids and generated data stay seeded."""
-    return f"{prefix}{uuid.uuid4()}"
-
-
-@dataclass
-class User:
-    id: str
-    identifier: str
-    created_at: float
-    # PUT /user: the destination bank accounts and cards a task workflow can offer the
-    # user ({"bankAccounts": [...], "cards": [...]}, payment method objects), or None.
-    payment_methods: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class PublicToken:
-    public_token: str
-    access_token: str
-    identifier: str
-    expires_at: float
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one tenant keeps at most (README: Limits; settings --max-events, ...).
-
-    Past a bound the oldest settled items go first (events whose deliveries are done,
-    workflows whose tasks all ended, expired tokens before live ones); nothing still
-    pending is evicted. Users past `max_users` are refused (429)."""
-
-    max_events: int = 5_000
-    max_tasks: int = 10_000
-    max_tokens: int = 10_000
-    max_users: int = 100_000
-    max_aggregator_items: int = 10_000  # the aggregator API's items (domain/aggregator.py)
-
-
 @dataclass(frozen=True)
 class TenantServices:
-    """What every tenant works with, made once by the app factory and handed to each
-    tenant's constructor: the webhook dispatcher, the wall-clock timer (real mode only)
-    and the seeding of the account's ready-made linked accounts."""
+    """What every tenant works with besides its rules, made once by the app factory and
+    handed to each tenant's constructor: the webhook dispatcher (the transport of its
+    outbox) and the wall-clock timer (real mode only)."""
 
     dispatcher: Any                                  # webhooks.dispatcher.Dispatcher
     timer: Any = None                                # scheduler.RealTimer, or None
-    seed_accounts: Callable[[Tenant], None] = lambda tenant: None
-    limits: Limits = Limits()
 
 
 class Tenant:
@@ -137,9 +67,9 @@ class Tenant:
     fixtures made it, same keys) and `close()` (before it is deleted) are one call each.
     """
 
-    def __init__(self, account: dict[str, Any], *, clock_factory: Callable[[], Clock],
-                 companies: Callable[[], CompanyDirectory], seed: int | str,
-                 services: TenantServices, from_fixtures: bool = True) -> None:
+    def __init__(self, account: dict[str, Any], *, rules: Rules,
+                 clock_factory: Callable[[], Clock], services: TenantServices,
+                 from_fixtures: bool = True) -> None:
         self.account = account
         self.name: str = account["name"]
         # An account of the fixtures (else made by the control plane): only these take
@@ -152,9 +82,9 @@ class Tenant:
         self.api_secret: str = account["apiSecret"]
         self.environment: str = account["environment"]
         self._configure()
+        self.rules = rules
         self._clock_factory = clock_factory
-        self._companies = companies
-        self._seed = seed
+        self._seed = rules.seed
         self.services = services
         self._start()
 
@@ -178,7 +108,7 @@ class Tenant:
         """The tenant's state as its account first makes it."""
         self.clock: Clock = self._clock_factory()
         self.ids = Ids(f"{self._seed}:{self.name}")
-        self.companies: CompanyDirectory = self._companies()
+        self.companies = CompanyDirectory(self.rules.catalog, self.rules.index)
         self.users: dict[str, User] = {}
         self.tokens: dict[str, PublicToken] = {}
         self.latest_token: dict[str, str] = {}  # identifier -> public token
@@ -186,23 +116,13 @@ class Tenant:
         dispatcher = self.services.dispatcher
         self.webhooks = dispatcher.webhooks_for(self)  # endpoints, faults, deliveries
         self.changes = Changes()  # the cursor of incremental reads (domain/changes.py)
-        self.events = EventLog(self.services.limits.max_events, settled=self.webhooks.settled,
+        self.events = EventLog(self.rules.limits.max_events, settled=self.webhooks.settled,
                                on_evict=self._forget_event)
-        self.evicted = {"tasks": 0, "tokens": 0}
-        self._next_task_eviction = 0  # task count at which to look for evictions again
-        self.tasks: dict[str, Any] = {}                # id -> tasks.Task
-        self.workflows: dict[str, Any] = {}            # id -> tasks.Workflow
-        self.scenario_bindings: dict[str, str] = {}    # identifier -> scenario
-        # Pay-link: card tokens (identifier, payment method id) -> created at, and the
-        # payment methods each user has at each merchant.
-        self.payment_tokens: dict[tuple[str, str], float] = {}
-        self.merchant_payment_methods: dict[tuple[str, str], set[str]] = {}
-        # Users whose expired card tokens are not recreated (the control plane's switch):
-        # their next task with a card older than 24 hours fails payment-token-expired.
-        self.card_token_recreation_off: set[str] = set()
-        self.linked_accounts: dict[str, Any] = {}      # id -> LinkedAccount
-        self.processor_tokens: dict[str, Any] = {}
-        self.processor_links: dict[str, Any] = {}
+        self.evicted_tokens = 0
+        # The parts: each owns its state and the rules that change it.
+        self.tasks = Tasks(self, self.rules)              # tasks, workflows, bindings
+        self.accounts = LinkedAccounts(self, self.rules)  # linked accounts (continuous access)
+        self.links = ProcessorLinks(self, self.rules)     # processor tokens and links
         # The aggregator's own API (domain/aggregator.py): its items by id, and each live
         # public or access token -> its item's id.
         self.aggregator_items: dict[str, Any] = {}
@@ -217,7 +137,7 @@ class Tenant:
         if self.services.timer is not None:
             self.services.timer.watch(self.runner)
         if seed_accounts:
-            self.services.seed_accounts(self)
+            self.accounts.seed_from_account()
 
     def reset(self) -> None:
         """POST /_sandbox/reset: back to the account as the fixtures made it, same keys;
@@ -269,40 +189,16 @@ class Tenant:
         """The user with this identifier, created on first use (up to max_users)."""
         user = self.users.get(identifier)
         if user is None:
-            if len(self.users) >= self.services.limits.max_users:
+            if len(self.users) >= self.rules.limits.max_users:
                 raise UserLimitReached(USER_LIMIT.format(limit=len(self.users)))
             user = User(id=self.ids.object_id(), identifier=identifier,
                         created_at=self.clock.timestamp())
             self.users[identifier] = user
         return user
 
-    def keep_tasks_bounded(self) -> None:
-        """Past max_tasks, the oldest finished workflows go with their tasks (a workflow
-        with a task still running, or a patch still to come, stays)."""
-        limit = self.services.limits.max_tasks
-        if len(self.tasks) <= max(limit, self._next_task_eviction):
-            return
-        keep = limit - max(1, limit // 10)
-        gone = []
-        for workflow in self.workflows.values():
-            if len(self.tasks) - sum(len(w.tasks) for w in gone) <= keep:
-                break
-            if workflow.finished and not any(self.timeline.owns_pending(t)
-                                             for t in workflow.tasks):
-                gone.append(workflow)
-        for workflow in gone:
-            del self.workflows[workflow.id]
-            for task_id in workflow.tasks:
-                self.tasks.pop(task_id, None)
-                self.changes.forget(TASK, task_id)
-                self.evicted["tasks"] += 1
-        # Tasks still running stay; look again only a tenth of the bound later, so a
-        # burst of running tasks costs one scan per batch, not one per task.
-        self._next_task_eviction = len(self.tasks) + max(1, limit // 10)
-
     def keep_tokens_bounded(self) -> None:
         """Past max_tokens, expired tokens go first, then the oldest."""
-        limit = self.services.limits.max_tokens
+        limit = self.rules.limits.max_tokens
         if len(self.tokens) <= limit:
             return
         keep = limit - max(1, limit // 10)
@@ -313,20 +209,20 @@ class Tenant:
             token = self.tokens.pop(public_token)
             if self.latest_token.get(token.identifier) == public_token:
                 del self.latest_token[token.identifier]
-            self.evicted["tokens"] += 1
+            self.evicted_tokens += 1
 
     def stats(self) -> dict[str, Any]:
         """What the tenant keeps, its bounds, and what it evicted (GET /_sandbox/stats)."""
-        limits = self.services.limits
+        limits = self.rules.limits
         deliveries = sum(len(d) for d in self.webhooks.deliveries.values())
         return {
             "events": {"stored": len(self.events), "max": limits.max_events,
                        "emitted": self.events.emitted, "evicted": self.events.evicted},
             "deliveries": {"stored": deliveries, "inFlight": len(self.webhooks.in_flight)},
             "tasks": {"stored": len(self.tasks), "max": limits.max_tasks,
-                      "evicted": self.evicted["tasks"]},
+                      "evicted": self.tasks.evicted},
             "tokens": {"stored": len(self.tokens), "max": limits.max_tokens,
-                       "evicted": self.evicted["tokens"]},
+                       "evicted": self.evicted_tokens},
             "users": {"stored": len(self.users), "max": limits.max_users},
             "journal": {"stored": len(self.journal), "max": self.journal.max_entries,
                         "evicted": self.journal.evicted},
@@ -337,34 +233,6 @@ class Tenant:
         return {"name": self.name, "environment": self.environment, "apiKey": self.api_key,
                 "apiSecret": self.api_secret, "products": list(self.products),
                 "signing": self.signing}
-
-
-def create_access_token(tenant: Tenant, identifier: str,
-                        token_lifetime: int = DEFAULT_TOKEN_LIFETIME) -> PublicToken:
-    """POST /access-token: a public token (and access token) for the user, on the clock."""
-    if not MIN_TOKEN_LIFETIME <= token_lifetime <= MAX_TOKEN_LIFETIME:
-        message = f"must be between {MIN_TOKEN_LIFETIME} and {MAX_TOKEN_LIFETIME} seconds"
-        raise ValidationFailed("tokenLifetime is out of range.",
-                               details=[field_detail("$.tokenLifetime", message)])
-    tenant.user(identifier)
-    token = PublicToken(
-        public_token=unguessable(f"public-{tenant.environment}-"),
-        access_token=unguessable(f"access-{tenant.environment}-"),
-        identifier=identifier,
-        expires_at=tenant.clock.timestamp() + token_lifetime,
-    )
-    tenant.tokens[token.public_token] = token
-    tenant.latest_token[identifier] = token.public_token
-    tenant.keep_tokens_bounded()
-    return token
-
-
-def token_record(token: PublicToken) -> dict[str, Any]:
-    """POST /access-token's `data`: the public token, also under its legacy name `token`
-    (real-service-facts 2: "legacy also `token`": the same token, usable wherever a public
-    token is), and when it expires (the sandbox's own field)."""
-    return {"publicToken": token.public_token, "token": token.public_token,
-            "expiresAt": isoformat(token.expires_at)}
 
 
 class Tenants:

@@ -24,18 +24,17 @@ from ..schemas.events import (COMPANY_EVENT_DATA, CONTINUOUS_ACCESS_DATA, TASK_E
 from .companies import OPERATIONAL, UNKNOWN_COMPANY, Company
 from .events import Event
 from ..clock import isoformat
-from .changes import TASK
 from .states import COMPLETED, FINAL, PROCESSING, QUEUED
-from .tasks import UNKNOWN_TASK, Task, TaskEngine, Workflow
-from .tenants import DEFAULT_TOKEN_LIFETIME, Tenant, create_access_token
+from .tasks import UNKNOWN_TASK, Task, Workflow
+from .identity import DEFAULT_TOKEN_LIFETIME, create_access_token
+from .owner import Owner
 
 DEFAULT_IDENTIFIER = "sandbox-user"
 UNKNOWN_TYPE = "Unknown event type {event_type!r}. Known: {known}."
 NO_DATA = "pii-data-deleted has no data (spec: Privacy event)."
 
 
-def trigger_event(tenant: Tenant, engine: TaskEngine, aggregator: str,
-                  request: dict[str, Any]) -> Event:
+def trigger_event(tenant: Owner, aggregator: str, request: dict[str, Any]) -> Event:
     event_type = request["eventType"]
     known = event_types(aggregator)
     if event_type not in known:
@@ -46,7 +45,7 @@ def trigger_event(tenant: Tenant, engine: TaskEngine, aggregator: str,
         raise ValidationFailed(NO_DATA, details=[field_detail("$.data", NO_DATA)])
     rng = random.Random(f"{tenant.name}:{tenant.events.emitted}")
     identifier = request.get("identifier")
-    task = _task(tenant, engine, request, identifier)
+    task = _task(tenant, request, identifier)
     company = _company(tenant, request, task)
 
     if event_type in TASK_EVENT_DATA:
@@ -64,16 +63,16 @@ def trigger_event(tenant: Tenant, engine: TaskEngine, aggregator: str,
     user = tenant.user(identifier)
     user_body = {"_id": user.id, "identifier": identifier}
     if event_type == "pii-data-deleted":
-        task = task or _stored_task(tenant, engine, identifier, company)
+        task = task or _stored_task(tenant, identifier, company)
         return _checked_emit(tenant, event_type, aggregator, {"user": user_body, "task": task.id},
                              identifier=identifier, task_id=task.id)
-    data = {**_user_data(tenant, engine, event_type, aggregator, identifier, company, rng),
+    data = {**_user_data(tenant, event_type, aggregator, identifier, company, rng),
             **overrides}
     return _checked_emit(tenant, event_type, aggregator, {"user": user_body, "data": data},
                          identifier=identifier, task_id=task.id if task else None)
 
 
-def _task(tenant: Tenant, engine: TaskEngine, request: dict[str, Any],
+def _task(tenant: Owner, request: dict[str, Any],
           identifier: str | None) -> Task | None:
     if "taskId" in request:
         task = tenant.tasks.get(request["taskId"])
@@ -83,11 +82,11 @@ def _task(tenant: Tenant, engine: TaskEngine, request: dict[str, Any],
         return task
     if request["eventType"] not in TASK_EVENT_DATA:
         return None
-    return _stored_task(tenant, engine, identifier or DEFAULT_IDENTIFIER,
+    return _stored_task(tenant, identifier or DEFAULT_IDENTIFIER,
                         _company(tenant, request, None))
 
 
-def _stored_task(tenant: Tenant, engine: TaskEngine, identifier: str, company: Company) -> Task:
+def _stored_task(tenant: Owner, identifier: str, company: Company) -> Task:
     """A completed task made for the event and stored with its workflow, so the ids the
     event names answer on GET /task/{id}; its public token is the user's own."""
     user = tenant.user(identifier)
@@ -95,7 +94,7 @@ def _stored_task(tenant: Tenant, engine: TaskEngine, identifier: str, company: C
     now = tenant.clock.timestamp()
     task = Task(id=tenant.ids.object_id(), workflow=tenant.ids.object_id(), identifier=identifier,
                 user_id=user.id, company_id=company.id, product=product, scenario="trigger",
-                created_at=now, authentication_method=engine.authentication_method(company, product),
+                created_at=now, authentication_method=tenant.tasks.authentication_method(company, product),
                 public_token=_public_token(tenant, identifier), status=COMPLETED,
                 previous_status=PROCESSING, authenticated=True,
                 history=[{"status": QUEUED, "at": isoformat(now)},
@@ -103,15 +102,12 @@ def _stored_task(tenant: Tenant, engine: TaskEngine, identifier: str, company: C
                             "patch": False}
                            for previous, status in ((QUEUED, PROCESSING),
                                                     (PROCESSING, COMPLETED)))])
-    tenant.workflows[task.workflow] = Workflow(id=task.workflow, identifier=identifier,
-                                               tasks=[task.id], finished=True)
-    tenant.tasks[task.id] = task
-    tenant.changes.touch(TASK, task.id)
-    tenant.keep_tasks_bounded()
+    tenant.tasks.file(task, Workflow(id=task.workflow, identifier=identifier, tasks=[task.id],
+                                     finished=True))
     return task
 
 
-def _public_token(tenant: Tenant, identifier: str) -> str:
+def _public_token(tenant: Owner, identifier: str) -> str:
     """The user's latest public token while it lives, else a new one (real-service-facts 2:
     24 hours by default)."""
     latest = tenant.tokens.get(tenant.latest_token.get(identifier, ""))
@@ -120,7 +116,7 @@ def _public_token(tenant: Tenant, identifier: str) -> str:
     return create_access_token(tenant, identifier, DEFAULT_TOKEN_LIFETIME).public_token
 
 
-def _company(tenant: Tenant, request: dict[str, Any], task: Task | None) -> Company:
+def _company(tenant: Owner, request: dict[str, Any], task: Task | None) -> Company:
     if "companyId" in request:
         company = tenant.companies.get(request["companyId"])
         if company is None:
@@ -155,7 +151,7 @@ def _task_data(event_type: str, task: Task) -> dict[str, Any]:
     return data
 
 
-def _task_body(tenant: Tenant, task: Task, company: Company, data: dict[str, Any]) -> dict[str, Any]:
+def _task_body(tenant: Owner, task: Task, company: Company, data: dict[str, Any]) -> dict[str, Any]:
     body = {"user": {"_id": task.user_id, "identifier": task.identifier, "connected": task.connected},
             "publicToken": task.public_token, "product": task.product, "task": task.id,
             "taskWorkflow": task.workflow, "authenticationMethod": task.authentication_method,
@@ -165,7 +161,7 @@ def _task_body(tenant: Tenant, task: Task, company: Company, data: dict[str, Any
     return body
 
 
-def _user_data(tenant: Tenant, engine: TaskEngine, event_type: str, aggregator: str,
+def _user_data(tenant: Owner, event_type: str, aggregator: str,
                identifier: str, company: Company, rng: random.Random) -> dict[str, Any]:
     if event_type == "pay-link-accounts-updated":
         return {"accounts": [{"_id": tenant.ids.object_id(), "updateType": "updated",
@@ -173,7 +169,7 @@ def _user_data(tenant: Tenant, engine: TaskEngine, event_type: str, aggregator: 
                                          "changedFields": ["amount", "dueDate"]}]}]}
     if event_type in ("employer-classification-completed",
                       "recurring-transaction-detection-completed", f"{aggregator}-error"):
-        links = [l for l in tenant.processor_links.values() if l.identifier == identifier]
+        links = [l for l in tenant.links.values() if l.identifier == identifier]
         link = {"processorLink": links[-1].id if links else tenant.ids.object_id()}
         if event_type == "employer-classification-completed":
             return {**link, "matches": rng.randint(1, 3)}
@@ -181,8 +177,8 @@ def _user_data(tenant: Tenant, engine: TaskEngine, event_type: str, aggregator: 
             return {**link, "recurringTransactions": rng.randint(2, 12)}
         return {**link, "errorType": "ITEM_ERROR", "errorCode": "ITEM_LOGIN_REQUIRED",
                 "errorMessage": "the login details of this item have changed"}
-    service = engine.linked_accounts
-    account = _linked_account(tenant, service, identifier, company)
+    service = tenant.accounts
+    account = _linked_account(tenant, identifier, company)
     linked = {"linkedAccount": account.id, "companyId": account.company_id}
     if event_type == "earn-user-data":
         income = service.income(account, tenant.clock.timestamp())
@@ -200,14 +196,14 @@ def _user_data(tenant: Tenant, engine: TaskEngine, event_type: str, aggregator: 
     return linked
 
 
-def _linked_account(tenant: Tenant, service: Any, identifier: str, company: Company) -> Any:
+def _linked_account(tenant: Owner, identifier: str, company: Company) -> Any:
     """The user's linked account at the company (else the user's latest one), linked now
     without an event when the user has none: the ids a triggered event names resolve."""
-    found = service.find(tenant, identifier, company.id)
+    found = tenant.accounts.find(identifier, company.id)
     if found is None:
-        mine = [a for a in tenant.linked_accounts.values() if a.identifier == identifier]
-        found = mine[-1] if mine else service.create(tenant, identifier, company, "deposit",
-                                                     emit=False)
+        mine = [a for a in tenant.accounts.values() if a.identifier == identifier]
+        found = mine[-1] if mine else tenant.accounts.create(identifier, company, "deposit",
+                                                             emit=False)
     return found
 
 
@@ -223,7 +219,7 @@ def _record_ids(account: Any, event_type: str, rng: random.Random) -> list[str]:
     return [record["_id"] for record in held[-rng.randint(1, 3):]]
 
 
-def _checked_emit(tenant: Tenant, event_type: str, aggregator: str, body: dict[str, Any], *,
+def _checked_emit(tenant: Owner, event_type: str, aggregator: str, body: dict[str, Any], *,
                   identifier: str | None = None, task_id: str | None = None) -> Event:
     from ..schemas.validate import schema_errors
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import NotFound, UserNotFound, field_detail
-from .tenants import Tenant
+from .owner import Owner
 
 UNKNOWN_TOKEN = "This tenant has no public token {token!r} (revoked already, or never issued)."
 UNKNOWN_USER = "No user has the identifier {identifier!r}."
@@ -27,7 +27,7 @@ def success() -> dict[str, Any]:
     return {"success": True, "result": {"success": True}}
 
 
-def revoke_access_token(tenant: Tenant, public_token: str) -> None:
+def revoke_access_token(tenant: Owner, public_token: str) -> None:
     """PUT /access-token/{publicToken}/revoke: the token stops working at once (401
     invalid-public-token afterwards); the user and what they did stay."""
     token = tenant.tokens.pop(public_token, None)
@@ -39,7 +39,7 @@ def revoke_access_token(tenant: Tenant, public_token: str) -> None:
         del tenant.latest_token[token.identifier]
 
 
-def put_user(tenant: Tenant, identifier: str, data: dict[str, Any] | None) -> dict[str, Any]:
+def put_user(tenant: Owner, identifier: str, data: dict[str, Any] | None) -> dict[str, Any]:
     """PUT /user: the user (created if new) with the destination bank accounts and cards
     a task workflow can offer them, stored as the spec's payment method objects (replacing
     what was stored; a bank account keeps the last four digits of its number only)."""
@@ -52,14 +52,14 @@ def put_user(tenant: Tenant, identifier: str, data: dict[str, Any] | None) -> di
     return payment_methods(tenant, identifier)
 
 
-def payment_methods(tenant: Tenant, identifier: str) -> dict[str, Any]:
+def payment_methods(tenant: Owner, identifier: str) -> dict[str, Any]:
     """What PUT /user stored for the user: `{identifier, bankAccounts, cards}`."""
     user = require_user(tenant, identifier)
     stored = user.payment_methods or {"bankAccounts": [], "cards": []}
     return {"identifier": identifier, **stored}
 
 
-def require_user(tenant: Tenant, identifier: str) -> Any:
+def require_user(tenant: Owner, identifier: str) -> Any:
     user = tenant.users.get(identifier)
     if user is None:
         raise UserNotFound(UNKNOWN_USER.format(identifier=identifier),
@@ -67,7 +67,7 @@ def require_user(tenant: Tenant, identifier: str) -> Any:
     return user
 
 
-def _bank_account(tenant: Tenant, raw: dict[str, Any]) -> dict[str, Any]:
+def _bank_account(tenant: Owner, raw: dict[str, Any]) -> dict[str, Any]:
     number = raw.get("accountNumber")
     account_type = raw.get("accountType", "checking")
     method: dict[str, Any] = {
@@ -84,7 +84,7 @@ def _bank_account(tenant: Tenant, raw: dict[str, Any]) -> dict[str, Any]:
     return method
 
 
-def _card(tenant: Tenant, raw: dict[str, Any]) -> dict[str, Any]:
+def _card(tenant: Owner, raw: dict[str, Any]) -> dict[str, Any]:
     brand, last_four = raw.get("brand"), raw.get("lastFour")
     title = raw.get("title") or " ".join(
         part for part in (brand or "Card", f"ending in {last_four}" if last_four else "") if part)
@@ -96,15 +96,15 @@ def _card(tenant: Tenant, raw: dict[str, Any]) -> dict[str, Any]:
     return method
 
 
-def end_monitoring(tenant: Tenant, linked_accounts: Any, identifier: str) -> list[Any]:
+def end_monitoring(tenant: Owner, identifier: str) -> list[Any]:
     """PUT /user/{identifier}/end-monitoring: continuous access ends for every linked
     account of the user. Each connected one is disconnected (linked-account-disconnected,
     reason END_OF_MONITORING): push refreshes stop (they run only while connected) and a
     refresh task fails with auth-expired, until the user signs in again through the SDK's
     `linkedAccount` flow. The accounts it disconnected."""
     require_user(tenant, identifier)
-    accounts = linked_accounts.accounts_of(tenant, identifier)
+    accounts = tenant.accounts.accounts_of(identifier)
     ended = [account for account in accounts if account.connected]
     for account in ended:
-        linked_accounts.disconnect(tenant, account, END_OF_MONITORING)
+        tenant.accounts.disconnect(account, END_OF_MONITORING)
     return ended

@@ -3,7 +3,7 @@ real service's path (../shared/spec/real-api-surface.md, Access tokens)."""
 
 from __future__ import annotations
 
-from ..domain.tenants import DEFAULT_TOKEN_LIFETIME, create_access_token, token_record
+from ..domain.identity import DEFAULT_TOKEN_LIFETIME, create_access_token, token_record
 from ..domain.users import revoke_access_token, success
 from ..schemas.api import ACCESS_TOKEN, ACCESS_TOKEN_REQUEST, SUCCESS
 from ..operations import Auth, operation

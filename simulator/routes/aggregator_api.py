@@ -230,7 +230,7 @@ async def accounts_get(tenant, body) -> dict:
 async def processor_token_create(tenant, body, sandbox) -> dict:
     """The spec's step 3: `processor-<environment>-<uuid>`, which POST
     /<aggregator>/processor-links takes (step 4)."""
-    return aggregator.create_processor_token(tenant, sandbox.processor_links, body)
+    return aggregator.create_processor_token(tenant, body)
 
 
 @_declare("/item/remove", "Remove an item", body=ITEM_REMOVE, response=_answer())

@@ -170,19 +170,15 @@ async def get_event(tenant, params, sandbox) -> dict:
            response={"type": "array", "items": SCENARIO},
            envelope={"bindings": SCENARIO_BINDINGS}, **CONTROL)
 async def list_scenarios(tenant, sandbox) -> Reply:
-    return Reply([s.describe() for s in sandbox.engine.scenarios.values()],
-                 extra={"bindings": tenant.scenario_bindings})
+    return Reply([s.describe() for s in tenant.rules.scenarios.values()],
+                 extra={"bindings": dict(tenant.tasks.bindings)})
 
 
 @operation("PUT", "/_sandbox/users/{identifier}/scenario", "Bind a scenario to a user's next "
            "tasks", body=SCENARIO_BINDING_REQUEST, response=SCENARIO_BINDING, **CONTROL)
 async def bind_scenario(tenant, params, body, sandbox) -> dict:
     identifier = params["identifier"]
-    if body["scenario"] is None:
-        tenant.scenario_bindings.pop(identifier, None)
-    else:
-        sandbox.engine.require_scenario(body["scenario"])
-        tenant.scenario_bindings[identifier] = body["scenario"]
+    tenant.tasks.bind(identifier, body["scenario"])
     return {"identifier": identifier, "scenario": body["scenario"]}
 
 
@@ -193,10 +189,7 @@ async def card_token_recreation(tenant, params, body) -> dict:
     """Card tokens are recreated automatically (spec: payment-token-expired, "Recreation is
     normally automatic"); switched off, a card older than 24 hours fails the task."""
     identifier = params["identifier"]
-    if body["enabled"]:
-        tenant.card_token_recreation_off.discard(identifier)
-    else:
-        tenant.card_token_recreation_off.add(identifier)
+    tenant.tasks.recreate_card_tokens(identifier, body["enabled"])
     return {"identifier": identifier, "enabled": body["enabled"]}
 
 
@@ -209,7 +202,7 @@ COMPANY = {"$ref": "#/components/schemas/Company"}
            body=COMPANY_CREATE_REQUEST, status=201, settles=True, response=COMPANY,
            errors=(404, 409), **CONTROL)
 async def create_company(tenant, body, sandbox) -> dict:
-    _check_default_scenario(sandbox, body)
+    _check_default_scenario(tenant, body)
     company = company_admin.create_company(tenant, sandbox.registry.service, body)
     return full_record(company, tenant.manual_deposits)
 
@@ -217,14 +210,14 @@ async def create_company(tenant, body, sandbox) -> dict:
 @operation("PATCH", "/_sandbox/companies/{companyId}", "Change a company (company-updated)",
            body=COMPANY_UPDATE_REQUEST, settles=True, response=COMPANY, errors=(404,), **CONTROL)
 async def update_company(tenant, params, body, sandbox) -> dict:
-    _check_default_scenario(sandbox, body)
+    _check_default_scenario(tenant, body)
     company = company_admin.update_company(tenant, sandbox.registry.service, params["companyId"], body)
     return full_record(company, tenant.manual_deposits)
 
 
-def _check_default_scenario(sandbox, body: dict) -> None:
+def _check_default_scenario(tenant, body: dict) -> None:
     if "defaultScenario" in body:
-        sandbox.engine.require_scenario(body["defaultScenario"], "$.defaultScenario")
+        tenant.tasks.require_scenario(body["defaultScenario"], "$.defaultScenario")
 
 
 @operation("DELETE", "/_sandbox/companies/{companyId}", "Remove a company (company-deleted)",

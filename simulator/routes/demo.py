@@ -24,7 +24,8 @@ from typing import Any
 from aiohttp import web
 
 from ..clock import isoformat
-from ..domain.tenants import Tenant, create_access_token
+from ..domain.identity import create_access_token
+from ..domain.tenants import Tenant
 from ..errors import Forbidden, MalformedJson, TenantNotFound, Unauthorized
 from ..render import read_within_time
 from ..schemas.responses import DEMO_RESET, answer

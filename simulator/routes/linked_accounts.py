@@ -35,13 +35,13 @@ def _data_of(kind: str):
 
     async def data(tenant, query, params, request, sandbox) -> list:
         identifier = _user_of(params.get("identifier") or query.get("identifier"))
-        service = sandbox.linked_accounts
-        accounts = service.accounts_of(tenant, identifier, query.get("linkedAccount"))
+        service = tenant.accounts
+        accounts = service.accounts_of(identifier, query.get("linkedAccount"))
         # Not request.url: aiohttp < 3.10.7 builds it with host="name:port", which today's
         # yarl refuses (ValueError); this is how later aiohttp builds it.
         base_url = str(URL.build(scheme=request.scheme, authority=request.host).origin())
         records = [record for account in accounts
-                   for record in service.records(tenant, kind, account, base_url=base_url)]
+                   for record in service.records(kind, account, base_url=base_url)]
         if "limit" in query:
             records = sorted(records, key=lambda r: (r["date"], r["_id"]))[-query["limit"]:]
         return records
@@ -73,7 +73,7 @@ async def linked_account_list(tenant, params, sandbox) -> list:
     """The real service's path and record (real-service-facts 8, real-api-surface):
     `{_id, valid, transactRequired, company, connector, lastSuccess, lastFailure}` per
     linked account of the user."""
-    return sandbox.linked_accounts.linked_account_list(tenant, params["identifier"])
+    return tenant.accounts.linked_account_list(params["identifier"])
 
 
 @operation("GET", "/paystub/{statementId}", "A statement's paystub, as a PDF",
@@ -81,7 +81,7 @@ async def linked_account_list(tenant, params, sandbox) -> list:
 async def paystub(tenant, params, sandbox) -> web.Response:
     """A statement's `paystub`: the pay statement as a one-page PDF, with the same
     credentials as the data endpoints (API keys)."""
-    account, statement = sandbox.linked_accounts.paystub(tenant, params["statementId"])
+    account, statement = tenant.accounts.paystub(params["statementId"])
     disposition = f'inline; filename="paystub-{statement["_id"]}.pdf"'
     return web.Response(body=text_pdf(paystub_lines(account, statement)),
                         content_type="application/pdf",
@@ -92,9 +92,8 @@ def _on_account(action: str, summary: str, change, body: dict | None = None) -> 
     """A control-plane change to one linked account: find it, change it, let the events go."""
 
     async def handler(tenant, params, sandbox, body):
-        service = sandbox.linked_accounts
-        account = service.require(tenant, params["accountId"], "$.accountId")
-        return change(service, tenant, account, body)
+        accounts = tenant.accounts
+        return change(accounts, accounts.require(params["accountId"], "$.accountId"), body)
 
     handler.__name__ = action.replace("-", "_")
     operation("POST", f"/_sandbox/linked-accounts/{{accountId}}/{action}", summary,
@@ -103,25 +102,25 @@ def _on_account(action: str, summary: str, change, body: dict | None = None) -> 
               tags=("control plane",))(handler)
 
 
-def _disconnect(service, tenant, account, body):
-    service.disconnect(tenant, account, body.get("reason", "timeout"))
-    return service.record(tenant, account)
+def _disconnect(accounts, account, body):
+    accounts.disconnect(account, body.get("reason", "timeout"))
+    return accounts.record(account)
 
 
-def _reconnect(service, tenant, account, body):
-    service.reconnect(tenant, account)
-    return service.record(tenant, account)
+def _reconnect(accounts, account, body):
+    accounts.reconnect(account)
+    return accounts.record(account)
 
 
-def _push_refresh(service, tenant, account, body):
+def _push_refresh(accounts, account, body):
     """A push refresh now, as the periodic one would do it (disconnected: nothing happens)."""
     if account.connected:
-        service.refresh(tenant, account)
-    return service.record(tenant, account)
+        accounts.refresh(account)
+    return accounts.record(account)
 
 
-def _remove_deposit_switch(service, tenant, account, body):
-    removed = service.remove_deposit_switch(tenant, account)
+def _remove_deposit_switch(accounts, account, body):
+    removed = service.remove_deposit_switch(account)
     return {"linkedAccount": account.id, "removed": removed["_id"]}
 
 
@@ -139,6 +138,6 @@ _on_account("remove-deposit-switch", "Remove the deposit switch (deposit-switch-
 async def delete_pii(tenant, params, sandbox) -> dict:
     """The PII deletion cadence, now."""
     identifier = params["identifier"]
-    sandbox.linked_accounts.accounts_of(tenant, identifier)  # 404 for an unknown user
-    sandbox.linked_accounts.delete_pii(tenant, identifier)
+    tenant.accounts.accounts_of(identifier)  # 404 for an unknown user
+    tenant.accounts.delete_pii(identifier)
     return {"identifier": identifier, "deleted": True}

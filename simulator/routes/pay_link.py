@@ -14,7 +14,7 @@ from ..operations import Auth, operation
 async def list_pay_link_accounts(tenant, token, sandbox) -> dict:
     """The user is the public token's. The vendor's client sends `x-api-version: v2`; the
     sandbox knows that version's shape only and answers it whatever the header says."""
-    return pay_link_accounts(tenant, token.identifier, sandbox.engine.scope_of)
+    return pay_link_accounts(tenant, token.identifier, tenant.rules.scope_of)
 
 
 @operation("GET", "/pay-link/actions-for-company/{companyId}", "The pay-link actions a company "
@@ -22,4 +22,4 @@ async def list_pay_link_accounts(tenant, token, sandbox) -> dict:
            response={"type": "array", "items": PAY_LINK_ACTION}, errors=(404,))
 async def list_company_actions(tenant, params, sandbox) -> list:
     return actions_for_company(tenant.companies.require(params["companyId"]),
-                               sandbox.engine.scope_of)
+                               tenant.rules.scope_of)

@@ -24,7 +24,7 @@ USER_HEADER = ((IDENTIFIER_HEADER, True),)
            response=PROCESSOR_LINK_REGISTERED, errors=(400, 404, 409, 429),
            headers=((IDENTIFIER_HEADER, False),))
 async def register(tenant, body, headers, sandbox) -> dict:
-    link = sandbox.processor_links.register(tenant, body["processorToken"],
+    link = tenant.links.register(body["processorToken"],
                                             headers.get(IDENTIFIER_HEADER))
     return {"_id": link.id, "status": link.status}
 
@@ -33,7 +33,7 @@ async def register(tenant, body, headers, sandbox) -> dict:
            "(processing stops)", auth=Auth.API_KEYS, response=PROCESSOR_LINKS_REMOVED,
            errors=(404,), headers=USER_HEADER)
 async def remove(tenant, headers, sandbox) -> dict:
-    links = sandbox.processor_links.remove_links(tenant, _identifier(headers))
+    links = tenant.links.remove_links(_identifier(headers))
     return {"removed": [link.id for link in links]}
 
 
@@ -42,7 +42,7 @@ async def remove(tenant, headers, sandbox) -> dict:
            response={"type": "array", "items": EMPLOYER_MATCH}, envelope=PROCESSING_RESULTS,
            errors=(404,), headers=USER_HEADER)
 async def employer_matches(tenant, headers, sandbox) -> Reply:
-    return _results(sandbox.processor_links.results(tenant, _identifier(headers), CLASSIFY))
+    return _results(tenant.links.results(_identifier(headers), CLASSIFY))
 
 
 @operation("GET", f"/{AGGREGATOR}/recurring-transactions", "A user's recurring transactions",
@@ -50,7 +50,7 @@ async def employer_matches(tenant, headers, sandbox) -> Reply:
            envelope=PROCESSING_RESULTS, errors=(404,),
            headers=USER_HEADER)
 async def recurring_transactions(tenant, headers, sandbox) -> Reply:
-    return _results(sandbox.processor_links.results(tenant, _identifier(headers), DETECT))
+    return _results(tenant.links.results(_identifier(headers), DETECT))
 
 
 def _results(document: dict) -> Reply:
@@ -62,14 +62,14 @@ def _results(document: dict) -> Reply:
            response=PROCESSOR_TOKEN, tags=("control plane",))
 async def mint(tenant, body, sandbox) -> dict:
     """What the aggregator's processor-token creation answers."""
-    return sandbox.processor_links.mint_token(tenant, body).record()
+    return tenant.links.mint_token(body).record()
 
 
 @operation("POST", f"/_sandbox/{AGGREGATOR}/processor-token/{{token}}/revoke", "Revoke a "
            "processor token at the aggregator", auth=Auth.API_KEYS, settles=True,
            response=PROCESSOR_TOKEN, errors=(404,), tags=("control plane",))
 async def revoke(tenant, params, sandbox) -> dict:
-    return sandbox.processor_links.revoke_token(tenant, params["token"]).record()
+    return tenant.links.revoke_token(params["token"]).record()
 
 
 def _identifier(headers) -> str:

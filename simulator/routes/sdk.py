@@ -96,12 +96,12 @@ async def session(tenant, token, body, sandbox) -> dict:
     company = sdk.deeplink_company(tenant, config)
     linked = None
     if config.get("linkedAccount"):
-        account = sandbox.linked_accounts.require(tenant, config["linkedAccount"],
+        account = tenant.accounts.require(config["linkedAccount"],
                                                   "$.config.linkedAccount")
         if account.identifier != token.identifier:
             raise LinkedAccountNotYours("The linked account is not this user's.")
-        linked = {**sandbox.linked_accounts.record(tenant, account),
-                  "credentialsRequired": sandbox.linked_accounts.needs_credentials(account)}
+        linked = {**tenant.accounts.record(account),
+                  "credentialsRequired": tenant.accounts.needs_credentials(account)}
         company = tenant.companies.require(account.company_id)
     step = (config.get("deeplink") or {}).get("step", "search-company")
     return {"step": step, "user": {"identifier": token.identifier},
@@ -162,7 +162,7 @@ async def login(tenant, token, body, sandbox) -> dict:
     """Sign in with sandbox credentials: starts the configured tasks, or answers an MFA
     challenge (`{mfa: {type, prompt}}`, no task yet) that the page re-submits with
     `mfaAnswer`."""
-    outcome = sdk.login(sandbox.engine, tenant, token, body)
+    outcome = sdk.login(tenant, token, body)
     if outcome.mfa is not None:
         return {"mfa": outcome.mfa.record()}
     return created_record(outcome.workflow, outcome.tasks)
@@ -174,7 +174,7 @@ async def login(tenant, token, body, sandbox) -> dict:
 async def leave(tenant, token, body, sandbox) -> dict:
     """The user left the hosted flow before its task resolved (close button, page gone):
     the tasks' events carry user.connected false from now on."""
-    tasks = sdk.leave(sandbox.engine, tenant, token, body["taskId"])
+    tasks = sdk.leave(tenant, token, body["taskId"])
     return {"taskWorkflow": tasks[0].workflow,
             "tasks": [{"id": t.id, "status": t.status, "connected": t.connected} for t in tasks]}
 
@@ -185,7 +185,7 @@ async def leave(tenant, token, body, sandbox) -> dict:
 async def flow_task(tenant, token, params, sandbox) -> dict:
     """The hosted flow polls its task here with the user's public token: the real API's
     task reads need API keys (real-service-facts 1), which a browser never holds."""
-    return sandbox.engine.get_task(tenant, params["taskId"], identifier=token.identifier).record()
+    return tenant.tasks.get_task(params["taskId"], identifier=token.identifier).record()
 
 
 @operation("GET", "/sdk/linked-accounts", "The user's linked accounts (the account step)",
@@ -195,9 +195,9 @@ async def flow_linked_accounts(tenant, token, sandbox) -> list:
     user has none yet)."""
     if token.identifier not in tenant.users:
         return []
-    service = sandbox.linked_accounts
-    return [service.record(tenant, account)
-            for account in service.accounts_of(tenant, token.identifier)]
+    service = tenant.accounts
+    return [service.record(account)
+            for account in service.accounts_of(token.identifier)]
 
 
 @operation("GET", "/sdk/deposit-form.pdf", "A direct deposit form for the user's employer (PDF)",

@@ -22,8 +22,8 @@ REAL = {"auth": Auth.API_KEYS}  # the reconstruction's default: API key and secr
 @operation("POST", "/task/create", "Create a task (or a workflow of several)",
            body=TASK_CREATE_REQUEST, response=TASK_CREATED, errors=(400, 403, 404, 429))
 async def create_task(tenant, token, body, sandbox) -> dict:
-    workflow, tasks = sandbox.engine.create_task(
-        tenant, body, token_identifier=token.identifier if token else None,
+    workflow, tasks = tenant.tasks.create_task(
+        body, token_identifier=token.identifier if token else None,
         public_token=token.public_token if token else None)
     return created_record(workflow, tasks)
 
@@ -40,7 +40,7 @@ def created_record(workflow, tasks) -> dict:
 @operation("GET", "/task/{taskId}", "A task, with its history",
            response=TASK_RECORD, errors=(404,))
 async def get_task(tenant, token, params, sandbox) -> dict:
-    task = sandbox.engine.get_task(tenant, params["taskId"],
+    task = tenant.tasks.get_task(params["taskId"],
                                    identifier=token.identifier if token else None)
     return task.record()
 
@@ -50,13 +50,13 @@ async def get_task(tenant, token, params, sandbox) -> dict:
 async def task_details(tenant, params, sandbox) -> dict:
     """The real Task (`_id`, `status`, `product`, `authentication`, `company`,
     `payrollDataAvailable`, `createdAt`), then the sandbox's own fields and `files`."""
-    return domain.task_details(tenant, sandbox.engine.get_task(tenant, params["taskId"]))
+    return domain.task_details(tenant, tenant.tasks.get_task(params["taskId"]))
 
 
 @operation("GET", "/task/{taskId}/status", "A task's status",
            response=TASK_STATUS, errors=(404,), **REAL)
 async def task_status(tenant, params, sandbox) -> dict:
-    return domain.task_status(tenant, sandbox.engine.get_task(tenant, params["taskId"]))
+    return domain.task_status(tenant, tenant.tasks.get_task(params["taskId"]))
 
 
 @operation("POST", "/task/prescreen", "Prescreen: how likely a task at a company is to work",
@@ -71,7 +71,7 @@ async def prescreen(tenant, body) -> dict:
            body=TASK_WORKFLOW_REQUEST,
            response=TASK_WORKFLOW_CREATED, errors=(400, 403, 404, 429), **REAL)
 async def create_task_workflow(tenant, body, sandbox) -> dict:
-    workflow, tasks = domain.create_task_workflow(sandbox.engine, tenant, body)
+    workflow, tasks = domain.create_task_workflow(tenant, body)
     return {"task": domain.task_details(tenant, tasks[0]), "taskWorkflow": workflow.id}
 
 
@@ -83,7 +83,7 @@ async def create_task_workflow(tenant, body, sandbox) -> dict:
 async def generate_file_url(tenant, params, request, sandbox) -> Reply:
     """The old docs show this answer bare (`{url}`): the sandbox answers `url` beside its
     `data` envelope, so readers of either form find it."""
-    task = sandbox.engine.get_task(tenant, params["taskId"])
+    task = tenant.tasks.get_task(params["taskId"])
     path, expires = domain.generate_file_url(tenant, task, params["fileId"])
     url = _origin(request) + path
     return Reply({"url": url, "expiresAt": isoformat(expires)}, extra={"url": url})

@@ -35,7 +35,7 @@ async def list_user_tasks(tenant, params, query) -> list:
            "linked accounts",
            response=SUCCESS, settles=True, errors=(404,), **REAL)
 async def end_monitoring(tenant, params, sandbox) -> dict:
-    users.end_monitoring(tenant, sandbox.linked_accounts, params["identifier"])
+    users.end_monitoring(tenant, params["identifier"])
     return users.success()
 
 

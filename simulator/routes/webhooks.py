@@ -7,7 +7,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from ..clock import isoformat
-from ..domain.tenants import unguessable
+from ..domain.identity import unguessable
 from ..domain.triggers import trigger_event
 from ..domain.users import success
 from ..errors import EventTypeNotFound, UnknownEventType, ValidationFailed, field_detail
@@ -158,7 +158,7 @@ async def replay(tenant, body, sandbox) -> Reply:
            body=TRIGGER_REQUEST, status=201, settles=True, response=EVENT_RECORD,
            errors=(404, 429), **CONTROL)
 async def trigger(tenant, body, sandbox):
-    event = trigger_event(tenant, sandbox.engine, sandbox.registry.service.aggregator, body)
+    event = trigger_event(tenant, sandbox.registry.service.aggregator, body)
     # Rendered after the attempts settled, so the record shows how they went.
     return lambda: event_record(sandbox.dispatcher, tenant, event)
 

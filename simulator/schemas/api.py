@@ -938,6 +938,9 @@ PAY_LINK_ACCOUNTS = {
 # a restored task, workflow or user is one the engine can run and the reads can render.
 _OPTIONAL = {"type": "null"}
 TASK_SNAPSHOT_SHAPES = {
+    # A task moves only along the spec's transitions, from the statuses it has.
+    "status": {"enum": TASK_STATUSES},
+    "previousStatus": {"enum": [*TASK_STATUSES, None]},
     "distribution": {"anyOf": [DISTRIBUTION, _OPTIONAL]},
     "onComplete": {"enum": [CONTINUE, FINISH]},
     "onFail": {"enum": [CONTINUE, FINISH]},

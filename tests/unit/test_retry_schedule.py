@@ -15,7 +15,7 @@ from types import SimpleNamespace
 from payroll_sandbox.clock import Clock, isoformat
 from payroll_sandbox.domain.changes import Changes
 from payroll_sandbox.domain.events import Event
-from payroll_sandbox.domain.tenants import Ids
+from payroll_sandbox.domain.identity import Ids
 from payroll_sandbox.domain.timeline import Timeline
 from payroll_sandbox.webhooks.dispatcher import DELIVERED, FAILED, Dispatcher
 

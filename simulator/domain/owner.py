@@ -1,0 +1,53 @@
+"""The tenant as its parts see it.
+
+A tenant (tenants.py) is made of parts (tasks.py, linked_accounts.py, processor_links.py,
+...) that each own their state and the rules that change it. A part holds its tenant to
+reach what is shared across parts (the clock, the seeded ids, the ledger, the other parts);
+it knows the tenant only by this description, so no part imports the module that builds
+the tenant out of them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from ..clock import Clock
+from .changes import Changes
+from .companies import CompanyDirectory, ManualDepositRule
+from .events import Event, EventLog
+from .timeline import Timeline
+
+
+class Owner(Protocol):
+    name: str
+    environment: str
+    account: dict[str, Any]
+    api_secret: str
+    products: tuple[str, ...]
+    manual_deposits: ManualDepositRule
+    refresh_interval: float | None
+    pii_deletion_interval: float | None
+    clock: Clock
+    ids: Any                       # identity.Ids
+    companies: CompanyDirectory
+    timeline: Timeline
+    changes: Changes
+    events: EventLog
+    users: dict[str, Any]          # identifier -> identity.User
+    tokens: dict[str, Any]         # public token -> identity.PublicToken
+    latest_token: dict[str, str]   # identifier -> public token
+    rules: Any                     # rules.Rules (read-only: scenarios, catalog, limits)
+    # The parts: each is the one writer of its state.
+    tasks: Any                     # tasks.Tasks
+    accounts: Any                  # linked_accounts.LinkedAccounts
+    links: Any                     # processor_links.ProcessorLinks
+    webhooks: Any                  # webhooks.dispatcher.TenantWebhooks
+    aggregator_items: dict[str, Any]
+    aggregator_tokens: dict[str, str]
+
+    def emit(self, event_type: str, *, identifier: str | None = None,
+             task_id: str | None = None, at: float | None = None, **body: Any) -> Event: ...
+
+    def user(self, identifier: str) -> Any: ...
+
+    def keep_tokens_bounded(self) -> None: ...

@@ -1,0 +1,61 @@
+"""What every tenant reads and none changes: one frozen value, made once by the app
+factory and handed to each tenant (and each of its parts) when it is made.
+
+The tenant owns its state and the rules that change it (tenants.py and its parts); what
+those rules read but never write comes from here: the service profile, the scenarios,
+the shared catalog and its search index, how a linked account's person is generated,
+the bounds on what a tenant keeps, and the seed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import date
+from typing import Any, Protocol
+
+from ..fixtures import ServiceProfile
+from ..scenarios.loader import Scenario
+from .companies import Catalog
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one tenant keeps at most (README: Limits; settings --max-events, ...).
+
+    Past a bound the oldest settled items go first (events whose deliveries are done,
+    workflows whose tasks all ended, expired tokens before live ones); nothing still
+    pending is evicted. Users past `max_users` are refused (429)."""
+
+    max_events: int = 5_000
+    max_tasks: int = 10_000
+    max_tokens: int = 10_000
+    max_users: int = 100_000
+    max_aggregator_items: int = 10_000  # the aggregator API's items (domain/aggregator.py)
+
+
+class ProfileMaker(Protocol):
+    """The person behind a linked account (datagen.ProfileFactory), seeded by the tenant,
+    the user and the company, so the same seed makes the same person."""
+
+    def profile(self, tenant: str, identifier: str, company_id: str, company_name: str,
+                today: date) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Rules:
+    service: ServiceProfile
+    scenarios: Mapping[str, Scenario]
+    catalog: Catalog
+    index: Any                # search.SearchIndex over the catalog
+    profiles: ProfileMaker
+    seed: int | str = 0
+    limits: Limits = Limits()
+
+    @property
+    def aggregator(self) -> str:
+        return self.service.aggregator
+
+    def scope_of(self, product: str) -> str | None:
+        """The scope of a product (service.yaml), None for one this service lacks."""
+        return self.service.products.get(product)
