@@ -117,14 +117,14 @@ class Runner:
                 if self.stopping():
                     raise ShuttingDown(SHUTTING_DOWN)
                 if timeline.idle:
-                    if not self.tenant.webhooks.in_flight:
+                    if not self.tenant.webhooks.busy:
                         break
                     await self.settle(self.tenant)  # their retries may still come
                     continue
                 due = timeline.next_due()
                 result = await self._run_until(max(due, clock.timestamp()), limit=1)
                 jobs += result.jobs
-            done = timeline.idle and not self.tenant.webhooks.in_flight
+            done = timeline.idle and not self.tenant.webhooks.busy
         self._moved()
         return RunResult(jobs=jobs, events=events, complete=done)
 

@@ -57,8 +57,8 @@ from .schemas.fixtures import ACCOUNT_SCHEMA
 from .schemas.records import DATA_RECORDS
 from .schemas.validate import (check_json_type, json_in_pieces, parse_json_body, schema_errors,
                                webhook_url_problem)
-from .webhooks.dispatcher import (INTERRUPTED_ATTEMPT, PENDING, SHUTDOWN_GRACE, Attempt,
-                                  Delivery, FaultPlan)
+from .domain.outbox import INTERRUPTED_ATTEMPT, PENDING, Attempt, Delivery, FaultPlan
+from .webhooks.dispatcher import SHUTDOWN_GRACE
 
 log = logging.getLogger("payroll_sandbox.snapshot")
 
@@ -819,13 +819,11 @@ class _Builder:
             tenant.events.restore(events, emitted=counters["eventsEmitted"],
                                   evicted=counters["eventsEvicted"],
                                   next_eviction=counters["eventsNextEviction"])
-            webhooks = tenant.webhooks
-            webhooks.endpoints, webhooks.faults, webhooks.held = endpoints, faults, held
-            webhooks.secrets = secrets
-            webhooks.deliveries = deliveries
             faults_state = rng["webhookFaults"]
-            webhooks.random.setstate((faults_state["version"], tuple(faults_state["state"]),
-                                      faults_state["gauss"]))
+            tenant.webhooks.restore(endpoints=endpoints, secrets=secrets, faults=faults,
+                                    deliveries=deliveries, held=held,
+                                    roll=(faults_state["version"], tuple(faults_state["state"]),
+                                          faults_state["gauss"]))
             # The journal keeps its newest entries; its counter goes on from the snapshot's.
             tenant.journal._entries.extend(journal)
             tenant.journal._next_id = counters["journalNextId"]
@@ -1165,7 +1163,7 @@ class StateFile:
         dispatcher's grace to finish first, so the file shows how they went."""
         if self.path is None:
             return
-        tenants = [t for t in self.sandbox.registry.tenants if t.webhooks.in_flight]
+        tenants = [t for t in self.sandbox.registry.tenants if t.webhooks.busy]
         if tenants:
             settling = [asyncio.ensure_future(self.sandbox.dispatcher.settle(t)) for t in tenants]
             await asyncio.wait(settling, timeout=SHUTDOWN_GRACE)

@@ -128,9 +128,11 @@ async def test_a_user_leaving_the_hosted_flow_is_a_change_of_their_task(sandbox)
 async def test_an_attempt_cut_short_by_a_reset_is_no_change_of_the_new_tenant(sandbox, receiver):
     receiver.program(HOOKS, HANG)
     tenant = sandbox.server.app[SANDBOX].registry.tenants.get("acme")
-    tenant.emit("company-updated", data={"companyId": "hanging"})  # no settling: in flight
-    await asyncio.sleep(0)  # the attempt's task starts (it captures the tenant's changes)
-    in_flight = list(tenant.webhooks.in_flight)
+    dispatcher = sandbox.server.app[SANDBOX].dispatcher
+    tenant.emit("company-updated", data={"companyId": "hanging"})  # queued on its outbox
+    dispatcher.flush(tenant.webhooks)  # no settling: in flight
+    await asyncio.sleep(0)  # the attempt's task starts
+    in_flight = dispatcher.running(tenant.webhooks)
     assert in_flight, "the attempt hangs"
     await post(sandbox, "/_sandbox/reset")
     await asyncio.gather(*in_flight, return_exceptions=True)

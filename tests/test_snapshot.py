@@ -251,7 +251,7 @@ async def test_an_attempt_in_flight_is_sent_again_after_a_restore(sandbox, recei
     sandbox_app = sandbox.server.app[SANDBOX]
     tenant = sandbox_app.registry.tenants.get("acme")
     event = tenant.emit("company-updated", data={"companyId": WALMART})
-    assert tenant.webhooks.in_flight  # left, not answered yet
+    assert tenant.webhooks.busy  # queued, not answered yet
     taken = snapshot.take(tenant, sandbox_app)
     taken = json.loads(json.dumps(taken))  # as it is written out, at once
     await sandbox_app.dispatcher.settle(tenant)

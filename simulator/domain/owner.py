@@ -41,7 +41,8 @@ class Owner(Protocol):
     tasks: Any                     # tasks.Tasks
     accounts: Any                  # linked_accounts.LinkedAccounts
     links: Any                     # processor_links.ProcessorLinks
-    webhooks: Any                  # webhooks.dispatcher.TenantWebhooks
+    webhooks: Any                  # outbox.Outbox (endpoints, deliveries, faults)
+    signing: bool
     aggregator_items: dict[str, Any]
     aggregator_tokens: dict[str, str]
 

@@ -11,7 +11,6 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from ..clock import Clock, isoformat
@@ -114,8 +113,9 @@ class Tenant:
         self.latest_token: dict[str, str] = {}  # identifier -> public token
         self.timeline = Timeline()
         dispatcher = self.services.dispatcher
-        self.webhooks = dispatcher.webhooks_for(self)  # endpoints, faults, deliveries
         self.changes = Changes()  # the cursor of incremental reads (domain/changes.py)
+        # The outbox: endpoints, secrets, deliveries and faults; the dispatcher sends for it.
+        self.webhooks = dispatcher.outbox_for(self)
         self.events = EventLog(self.rules.limits.max_events, settled=self.webhooks.settled,
                                on_evict=self._forget_event)
         self.evicted_tokens = 0
@@ -131,7 +131,7 @@ class Tenant:
         # API faults on purpose (PUT /_sandbox/faults/api), their draws seeded per tenant.
         self.api_faults = ApiFaults(random.Random(f"{self._seed}:{self.name}:api-faults"))
         self.events.listeners.append(lambda event: self.changes.touch(EVENT, event.id))
-        self.events.listeners.append(partial(dispatcher.deliver_new, self))
+        self.events.listeners.append(self.webhooks.on_event)  # queues, never sends
         self.runner = Runner(self, dispatcher.settle)
         self.runner.stopping = lambda: dispatcher.closing
         if self.services.timer is not None:
@@ -163,6 +163,7 @@ class Tenant:
         flight, the wall-clock timer's watch."""
         self.timeline.clear()
         self.webhooks.cancel()
+        self.services.dispatcher.cancel(self.webhooks)
         if self.services.timer is not None:
             self.services.timer.forget(self.runner)
 

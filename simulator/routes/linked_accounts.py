@@ -120,7 +120,7 @@ def _push_refresh(accounts, account, body):
 
 
 def _remove_deposit_switch(accounts, account, body):
-    removed = service.remove_deposit_switch(account)
+    removed = accounts.remove_deposit_switch(account)
     return {"linkedAccount": account.id, "removed": removed["_id"]}
 
 

@@ -119,7 +119,11 @@ def _endpoint(op: Operation, shadowed: dict[str, str] | None = None
         offered = {"tenant": tenant, "token": token, "body": body, "query": query,
                    "params": request.match_info, "headers": request.headers,
                    "sandbox": sandbox, "request": request}
-        result = await op.handler(**{name: offered[name] for name in wants})
+        try:
+            result = await op.handler(**{name: offered[name] for name in wants})
+        finally:  # what the handler's events queued goes out now (the domain sends nothing)
+            if tenant is not None:
+                sandbox.dispatcher.flush(tenant.webhooks)
         if op.settles and tenant is not None:
             await sandbox.dispatcher.settle(tenant)
         if callable(result):  # an answer that shows what the settled attempts did

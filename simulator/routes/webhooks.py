@@ -18,7 +18,8 @@ from ..schemas.events import event_schema, event_types
 from ..schemas.responses import (EVENT_RECORD, REPLAYED, WEBHOOK_ENDPOINT_STORED,
                                  WEBHOOK_FAULTS)
 from ..schemas.validate import check_webhook_urls, parse_time
-from ..webhooks.dispatcher import FaultPlan, request_headers
+from ..domain.outbox import FaultPlan
+from ..webhooks.dispatcher import request_headers
 from ..operations import Auth, Reply, operation
 
 CONTROL = {"auth": Auth.API_KEYS, "tags": ("control plane",)}
@@ -124,11 +125,10 @@ async def get_faults(tenant, sandbox) -> dict:
            "out of order, delays)", body=WEBHOOK_FAULTS_REQUEST,
            response=WEBHOOK_FAULTS, **CONTROL)
 async def put_faults(tenant, body, sandbox) -> dict:
-    state = tenant.webhooks
-    state.faults = FaultPlan(duplicate=body.get("duplicate", 0.0),
-                             out_of_order=body.get("outOfOrder", 0.0), delay=body.get("delay", 0.0),
-                             delay_seconds=body.get("delaySeconds", 60.0))
-    return state.faults.record()
+    faults = FaultPlan(duplicate=body.get("duplicate", 0.0), out_of_order=body.get("outOfOrder", 0.0),
+                       delay=body.get("delay", 0.0), delay_seconds=body.get("delaySeconds", 60.0))
+    tenant.webhooks.set_faults(faults)
+    return faults.record()
 
 
 @operation("POST", "/_sandbox/webhooks/replay", "Send events again (same ce-id)",
@@ -147,9 +147,8 @@ async def replay(tenant, body, sandbox) -> Reply:
     else:
         events = tenant.events.query(user=body.get("userIdentifier"), task=body.get("taskId"),
                                      since=since, until=until)
-    dispatcher = sandbox.dispatcher
     queued = [{"eventId": event.id, "eventType": event.type,
-               "deliveries": [d.id for d in dispatcher.deliver(tenant, event, replay=True)]}
+               "deliveries": [d.id for d in tenant.webhooks.deliver(event, replay=True)]}
               for event in events]
     return Reply(queued, extra={"total": len(queued)})
 

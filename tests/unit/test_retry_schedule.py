@@ -17,7 +17,8 @@ from payroll_sandbox.domain.changes import Changes
 from payroll_sandbox.domain.events import Event
 from payroll_sandbox.domain.identity import Ids
 from payroll_sandbox.domain.timeline import Timeline
-from payroll_sandbox.webhooks.dispatcher import DELIVERED, FAILED, Dispatcher
+from payroll_sandbox.domain.outbox import DELIVERED, FAILED
+from payroll_sandbox.webhooks.dispatcher import Dispatcher
 
 T0 = 1_780_000_000.0
 URL = "http://receiver.invalid/hooks"
@@ -47,14 +48,14 @@ def tenant(dispatcher: Dispatcher) -> SimpleNamespace:
     account = SimpleNamespace(name="acme", webhook_endpoints=[{"url": URL}], ids=Ids("acme"),
                               clock=Clock(mode="manual", start=T0), timeline=Timeline(),
                               api_secret="secret", signing=True, changes=Changes())
-    account.webhooks = dispatcher.webhooks_for(account)
+    account.webhooks = dispatcher.outbox_for(account)
     return account
 
 
 async def deliver(statuses: list[int]):
     dispatcher = ScriptedDispatcher(statuses)
     account = tenant(dispatcher)
-    [delivery] = dispatcher.deliver(account, EVENT)
+    [delivery] = account.webhooks.deliver(EVENT)
     await dispatcher.settle(account)
     return dispatcher, account, delivery
 
