@@ -12,8 +12,10 @@ Import what a module uses: `from engine import Engine, engine` (`engine` is a fi
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Coroutine
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -27,8 +29,11 @@ from payroll_sandbox.domain.identity import create_access_token
 from payroll_sandbox.domain.tasks import Task, Workflow
 from payroll_sandbox.domain.tenants import Tenant, TenantServices
 from payroll_sandbox.keys import Sandbox
+from payroll_sandbox.operations import Reply
+from payroll_sandbox.render import json_response
 from payroll_sandbox.routes import OPERATIONS
 from payroll_sandbox.schemas.events import event_schema
+from payroll_sandbox.schemas.validate import parse_query
 from payroll_sandbox.scheduler import RunResult
 from payroll_sandbox.settings import Settings
 from payroll_sandbox.webhooks.dispatcher import ATTEMPT_TIMEOUT, Dispatcher
@@ -115,6 +120,30 @@ class Engine:
         (watched: the page is open)."""
         tenant = tenant or self.tenant
         return sdk.login(tenant, self.public_token(identifier, tenant), body)
+
+    # -- reads, as the routes answer them -----------------------------------------------------
+
+    async def answer(self, method: str, path: str, *, params: dict[str, str] | None = None,
+                     query: dict[str, str] | None = None, tenant: Tenant | None = None) -> Any:
+        """What an operation answers a server call (API keys), in-process: its handler called
+        as the route pipeline calls it (the query parsed with its schema and defaults), the
+        answer rendered as JSON; the rendered body. An ApiError is the API's refusal (4xx)."""
+        tenant = tenant or self.tenant
+        op = next(op for op in self.sandbox.operations if (op.method, op.path) == (method, path))
+        # What handlers read of the request itself: the base URL of links they render.
+        request = SimpleNamespace(scheme="http", host="127.0.0.1", method=method, path=path)
+        offered = {"tenant": tenant, "token": None, "body": None, "params": params or {},
+                   "query": None if op.query is None else parse_query(query or {}, op.query),
+                   "headers": {}, "sandbox": self.sandbox, "request": request}
+        wants = inspect.signature(op.handler).parameters
+        result = await op.handler(**{name: offered[name] for name in wants})
+        if callable(result):  # an answer rendered once the attempts it started settled
+            result = result()
+        if isinstance(result, Reply):
+            result = {"data": result.data, **result.extra}
+        elif op.dialect is None:
+            result = {"data": result}
+        return json_response(result).body
 
     # -- the ledger --------------------------------------------------------------------------
 
