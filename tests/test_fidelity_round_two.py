@@ -165,7 +165,7 @@ def test_5_the_hosted_flow_sends_the_configs_metadata():
     """The page's login body carries `config.metadata` (what the browser sends)."""
     from payroll_sandbox.static import static_text
 
-    flow = static_text("flow.js")
+    flow = static_text("flow-api.js")  # loginBody
     assert "if (config.metadata) { body.metadata = config.metadata; }" in flow
 
 

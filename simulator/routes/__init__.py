@@ -6,8 +6,8 @@ them as routes and openapi.py describes them, from the same declarations.
 
 from ..operations import OPERATIONS, Operation
 from . import (access, aggregator_api, companies, control, demo, docs,  # noqa: F401
-               faults, linked_accounts, meta, pay_link, processor_links, sdk, tasks, users,
-               webhooks)
+               faults, flow_modules, linked_accounts, meta, pay_link, processor_links, sdk,
+               tasks, users, webhooks)
 from .pipeline import add_routes
 
 __all__ = ["OPERATIONS", "Operation", "add_routes"]

@@ -1,0 +1,92 @@
+/* The flow's two channels: the parent page (postMessage; after the handshake, to the
+ * parent's origin only) and the sandbox's API (fetch with the user's public token), and
+ * the bodies the flow sends it. */
+
+import { PREFIX, config, operations, state } from "./flow-state.js";
+
+var LEAVE_WAIT_MS = 1500;
+
+// -- talking to the parent ---------------------------------------------------------------
+
+export function send(event, payload) {
+  // Before the handshake nothing secret is sent, so any parent may hear the request.
+  window.parent.postMessage({ event: PREFIX + "-" + event, payload: payload || {} },
+                            state.parentOrigin || "*");
+}
+export function interaction(name, value) { send("interaction", { name: name, value: value || {} }); }
+export function finish(taskId) {
+  // The SDK removes the flow on finish, as the real one does (transact.js).
+  if (state.ended) { return; }
+  state.ended = true;
+  send("finish", { taskId: taskId, handoff: null });
+}
+export function close(reason) {
+  if (state.ended) { return; }
+  state.ended = true;
+  send("close", { reason: reason });
+}
+
+// -- the sandbox API ---------------------------------------------------------------------
+
+export function api(method, path, body) {
+  return fetch(path, {
+    method: method,
+    headers: { "content-type": "application/json", "x-public-token": state.token || "" },
+    body: body === undefined ? undefined : JSON.stringify(body)
+  }).catch(function () {
+    var error = new Error("network");
+    error.code = "network";
+    throw error;
+  }).then(function (response) {
+    return response.json().catch(function () { return {}; }).then(function (json) {
+      if (!response.ok) {
+        var error = new Error((json.error && json.error.message) || response.statusText);
+        error.code = (json.error && json.error.code) || "unknown";
+        error.status = response.status;
+        throw error;
+      }
+      return json;
+    });
+  });
+}
+
+/* The user left before the task resolved: tell the sandbox once. keepalive lets the
+ * request outlive the page (pagehide, the iframe removed). */
+export function leave() {
+  if (!state.pendingTask || state.left) { return Promise.resolve(); }
+  state.left = true;
+  interaction("Left Flow", { taskId: state.pendingTask });
+  return fetch("/sdk/leave", {
+    method: "POST", keepalive: true,
+    headers: { "content-type": "application/json", "x-public-token": state.token || "" },
+    body: JSON.stringify({ taskId: state.pendingTask })
+  }).catch(function () {});
+}
+
+export function closeDuringTask() {
+  // The real SDK's reason for a flow closed while its task runs: task-pending.
+  var waited = new Promise(function (resolve) { setTimeout(resolve, LEAVE_WAIT_MS); });
+  Promise.race([leave(), waited]).then(function () { close("task-pending"); });
+}
+
+// -- what the flow sends -----------------------------------------------------------------
+
+export function searchFilters(payrollOnly) {
+  var body = {};
+  if (config.scope) { body.scopes = [config.scope]; }
+  if (payrollOnly) { body.tags = ["payroll-provider"]; }
+  var products = operations();
+  if (products.length === 1) { body.product = products[0]; }
+  else if (products.length > 1) { body.products = products; }
+  return body;
+}
+
+export function loginBody(company, username, password) {
+  var body = { companyId: company._id, username: username, password: password };
+  if (config.tasks && config.tasks.length) { body.tasks = config.tasks; }
+  if (config.linkedAccount) { body.linkedAccount = config.linkedAccount; }
+  if (config.metadata) { body.metadata = config.metadata; }
+  if (state.paymentMethod) { body.paymentMethod = state.paymentMethod; }
+  if (state.distribution) { body.distribution = state.distribution; }
+  return body;
+}

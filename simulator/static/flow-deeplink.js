@@ -1,0 +1,144 @@
+/* The screens a deeplink step opens (or a failed task offers): the user's connected
+ * accounts, the direct-deposit split, manual instructions, the deposit form, a card. */
+
+import { api, interaction, send } from "./flow-api.js";
+import { remember, screens, state } from "./flow-state.js";
+import { alertBox, button, companyHero, companyTitle, el, field, icon, iconHero, logo,
+         say, screen } from "./flow-ui.js";
+
+export function account() {
+  api("GET", "/sdk/linked-accounts").then(function (json) {
+    var items = json.data.map(function (linked) {
+      var company = linked.company;
+      var connected = linked.valid !== false;
+      return el("li", {}, [el("button", { type: "button", "data-linked-account": linked._id,
+        onclick: function () { remember(account); screens.chooseCompany(company._id); } }, [
+          logo(company, "sm"),
+          el("span", { "class": "text" }, [el("span", { "class": "name", text: company.name }),
+            el("span", { "class": "meta" + (connected ? "" : " warn"),
+                         text: connected ? "Connected" : "Needs you to sign in again" })]),
+          el("span", { "class": "chevron", "aria-hidden": "true" }, [icon("chevron")])])]);
+    });
+    screen("account", "Account", [
+      iconHero("bank", el("h1", { text: "Your connected accounts" }), null),
+      items.length ? el("ul", { "class": "results", "aria-label": "Connected accounts" }, items) :
+        el("p", { "class": "hint center", text: "No connected account yet." }),
+      el("div", { "class": "actions" }, [
+        button("primary", "Connect another", function () { remember(account); screens.search(false); })])]);
+  }).catch(function (error) { screens.fail(error.code); });
+}
+
+export function depositSetup(company) {
+  var capabilities = (company.connector && company.connector.capabilities) || {};
+  var offered = capabilities.distributionTypes || ["total", "percent", "fixed"];
+  var labels = { total: "My entire paycheck", percent: "A percentage of my paycheck",
+                 fixed: "A fixed amount per paycheck" };
+  var kind = el("select", { "data-testid": "distribution-type" },
+    ["total", "percent", "fixed"].filter(function (t) { return offered.indexOf(t) >= 0; })
+      .map(function (t) { return el("option", { value: t, text: labels[t] }); }));
+  var amount = el("input", { type: "number", min: "1", step: "any", inputmode: "decimal",
+                             "data-testid": "distribution-amount" });
+  var amountField = field("Amount", amount);
+  var amountLabel = amountField.querySelector("label");
+  var message = alertBox("distribution-error");
+  function sync() {
+    amountField.hidden = kind.value === "total";
+    amountLabel.textContent = kind.value === "percent" ? "Percentage (1 to 100)" : "Amount in dollars";
+    amount.max = kind.value === "percent" ? "100" : "";
+  }
+  kind.onchange = sync;
+  var form = el("form", { "class": "form", novalidate: "" }, [
+    field("How much of your pay should go to this account?", kind), amountField, message,
+    el("button", { type: "submit", "class": "primary", "data-testid": "continue", text: "Continue" })]);
+  form.onsubmit = function (event) {
+    event.preventDefault();
+    var value = Number(amount.value);
+    if (kind.value !== "total" && (!(value > 0) || (kind.value === "percent" && value > 100))) {
+      say(message, kind.value === "percent" ? "Enter a percentage from 1 to 100." :
+        "Enter an amount greater than zero.");
+      amount.focus();
+      return;
+    }
+    state.distribution = kind.value === "total" ? { type: "total" } :
+      { type: kind.value, amount: value };
+    interaction("Chose Distribution", { companyId: company._id, type: kind.value });
+    remember(function () { depositSetup(company); });
+    screens.login(company, state.loginOptions);
+  };
+  screen("direct-deposit-setup", "Direct Deposit", [
+    companyHero(company, companyTitle(company, "Direct deposit at "),
+                "Choose how much of each paycheck goes to your account."), form],
+         { back: true, focus: kind });
+  sync();
+}
+
+export function manualFallback(company, afterFailure) {
+  var steps = [
+    "Ask " + company.name + "'s payroll team (or your HR portal) how to change your direct deposit.",
+    "Give them your account and routing numbers, or a signed direct deposit form.",
+    "Check your next pay stub to see that the change is in place."
+  ].map(function (text) { return el("li", { text: text }); });
+  screen("manual-fallback", "Manual Instructions", [
+    companyHero(company, companyTitle(company, "Update your deposit at "), null),
+    el("p", { "data-testid": "manual-instructions", "class": "lead",
+              text: afterFailure ?
+                "You can make this change with " + company.name + " directly. Give your employer's payroll " +
+                "team your account and routing numbers, or a direct deposit form." :
+                company.name + " can't be connected online. Give your employer's payroll " +
+                "team your account and routing numbers, or a direct deposit form." }),
+    el("ol", { "class": "card numbered" }, steps),
+    el("div", { "class": "actions" }, [
+      button("primary", "Get a deposit form", function () {
+        remember(function () { manualFallback(company, afterFailure); });
+        depositPdf(company); })])
+  ], { back: true });
+}
+
+export function depositPdf(company) {
+  var link = el("a", { href: "/sdk/deposit-form.pdf?companyId=" + encodeURIComponent(company._id) +
+                       "&publicToken=" + encodeURIComponent(state.token),
+                       target: "_blank", "class": "primary", "data-testid": "deposit-pdf" },
+                [icon("document"), el("span", { text: "Download the form (PDF)" })]);
+  link.onclick = function (event) {
+    // The host page opens it (<prefix>-open-url): an iframe may not open windows itself.
+    event.preventDefault();
+    interaction("Downloaded Deposit Form", { companyId: company._id });
+    send("open-url", { url: new URL(link.getAttribute("href"), window.location.href).href });
+  };
+  screen("generate-deposit-pdf", "Deposit Form", [
+    companyHero(company, companyTitle(company, "Deposit form for "),
+                "Fill in your account details, sign the form, and hand it to " +
+                company.name + "'s payroll team."),
+    el("div", { "class": "actions" }, [link])
+  ], { back: true });
+}
+
+export function addCard(company) {
+  var number = el("input", { inputmode: "numeric", autocomplete: "cc-number",
+                             "data-testid": "card-number" });
+  var expiry = el("input", { autocomplete: "cc-exp", placeholder: "MM/YY", "data-testid": "card-expiry" });
+  var message = alertBox("card-error");
+  var form = el("form", { "class": "form", novalidate: "" }, [field("Card number", number),
+    field("Expiry date (MM/YY)", expiry), message,
+    el("button", { type: "submit", "class": "primary", "data-testid": "continue", text: "Continue" })]);
+  form.onsubmit = function (event) {
+    event.preventDefault();
+    var digits = number.value.replace(/\D/g, "");
+    var parts = expiry.value.split("/");
+    if (digits.length < 12 || parts.length !== 2) {
+      say(message, "Check the card number and expiry date.");
+      return;
+    }
+    state.paymentMethod = { type: "card", _id: "card-" + digits.slice(-4), title: "Card " + digits.slice(-4),
+      lastFour: digits.slice(-4), brand: digits.charAt(0) === "4" ? "visa" : "card",
+      expiry: "20" + parts[1].trim() + "-" + parts[0].trim().padStart(2, "0") + "-01T00:00:00Z" };
+    interaction("Added Card", { lastFour: digits.slice(-4) });
+    remember(function () { addCard(company); });
+    if (company) { screens.openCompany(company, state.refusal, "login-company"); }
+    else { screens.search(false); }
+  };
+  screen("add-card", "Add Card", [
+    iconHero("card", el("h1", { text: "Add a card" }),
+             company ? "The card you want " + company.name + " to charge." : "The card you want to pay with."),
+    form]);
+}

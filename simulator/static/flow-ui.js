@@ -1,0 +1,238 @@
+/* How the flow looks: the user's sentences (from the sandbox), elements and icons, the
+ * frame every screen shares (bar, back and close, focus), and companies' logos and brand
+ * colours. */
+
+import { close, interaction } from "./flow-api.js";
+import { MESSAGES, app, nav, state } from "./flow-state.js";
+
+var uid = 0;
+
+/* A new number for an element's id (a label names its control by id). */
+export function nextId() { return ++uid; }
+
+// -- words -------------------------------------------------------------------------------
+
+function fill(sentence, company, meta) {
+  var name = company && company.name ? company.name : "the company";
+  var partner = meta && meta.managedBy && meta.managedBy.name ? meta.managedBy.name :
+    "another provider";
+  var text = sentence.replace(/\{company\}/g, name).replace(/\{partner\}/g, partner);
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+export function reasonSentence(reason, company, meta) {
+  return fill(MESSAGES.reasons[reason] || MESSAGES.reasons["unknown-failure"] ||
+              MESSAGES.fallback, company, meta);
+}
+export function errorSentence(code, company) {
+  return fill(MESSAGES.errors[code] || MESSAGES.fallback, company);
+}
+
+// -- rendering ---------------------------------------------------------------------------
+
+export function el(tag, attributes, children) {
+  var node = document.createElement(tag);
+  Object.keys(attributes || {}).forEach(function (key) {
+    if (key === "onclick" || key === "oninput" || key === "onsubmit" || key === "onchange" ||
+        key === "onkeydown") {
+      node[key] = attributes[key];
+    } else if (key === "text") { node.textContent = attributes[key]; }
+    else if (key === "style") {
+      // Property by property: the page's Content-Security-Policy refuses style attributes.
+      var look = attributes.style;
+      Object.keys(look).forEach(function (name) {
+        if (name.indexOf("--") === 0) { node.style.setProperty(name, look[name]); }
+        else { node.style[name] = look[name]; }
+      });
+    }
+    else { node.setAttribute(key, attributes[key]); }
+  });
+  (children || []).forEach(function (child) {
+    if (child) { node.appendChild(typeof child === "string" ? document.createTextNode(child) : child); }
+  });
+  return node;
+}
+
+/* Line icons (24 x 24, stroked in the text colour), drawn here: nothing is fetched. */
+var ICONS = {
+  check: ["M5 12.5l4.5 4.5L19 7.5"],
+  x: ["M7 7l10 10M17 7L7 17"],
+  back: ["M15 18l-6-6 6-6"],
+  chevron: ["M9 6l6 6-6 6"],
+  search: ["M11 4a7 7 0 1 0 0 14a7 7 0 1 0 0-14z", "M20 20l-4-4"],
+  lock: ["M6 11h12v10H6z", "M8.5 11V8a3.5 3.5 0 0 1 7 0v3"],
+  alert: ["M12 3a9 9 0 1 0 0 18a9 9 0 1 0 0-18z", "M12 7.5v5.5", "M12 16.5v.01"],
+  shield: ["M12 3l7 3v5c0 4.6-3 8.6-7 10-4-1.4-7-5.4-7-10V6z", "M9 12l2 2 4-4"],
+  question: ["M12 3a9 9 0 1 0 0 18a9 9 0 1 0 0-18z", "M9.2 9.2a2.9 2.9 0 0 1 5.6 1c0 1.9-2.8 2.6-2.8 2.6", "M12 16.8v.01"],
+  clock: ["M12 3a9 9 0 1 0 0 18a9 9 0 1 0 0-18z", "M12 7v5l3 2"],
+  card: ["M3 6h18v12H3z", "M3 10h18", "M7 15h3"],
+  wrench: ["M14.5 6.5a4 4 0 0 0-5.3 5.3L3.5 17.5l3 3 5.7-5.7a4 4 0 0 0 5.3-5.3l-2.6 2.6-2.3-.7-.7-2.3z"],
+  document: ["M7 3h7l5 5v13H7z", "M14 3v5h5", "M10 13h6", "M10 17h6"],
+  grid: ["M4 4h6v6H4z", "M14 4h6v6h-6z", "M4 14h6v6H4z", "M14 14h6v6h-6z"],
+  bank: ["M3 10l9-6 9 6", "M5 10v8", "M10 10v8", "M14 10v8", "M19 10v8", "M3 21h18"],
+  bolt: ["M13 3L5 14h6l-1 7 8-11h-6z"],
+  unlink: ["M9 15l-2 2a3 3 0 0 1-4-4l3-3", "M15 9l2-2a3 3 0 0 1 4 4l-3 3", "M8 8L5 5", "M19 19l-3-3"]
+};
+var SVG = "http://www.w3.org/2000/svg";
+export function icon(name) {
+  var svg = document.createElementNS(SVG, "svg");
+  svg.setAttribute("viewBox", "0 0 24 24");
+  svg.setAttribute("fill", "none");
+  svg.setAttribute("stroke", "currentColor");
+  svg.setAttribute("stroke-width", "2");
+  svg.setAttribute("stroke-linecap", "round");
+  svg.setAttribute("stroke-linejoin", "round");
+  svg.setAttribute("aria-hidden", "true");
+  svg.setAttribute("focusable", "false");
+  ICONS[name].forEach(function (d) {
+    var path = document.createElementNS(SVG, "path");
+    path.setAttribute("d", d);
+    svg.appendChild(path);
+  });
+  return svg;
+}
+
+/* A labelled field: the <label> names the control for screen readers and is clickable. */
+export function field(label, control, hint, options) {
+  options = options || {};
+  var id = "field-" + nextId();
+  control.id = id;
+  var children = [el("label", { "for": id, text: label, "class": options.hiddenLabel ? "sr-only" : null })];
+  if (hint) {
+    var hintId = id + "-hint";
+    control.setAttribute("aria-describedby", hintId);
+    children.push(el("p", { "class": "hint", id: hintId, text: hint }));
+  }
+  children.push(options.wrap ? options.wrap(control) : control);
+  return el("div", { "class": "field" }, children);
+}
+
+export function alertBox(testId) {
+  return el("p", { "class": "alert", role: "alert", "data-testid": testId });
+}
+/* An inline message: an icon and the sentence (its text is the sentence alone). */
+export function say(box, text) {
+  box.textContent = "";
+  if (text) { box.appendChild(icon("alert")); box.appendChild(el("span", { text: text })); }
+}
+
+export function button(kind, text, onclick, attributes) {
+  var node = el("button", { type: "button", "class": kind, text: text, onclick: onclick });
+  Object.keys(attributes || {}).forEach(function (key) { node.setAttribute(key, attributes[key]); });
+  return node;
+}
+
+/* A submit button that shows it is working while its request runs. */
+export function busy(submit, working) {
+  if (!submit.getAttribute("data-label")) { submit.setAttribute("data-label", submit.textContent); }
+  submit.disabled = working;
+  submit.textContent = "";
+  if (working) {
+    submit.appendChild(el("span", { "class": "spinner", "aria-hidden": "true" }));
+    submit.appendChild(document.createTextNode(submit.getAttribute("data-working") || "Please wait…"));
+  } else {
+    submit.textContent = submit.getAttribute("data-label");
+  }
+}
+
+export function screen(name, title, children, options) {
+  options = options || {};
+  document.getElementById("title").textContent = title;
+  document.title = title + " · Connect your payroll";
+  var back = document.getElementById("back");
+  back.textContent = "";
+  var canGoBack = options.back && nav.showBackButton !== false && state.history.length > 0;
+  if (canGoBack) {
+    back.appendChild(el("button", { type: "button", "class": "icon-button", "data-testid": "back",
+      "aria-label": "Back", onclick: function () { var previous = state.history.pop(); previous(); } },
+      [icon("back"), nav.showBackButtonText === false ? null : el("span", { text: "Back" })]));
+  }
+  var closer = document.getElementById("close");
+  closer.textContent = "";
+  if (nav.showCloseButton !== false) {
+    closer.appendChild(el("button", { type: "button", "class": "icon-button", "data-testid": "close",
+      "aria-label": "Close", onclick: options.onClose || function () {
+        close(options.closeReason || "user-closed"); } }, [icon("x")]));
+  }
+  app.textContent = "";
+  app.onkeydown = null;
+  app.setAttribute("data-screen", name);
+  app.scrollTop = 0;
+  children.forEach(function (child) { if (child) { app.appendChild(child); } });
+  var focus = options.focus || app.querySelector("input, select") || app.querySelector("h1");
+  if (focus) {
+    if (focus.tagName === "H1") { focus.setAttribute("tabindex", "-1"); }
+    focus.focus();
+  }
+  interaction("Viewed " + title + " Page");
+}
+
+// -- companies: logos and brand colours --------------------------------------------------
+
+var HEX = /^#(?:[0-9a-f]{3}){1,2}$/i;
+function rgb(colour) {
+  var hex = colour.slice(1);
+  if (hex.length === 3) { hex = hex.replace(/./g, function (c) { return c + c; }); }
+  return [0, 2, 4].map(function (i) { return parseInt(hex.slice(i, i + 2), 16); });
+}
+export function brandColour(company) {
+  var colour = company && company.branding && company.branding.color;
+  return typeof colour === "string" && HEX.test(colour) ? colour : "#4b5563";
+}
+/* WCAG relative luminance; white or near-black ink, whichever reads better. */
+function luminance(colour) {
+  return rgb(colour).map(function (v) {
+    v /= 255;
+    return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4);
+  }).reduce(function (sum, v, i) { return sum + v * [0.2126, 0.7152, 0.0722][i]; }, 0);
+}
+function inkOn(colour) {
+  var l = luminance(colour);
+  return (1.05 / (l + 0.05)) >= ((l + 0.05) / 0.05) ? "#ffffff" : "#000000";
+}
+/* The brand colour mixed into white: a tint that dark text reads on. */
+function tint(colour, share) {
+  return "rgb(" + rgb(colour).map(function (v) { return Math.round(255 - (255 - v) * share); }).join(",") + ")";
+}
+
+/* The company's logo from the sandbox (a monogram on its brand colour), or its first
+ * letter where the sandbox has none (a tenant's own company). Decorative: the name is
+ * always written next to it. */
+export function logo(company, size) {
+  var colour = brandColour(company);
+  var box = el("span", { "class": "logo" + (size ? " logo-" + size : ""), "aria-hidden": "true",
+                         style: { background: colour, color: inkOn(colour) } });
+  var img = el("img", { alt: "", src: "/sdk/logo/" + encodeURIComponent(company._id) + ".svg",
+                        decoding: "async" });
+  img.onerror = function () {
+    box.textContent = (company.name || "?").charAt(0).toUpperCase();
+  };
+  box.appendChild(img);
+  return box;
+}
+
+function badged(node, kind) {
+  var marks = { success: "check", failure: "x", warning: "wrench" };
+  node.appendChild(el("span", { "class": "badge badge-" + kind, "aria-hidden": "true" }, [icon(marks[kind])]));
+  return node;
+}
+
+/* A heading that names the company: `prefix` then the name (data-testid company-name). */
+export function companyTitle(company, prefix) {
+  return el("h1", {}, [prefix || null, el("span", { "data-testid": "company-name", text: company.name })]);
+}
+
+/* The top of a company's screen: its logo on a band of its colour, the heading, a sentence. */
+export function companyHero(company, heading, lead, options) {
+  options = options || {};
+  var mark = logo(company, options.size || "xl");
+  if (options.badge) { badged(mark, options.badge); }
+  return el("div", { "class": "hero" + (options.band === false ? "" : " hero-band"),
+                     style: options.band === false ? {} : { background: tint(brandColour(company), 0.1) } },
+            [mark, heading, lead ? el("p", { "class": "lead", text: lead }) : null]);
+}
+
+export function iconHero(name, heading, lead, tone) {
+  return el("div", { "class": "hero" }, [
+    el("div", { "class": "hero-icon" + (tone ? " " + tone : ""), "aria-hidden": "true" }, [icon(name)]),
+    heading, lead ? el("p", { "class": "lead", text: lead }) : null]);
+}
