@@ -11,6 +11,7 @@ from aiohttp import web
 from .domain.identity import PublicToken
 from .domain.registry import TenantRegistry
 from .domain.tenants import Tenant
+from .operations import Operation
 from .security import HostPolicy
 from .settings import Settings
 from .webhooks.dispatcher import Dispatcher
