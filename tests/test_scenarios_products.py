@@ -1,18 +1,19 @@
 """Issue 23: which products a scenario fits. A scenario file names them (`products`) or its
 steps imply them; they are made concrete against the service profile at start, and a
-scenario never changes a task's product (the API side: tests/test_tasks.py)."""
+scenario never changes a task's product (the API side: tests/test_tasks.py). The
+command-line tests call `payroll-sandbox`'s main in-process (test_cli_toolkit.py runs
+`scenarios` as a process)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from engine import Engine, bundled
 
-from payroll_sandbox.app import load
+from payroll_sandbox.cli import main
 from payroll_sandbox.fixtures import ConfigError
 from payroll_sandbox.scenarios.loader import load_scenario, resolve_products
-from payroll_sandbox.settings import Settings
 
 PROFILE = {"deposit": "user-link", "verify": "user-link", "switch": "pay-link",
            "present": "pay-link"}
@@ -110,31 +111,29 @@ def test_resolving_refuses_a_happy_path_that_does_not_fit_every_product(tmp_path
         caught.value.message
 
 
-async def test_an_older_step_product_names_what_it_fits_and_changes_nothing(tmp_path):
+def test_an_older_step_product_names_what_it_fits_and_changes_nothing(tmp_path):
     """`product: switch` in a step: a switch task runs it (and stays a switch task), a
     present task may not (it used to become a switch task silently)."""
-    from payroll_sandbox.app import create_app
     from payroll_sandbox.errors import ScenarioDoesNotFit
-    from payroll_sandbox.keys import SANDBOX
 
     write(tmp_path, PROCESSING + "    product: switch\n    flow: switch\n" + COMPLETED,
           name="old-switch")
-    sandbox = create_app(Settings(clock="manual", seed=7, scenarios=tmp_path))[SANDBOX]
-    assert sandbox.registry.scenarios["old-switch"].products == ("switch",)
-    tenant, netflix = sandbox.registry.tenants.default(), "6410a0000000000000000060"
+    engine = Engine(seed=7, scenarios=tmp_path)
+    assert engine.registry.scenarios["old-switch"].products == ("switch",)
+    netflix = "6410a0000000000000000060"
     with pytest.raises(ScenarioDoesNotFit):
-        tenant.tasks.create_task({"identifier": "u", "company": netflix, "product": "present",
-                                  "scenario": "old-switch"})
-    _, [task] = tenant.tasks.create_task({"identifier": "u", "company": netflix,
-                                          "product": "switch", "scenario": "old-switch"})
-    await tenant.runner.run_until_idle()
+        engine.api_task({"identifier": "u", "company": netflix, "product": "present",
+                         "scenario": "old-switch"})
+    _, [task] = engine.api_task({"identifier": "u", "company": netflix, "product": "switch",
+                                 "scenario": "old-switch"})
+    engine.run_until_idle()
     assert (task.product, task.flow, task.status) == ("switch", "switch", "completed")
 
 
 # -- the bundled scenarios --------------------------------------------------------------------
 
 def test_bundled_scenarios_fit_what_their_stories_are_about():
-    loaded = load(Settings())
+    loaded = bundled()
     scenarios, every = loaded.scenarios, tuple(loaded.fixtures.service.products)
     pay_link = {name for name, s in scenarios.items()
                 if any(k in step.changes for step in s.steps
@@ -150,18 +149,18 @@ def test_bundled_scenarios_fit_what_their_stories_are_about():
     assert not [n for n, s in scenarios.items() if any("product" in st.changes for st in s.steps)]
 
 
-def test_scenarios_validate_refuses_an_unknown_product_with_exit_2(tmp_path):
+def test_scenarios_validate_refuses_an_unknown_product_with_exit_2(tmp_path, capsys):
     write(tmp_path, PROCESSING + COMPLETED, header="products: [payroll]\n", name="mine")
-    result = run_cli("scenarios", "validate", str(tmp_path))
-    assert result.returncode == 2
-    assert result.stderr.strip() == (
+    assert main(["scenarios", "validate", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip() == (
         f"payroll-sandbox: configuration error: {tmp_path / 'mine.yaml'}: $.products[0]: no "
         "product is named 'payroll' (the service profile's: deposit, verify, identify, tax, "
         "switch, present, manage)")
 
 
-def test_scenarios_list_says_what_each_fits():
-    lines = run_cli("scenarios", "list").stdout.splitlines()
+def test_scenarios_list_says_what_each_fits(capsys):
+    assert main(["scenarios", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
     fits = {line.split()[0]: line.split()[4] for line in lines}
     assert fits["payment-method-declined"] == "fits=switch"
     assert fits["happy-path"] == "fits=every-product"
