@@ -22,9 +22,10 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import ACME, JOES_DINER, REPO, WALMART, run_cli
+from conftest import ACME, JOES_DINER, REPO, WALMART
 from engine import DAY, Engine, engine  # noqa: F401  (engine: a fixture)
 from receiver import Receiver, assert_events_valid
+from payroll_sandbox.cli import main
 from payroll_sandbox.domain import sdk
 from payroll_sandbox.domain.company_admin import set_company_status
 from payroll_sandbox.errors import ApiError, CompanyManualDeposits, CompanyUnderMaintenance
@@ -305,14 +306,15 @@ def test_the_loader_rejects_a_step_that_would_break_an_event_rule(tmp_path: Path
     assert words in caught.value.message
 
 
-def test_scenarios_validate_rejects_a_step_that_would_break_an_event_rule(tmp_path: Path):
-    """`scenarios validate` names the file and the step (exit 2)."""
+def test_scenarios_validate_rejects_a_step_that_would_break_an_event_rule(tmp_path: Path,
+                                                                          capsys):
+    """`scenarios validate` names the file and the step (exit 2; the CLI's main, in-process)."""
     steps, path, words = BROKEN_STEPS[0]
     folder = tmp_path / "scenarios"
     scenario_file(folder, "broken", steps)
-    result = run_cli("scenarios", "validate", str(folder))
-    assert result.returncode == 2, result
-    assert "broken.yaml" in result.stderr and path in result.stderr and words in result.stderr
+    assert main(["scenarios", "validate", str(folder)]) == 2
+    stderr = capsys.readouterr().err
+    assert "broken.yaml" in stderr and path in stderr and words in stderr
 
 
 def test_a_step_stating_the_same_authentication_is_valid_and_silent(tmp_path: Path):
