@@ -685,14 +685,8 @@ class Tasks(Mapping[str, Task]):
     def _emit_task_event(self, task: Task, event_type: str,
                          data: dict[str, Any] | None) -> None:
         tenant = self.tenant
-        company = tenant.companies.get(task.company_id)
-        tenant.emit(
-            event_type, identifier=task.identifier, task_id=task.id,
-            user={"_id": task.user_id, "identifier": task.identifier, "connected": task.connected},
-            data=data, publicToken=task.public_token, product=task.product, task=task.id,
-            taskWorkflow=task.workflow, authenticationMethod=task.authentication_method,
-            company=company.branding_summary() if company else {"_id": task.company_id},
-            metadata=task.metadata)
+        tenant.emit(event_type, identifier=task.identifier, task_id=task.id, data=data,
+                    **task_event_fields(task, tenant.companies.get(task.company_id)))
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -703,6 +697,21 @@ class Tasks(Mapping[str, Task]):
         if task is None or identifier is not None and task.identifier != identifier:
             raise TaskNotFound(UNKNOWN_TASK.format(task_id=task_id))
         return task
+
+
+def task_event_fields(task: Task, company: Company | None) -> dict[str, Any]:
+    """What every task event carries beside its `data` (spec: Task events): the user (with
+    `connected`), the public token, product, task, workflow, authentication method, the
+    company's summary and the task's metadata (when it has some). The engine's events and
+    triggered ones (triggers.py) are made from this one place."""
+    fields = {"user": {"_id": task.user_id, "identifier": task.identifier,
+                       "connected": task.connected},
+              "publicToken": task.public_token, "product": task.product, "task": task.id,
+              "taskWorkflow": task.workflow, "authenticationMethod": task.authentication_method,
+              "company": company.branding_summary() if company else {"_id": task.company_id}}
+    if task.metadata is not None:
+        fields["metadata"] = task.metadata
+    return fields
 
 
 # -- the real service's task operations (../shared/spec/real-api-surface.md: Tasks) ----------

@@ -25,7 +25,7 @@ from .companies import OPERATIONAL, UNKNOWN_COMPANY, Company
 from .events import Event
 from ..clock import isoformat
 from .states import COMPLETED, FINAL, PROCESSING, QUEUED
-from .tasks import UNKNOWN_TASK, Task, Workflow
+from .tasks import UNKNOWN_TASK, Task, Workflow, task_event_fields
 from .identity import DEFAULT_TOKEN_LIFETIME, create_access_token
 from .owner import Owner
 
@@ -50,7 +50,7 @@ def trigger_event(tenant: Owner, aggregator: str, request: dict[str, Any]) -> Ev
 
     if event_type in TASK_EVENT_DATA:
         data = {**_task_data(event_type, task), **overrides}
-        body = _task_body(tenant, task, company, data)
+        body = {**task_event_fields(task, company), "data": data}
         return _checked_emit(tenant, event_type, aggregator, body,
                              identifier=task.identifier, task_id=task.id)
     if event_type in COMPANY_EVENT_DATA:
@@ -149,16 +149,6 @@ def _task_data(event_type: str, task: Task) -> dict[str, Any]:
     if task.reason:
         data["reason"] = task.reason
     return data
-
-
-def _task_body(tenant: Owner, task: Task, company: Company, data: dict[str, Any]) -> dict[str, Any]:
-    body = {"user": {"_id": task.user_id, "identifier": task.identifier, "connected": task.connected},
-            "publicToken": task.public_token, "product": task.product, "task": task.id,
-            "taskWorkflow": task.workflow, "authenticationMethod": task.authentication_method,
-            "company": company.branding_summary(), "data": data}
-    if task.metadata:
-        body["metadata"] = task.metadata
-    return body
 
 
 def _user_data(tenant: Owner, event_type: str, aggregator: str,
