@@ -12,7 +12,8 @@ and client share the event loop, on 127.0.0.1, manual clock):
      status of every task per scenario (every task must end completed/failed);
   4. peak RSS of the process (ru_maxrss).
 
-Targets: run-until-idle < 10 s, peak RSS < 300 MB. One PASS/FAIL line per
+Targets: run-until-idle < 10 s, peak RSS < 300 MB, and with a receiver at most 1.3 x the
+floor of a bare aiohttp client sending the same POSTs. One PASS/FAIL line per
 target; the exit status is 0 unless `--strict` is given and a target failed.
 `--profile FILE` writes a cProfile of the whole run (pstats format) and prints
 the top functions.
@@ -51,7 +52,10 @@ NETFLIX = "6410a0000000000000000060"   # merchant: product switch
 
 TARGET_RUN_SECONDS = 10.0
 TARGET_RSS_MB = 300.0
-TARGET_RECEIVER_RATIO = 2.0  # run-until-idle with every event delivered / without
+# Run-until-idle with every event delivered, against the floor the code controls: the run
+# without a receiver plus the same POSTs sent alone by a bare aiohttp client (issue 21: a
+# ratio to the run without a receiver was a target no aiohttp sender meets on two cores).
+TARGET_FLOOR_RATIO = 1.3
 
 
 
@@ -352,8 +356,9 @@ def main(argv: list[str] | None = None) -> int:
             delivered = asyncio.run(bench(args.tasks, args.concurrency, webhook_url=url))
             bare = asyncio.run(bare_posts(url, delivered["events_total"]))
         ratio = delivered["run_seconds"] / result["run_seconds"]
-        ratio_ok = ratio <= TARGET_RECEIVER_RATIO
         floor = (result["run_seconds"] + bare) / result["run_seconds"]
+        over_floor = delivered["run_seconds"] / (result["run_seconds"] + bare)
+        ratio_ok = over_floor <= TARGET_FLOOR_RATIO
         print(f"\nwith a webhook receiver (another process): run-until-idle "
               f"{delivered['run_seconds']:.3f} s, {delivered['events_total']} events delivered "
               f"({(delivered['run_seconds'] - result['run_seconds']) / delivered['events_total'] * 1e6:.0f} "
@@ -363,8 +368,9 @@ def main(argv: list[str] | None = None) -> int:
               f"({bare / delivered['events_total'] * 1e6:.0f} us each); run without a receiver plus "
               f"those alone = {floor:.2f} x the run without one: the floor of any sandbox sending "
               f"with aiohttp on this machine")
-        print(f"{'PASS' if ratio_ok else 'FAIL'}  with / without a receiver = {ratio:.2f} "
-              f"(target <= {TARGET_RECEIVER_RATIO:g}; aiohttp floor {floor:.2f})")
+        print(f"{'PASS' if ratio_ok else 'FAIL'}  run-until-idle with a receiver = "
+              f"{over_floor:.2f} x the aiohttp floor (target <= {TARGET_FLOOR_RATIO:g}; with / "
+              f"without a receiver {ratio:.2f}, floor {floor:.2f})")
         ok = ok and ratio_ok
     failures = result["create_status"].get(200, 0) != args.tasks
     assert not failures, f"task creation failed: statuses {result['create_status']}"
