@@ -1,4 +1,4 @@
-"""Issue 22: a restore is untrusted input. Hundreds of seeded mutations of a real snapshot (a busy
+"""Issue 22: a restore is untrusted input. Seeded mutations of a real snapshot (a busy
 tenant's: tasks at every step, jobs, tokens, bindings, companies, a linked account, a
 processor link mid-pipeline) go through the restore; each is either refused with a 4xx and
 changes nothing, or accepted, and then every read of the tenant answers and a
@@ -29,11 +29,12 @@ from payroll_sandbox.errors import ApiError
 from test_snapshot import busy, fresh_app, snapshot_of
 
 # Seeded runs of MUTATIONS each, one test apiece so the workers share them. The count is
-# what a refused restore costs allowing for (about 60-90 ms on a busy 2-core machine: the
-# snapshot's schema errors are listed by jsonschema over the whole document, its three
-# 625-word random states making most of it), not what the harness could do.
+# what a restore costs allowing for, not the harness: on a busy 2-core machine a refused
+# document takes 60-150 ms in snapshot.py, four fifths of it listing the schema errors with
+# jsonschema over the whole document (its three 625-word random states the most) and
+# parsing it piece by piece.
 SEEDS = (22, 23, 24, 25)
-MUTATIONS = 100
+MUTATIONS = 50
 
 HUGE = [1e308, -1e308, 1e19, 2**63 - 1, -(2**63), 2**53, -1, -0.5, 0, 1e-300, 253402300800,
         -62135596800, 31_536_000_000]
@@ -223,7 +224,7 @@ async def test_mutated_snapshots_are_refused_cleanly_or_leave_a_working_tenant(
             assert restore(engine, body) is None
     print(f"{MUTATIONS} mutations in {time.monotonic() - started:.1f} s: {accepted} accepted, "
           f"refused {refused}")
-    assert accepted >= 5 and sum(refused.values()) >= 25, (accepted, refused)
+    assert accepted >= 3 and sum(refused.values()) >= 15, (accepted, refused)
     assert {"invalid-snapshot", "malformed-json"} <= set(refused), refused
 
 
