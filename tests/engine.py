@@ -4,9 +4,11 @@ No aiohttp app, server or receiver: a test makes tasks with the domain calls the
 make (`tenant.tasks.create_task`, `sdk.login`), runs the tenant's clock and reads its
 ledger. The tenants have no webhook endpoints, so nothing starts I/O and the runner awaits
 nothing but itself: `run_until_idle` and `advance` drive it to its end without an event
-loop, and a test of the engine is a plain function.
+loop, and a test of the engine is a plain function. `answer` reads as a route answers (a
+handler is a coroutine: an async test awaits it).
 
-Import what a module uses: `from engine import Engine, engine` (`engine` is a fixture).
+Import what a module uses: `from engine import Engine, engine` (`engine` is a fixture,
+imported by the modules that use it rather than registered for every test).
 """
 
 from __future__ import annotations
