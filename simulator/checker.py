@@ -8,7 +8,7 @@ server, in a temporary tenant deleted at the end, so the events carry that serve
 service profile, companies and scenarios. Both are an `EventSource`; the suite is the
 same. The checker sends the events itself, as the dispatcher sends an attempt
 (binary-mode CloudEvent, the body byte for byte, 15 s timeout, redirects not followed,
-only a 2xx counts), because some checks need what the sandbox never sends on its own: a
+only a 2xx counts, through the one webhook sender of webhooks/sender.py), because some checks need what the sandbox never sends on its own: a
 wrong signature, none at all, a future event type, extra fields.
 
 Task events are of the products the handler deals with (`products`, `--products`; by
@@ -47,6 +47,7 @@ from .schemas.events import TASK_EVENT_DATA, event_types
 from .schemas.validate import http_url_problem, parse_time
 from .webhooks.cloudevents import SIGNATURE_HEADER, sign, to_message
 from .webhooks.dispatcher import ATTEMPT_TIMEOUT
+from .webhooks.sender import TIMEOUT, new_session, post
 
 # The checks, in the order they run; the names are a contract (README, --json, tests).
 EVERY_EVENT_TYPE = "every-event-type"
@@ -273,8 +274,6 @@ async def check_handler_async(url: str, secret: str | None = None,
                               state_settle: float = STATE_SETTLE,
                               seed: int | None = None) -> Report:
     """`check_handler`, awaitable."""
-    import aiohttp
-
     url = checked_url(url, "URL")
     state_url = checked_url(state_url, "--state-url") if state_url else None
     if sandbox_url is not None:
@@ -290,9 +289,7 @@ async def check_handler_async(url: str, secret: str | None = None,
     started = time.monotonic()
     seed = secrets.randbits(31) if seed is None else seed
     signing = secret if secret is not None else default_secret()
-    async with aiohttp.ClientSession(
-            cookie_jar=aiohttp.DummyCookieJar(), timeout=aiohttp.ClientTimeout(total=None),
-            connector=aiohttp.TCPConnector(limit=max(concurrency, 1))) as session:
+    async with new_session(limit=concurrency) as session:
         source = (InProcessSource(seed) if sandbox_url is None
                   else RemoteSource(session, sandbox_url, api_key, api_secret, seed))
         async with source:
@@ -727,40 +724,20 @@ class Sender:
 
     async def _post(self, event_type: str, ce_id: str, signature: str, headers: dict[str, str],
                     body: bytes) -> Delivery:
-        import aiohttp
-
         why = self.stopped()
         if why:
             return Delivery(event_type, ce_id, signature, error=why, sent=False)
         limit = min(self.timeout, self.deadline - time.monotonic())
-        started = time.perf_counter()
-        status = location = None
-        answer, error = "", None
-        try:
-            async with self.session.post(self.url, data=body, headers=headers,
-                                         allow_redirects=False,
-                                         timeout=aiohttp.ClientTimeout(total=limit)) as response:
-                status = response.status
-                location = response.headers.get("location")
-                answer = (await response.content.read(ANSWER_EXCERPT * 4)).decode(
-                    "utf-8", "replace")[:ANSWER_EXCERPT]
-        except asyncio.TimeoutError:
+        outcome = await post(self.session, self.url, headers, body, timeout=limit)
+        error = None if outcome.failure is None else outcome.failure.reason
+        if outcome.failure is not None and outcome.failure.kind == TIMEOUT:
             if limit < self.timeout:
                 error = f"not answered when the run's bound of {self.run_timeout:g}s was reached"
             else:
                 self.timeouts += 1
-                error = f"timeout after {self.timeout:g}s"
-        except aiohttp.ClientConnectorError as error_:
-            error = ("connection refused" if isinstance(error_.os_error, ConnectionRefusedError)
-                     else f"cannot connect to {error_.host}:{error_.port}")
-        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError,
-                aiohttp.ClientPayloadError):
-            error = "connection reset"
-        except (aiohttp.ClientError, OSError, ValueError) as error_:
-            error = f"{type(error_).__name__}: {error_}"
-        latency = round((time.perf_counter() - started) * 1000, 3)
-        return Delivery(event_type, ce_id, signature, status=status, latency_ms=latency,
-                        error=error, location=location, answer=answer)
+        return Delivery(event_type, ce_id, signature, status=outcome.status,
+                        latency_ms=outcome.latency_ms, error=error, location=outcome.location,
+                        answer=outcome.excerpt.decode("utf-8", "replace")[:ANSWER_EXCERPT])
 
 
 # -- the checks --------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ import orjson
 from .domain.events import Event
 from .remote import CannotReach, request
 from .webhooks.cloudevents import SIGNATURE_HEADER, sign, to_message
-from .webhooks.dispatcher import dns_failure
+from .webhooks.sender import post
 
 POLL_INTERVAL = 0.5     # wall seconds between two reads of the ledger
 PAGE = 10000            # the most one GET /_sandbox/events returns
@@ -377,29 +377,9 @@ class Forwarder:
 
     async def send(self, record: dict[str, Any]) -> tuple[int | None, str | None]:
         """(status, None) when the URL answered, else (None, what went wrong)."""
-        import aiohttp
-
         headers, body = await self.message(record)
-        try:
-            async with self.session.post(self.url, data=body, headers=headers,
-                                         allow_redirects=False,
-                                         timeout=aiohttp.ClientTimeout(total=FORWARD_TIMEOUT)
-                                         ) as response:
-                await response.read()
-                return response.status, None
-        except asyncio.TimeoutError:
-            return None, f"timeout after {FORWARD_TIMEOUT:g}s"
-        except aiohttp.ClientConnectorError as error:
-            if dns_failure(error):
-                return None, f"DNS lookup failed for {error.host}"
-            if isinstance(error.os_error, ConnectionRefusedError):
-                return None, "connection refused"
-            return None, f"cannot connect to {error.host}:{error.port}"
-        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError,
-                aiohttp.ClientPayloadError):
-            return None, "connection reset"
-        except (aiohttp.ClientError, OSError, ValueError) as error:
-            return None, f"{type(error).__name__}: {error}"
+        outcome = await post(self.session, self.url, headers, body, timeout=FORWARD_TIMEOUT)
+        return outcome.status, None if outcome.failure is None else outcome.failure.reason
 
     async def _vendor(self) -> str:
         """`com.<vendor>` is the ce-source; the OpenAPI document's webhooks say it."""

@@ -14,7 +14,6 @@ import asyncio
 import logging
 import math
 import random
-import socket
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -26,7 +25,8 @@ from ..domain.outbox import (FAILED, INTERRUPTED, INTERRUPTED_ATTEMPT, PENDING,
 from ..domain.tenants import Tenant
 from ..redact import loggable_url
 from .cloudevents import to_message
-from .policy import OutboundPolicy, OutboundRefused, PolicyResolver
+from .policy import OutboundPolicy, PolicyResolver
+from .sender import ANSWER_READ, new_session, post
 
 log = logging.getLogger("payroll_sandbox.webhooks")
 
@@ -35,20 +35,9 @@ CONNECTIONS = 256         # attempts in flight at once, over every tenant
 TENANT_CONNECTIONS = 32   # of those, one tenant's at most: slow endpoints of one tenant
                           # never hold up another tenant's deliveries
 SHUTDOWN_GRACE = 5.0      # wall seconds attempts in flight get to finish at shutdown
-ANSWER_READ = 4096        # bytes of a receiver's answer read; past them the connection closes
 
 __all__ = ["ATTEMPT_TIMEOUT", "Attempt", "Delivery", "Dispatcher", "FaultPlan",
-           "INTERRUPTED_ATTEMPT", "PENDING", "SHUTDOWN_GRACE", "dns_failure", "request_headers"]
-
-
-def dns_failure(error: Exception) -> bool:
-    """Whether a failure to connect was a failed DNS lookup: aiohttp >= 3.10.10 raises
-    ClientConnectorDNSError; before it, a ClientConnectorError over socket.gaierror."""
-    import aiohttp
-
-    dns_error = getattr(aiohttp, "ClientConnectorDNSError", None)
-    return ((dns_error is not None and isinstance(error, dns_error))
-            or isinstance(getattr(error, "os_error", None), socket.gaierror))
+           "INTERRUPTED_ATTEMPT", "PENDING", "SHUTDOWN_GRACE", "request_headers"]
 
 
 @dataclass
@@ -93,14 +82,7 @@ class Dispatcher:
         return Outbox(tenant, endpoints, random.Random(f"{self.seed}:{tenant.name}:faults"))
 
     async def start(self) -> None:
-        import aiohttp
-
-        self._attempt_timeout = aiohttp.ClientTimeout(total=self.timeout)
-        # No cookie jar: a webhook sender does not carry cookies from one delivery to the next.
-        self._session = aiohttp.ClientSession(
-            timeout=aiohttp.ClientTimeout(total=None), cookie_jar=aiohttp.DummyCookieJar(),
-            connector=aiohttp.TCPConnector(limit=CONNECTIONS, force_close=False,
-                                           resolver=PolicyResolver(self.policy)))
+        self._session = new_session(limit=CONNECTIONS, resolver=PolicyResolver(self.policy))
 
     async def stop(self, tenants: Any = (), grace: float = SHUTDOWN_GRACE) -> None:
         """Stop sending: attempts in flight get `grace` seconds to finish; the rest, and
@@ -208,8 +190,6 @@ class Dispatcher:
         self.flush(outbox)  # what the answer queued (the duplicate fault's extra copy)
 
     async def _post(self, delivery: Delivery, attempt: Attempt, message: Any) -> None:
-        import aiohttp
-
         started = time.perf_counter()
         try:
             if self._session is None or self.closing:
@@ -221,33 +201,16 @@ class Dispatcher:
                 return
             # The timeout bounds the whole attempt, the answer's body included; only its first
             # ANSWER_READ bytes are read (a receiver streaming without end costs nothing).
-            async with asyncio.timeout(self.timeout), self._session.post(
-                    delivery.url, data=message.body, headers=message.headers,
-                    allow_redirects=False, timeout=self._attempt_timeout) as response:
-                await _read_some(response)
-                attempt.status = response.status
-                if 300 <= response.status < 400:
-                    location = response.headers.get("location", "")
-                    attempt.error = f"redirect not followed ({response.status} to {location})"
-                elif not 200 <= response.status < 300:
-                    attempt.error = f"non-2xx response {response.status}"
-        except asyncio.TimeoutError:
-            attempt.error = f"timeout after {self.timeout:g}s"
-        except aiohttp.ClientConnectorError as error:
-            if isinstance(error.os_error, OutboundRefused):
-                attempt.error = str(error.os_error)  # every address the name has is refused
-            elif dns_failure(error):
-                attempt.error = f"DNS lookup failed for {error.host}: {error.os_error}"
-            else:
-                # Refused, or another failure to connect (unreachable, TLS): what the OS said.
-                what = ("connection refused" if isinstance(error.os_error, ConnectionRefusedError)
-                        else f"cannot connect to {error.host}:{error.port}")
-                attempt.error = f"{what}: {error.os_error}"
-        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError,
-                aiohttp.ClientPayloadError) as error:
-            attempt.error = f"connection reset: {error}"
-        except (aiohttp.ClientError, OSError, ValueError) as error:
-            attempt.error = f"{type(error).__name__}: {error}"
+            outcome = await post(self._session, delivery.url, message.headers, message.body,
+                                 timeout=self.timeout, read_limit=ANSWER_READ)
+            attempt.status = outcome.status
+            if outcome.failure is not None:
+                attempt.error = str(outcome.failure)
+            elif outcome.redirect:
+                attempt.error = (f"redirect not followed ({outcome.status} to "
+                                 f"{outcome.location or ''})")
+            elif not outcome.ok:
+                attempt.error = f"non-2xx response {outcome.status}"
         finally:
             attempt.latency_ms = round((time.perf_counter() - started) * 1000, 3)
 
@@ -257,19 +220,6 @@ class Dispatcher:
         import yarl
 
         return self.policy.url_problem(yarl.URL(url))
-
-async def _read_some(response: Any) -> None:
-    """Reads at most ANSWER_READ bytes of an answer and drops them; a longer answer closes
-    the connection instead of being read to its end (nothing of it is kept)."""
-    left = ANSWER_READ
-    while left > 0:
-        chunk = await response.content.read(left)
-        if not chunk:
-            return
-        left -= len(chunk)
-    if not response.content.at_eof():
-        response.close()
-
 
 def request_headers(tenant: Tenant, event: Event, vendor: str,
                     delivery: Delivery | None = None) -> dict[str, str]:
