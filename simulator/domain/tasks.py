@@ -35,6 +35,7 @@ from .states import (COMPLETED, FAILED, FINAL, PROCESSING, QUEUED, emits_status_
 from .rules import Rules
 from .identity import create_access_token
 from .owner import Owner
+from .task_fields import STEP_FIELDS
 from .timeline import action_kind
 
 HAPPY_PATH = "happy-path"
@@ -122,7 +123,8 @@ class Task:
             "scenario": self.scenario, "createdAt": isoformat(self.created_at),
             "history": self.history,
         }
-        optional = {"reason": self.reason, "flow": self.flow, "meta": self.meta,
+        optional = {"reason": self.reason,
+                    **{name: getattr(self, name) for name in STEP_FIELDS},
                     "metadata": self.metadata, "paymentMethod": self.payment_method,
                     "linkedAccount": self.linked_account, "distribution": self.distribution}
         record.update({k: v for k, v in optional.items() if v is not None})
@@ -573,7 +575,7 @@ class Tasks(Mapping[str, Task]):
         status = changes.get("status")
         if status is not None and task.status in FINAL and not patch:
             return  # nothing but a patch follows a final status (hand-built steps too)
-        for name in ("flow", "meta"):  # never `product`: a task runs a scenario that fits it
+        for name in STEP_FIELDS:  # never `product`: a task runs a scenario that fits it
             if name in changes:
                 setattr(task, name, changes[name])
         if "authenticationMethod" in changes:
@@ -644,7 +646,8 @@ class Tasks(Mapping[str, Task]):
             data = {"previousStatus": task.previous_status, "status": task.status,
                     "authenticated": task.authenticated}
             optional = {"paymentMethod": task.payment_method, "reason": task.reason,
-                        "flow": task.flow, "meta": task.meta if status == FAILED else None}
+                        **{name: getattr(task, name) for name, field in STEP_FIELDS.items()
+                           if status == FAILED or not field.on_failure_only}}
             data.update({k: v for k, v in optional.items() if v is not None})
             self._emit_task_event(task, event_type, data)
 

@@ -7,10 +7,11 @@ objects, so what is documented is what is enforced.
 from __future__ import annotations
 
 from ..domain.states import AUTHENTICATION_METHODS as TASK_AUTHENTICATION_METHODS
-from ..domain.states import DEEPLINK_STEPS, FAILURE_REASONS, FLOWS
+from ..domain.states import DEEPLINK_STEPS, FAILURE_REASONS
+from ..domain.task_fields import STEP_FIELDS, step_field_schemas
 from .fixtures import (AUTHENTICATION_METHODS, COMPANY_SCHEMA, COMPANY_STATUSES,
                        CONTINUOUS_ACCESS, DERIVED_TAGS, MANUAL_DEPOSITS, SCOPES, STORED_TAGS)
-from .scenarios import PAYMENT_METHOD, STEP
+from .scenarios import PAYMENT_METHOD
 
 _NAME = {"type": "string", "minLength": 1, "maxLength": 200}
 
@@ -648,8 +649,7 @@ _TASK_FIELDS = {
     "history": {"type": "array", "minItems": 1, "items": TASK_TRANSITION,
                 "description": "Every transition, oldest first."},
     "reason": {**_REASON, "description": "The failure reason, when failed."},
-    "flow": {"enum": list(FLOWS)},
-    "meta": STEP["properties"]["meta"],
+    **step_field_schemas(),  # flow, meta, ... (domain/task_fields.py)
     "metadata": _METADATA,
     "paymentMethod": PAYMENT_METHOD,
     "linkedAccount": {**_STRING, "description": "The linked account a refresh acts on."},
@@ -657,7 +657,7 @@ _TASK_FIELDS = {
     "onComplete": TASK_OPTIONS["onComplete"],
     "onFail": TASK_OPTIONS["onFail"],
 }
-_OPTIONAL_TASK_FIELDS = ("reason", "flow", "meta", "metadata", "paymentMethod",
+_OPTIONAL_TASK_FIELDS = ("reason", *STEP_FIELDS, "metadata", "paymentMethod",
                          "linkedAccount", "distribution", "onComplete", "onFail")
 
 TASK_RECORD = {

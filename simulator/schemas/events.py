@@ -13,8 +13,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from ..domain.states import (AUTHENTICATION_METHODS, CHANGED_FIELDS, FAILURE_REASONS, FLOWS,
-                             UPDATE_TYPES)
+from ..domain.states import AUTHENTICATION_METHODS, CHANGED_FIELDS, FAILURE_REASONS, UPDATE_TYPES
+from ..domain.task_fields import step_field_schemas
 from .api import COMPANY_SUMMARY, USER
 from .records import SERVICE_DATE_TIME
 from .scenarios import PAYMENT_METHOD
@@ -31,9 +31,6 @@ _TASK_FIELDS = {
     "metadata": {"type": "object"},
 }
 _STATUS = {"enum": ["queued", "processing", "completed", "failed"]}
-_MANAGED_BY = {"type": "object", "required": ["companyId", "name"],
-               "properties": {"companyId": _ID, "name": {"type": "string"}}}
-
 TASK_EVENT_DATA: dict[str, dict[str, Any]] = {
     "task-status-updated": {
         "type": "object",
@@ -53,8 +50,7 @@ TASK_EVENT_DATA: dict[str, dict[str, Any]] = {
             "authenticated": {"type": "boolean"},
             "paymentMethod": PAYMENT_METHOD,
             "reason": {"enum": list(FAILURE_REASONS)},
-            "flow": {"enum": list(FLOWS)},
-            "meta": {"type": "object", "properties": {"managedBy": _MANAGED_BY}},
+            **step_field_schemas(),  # flow, meta, ... (domain/task_fields.py)
         },
     },
     "task-authentication-status-updated": {

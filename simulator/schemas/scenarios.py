@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from ..domain.states import (AUTHENTICATION_METHODS, CHANGED_FIELDS, FAILURE_REASONS, FLOWS,
+from ..domain.states import (AUTHENTICATION_METHODS, CHANGED_FIELDS, FAILURE_REASONS,
                              PAYMENT_METHOD_TYPES, UPDATE_TYPES)
+from ..domain.task_fields import step_field_schemas
 
 PAYMENT_METHOD = {
     "type": "object",
@@ -59,19 +60,7 @@ STEP = {
                   "description": "A correction of a final status: task-status-patched."},
         "authenticated": {"type": "boolean"},
         "reason": {"enum": list(FAILURE_REASONS)},
-        "meta": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {
-                "managedBy": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "required": ["companyId", "name"],
-                    "properties": {"companyId": {"type": "string"}, "name": {"type": "string"}},
-                },
-            },
-        },
-        "flow": {"enum": list(FLOWS)},
+        **step_field_schemas(),  # flow, meta, ... (domain/task_fields.py)
         "product": {"type": "string", "minLength": 1,
                     "description": "Older files: the one product the scenario fits (as "
                                    "`products: [it]`). It does not change the task's product."},

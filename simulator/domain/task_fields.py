@@ -1,0 +1,42 @@
+"""The task fields a scenario step sets and the task's events carry, declared once.
+
+Each entry here is all it takes (beside the Task attribute of the same name in tasks.py)
+for such a field: the scenario files' schema lets a step set it (schemas/scenarios.py),
+the engine copies it onto the task (Tasks.apply_step), GET /task/{taskId} shows it and its
+schema says so (Task.record, schemas/api.py), task-status-updated carries it and its
+schema says so (Tasks._move, schemas/events.py), and snapshots keep it (the Task record).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .states import FLOWS
+
+
+@dataclass(frozen=True)
+class StepField:
+    schema: dict[str, Any]
+    # The resolving event carries it only when the task failed (else on every outcome).
+    on_failure_only: bool = False
+    description: str = ""
+
+
+MANAGED_BY = {"type": "object", "additionalProperties": False, "required": ["companyId", "name"],
+              "properties": {"companyId": {"type": "string"}, "name": {"type": "string"}}}
+
+STEP_FIELDS: dict[str, StepField] = {
+    "flow": StepField({"enum": list(FLOWS)},
+                      description="The hosted flow's kind of work (spec: Task, flow)."),
+    "meta": StepField({"type": "object", "additionalProperties": False,
+                       "properties": {"managedBy": MANAGED_BY}}, on_failure_only=True,
+                      description="Why a task failed, e.g. the partner that manages the "
+                                  "account (spec: task-status-updated, meta)."),
+}
+
+
+def step_field_schemas() -> dict[str, dict[str, Any]]:
+    """Each field's JSON Schema, with its description (for the schemas that list them)."""
+    return {name: {**field.schema, "description": field.description} if field.description
+            else field.schema for name, field in STEP_FIELDS.items()}
