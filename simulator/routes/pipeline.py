@@ -122,7 +122,7 @@ def _endpoint(op: Operation, shadowed: dict[str, str] | None = None
         try:
             result = await op.handler(**{name: offered[name] for name in wants})
         finally:  # what the handler's events queued goes out now (the domain sends nothing)
-            if tenant is not None:
+            if tenant is not None and tenant.webhooks.queue:
                 sandbox.dispatcher.flush(tenant.webhooks)
         if op.settles and tenant is not None:
             await sandbox.dispatcher.settle(tenant)
