@@ -26,7 +26,7 @@ from aiohttp import web
 from aiohttp.http_exceptions import ContentEncodingError, LineTooLong
 from aiohttp.web_protocol import RequestHandler
 
-from .middleware import escape_controls
+from .logs import escape_controls
 from .settings import Settings
 
 log = logging.getLogger("payroll_sandbox.error")
