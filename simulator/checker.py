@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
+from .client import CannotReach, NotASandbox, SandboxClient, SandboxError, default_credentials
 from .domain.companies import OPERATIONAL
 from .domain.events import Event, event_body
 from .domain.states import FAILURE_REASONS
@@ -318,9 +319,7 @@ async def check_handler_async(url: str, secret: str | None = None,
 
 def default_secret() -> str:
     """The bundled default tenant's API secret: what that tenant's webhooks are signed
-    with, as `listen` and `trigger` default to its keys (cli.default_credentials)."""
-    from .cli import default_credentials
-
+    with, as `listen` and `trigger` default to its keys."""
     return default_credentials()[1]
 
 
@@ -546,7 +545,7 @@ class RemoteSource(EventSource):
         self.session = session
         self.sandbox_url = self.base = base_url.rstrip("/")
         self.name = f"check-handler-{seed}"
-        self.headers = {"x-api-key": api_key, "x-api-secret": api_secret}  # the caller's
+        self.sandbox = self._client(api_key, api_secret)  # the caller's keys
         self.created = False
         self._ids = random.Random(seed)
         self._users: dict[str, dict[str, str]] = {}
@@ -562,7 +561,7 @@ class RemoteSource(EventSource):
         self.types = await self._call("GET", "/_sandbox/schemas/events")
         tenant = await self._call("POST", "/_sandbox/tenants", {"name": self.name})
         self.name, self.created = tenant["name"], True
-        self.headers = {"x-api-key": tenant["apiKey"], "x-api-secret": tenant["apiSecret"]}
+        self.sandbox = self._client(tenant["apiKey"], tenant["apiSecret"])
         try:
             await self._call("PUT", ENDPOINTS, {"endpoints": []})
             self._now = (await self._call("GET", "/_sandbox/clock"))["timestamp"]
@@ -611,8 +610,8 @@ class RemoteSource(EventSource):
     async def _company_for(self, product: str) -> str | None:
         skip = 0
         while True:
-            page = await self._call("GET", f"/company/list?product={quote(product)}&limit=1000"
-                                           f"&skip={skip}")
+            page = await self._call("GET", "/company/list",
+                                    query={"product": product, "limit": 1000, "skip": skip})
             for company in page:
                 if company["status"] != OPERATIONAL:
                     continue
@@ -632,7 +631,8 @@ class RemoteSource(EventSource):
         clock = await self._call("POST", "/_sandbox/clock/run-until-idle")
         while not clock["complete"]:  # stopped at the server's work limit: go on
             clock = await self._call("POST", "/_sandbox/clock/run-until-idle")
-        records = await self._call("GET", f"/_sandbox/events?task={task_id}&limit=10000")
+        records = await self._call("GET", "/_sandbox/events",
+                                   query={"task": task_id, "limit": 10000})
         return task_id, [self._event(r) for r in records]
 
     async def _create_task(self, scenario: str, product: str, company: str | None) -> str:
@@ -650,29 +650,27 @@ class RemoteSource(EventSource):
                      sequence=record["sequence"], user=record.get("userIdentifier"),
                      task=record.get("task"))
 
-    async def _call(self, method: str, path: str, body: Any = None) -> Any:
-        """One control-plane (or API) call with the current keys; its `data`."""
-        from .remote import CannotReach, request
+    def _client(self, api_key: str, api_secret: str) -> SandboxClient:
+        return SandboxClient(self.base, api_key, api_secret, session=self.session,
+                             timeout=CONTROL_TIMEOUT)
 
+    async def _call(self, method: str, path: str, body: Any = None, *,
+                    query: dict[str, Any] | None = None) -> Any:
+        """One control-plane (or API) call with the current keys; its `data`."""
         where = f"the sandbox at {self.base}"
         try:
-            status, document = await request(self.session, method, self.base, path,
-                                             headers=self.headers, json=body,
-                                             timeout=CONTROL_TIMEOUT)
+            answer = await self.sandbox.answer(method, path, body, query=query, strict=True)
         except CannotReach as error:
             raise CheckerError(str(error).replace(self.base, where, 1)) from None
-        if not isinstance(document, dict) or ("data" not in document
-                                              and not isinstance(document.get("error"), dict)):
-            raise CheckerError(f"--url {self.base} does not answer as a payroll-sandbox "
-                               f"({method} {path}: HTTP {status})")
-        if 200 <= status < 300 and "data" in document:
-            return document["data"]
-        error = document["error"] if isinstance(document.get("error"), dict) else {}
-        text = f"{status} {error.get('code')}: {error.get('message')}"
-        if status == 401:
-            raise SandboxAnswer(f"{where} refused the keys ({text}); --api-key and --api-secret "
-                                "are a tenant's keys there", status)
-        raise SandboxAnswer(f"{where} answered {method} {path} with {text}", status)
+        except NotASandbox as error:
+            raise CheckerError(f"--url {error}") from None
+        except SandboxError as error:
+            if error.status == 401:
+                raise SandboxAnswer(f"{where} refused the keys ({error.line}); --api-key and "
+                                    "--api-secret are a tenant's keys there", 401) from None
+            raise SandboxAnswer(f"{where} answered {method} {path} with {error.line}",
+                                error.status) from None
+        return answer.data
 
 
 # -- sending -----------------------------------------------------------------------------------

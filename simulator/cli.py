@@ -15,7 +15,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from .client import default_credentials
 from .fixtures import ConfigError
+
+__all__ = ["default_credentials", "main"]  # default_credentials: as the plugin imports it
 
 EXIT_CONFIG = 2
 
@@ -276,9 +279,8 @@ def _export_scenarios(bundled: Path, target: Path, force: bool) -> int:
 def _trigger(args: argparse.Namespace) -> int:
     """POST /_sandbox/events/trigger on a running server; prints the event with its deliveries."""
     import json
-    import os
-    import urllib.error
-    import urllib.request
+
+    from .client import CannotReach, NotASandbox, SandboxClient, SandboxError, sandbox_url
 
     body: dict = {"eventType": args.event_type}
     for name, value in (("identifier", args.identifier), ("taskId", args.task_id),
@@ -291,61 +293,43 @@ def _trigger(args: argparse.Namespace) -> int:
         except ValueError as error:
             print(f"payroll-sandbox: --data is not JSON: {error}", file=sys.stderr)
             return EXIT_CONFIG
-    key, secret = control_plane_keys(args)
-    base = (args.url or os.environ.get("PAYROLL_SANDBOX_URL") or "http://127.0.0.1:8080").rstrip("/")
-    request = urllib.request.Request(
-        f"{base}/_sandbox/events/trigger", data=json.dumps(body).encode(), method="POST",
-        headers={"content-type": "application/json", "x-api-key": key, "x-api-secret": secret})
+
+    async def trigger() -> object:
+        async with SandboxClient(sandbox_url(args.url), *control_plane_keys(args)) as client:
+            answer = await client.answer("POST", "/_sandbox/events/trigger", body, strict=True)
+            return answer.data
+
     try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            print(json.dumps(json.load(response)["data"], indent=2))
-            return 0
-    except urllib.error.HTTPError as error:
-        detail = json.load(error).get("error", {})
-        print(f"payroll-sandbox: {error.code} {detail.get('code')}: {detail.get('message')}",
-              file=sys.stderr)
-        for item in detail.get("details", []):
+        print(json.dumps(asyncio.run(trigger()), indent=2))
+        return 0
+    except SandboxError as error:
+        print(f"payroll-sandbox: {error.line}", file=sys.stderr)
+        for item in error.body["error"].get("details") or []:
             print(f"  {item.get('path')}: {item.get('message')}", file=sys.stderr)
-        return 1
-    except urllib.error.URLError as error:
-        print(f"payroll-sandbox: cannot reach {base}: {error.reason}", file=sys.stderr)
-        return 1
+    except (CannotReach, NotASandbox) as error:
+        print(f"payroll-sandbox: {error}", file=sys.stderr)
+    return 1
 
 
 def _listen(args: argparse.Namespace) -> int:
     """Follow a running server's ledger (simulator/listen.py); URL and keys as `trigger`."""
-    import os
-
+    from .client import sandbox_url
     from .listen import ListenOptions, run
 
     key, secret = control_plane_keys(args)
     types = frozenset(t.strip() for item in args.events or () for t in item.split(",")
                       if t.strip())
     return run(ListenOptions(
-        url=args.url or os.environ.get("PAYROLL_SANDBOX_URL") or "http://127.0.0.1:8080",
-        api_key=key, api_secret=secret, forward_to=args.forward_to,
+        url=sandbox_url(args.url), api_key=key, api_secret=secret, forward_to=args.forward_to,
         event_types=types or None, as_json=args.json))
 
 
 def control_plane_keys(args: argparse.Namespace) -> tuple[str, str]:
     """--api-key and --api-secret, else $PAYROLL_SANDBOX_API_KEY and _SECRET, else the
     bundled default tenant's (both from one place: a key never goes with another's secret)."""
-    import os
+    from .client import sandbox_keys
 
-    key = args.api_key or os.environ.get("PAYROLL_SANDBOX_API_KEY")
-    secret = args.api_secret or os.environ.get("PAYROLL_SANDBOX_API_SECRET")
-    if not key or not secret:
-        key, secret = default_credentials()
-    return key, secret
-
-
-def default_credentials() -> tuple[str, str]:
-    from .fixtures import load_fixtures
-    from .settings import bundled_dir
-
-    accounts = load_fixtures(bundled_dir("fixtures")).accounts
-    account = next(a for a in accounts if a["environment"] == "sandbox")
-    return account["apiKey"], account["apiSecret"]
+    return sandbox_keys(args.api_key, args.api_secret)
 
 
 def ready_line(host: str, port: int, environment: str, api_key: str, api_secret: str,

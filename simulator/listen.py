@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from .domain.events import Event
-from .remote import CannotReach, request
+from .client import CannotReach, NotASandbox, SandboxClient, SandboxError, new_session
 from .webhooks.cloudevents import SIGNATURE_HEADER, sign, to_message
 from .webhooks.sender import post
 
@@ -296,34 +296,36 @@ class Follower:
 # -- the control plane, from outside ----------------------------------------------------------
 
 class Client:
-    """GET on a running sandbox with a tenant's keys; errors as one line each."""
+    """listen's reads of a running sandbox's control plane: GETs with a tenant's keys
+    through the sandbox client (simulator/client.py), each refusal one line."""
 
     def __init__(self, session: Any, base: str, key: str, secret: str) -> None:
-        self.session = session
         self.base = base
-        self.headers = {"x-api-key": key, "x-api-secret": secret}
+        self.sandbox = SandboxClient(base, key, secret, session=session, timeout=REQUEST_TIMEOUT)
 
     async def fetch(self, path: str, query: dict[str, Any] | None = None) -> dict[str, Any]:
-        params = {k: str(v) for k, v in (query or {}).items()}
+        """The envelope: `data` and its other keys (a ledger page's `revision`, ...)."""
         try:
-            status, body = await request(self.session, "GET", self.base, path,
-                                         headers=self.headers, params=params,
-                                         timeout=REQUEST_TIMEOUT)
+            answer = await self.sandbox.answer("GET", path, query=query, strict=True)
         except CannotReach as error:
             raise Unreachable(str(error)) from None
-        if status == 200 and isinstance(body, dict) and "data" in body:
-            return body
-        error = body.get("error") if isinstance(body, dict) else None
-        text = (f"{status} {error.get('code')}: {error.get('message')}"
-                if isinstance(error, dict) else f"HTTP {status}")
-        if status == 429 or status >= 500:  # busy or failing for now: worth trying again
-            raise Unreachable(f"GET {path} on {self.base} answered {text}")
-        if not isinstance(error, dict):
-            raise ListenError(f"{self.base} does not answer as a payroll-sandbox "
-                              f"(GET {path}: HTTP {status})")
-        if status == 404:
-            raise NotFound(text)
-        raise ListenError(text)
+        except NotASandbox as error:
+            if _busy(error.status):
+                raise Unreachable(f"GET {path} on {self.base} answered HTTP {error.status}"
+                                  ) from None
+            raise ListenError(str(error)) from None
+        except SandboxError as error:
+            if _busy(error.status):
+                raise Unreachable(f"GET {path} on {self.base} answered {error.line}") from None
+            if error.status == 404:
+                raise NotFound(error.line) from None
+            raise ListenError(error.line) from None
+        return {"data": answer.data, **answer.extra}
+
+
+def _busy(status: int) -> bool:
+    """Busy or failing for now: worth trying again."""
+    return status == 429 or status >= 500
 
 
 def check_url(url: str, flag: str) -> str:
@@ -343,9 +345,8 @@ class Forwarder:
     """Sends each new event to one URL as the sandbox sends it: binary-mode CloudEvent,
     the body byte for byte, signed with the tenant's secret when the tenant signs."""
 
-    def __init__(self, session: Any, client: Client, url: str, secret: str | None,
+    def __init__(self, client: Client, url: str, secret: str | None,
                  warn: Callable[[str], None]) -> None:
-        self.session = session
         self.client = client
         self.url = url
         self.secret = secret
@@ -378,13 +379,14 @@ class Forwarder:
     async def send(self, record: dict[str, Any]) -> tuple[int | None, str | None]:
         """(status, None) when the URL answered, else (None, what went wrong)."""
         headers, body = await self.message(record)
-        outcome = await post(self.session, self.url, headers, body, timeout=FORWARD_TIMEOUT)
+        outcome = await post(self.client.sandbox.session, self.url, headers, body,
+                             timeout=FORWARD_TIMEOUT)
         return outcome.status, None if outcome.failure is None else outcome.failure.reason
 
     async def _vendor(self) -> str:
         """`com.<vendor>` is the ce-source; the OpenAPI document's webhooks say it."""
         if self.vendor is None:
-            self.vendor = await _vendor_from_openapi(self.session, self.client.base)
+            self.vendor = await _vendor_from_openapi(self.client.sandbox)
         return self.vendor
 
 
@@ -393,12 +395,11 @@ def _vendor_of(headers: dict[str, str]) -> str | None:
     return source[len("com."):] if source.startswith("com.") else None
 
 
-async def _vendor_from_openapi(session: Any, base: str) -> str:
+async def _vendor_from_openapi(sandbox: SandboxClient) -> str:
     """The vendor label from the `ce-source` the OpenAPI document publishes for webhooks;
     the default profile's (`example`) if the document cannot be read."""
     try:
-        async with session.get(f"{base}/openapi.json") as response:
-            document = orjson.loads(await response.read())
+        document = await sandbox.request("GET", "/openapi.json")
         for operation in (document.get("webhooks") or {}).values():
             for parameter in operation.get("post", {}).get("parameters", []):
                 if parameter.get("name") == "ce-source":
@@ -514,8 +515,6 @@ def run(options: ListenOptions, out: TextIO = sys.stdout, err: TextIO = sys.stde
 
 
 async def _listen(options: ListenOptions, out: TextIO, err: TextIO) -> int:
-    import aiohttp
-
     url = check_url(options.url, "--url")
     forward_to = check_url(options.forward_to, "--forward-to") if options.forward_to else None
     main = asyncio.current_task()
@@ -527,10 +526,8 @@ async def _listen(options: ListenOptions, out: TextIO, err: TextIO) -> int:
     def warn(text: str) -> None:
         print(f"{PREFIX}: {text}", file=err, flush=True)
 
-    timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT)
     try:
-        async with aiohttp.ClientSession(timeout=timeout,
-                                         cookie_jar=aiohttp.DummyCookieJar()) as session:
+        async with new_session() as session:
             client = Client(session, url, options.api_key, options.api_secret)
             tenant = (await client.fetch("/_sandbox/tenant"))["data"]
             if options.event_types:
@@ -543,7 +540,7 @@ async def _listen(options: ListenOptions, out: TextIO, err: TextIO) -> int:
             forwarder = None
             if forward_to:
                 secret = tenant["apiSecret"] if tenant.get("signing", True) else None
-                forwarder = Forwarder(session, client, forward_to, secret, warn)
+                forwarder = Forwarder(client, forward_to, secret, warn)
             colour = out.isatty() and "NO_COLOR" not in os.environ
             printer = Printer(out, as_json=options.as_json, colour=colour)
             warn(f"listening to {url} (tenant {tenant['name']})"

@@ -1,8 +1,10 @@
 """Clients and webhook receivers for tests against the sandbox: the one module to import from.
 
-- `Sandbox` (blocking, for sync tests) and `AsyncSandbox` (awaitable, over an aiohttp
-  session, never blocking the event loop) are one tenant of a running sandbox: its keys,
-  any API call, and the control plane (clock, events, triggers, endpoints, scenarios).
+- `AsyncSandbox` (awaitable, never blocking the event loop) and `Sandbox` (blocking, for
+  sync tests) are one tenant of a running sandbox: its keys, any API call, and the control
+  plane (clock, events, triggers, endpoints, scenarios). `AsyncSandbox` is the sandbox
+  client of simulator/client.py with these methods; `Sandbox` has the same ones, each
+  running its AsyncSandbox twin to the end on an event loop in a thread of its own.
 - `WebhookReceiver` and `AsyncWebhookReceiver` are real HTTP servers (on 127.0.0.1, or on
   every interface with a `ReceiverHost` for a sandbox in a container) that a tenant
   delivers its webhooks to. They check each delivery as a customer's endpoint
@@ -18,16 +20,20 @@ test run that does not use it nothing.
 from __future__ import annotations
 
 import asyncio
+import atexit
+import functools
 import hashlib
 import hmac
-import json
+import os
 import threading
 import time
 import urllib.parse
 from collections import deque
-from collections.abc import Coroutine, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+
+from .client import SandboxClient, SandboxError, new_session, with_query
 
 if TYPE_CHECKING:
     import aiohttp
@@ -36,25 +42,15 @@ if TYPE_CHECKING:
 __all__ = ["AsyncSandbox", "AsyncWebhookReceiver", "BlockingCallError", "ReceivedDelivery",
            "ReceiverHost", "Sandbox", "SandboxError", "WebhookReceiver"]
 
-REQUEST_TIMEOUT = 60.0   # wall seconds for one call to the sandbox (an advance may run long)
 WAIT_TIMEOUT = 10.0      # wall seconds `wait_for` waits by default
 SIGNATURE_HEADER = "x-hmac-signature-sha-256"
 WEBHOOK_PATH = "/webhooks"
 ENDPOINTS = "/_sandbox/webhooks/endpoints"
 API_FAULTS = "/_sandbox/faults/api"
+ASYNC_TWIN = "async_payroll_sandbox (AsyncSandbox)"
 
 T = TypeVar("T")
-
-
-class SandboxError(AssertionError):
-    """The sandbox answered with an error: `status` and the error `body`
-    (`{"error": {code, message, details}}`)."""
-
-    def __init__(self, status: int, body: dict[str, Any]) -> None:
-        error = body.get("error", {})
-        super().__init__(f"{status} {error.get('code')}: {error.get('message')} "
-                         f"{error.get('details') or ''}".rstrip())
-        self.status, self.body = status, body
+P = ParamSpec("P")
 
 
 @dataclass(frozen=True)
@@ -104,33 +100,6 @@ def _refuse_on_a_running_loop(what: str, twin: str, example: str) -> None:
     raise BlockingCallError(BLOCKING.format(what=what, twin=twin, example=example))
 
 
-def _error_body(raw: bytes) -> dict[str, Any]:
-    """An error answer as the sandbox's error body; a proxy's page or an empty answer
-    in the same shape, so SandboxError always has one."""
-    try:
-        body = json.loads(raw)
-    except ValueError:
-        body = None
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        return body
-    return {"error": {"code": None, "message": raw.decode(errors="replace")[:500], "details": []}}
-
-
-def _answer(raw: bytes, content_type: str) -> Any:
-    """`data` of an API answer; a JSON document as is; the bytes of anything else (a
-    paystub PDF, a page)."""
-    if "json" not in content_type:
-        return raw
-    document = json.loads(raw) if raw else None
-    if isinstance(document, dict) and "data" in document:
-        return document["data"]
-    return document  # a document of its own: /openapi.json, an event schema
-
-
-def _query(path: str, query: Mapping[str, Any]) -> str:
-    return f"{path}?{urllib.parse.urlencode(query)}" if query else path
-
-
 def _fault_rule(operation: str, **fault: Any) -> dict[str, Any]:
     """A rule of PUT /_sandbox/faults/api: `operation` is the method and the path as the
     OpenAPI document declares it (`"POST /task/create"`, `"GET /task/{taskId}"`; a path
@@ -170,21 +139,171 @@ def _endpoints_with(endpoints: list[dict[str, Any]], url: str,
     return [*kept, {"url": url, **({"eventTypes": types} if types else {})}]
 
 
-class Sandbox:
-    """One tenant of a running sandbox, over blocking HTTP (urllib): for sync tests.
+class AsyncSandbox(SandboxClient):
+    """One tenant of a running sandbox, awaitable: the sandbox client (simulator/client.py)
+    with the control plane's common cases, so the event loop keeps serving (the customer's
+    app on `aiohttp_server`, an AsyncWebhookReceiver) while the sandbox works.
 
-    `request/get/post` return the answer's `data` and raise SandboxError on a 4xx/5xx.
-    In an async test use AsyncSandbox instead: a blocking call there holds up the event
-    loop, and with it any receiver of the test's that the call makes the sandbox deliver to.
+    `request/get/post` return the answer's `data` and raise SandboxError on a 4xx/5xx. The
+    session is made on first use, in the running loop; `await close()` (or `async with`)
+    ends it. Tenants from `new_tenant` share it. `Sandbox` has the same methods, blocking.
+    """
+
+    def __init__(self, base_url: str, api_key: str, api_secret: str, name: str = "", *,
+                 session: aiohttp.ClientSession | None = None) -> None:
+        super().__init__(base_url, api_key, api_secret, session=session)
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<AsyncSandbox {self.name or 'tenant'} at {self.base_url}>"
+
+    async def __aenter__(self) -> AsyncSandbox:
+        return self
+
+    async def get(self, path: str, **query: Any) -> Any:
+        return await self.request("GET", with_query(path, query))
+
+    async def post(self, path: str, body: Any = None) -> Any:
+        return await self.request("POST", path, body if body is not None else {})
+
+    # -- the control plane, for the common cases --------------------------------------------
+
+    async def advance(self, seconds: float) -> dict[str, Any]:
+        """Moves the clock `seconds`, running every step, retry and refresh due on the way;
+        asks again while the sandbox stops at its work limit (`complete: false`).
+        Deliveries it makes reach receivers on this loop."""
+        clock = await self.post("/_sandbox/clock/advance", {"seconds": seconds})
+        while not clock.get("complete", True):
+            clock = await self.post("/_sandbox/clock/advance",
+                                    {"seconds": clock["remainingSeconds"]})
+        return clock
+
+    async def run_until_idle(self) -> dict[str, Any]:
+        """Runs every pending job in time order until nothing but background work is left."""
+        clock = await self.post("/_sandbox/clock/run-until-idle")
+        while not clock.get("complete", True):
+            clock = await self.post("/_sandbox/clock/run-until-idle")
+        return clock
+
+    async def events(self, **filters: Any) -> list[dict[str, Any]]:
+        """The ledger: `type`, `user`, `task`, `since`, `delivery`, `limit` filter it."""
+        return await self.get("/_sandbox/events", **filters)
+
+    async def trigger(self, event_type: str, **fields: Any) -> dict[str, Any]:
+        """Emits `event_type` (`identifier`, `taskId`, `companyId`, `data` as the API takes
+        them); answers once its first delivery attempts are done."""
+        return await self.post("/_sandbox/events/trigger", {"eventType": event_type, **fields})
+
+    async def check_handler(self, url: str, secret: str | None = None, **options: Any) -> Any:
+        """Judges the webhook handler at `url` as the service will treat it (README:
+        Checking your webhook handler): a report whose `ok` is true when no check failed
+        and whose text reads as an assertion message (`assert report.ok, report`). The
+        handler may run on this loop. `options` as `payroll_sandbox.checker.check_handler`
+        takes them (`events`, `state_url`, `burst`, `timeout`, ...); `sandbox_url=self.
+        base_url, api_key=self.api_key, api_secret=self.api_secret` has this sandbox make
+        the events (its service profile) instead of an in-process one."""
+        from .checker import check_handler_async
+
+        return await check_handler_async(url, secret, **options)
+
+    async def use_webhook_url(self, url: str, event_types: Iterable[str] | None = None) -> None:
+        """Delivers this tenant's events (every type, or `event_types`) to `url` too; the
+        other endpoints stay (a receiver fixture's among them), an earlier registration of
+        `url` is replaced."""
+        endpoints = await self.request("GET", ENDPOINTS)
+        await self.request("PUT", ENDPOINTS,
+                           {"endpoints": _endpoints_with(endpoints, url, event_types)})
+
+    async def bind_scenario(self, identifier: str, scenario: str | None) -> None:
+        """The user's next tasks run `scenario` (None removes the binding)."""
+        await self.request("PUT",
+                           f"/_sandbox/users/{urllib.parse.quote(identifier, safe='')}/scenario",
+                           {"scenario": scenario})
+
+    async def public_token(self, identifier: str) -> str:
+        return (await self.post("/access-token", {"identifier": identifier}))["publicToken"]
+
+    async def new_tenant(self, **settings: Any) -> AsyncSandbox:
+        """Another isolated tenant (`name`, `products`, `signing`, ... as the API takes them)."""
+        tenant = await self.post("/_sandbox/tenants", settings)
+        return AsyncSandbox(self.base_url, tenant["apiKey"], tenant["apiSecret"], tenant["name"],
+                            session=self.session)
+
+    async def snapshot(self) -> dict[str, Any]:
+        """This tenant's whole state as one JSON document (`GET /_sandbox/snapshot`)."""
+        return await self.get("/_sandbox/snapshot")
+
+    async def restore(self, document: dict[str, Any]) -> Any:
+        """Puts back a `snapshot()` exactly: ids, clock, cursors, ledger."""
+        return await self.post("/_sandbox/snapshot", document)
+
+    # -- API faults on purpose: the calls your app makes fail (PUT /_sandbox/faults/api) ----
+
+    async def fail_next(self, operation: str, status: int = 503, *,
+                        retry_after: int | None = None,
+                        count: int | None = 1) -> list[dict[str, Any]]:
+        """The next `count` calls of `operation` (`"POST /task/create"`, as the OpenAPI
+        document names it) answer `status` with the error body (and `retry-after:
+        <retry_after>`), changing nothing; `count=None`: every call. Returns the rules."""
+        return await self._add_api_fault(_fault_rule(operation, status=status,
+                                                     retryAfter=retry_after, count=count))
+
+    async def slow_next(self, operation: str, latency_ms: int, *,
+                        count: int | None = 1) -> list[dict[str, Any]]:
+        """The next `count` calls of `operation` wait `latency_ms` wall milliseconds (at
+        most 30,000), then are served as usual."""
+        return await self._add_api_fault(_fault_rule(operation, latencyMs=latency_ms,
+                                                     count=count))
+
+    async def reset_next(self, operation: str, *,
+                         count: int | None = 1) -> list[dict[str, Any]]:
+        """The next `count` calls of `operation` have their connection closed without an
+        answer (a TCP reset), changing nothing."""
+        return await self._add_api_fault(_fault_rule(operation, reset=True, count=count))
+
+    async def api_faults(self) -> list[dict[str, Any]]:
+        """The tenant's API fault rules, each with how often it `fired` and its `remaining`."""
+        return (await self.get(API_FAULTS))["rules"]
+
+    async def clear_api_faults(self) -> None:
+        """No API fault rules any more (`DELETE /_sandbox/faults/api`)."""
+        await self.request("DELETE", API_FAULTS)
+
+    async def _add_api_fault(self, rule: dict[str, Any]) -> list[dict[str, Any]]:
+        rules = _rules_with(await self.api_faults(), rule)
+        return (await self.request("PUT", API_FAULTS, rules))["rules"]
+
+
+def _blocking(method: Callable[Concatenate[AsyncSandbox, P], Coroutine[Any, Any, T]]
+              ) -> Callable[Concatenate[Sandbox, P], T]:
+    """Sandbox's face of an AsyncSandbox method: the same arguments and docstring, run to
+    its end on the sync clients' loop (refused at once on a thread that runs a loop)."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    def blocking(self: Sandbox, *args: P.args, **kwargs: P.kwargs) -> T:
+        _refuse_on_a_running_loop(f"payroll_sandbox.{name}", ASYNC_TWIN,
+                                  f"async_payroll_sandbox.{name}(...)")
+        return _sync_clients().run(method(self._twin(), *args, **kwargs), timeout=None)
+
+    blocking.__qualname__ = f"Sandbox.{name}"
+    return blocking
+
+
+class Sandbox:
+    """One tenant of a running sandbox, blocking: for sync tests.
+
+    Each method is AsyncSandbox's, run to its end on an event loop in a thread of the
+    process that every Sandbox shares (with one aiohttp session). `request/get/post` return
+    the answer's `data` and raise SandboxError on a 4xx/5xx. In an async test use
+    AsyncSandbox instead: a blocking call there holds up the event loop, and with it any
+    receiver of the test's that the call makes the sandbox deliver to; it raises
+    BlockingCallError at once.
     """
 
     def __init__(self, base_url: str, api_key: str, api_secret: str, name: str = "") -> None:
         self.base_url = base_url.rstrip("/")
         self.api_key, self.api_secret, self.name = api_key, api_secret, name
-        # No proxies from the environment: the sandbox is local (aiohttp's default too).
-        import urllib.request  # here, not at import: ssl and http.client cost every pytest start
-
-        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
     def __repr__(self) -> str:
         return f"<Sandbox {self.name or 'tenant'} at {self.base_url}>"
@@ -197,53 +316,33 @@ class Sandbox:
                 headers: dict[str, str] | None = None) -> Any:
         """Any API call with this tenant's keys; returns `data` (raises SandboxError on 4xx/5xx;
         BlockingCallError at once on a thread that runs an event loop)."""
-        _refuse_on_a_running_loop(f"payroll_sandbox's {method} {path.split('?')[0]}",
-                                  "async_payroll_sandbox (AsyncSandbox)",
+        _refuse_on_a_running_loop(f"payroll_sandbox's {method} {path.split('?')[0]}", ASYNC_TWIN,
                                   f"async_payroll_sandbox.request({method!r}, {path!r}, ...)")
-        import urllib.error
-        import urllib.request
-
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(f"{self.base_url}{path}", data=data, method=method,
-                                         headers={"content-type": "application/json",
-                                                  **self.headers, **(headers or {})})
-        try:
-            with self._opener.open(request, timeout=REQUEST_TIMEOUT) as response:
-                return _answer(response.read(), response.headers.get("content-type", ""))
-        except urllib.error.HTTPError as error:
-            raise SandboxError(error.code, _error_body(error.read())) from None
+        return _sync_clients().run(self._twin().request(method, path, body, headers=headers),
+                                   timeout=None)
 
     def get(self, path: str, **query: Any) -> Any:
-        return self.request("GET", _query(path, query))
+        return self.request("GET", with_query(path, query))
 
     def post(self, path: str, body: Any = None) -> Any:
         return self.request("POST", path, body if body is not None else {})
 
     # -- the control plane, for the common cases --------------------------------------------
 
-    def advance(self, seconds: float) -> dict[str, Any]:
-        """Moves the clock `seconds`, running every step, retry and refresh due on the way;
-        asks again while the sandbox stops at its work limit (`complete: false`)."""
-        clock = self.post("/_sandbox/clock/advance", {"seconds": seconds})
-        while not clock.get("complete", True):
-            clock = self.post("/_sandbox/clock/advance", {"seconds": clock["remainingSeconds"]})
-        return clock
+    advance = _blocking(AsyncSandbox.advance)
+    run_until_idle = _blocking(AsyncSandbox.run_until_idle)
+    events = _blocking(AsyncSandbox.events)
+    trigger = _blocking(AsyncSandbox.trigger)
+    use_webhook_url = _blocking(AsyncSandbox.use_webhook_url)
+    bind_scenario = _blocking(AsyncSandbox.bind_scenario)
+    public_token = _blocking(AsyncSandbox.public_token)
+    snapshot = _blocking(AsyncSandbox.snapshot)
+    restore = _blocking(AsyncSandbox.restore)
 
-    def run_until_idle(self) -> dict[str, Any]:
-        """Runs every pending job in time order until nothing but background work is left."""
-        clock = self.post("/_sandbox/clock/run-until-idle")
-        while not clock.get("complete", True):
-            clock = self.post("/_sandbox/clock/run-until-idle")
-        return clock
-
-    def events(self, **filters: Any) -> list[dict[str, Any]]:
-        """The ledger: `type`, `user`, `task`, `since`, `delivery`, `limit` filter it."""
-        return self.get("/_sandbox/events", **filters)
-
-    def trigger(self, event_type: str, **fields: Any) -> dict[str, Any]:
-        """Emits `event_type` (`identifier`, `taskId`, `companyId`, `data` as the API takes
-        them); answers once its first delivery attempts are done."""
-        return self.post("/_sandbox/events/trigger", {"eventType": event_type, **fields})
+    def new_tenant(self, **settings: Any) -> Sandbox:
+        """Another isolated tenant (`name`, `products`, `signing`, ... as the API takes them)."""
+        tenant = _blocking(AsyncSandbox.new_tenant)(self, **settings)
+        return Sandbox(self.base_url, tenant.api_key, tenant.api_secret, tenant.name)
 
     def check_handler(self, url: str, secret: str | None = None, **options: Any) -> Any:
         """Judges the webhook handler at `url` as the service will treat it (README:
@@ -257,203 +356,18 @@ class Sandbox:
 
         return check_handler(url, secret, **options)
 
-    def use_webhook_url(self, url: str, event_types: Iterable[str] | None = None) -> None:
-        """Delivers this tenant's events (every type, or `event_types`) to `url` too; the
-        other endpoints stay (a receiver fixture's among them), an earlier registration of
-        `url` is replaced."""
-        endpoints = self.request("GET", ENDPOINTS)
-        self.request("PUT", ENDPOINTS, {"endpoints": _endpoints_with(endpoints, url, event_types)})
-
-    def bind_scenario(self, identifier: str, scenario: str | None) -> None:
-        """The user's next tasks run `scenario` (None removes the binding)."""
-        self.request("PUT", f"/_sandbox/users/{urllib.parse.quote(identifier, safe='')}/scenario",
-                     {"scenario": scenario})
-
-    def public_token(self, identifier: str) -> str:
-        return self.post("/access-token", {"identifier": identifier})["publicToken"]
-
-    def new_tenant(self, **settings: Any) -> Sandbox:
-        """Another isolated tenant (`name`, `products`, `signing`, ... as the API takes them)."""
-        tenant = self.post("/_sandbox/tenants", settings)
-        return Sandbox(self.base_url, tenant["apiKey"], tenant["apiSecret"], tenant["name"])
-
-    def snapshot(self) -> dict[str, Any]:
-        """This tenant's whole state as one JSON document (`GET /_sandbox/snapshot`)."""
-        return self.get("/_sandbox/snapshot")
-
-    def restore(self, document: dict[str, Any]) -> Any:
-        """Puts back a `snapshot()` exactly: ids, clock, cursors, ledger."""
-        return self.post("/_sandbox/snapshot", document)
-
     # -- API faults on purpose: the calls your app makes fail (PUT /_sandbox/faults/api) ----
 
-    def fail_next(self, operation: str, status: int = 503, *, retry_after: int | None = None,
-                  count: int | None = 1) -> list[dict[str, Any]]:
-        """The next `count` calls of `operation` (`"POST /task/create"`, as the OpenAPI
-        document names it) answer `status` with the error body (and `retry-after:
-        <retry_after>`), changing nothing; `count=None`: every call. Returns the rules."""
-        return self._add_api_fault(_fault_rule(operation, status=status,
-                                               retryAfter=retry_after, count=count))
+    fail_next = _blocking(AsyncSandbox.fail_next)
+    slow_next = _blocking(AsyncSandbox.slow_next)
+    reset_next = _blocking(AsyncSandbox.reset_next)
+    api_faults = _blocking(AsyncSandbox.api_faults)
+    clear_api_faults = _blocking(AsyncSandbox.clear_api_faults)
 
-    def slow_next(self, operation: str, latency_ms: int, *,
-                  count: int | None = 1) -> list[dict[str, Any]]:
-        """The next `count` calls of `operation` wait `latency_ms` wall milliseconds (at
-        most 30,000), then are served as usual."""
-        return self._add_api_fault(_fault_rule(operation, latencyMs=latency_ms, count=count))
-
-    def reset_next(self, operation: str, *, count: int | None = 1) -> list[dict[str, Any]]:
-        """The next `count` calls of `operation` have their connection closed without an
-        answer (a TCP reset), changing nothing."""
-        return self._add_api_fault(_fault_rule(operation, reset=True, count=count))
-
-    def api_faults(self) -> list[dict[str, Any]]:
-        """The tenant's API fault rules, each with how often it `fired` and its `remaining`."""
-        return self.get(API_FAULTS)["rules"]
-
-    def clear_api_faults(self) -> None:
-        """No API fault rules any more (`DELETE /_sandbox/faults/api`)."""
-        self.request("DELETE", API_FAULTS)
-
-    def _add_api_fault(self, rule: dict[str, Any]) -> list[dict[str, Any]]:
-        return self.request("PUT", API_FAULTS, _rules_with(self.api_faults(), rule))["rules"]
-
-
-class AsyncSandbox:
-    """One tenant of a running sandbox, awaitable: the methods of Sandbox over an
-    aiohttp session, so the event loop keeps serving (the customer's app on
-    `aiohttp_server`, an AsyncWebhookReceiver) while the sandbox works.
-
-    Each method is Sandbox's, awaited. The session is made on first use, in the running
-    loop; `await close()` (or `async with`) ends it. Tenants from `new_tenant` share it.
-    """
-
-    def __init__(self, base_url: str, api_key: str, api_secret: str, name: str = "", *,
-                 session: aiohttp.ClientSession | None = None) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.api_key, self.api_secret, self.name = api_key, api_secret, name
-        self._session = session
-        self._owns_session = session is None
-
-    def __repr__(self) -> str:
-        return f"<AsyncSandbox {self.name or 'tenant'} at {self.base_url}>"
-
-    async def __aenter__(self) -> AsyncSandbox:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
-
-    async def close(self) -> None:
-        if self._owns_session and self._session is not None:
-            await self._session.close()
-            self._session = None
-
-    @property
-    def headers(self) -> dict[str, str]:
-        return {"x-api-key": self.api_key, "x-api-secret": self.api_secret}
-
-    def _client(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            import aiohttp
-
-            self._session = aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT))
-        return self._session
-
-    async def request(self, method: str, path: str, body: Any = None, *,
-                      headers: dict[str, str] | None = None) -> Any:
-        """Any API call with this tenant's keys; returns `data` (raises SandboxError on 4xx/5xx)."""
-        data = None if body is None else json.dumps(body).encode()
-        async with self._client().request(
-                method, f"{self.base_url}{path}", data=data,
-                headers={"content-type": "application/json", **self.headers,
-                         **(headers or {})}) as response:
-            raw = await response.read()
-            if response.status >= 400:
-                raise SandboxError(response.status, _error_body(raw))
-            return _answer(raw, response.headers.get("content-type", ""))
-
-    async def get(self, path: str, **query: Any) -> Any:
-        return await self.request("GET", _query(path, query))
-
-    async def post(self, path: str, body: Any = None) -> Any:
-        return await self.request("POST", path, body if body is not None else {})
-
-    async def advance(self, seconds: float) -> dict[str, Any]:
-        """Sandbox.advance, awaited: deliveries it makes reach receivers on this loop."""
-        clock = await self.post("/_sandbox/clock/advance", {"seconds": seconds})
-        while not clock.get("complete", True):
-            clock = await self.post("/_sandbox/clock/advance",
-                                    {"seconds": clock["remainingSeconds"]})
-        return clock
-
-    async def run_until_idle(self) -> dict[str, Any]:
-        clock = await self.post("/_sandbox/clock/run-until-idle")
-        while not clock.get("complete", True):
-            clock = await self.post("/_sandbox/clock/run-until-idle")
-        return clock
-
-    async def events(self, **filters: Any) -> list[dict[str, Any]]:
-        return await self.get("/_sandbox/events", **filters)
-
-    async def trigger(self, event_type: str, **fields: Any) -> dict[str, Any]:
-        return await self.post("/_sandbox/events/trigger", {"eventType": event_type, **fields})
-
-    async def check_handler(self, url: str, secret: str | None = None, **options: Any) -> Any:
-        """Sandbox.check_handler, awaitable: the handler may run on this test's loop."""
-        from .checker import check_handler_async
-
-        return await check_handler_async(url, secret, **options)
-
-    async def use_webhook_url(self, url: str, event_types: Iterable[str] | None = None) -> None:
-        endpoints = await self.request("GET", ENDPOINTS)
-        await self.request("PUT", ENDPOINTS,
-                           {"endpoints": _endpoints_with(endpoints, url, event_types)})
-
-    async def bind_scenario(self, identifier: str, scenario: str | None) -> None:
-        await self.request("PUT",
-                           f"/_sandbox/users/{urllib.parse.quote(identifier, safe='')}/scenario",
-                           {"scenario": scenario})
-
-    async def public_token(self, identifier: str) -> str:
-        return (await self.post("/access-token", {"identifier": identifier}))["publicToken"]
-
-    async def new_tenant(self, **settings: Any) -> AsyncSandbox:
-        tenant = await self.post("/_sandbox/tenants", settings)
-        return AsyncSandbox(self.base_url, tenant["apiKey"], tenant["apiSecret"], tenant["name"],
-                            session=self._client())
-
-    async def snapshot(self) -> dict[str, Any]:
-        return await self.get("/_sandbox/snapshot")
-
-    async def restore(self, document: dict[str, Any]) -> Any:
-        return await self.post("/_sandbox/snapshot", document)
-
-    async def fail_next(self, operation: str, status: int = 503, *,
-                        retry_after: int | None = None,
-                        count: int | None = 1) -> list[dict[str, Any]]:
-        """Sandbox.fail_next, awaited."""
-        return await self._add_api_fault(_fault_rule(operation, status=status,
-                                                     retryAfter=retry_after, count=count))
-
-    async def slow_next(self, operation: str, latency_ms: int, *,
-                        count: int | None = 1) -> list[dict[str, Any]]:
-        return await self._add_api_fault(_fault_rule(operation, latencyMs=latency_ms,
-                                                     count=count))
-
-    async def reset_next(self, operation: str, *,
-                         count: int | None = 1) -> list[dict[str, Any]]:
-        return await self._add_api_fault(_fault_rule(operation, reset=True, count=count))
-
-    async def api_faults(self) -> list[dict[str, Any]]:
-        return (await self.get(API_FAULTS))["rules"]
-
-    async def clear_api_faults(self) -> None:
-        await self.request("DELETE", API_FAULTS)
-
-    async def _add_api_fault(self, rule: dict[str, Any]) -> list[dict[str, Any]]:
-        rules = _rules_with(await self.api_faults(), rule)
-        return (await self.request("PUT", API_FAULTS, rules))["rules"]
+    def _twin(self) -> AsyncSandbox:
+        """This tenant as an AsyncSandbox on the sync clients' loop and session."""
+        return AsyncSandbox(self.base_url, self.api_key, self.api_secret, self.name,
+                            session=_sync_clients().session)
 
 
 # -- webhook receivers --------------------------------------------------------------------
@@ -694,9 +608,15 @@ class _LoopThread:
         if self._error is not None:
             raise self._error
 
-    def run(self, coroutine: Coroutine[Any, Any, T], timeout: float = 60) -> T:
-        """Runs `coroutine` on the loop, from another thread, and returns its result."""
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+    def run(self, coroutine: Coroutine[Any, Any, T], timeout: float | None = 60) -> T:
+        """Runs `coroutine` on the loop, from another thread, and returns its result; when
+        the wait ends without it (a timeout, Ctrl-C), the coroutine is cancelled."""
+        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        try:
+            return future.result(timeout)
+        except BaseException:
+            future.cancel()
+            raise
 
     async def _setup(self) -> None:
         """Runs on the loop before start() returns (a server's start-up)."""
@@ -721,6 +641,40 @@ class _LoopThread:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(30)
         self.loop.close()
+
+
+class _SyncClients(_LoopThread):
+    """The loop every Sandbox's calls run on, and the one aiohttp session they share: made
+    on the first call of the process, closed at its exit."""
+
+    def __init__(self) -> None:
+        super().__init__("payroll-sandbox-client")
+        self.pid = os.getpid()
+        self.session: aiohttp.ClientSession | None = None
+
+    async def _setup(self) -> None:
+        self.session = new_session()
+
+    async def _cleanup(self) -> None:
+        if self.session is not None:
+            await self.session.close()
+
+
+_sync_clients_lock = threading.Lock()
+_sync_clients_thread: _SyncClients | None = None
+
+
+def _sync_clients() -> _SyncClients:
+    """The process's _SyncClients, started on first use (again in a forked child, which
+    has the parent's object but not its thread)."""
+    global _sync_clients_thread
+    with _sync_clients_lock:
+        if _sync_clients_thread is None or _sync_clients_thread.pid != os.getpid():
+            clients = _SyncClients()
+            clients.start()
+            atexit.register(clients.stop)
+            _sync_clients_thread = clients
+        return _sync_clients_thread
 
 
 class WebhookReceiver(_Receiving):

@@ -7,7 +7,8 @@ timeout, at most `read_limit` bytes of the answer read (a receiver streaming wit
 costs nothing), and every way it can fail named here, once (spec: Events, Delivery; Limits).
 What an answer means (only a 2xx counts, a retry) is the caller's business.
 
-Nothing is imported from aiohttp until a message is sent.
+Nothing is imported from aiohttp until a message is sent: `failure` is also how the
+client of a running sandbox (simulator/client.py) says why no answer came.
 """
 
 from __future__ import annotations
