@@ -11,6 +11,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from .domain.stored import COUNT, Record, Sections, array, check_count, obj
+
 MAX_ENTRIES = 1000
 MAX_BODY_BYTES = 16 * 1024
 # Re-serialised, a JSON body (or the text of a refused one) is at most this many times
@@ -52,6 +54,9 @@ class JournalEntry:
                 "fault": self.fault}
 
 
+STORED_ENTRY = Record(JournalEntry)
+
+
 class Journal:
     """One tenant's journal: its newest requests, oldest dropped first."""
 
@@ -71,6 +76,27 @@ class Journal:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    # -- snapshot (domain/stored.py) ----------------------------------------------------------
+
+    SECTIONS = Sections({"journal": array(STORED_ENTRY),
+                         "counters": obj({"journalNextId": COUNT, "journalEvicted": COUNT})})
+
+    def dump(self) -> dict[str, Any]:
+        return {"journal": [STORED_ENTRY.dump(entry) for entry in self._entries],
+                "counters": {"journalNextId": self._next_id, "journalEvicted": self.evicted}}
+
+    @staticmethod
+    def load(document: dict[str, Any], loading: Any) -> dict[str, Any]:
+        check_count(document, "journal", MAX_ENTRIES, "the journal's bound")
+        counters = document["counters"]
+        return {"entries": [STORED_ENTRY.load(entry) for entry in document["journal"]],
+                "next_id": counters["journalNextId"], "evicted": counters["journalEvicted"]}
+
+    def restore(self, entries: list[JournalEntry], next_id: int, evicted: int) -> None:
+        """A snapshot's entries (the newest kept) and counters: ids go on from its."""
+        self._entries.extend(entries)
+        self._next_id, self.evicted = next_id, evicted
 
     def query(self, *, path: str | None = None, method: str | None = None,
               status: int | None = None, limit: int = 100) -> list[JournalEntry]:

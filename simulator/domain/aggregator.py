@@ -25,6 +25,7 @@ from typing import Any
 from ..errors import ApiError
 from .identity import unguessable
 from .owner import Owner
+from .stored import Record, Sections, array, check_count, unique
 
 PUBLIC_TOKEN_LIFETIME = 1800   # the aggregator's public tokens live 30 minutes, one exchange
 DEFAULT_DAYS_REQUESTED = 90    # transactions.days_requested when the link does not say
@@ -132,6 +133,10 @@ class Item:
                 "available_products": [], "billed_products": list(self.products),
                 "products": list(self.products), "consented_products": list(self.products),
                 "consent_expiration_time": None, "update_type": "background"}
+
+
+STORED_ITEM = Record(Item, shapes={"daysRequested": {"type": "integer", "minimum": 1,
+                                                     "maximum": 730}})
 
 
 # The two accounts every sandbox item has, as the aggregator's sandbox institutions give.
@@ -276,6 +281,30 @@ def token_index(items: dict[str, Item]) -> dict[str, str]:
             if token is not None:
                 index[token] = item.item_id
     return index
+
+
+# -- snapshot (domain/stored.py) ------------------------------------------------------------
+
+# Added later: a snapshot without it has no items at the aggregator's API.
+SECTIONS = Sections({}, {"aggregatorItems": array(STORED_ITEM)})
+
+
+def dump_items(tenant: Owner) -> dict[str, Any]:
+    return {"aggregatorItems": [STORED_ITEM.dump(item)
+                                for item in tenant.aggregator_items.values()]}
+
+
+def load_items(document: dict[str, Any], loading: Any) -> dict[str, Any]:
+    check_count(document, "aggregatorItems", loading.rules.limits.max_aggregator_items,
+                "the aggregator's items bound")
+    if "aggregatorItems" not in document:
+        return {"items": {}}
+    return {"items": unique(document, "aggregatorItems", STORED_ITEM, "item_id")}
+
+
+def restore_items(tenant: Any, items: dict[str, Item]) -> None:
+    tenant.aggregator_items = items
+    tenant.aggregator_tokens = token_index(items)
 
 
 def keep_items_bounded(tenant: Owner) -> None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import CompanyNotFound
+from .stored import STRING, LoadError, Record, Sections, obj
 
 OPERATIONAL = "operational"
 UNDER_MAINTENANCE = "under-maintenance"
@@ -57,6 +58,9 @@ class Company:
 
     def supports_products(self, products: list[str]) -> bool:
         return all(p in self.available_products for p in products)
+
+
+STORED_COMPANY = Record(Company)
 
 
 @dataclass(frozen=True)
@@ -202,6 +206,32 @@ class CompanyDirectory:
 
     def delete(self, company_id: str) -> None:
         self.changed[company_id] = None
+        self._changes_made()
+
+    # -- snapshot (domain/stored.py) ----------------------------------------------------------
+
+    SECTIONS = Sections({"companies": {"type": "array", "items": obj(
+        {"id": STRING, "company": {"anyOf": [STORED_COMPANY.schema, {"type": "null"}]}})}})
+
+    def dump(self) -> dict[str, Any]:
+        """The tenant's changes to the catalog (a deleted company: null)."""
+        return {"companies": [{"id": company_id,
+                               "company": None if company is None else STORED_COMPANY.dump(company)}
+                              for company_id, company in self.changed.items()]}
+
+    @staticmethod
+    def load(document: dict[str, Any], loading: Any) -> dict[str, Any]:
+        changed = []
+        for number, entry in enumerate(document["companies"]):
+            company = None if entry["company"] is None else STORED_COMPANY.load(entry["company"])
+            if company is not None and company.id != entry["id"]:
+                raise LoadError(f"$.companies[{number}].company.id", "is not the entry's id")
+            changed.append((entry["id"], company))
+        return {"changed": changed}
+
+    def restore(self, changed: list[tuple[str, Company | None]]) -> None:
+        """A snapshot's changes to the catalog, in their order."""
+        self.changed = dict(changed)
         self._changes_made()
 
     def with_changes(self, company: Company, **changes: Any) -> Company:

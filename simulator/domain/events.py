@@ -15,6 +15,7 @@ import orjson
 
 from ..clock import isoformat
 from ..errors import EventNotFound
+from .stored import COUNT, STRING, TIME, LoadError, Sections, obj
 
 log = logging.getLogger("payroll_sandbox.events")
 
@@ -54,6 +55,21 @@ class Event:
         return {"id": self.id, "eventType": self.type, "time": isoformat(self.time),
                 "sequence": self.sequence, "userIdentifier": self.user, "task": self.task,
                 "body": self.body}
+
+    def stored(self) -> dict[str, Any]:
+        """The event as a snapshot keeps it (STORED_EVENT)."""
+        return {"id": self.id, "type": self.type, "time": self.time, "sequence": self.sequence,
+                "user": self.user, "task": self.task, "body": self.body}
+
+    @classmethod
+    def from_stored(cls, raw: dict[str, Any]) -> Event:
+        return cls(id=raw["id"], type=raw["type"], time=float(raw["time"]), body=raw["body"],
+                   sequence=raw["sequence"], user=raw["user"], task=raw["task"])
+
+
+STORED_EVENT = obj({"id": STRING, "type": STRING, "time": TIME, "sequence": COUNT,
+                    "user": {"type": ["string", "null"]}, "task": {"type": ["string", "null"]},
+                    "body": {"type": "object"}})
 
 
 class EventLog:
@@ -127,10 +143,36 @@ class EventLog:
         """The size at which the ledger next looks for events to evict."""
         return self._next_eviction
 
+    # -- snapshot (domain/stored.py) ----------------------------------------------------------
+
+    SECTIONS = Sections({"events": {"type": "array", "items": STORED_EVENT},
+                         "counters": obj({"eventsEmitted": COUNT, "eventsEvicted": COUNT,
+                                          "eventsNextEviction": {"type": ["integer", "null"],
+                                                                 "minimum": 0}})})
+
+    def dump(self) -> dict[str, Any]:
+        return {"events": [event.stored() for event in self.by_id.values()],
+                "counters": {"eventsEmitted": self.emitted, "eventsEvicted": self.evicted,
+                             "eventsNextEviction": self._next_eviction}}
+
+    @staticmethod
+    def load(document: dict[str, Any], loading: Any) -> dict[str, Any]:
+        """The events in order, each once."""
+        events: dict[str, Event] = {}
+        for number, raw in enumerate(document["events"]):
+            if raw["id"] in events:
+                raise LoadError(f"$.events[{number}].id", "appears twice")
+            events[raw["id"]] = Event.from_stored(raw)
+        loading.events = events
+        counters = document["counters"]
+        return {"events": list(events.values()), "emitted": counters["eventsEmitted"],
+                "evicted": counters["eventsEvicted"],
+                "next_eviction": counters["eventsNextEviction"]}
+
     def restore(self, events: list[Event], *, emitted: int, evicted: int,
                 next_eviction: int | None) -> None:
-        """A snapshot's ledger (snapshot.py): its events in order and its counters. The
-        listeners are not told: the events were delivered (or are pending) already."""
+        """A snapshot's ledger (as load checked it): its events in order and its counters.
+        The listeners are not told: the events were delivered (or are pending) already."""
         self.by_id = {event.id: event for event in events}
         self.emitted, self.evicted = emitted, evicted
         self._next_eviction = next_eviction

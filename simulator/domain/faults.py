@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ApiError, ValidationFailed, field_detail
+from .stored import (COUNT, RANDOM_STATE, LoadError, Record, Sections, checked_random_state, obj,
+                     random_state as random_state_of)
 
 MAX_RULES = 100            # per tenant (README: Limits)
 MAX_LATENCY_MS = 30_000    # a slow answer waits at most 30 wall seconds
@@ -158,6 +160,19 @@ class FaultRule:
                 "probability": self.probability}
 
 
+def _stored_shapes() -> dict[str, dict[str, Any]]:
+    """A rule's fields as the request takes them, null where a rule may go without one."""
+    shapes = {name: {k: v for k, v in spec.items() if k != "description"}
+              for name, spec in RULE_FIELDS.items()}
+    for name in ("status", "retryAfter", "latencyMs", "count"):
+        shapes[name]["type"] = [shapes[name]["type"], "null"]
+    shapes["reset"] = {"type": "boolean"}
+    return shapes
+
+
+STORED_RULE = Record(FaultRule, shapes=_stored_shapes())
+
+
 @dataclass(frozen=True)
 class Fired:
     """A rule that fired on a request: its place in the list and the rule."""
@@ -204,9 +219,49 @@ class ApiFaults:
         self.rules, self.fired = [], []
         return self.record()
 
-    def restore(self, rules: list[FaultRule], fired: list[int]) -> None:
-        """A snapshot's rules and counts (checked by snapshot.py)."""
+    # -- snapshot (domain/stored.py) ----------------------------------------------------------
+
+    # Added later (issue 23): a snapshot without it has no API fault rules.
+    SECTIONS = Sections({}, {"apiFaults": obj({
+        "rules": {"type": "array", "items": STORED_RULE.schema, "maxItems": MAX_RULES},
+        "fired": {"type": "array", "items": COUNT, "maxItems": MAX_RULES},
+        "random": RANDOM_STATE})})
+
+    def dump(self) -> dict[str, Any]:
+        return {"apiFaults": {"rules": [STORED_RULE.dump(rule) for rule in self.rules],
+                              "fired": list(self.fired), "random": random_state_of(self.random)}}
+
+    @staticmethod
+    def load(document: dict[str, Any], loading: Any) -> dict[str, Any]:
+        """The rules, their counts and generator (none: a snapshot from before they
+        existed), checked as PUT /_sandbox/faults/api checks rules."""
+        section = document.get("apiFaults")
+        if section is None:
+            return {}
+        path = "$.apiFaults"
+        rules = [STORED_RULE.load(raw) for raw in section["rules"]]
+        if len(section["fired"]) != len(rules):
+            raise LoadError(f"{path}.fired", "must count each rule once")
+        for number, (rule, fired) in enumerate(zip(rules, section["fired"])):
+            if len(rule.kinds) != 1:
+                raise LoadError(f"{path}.rules[{number}]", "names exactly one of status, "
+                                f"latencyMs, reset (it names {', '.join(rule.kinds) or 'none'})")
+            if rule.retry_after is not None and rule.status is None:
+                raise LoadError(f"{path}.rules[{number}].retryAfter", "only with status")
+            if rule.count is not None and fired > rule.count:
+                raise LoadError(f"{path}.fired[{number}]", f"more than its count {rule.count}")
+        for number, problem in target_problems(rules, loading.fault_targets()):
+            raise LoadError(f"{path}.rules[{number}].path", problem)
+        return {"rules": rules, "fired": list(section["fired"]),
+                "random_state": checked_random_state(section["random"], f"{path}.random")}
+
+    def restore(self, rules: list[FaultRule] = (), fired: list[int] = (),
+                random_state: tuple[Any, ...] | None = None) -> None:
+        """A snapshot's rules, counts and draws (as load checked them; none: the tenant's
+        fresh ones)."""
         self.rules, self.fired = list(rules), list(fired)
+        if random_state is not None:
+            self.random.setstate(random_state)
 
     def fire(self, method: str, path: str) -> Fired | None:
         """The first rule for this operation that is not spent and whose draw (when its

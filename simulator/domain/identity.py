@@ -6,6 +6,7 @@ credentials (public, access and processor tokens) never do.
 
 from __future__ import annotations
 
+import json
 import random
 import uuid
 from dataclasses import dataclass
@@ -13,7 +14,10 @@ from typing import Any
 
 from ..clock import isoformat
 from ..errors import ValidationFailed, field_detail
+from ..schemas.api import USER_SNAPSHOT_SHAPES
 from .owner import Owner
+from .stored import (COUNT, RANDOM_STATE, STRING, LoadError, Record, Sections, array,
+                     check_count, checked_random_state, obj, random_state, unique)
 
 MIN_TOKEN_LIFETIME = 1800
 MAX_TOKEN_LIFETIME = 2_592_000
@@ -41,11 +45,11 @@ class Ids:
 
     def state(self) -> dict[str, Any]:
         """The generator's state as JSON data (snapshots): the next ids follow from it."""
-        version, internal, gauss = self._random.getstate()
-        return {"version": version, "state": list(internal), "gauss": gauss}
+        return random_state(self._random)
 
-    def set_state(self, state: dict[str, Any]) -> None:
-        self._random.setstate((state["version"], tuple(state["state"]), state["gauss"]))
+    def restore(self, state: tuple[Any, ...]) -> None:
+        """A stored state (stored.checked_random_state): the next ids follow from it."""
+        self._random.setstate(state)
 
 
 def unguessable(prefix: str) -> str:
@@ -71,6 +75,10 @@ class PublicToken:
     access_token: str
     identifier: str
     expires_at: float
+
+
+STORED_USER = Record(User, shapes=USER_SNAPSHOT_SHAPES)
+STORED_PUBLIC_TOKEN = Record(PublicToken)
 
 
 def create_access_token(tenant: Owner, identifier: str,
@@ -99,3 +107,43 @@ def token_record(token: PublicToken) -> dict[str, Any]:
     token is), and when it expires (the sandbox's own field)."""
     return {"publicToken": token.public_token, "token": token.public_token,
             "expiresAt": isoformat(token.expires_at)}
+
+
+# -- snapshot (domain/stored.py): a tenant's users, their tokens and its seeded ids ----------
+
+SECTIONS = Sections({"rng": obj({"ids": RANDOM_STATE}),
+                     "counters": obj({"tokensEvicted": COUNT}),
+                     "users": array(STORED_USER), "tokens": array(STORED_PUBLIC_TOKEN),
+                     "latestTokens": {"type": "object", "additionalProperties": STRING}})
+
+
+def dump_identity(tenant: Owner) -> dict[str, Any]:
+    return {"rng": {"ids": tenant.ids.state()},
+            "counters": {"tokensEvicted": tenant.evicted_tokens},
+            "users": [STORED_USER.dump(user) for user in tenant.users.values()],
+            "tokens": [STORED_PUBLIC_TOKEN.dump(token) for token in tenant.tokens.values()],
+            "latestTokens": dict(tenant.latest_token)}
+
+
+def load_identity(document: dict[str, Any], loading: Any) -> dict[str, Any]:
+    """The users and tokens (no more than this server keeps), each once; every latest
+    token one of the tokens."""
+    limits = loading.rules.limits
+    check_count(document, "tokens", limits.max_tokens, "--max-tokens")
+    check_count(document, "users", limits.max_users, "--max-users")
+    ids = checked_random_state(document["rng"]["ids"], "$.rng.ids")
+    users = unique(document, "users", STORED_USER, "identifier")
+    tokens = unique(document, "tokens", STORED_PUBLIC_TOKEN, "public_token")
+    for identifier, public_token in document["latestTokens"].items():
+        if public_token not in tokens:
+            raise LoadError(f"$.latestTokens[{json.dumps(identifier)}]", "no such token")
+    loading.public_tokens = tokens
+    return {"users": users, "tokens": tokens, "latest": dict(document["latestTokens"]),
+            "ids": ids, "evicted": document["counters"]["tokensEvicted"]}
+
+
+def restore_identity(tenant: Any, *, users: dict[str, User], tokens: dict[str, PublicToken],
+                     latest: dict[str, str], ids: tuple[Any, ...], evicted: int) -> None:
+    tenant.users, tenant.tokens, tenant.latest_token = users, tokens, latest
+    tenant.ids.restore(ids)
+    tenant.evicted_tokens = evicted

@@ -25,10 +25,12 @@ from typing import Any
 from ..clock import isoformat
 from ..errors import (DepositAccountNotFound, LinkedAccountNotFound, StatementNotFound,
                       UserNotFound, field_detail)
+from ..schemas.records import DATA_RECORDS
 from .companies import Company, ManualDepositRule, search_record
 from .states import COMPLETED, FAILED
 from .rules import Rules
 from .owner import Owner
+from .stored import Record, Sections, array, unique
 from .timeline import action_kind
 
 PAY_CYCLES = ("weekly", "biweekly", "semimonthly", "monthly")
@@ -160,6 +162,23 @@ class LinkedAccount:
                 "lastRefreshedAt": isoformat(self.last_refresh)}
 
 
+# What the reads add to a stored data record as they render it.
+_RENDERED = {"linkedAccount", "paystub"}
+
+
+def _stored(kind: str) -> dict[str, Any]:
+    """A list of a linked account's stored data records (statements, ...): the API's record
+    shape (schemas/records.py), which the reads render, less the fields they add."""
+    record = DATA_RECORDS[kind]
+    return {"type": "array", "items": {
+        **record, "required": [name for name in record["required"] if name not in _RENDERED]}}
+
+
+STORED_LINKED_ACCOUNT = Record(LinkedAccount, shapes={
+    "statements": _stored("statements"), "timesheets": _stored("timesheets"),
+    "taxes": _stored("taxes"), "depositAccounts": _stored("deposit-accounts")})
+
+
 class LinkedAccounts(Mapping[str, LinkedAccount]):
     """One tenant's linked accounts and everything continuous access does with them: read
     as a mapping of linked account id -> LinkedAccount; changed only through its methods."""
@@ -178,8 +197,26 @@ class LinkedAccounts(Mapping[str, LinkedAccount]):
     def __len__(self) -> int:
         return len(self._by_id)
 
+    # -- snapshot (domain/stored.py) ----------------------------------------------------------
+
+    SECTIONS = Sections({"linkedAccounts": array(STORED_LINKED_ACCOUNT)})
+
+    def dump(self) -> dict[str, Any]:
+        return {"linkedAccounts": [STORED_LINKED_ACCOUNT.dump(a) for a in self._by_id.values()]}
+
+    @staticmethod
+    def load(document: dict[str, Any], loading: Any) -> dict[str, Any]:
+        accounts = loading.accounts = unique(document, "linkedAccounts", STORED_LINKED_ACCOUNT,
+                                             "id")
+        catalog = loading.rules.catalog
+        for account in accounts.values():
+            shared = catalog.get(account.company_at_link.id)
+            if shared == account.company_at_link:  # the catalog's own record: keep one copy
+                account.company_at_link = shared
+        return {"accounts": accounts}
+
     def restore(self, accounts: dict[str, LinkedAccount]) -> None:
-        """A snapshot's linked accounts (snapshot.py checked them)."""
+        """A snapshot's linked accounts (as load checked them)."""
         self._by_id = accounts
 
     def _profile(self, identifier: str, company: Company) -> Profile:

@@ -12,6 +12,7 @@ recorded before it is queued, so nothing is lost without a record.
 
 from __future__ import annotations
 
+import hashlib
 import random
 import time
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ from ..errors import Conflict, NotFound, ValidationFailed, field_detail
 from .changes import EVENT
 from .events import Event
 from .owner import Owner
+from .stored import (COUNT, PROBABILITY, RANDOM_STATE, STRING, STRINGS, LoadError, Record,
+                     Sections, array, checked_random_state, obj, random_state)
 from .timeline import action_kind
 
 MAX_ATTEMPTS = 3          # the first plus two retries
@@ -98,6 +101,9 @@ class Delivery:
                 "replay": self.replay,
                 "attempts": [a.record(request_headers) for a in self.attempts],
                 "nextAttemptAt": self.next_attempt_at, "faults": list(self.faults)}
+
+
+STORED_DELIVERY = Record(Delivery)
 
 
 @dataclass(frozen=True)
@@ -259,10 +265,116 @@ class Outbox:
                               details=[field_detail("$.id", "in use", location="path")])
         del self.secrets[secret_id]
 
+    # -- snapshot (domain/stored.py) ----------------------------------------------------------
+
+    SECTIONS = Sections({
+        "webhooks": obj({
+            "endpoints": {"type": "array", "items": obj(
+                {"url": STRING}, {"_id": STRING, "eventTypes": STRINGS, "secretId": STRING})},
+            "faults": obj({"duplicate": PROBABILITY, "outOfOrder": PROBABILITY,
+                           "delay": PROBABILITY,
+                           "delaySeconds": {"type": "number", "minimum": 0, "maximum": 86400}}),
+            "deliveries": array(STORED_DELIVERY),
+            "held": {"type": "array", "items": obj({"event": STRING, "delivery": COUNT})}}, {
+            "secrets": {"type": "array", "items": obj(
+                {"_id": STRING, "name": STRING, "token": STRING, "createdAt": STRING})}}),
+        "rng": obj({"webhookFaults": RANDOM_STATE})})
+
+    def dump(self) -> dict[str, Any]:
+        """The outbox as it is now. An attempt still in flight is left out of its delivery
+        (in_flight_jobs makes it a job due at its start, so a restore sends it again); an
+        extra copy in flight (the duplicate fault) is recorded as interrupted."""
+        deliveries = []
+        for event_deliveries in self.deliveries.values():
+            for delivery in event_deliveries:
+                record = STORED_DELIVERY.dump(delivery)
+                deliveries.append(record)
+                for number, attempt in enumerate(delivery.attempts):
+                    if attempt.answered:
+                        continue
+                    if attempt.fault == "duplicate":
+                        record["attempts"][number]["error"] = INTERRUPTED_ATTEMPT
+                    elif delivery.state == PENDING and number == len(delivery.attempts) - 1:
+                        del record["attempts"][number]
+                        record["nextAttemptAt"] = isoformat(attempt.time)
+        return {"webhooks": {"endpoints": [dict(e) for e in self.endpoints],
+                             "faults": self.faults.record(), "deliveries": deliveries,
+                             "held": [{"event": event.id, "delivery": delivery.number}
+                                      for delivery, event in self.held],
+                             "secrets": [dict(secret) for secret in self.secrets.values()]},
+                "rng": {"webhookFaults": random_state(self.random)}}
+
+    def in_flight_jobs(self) -> list[dict[str, Any]]:
+        """The attempts dump leaves out, as jobs of the timeline (without their sequence):
+        each sends its delivery's attempt again, due when the attempt started."""
+        jobs = []
+        for event_id, event_deliveries in self.deliveries.items():
+            for delivery in event_deliveries:
+                last = delivery.attempts[-1] if delivery.attempts else None
+                if (last is None or last.answered or last.fault == "duplicate"
+                        or delivery.state != PENDING):
+                    continue
+                jobs.append({"due": last.time, "background": False,
+                             "owner": f"delivery:{delivery.id}",
+                             "label": f"webhook attempt {last.number} of {event_id}",
+                             "action": {"kind": "webhook-attempt", "event": event_id,
+                                        "delivery": delivery.number}})
+        return jobs
+
+    @staticmethod
+    def load(document: dict[str, Any], loading: Any) -> dict[str, Any]:
+        """Endpoints the outbound policy allows, each naming a secret of the snapshot;
+        deliveries of the snapshot's events, numbered 1, 2, ... per event; held ones among
+        them; the fault roll a generator's state."""
+        webhooks = document["webhooks"]
+        roll = checked_random_state(document["rng"]["webhookFaults"], "$.rng.webhookFaults")
+        for number, endpoint in enumerate(webhooks["endpoints"]):
+            problem = loading.url_problem(endpoint["url"])
+            if problem is not None:
+                raise LoadError(f"$.webhooks.endpoints[{number}].url", problem)
+        deliveries: dict[str, list[Delivery]] = {}
+        loading.deliveries = deliveries
+        for number, raw in enumerate(webhooks["deliveries"]):
+            delivery = STORED_DELIVERY.load(raw)
+            of_event = deliveries.setdefault(delivery.event_id, [])
+            if delivery.event_id not in loading.events:
+                raise LoadError(f"$.webhooks.deliveries[{number}].eventId", "no such event")
+            if delivery.number != len(of_event) + 1:
+                raise LoadError(f"$.webhooks.deliveries[{number}].number",
+                                f"must be {len(of_event) + 1}: the event's deliveries are "
+                                "numbered 1, 2, ... in order")
+            of_event.append(delivery)
+        faults = webhooks["faults"]
+        held = []
+        for number, pair in enumerate(webhooks["held"]):
+            try:
+                held.append((loading.delivery(pair["event"], pair["delivery"]),
+                             loading.event(pair["event"])))
+            except LookupError as error:
+                raise LoadError(f"$.webhooks.held[{number}]", str(error)) from None
+        # An endpoint without an `_id` (a snapshot from before endpoints had one) gets one
+        # derived from its place and URL: the same on every restore, no seeded id spent.
+        endpoints = [e if "_id" in e else
+                     {"_id": hashlib.sha256(f"{n}:{e['url']}".encode()).hexdigest()[:24], **e}
+                     for n, e in enumerate(map(dict, webhooks["endpoints"]))]
+        secrets: dict[str, dict[str, Any]] = {}
+        for number, raw in enumerate(webhooks.get("secrets", [])):
+            if raw["_id"] in secrets:
+                raise LoadError(f"$.webhooks.secrets[{number}]._id", "appears twice")
+            secrets[raw["_id"]] = dict(raw)
+        for number, endpoint in enumerate(endpoints):
+            if endpoint.get("secretId") is not None and endpoint["secretId"] not in secrets:
+                raise LoadError(f"$.webhooks.endpoints[{number}].secretId", "no such secret")
+        return {"endpoints": endpoints, "secrets": secrets,
+                "faults": FaultPlan(duplicate=faults["duplicate"],
+                                    out_of_order=faults["outOfOrder"], delay=faults["delay"],
+                                    delay_seconds=faults["delaySeconds"]),
+                "deliveries": deliveries, "held": held, "roll": roll}
+
     def restore(self, *, endpoints: list[dict[str, Any]], secrets: dict[str, dict[str, Any]],
                 faults: FaultPlan, deliveries: dict[str, list[Delivery]],
                 held: list[tuple[Delivery, Event]], roll: tuple[Any, ...]) -> None:
-        """A snapshot's outbox (snapshot.py checked it); its attempts in flight come back as
+        """A snapshot's outbox (as load checked it); its attempts in flight come back as
         jobs of the timeline."""
         self.endpoints, self.secrets, self.faults = endpoints, secrets, faults
         self.deliveries, self.held = deliveries, held

@@ -29,6 +29,7 @@ from .search import SearchQuery, normalize, search_companies
 from .rules import Rules
 from .identity import unguessable
 from .owner import Owner
+from .stored import LoadError, Record, Sections, array, unique
 from .timeline import action_kind
 
 TOKEN_PATTERN = re.compile(r"^processor-(sandbox|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-"
@@ -109,6 +110,11 @@ class ProcessorLink:
         return record
 
 
+STORED_PROCESSOR_TOKEN = Record(ProcessorToken)
+STORED_PROCESSOR_LINK = Record(ProcessorLink, shapes={
+    "transactions": {"type": "array", "items": TRANSACTION}})
+
+
 class ProcessorLinks(Mapping[str, ProcessorLink]):
     """One tenant's processor tokens and processor links, and the pipeline that runs each
     link: read as a mapping of link id -> ProcessorLink; changed only through its methods."""
@@ -120,8 +126,29 @@ class ProcessorLinks(Mapping[str, ProcessorLink]):
         self.tokens: dict[str, ProcessorToken] = {}   # token text -> ProcessorToken
         self._by_id: dict[str, ProcessorLink] = {}
 
+    # -- snapshot (domain/stored.py) ----------------------------------------------------------
+
+    SECTIONS = Sections({"processorTokens": array(STORED_PROCESSOR_TOKEN),
+                         "processorLinks": array(STORED_PROCESSOR_LINK)})
+
+    def dump(self) -> dict[str, Any]:
+        return {"processorTokens": [STORED_PROCESSOR_TOKEN.dump(t) for t in self.tokens.values()],
+                "processorLinks": [STORED_PROCESSOR_LINK.dump(link)
+                                   for link in self._by_id.values()]}
+
+    @staticmethod
+    def load(document: dict[str, Any], loading: Any) -> dict[str, Any]:
+        """The tokens and links, each once, every link's token among the tokens."""
+        tokens = loading.processor_tokens = unique(document, "processorTokens",
+                                                   STORED_PROCESSOR_TOKEN, "token")
+        links = loading.links = unique(document, "processorLinks", STORED_PROCESSOR_LINK, "id")
+        for number, link in enumerate(links.values()):
+            if link.token not in tokens:
+                raise LoadError(f"$.processorLinks[{number}].token", "no such processor token")
+        return {"tokens": tokens, "links": links}
+
     def restore(self, tokens: dict[str, ProcessorToken], links: dict[str, ProcessorLink]) -> None:
-        """A snapshot's processor tokens and links (snapshot.py checked them)."""
+        """A snapshot's processor tokens and links (as load checked them)."""
         self.tokens, self._by_id = tokens, links
 
     def __getitem__(self, link_id: str) -> ProcessorLink:

@@ -24,6 +24,7 @@ from ..errors import (CompanyDisabled, CompanyManualDeposits, CompanyMismatch, C
                       TaskNotFound, Unauthorized, UnknownScenario, UserNotFound,
                       ValidationFailed, field_detail)
 from ..scenarios.loader import Scenario, Step
+from ..schemas.api import TASK_SNAPSHOT_SHAPES, WORKFLOW_SNAPSHOT_SHAPES
 from ..schemas.validate import check_metadata
 from .changes import TASK
 from .companies import DISABLED, OPERATIONAL, UNKNOWN_COMPANY, Company, search_record
@@ -35,6 +36,7 @@ from .states import (COMPLETED, FAILED, FINAL, PROCESSING, QUEUED, emits_status_
 from .rules import Rules
 from .identity import create_access_token
 from .owner import Owner
+from .stored import COUNT, STRING, STRINGS, TIME, LoadError, Record, Sections, array, obj, unique
 from .task_fields import STEP_FIELDS
 from .timeline import action_kind
 
@@ -144,6 +146,10 @@ class Workflow:
     pending: list[dict[str, Any]] = field(default_factory=list)
 
 
+STORED_TASK = Record(Task, shapes=TASK_SNAPSHOT_SHAPES)
+STORED_WORKFLOW = Record(Workflow, shapes=WORKFLOW_SNAPSHOT_SHAPES)
+
+
 @dataclass(frozen=True)
 class TaskRequest:
     """One task of a create request, after the request was checked."""
@@ -247,12 +253,62 @@ class Tasks(Mapping[str, Task]):
         else:
             self.card_token_recreation_off.add(identifier)
 
+    # -- snapshot (domain/stored.py) ----------------------------------------------------------
+
+    SECTIONS = Sections({
+        "tasks": array(STORED_TASK), "workflows": array(STORED_WORKFLOW),
+        "scenarioBindings": {"type": "object", "additionalProperties": STRING},
+        "payLink": obj({
+            "paymentTokens": {"type": "array", "items": obj(
+                {"identifier": STRING, "paymentMethod": STRING, "createdAt": TIME})},
+            "merchantPaymentMethods": {"type": "array", "items": obj(
+                {"identifier": STRING, "company": STRING, "paymentMethods": STRINGS})},
+            "cardTokenRecreationOff": STRINGS}),
+        "counters": obj({"tasksEvicted": COUNT, "nextTaskEviction": COUNT})})
+
+    def dump(self) -> dict[str, Any]:
+        return {
+            "tasks": [STORED_TASK.dump(task) for task in self._by_id.values()],
+            "workflows": [STORED_WORKFLOW.dump(workflow) for workflow in self.workflows.values()],
+            "scenarioBindings": dict(self.bindings),
+            "payLink": {
+                "paymentTokens": [
+                    {"identifier": identifier, "paymentMethod": method, "createdAt": at}
+                    for (identifier, method), at in self.payment_tokens.items()],
+                "merchantPaymentMethods": [
+                    {"identifier": identifier, "company": company,
+                     "paymentMethods": sorted(methods)}
+                    for (identifier, company), methods in self.merchant_payment_methods.items()],
+                "cardTokenRecreationOff": sorted(self.card_token_recreation_off)},
+            "counters": {"tasksEvicted": self.evicted, "nextTaskEviction": self.next_eviction}}
+
+    @staticmethod
+    def load(document: dict[str, Any], loading: Any) -> dict[str, Any]:
+        """The tasks and workflows, each once, every workflow's tasks among them."""
+        tasks = loading.tasks = unique(document, "tasks", STORED_TASK, "id")
+        workflows = unique(document, "workflows", STORED_WORKFLOW, "id")
+        for number_of, workflow in enumerate(workflows.values()):
+            for number, task_id in enumerate(workflow.tasks):
+                if task_id not in tasks:
+                    raise LoadError(f"$.workflows[{number_of}].tasks[{number}]", "no such task")
+        pay_link, counters = document["payLink"], document["counters"]
+        return {"tasks": tasks, "workflows": workflows,
+                "bindings": document["scenarioBindings"],
+                "payment_tokens": {(t["identifier"], t["paymentMethod"]): float(t["createdAt"])
+                                   for t in pay_link["paymentTokens"]},
+                "merchant_payment_methods": {(m["identifier"], m["company"]):
+                                             set(m["paymentMethods"])
+                                             for m in pay_link["merchantPaymentMethods"]},
+                "card_token_recreation_off": pay_link["cardTokenRecreationOff"],
+                "evicted": counters["tasksEvicted"],
+                "next_eviction": counters["nextTaskEviction"]}
+
     def restore(self, tasks: dict[str, Task], workflows: dict[str, Workflow], *,
                 bindings: dict[str, str], payment_tokens: dict[tuple[str, str], float],
                 merchant_payment_methods: dict[tuple[str, str], set[str]],
                 card_token_recreation_off: Iterable[str], evicted: int,
                 next_eviction: int) -> None:
-        """A snapshot's tasks and what decides them (snapshot.py checked them)."""
+        """A snapshot's tasks and what decides them (as load checked them)."""
         self._by_id, self.workflows = tasks, workflows
         self.bindings = dict(bindings)
         self.payment_tokens = payment_tokens

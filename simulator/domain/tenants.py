@@ -26,12 +26,16 @@ from .identity import Ids, PublicToken, User
 from .linked_accounts import LinkedAccounts
 from .processor_links import ProcessorLinks
 from .rules import Rules
+from .stored import STRING, STRINGS, TIME, Sections, obj
 from .tasks import Tasks
 from .timeline import Timeline
 
 DEFAULT_PRODUCTS = ("deposit", "verify", "switch", "present", "employer-classification",
                     "recurring-transaction-detection")
 DEFAULT_REFRESH_INTERVAL = 86_400.0  # a push refresh a day (continuous access)
+# Fixtures' continuousAccess: at least a minute; at most a year in a snapshot (a restore
+# cannot make a refresh cadence that floods the ledger or one that never comes).
+_INTERVAL = {"type": ["number", "null"], "minimum": 60, "maximum": 31_536_000}
 
 
 MISSING_CREDENTIALS = "Send the x-api-key and x-api-secret headers (or x-public-token)."
@@ -157,6 +161,54 @@ class Tenant:
         # Every restored item is new to a reader: the tasks, then the ledger, in order.
         self.changes.touch_all(TASK, self.tasks)
         self.changes.touch_all(EVENT, self.events.by_id)
+
+    # -- snapshot (domain/stored.py): the tenant's own settings and its clock ----------------
+
+    SECTIONS = Sections({
+        "tenant": obj({
+            "name": {**STRING, "description": "The tenant it was taken from (informative: a "
+                                              "restore keeps the caller's name and keys)."},
+            "products": STRINGS,
+            "manualDeposits": obj({"enabled": {"type": "boolean"}, "companies": STRINGS,
+                                   "withoutProgrammaticAuthentication": {"type": "boolean"}}),
+            "signing": {"type": "boolean"},
+            "refreshInterval": _INTERVAL,
+            "piiDeletionInterval": _INTERVAL}),
+        "clock": obj({"timestamp": TIME}, {"now": STRING})})
+
+    def dump_settings(self) -> dict[str, Any]:
+        rule = self.manual_deposits
+        now = self.clock.timestamp()
+        return {"tenant": {"name": self.name, "products": list(self.products),
+                           "manualDeposits": {
+                               "enabled": rule.enabled, "companies": sorted(rule.companies),
+                               "withoutProgrammaticAuthentication":
+                                   rule.without_programmatic_authentication},
+                           "signing": self.signing, "refreshInterval": self.refresh_interval,
+                           "piiDeletionInterval": self.pii_deletion_interval},
+                "clock": {"timestamp": now, "now": isoformat(now)}}
+
+    @staticmethod
+    def load_settings(document: dict[str, Any], loading: Any) -> dict[str, Any]:
+        """The settings, and a clock of the tenant's mode and scale at the snapshot's time
+        (a real clock goes on from there: the time the server was down does not count)."""
+        settings, timestamp = document["tenant"], document["clock"]["timestamp"]
+        current = loading.tenant.clock
+        whole = int(timestamp)
+        clock = Clock(mode=current.mode, time_scale=current.time_scale, start=whole)
+        clock.advance(timestamp - whole)
+        return {"products": tuple(settings["products"]),
+                "manual_deposits": ManualDepositRule.from_fixture(settings["manualDeposits"]),
+                "signing": settings["signing"], "refresh_interval": settings["refreshInterval"],
+                "pii_deletion_interval": settings["piiDeletionInterval"], "clock": clock}
+
+    def restore_settings(self, *, products: tuple[str, ...], manual_deposits: ManualDepositRule,
+                         signing: bool, refresh_interval: float | None,
+                         pii_deletion_interval: float | None, clock: Clock) -> None:
+        self.products, self.manual_deposits, self.signing = products, manual_deposits, signing
+        self.refresh_interval = refresh_interval
+        self.pii_deletion_interval = pii_deletion_interval
+        self.clock = clock
 
     def close(self) -> None:
         """Stop everything the tenant has going: jobs on its clock, webhook attempts in

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
+
+from ..schemas.validate import schema_errors
+from .stored import COUNT, STRING, TIME, LoadError, Sections, obj
 
 # Every kind of scheduled action, by the name it gives itself in a snapshot (snapshot.py):
 # a small tagged union. A registered class's instances `describe()` themselves as data
@@ -153,6 +156,61 @@ class Timeline:
         sequence = next(self._counter)
         self._counter = itertools.count(sequence)
         return sequence
+
+    # -- snapshot (domain/stored.py) ----------------------------------------------------------
+
+    @staticmethod
+    def sections() -> Sections:
+        """The jobs, their actions of the kinds registered (once every module that defines
+        one is imported)."""
+        job = obj({"due": TIME, "sequence": COUNT, "background": {"type": "boolean"},
+                   "owner": {"type": ["string", "null"]}, "label": STRING,
+                   "action": {"type": "object", "required": ["kind"],
+                              "properties": {"kind": {"enum": sorted(ACTION_KINDS)}}}})
+        return Sections({"jobs": {"type": "array", "items": job,
+                                  "description": "Pending jobs of the timeline (scenario cursors, "
+                                                 "retries, refreshes), each with its action as "
+                                                 "data."},
+                         "counters": obj({"nextJobSequence": COUNT})})
+
+    def dump(self, added: Iterable[dict[str, Any]] = ()) -> dict[str, Any]:
+        """The pending jobs as data, with jobs `added` (described, each given the next
+        sequence in turn), in the order they run."""
+        jobs = [job.describe() for job in self.pending()]
+        sequence = self.next_sequence()
+        for job in added:
+            jobs.append({"due": job["due"], "sequence": sequence, **job})
+            sequence += 1
+        jobs.sort(key=lambda job: (job["due"], job["sequence"]))
+        return {"jobs": jobs, "counters": {"nextJobSequence": sequence}}
+
+    @staticmethod
+    def load(document: dict[str, Any], loading: Any) -> dict[str, Any]:
+        """Each job's action as its kind describes it, rebuilt with the loaded objects it
+        names (`loading` finds them); sequences once each, below the next."""
+        problems = []
+        for number, raw in enumerate(document["jobs"]):
+            kind = ACTION_KINDS[raw["action"]["kind"]]
+            problems += [(f"$.jobs[{number}].action{path[1:]}", message)
+                         for path, message in schema_errors(raw["action"], kind.schema)]
+        if problems:
+            raise LoadError(*problems[0], problems[1:])
+        next_sequence = document["counters"]["nextJobSequence"]
+        jobs, sequences = [], set()
+        for number, raw in enumerate(document["jobs"]):
+            path = f"$.jobs[{number}]"
+            if raw["sequence"] in sequences:
+                raise LoadError(f"{path}.sequence", "appears twice")
+            if raw["sequence"] >= next_sequence:
+                raise LoadError(f"{path}.sequence", "must be below counters.nextJobSequence")
+            sequences.add(raw["sequence"])
+            try:
+                action = ACTION_KINDS[raw["action"]["kind"]].rebuild(raw["action"], loading)
+            except LookupError as error:
+                raise LoadError(f"{path}.action", str(error).strip("'\"")) from None
+            jobs.append(Job(float(raw["due"]), raw["sequence"], action, raw["label"],
+                            raw["background"], raw["owner"]))
+        return {"jobs": jobs, "next_sequence": next_sequence}
 
     def restore(self, jobs: list[Job], next_sequence: int) -> None:
         """A snapshot's pending jobs, each with its own due time and sequence, so they run
