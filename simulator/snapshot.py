@@ -2,7 +2,7 @@
 
 `GET /_sandbox/snapshot` writes the caller's tenant as a document; `POST /_sandbox/snapshot`
 restores one into the caller's tenant, exactly, or refuses it (422 naming the field, 409
-for another environment, seed or format version) and changes nothing. `serve
+for another environment, seed or a newer format version) and changes nothing. `serve
 --state-file` keeps every tenant (the fixtures' and those the control plane made, with
 their keys) in one file: restored at start, saved on shutdown and periodically, written
 atomically.
@@ -10,7 +10,8 @@ atomically.
 Nothing is pickled, and this module describes no record: each part of the tenant saves and
 loads itself (domain/stored.py), its records declared once next to their dataclasses, and
 its scheduled jobs as data (domain/timeline.py ACTION_KINDS). Here are the document's
-header, the order of the parts, the reading of a body and the state file. The seeded generators' states and the counters travel with it: a
+header, the order of the parts, the migrations of older versions, the reading of a body
+and the state file. The seeded generators' states and the counters travel with it: a
 restored tenant makes the same ids and events as the one it was taken from.
 """
 
@@ -58,7 +59,9 @@ log = logging.getLogger("payroll_sandbox.snapshot")
 
 FORMAT = "payroll-sandbox-snapshot"
 STATE_FORMAT = "payroll-sandbox-state"
-VERSION = 1
+# The format version this server writes; it reads every one from 1 up, migrating older
+# documents (MIGRATIONS).
+VERSION = 2
 # A restore's body (the 1 MiB of other bodies is too little). The largest snapshot a full
 # tenant makes at the default bounds (10,000 completed tasks with their linked accounts,
 # 10,000 tokens, its events with failed deliveries) measured 121.5 MiB (bench/hostile.py):
@@ -70,8 +73,8 @@ NOT_A_SNAPSHOT = (f"This is not a snapshot: its `format` must be {FORMAT!r} "
                   "(GET /_sandbox/snapshot).")
 A_STATE_FILE = (f"This is a --state-file document ({STATE_FORMAT!r}), not one tenant's snapshot: "
                 f"restore it with serve --state-file.")
-OTHER_VERSION = ("This snapshot has format version {theirs}; this server reads version {ours} "
-                 "only.")
+OTHER_VERSION = ("This snapshot has format version {theirs}; this server reads versions 1 to "
+                 "{ours} (older ones are migrated).")
 OTHER_ENVIRONMENT = ("This snapshot was taken in the {theirs} environment; this server is the "
                      "{ours} environment.")
 OTHER_SEED = ("This snapshot was taken on a server started with --seed {theirs}; this one has "
@@ -215,22 +218,49 @@ async def take_settled(tenant: Tenant, sandbox: Any) -> dict[str, Any]:
         return take(tenant, sandbox)
 
 
+# -- versions -------------------------------------------------------------------------------------
+
+def _v1_to_v2(document: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 keeps version 1's layout, section for section (each now written by the
+    part of the tenant that owns it), so a version 1 document needs its version only. What
+    a version 1 document may lack (sections and fields added after it was first written:
+    `aggregatorItems`, `apiFaults`, endpoint ids, signing secrets, record fields with a
+    default) a version 2 document may lack too: each part loads it as before. A state
+    file's layout is the same too; its snapshots migrate as each is restored."""
+    return {**document, "version": 2}
+
+
+# Each older version's step to the next: a document is brought up one version at a time.
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
+STATE_MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
+
+
+def migrated(document: dict[str, Any],
+             migrations: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = MIGRATIONS
+             ) -> dict[str, Any]:
+    """A document of an older version (check_header accepted it) as this version writes
+    it; one of this version as it is. The caller's document is not changed."""
+    while document["version"] < VERSION:
+        document = migrations[document["version"]](document)
+    return document
+
+
 # -- checking and restoring ---------------------------------------------------------------------
 
 def check_header(document: Any, sandbox: Any, expected: str = FORMAT,
                  environment: str | None = None) -> None:
-    """The document's kind, format version, environment (the tenant's; by default the
-    server's) and seed, before its schema: a document of another version need not match
-    this version's schema to be named so."""
+    """The document's kind, format version (this one or an older one, which is migrated),
+    environment (the tenant's; by default the server's) and seed, before its schema: a
+    document of another version need not match this version's schema to be named so."""
     if not isinstance(document, dict):
         raise Fault(InvalidSnapshot, INVALID, [("$", "a snapshot is a JSON object")])
     if document.get("format") != expected:
         hint = A_STATE_FILE if document.get("format") == STATE_FORMAT else NOT_A_SNAPSHOT
         raise Fault(InvalidSnapshot, hint, [("$.format", f"must be {expected!r}")])
     version = document.get("version")
-    if version != VERSION:
+    if type(version) is not int or not 1 <= version <= VERSION:
         raise Fault(SnapshotIncompatible, OTHER_VERSION.format(theirs=version, ours=VERSION),
-                    [("$.version", f"this server reads version {VERSION}")])
+                    [("$.version", f"this server reads versions 1 to {VERSION}")])
     environment = environment or sandbox.registry.tenants.environment
     if document.get("environment") != environment:
         message = OTHER_ENVIRONMENT.format(theirs=document.get("environment"), ours=environment)
@@ -255,10 +285,11 @@ class Planned:
 
 
 def plan(tenant: Tenant, sandbox: Any, document: Any) -> Planned:
-    """Checks a whole document and builds every object of it, touching nothing of the
-    tenant and reading no other tenant (it may run off the event loop); put_in_place then
-    puts them in place. Raises Fault."""
+    """Checks a whole document (migrated to this version first) and builds every object
+    of it, touching nothing of the tenant and reading no other tenant (it may run off the
+    event loop); put_in_place then puts them in place. Raises Fault."""
     check_header(document, sandbox, environment=tenant.environment)
+    document = migrated(document)
     problems = _schema_errors_in_pieces(document, SNAPSHOT_SCHEMA)
     if problems:
         raise Fault(InvalidSnapshot, INVALID, problems)
@@ -488,6 +519,7 @@ def load_state(sandbox: Any, path: Path) -> int:
     except Fault as fault:
         raise ConfigError(file, fault.problems[0][0], f"{fault.message} Remove the file to "
                           "start from the fixtures.") from None
+    document = migrated(document, STATE_MIGRATIONS)
     problems = schema_errors(document, STATE_SCHEMA)
     if problems:
         raise ConfigError.collected([(file, path, message) for path, message in problems])

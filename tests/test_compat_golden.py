@@ -2,7 +2,8 @@
 tests/golden/make.py, with the same driving code, tests/golden/drive.py).
 
 - A version-1 snapshot of a tenant with a bit of everything restores into a fresh server
-  of the same seed and environment, reads back as the same document and through the API
+  of the same seed and environment (migrated to this server's version), reads back as that
+  migrated document and through the API
   as the same tenant, and once the clock is advanced runs its pending jobs (scenario steps,
   pipeline stages, webhook retries, a patch, a push refresh) to the same events, deliveries
   and records as the code that took it.
@@ -25,12 +26,15 @@ import pytest
 from conftest import REPO
 
 from golden import drive
+from payroll_sandbox import snapshot
 
 GOLDEN = REPO / "tests" / "golden"
 SCENARIOS: dict[str, Any] = json.loads((GOLDEN / "scenarios.json").read_text(encoding="utf-8"))
 SNAPSHOT: dict[str, Any] = json.loads((GOLDEN / "snapshot-v1.json").read_text(encoding="utf-8"))
 READS: dict[str, Any] = json.loads((GOLDEN / "snapshot-v1-reads.json")
                                    .read_text(encoding="utf-8"))
+# The version-1 document as this server writes it (snapshot.py MIGRATIONS).
+MIGRATED: dict[str, Any] = snapshot.migrated(SNAPSHOT)
 BUNDLED = drive.bundled_scenarios()
 REMAKE = ("remake the golden files with `python tests/golden/make.py` (run by the code whose "
           "behaviour they should pin) and review their diff")
@@ -71,12 +75,13 @@ async def restored(aiohttp_client, golden_fixtures, receiver) -> tuple[Any, dict
 
 async def test_v1_snapshot_restores_and_reads_as_it_was_taken(aiohttp_client, golden_fixtures,
                                                               golden_receiver):
+    assert (SNAPSHOT["version"], MIGRATED["version"]) == (1, snapshot.VERSION)
     client, keys = await restored(aiohttp_client, golden_fixtures, golden_receiver)
     again = drive.replaced(await drive.snapshot(client, keys),
                            {golden_receiver.url: drive.RECEIVER})
-    assert_golden(drive.without_journal(again), drive.without_journal(SNAPSHOT),
+    assert_golden(drive.without_journal(again), drive.without_journal(MIGRATED),
                   "GET /_sandbox/snapshot after the restore")
-    assert_golden(again["journal"][:len(SNAPSHOT["journal"])], SNAPSHOT["journal"],
+    assert_golden(again["journal"][:len(MIGRATED["journal"])], MIGRATED["journal"],
                   "the restored journal's saved entries")
 
     document = drive.replaced(SNAPSHOT, {drive.RECEIVER: golden_receiver.url})

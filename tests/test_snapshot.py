@@ -302,7 +302,8 @@ BAD = [
     ((("webhooks", "endpoints"), [{"url": "ftp://x"}]), 422, "invalid-snapshot",
      "$.webhooks.endpoints[0].url"),
     ((("format",), "something-else"), 422, "invalid-snapshot", "$.format"),
-    ((("version",), 2), 409, "snapshot-incompatible", "$.version"),
+    ((("version",), 3), 409, "snapshot-incompatible", "$.version"),  # newer than this server's
+    ((("version",), True), 409, "snapshot-incompatible", "$.version"),
     ((("environment",), "production"), 409, "snapshot-incompatible", "$.environment"),
     ((("seed",), 7), 409, "snapshot-incompatible", "$.seed"),
 ]
