@@ -51,8 +51,8 @@ from .fixtures import ConfigError
 from .journal import Journal
 from .render import read_within_time
 from .schemas.fixtures import ACCOUNT_SCHEMA
-from .schemas.validate import (check_json_type, json_in_pieces, parse_json_body, schema_errors,
-                               webhook_url_problem)
+from .schemas.validate import (check_json_type, is_valid, json_in_pieces, parse_json_body,
+                               schema_errors, webhook_url_problem)
 from .webhooks.dispatcher import SHUTDOWN_GRACE
 
 log = logging.getLogger("payroll_sandbox.snapshot")
@@ -308,34 +308,43 @@ def plan(tenant: Tenant, sandbox: Any, document: Any) -> Planned:
     return Planned(loading.public_tokens, loaded)
 
 
-SPLIT_AT = 64  # items of an array checked one by one past this many
-
-
 def _schema_errors_in_pieces(document: Any, schema: dict[str, Any],
                              path: str = "$") -> list[tuple[str, str]]:
-    """schema_errors, with each long array of records checked item by item: the same
-    findings, but no single call into the compiled validator holds the interpreter for
-    the whole document (a restore runs in a worker thread; the event loop gets its turn
-    between items)."""
-    properties = schema.get("properties", {})
-    if not isinstance(document, dict) or schema.get("type") != "object":
-        return _prefixed(schema_errors(document, schema), path)
-    split = {}
-    for name, sub in properties.items():
-        value = document.get(name)
-        if set(sub) == {"type", "items"} and isinstance(value, list) and len(value) > SPLIT_AT:
-            split[name] = (sub["items"], value)
-        elif sub.get("type") == "object" and isinstance(value, dict) and any(
-                isinstance(v, list) and len(v) > SPLIT_AT for v in value.values()):
-            split[name] = (sub, value)
-    problems = _prefixed(schema_errors(document, _without(schema, frozenset(split))), path)
-    for name, (sub, value) in split.items():
-        if isinstance(value, dict):
-            problems += _schema_errors_in_pieces(value, sub, f"{path}.{name}")
-            continue
-        for number, item in enumerate(value):
-            problems += _prefixed(schema_errors(item, sub), f"{path}.{name}[{number}]")
-    return problems
+    """schema_errors, found piece by piece: a valid piece costs one call of the compiled
+    validator; in an invalid object each property is looked at apart (the object's own
+    keywords checked with its properties taking anything), in an invalid array each item,
+    so jsonschema (which names the faults, and is slow) reads only the records at fault,
+    never the whole document. Between pieces the interpreter is free (a restore runs in a
+    worker thread; the event loop gets its turn)."""
+    if is_valid(document, schema):
+        return []
+    properties = schema.get("properties")
+    if isinstance(document, dict) and schema.get("type") == "object" and properties:
+        present = frozenset(name for name in properties if name in document)
+        problems = _prefixed(schema_errors(document, _without(schema, present)), path)
+        for name in properties:
+            if name in present:
+                problems += _schema_errors_in_pieces(document[name], properties[name],
+                                                     f"{path}.{name}")
+        return problems
+    items = schema.get("items")
+    if isinstance(document, list) and schema.get("type") == "array" and isinstance(items, dict):
+        problems = _prefixed(schema_errors(document, _array_itself(schema)), path)
+        for number, item in enumerate(document):
+            problems += _prefixed(schema_errors(item, items), f"{path}[{number}]")
+        return problems
+    return _prefixed(schema_errors(document, schema), path)
+
+
+_ARRAYS: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
+
+
+def _array_itself(schema: dict[str, Any]) -> dict[str, Any]:
+    """An array's schema without its items' (its length and the like), made once."""
+    entry = _ARRAYS.get(id(schema))
+    if entry is None or entry[0] is not schema:
+        entry = _ARRAYS[id(schema)] = (schema, {k: v for k, v in schema.items() if k != "items"})
+    return entry[1]
 
 
 _WITHOUT: dict[tuple[int, frozenset[str]], dict[str, Any]] = {}

@@ -29,6 +29,14 @@ def schema_errors(document: Any, schema: dict) -> list[tuple[str, str]]:
     return [(json_path(parts), message) for parts, message in _schema_faults(document, schema)]
 
 
+def is_valid(document: Any, schema: dict) -> bool:
+    """Whether the document is valid, by the compiled validator alone (no faults named)."""
+    try:
+        return _validity(schema)(document)
+    except Exception:  # a document the checks cannot read: schema_errors says why
+        return False
+
+
 def _schema_faults(document: Any, schema: dict) -> list[tuple[list[Any], str]]:
     """schema_errors with each path as its parts (keys and indexes)."""
     try:
