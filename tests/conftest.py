@@ -6,16 +6,17 @@ tenants and a manual clock, so tests never sleep and never see each other.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
+from aiohttp import web
+from aiohttp.test_utils import BaseTestServer, TestClient, TestServer
 
 from payroll_sandbox.app import build_registry, create_app, load
 from payroll_sandbox.clock import Clock
@@ -82,78 +83,86 @@ def chromium():
     return path
 
 
-BROWSER_START_TIMEOUT = 30.0  # wall seconds for the browser server to print its endpoint
-
-# Playwright's browser server (the driver's `launch-server`, what launchServer runs; Python
-# has no launch_server method), kept alive by an open stdin: when it closes, at the end of
-# the session or because pytest died, the server is stopped and takes its chromium with it.
-BROWSER_SERVER = """\
-import contextlib, os, signal, subprocess, sys, threading
-server = subprocess.Popen([sys.executable, "-m", "playwright", "launch-server", *sys.argv[1:]],
-                          stdin=subprocess.DEVNULL, start_new_session=True)
-
-def stop_when_stdin_closes():
-    sys.stdin.buffer.read()
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(server.pid, signal.SIGTERM)  # the node driver closes chromium on SIGTERM
-
-threading.Thread(target=stop_when_stdin_closes, daemon=True).start()
-sys.exit(server.wait())
-"""
+BROWSER_START_TIMEOUT = 30.0  # wall seconds for chromium to start
 
 
-@pytest.fixture(scope="session")
-def browser_server(chromium, tmp_path_factory):
-    """One chromium for the whole session, behind Playwright's browser server; its WebSocket
-    endpoint. Playwright objects belong to the event loop that made them and every test runs
-    in a loop of its own (pytest-aiohttp), so what tests share is the browser process: each
-    one connects to it (`browser_context`). Fails like `chromium` when it cannot start."""
-    folder = tmp_path_factory.mktemp("browser-server")
-    config = folder / "launch.json"
-    config.write_text(json.dumps({"executablePath": chromium, "args": CHROMIUM_ARGS,
-                                  "headless": True}))
-    out, err = folder / "stdout", folder / "stderr"
-    with out.open("wb") as stdout, err.open("wb") as stderr:
-        server = subprocess.Popen(
-            [sys.executable, "-c", BROWSER_SERVER, "--browser", "chromium",
-             "--config", str(config)],
-            stdin=subprocess.PIPE, stdout=stdout, stderr=stderr, start_new_session=True)
-    try:
-        yield _endpoint_of(server, out, err)
-    finally:
-        server.stdin.close()
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+# The browser tests run in the session's event loop (each such module says
+# `pytestmark = pytest.mark.asyncio(loop_scope="session")`): Playwright objects belong to
+# the loop that made them, and one Playwright driver per test cost 2-3 s of start-up. What
+# they use in that loop comes from here: the browser, a fresh context per test, and the
+# servers and receiver its pages reach (pytest-aiohttp's live in each test's own loop).
+BROWSER_LOOP = "session"
 
 
-def _endpoint_of(server: subprocess.Popen, out: Path, err: Path) -> str:
-    deadline = time.monotonic() + BROWSER_START_TIMEOUT
-    while True:
-        for line in out.read_text(errors="replace").splitlines():
-            if line.startswith("ws://"):
-                return line.strip()
-        if server.poll() is not None or time.monotonic() > deadline:
-            pytest.fail("the Playwright browser server did not start:\n"
-                        + err.read_text(errors="replace"))
-        time.sleep(0.02)
-
-
-@pytest.fixture
-async def browser_context(browser_server):
-    """A fresh browser context (its own cookies, storage and pages) in the session's chromium,
-    over a connection made in this test's event loop."""
+@pytest_asyncio.fixture(scope="session", loop_scope=BROWSER_LOOP)
+async def browser(chromium):
+    """One headless chromium for the session, driven by one Playwright driver in the
+    browser tests' loop; its contexts are the tests' own (`browser_context`). If pytest
+    dies, the driver's pipe closes and it takes chromium with it."""
     from playwright.async_api import async_playwright
 
     async with async_playwright() as playwright:
-        browser = await playwright.chromium.connect(browser_server,
-                                                    timeout=BROWSER_START_TIMEOUT * 1000)
+        browser = await playwright.chromium.launch(
+            executable_path=chromium, args=CHROMIUM_ARGS, headless=True,
+            timeout=BROWSER_START_TIMEOUT * 1000)
         try:
-            yield await browser.new_context()
+            yield browser
         finally:
-            await browser.close()  # closes this connection's contexts; chromium keeps running
+            await browser.close()
+
+
+@pytest_asyncio.fixture(loop_scope=BROWSER_LOOP)
+async def browser_context(browser):
+    """A fresh browser context per test (its own cookies, storage, cache and pages) in the
+    session's chromium."""
+    context = await browser.new_context()
+    try:
+        yield context
+    finally:
+        await context.close()
+
+
+@pytest_asyncio.fixture(loop_scope=BROWSER_LOOP)
+async def live_server():
+    """`aiohttp_server` for the browser tests: `await live_server(app)` serves `app` on
+    127.0.0.1 (or `host=`) until the test ends, in the browser tests' loop."""
+    servers: list[TestServer] = []
+
+    async def serve(app: web.Application, *, host: str = "127.0.0.1") -> TestServer:
+        server = TestServer(app, host=host)
+        await server.start_server()
+        servers.append(server)
+        return server
+
+    yield serve
+    while servers:
+        await servers.pop().close()
+
+
+@pytest_asyncio.fixture(loop_scope=BROWSER_LOOP)
+async def live_client():
+    """`aiohttp_client` for the browser tests: `await live_client(server_or_app)`."""
+    clients: list[TestClient] = []
+
+    async def connect(target: web.Application | BaseTestServer) -> TestClient:
+        client = TestClient(target if isinstance(target, BaseTestServer) else TestServer(target))
+        await client.start_server()
+        clients.append(client)
+        return client
+
+    yield connect
+    while clients:
+        await clients.pop().close()
+
+
+@pytest_asyncio.fixture(loop_scope=BROWSER_LOOP)
+async def live_receiver():
+    """`receiver` for the browser tests: a real webhook receiver on 127.0.0.1."""
+    from receiver import Receiver
+
+    receiver = await Receiver().start()
+    yield receiver
+    await receiver.stop()
 
 
 def page_errors(page, ignore: tuple[str, ...] = ()) -> list[str]:

@@ -10,6 +10,7 @@ import re
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+import pytest_asyncio
 from axe_playwright_python.async_playwright import Axe
 from conftest import ACME, GLOBEX, HOOKS, KROGER, WALMART, page_errors
 from playwright.async_api import expect
@@ -20,6 +21,8 @@ from payroll_sandbox.settings import Settings
 
 TIMEOUT_MS = 5_000
 FRAGMENT = f"#key={ACME['x-api-key']}&secret={ACME['x-api-secret']}"
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")  # the browser's (conftest.browser)
 
 
 def fragment(keys: dict) -> str:
@@ -38,16 +41,22 @@ async def open_dashboard(server, browser_context):
 
 
 @pytest.fixture
-async def dashboard(aiohttp_server, aiohttp_client, loaded, clock, receiver, browser_context):
+def receiver(live_receiver):
+    """The real webhook receiver, in the browser tests' loop."""
+    return live_receiver
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def dashboard(live_server, live_client, loaded, clock, receiver, browser_context):
     """The dashboard of tenant acme, on a sandbox with a manual clock delivering every event
     to the real receiver at /hooks; and a client of it. The browser context comes after
     the server, so it closes before it. No test ends with a script or console error on
     the page."""
     settings = Settings(port=0, clock="manual", webhook_url=receiver.url(HOOKS),
                         webhook_timeout=0.5)
-    server = await aiohttp_server(create_app(settings, registry=build_registry(
+    server = await live_server(create_app(settings, registry=build_registry(
         settings, clock=clock, loaded=loaded)))
-    client = await aiohttp_client(server)
+    client = await live_client(server)
     page, errors = await open_dashboard(server, browser_context)
     yield page, client
     assert errors == []
@@ -217,9 +226,9 @@ async def test_dashboard_binds_a_scenario_and_sets_webhook_faults(dashboard):
 
 
 async def test_a_tick_asks_only_for_what_changed_with_ten_thousand_events_stored(
-        aiohttp_server, loaded, clock, browser_context):
+        live_server, loaded, clock, browser_context):
     settings = Settings(port=0, clock="manual", max_events=20_000)
-    server = await aiohttp_server(create_app(settings, registry=build_registry(
+    server = await live_server(create_app(settings, registry=build_registry(
         settings, clock=clock, loaded=loaded)))
     tenant = server.app[SANDBOX].registry.tenants.get("acme")
     for number in range(10_000):
@@ -256,11 +265,11 @@ async def test_a_tick_asks_only_for_what_changed_with_ten_thousand_events_stored
 
 
 async def test_keyboard_focus_and_a_selection_survive_live_updates(
-        aiohttp_server, loaded, browser_context, receiver):
+        live_server, loaded, browser_context, receiver):
     """On a real clock (time moves every tick) the page redraws only what time moves; a
     focused control keeps the focus through redraws, and the details keep a selection."""
     settings = Settings(port=0, clock="real", time_scale=60, webhook_url=receiver.url(HOOKS))
-    server = await aiohttp_server(create_app(settings, registry=build_registry(
+    server = await live_server(create_app(settings, registry=build_registry(
         settings, loaded=loaded)))
     page, errors = await open_dashboard(server, browser_context)
     await create_task(page, "focus-user", "happy-path")  # over in 8 virtual seconds
@@ -333,9 +342,9 @@ async def test_the_sign_in_prompt_passes_axe_in_both_themes(plain_server, browse
     assert [(v["id"], v["impact"], [n["target"] for n in v["nodes"]][:3]) for v in violations] == []
 
 
-async def test_dashboard_reports_wrong_keys(aiohttp_server, loaded, clock, browser_context):
+async def test_dashboard_reports_wrong_keys(live_server, loaded, clock, browser_context):
     settings = Settings(port=0, clock="manual")
-    server = await aiohttp_server(create_app(settings, registry=build_registry(settings, clock=clock,
+    server = await live_server(create_app(settings, registry=build_registry(settings, clock=clock,
                                                                           loaded=loaded)))
     page = await browser_context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
@@ -347,10 +356,10 @@ async def test_dashboard_reports_wrong_keys(aiohttp_server, loaded, clock, brows
 
 # -- signed out, and keys from the address -------------------------------------------------------
 
-@pytest.fixture
-async def plain_server(aiohttp_server, loaded, clock):
+@pytest_asyncio.fixture(loop_scope="session")
+async def plain_server(live_server, loaded, clock):
     settings = Settings(port=0, clock="manual")
-    return await aiohttp_server(create_app(settings, registry=build_registry(
+    return await live_server(create_app(settings, registry=build_registry(
         settings, clock=clock, loaded=loaded)))
 
 

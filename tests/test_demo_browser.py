@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import pytest_asyncio
 import yarl
 from axe_playwright_python.async_playwright import Axe
 from conftest import ACME, WALMART, page_errors
@@ -31,21 +32,24 @@ FLOW = "iframe[src*='/initialize/']"
 DEMO = {"x-api-key": "sandbox-key-demo-0005", "x-api-secret": "sandbox-secret-demo-0005"}
 SAME_ORIGIN = {"sec-fetch-site": "same-origin"}
 
+# The tests of the demo server run in the browser's event loop (conftest.browser).
+browser_loop = pytest.mark.asyncio(loop_scope="session")
 
-@pytest.fixture
-async def demo_server(aiohttp_server, loaded, clock):
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def demo_server(live_server, loaded, clock):
     """A sandbox on a manual clock that knows where it listens, as `serve` does
     (server.start_site): the demo tenant's webhooks reach its own receiver."""
     settings = Settings(port=0, clock="manual")
-    server = await aiohttp_server(create_app(settings, registry=build_registry(
+    server = await live_server(create_app(settings, registry=build_registry(
         settings, clock=clock, loaded=loaded)))
     server.app[SANDBOX].dispatcher.policy.serving(server.runner.addresses)
     return server
 
 
-@pytest.fixture
-async def demo_client(demo_server, aiohttp_client):
-    return await aiohttp_client(demo_server)
+@pytest_asyncio.fixture(loop_scope="session")
+async def demo_client(demo_server, live_client):
+    return await live_client(demo_server)
 
 
 async def call(client, method: str, path: str, body: dict | None = None,
@@ -61,6 +65,7 @@ async def received(client, after: int = 0) -> dict:
 
 # -- the built-in receiver ------------------------------------------------------------------
 
+@browser_loop
 async def test_the_demo_tenants_webhooks_reach_the_built_in_receiver_signed_and_delivered(
         demo_client):
     await call(demo_client, "POST", "/task/create", {
@@ -86,6 +91,7 @@ async def test_the_demo_tenants_webhooks_reach_the_built_in_receiver_signed_and_
     assert (await received(demo_client, after=inbox["last"]))["data"] == []
 
 
+@browser_loop
 async def test_synced_data_and_company_events_read_in_plain_words(demo_client):
     for body in ({"eventType": "income-synced", "identifier": "demo-user",
                   "companyId": WALMART},
@@ -101,6 +107,7 @@ async def test_synced_data_and_company_events_read_in_plain_words(demo_client):
                          "Walmart is under maintenance for deposit"]
 
 
+@browser_loop
 async def test_the_receiver_refuses_what_the_demo_tenant_did_not_sign(demo_client):
     body = json.dumps({"eventType": "company-updated", "eventTime": "2026-01-01T00:00:00Z",
                        "data": {"companyId": WALMART}}).encode()
@@ -120,6 +127,7 @@ async def test_the_receiver_refuses_what_the_demo_tenant_did_not_sign(demo_clien
     assert kept["ceId"] == "real" and kept["summary"] == "Walmart updated in the catalog"
 
 
+@browser_loop
 async def test_the_receiver_keeps_only_the_last_deliveries(demo_client):
     for number in range(RECEIVED_KEPT + 5):
         body = json.dumps({"eventType": "company-updated", "data": {"companyId": WALMART},
@@ -134,6 +142,7 @@ async def test_the_receiver_keeps_only_the_last_deliveries(demo_client):
     assert inbox["data"][-1]["repeat"] is True  # the same ce-id came before
 
 
+@browser_loop
 async def test_the_demo_reset_puts_the_demo_tenant_back_and_empties_the_receiver(demo_client):
     await call(demo_client, "POST", "/_sandbox/events/trigger",
                {"eventType": "company-updated", "companyId": WALMART}, status=201)
@@ -190,6 +199,7 @@ def test_the_policy_lets_webhooks_reach_the_sandbox_only_at_its_demo_receiver():
     assert anywhere.own_addresses() == [("127.0.0.1", 8080), ("::1", 8080)]
 
 
+@browser_loop
 async def test_registration_refuses_every_other_path_at_the_receivers_name(demo_client):
     for url in (f"http://{RECEIVER_HOST}/_sandbox/tenants", f"http://{RECEIVER_HOST}/demo/token"):
         body = await call(demo_client, "PUT", "/_sandbox/webhooks/endpoints",
@@ -232,6 +242,7 @@ async def sign_in(page, username: str = "test-good") -> None:
     return flow
 
 
+@browser_loop
 async def test_demo_shows_the_callbacks_and_the_webhooks_in_plain_words(
         demo_server, demo_client, browser_context, tmp_path):
     page, errors = await open_demo(demo_server, browser_context)
@@ -275,6 +286,7 @@ async def test_demo_shows_the_callbacks_and_the_webhooks_in_plain_words(
     assert not errors, errors
 
 
+@browser_loop
 async def test_the_reset_button_empties_the_page_and_the_demo_tenant(
         demo_server, demo_client, browser_context):
     await call(demo_client, "POST", "/_sandbox/events/trigger",
@@ -302,6 +314,7 @@ async def test_the_reset_button_empties_the_page_and_the_demo_tenant(
     assert not errors, errors
 
 
+@browser_loop
 @pytest.mark.parametrize("theme", ["light", "dark"])
 async def test_the_demo_page_passes_axe_in_both_themes(demo_server, demo_client, browser_context,
                                                       theme):

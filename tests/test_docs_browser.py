@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
+import pytest_asyncio
 from axe_playwright_python.async_playwright import Axe
 from playwright.async_api import expect
 from conftest import ACME, page_errors
@@ -19,12 +20,14 @@ TIMEOUT_MS = 15_000
 # holds the copy and lock buttons (nested-interactive), and its model headings skip a level.
 UPSTREAM_RULES = {"nested-interactive", "heading-order"}
 
+pytestmark = pytest.mark.asyncio(loop_scope="session")  # the browser's (conftest.browser)
 
-@pytest.fixture
-async def docs(aiohttp_server, loaded, clock, browser_context):
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def docs(live_server, loaded, clock, browser_context):
     """(base URL, a page) of a server with the bundled fixtures on a manual clock."""
     settings = Settings(port=0, clock="manual")
-    server = await aiohttp_server(create_app(settings, registry=build_registry(
+    server = await live_server(create_app(settings, registry=build_registry(
         settings, clock=clock, loaded=loaded)))
     page = await browser_context.new_page()
     page.set_default_timeout(TIMEOUT_MS)

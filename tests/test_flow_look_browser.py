@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 import pytest
+import pytest_asyncio
 from aiohttp import web
 from axe_playwright_python.async_playwright import Axe
 from calls import advance, call
@@ -51,17 +52,21 @@ window.openFlow = function (config) {
 
 # -- fixtures ---------------------------------------------------------------------------------
 
-@pytest.fixture
-async def sandbox(aiohttp_server, aiohttp_client, loaded, clock):
+# The tests that reach a server run in the browser's event loop (conftest.browser).
+browser_loop = pytest.mark.asyncio(loop_scope="session")
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def sandbox(live_server, live_client, loaded, clock):
     """The sandbox on 127.0.0.1 with a manual clock; a client of it for the control plane."""
     settings = Settings(port=0, clock="manual")
     store = build_registry(settings, clock=clock, loaded=loaded)
-    server = await aiohttp_server(create_app(settings, registry=store), host="127.0.0.1")
-    return await aiohttp_client(server)
+    server = await live_server(create_app(settings, registry=store))
+    return await live_client(server)
 
 
-@pytest.fixture
-async def page(aiohttp_server, sandbox, browser_context):
+@pytest_asyncio.fixture(loop_scope="session")
+async def page(live_server, sandbox, browser_context):
     """The customer's page (localhost, another origin than the sandbox's 127.0.0.1)."""
     origin = str(sandbox.server.make_url("/")).rstrip("/")
     text = HOST_PAGE.replace("__SANDBOX__", origin)
@@ -71,7 +76,7 @@ async def page(aiohttp_server, sandbox, browser_context):
 
     app = web.Application()
     app.router.add_get("/", host)
-    server = await aiohttp_server(app, host="127.0.0.1")
+    server = await live_server(app)
     page = await browser_context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
     # Script errors and CSP refusals; not the 4xx answers some screens are about.
@@ -171,6 +176,7 @@ def test_logo_monogram_and_ink_read_on_every_brand_colour():
         assert contrast(colour, ink_on(colour)) >= 4.5, colour
 
 
+@browser_loop
 async def test_logo_route_serves_a_cacheable_svg_for_catalog_companies_only(sandbox):
     response = await sandbox.get(f"/sdk/logo/{WALMART}.svg")
     assert response.status == 200
@@ -187,6 +193,7 @@ async def test_logo_route_serves_a_cacheable_svg_for_catalog_companies_only(sand
     assert (await missing.json())["error"]["code"] == "company-not-found"
 
 
+@browser_loop
 async def test_popular_route_is_filtered_like_the_flows_search(sandbox):
     token = await token_of(sandbox, "popular-api")
     headers = {"x-public-token": token}
@@ -208,6 +215,7 @@ async def test_popular_route_is_filtered_like_the_flows_search(sandbox):
     await call(sandbox, "POST", "/sdk/popular", status=401, json={})
 
 
+@browser_loop
 async def test_popular_route_without_the_bundled_payroll_providers_takes_the_catalogs_first(sandbox):
     for company_id in ("20", "21", "22", "23", "24", "27"):  # ADP ... Paycom
         await call(sandbox, "DELETE", f"/_sandbox/companies/6410a00000000000000000{company_id}")
@@ -222,6 +230,7 @@ async def test_popular_route_without_the_bundled_payroll_providers_takes_the_cat
 
 # -- search -----------------------------------------------------------------------------------
 
+@browser_loop
 async def test_flow_look_search_shows_popular_companies_before_typing_with_logos(page, sandbox):
     flow = await open_flow(page, sandbox, "look-search", scope="user-link",
                            tasks=[{"operation": "deposit"}])
@@ -252,6 +261,7 @@ async def test_flow_look_search_shows_popular_companies_before_typing_with_logos
     assert await flow.get_by_test_id("company-name").text_content() == "Walmart"
 
 
+@browser_loop
 async def test_flow_look_search_payroll_shows_popular_payroll_providers_only(page, sandbox):
     flow = await open_flow(page, sandbox, "look-payroll", deeplink={"step": "search-payroll"})
     await on_screen(flow, "search")
@@ -260,6 +270,7 @@ async def test_flow_look_search_payroll_shows_popular_payroll_providers_only(pag
     assert await flow.locator("h1").text_content() == "Find your payroll provider"
 
 
+@browser_loop
 async def test_flow_look_search_with_nothing_found_offers_the_payroll_search(page, sandbox):
     flow = await open_flow(page, sandbox, "look-nothing")
     await on_screen(flow, "search")
@@ -271,6 +282,7 @@ async def test_flow_look_search_with_nothing_found_offers_the_payroll_search(pag
     await flow.locator("h1", has_text="Find your employer").wait_for()
 
 
+@browser_loop
 async def test_flow_look_keyboard_alone_finds_a_company_and_signs_in(page, sandbox):
     """Arrow keys go from the search box into the companies; Enter picks one; the login
     form is filled and sent from the keyboard."""
@@ -299,6 +311,7 @@ async def test_flow_look_keyboard_alone_finds_a_company_and_signs_in(page, sandb
     await on_screen(flow, "progress")
 
 
+@browser_loop
 async def test_flow_look_tab_stays_in_the_flow_as_in_a_modal(page, sandbox):
     flow = await open_flow(page, sandbox, "look-tab",
                            deeplink={"step": "login-company", "companyId": WALMART})
@@ -318,6 +331,7 @@ async def test_flow_look_tab_stays_in_the_flow_as_in_a_modal(page, sandbox):
 
 # -- login and MFA ----------------------------------------------------------------------------
 
+@browser_loop
 async def test_flow_look_login_has_the_brand_and_an_inline_wrong_credentials_message(page, sandbox):
     flow = await open_flow(page, sandbox, "look-login",
                            deeplink={"step": "login-company", "companyId": WALMART})
@@ -344,6 +358,7 @@ async def test_flow_look_login_has_the_brand_and_an_inline_wrong_credentials_mes
     ("test-code-mfa", "mfa-code", "Enter your verification code"),
     ("test-question-mfa", "security-question", "Answer your security question"),
 ])
+@browser_loop
 async def test_flow_look_mfa_screens_then_a_verification_step_in_progress(
         page, sandbox, username, screen_name, heading):
     flow = await open_flow(page, sandbox, f"look-{screen_name}",
@@ -364,6 +379,7 @@ async def test_flow_look_mfa_screens_then_a_verification_step_in_progress(
 
 # -- progress ---------------------------------------------------------------------------------
 
+@browser_loop
 async def test_flow_look_progress_steps_follow_the_happy_path_events(page, sandbox):
     """scenarios/happy-path.yaml: processing after 1 s, authenticated 2 s later, completed
     5 s after that. The page shows each step when the task's state says so, and only then:
@@ -406,6 +422,7 @@ async def test_flow_look_progress_steps_follow_the_happy_path_events(page, sandb
     assert await axe_blocking(page) == []
 
 
+@browser_loop
 async def test_flow_look_progress_shows_the_scenarios_verification_wait(page, sandbox):
     """scenarios/mfa-then-success.yaml: processing after 1.5 s, then about 33 s before the
     login succeeds (the user fetches a code): a verification step, then the update."""
@@ -423,6 +440,7 @@ async def test_flow_look_progress_shows_the_scenarios_verification_wait(page, sa
     assert states["done"] == "pending"
 
 
+@browser_loop
 async def test_flow_look_progress_motion_stops_for_reduced_motion(page, sandbox):
     await page.emulate_media(reduced_motion="reduce")
     flow = await open_flow(page, sandbox, "look-motion",
@@ -438,6 +456,7 @@ async def test_flow_look_progress_motion_stops_for_reduced_motion(page, sandbox)
 
 # -- the end ----------------------------------------------------------------------------------
 
+@browser_loop
 async def test_flow_look_failure_offers_retry_another_company_and_close(page, sandbox):
     flow = await open_flow(page, sandbox, "look-failure", tasks=[{"operation": "deposit"}],
                            deeplink={"step": "login-company", "companyId": WALMART})
@@ -460,6 +479,7 @@ async def test_flow_look_failure_offers_retry_another_company_and_close(page, sa
     await on_screen(flow, "search")
 
 
+@browser_loop
 async def test_flow_look_failure_the_next_step_follows_the_reason(page, sandbox):
     """product-not-supported: "make the change with {company} directly": manual
     instructions first; the page says so without the code. (A deposit fails so with the
@@ -497,6 +517,7 @@ async def test_flow_look_failure_the_next_step_follows_the_reason(page, sandbox)
     ({"deeplink": {"step": "login-company", "companyId": UNKNOWN_COMPANY}}, "error",
      "We can't continue"),
 ])
+@browser_loop
 async def test_flow_look_every_deeplinked_screen_passes_axe(page, sandbox, config, screen_name, shows):
     flow = await open_flow(page, sandbox, f"look-{screen_name}", **config)
     await on_screen(flow, screen_name)
@@ -509,6 +530,7 @@ async def test_flow_look_every_deeplinked_screen_passes_axe(page, sandbox, confi
 
 # -- phone and desktop --------------------------------------------------------------------------
 
+@browser_loop
 async def test_flow_look_is_the_whole_screen_on_a_phone_and_a_centred_modal_on_a_desktop(page, sandbox):
     await page.set_viewport_size(PHONE)
     flow = await open_flow(page, sandbox, "look-sizes")

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 from aiohttp import web
 from calls import call, run_until_idle
 from conftest import FEDEX, WALMART
@@ -63,18 +64,27 @@ window.openFlow = function (config) {
 
 # -- fixtures ---------------------------------------------------------------------------------
 
+pytestmark = pytest.mark.asyncio(loop_scope="session")  # the browser's (conftest.browser)
+
+
 @pytest.fixture
-async def sandbox(aiohttp_server, aiohttp_client, loaded, clock, receiver):
+def receiver(live_receiver):
+    """The real webhook receiver, in the browser tests' loop."""
+    return live_receiver
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def sandbox(live_server, live_client, loaded, clock, receiver):
     """The sandbox on 127.0.0.1, manual clock, webhooks to the real receiver at /hooks;
     a client of it for the control plane."""
     settings = Settings(port=0, clock="manual", webhook_url=receiver.url(HOOKS))
     store = build_registry(settings, clock=clock, loaded=loaded)
-    server = await aiohttp_server(create_app(settings, registry=store), host="127.0.0.1")
-    return await aiohttp_client(server)
+    server = await live_server(create_app(settings, registry=store))
+    return await live_client(server)
 
 
-@pytest.fixture
-async def host_url(aiohttp_server, sandbox):
+@pytest_asyncio.fixture(loop_scope="session")
+async def host_url(live_server, sandbox):
     """The customer's page on another origin: localhost instead of 127.0.0.1."""
     origin = str(sandbox.server.make_url("/")).rstrip("/")
     text = HOST_PAGE.replace("__SANDBOX__", origin)
@@ -84,11 +94,11 @@ async def host_url(aiohttp_server, sandbox):
 
     app = web.Application()
     app.router.add_get("/", page)
-    server = await aiohttp_server(app, host="127.0.0.1")
+    server = await live_server(app)
     return f"http://localhost:{server.port}/"
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="session")
 async def page(host_url, browser_context):
     """The customer's page in a fresh context of the session's chromium (requested after the
     servers, so it closes before them)."""
