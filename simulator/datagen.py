@@ -13,7 +13,7 @@ import zlib
 from datetime import date, timedelta
 from typing import Any
 
-from .domain.linked_accounts import PAY_CYCLES, Profile
+from .domain.pay_calendar import PAY_CYCLES, Profile
 from .pools import faker_pools
 
 BANKS = ("Chase", "Bank of America", "Wells Fargo", "Citibank", "U.S. Bank", "PNC", "Capital One",

@@ -13,28 +13,26 @@ milliseconds and a `Z` (real-service-facts: `2020-06-30T12:00:00.000Z`), see `se
 
 from __future__ import annotations
 
-import calendar
 import random
 import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import date, datetime, timedelta, timezone
-from functools import lru_cache
+from datetime import date, timedelta
 from typing import Any
 
 from ..clock import isoformat
 from ..errors import (DepositAccountNotFound, LinkedAccountNotFound, StatementNotFound,
                       UserNotFound, field_detail)
 from ..schemas.records import DATA_RECORDS
+from . import payroll_records as records
 from .companies import Company, ManualDepositRule, search_record
 from .states import COMPLETED, FAILED
 from .rules import Rules
 from .owner import Owner
+from .pay_calendar import Profile, day
 from .stored import Record, Sections, array, unique
 from .timeline import action_kind
 
-PAY_CYCLES = ("weekly", "biweekly", "semimonthly", "monthly")
-PERIODS_PER_YEAR = {"weekly": 52, "biweekly": 26, "semimonthly": 24, "monthly": 12}
 USER_LINK_PRODUCTS = ("deposit", "verify")
 DATA_KINDS = ("statements", "income", "timesheets", "employment", "identity", "taxes",
               "deposit-accounts")
@@ -45,64 +43,6 @@ NEW_DEPOSIT_ACCOUNT_CHANCE = 0.02
 UNKNOWN_LINKED_ACCOUNT = "No linked account has the id {account_id!r}."
 UNKNOWN_USER = "No user has the identifier {identifier!r}."
 UNKNOWN_STATEMENT = "No pay statement has the id {statement_id!r}."
-PAYSTUB_PATH = "/paystub/{statement_id}"
-
-
-def service_date(day: date) -> str:
-    """A calendar day in payroll data, as the real service writes it: a date-time with
-    milliseconds and `Z` (real-service-facts: `2020-06-30T12:00:00.000Z`). The sandbox puts
-    the day at noon UTC, as in that example, so it is the same day in every US time zone."""
-    return f"{day.isoformat()}T12:00:00.000Z"
-
-
-def day_of(text: str) -> date:
-    """The calendar day of a `service_date` (or of a plain ISO date)."""
-    return date.fromisoformat(text[:10])
-
-
-def paystub_lines(account: LinkedAccount, statement: dict[str, Any]) -> list[tuple[int, str]]:
-    """A paystub's text (font size, line): the statement's figures, employer and employee.
-    The statement's `paystub` URL and a task's paystub files both print it."""
-    profile = account.profile
-    taxes = round(statement["grossAmount"] - statement["netAmount"], 2)
-    period = (f"{day_of(statement['payPeriodStartDate']).isoformat()} to "
-              f"{day_of(statement['payPeriodEndDate']).isoformat()}")
-    return [(18, "Earnings Statement"), (12, f"Employer: {profile.employer}"),
-            (12, f"Employee: {profile.first_name} {profile.last_name}"),
-            (12, f"Pay date: {day_of(statement['date']).isoformat()}"),
-            (12, f"Pay period: {period}"), (12, ""),
-            (12, f"Hours: {statement['hours']:.2f}"),
-            (12, f"Gross pay: ${statement['grossAmount']:,.2f}"),
-            (12, f"Taxes and deductions: ${taxes:,.2f}"),
-            (12, f"Net pay: ${statement['netAmount']:,.2f}"),
-            (12, f"Payment method: {statement['paymentMethod']}")]
-
-
-@dataclass(frozen=True)
-class Profile:
-    """The person and the job behind a linked account."""
-
-    first_name: str
-    last_name: str
-    date_of_birth: date
-    email: str
-    phone: str
-    ssn_last4: str
-    address: str
-    city: str
-    state: str
-    postal_code: str
-    employer: str
-    employer_id: str
-    job_title: str
-    employee_type: str          # hourly | salaried
-    start_date: date
-    weekly_hours: int
-    annual_income: float
-    hourly_rate: float
-    pay_cycle: str
-    deposit_accounts: list[dict[str, Any]]
-    tax_rate: float
 
 
 @dataclass
@@ -263,11 +203,11 @@ class LinkedAccounts(Mapping[str, LinkedAccount]):
         ids = tenant.ids
         account.deposit_accounts = [{"_id": ids.object_id(), **a}
                                     for a in account.profile.deposit_accounts]
-        today = _day(now)
+        today = day(now)
         history_start = max(account.profile.start_date, today - timedelta(days=90))
-        account.statements = self._statements(account, history_start, today)
-        account.timesheets = self._timesheets(account, today - timedelta(days=14), today)
-        account.taxes = self._tax_forms(account, 0, today)
+        account.statements = records.statements(ids, account, history_start, today)
+        account.timesheets = records.timesheets(ids, account, today - timedelta(days=14), today)
+        account.taxes = records.tax_forms(ids, account, 0, today)
 
     def _collect_again(self, account: LinkedAccount) -> None:
         """A sign-in after the user's personal data was deleted: the service collects it
@@ -295,14 +235,12 @@ class LinkedAccounts(Mapping[str, LinkedAccount]):
 
     def reconnect(self, account: LinkedAccount) -> None:
         """The user signed in again through the SDK `linkedAccount` flow."""
-        tenant = self.tenant
         if not account.connected:
             account.connected = True
             account.disconnect_reason = None
             self._emit(account, "linked-account-connected", {})
 
     def require(self, account_id: str, path: str = "$.linkedAccount") -> LinkedAccount:
-        tenant = self.tenant
         account = self._by_id.get(account_id)
         if account is None:
             raise LinkedAccountNotFound(UNKNOWN_LINKED_ACCOUNT.format(account_id=account_id),
@@ -310,7 +248,6 @@ class LinkedAccounts(Mapping[str, LinkedAccount]):
         return account
 
     def find(self, identifier: str, company_id: str) -> LinkedAccount | None:
-        tenant = self.tenant
         for account in self._by_id.values():
             if account.identifier == identifier and account.company_id == company_id:
                 return account
@@ -347,12 +284,10 @@ class LinkedAccounts(Mapping[str, LinkedAccount]):
 
     def on_pii_step(self, task: Any) -> None:
         """A scenario step `piiDataDeleted`: the user's personal data is deleted now."""
-        tenant = self.tenant
         self.delete_pii(task.identifier, task.id, even_without_accounts=True)
 
     def on_step(self, task: Any, value: str) -> None:
         """A scenario step `linkedAccount: connected|disconnected`."""
-        tenant = self.tenant
         account = (self._by_id.get(task.linked_account) if task.linked_account
                    else self.find(task.identifier, task.company_id))
         if account is None:
@@ -375,7 +310,7 @@ class LinkedAccounts(Mapping[str, LinkedAccount]):
         if account.pii_deleted:
             return
         now = tenant.clock.timestamp()
-        since, today = _day(account.last_refresh), _day(now)
+        since, today = day(account.last_refresh), day(now)
         rng = random.Random(zlib.crc32(f"{account.id}:{account.refreshes}".encode()))
         account.refreshes += 1
         account.last_refresh = now
@@ -395,9 +330,9 @@ class LinkedAccounts(Mapping[str, LinkedAccount]):
             if kind == "timesheets" and account.profile.employee_type != "hourly":
                 continue
             self._emit(account, f"{kind}-synced", {}, task_id=task_id)
-            for event_type, records in changes.get(kind, ()):
-                self._emit(account, event_type, {"records": records}, task_id=task_id)
-        income = self.income(account, now)
+            for event_type, ids in changes.get(kind, ()):
+                self._emit(account, event_type, {"records": ids}, task_id=task_id)
+        income = records.income(account, now)
         self._emit(account, "earn-user-data", {
             "netHourlyRate": income["netHourlyRate"],
             "unpaidHoursInPayPeriod": income["unpaidHoursInPayPeriod"],
@@ -407,14 +342,14 @@ class LinkedAccounts(Mapping[str, LinkedAccount]):
                  changes: dict[str, list[tuple[str, list[str]]]]) -> None:
         """New statements, timesheets and tax forms since the last refresh."""
         tenant = self.tenant
-        for kind, event_type, records, found in (
+        for kind, event_type, held, found in (
                 ("statements", "statements-added", account.statements,
-                 self._statements(account, first, today)),
+                 records.statements(tenant.ids, account, first, today)),
                 ("timesheets", "timesheets-added", account.timesheets,
-                 self._timesheets(account, first, today)),
+                 records.timesheets(tenant.ids, account, first, today)),
                 ("taxes", "taxes-added", account.taxes,
-                 self._tax_forms(account, len(account.taxes), today))):
-            records += found
+                 records.tax_forms(tenant.ids, account, len(account.taxes), today))):
+            held += found
             if found:
                 changes[kind] = [(event_type, [record["_id"] for record in found])]
 
@@ -447,7 +382,6 @@ class LinkedAccounts(Mapping[str, LinkedAccount]):
 
     def remove_deposit_switch(self, account: LinkedAccount) -> dict[str, Any]:
         """The deposit account our deposit switch added is gone at the employer."""
-        tenant = self.tenant
         if len(account.deposit_accounts) == 0:
             raise DepositAccountNotFound("This linked account has no deposit account to remove.")
         removed = account.deposit_accounts.pop()
@@ -526,45 +460,17 @@ class LinkedAccounts(Mapping[str, LinkedAccount]):
 
     def records(self, kind: str, account: LinkedAccount, *,
                 base_url: str = "") -> list[dict[str, Any]]:
-        """One kind of data of one linked account, as the data endpoints show it. A
-        statement's `paystub` is the URL of its PDF under `base_url` (the sandbox's origin)."""
-        tenant = self.tenant
-        link = {"linkedAccount": account.id}
+        """One kind of data of one linked account, as the data endpoints show it (a
+        statement's `paystub` is the URL of its PDF under `base_url`, the sandbox's origin)."""
         if kind == "linked-accounts":
             return [self.record(account)]
-        if account.pii_deleted:
-            return []
-        profile = account.profile
-        if kind == "statements":
-            return [{**s, "paystub": base_url + PAYSTUB_PATH.format(statement_id=s["_id"]), **link}
-                    for s in account.statements]
-        if kind == "timesheets":
-            return [{**t, **link} for t in account.timesheets]
-        if kind == "taxes":
-            return [{**t, **link} for t in account.taxes]
-        if kind == "deposit-accounts":
-            return [{**a, "accountNumber": _mask(a["accountNumber"]), **link}
-                    for a in account.deposit_accounts]
-        if kind == "income":
-            return [{**self.income(account, tenant.clock.timestamp()), **link}]
-        if kind == "employment":
-            return [{"_id": account.employment_id, **link,
-                     "employeeType": "full-time" if profile.weekly_hours >= 35 else "part-time",
-                     "employmentStatus": "active", "jobTitle": profile.job_title,
-                     "startDate": service_date(profile.start_date),
-                     "weeklyHours": profile.weekly_hours,
-                     "employer": {"_id": profile.employer_id, "name": profile.employer}}]
-        return [{"_id": account.identity_id, **link, "firstName": profile.first_name,
-                 "lastName": profile.last_name, "dateOfBirth": service_date(profile.date_of_birth),
-                 "email": profile.email, "phone": profile.phone,
-                 "ssn": f"***-**-{profile.ssn_last4}", "address": profile.address,
-                 "city": profile.city, "state": profile.state, "postalCode": profile.postal_code}]
+        return records.data_records(kind, account, self.tenant.clock.timestamp(),
+                                    base_url=base_url)
 
     def paystub(self, statement_id: str,
                 owner: str | None = None) -> tuple[LinkedAccount, dict[str, Any]]:
         """The pay statement a `paystub` URL names, with its linked account. A public token
         (`owner`: its user) finds only its own user's statements; another user's is unknown."""
-        tenant = self.tenant
         for account in self._by_id.values():
             if owner is not None and account.identifier != owner:
                 continue
@@ -573,76 +479,6 @@ class LinkedAccounts(Mapping[str, LinkedAccount]):
                     return account, statement
         raise StatementNotFound(UNKNOWN_STATEMENT.format(statement_id=statement_id),
                                 details=[field_detail("$.statementId", "unknown", location="path")])
-
-    def income(self, account: LinkedAccount, now: float) -> dict[str, Any]:
-        profile = account.profile
-        today = _day(now)
-        period_start, period_end = pay_period(profile, today)
-        worked = sum(day_hours(account, d) for d in _days(period_start, today) if d.weekday() < 5)
-        return {
-            "_id": account.income_id,
-            # `income` in the unit `incomeType` names (real-api-surface: incomeType
-            # yearly|monthly|weekly|daily|hourly): an hourly wage, or a yearly salary.
-            "income": (profile.hourly_rate if profile.employee_type == "hourly"
-                       else profile.annual_income),
-            "incomeType": "hourly" if profile.employee_type == "hourly" else "yearly",
-            "annualIncome": profile.annual_income,
-            "hourlyIncome": profile.hourly_rate,
-            "netHourlyRate": round(profile.hourly_rate * (1 - profile.tax_rate), 2),
-            "payCycle": profile.pay_cycle,
-            "nextExpectedPayDate": service_date(next_pay_date(profile, today)),
-            "currentPayPeriodStart": service_date(period_start),
-            "currentPayPeriodEnd": service_date(period_end),
-            "unpaidHoursInPayPeriod": round(worked, 1),
-        }
-
-    def _statements(self, account: LinkedAccount, first: date,
-                    last: date) -> list[dict[str, Any]]:
-        tenant = self.tenant
-        profile = account.profile
-        statements = []
-        for pay_date in pay_dates(profile, first, last):
-            start, end = pay_period(profile, pay_date)
-            if profile.employee_type == "hourly":
-                # The hours of the period's timesheets, so the two always agree.
-                hours = round(sum(day_hours(account, day) for day in _days(start, end)
-                                  if day.weekday() < 5), 2)
-                gross = round(hours * profile.hourly_rate, 2)
-            else:
-                hours = round(profile.weekly_hours * ((end - start).days + 1) / 7, 2)
-                gross = round(profile.annual_income / PERIODS_PER_YEAR[profile.pay_cycle], 2)
-            statements.append({
-                "_id": tenant.ids.object_id(), "date": service_date(pay_date),
-                "payPeriodStartDate": service_date(start), "payPeriodEndDate": service_date(end),
-                "grossAmount": gross, "netAmount": round(gross * (1 - profile.tax_rate), 2),
-                "paymentMethod": "deposit", "hours": hours})
-        return statements
-
-    def _timesheets(self, account: LinkedAccount, first: date,
-                    last: date) -> list[dict[str, Any]]:
-        tenant = self.tenant
-        profile = account.profile
-        if profile.employee_type != "hourly":
-            return []
-        return [{"_id": tenant.ids.object_id(), "date": service_date(day),
-                 "hours": day_hours(account, day), "rate": profile.hourly_rate}
-                for day in _days(first, last) if day.weekday() < 5]
-
-    def _tax_forms(self, account: LinkedAccount, have: int,
-                   today: date) -> list[dict[str, Any]]:
-        """W-2s for each full year worked, published by January 31 of the next year."""
-        tenant = self.tenant
-        profile = account.profile
-        started = profile.start_date
-        last_year = today.year - 1 if today >= date(today.year, 1, 31) else today.year - 2
-        years = [y for y in range(max(started.year, last_year - 2), last_year + 1)]
-        forms = []
-        for year in years[have:]:
-            worked = 1.0 if started.year < year else (date(year, 12, 31) - started).days / 365
-            forms.append({"_id": tenant.ids.object_id(), "year": year, "form": "W-2",
-                          "totalWages": round(profile.annual_income * worked, 2),
-                          "employer": profile.employer})
-        return forms
 
     def _emit(self, account: LinkedAccount, event_type: str, data: dict[str, Any],
               task_id: str | None = None) -> None:
@@ -713,76 +549,3 @@ class _PiiDeletion:
         return cls(context.tenant, data["identifier"])
 
 
-# -- pay calendar ---------------------------------------------------------------------------
-
-def _day(timestamp: float) -> date:
-    return datetime.fromtimestamp(timestamp, tz=timezone.utc).date()
-
-
-def _days(first: date, last: date):
-    day = first
-    while day <= last:
-        yield day
-        day += timedelta(days=1)
-
-
-def _month_end(day: date) -> date:
-    return day.replace(day=calendar.monthrange(day.year, day.month)[1])
-
-
-def _anchor(profile: Profile) -> date:
-    """The first Friday on or after the start date: weekly and biweekly pay days count from it."""
-    start = profile.start_date
-    return start + timedelta(days=(4 - start.weekday()) % 7)
-
-
-def pay_dates(profile: Profile, first: date, last: date) -> list[date]:
-    """Pay days between `first` and `last`, both included."""
-    anchor = _anchor(profile) if profile.pay_cycle in ("weekly", "biweekly") else None
-    return list(_pay_dates(profile.pay_cycle, anchor, first, last))
-
-
-@lru_cache(maxsize=65_536)  # thousands of accounts share a cycle and the same few days
-def _pay_dates(cycle: str, anchor: date | None, first: date, last: date) -> tuple[date, ...]:
-    if last < first:
-        return ()
-    if anchor is not None:
-        step = 7 if cycle == "weekly" else 14
-        offset = max(0, -(-(first - anchor).days // step))
-        day = anchor + timedelta(days=offset * step)
-        days = []
-        while day <= last:
-            days.append(day)
-            day += timedelta(days=step)
-        return tuple(days)
-    days = []
-    month = first.replace(day=1)
-    while month <= last:
-        candidates = [_month_end(month)] if cycle == "monthly" else [month.replace(day=15),
-                                                                      _month_end(month)]
-        days += [d for d in candidates if first <= d <= last]
-        month = _month_end(month) + timedelta(days=1)
-    return tuple(days)
-
-
-def next_pay_date(profile: Profile, today: date) -> date:
-    return pay_dates(profile, today + timedelta(days=1), today + timedelta(days=40))[0]
-
-
-def pay_period(profile: Profile, day: date) -> tuple[date, date]:
-    """The pay period holding `day`: it ends on the first pay day on or after `day`."""
-    end = pay_dates(profile, day, day + timedelta(days=40))[0]
-    previous = pay_dates(profile, end - timedelta(days=40), end - timedelta(days=1))
-    start = previous[-1] + timedelta(days=1) if previous else end - timedelta(days=13)
-    return start, end
-
-
-def day_hours(account: LinkedAccount, day: date) -> float:
-    """Hours worked on a workday: around the usual day, the same on every read."""
-    usual = account.profile.weekly_hours / 5
-    spread = zlib.crc32(f"{account.id}:{day.toordinal()}".encode()) / 0xFFFFFFFF  # 0..1
-    return round(usual * (0.85 + 0.25 * spread), 2)
-
-
-def _mask(number: str) -> str:
-    return "*" * (len(number) - 4) + number[-4:]

@@ -187,7 +187,6 @@ class ProcessorLinks(Mapping[str, ProcessorLink]):
         return token
 
     def revoke_token(self, token_text: str) -> ProcessorToken:
-        tenant = self.tenant
         token = self.tokens.get(token_text)
         if token is None:
             raise ProcessorTokenNotFound(UNKNOWN_TOKEN.format(token=token_text))
@@ -251,7 +250,6 @@ class ProcessorLinks(Mapping[str, ProcessorLink]):
     def results(self, identifier: str, kind: str) -> dict[str, Any]:
         """Employer matches or recurring transactions of every link of the user, with the
         links' status, so a caller sees when processing has not completed."""
-        tenant = self.tenant
         links = [l for l in self._by_id.values() if l.identifier == identifier]
         if not links:
             raise ProcessorLinksNotFound(NO_LINKS.format(identifier=identifier))
@@ -371,7 +369,6 @@ class ProcessorLinks(Mapping[str, ProcessorLink]):
 
     def _classify(self, link: ProcessorLink) -> list[dict[str, Any]]:
         """Payroll deposits grouped by payer, matched to catalog companies by name."""
-        tenant = self.tenant
         by_payer: dict[str, list[dict[str, Any]]] = {}
         for transaction in link.transactions:
             if transaction["amount"] < 0 and any(w in transaction["name"] for w in PAYROLL_WORDS):
@@ -395,7 +392,6 @@ class ProcessorLinks(Mapping[str, ProcessorLink]):
 
     def _detect(self, link: ProcessorLink) -> list[dict[str, Any]]:
         """Outgoing charges that repeat at a steady interval."""
-        tenant = self.tenant
         by_name: dict[str, list[dict[str, Any]]] = {}
         for transaction in link.transactions:
             if transaction["amount"] > 0:

@@ -463,7 +463,6 @@ class Tasks(Mapping[str, Task]):
         """First match wins: the request, the user's binding, the SDK login, the company,
         happy-path. With `product`, only a scenario that fits it: the request's is refused
         (422 scenario-does-not-fit), any other is passed over for the next."""
-        tenant = self.tenant
         if requested is not None:
             scenario = self.require_scenario(requested, "$.scenario")
             if product is not None and not self.fits(scenario, product):
@@ -671,7 +670,6 @@ class Tasks(Mapping[str, Task]):
     def _authenticate(self, task: Task, authenticated: bool) -> None:
         """Spec: task-authentication-status-updated, "Authentication status of a Task
         changed": a step that states the value the task already has emits nothing."""
-        tenant = self.tenant
         if task.status in FINAL or authenticated == task.authenticated:
             return
         task.authenticated = authenticated
@@ -723,7 +721,6 @@ class Tasks(Mapping[str, Task]):
 
     def _finish_workflow_if_done(self, task: Task,
                                  failure_reason: str | None) -> None:
-        tenant = self.tenant
         workflow = self.workflows.get(task.workflow)
         if workflow is None or workflow.finished or workflow.pending:
             return
@@ -751,7 +748,6 @@ class Tasks(Mapping[str, Task]):
 
     def get_task(self, task_id: str, identifier: str | None = None) -> Task:
         """A task; with `identifier` (a public token's user) only that user's tasks exist."""
-        tenant = self.tenant
         task = self._by_id.get(task_id)
         if task is None or identifier is not None and task.identifier != identifier:
             raise TaskNotFound(UNKNOWN_TASK.format(task_id=task_id))

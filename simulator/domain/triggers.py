@@ -25,6 +25,7 @@ from .companies import OPERATIONAL, UNKNOWN_COMPANY, Company
 from .events import Event
 from ..clock import isoformat
 from .states import COMPLETED, FINAL, PROCESSING, QUEUED
+from . import payroll_records
 from .tasks import UNKNOWN_TASK, Task, Workflow, task_event_fields
 from .identity import DEFAULT_TOKEN_LIFETIME, create_access_token
 from .owner import Owner
@@ -167,11 +168,10 @@ def _user_data(tenant: Owner, event_type: str, aggregator: str,
             return {**link, "recurringTransactions": rng.randint(2, 12)}
         return {**link, "errorType": "ITEM_ERROR", "errorCode": "ITEM_LOGIN_REQUIRED",
                 "errorMessage": "the login details of this item have changed"}
-    service = tenant.accounts
     account = _linked_account(tenant, identifier, company)
     linked = {"linkedAccount": account.id, "companyId": account.company_id}
     if event_type == "earn-user-data":
-        income = service.income(account, tenant.clock.timestamp())
+        income = payroll_records.income(account, tenant.clock.timestamp())
         return {**linked, **{name: income[name] for name in (
             "netHourlyRate", "unpaidHoursInPayPeriod", "currentPayPeriodStart")}}
     if event_type == "linked-account-disconnected":

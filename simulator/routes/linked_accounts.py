@@ -7,7 +7,8 @@ from __future__ import annotations
 from aiohttp import web
 from yarl import URL
 
-from ..domain.linked_accounts import DATA_KINDS, paystub_lines
+from ..domain.linked_accounts import DATA_KINDS
+from ..domain.payroll_records import paystub_lines
 from ..errors import ValidationFailed, field_detail
 from ..pdf import text_pdf
 from ..schemas.api import DATA_QUERY, DISCONNECT_REQUEST

@@ -8,7 +8,7 @@ from yarl import URL
 
 from ..clock import isoformat
 from ..domain import tasks as domain
-from ..domain.linked_accounts import paystub_lines
+from ..domain.payroll_records import paystub_lines
 from ..domain.sdk import deposit_form_pdf
 from ..pdf import text_pdf
 from ..schemas.api import (FILE_QUERY, FILE_URL, PRESCREEN, PRESCREEN_REQUEST, TASK_CREATE_REQUEST,
