@@ -426,7 +426,7 @@ async def _run(app, settings) -> None:
 
 
 def _check_handler(args: argparse.Namespace) -> int:
-    """Judge a webhook handler (simulator/checker.py): exit 0 when no check failed, 1 when
+    """Judge a webhook handler (simulator/checker/): exit 0 when no check failed, 1 when
     one did, 2 when the arguments cannot make a run."""
     import json
 

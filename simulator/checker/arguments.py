@@ -1,0 +1,48 @@
+"""What a check-handler run is asked for, checked before anything starts: the URLs, the
+event types, the secret deliveries are signed with. A CheckerError says in one line why
+the arguments cannot make a run (the CLI exits 2 with it)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..client import default_credentials
+from ..schemas.validate import http_url_problem
+
+
+class CheckerError(ValueError):
+    """The arguments cannot make a run (a bad URL, an unknown event type)."""
+
+
+def default_secret() -> str:
+    """The bundled default tenant's API secret: what that tenant's webhooks are signed
+    with, as `listen` and `trigger` default to its keys."""
+    return default_credentials()[1]
+
+
+def checked_url(url: str, flag: str) -> str:
+    problem = http_url_problem(url)
+    if problem is not None:
+        raise CheckerError(f"{flag} {url!r} {problem}" if problem.startswith("is ")
+                           else f"{flag} {url!r}: {problem}")
+    return url
+
+
+def names_of(value: Iterable[str] | str) -> set[str]:
+    """Names given as a list or as one comma-separated string."""
+    names = value.split(",") if isinstance(value, str) else list(value)
+    return {n.strip() for n in names if n.strip()}
+
+
+def select_types(events: Iterable[str] | str | None, known: list[str]) -> list[str]:
+    """The event types to check: all, or the named ones in the spec's order."""
+    if events is None:
+        return list(known)
+    wanted = names_of(events)
+    unknown = sorted(wanted - set(known))
+    if unknown:
+        raise CheckerError(f"--events: no event type is named {', '.join(unknown)} "
+                           f"(known: {', '.join(known)})")
+    if not wanted:
+        raise CheckerError("--events names no event type")
+    return [t for t in known if t in wanted]
