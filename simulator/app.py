@@ -8,6 +8,7 @@ import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import web
 
@@ -27,7 +28,7 @@ from .middleware import MAX_BODY_BYTES, edge_middleware
 from .security import HostPolicy
 from .routes import OPERATIONS, add_routes
 from .scenarios.loader import Scenario, load_all_scenarios, resolve_products, scenario_folders
-from .scheduler import RealTimer
+from .scheduler import RealTimer, Runner
 from .settings import Settings, bundled_dir
 from .snapshot import STATE_FILE, StateFile, save_on_shutdown
 from .webhooks.dispatcher import ATTEMPT_TIMEOUT, Dispatcher
@@ -128,6 +129,19 @@ def tune_collector() -> None:
     gc.set_threshold(*SERVER_GC_THRESHOLDS)
 
 
+def tenant_services(dispatcher: Dispatcher, timer: RealTimer | None = None) -> TenantServices:
+    """What every tenant works with: the dispatcher as its outbox's transport, and a runner
+    of its timeline that waits for that transport between jobs and stops between two jobs
+    once the server is stopping."""
+
+    def run(tenant: Any) -> Runner:
+        runner = Runner(tenant, dispatcher.settle)
+        runner.stopping = lambda: dispatcher.closing
+        return runner
+
+    return TenantServices(dispatcher=dispatcher, run=run, timer=timer)
+
+
 def create_app(settings: Settings, *, clock: Clock | None = None,
                registry: TenantRegistry | None = None) -> web.Application:
     registry = registry or build_registry(settings, clock=clock)
@@ -137,7 +151,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None,
         vendor=service.vendor, seed=settings.seed, default_url=settings.webhook_url,
         policy=OutboundPolicy.from_settings(settings),
         timeout=settings.webhook_timeout or ATTEMPT_TIMEOUT / (settings.time_scale if real else 1))
-    registry.open(TenantServices(dispatcher=dispatcher, timer=RealTimer() if real else None))
+    registry.open(tenant_services(dispatcher, RealTimer() if real else None))
     operations = [op.at(service.aggregator) for op in OPERATIONS]
     sandbox = Sandbox(settings=settings, registry=registry, dispatcher=dispatcher,
                       operations=operations, host_policy=HostPolicy.from_settings(settings))

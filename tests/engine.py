@@ -23,13 +23,13 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from payroll_sandbox.app import LoadedFixtures, build_registry, load
+from payroll_sandbox.app import LoadedFixtures, build_registry, load, tenant_services
 from payroll_sandbox.clock import Clock
 from payroll_sandbox.domain import sdk
 from payroll_sandbox.domain.events import Event
 from payroll_sandbox.domain.identity import create_access_token
 from payroll_sandbox.domain.tasks import Task, Workflow
-from payroll_sandbox.domain.tenants import Tenant, TenantServices
+from payroll_sandbox.domain.tenants import Tenant
 from payroll_sandbox.keys import Sandbox
 from payroll_sandbox.operations import Reply
 from payroll_sandbox.render import json_response
@@ -84,7 +84,7 @@ class Engine:
         service = self.registry.service
         self.dispatcher = Dispatcher(vendor=service.vendor, seed=settings.seed,
                                      timeout=ATTEMPT_TIMEOUT)
-        self.registry.open(TenantServices(dispatcher=self.dispatcher))
+        self.registry.open(tenant_services(self.dispatcher))
         self.tenant: Tenant = self.registry.tenants.default()
         # What a handler gets besides its request (snapshot.py reads the registry, the
         # dispatcher and the operations through it).

@@ -17,7 +17,6 @@ from ..clock import Clock, isoformat
 from ..errors import (InvalidCredentials, InvalidPublicToken, MissingCredentials,
                       PublicTokenExpired, UserLimitReached, WrongEnvironment)
 from ..journal import Journal
-from ..scheduler import Runner
 from .changes import EVENT, TASK, Changes
 from .companies import CompanyDirectory, ManualDepositRule
 from .events import Event, EventLog, event_body
@@ -55,9 +54,12 @@ WRONG_ENVIRONMENT_TOKEN = ("This public token belongs to the {theirs} environmen
 class TenantServices:
     """What every tenant works with besides its rules, made once by the app factory and
     handed to each tenant's constructor: the webhook dispatcher (the transport of its
-    outbox) and the wall-clock timer (real mode only)."""
+    outbox), the runner of each tenant's timeline (scheduler.Runner, made by `run`: the
+    transport's side, so the domain imports none of it) and the wall-clock timer (real
+    mode only)."""
 
     dispatcher: Any                                  # webhooks.dispatcher.Dispatcher
+    run: Callable[[Tenant], Any]                     # tenant -> scheduler.Runner
     timer: Any = None                                # scheduler.RealTimer, or None
 
 
@@ -136,8 +138,7 @@ class Tenant:
         self.api_faults = ApiFaults(random.Random(f"{self._seed}:{self.name}:api-faults"))
         self.events.listeners.append(lambda event: self.changes.touch(EVENT, event.id))
         self.events.listeners.append(self.webhooks.on_event)  # queues, never sends
-        self.runner = Runner(self, dispatcher.settle)
-        self.runner.stopping = lambda: dispatcher.closing
+        self.runner = self.services.run(self)
         if self.services.timer is not None:
             self.services.timer.watch(self.runner)
         if seed_accounts:
