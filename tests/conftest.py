@@ -40,6 +40,13 @@ def _cache_bytecode_outside_the_tree() -> None:
 _cache_bytecode_outside_the_tree()
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """pytest-xdist: each worker learns how the tests are handed out (`workerinput["dist"]`;
+    its own `--dist` option is "no"), so a module can tell whether all its tests run there."""
+    node.workerinput["dist"] = node.config.getoption("dist")
+
+
 def require_extra(module: str) -> None:
     """Imports a module of the `test` extra, or skips the calling test module without it;
     CI (CI=true) must not skip, so there the ImportError stands."""

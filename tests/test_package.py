@@ -37,6 +37,9 @@ READY_TIMEOUT = 60     # seconds for `payroll-sandbox serve` to print its ready 
 
 WALMART = "6410a0000000000000000001"
 
+# One worker runs the whole module (`--dist loadgroup`): one build, both installs side by side.
+pytestmark = pytest.mark.xdist_group("package")
+
 # Not copied into the folder the build reads: the repository's own build leftovers.
 TOP_LEVEL_LEFTOVERS = {".git", "build", "dist", ".venv", ".pytest_cache"}
 
@@ -140,17 +143,20 @@ def unpinned(env: dict[str, str], project: str, folder: Path) -> dict[str, str]:
 def make_venv(folder: Path, *requirements: str | Path,
               unpin: str | None = None) -> tuple[Venv, float]:
     """A fresh virtualenv at `folder` (outside the repository) with `requirements` installed
-    by its own pip, with the machine's pip settings (less any pin of `unpin`); it and the
-    seconds the install took."""
-    created = run([sys.executable, "-m", "venv", folder], cwd=folder.parent, timeout=120,
-                  env=customer_environment())
+    by pip running in it (`pip --python`), with the machine's pip settings (less any pin of
+    `unpin`); it and the seconds the install took. The virtualenv gets no pip of its own
+    (ensurepip's is older and slower) and pip compiles no bytecode up front (faker's
+    thousands of modules): the customer's run compiles what it imports."""
+    created = run([sys.executable, "-m", "venv", "--without-pip", folder], cwd=folder.parent,
+                  timeout=120, env=customer_environment())
     assert created.returncode == 0, outcome(created)
     python = folder / "bin" / "python"
     env = customer_environment(folder)
     if unpin:
         env = unpinned(env, unpin, folder.parent)
     started = time.monotonic()
-    installed = run([python, "-m", "pip", "install", "--quiet", *requirements],
+    installed = run([sys.executable, "-m", "pip", "--python", python, "install", "--quiet",
+                     "--no-compile", *requirements],
                     cwd=folder.parent, timeout=INSTALL_TIMEOUT, env=env)
     seconds = time.monotonic() - started
     assert installed.returncode == 0, f"pip install {requirements}: {outcome(installed)}"
@@ -172,10 +178,11 @@ def customer_installs(wheel: Path) -> dict[str, tuple[list[str | Path], str | No
 
 @pytest.fixture(scope="module")
 def installs(request, dist, tmp_path_factory):
-    """Starts the virtualenvs that the session's selected tests use all at once, side by
-    side (an install mostly waits on the registry), unless pytest-xdist spreads the tests
-    over processes: then each process installs what its own tests ask for. Gives a function
-    of a fixture's name: the (Venv, install seconds) it names, once its install is done."""
+    """Starts the virtualenvs that this module's selected tests use all at once, side by side
+    (an install partly waits on the registry): they all run in this process, alone or as
+    one xdist group (`--dist loadgroup`). Under another xdist mode, each install starts when
+    a test asks for it. Gives a function of a fixture's name: the (Venv, install seconds) it
+    names, once its install is done."""
     requirements = customer_installs(dist.wheel)
     futures: dict[str, Future] = {}
     with ThreadPoolExecutor(max_workers=len(requirements)) as pool:
@@ -187,11 +194,13 @@ def installs(request, dist, tmp_path_factory):
                 futures[name] = pool.submit(make_venv, folder, *wanted, unpin=unpin)
             return futures[name]
 
-        if "PYTEST_XDIST_WORKER" not in os.environ:
+        if ("PYTEST_XDIST_WORKER" not in os.environ
+                or request.config.workerinput.get("dist") == "loadgroup"):
             for item in request.session.items:
-                for name in requirements:
-                    if name in getattr(item, "fixturenames", ()):
-                        start(name)
+                if item.module is request.module:
+                    for name in requirements:
+                        if name in getattr(item, "fixturenames", ()):
+                            start(name)
         yield lambda name: start(name).result()
 
 
