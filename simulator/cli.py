@@ -348,7 +348,7 @@ def ready_line(host: str, port: int, environment: str, api_key: str, api_secret:
 
 
 def _configure_logging(log_format: str) -> None:
-    from .middleware import JsonLogFormatter, TextLogFormatter, batch_access_log
+    from .logs import JsonLogFormatter, TextLogFormatter, batch_access_log
 
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonLogFormatter() if log_format == "json" else TextLogFormatter())
@@ -376,7 +376,7 @@ def _serve(flags: dict) -> int:
     with long_lived():  # start-up makes only what lives as long as the process
         app = create_app(settings, registry=build_registry(settings))
     tune_collector()
-    from .middleware import batch_access_log
+    from .logs import batch_access_log
 
     try:
         with asyncio.Runner(loop_factory=_loop_factory(flags.get("loop"))) as runner:

@@ -21,11 +21,6 @@ from .redact import loggable_path
 from .render import render_error, wrong_method
 from .security import NOSNIFF, page_headers
 
-# Moved to logs.py and render.py; importable from here until cli.py, server.py and
-# snapshot.py (edited by others while this moved) import them from there.
-from .logs import (JsonLogFormatter, TextLogFormatter, batch_access_log,  # noqa: F401
-                   escape_controls)
-from .render import read_within_time  # noqa: F401
 
 error_log = logging.getLogger("payroll_sandbox.error")
 
