@@ -76,6 +76,14 @@ def run_examples(heading: str, base_url: str, prelude: str = "") -> list[tuple[s
     return outputs
 
 
+@pytest.fixture(scope="module")
+def server():
+    """One `serve --clock manual` for the tests that only read what it serves or work in a
+    fresh tenant of their own: (base URL, key, secret, ready line)."""
+    with serving("--clock", "manual") as running:
+        yield running
+
+
 def try_it_variables() -> str:
     """KEY, SECRET and JSON as the Try it block sets them, for the sections that use them."""
     return "".join(c + "\n" for c in commands(shell_blocks("Try it")[0])
@@ -110,10 +118,9 @@ def test_quick_start_passes_as_a_customers_test_file(pytester):
 
 # -- Run and test, Try it, a task ------------------------------------------------------------
 
-def test_readme_ready_line_has_the_fields_serve_prints():
+def test_readme_ready_line_has_the_fields_serve_prints(server):
     sample = blocks(section("Run and test"), "")[0].strip()
-    with serving("--clock", "manual") as (*_, line):
-        pass
+    *_, line = server
     assert sample.split()[:2] == line.split()[:2]
     assert [f.split("=")[0] for f in sample.split()[3:]] == \
         [f.split("=")[0] for f in line.split()[3:]]
@@ -264,14 +271,14 @@ def test_readme_control_plane_examples_cover_every_body_and_answer_2xx(tmp_path)
     assert shown["data"]["processorToken"].startswith("processor-sandbox-")
 
 
-def test_readme_control_plane_table_names_every_control_plane_operation():
+def test_readme_control_plane_table_names_every_control_plane_operation(server):
     """Every /_sandbox path of the OpenAPI document is in the table, whole or (a sibling of
     the path before it in the row: `/reconnect`) by its last segment."""
     table = section("Control plane (`/_sandbox`)").split("\n\n", 2)[1]
     plain = re.sub(r"\{[^}]+\}", "{}", table)
-    with serving("--clock", "manual") as (base_url, *_):
-        with urllib.request.urlopen(f"{base_url}/openapi.json", timeout=10) as response:
-            paths = json.load(response)["paths"]
+    base_url, *_ = server
+    with urllib.request.urlopen(f"{base_url}/openapi.json", timeout=10) as response:
+        paths = json.load(response)["paths"]
     for path in paths:
         if not path.startswith("/_sandbox") or path.endswith((".js", ".css")):
             continue
@@ -326,13 +333,13 @@ def test_readme_testcontainers_conftest_compiles_and_sets_what_the_plugin_reads(
 
 # -- docs/ ---------------------------------------------------------------------------------
 
-def test_docs_plugin_standalone_example_runs_against_a_server(tmp_path):
+def test_docs_plugin_standalone_example_runs_against_a_server(tmp_path, server):
     [code] = blocks((DOCS / "plugin.md").read_text(), "python")
-    with serving("--clock", "manual") as (base_url, *_):
-        script = tmp_path / "example.py"
-        script.write_text(code.replace("http://127.0.0.1:8080", base_url))
-        result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                                timeout=60)
+    base_url, *_ = server  # the example makes a tenant of its own
+    script = tmp_path / "example.py"
+    script.write_text(code.replace("http://127.0.0.1:8080", base_url))
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                            timeout=60)
     assert result.returncode == 0, result.stderr
     assert re.fullmatch(r"company-updated [0-9a-f-]{36}\n", result.stdout)
 
@@ -354,12 +361,12 @@ def test_docs_plugin_tables_name_every_fixture_and_option():
             assert f"`{member}" in text, f"{cls.__name__}.{member}"
 
 
-def test_docs_api_table_names_every_operation_outside_the_control_plane():
+def test_docs_api_table_names_every_operation_outside_the_control_plane(server):
     table = section("Operations", DOCS / "api.md")
     plain = re.sub(r"\{[^}]+\}", "{}", table)
-    with serving("--clock", "manual") as (base_url, *_):
-        with urllib.request.urlopen(f"{base_url}/openapi.json", timeout=10) as response:
-            paths = json.load(response)["paths"]
+    base_url, *_ = server
+    with urllib.request.urlopen(f"{base_url}/openapi.json", timeout=10) as response:
+        paths = json.load(response)["paths"]
     for path in paths:
         if path.startswith("/_sandbox/") and not path.startswith("/_sandbox/schemas") or \
                 path.endswith((".js", ".css")) or path.startswith("/docs/"):
