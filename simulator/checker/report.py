@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..webhooks.sender import is_ok, is_redirect
+
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 SHOWN_PROBLEMS = 4          # problems named in a check's line (the JSON has them all)
 
@@ -27,11 +29,11 @@ class Delivery:
 
     @property
     def ok(self) -> bool:
-        return self.status is not None and 200 <= self.status < 300
+        return is_ok(self.status)
 
     @property
     def redirect(self) -> bool:
-        return self.status is not None and 300 <= self.status < 400
+        return is_redirect(self.status)
 
     def outcome(self) -> str:
         """`200 in 3 ms`, `302 to https://... in 2 ms`, `timeout after 15s`, ..."""

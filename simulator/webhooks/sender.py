@@ -60,11 +60,21 @@ class Outcome:
 
     @property
     def ok(self) -> bool:
-        return self.status is not None and 200 <= self.status < 300
+        return is_ok(self.status)
 
     @property
     def redirect(self) -> bool:
-        return self.status is not None and 300 <= self.status < 400
+        return is_redirect(self.status)
+
+
+def is_ok(status: int | None) -> bool:
+    """Only a 2xx acknowledges a webhook (spec: Events, Delivery)."""
+    return status is not None and 200 <= status < 300
+
+
+def is_redirect(status: int | None) -> bool:
+    """A 3xx: never followed, so never an acknowledgement."""
+    return status is not None and 300 <= status < 400
 
 
 async def post(session: Any, url: str, headers: Mapping[str, str], body: bytes, *,
