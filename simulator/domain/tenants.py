@@ -239,6 +239,11 @@ class Tenant:
                       user=identifier, task=task_id)
         return self.events.append(event)
 
+    def seen(self) -> None:
+        """A request of this tenant's arrived (a shared deployment forgets tenants idle past
+        --tenant-idle-expiry: TenantRegistry.expire_idle)."""
+        self.last_request = time.monotonic()
+
     def user(self, identifier: str) -> User:
         """The user with this identifier, created on first use (up to max_users)."""
         user = self.users.get(identifier)

@@ -13,7 +13,6 @@ import inspect
 import socket
 import struct
 from contextlib import suppress
-from time import monotonic
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
@@ -220,7 +219,7 @@ async def _authenticate_client(request: web.Request, sandbox: Any) -> Any:
                            for given, (_, name) in ((key, CLIENT_ID), (secret, CLIENT_SECRET)))
     tenant = sandbox.registry.tenants.authenticate_keys(key, secret)
     request[TENANT] = tenant
-    tenant.last_request = monotonic()
+    tenant.seen()
     return tenant
 
 
@@ -241,7 +240,7 @@ def _authenticate(request: web.Request, auth: Auth, sandbox: Any) -> tuple[Any, 
     tenant, token = sandbox.registry.tenants.authenticate(
         headers.get("x-api-key"), headers.get("x-api-secret"), headers.get("x-public-token"))
     request[TENANT], request[PUBLIC_TOKEN] = tenant, token
-    tenant.last_request = monotonic()
+    tenant.seen()
     if auth is Auth.API_KEYS and token is not None:
         raise ApiKeysRequired(API_KEYS_REQUIRED)
     if auth is Auth.PUBLIC_TOKEN and token is None:
