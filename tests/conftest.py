@@ -40,6 +40,13 @@ def _cache_bytecode_outside_the_tree() -> None:
 _cache_bytecode_outside_the_tree()
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked `long` run first, in their order (xdist hands tests out in this
+    order): one of them left to the end would keep one worker busy while the other has
+    nothing left to do."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node) -> None:
     """pytest-xdist: each worker learns how the tests are handed out (`workerinput["dist"]`;

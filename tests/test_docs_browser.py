@@ -20,7 +20,9 @@ TIMEOUT_MS = 15_000
 # holds the copy and lock buttons (nested-interactive), and its model headings skip a level.
 UPSTREAM_RULES = {"nested-interactive", "heading-order"}
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")  # the browser's (conftest.browser)
+# In the browser's loop (conftest.browser); Swagger UI renders the whole document and axe
+# reads every node of it, twice per test: tens of seconds each, so they start first.
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.long]
 
 
 @pytest_asyncio.fixture(loop_scope="session")

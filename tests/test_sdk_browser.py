@@ -681,6 +681,7 @@ async def test_sdk_browser_distribution_not_supported_fails_any_deposit(
         assert detail.startswith("Walmart doesn't allow this change for your account.")
 
 
+@pytest.mark.long  # twenty flows, one after the other
 async def test_sdk_browser_every_failure_reason_reads_as_a_plain_sentence(page, sandbox):
     """Spec, Errors, Task failure reasons: all twenty reasons. Each reaches the user as a
     plain sentence with a next step; the code reaches the host page in onClose only."""
