@@ -22,8 +22,8 @@ from contextlib import contextmanager
 import pytest
 from aiohttp import web
 from conftest import ACME, REPO, run_cli
-from test_check_handler import (FAST, SECRET, example, example_process, example_with, hanging_app,
-                                naive_app, serve)
+from test_check_handler import (FAST, SECRET, example, example_process, example_with, naive_app,
+                                serve)
 
 from payroll_sandbox.checker import (CHECKS, DUPLICATE_DELIVERY, EVERY_EVENT_TYPE, MISSING_SIGNATURE,
                                PASS, STATE_URL, UNKNOWN_EVENT_TYPE, WRONG_SIGNATURE, CheckerError,
@@ -215,18 +215,23 @@ def test_cli_refuses_keys_without_url_and_a_url_that_is_no_sandbox(example_proce
 async def test_ctrl_c_during_the_run_still_deletes_the_temporary_tenant(aiohttp_server, sandbox):
     base, _ = sandbox
     before = stored_tenants(base)
-    handler = await serve(aiohttp_server, hanging_app())
+    delivered = asyncio.Event()
+
+    async def hang(request: web.Request) -> web.Response:
+        delivered.set()
+        await asyncio.sleep(3600)
+        return web.json_response({"ok": True})
+
+    app = web.Application()
+    app.router.add_post("/webhooks", hang)
+    handler = await serve(aiohttp_server, app)
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "payroll_sandbox", "check-handler", f"{handler}/webhooks", "--secret",
         SECRET, "--url", base, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         # The first delivery hangs in the handler: by then the tenant exists.
-        for _ in range(200):
-            if stored_tenants(base) == before + 1:
-                break
-            await asyncio.sleep(0.05)
+        await asyncio.wait_for(delivered.wait(), 30)
         assert stored_tenants(base) == before + 1
-        await asyncio.sleep(0.3)
         process.send_signal(signal.SIGINT)
         _, stderr = await asyncio.wait_for(process.communicate(), timeout=20)
     finally:
