@@ -7,8 +7,9 @@ may come out of a restore.
 
 The mutations run in-process (tests/engine.py): the body parsed, checked, built and put
 in place by snapshot.py as POST /_sandbox/snapshot does it, the reads answered by the
-routes' handlers; one test posts a few of them through the route. Seeded and bounded in
-count, so a run checks the same mutations on any machine.
+routes' handlers (about 20 ms a mutation on a quiet 2-core machine, 2,000 over the four
+seeded runs); one test posts a few of them through the route. Seeded, bounded in count
+and time so it runs in CI.
 """
 
 from __future__ import annotations
@@ -28,13 +29,12 @@ from payroll_sandbox import snapshot
 from payroll_sandbox.errors import ApiError
 from test_snapshot import busy, fresh_app, snapshot_of
 
-# Seeded runs of MUTATIONS each, one test apiece so the workers share them. The count is
-# what a restore costs allowing for, not the harness: on a busy 2-core machine a refused
-# document takes 60-150 ms in snapshot.py, four fifths of it listing the schema errors with
-# jsonschema over the whole document (its three 625-word random states the most) and
-# parsing it piece by piece.
+# Seeded runs, one test apiece so the workers share them: each goes through up to MUTATIONS
+# mutations within SECONDS (on a loaded machine, fewer), and fails below MIN_MUTATIONS.
 SEEDS = (22, 23, 24, 25)
-MUTATIONS = 50
+MUTATIONS = 500
+MIN_MUTATIONS = 100
+SECONDS = 20.0
 
 HUGE = [1e308, -1e308, 1e19, 2**63 - 1, -(2**63), 2**53, -1, -0.5, 0, 1e-300, 253402300800,
         -62135596800, 31_536_000_000]
@@ -61,7 +61,7 @@ def parent_of(document: Any, path: tuple) -> tuple[Any, Any]:
     return node, path[-1]
 
 
-DEEP = "__deep__"  # stands for a value nested too deep for json.dumps, put in the text
+DEEP = "__deep__"  # stands for a value nested too deep to serialize, put in the text
 
 
 def mutate(document: dict, rng: random.Random, all_paths: list[tuple]) -> tuple[bytes, str]:
@@ -69,23 +69,33 @@ def mutate(document: dict, rng: random.Random, all_paths: list[tuple]) -> tuple[
     mutated, description = _mutated(document, rng, all_paths)
     if isinstance(mutated, bytes):
         return mutated, description
-    text = json.dumps(mutated)
-    if f'"{DEEP}' in text:
-        levels = int(text.split(f'"{DEEP}', 1)[1].split('"', 1)[0])
-        text = text.replace(f'"{DEEP}{levels}"', "[" * levels + "]" * levels)
-    return text.encode(), description
+    text = orjson.dumps(mutated)
+    if f'"{DEEP}'.encode() in text:
+        levels = int(text.split(f'"{DEEP}'.encode(), 1)[1].split(b'"', 1)[0])
+        text = text.replace(f'"{DEEP}{levels}"'.encode(), b"[" * levels + b"]" * levels)
+    return text, description
+
+
+def copied_along(document: dict, path: tuple) -> tuple[dict, Any]:
+    """The document with fresh copies of the containers on the way to `path` (the rest
+    shared, so the original stays as it is), and the copy holding the item at `path`."""
+    root = node = copy.copy(document)
+    for step in path[:-1]:
+        node[step] = copy.copy(node[step])
+        node = node[step]
+    return root, node
 
 
 def _mutated(document: dict, rng: random.Random, all_paths: list[tuple]) -> tuple[Any, str]:
     kind = rng.choice(["number", "number", "odd", "delete", "extra", "deep", "swap", "raw"])
     if kind == "raw":
-        text = json.dumps(document)
+        text = orjson.dumps(document)
         cut = rng.randrange(len(text))
-        return text[:cut].encode() + rng.choice([b"", b"{", b"]", b"\x00", b"\xff"]), \
+        return text[:cut] + rng.choice([b"", b"{", b"]", b"\x00", b"\xff"]), \
             f"raw body cut at {cut}"
-    mutated = orjson.loads(orjson.dumps(document))  # a deep copy, many times faster
-    path = rng.choice([p for p in all_paths if p])
-    parent, key = parent_of(mutated, path)
+    path = rng.choice(all_paths)
+    mutated, parent = copied_along(document, path)
+    key = path[-1]
     where = "$" + "".join(f"[{k!r}]" for k in path)
     if kind == "number":
         value = rng.choice(HUGE)
@@ -99,16 +109,18 @@ def _mutated(document: dict, rng: random.Random, all_paths: list[tuple]) -> tupl
         del parent[key]
         return mutated, f"del {where}"
     if kind == "extra":
-        target = parent[key] if isinstance(parent[key], dict) else parent
-        if isinstance(target, dict):
-            target["unexpected"] = rng.choice(HUGE + ODD)
+        if isinstance(parent[key], dict):
+            parent[key] = {**parent[key], "unexpected": rng.choice(HUGE + ODD)}
             return mutated, f"extra key in {where}"
-        target.append(rng.choice(HUGE + ODD))
+        if isinstance(parent, dict):
+            parent["unexpected"] = rng.choice(HUGE + ODD)
+            return mutated, f"extra key in {where}"
+        parent.append(rng.choice(HUGE + ODD))
         return mutated, f"extra item in {where}"
     if kind == "deep":
         parent[key] = f"{DEEP}{rng.choice([50, 500, 5000])}"
         return mutated, f"{where} nested deep"
-    other_path = rng.choice([p for p in all_paths if p])
+    other_path = rng.choice(all_paths)
     other_parent, other_key = parent_of(document, other_path)
     parent[key] = copy.deepcopy(other_parent[other_key])  # a value from elsewhere
     return mutated, f"{where} = value of {other_path}"
@@ -208,10 +220,10 @@ async def test_mutated_snapshots_are_refused_cleanly_or_leave_a_working_tenant(
     assert restore(engine, body) is None
     baseline = state(engine)
     assert len(engine.tenant.tasks) >= 10 and len(engine.tenant.timeline) > 0
-    all_paths = paths(original)
+    all_paths = paths(original)[1:]  # not the root itself
     rng = random.Random(seed)
-    started, accepted, refused = time.monotonic(), 0, {}
-    for _ in range(MUTATIONS):
+    started, done, accepted, refused = time.monotonic(), 0, 0, {}
+    while done < MUTATIONS and time.monotonic() - started < SECONDS:
         data, description = mutate(original, rng, all_paths)
         error = restore(engine, data)
         if error is not None:
@@ -222,9 +234,11 @@ async def test_mutated_snapshots_are_refused_cleanly_or_leave_a_working_tenant(
             accepted += 1
             await every_read_answers(engine, description)
             assert restore(engine, body) is None
-    print(f"{MUTATIONS} mutations in {time.monotonic() - started:.1f} s: {accepted} accepted, "
+        done += 1
+    assert done >= MIN_MUTATIONS, f"only {done} mutations in {SECONDS:g} s"
+    print(f"{done} mutations in {time.monotonic() - started:.1f} s: {accepted} accepted, "
           f"refused {refused}")
-    assert accepted >= 3 and sum(refused.values()) >= 15, (accepted, refused)
+    assert accepted > done // 10 and sum(refused.values()) > done // 2, (accepted, refused)
     assert {"invalid-snapshot", "malformed-json"} <= set(refused), refused
 
 
@@ -238,7 +252,7 @@ async def test_mutated_snapshots_posted_to_the_route_are_4xx_without_a_traceback
     await busy(client)
     original = await snapshot_of(client)
     baseline = without_journal(original)
-    all_paths = paths(original)
+    all_paths = paths(original)[1:]
     rng = random.Random(SEEDS[0])
     codes = set()
     for _ in range(20):
