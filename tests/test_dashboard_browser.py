@@ -280,6 +280,10 @@ async def test_keyboard_focus_and_a_selection_survive_live_updates(
     await button.focus()
     await page.keyboard.press("Enter")
     await expect(page.locator("#attempt-rows tr").first).to_be_visible()
+    # Its delivery answered before the selection: on a loaded machine the attempt may still
+    # be in flight, and its answer is a change the details must show (a rewrite).
+    await expect(page.locator("#attempt-rows tr").first).not_to_contain_text(
+        "in flight", timeout=20_000)
     assert await button.get_attribute("aria-current") == "true"
     key = await button.get_attribute("data-focus")
     rows_before = await page.locator("#events").evaluate_handle("body => body.firstElementChild")
