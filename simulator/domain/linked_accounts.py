@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import random
 import zlib
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 from typing import Any
@@ -28,7 +27,7 @@ from . import payroll_records as records
 from .companies import Company, ManualDepositRule, search_record
 from .states import COMPLETED, FAILED
 from .rules import Rules
-from .owner import Owner
+from .owner import Held, Owner
 from .pay_calendar import Profile, day
 from .stored import Record, Sections, array, unique
 from .timeline import action_kind
@@ -119,7 +118,7 @@ STORED_LINKED_ACCOUNT = Record(LinkedAccount, shapes={
     "taxes": _stored("taxes"), "depositAccounts": _stored("deposit-accounts")})
 
 
-class LinkedAccounts(Mapping[str, LinkedAccount]):
+class LinkedAccounts(Held[LinkedAccount]):
     """One tenant's linked accounts and everything continuous access does with them: read
     as a mapping of linked account id -> LinkedAccount; changed only through its methods."""
 
@@ -127,15 +126,6 @@ class LinkedAccounts(Mapping[str, LinkedAccount]):
         self.tenant = tenant
         self.rules = rules
         self._by_id: dict[str, LinkedAccount] = {}
-
-    def __getitem__(self, account_id: str) -> LinkedAccount:
-        return self._by_id[account_id]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._by_id)
-
-    def __len__(self) -> int:
-        return len(self._by_id)
 
     # -- snapshot (domain/stored.py) ----------------------------------------------------------
 

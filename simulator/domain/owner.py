@@ -9,7 +9,8 @@ the tenant out of them.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import ItemsView, Iterator, Mapping, ValuesView
+from typing import Any, Protocol, TypeVar
 
 from ..clock import Clock
 from .changes import Changes
@@ -52,3 +53,35 @@ class Owner(Protocol):
     def user(self, identifier: str) -> Any: ...
 
     def keep_tokens_bounded(self) -> None: ...
+
+
+V = TypeVar("V")
+
+
+class Held(Mapping[str, V]):
+    """A part's records read as a mapping of id -> record (the part changes `_by_id`
+    through its methods only). Reads go straight to the dict: a listing of 10,000 tasks
+    costs no Python call per record."""
+
+    _by_id: dict[str, V]
+
+    def __getitem__(self, key: str) -> V:
+        return self._by_id[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_id)
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._by_id
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._by_id.get(key, default)
+
+    def values(self) -> ValuesView[V]:
+        return self._by_id.values()
+
+    def items(self) -> ItemsView[str, V]:
+        return self._by_id.items()

@@ -13,7 +13,6 @@ import re
 import statistics
 from dataclasses import dataclass, field
 from datetime import date, timedelta
-from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..clock import isoformat
@@ -28,7 +27,7 @@ from .companies import OPERATIONAL, Company, ManualDepositRule
 from .search import SearchQuery, normalize, search_companies
 from .rules import Rules
 from .identity import unguessable
-from .owner import Owner
+from .owner import Held, Owner
 from .stored import LoadError, Record, Sections, array, unique
 from .timeline import action_kind
 
@@ -115,7 +114,7 @@ STORED_PROCESSOR_LINK = Record(ProcessorLink, shapes={
     "transactions": {"type": "array", "items": TRANSACTION}})
 
 
-class ProcessorLinks(Mapping[str, ProcessorLink]):
+class ProcessorLinks(Held[ProcessorLink]):
     """One tenant's processor tokens and processor links, and the pipeline that runs each
     link: read as a mapping of link id -> ProcessorLink; changed only through its methods."""
 
@@ -150,15 +149,6 @@ class ProcessorLinks(Mapping[str, ProcessorLink]):
     def restore(self, tokens: dict[str, ProcessorToken], links: dict[str, ProcessorLink]) -> None:
         """A snapshot's processor tokens and links (as load checked them)."""
         self.tokens, self._by_id = tokens, links
-
-    def __getitem__(self, link_id: str) -> ProcessorLink:
-        return self._by_id[link_id]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._by_id)
-
-    def __len__(self) -> int:
-        return len(self._by_id)
 
     # -- the aggregator's side --------------------------------------------------------------
 

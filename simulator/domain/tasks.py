@@ -11,7 +11,7 @@ when it resolved.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from hashlib import sha256
 from typing import Any
@@ -35,7 +35,7 @@ from .states import (COMPLETED, FAILED, FINAL, PROCESSING, QUEUED, emits_status_
                      transition_error)
 from .rules import Rules
 from .identity import create_access_token
-from .owner import Owner
+from .owner import Held, Owner
 from .stored import COUNT, STRING, STRINGS, TIME, LoadError, Record, Sections, array, obj, unique
 from .task_fields import STEP_FIELDS
 from .timeline import action_kind
@@ -191,7 +191,7 @@ def first_batch(requests: list[TaskRequest]) -> tuple[list[TaskRequest], list[Ta
     return requests, []
 
 
-class Tasks(Mapping[str, Task]):
+class Tasks(Held[Task]):
     """One tenant's tasks and task workflows, and the rules that create and move them:
     read as a mapping of task id -> Task; changed only through its methods.
 
@@ -215,15 +215,6 @@ class Tasks(Mapping[str, Task]):
         self.card_token_recreation_off: set[str] = set()
         self.evicted = 0
         self.next_eviction = 0  # task count at which to look for evictions again
-
-    def __getitem__(self, task_id: str) -> Task:
-        return self._by_id[task_id]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._by_id)
-
-    def __len__(self) -> int:
-        return len(self._by_id)
 
     def scope_of(self, product: str) -> str | None:
         return self.rules.scope_of(product)
