@@ -459,11 +459,17 @@ async def test_sdk_browser_deposit_pdf_opens_through_the_host_page(page, sandbox
     flow = await open_flow(page, {"publicToken": token, "deeplink": {
         "step": "generate-deposit-pdf", "companyId": WALMART}})
     await on_screen(flow, "generate-deposit-pdf")
-    async with page.expect_popup() as popup_info:
+    # The new window asks for the PDF (a browser without a PDF viewer downloads it, so the
+    # window's own address may stay blank: its request is what it opened).
+    opened = page.context.expect_event(
+        "request", predicate=lambda request: "/sdk/deposit-form.pdf" in request.url)
+    async with page.expect_popup() as popup_info, opened as request_info:
         await flow.get_by_test_id("deposit-pdf").click()  # asks the host page: -open-url
     popup = await popup_info.value
-    assert "/sdk/deposit-form.pdf?companyId=" + WALMART in popup.url
-    response = await sandbox.get(popup.url.split(str(sandbox.server.make_url("/")).rstrip("/"), 1)[1])
+    request = await request_info.value
+    assert request.frame.page == popup
+    assert "/sdk/deposit-form.pdf?companyId=" + WALMART in request.url
+    response = await sandbox.get(request.url.split(str(sandbox.server.make_url("/")).rstrip("/"), 1)[1])
     assert response.status == 200 and (await response.read()).startswith(b"%PDF-")
 
 
