@@ -293,7 +293,18 @@ def test_every_operation_answers_as_the_document_says(method, path, request):
     one.parametrize()(_answers_as_documented)(request=request)
 
 
-def _answers_as_documented(case, sandbox_tenant):
+@pytest.fixture(scope="module")
+def http_session():
+    """One HTTP session (keep-alive) for the run's requests: without it each case opens a
+    session and a connection of its own. schemathesis's own kind, which follows redirects
+    only within the host; the sandbox sets no cookie, so no case sees another's."""
+    from schemathesis.transport.requests import SameHostRedirectsSession
+
+    with SameHostRedirectsSession() as session:
+        yield session
+
+
+def _answers_as_documented(case, sandbox_tenant, http_session):
     from schemathesis.checks import CHECKS
 
     operation = (case.operation.method.upper(), case.operation.path)
@@ -307,5 +318,5 @@ def _answers_as_documented(case, sandbox_tenant):
     if operation in PREFIX_ITEMS_IN_RESPONSE:
         excluded.append(CHECKS.get_one("response_schema_conformance"))
         additional.append(_matches_the_document(sandbox_tenant.document))
-    case.call_and_validate(headers=headers, excluded_checks=excluded,
+    case.call_and_validate(session=http_session, headers=headers, excluded_checks=excluded,
                            additional_checks=additional)
