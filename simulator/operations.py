@@ -92,6 +92,11 @@ class Operation:
     tags: tuple[str, ...] = ()
     description: str = ""
     dialect: Dialect | None = None           # another API's conventions (None: this API's)
+    wants: tuple[str, ...] = ()              # the handler's parameters (read once, below)
+
+    def __post_init__(self) -> None:
+        if not self.wants:  # read here once, not by every app that routes the operation
+            object.__setattr__(self, "wants", tuple(inspect.signature(self.handler).parameters))
 
     def at(self, aggregator: str) -> Operation:
         """The operation with the service profile's aggregator name in its path."""

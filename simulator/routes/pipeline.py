@@ -9,7 +9,6 @@ Model: stripe-mock's single HandleRequest pipeline.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import socket
 import struct
 from contextlib import suppress
@@ -66,7 +65,7 @@ def _shadowed(op: Operation, fixed: dict[str, set[str]]) -> dict[str, str]:
 
 def _endpoint(op: Operation, shadowed: dict[str, str] | None = None
               ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
-    wants = tuple(inspect.signature(op.handler).parameters)
+    wants = op.wants
     # The control plane is the sandbox's own: a typo in a test's setup is refused there.
     # The service's operations take what the real service would (unknown fields ignored).
     # The aggregator's own API refuses unknown fields as the aggregator does.
