@@ -13,7 +13,7 @@ import ctypes
 import gc
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..clock import Clock
@@ -32,9 +32,24 @@ FIXTURE_TENANT = ("{name!r} comes from the fixtures; reset it (POST /_sandbox/re
 
 
 
-def release_memory() -> None:
-    """After a reset or a delete: collect the tenant's old objects now (they hold cycles)
-    and hand freed memory back to the system, so a long-running server shrinks again."""
+# Records (tasks, events, journal entries) a reset, delete or expiry frees before it collects
+# at once: a full collection costs tens of milliseconds in a large process (the pytest
+# plugin resets a tenant for every test), so a small tenant's objects are left to Python's
+# own collector, and a large one's memory goes back to the system at once.
+RELEASE_AFTER = 1_000
+
+
+def held(tenants: Iterable[Tenant]) -> int:
+    """The records `tenants` hold, which a reset, delete or expiry frees."""
+    return sum(len(t.tasks) + len(t.events) + len(t.journal) for t in tenants)
+
+
+def release_memory(freed: int) -> None:
+    """After a reset or a delete that freed `freed` records: if they were many, collect the
+    tenant's old objects now (they hold cycles) and hand freed memory back to the system,
+    so a long-running server shrinks again."""
+    if freed < RELEASE_AFTER:
+        return
     gc.collect()
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
@@ -129,8 +144,9 @@ class TenantRegistry:
     def reset(self, tenant: Tenant) -> Tenant:
         """POST /_sandbox/reset: the tenant as its account first made it, same keys."""
         self.tenants.forget_tokens(tenant)
+        freed = held([tenant])
         tenant.reset()
-        release_memory()
+        release_memory(freed)
         return tenant
 
     def delete(self, name: str, caller: Tenant) -> None:
@@ -144,8 +160,7 @@ class TenantRegistry:
             raise TenantNotFound(UNKNOWN_TENANT.format(name=name))
         if name not in self._made_by:
             raise TenantNotDeletable(FIXTURE_TENANT.format(name=name))
-        self._forget(tenant)
-        release_memory()
+        release_memory(self._forget(tenant))
 
     def expire_idle(self, max_idle: float, now: float | None = None) -> list[str]:
         """Deletes every tenant made by the control plane whose latest request is more than
@@ -155,22 +170,25 @@ class TenantRegistry:
         idle = [tenant for name in self._made_by
                 if (tenant := self.tenants.get(name)) is not None
                 and now - tenant.last_request > max_idle]
-        for tenant in idle:
-            self._forget(tenant)
+        freed = sum(self._forget(tenant) for tenant in idle)
         if idle:
             self.expired += len(idle)
-            release_memory()
+            release_memory(freed)
         return [tenant.name for tenant in idle]
 
-    def _forget(self, tenant: Tenant) -> None:
+    def _forget(self, tenant: Tenant) -> int:
         """The tenant and, first, every tenant it made (and theirs): deleting a maker
-        deletes what it made, so nothing is left that only it could delete."""
+        deletes what it made, so nothing is left that only it could delete. The records
+        they held."""
         if self.tenants.get(tenant.name) is not tenant:
-            return  # gone already (a child of a tenant forgotten in the same sweep)
+            return 0  # gone already (a child of a tenant forgotten in the same sweep)
+        freed = 0
         for name in [n for n, maker in self._made_by.items() if maker is tenant]:
             child = self.tenants.get(name)
             if child is not None:
-                self._forget(child)
+                freed += self._forget(child)
+        freed += held([tenant])
         tenant.close()
         self.tenants.remove(tenant)
         self._made_by.pop(tenant.name, None)
+        return freed
