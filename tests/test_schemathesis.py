@@ -164,7 +164,7 @@ def _narrowed(check, waivers: list[Waiver]):
     return narrowed
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def sandbox_process(tmp_path_factory):
     """`python -m payroll_sandbox serve --port 0 --clock manual --strict-bodies`: (base_url,
     key, secret) of its default tenant, read from the serving line. Webhook attempts time
@@ -214,7 +214,7 @@ class Tenant:
         return token["publicToken"]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def sandbox_tenant(sandbox_process) -> Tenant:
     base_url, key, secret = sandbox_process
     tenant = _post(f"{base_url}/_sandbox/tenants", {"name": TENANT},
@@ -229,7 +229,7 @@ def sandbox_tenant(sandbox_process) -> Tenant:
                   document, token_operations)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def api_schema(sandbox_tenant):
     """The served document, loaded by schemathesis with the API keys of the fresh tenant."""
     config = schemathesis.Config.from_dict({
@@ -301,7 +301,7 @@ def test_every_operation_answers_as_the_document_says(method, path, request, fre
     one.parametrize()(_answers_as_documented)(request=request)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def http_session():
     """One HTTP session (keep-alive) for the run's requests: without it each case opens a
     session and a connection of its own. schemathesis's own kind, which follows redirects
