@@ -4,8 +4,9 @@ Every operation of GET /openapi.json, every check schemathesis has (status codes
 types, response bodies and headers, negative data refused, positive data accepted, missing
 headers, unsupported methods, auth enforced, ...), from its explicit examples, its coverage
 cases and its fuzzing: a bounded, seeded run of about 25 generated requests an operation,
-under API keys of a fresh tenant (and a public token of its user where the operation takes
-only that). Any finding fails the test, except the few below (issue 11), each pinned to one check of
+one test item an operation, under API keys of one tenant put back to its fixtures before
+each (and a public token of its user where the operation takes only that). Any finding
+fails the test, except the few below (issue 11), each pinned to one check of
 one operation and one kind of answer: server behaviour to change, and rules a JSON Schema
 cannot state. The server log must hold no error either.
 """
