@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,16 @@ def pytest_configure_node(node) -> None:
     """pytest-xdist: each worker learns how the tests are handed out (`workerinput["dist"]`;
     its own `--dist` option is "no"), so a module can tell whether all its tests run there."""
     node.workerinput["dist"] = node.config.getoption("dist")
+
+
+def openapi_document(**settings: Any) -> dict:
+    """The OpenAPI document an app with the bundled fixtures publishes, built in-process (no
+    server): `settings` as Settings takes them, on port 0 and a manual clock unless given."""
+    from payroll_sandbox.app import create_app
+    from payroll_sandbox.keys import SANDBOX
+    from payroll_sandbox.settings import Settings
+
+    return create_app(Settings(**{"port": 0, "clock": "manual", **settings}))[SANDBOX].openapi()
 
 
 def require_extra(module: str) -> None:

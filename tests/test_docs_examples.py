@@ -21,7 +21,7 @@ import aiohttp
 import pytest
 from jsonschema import Draft202012Validator
 
-from conftest import ACME
+from conftest import ACME, openapi_document
 from payroll_sandbox.app import build_registry, create_app
 from payroll_sandbox.settings import Settings
 
@@ -218,7 +218,7 @@ async def test_the_lists_of_exceptions_stay_short_and_name_real_operations(examp
 
 def test_every_example_is_valid_for_its_schema():
     """A body or parameter example the server's own schema would refuse is no example."""
-    document = _document()
+    document = openapi_document()
     checked = 0
     for path, item in document["paths"].items():
         for method, operation in item.items():
@@ -238,7 +238,7 @@ def test_every_example_is_valid_for_its_schema():
 
 
 def test_every_operation_is_in_a_described_group():
-    document = _document()
+    document = openapi_document()
     described = [tag["name"] for tag in document["tags"]]
     assert len(described) == len(set(described)) >= 9
     for path, item in document["paths"].items():
@@ -248,11 +248,3 @@ def test_every_operation_is_in_a_described_group():
     order = [described.index(op["tags"][0]) for item in document["paths"].values()
              for op in item.values()]
     assert order == sorted(order)
-
-
-def _document() -> dict:
-    from payroll_sandbox.app import load  # noqa: F401 (the bundled fixtures' app)
-    from payroll_sandbox.keys import SANDBOX
-
-    app = create_app(Settings(port=0, clock="manual"))
-    return app[SANDBOX].openapi()

@@ -22,7 +22,7 @@ import aiohttp
 import pytest
 from jsonschema import Draft202012Validator
 
-from conftest import ACME, WALMART
+from conftest import ACME, WALMART, openapi_document
 from payroll_sandbox.app import build_registry, create_app
 from payroll_sandbox.keys import SANDBOX
 from payroll_sandbox.settings import Settings
@@ -219,15 +219,8 @@ def bare_spots(schema: Any, components: dict, path: str = "$",
     return sorted(set(found))
 
 
-def document() -> dict:
-    from payroll_sandbox.app import load  # noqa: F401 (the bundled fixtures' app)
-
-    app = create_app(Settings(port=0, clock="manual"))
-    return app[SANDBOX].openapi()
-
-
 def test_no_answer_schema_is_a_bare_object_or_array():
-    doc = document()
+    doc = openapi_document()
     components = doc["components"]["schemas"]
     bare, allowed_by = [], set()
     operations = 0

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from conftest import REPO, require_extra  # noqa: E402
+from conftest import REPO, openapi_document, require_extra  # noqa: E402
 
 require_extra("schemathesis")
 import schemathesis  # noqa: E402
@@ -254,11 +254,7 @@ def _operations() -> list[tuple[str, str]]:
     """Every (method, path) of the document the served app publishes, read at collection from
     an app built in-process with the same settings: one test item an operation, so the run
     spreads over the workers and names the operation that failed."""
-    from payroll_sandbox.app import create_app
-    from payroll_sandbox.keys import SANDBOX
-    from payroll_sandbox.settings import Settings
-
-    document = create_app(Settings(port=0, clock="manual", strict_bodies=True))[SANDBOX].openapi()
+    document = openapi_document(strict_bodies=True)
     return [(method.upper(), path) for path, item in document["paths"].items()
             for method in item if method in ("get", "put", "post", "delete", "patch")]
 

@@ -13,7 +13,7 @@ import ctypes
 import gc
 import secrets
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from ..clock import Clock
@@ -39,9 +39,9 @@ FIXTURE_TENANT = ("{name!r} comes from the fixtures; reset it (POST /_sandbox/re
 RELEASE_AFTER = 1_000
 
 
-def held(tenants: Iterable[Tenant]) -> int:
-    """The records `tenants` hold, which a reset, delete or expiry frees."""
-    return sum(len(t.tasks) + len(t.events) + len(t.journal) for t in tenants)
+def held(tenant: Tenant) -> int:
+    """The records the tenant holds, which a reset, delete or expiry frees."""
+    return len(tenant.tasks) + len(tenant.events) + len(tenant.journal)
 
 
 def release_memory(freed: int) -> None:
@@ -144,7 +144,7 @@ class TenantRegistry:
     def reset(self, tenant: Tenant) -> Tenant:
         """POST /_sandbox/reset: the tenant as its account first made it, same keys."""
         self.tenants.forget_tokens(tenant)
-        freed = held([tenant])
+        freed = held(tenant)
         tenant.reset()
         release_memory(freed)
         return tenant
@@ -187,7 +187,7 @@ class TenantRegistry:
             child = self.tenants.get(name)
             if child is not None:
                 freed += self._forget(child)
-        freed += held([tenant])
+        freed += held(tenant)
         tenant.close()
         self.tenants.remove(tenant)
         self._made_by.pop(tenant.name, None)
