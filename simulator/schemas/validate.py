@@ -108,11 +108,26 @@ def _validity(schema: dict) -> Callable[[Any], bool]:
 
 
 def _short_message(error: Any) -> str:
+    together = _given_together(error)
+    if together:
+        return together
     # jsonschema repeats the whole instance in some messages; keep them short.
     message = error.message
     if len(message) > 300:
         message = message[:297] + "..."
     return message
+
+
+def _given_together(error: Any) -> str | None:
+    """For `not: {anyOf: [{required: [a, b]}, ...]}` (fields that exclude each other, the
+    form the request schemas use for "only one of"): which of them the body gave together."""
+    if error.validator != "not" or not isinstance(error.instance, dict):
+        return None
+    branches = error.validator_value.get("anyOf", ()) if isinstance(error.validator_value,
+                                                                    dict) else ()
+    pairs = [branch["required"] for branch in branches if isinstance(branch, dict)
+             and branch.keys() == {"required"} and set(branch["required"]) <= error.instance.keys()]
+    return "; ".join(f"{' and '.join(pair)} cannot be given together" for pair in pairs) or None
 
 
 INVALID_BODY = "The request body does not match the schema."
