@@ -28,7 +28,7 @@ from payroll_sandbox.clock import Clock
 from payroll_sandbox.domain import sdk
 from payroll_sandbox.domain.events import Event
 from payroll_sandbox.domain.identity import create_access_token
-from payroll_sandbox.domain.tasks import Task, Workflow
+from payroll_sandbox.domain.tasks import CreateTask, Task, Workflow
 from payroll_sandbox.domain.tenants import Tenant
 from payroll_sandbox.keys import Sandbox
 from payroll_sandbox.operations import Reply
@@ -109,8 +109,8 @@ class Engine:
 
     def api_task(self, body: dict[str, Any],
                  tenant: Tenant | None = None) -> tuple[Workflow, list[Task]]:
-        """POST /task/create with API keys."""
-        return (tenant or self.tenant).tasks.create_task(body)
+        """POST /task/create with API keys: the body read as the handler reads it."""
+        return (tenant or self.tenant).tasks.create_task(CreateTask.read(body))
 
     def public_token(self, identifier: str, tenant: Tenant | None = None) -> Any:
         """POST /access-token: the user's PublicToken."""
@@ -121,7 +121,7 @@ class Engine:
         """POST /sdk/login with a fresh public token of the user: the hosted flow's tasks
         (watched: the page is open)."""
         tenant = tenant or self.tenant
-        return sdk.login(tenant, self.public_token(identifier, tenant), body)
+        return sdk.login(tenant, self.public_token(identifier, tenant), sdk.SignIn.read(body))
 
     # -- reads, as the routes answer them -----------------------------------------------------
 

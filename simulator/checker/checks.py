@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..domain.events import Event
-from ..schemas.events import TASK_EVENT_DATA
+from ..schemas.events import TASK_EVENTS
 from ..webhooks.cloudevents import SIGNATURE_HEADER
 from .delivering import NONE, VALID, WRONG, Deliverer
 from .report import FAIL, PASS, SKIP, CheckResult, Delivery, excerpt, grouped, listed, ms
@@ -86,7 +86,7 @@ class Suite:
     async def trigger(self, event_type: str, *, failed: bool = False) -> Event:
         """A new event of this type; a task event names a task of the next product in turn."""
         product = None
-        if event_type in TASK_EVENT_DATA:
+        if event_type in TASK_EVENTS:
             product = self.products[self._turn % len(self.products)]
             self._turn += 1
         return await self.source.trigger(event_type, product=product, failed=failed)

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..domain.companies import OPERATIONAL
 from ..domain.events import Event
+from ..domain.tasks import CreateTask
 from ..schemas.events import event_types
 from .sources import EventSource
 
@@ -59,8 +60,8 @@ class InProcessSource(EventSource):
         return None
 
     async def run_task(self, scenario: str, product: str) -> tuple[str, list[Event]]:
-        _, tasks = self.tenant.tasks.create_task(
-            {"identifier": f"check-{product}", "product": product,
-             "company": await self.company_for(product), "scenario": scenario})
+        _, tasks = self.tenant.tasks.create_task(CreateTask(
+            identifier=f"check-{product}", product=product,
+            company=await self.company_for(product), scenario=scenario))
         await self.tenant.runner.run_until_idle()
         return tasks[0].id, list(self.tenant.events.query(task=tasks[0].id))

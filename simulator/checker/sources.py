@@ -10,7 +10,7 @@ from typing import Any
 
 from ..domain.events import Event
 from ..domain.states import FAILURE_REASONS
-from ..schemas.events import TASK_EVENT_DATA
+from ..schemas.events import TASK_EVENTS
 from .arguments import CheckerError, names_of
 
 CARRIER_SCENARIO = "happy-path"   # the real task a triggered task event names (fits every product)
@@ -84,7 +84,7 @@ class EventSource(ABC):
         event names a real task of `product` (run through happy-path); `failed`: a
         task-status-updated with a failure reason of that product's scenarios, each in turn."""
         request: dict[str, Any] = {"eventType": event_type}
-        if event_type in TASK_EVENT_DATA:
+        if event_type in TASK_EVENTS:
             product = product or self.products[0]
             request["taskId"] = (await self.run_task(CARRIER_SCENARIO, product))[0]
             reasons = self.reasons(product)
@@ -98,7 +98,7 @@ class EventSource(ABC):
         """The task events of one real task of `product` run through `scenario`, in
         emission order."""
         task_id, events = await self.run_task(scenario, product)
-        return [e for e in events if e.type in TASK_EVENT_DATA and e.task == task_id]
+        return [e for e in events if e.type in TASK_EVENTS and e.task == task_id]
 
     @abstractmethod
     async def _company_for(self, product: str) -> str | None:

@@ -14,6 +14,7 @@ from ..errors import CompanyExists, CompanyNotFound, UnknownProducts, Validation
 from ..fixtures import ServiceProfile
 from .companies import DISABLED, OPERATIONAL, UNDER_MAINTENANCE, UNKNOWN_COMPANY, Company
 from .owner import Owner
+from ..schemas.events import COMPANY_CREATED, COMPANY_DELETED, COMPANY_UPDATED, MAINTENANCE_MODE
 
 ALREADY_EXISTS = "A company with the id {company_id!r} already exists."
 NOT_A_PARENT = "Company {company_id!r} is not tagged franchise-parent."
@@ -32,7 +33,7 @@ def create_company(tenant: Owner, service: ServiceProfile, body: dict[str, Any])
     _check_references(tenant, service, body)
     company = company_from_fixture(body, service)
     tenant.companies.put(company)
-    tenant.emit("company-created", data={"companyId": company.id})
+    tenant.emit(COMPANY_CREATED(companyId=company.id))
     return company
 
 
@@ -47,7 +48,7 @@ def update_company(tenant: Owner, service: ServiceProfile, company_id: str,
     if company == current:
         return current  # nothing changed: no event (spec: "A company was updated")
     tenant.companies.put(company)
-    tenant.emit("company-updated", data={"companyId": company.id})
+    tenant.emit(COMPANY_UPDATED(companyId=company.id))
     return company
 
 
@@ -55,7 +56,7 @@ def delete_company(tenant: Owner, company_id: str) -> None:
     """DELETE /_sandbox/companies/{id}: emits company-deleted."""
     company = tenant.companies.require(company_id)
     tenant.companies.delete(company.id)
-    tenant.emit("company-deleted", data={"companyId": company.id})
+    tenant.emit(COMPANY_DELETED(companyId=company.id))
 
 
 def set_company_status(tenant: Owner, company_id: str, status: str,
@@ -80,22 +81,21 @@ def set_company_status(tenant: Owner, company_id: str, status: str,
             return company
         updated = tenant.companies.with_changes(company, status=status,
                                                 maintenance_products=maintenance_products)
-        tenant.emit("maintenance-mode", data={"companyId": company.id, "status": "maintenance",
-                                              "products": list(maintenance_products)})
+        tenant.emit(MAINTENANCE_MODE(companyId=company.id, status="maintenance",
+                                     products=list(maintenance_products)))
     elif status == OPERATIONAL:
         if company.status == OPERATIONAL:
             return company
         updated = tenant.companies.with_changes(company, status=status, maintenance_products=())
         if company.status == UNDER_MAINTENANCE:
-            tenant.emit("maintenance-mode", data={"companyId": company.id, "status": "operational",
-                                                  "products": []})
+            tenant.emit(MAINTENANCE_MODE(companyId=company.id, status="operational", products=[]))
         elif company.status == DISABLED:
-            tenant.emit("company-updated", data={"companyId": company.id})
+            tenant.emit(COMPANY_UPDATED(companyId=company.id))
     else:
         if company.status == DISABLED:
             return company
         updated = tenant.companies.with_changes(company, status=DISABLED, maintenance_products=())
-        tenant.emit("company-updated", data={"companyId": company.id})
+        tenant.emit(COMPANY_UPDATED(companyId=company.id))
     return updated
 
 

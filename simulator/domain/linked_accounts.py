@@ -22,6 +22,7 @@ from typing import Any
 from ..clock import isoformat
 from ..errors import (DepositAccountNotFound, LinkedAccountNotFound, StatementNotFound,
                       UserNotFound, field_detail)
+from ..schemas.events import CONTINUOUS_ACCESS, PII_DATA_DELETED
 from ..schemas.records import DATA_RECORDS
 from . import payroll_records as records
 from .companies import Company, ManualDepositRule, search_record
@@ -415,7 +416,7 @@ class LinkedAccounts(Held[LinkedAccount]):
         if task_id is None:
             tasks = [t for t in tenant.tasks.values() if t.identifier == identifier]
             task_id = tasks[-1].id if tasks else tenant.ids.object_id()
-        tenant.emit("pii-data-deleted", identifier=identifier, task_id=task_id,
+        tenant.emit(PII_DATA_DELETED(), identifier=identifier, task_id=task_id,
                     user={"_id": user.id, "identifier": identifier}, task=task_id)
 
     # -- records ----------------------------------------------------------------------------
@@ -475,11 +476,11 @@ class LinkedAccounts(Held[LinkedAccount]):
         # The task of a pull refresh is named in the data (README: the synced events of a
         # pull refresh carry its task id); the spec does not show these payloads.
         tenant = self.tenant
-        named = {"task": task_id} if task_id is not None else {}
-        tenant.emit(event_type, identifier=account.identifier, task_id=task_id,
-                    user={"_id": account.user_id, "identifier": account.identifier},
-                    data={"linkedAccount": account.id, "companyId": account.company_id,
-                          **named, **data})
+        tenant.emit(CONTINUOUS_ACCESS[event_type](linkedAccount=account.id,
+                                                  companyId=account.company_id, task=task_id,
+                                                  **data),
+                    identifier=account.identifier, task_id=task_id,
+                    user={"_id": account.user_id, "identifier": account.identifier})
 
 
 @action_kind("push-refresh")

@@ -17,6 +17,7 @@ from .changes import Changes
 from .companies import CompanyDirectory, ManualDepositRule
 from .events import Event, EventLog
 from .timeline import Timeline
+from ..schemas.events import Draft
 
 
 class Owner(Protocol):
@@ -47,7 +48,7 @@ class Owner(Protocol):
     aggregator_items: dict[str, Any]
     aggregator_tokens: dict[str, str]
 
-    def emit(self, event_type: str, *, identifier: str | None = None,
+    def emit(self, event: Draft | str, *, identifier: str | None = None,
              task_id: str | None = None, at: float | None = None, **body: Any) -> Event: ...
 
     def user(self, identifier: str) -> Any: ...

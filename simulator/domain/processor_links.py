@@ -22,6 +22,7 @@ from ..errors import (ApiError, IdentifierMismatch, InvalidProcessorToken, Other
                       ValidationFailed, field_detail)
 from rapidfuzz import fuzz
 
+from ..schemas.events import processor_link_events
 from .aggregator import pull_error
 from .companies import OPERATIONAL, Company, ManualDepositRule
 from .search import SearchQuery, normalize, search_companies
@@ -312,9 +313,9 @@ class ProcessorLinks(Held[ProcessorLink]):
 
     def _emit(self, link: ProcessorLink, event_type: str, data: dict[str, Any]) -> None:
         tenant = self.tenant
-        tenant.emit(event_type, identifier=link.identifier,
-                    user={"_id": link.user_id, "identifier": link.identifier},
-                    data={"processorLink": link.id, **data})
+        draft = processor_link_events(self.aggregator)[event_type](processorLink=link.id, **data)
+        tenant.emit(draft, identifier=link.identifier,
+                    user={"_id": link.user_id, "identifier": link.identifier})
 
     def _transactions(self, link: ProcessorLink,
                       token: ProcessorToken) -> list[dict[str, Any]]:

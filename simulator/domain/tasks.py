@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from hashlib import sha256
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -25,6 +25,9 @@ from ..errors import (CompanyDisabled, CompanyManualDeposits, CompanyMismatch, C
                       ValidationFailed, field_detail)
 from ..scenarios.loader import Scenario, Step
 from ..schemas.api import TASK_SNAPSHOT_SHAPES, WORKFLOW_SNAPSHOT_SHAPES
+from ..schemas.events import (PAY_LINK_ACCOUNTS_UPDATED, TASK_AUTHENTICATION_STATUS_UPDATED,
+                              TASK_STATUS_PATCHED, TASK_STATUS_UPDATED, TASK_WORKFLOW_FINISHED,
+                              Draft)
 from ..schemas.validate import check_metadata
 from .changes import TASK
 from .companies import DISABLED, OPERATIONAL, UNKNOWN_COMPANY, Company, search_record
@@ -182,6 +185,48 @@ class TaskRequest:
                    on_fail=pending.get("onFail", CONTINUE))
 
 
+@dataclass(frozen=True)
+class CreateTask:
+    """A task creation, typed (POST /task/create, the hosted flow's sign-in, a pull refresh
+    from a linked account): who, at which company, which tasks, and who asks. `read` makes
+    it from a request body its schema has checked; the rules that need the tenant's state
+    (the linked account's user, company and product; the company's products; the
+    scenarios) are `Tasks.create_task`'s."""
+
+    identifier: str | None = None
+    company: str | None = None
+    linked_account: str | None = None     # a pull refresh of this account
+    product: str | None = None            # one task: its product (or legacy operation) ...
+    product_field: str = "product"        # ... as the body named it, for errors
+    tasks: tuple[dict[str, Any], ...] | None = None  # several tasks, each with its options
+    metadata: dict[str, Any] | None = None
+    payment_method: dict[str, Any] | None = None
+    distribution: dict[str, Any] | None = None  # the legacy split of every task
+    scenario: str | None = None
+    # Who asks: a public token's user and token (None under API keys); the hosted flow's
+    # sign-in adds the scenario its username picks and that its page watches the tasks.
+    token_identifier: str | None = None
+    public_token: str | None = None
+    login_scenario: str | None = None
+    watched: bool = False
+
+    @classmethod
+    def read(cls, body: dict[str, Any], *, token: Any = None, **asking: Any) -> CreateTask:
+        """The command a request body gives (`linkedAccountId`, the spec's name, read as
+        `linkedAccount`; the legacy `operation` as `product`), asked with `token` (a
+        PublicToken, or None under API keys)."""
+        field_name = "product" if "product" in body or "operation" not in body else "operation"
+        tasks = body.get("tasks")
+        return cls(identifier=body.get("identifier"), company=body.get("company"),
+                   linked_account=body.get("linkedAccount", body.get("linkedAccountId")),
+                   product=body.get(field_name), product_field=field_name,
+                   tasks=tuple(tasks) if tasks is not None else None,
+                   metadata=body.get("metadata"), payment_method=body.get("paymentMethod"),
+                   distribution=body.get("distribution"), scenario=body.get("scenario"),
+                   token_identifier=token.identifier if token else None,
+                   public_token=token.public_token if token else None, **asking)
+
+
 def first_batch(requests: list[TaskRequest]) -> tuple[list[TaskRequest], list[TaskRequest]]:
     """The requests that start now (up to the first whose outcome decides whether the
     workflow goes on, included) and those that wait for it."""
@@ -334,50 +379,46 @@ class Tasks(Held[Task]):
 
     # -- creation ---------------------------------------------------------------------------
 
-    def create_task(self, body: dict[str, Any], *,
-                    token_identifier: str | None = None, public_token: str | None = None,
-                    login_scenario: str | None = None,
-                    watched: bool = False) -> tuple[Workflow, list[Task]]:
+    def create_task(self, command: CreateTask) -> tuple[Workflow, list[Task]]:
         """POST /task/create: one workflow with one or more tasks, all queued.
 
-        `watched`: the tasks were started in the hosted flow, whose page is open.
+        `command.watched`: the tasks were started in the hosted flow, whose page is open.
 
-        With `linkedAccount` it is a pull refresh of that account: the company and the
+        With `linked_account` it is a pull refresh of that account: the company and the
         user are the account's, and a disconnected account's refresh fails with
         auth-expired (a refresh does not recover it; spec: Account update lifecycle).
         """
         tenant = self.tenant
         account = None
-        if "linkedAccountId" in body:  # the spec's name for it (Pull refresh flow)
-            body = {**{k: v for k, v in body.items() if k != "linkedAccountId"},
-                    "linkedAccount": body["linkedAccountId"]}
-        if "linkedAccount" in body:
-            account = tenant.accounts.require(body["linkedAccount"])
-            if body.get("company", account.company_id) != account.company_id:
+        if command.linked_account is not None:
+            account = tenant.accounts.require(command.linked_account)
+            if (command.company or account.company_id) != account.company_id:
                 raise CompanyMismatch(REFRESH_COMPANY,
                                       details=[field_detail("$.company", REFRESH_COMPANY)])
-            body = {"identifier": token_identifier or account.identifier,
-                    "company": account.company_id, **body}
-            if "product" not in body and "operation" not in body and "tasks" not in body:
-                body["product"] = account.product
-        identifier = self._identifier(body, token_identifier)
+            command = replace(
+                command, company=account.company_id,
+                identifier=(command.identifier if command.identifier is not None
+                            else command.token_identifier or account.identifier),
+                product=command.product if command.product or command.tasks
+                else account.product)
+        identifier = self._identifier(command)
         if account is not None and account.identifier != identifier:
             raise LinkedAccountNotFound(
                 f"No linked account of {identifier!r} has the id {account.id!r}.",
                 details=[field_detail("$.linkedAccount", "not this user's")])
-        if "company" not in body:
+        if command.company is None:
             raise ValidationFailed(COMPANY_OR_LINKED_ACCOUNT,
                                    details=[field_detail("$.company", COMPANY_OR_LINKED_ACCOUNT)])
-        company = tenant.companies.get(body["company"])
+        company = tenant.companies.get(command.company)
         if company is None:
-            raise CompanyNotFound(UNKNOWN_COMPANY.format(company_id=body["company"]),
+            raise CompanyNotFound(UNKNOWN_COMPANY.format(company_id=command.company),
                                   details=[field_detail("$.company", "unknown company id")])
-        requests = self._task_requests(body)
+        requests = self._task_requests(command)
         for request in requests:
             self.check_company_accepts(company, request.product, request.path)
         # Each task's own: a scenario must fit the task's product (DESIGN.md, Scenarios).
-        scenarios = [self.select_scenario(identifier, company, body.get("scenario"),
-                                          login_scenario, product=request.product,
+        scenarios = [self.select_scenario(identifier, company, command.scenario,
+                                          command.login_scenario, product=request.product,
                                           product_path=request.path)
                      for request in requests]
         if account is not None and not account.connected:
@@ -385,15 +426,15 @@ class Tasks(Held[Task]):
         user = tenant.user(identifier)
         # Task events always carry the user's public token; a user who never had one
         # (tasks made with API keys) gets one, as the SDK flow would have issued.
-        token = (public_token or tenant.latest_token.get(identifier)
+        token = (command.public_token or tenant.latest_token.get(identifier)
                  or create_access_token(tenant, identifier).public_token)
         workflow = Workflow(id=tenant.ids.object_id(), identifier=identifier, tasks=[])
         starting, waiting = first_batch(requests)
         workflow.pending = [request.pending(scenario.name)
                             for request, scenario in zip(waiting, scenarios[len(starting):])]
         tasks = [self._start_task(workflow, company, request, scenario, user_id=user.id,
-                                  public_token=token, linked_account=body.get("linkedAccount"),
-                                  watched=watched)
+                                  public_token=token, linked_account=command.linked_account,
+                                  watched=command.watched)
                  for request, scenario in zip(starting, scenarios)]
         self.workflows[workflow.id] = workflow
         self.keep_bounded()
@@ -497,40 +538,38 @@ class Tasks(Held[Task]):
             tenant.timeline.schedule(task.created_at + step.at, _StepAction(tenant, task, step),
                                      owner=task.id)
 
-    def _identifier(self, body: dict[str, Any], token_identifier: str | None) -> str:
-        if token_identifier is not None:
-            if body.get("identifier", token_identifier) != token_identifier:
+    def _identifier(self, command: CreateTask) -> str:
+        if command.token_identifier is not None:
+            if command.identifier not in (None, command.token_identifier):
                 raise IdentifierMismatch(IDENTIFIER_MISMATCH,
                                          details=[field_detail("$.identifier", IDENTIFIER_MISMATCH)])
-            return token_identifier
-        if "identifier" not in body:
+            return command.token_identifier
+        if command.identifier is None:
             raise ValidationFailed(IDENTIFIER_REQUIRED,
                                    details=[field_detail("$.identifier", IDENTIFIER_REQUIRED)])
-        return body["identifier"]
+        return command.identifier
 
-    def _task_requests(self, body: dict[str, Any]) -> list[TaskRequest]:
-        if "metadata" in body:
-            check_metadata(body["metadata"], "$.metadata")
-        for n, t in enumerate(body.get("tasks", ())):
+    def _task_requests(self, command: CreateTask) -> list[TaskRequest]:
+        if command.metadata is not None:
+            check_metadata(command.metadata, "$.metadata")
+        for n, t in enumerate(command.tasks or ()):
             if "metadata" in t:
                 check_metadata(t["metadata"], f"$.tasks[{n}].metadata")
-        distribution = body.get("distribution")  # the legacy split of every task
-        if "tasks" in body:
+        if command.tasks is not None:
             return [TaskRequest(product=t.get("product") or t["operation"],
-                                metadata=t.get("metadata", body.get("metadata")),
+                                metadata=t.get("metadata", command.metadata),
                                 payment_method=t.get("paymentMethod"),
                                 path=f"$.tasks[{n}].{'product' if 'product' in t else 'operation'}",
-                                distribution=t.get("distribution", distribution),
+                                distribution=t.get("distribution", command.distribution),
                                 on_complete=t.get("onComplete", CONTINUE),
                                 on_fail=t.get("onFail", CONTINUE))
-                    for n, t in enumerate(body["tasks"])]
-        field_name = "product" if "product" in body else "operation"
-        if field_name not in body:
+                    for n, t in enumerate(command.tasks)]
+        if command.product is None:
             raise ValidationFailed(PRODUCT_REQUIRED,
                                    details=[field_detail("$.product", PRODUCT_REQUIRED)])
-        return [TaskRequest(product=body[field_name], metadata=body.get("metadata"),
-                            payment_method=body.get("paymentMethod"),
-                            path=f"$.{field_name}", distribution=distribution)]
+        return [TaskRequest(product=command.product, metadata=command.metadata,
+                            payment_method=command.payment_method,
+                            path=f"$.{command.product_field}", distribution=command.distribution)]
 
     def check_company_accepts(self, company: Company, product: str, path: str) -> None:
         """Spec: "Starting an authentication flow against an under-maintenance or disabled
@@ -638,8 +677,8 @@ class Tasks(Held[Task]):
         if status is not None and status != PROCESSING:
             self._move(task, status, reason=changes.get("reason"), patch=patch)
         if "accounts" in changes:
-            self._emit_task_event(task, "pay-link-accounts-updated",
-                                  {"accounts": self._accounts(task, changes["accounts"])})
+            self._emit_task_event(task, PAY_LINK_ACCOUNTS_UPDATED(
+                accounts=self._accounts(task, changes["accounts"])))
         # Continuous access: a step may change the task's linked account or delete the
         # user's data, and every task that ends may make or refresh a linked account.
         if "linkedAccount" in changes:
@@ -664,8 +703,8 @@ class Tasks(Held[Task]):
         if task.status in FINAL or authenticated == task.authenticated:
             return
         task.authenticated = authenticated
-        self._emit_task_event(task, "task-authentication-status-updated",
-                              {"authenticated": task.authenticated})
+        self._emit_task_event(task, TASK_AUTHENTICATION_STATUS_UPDATED(
+            authenticated=task.authenticated))
 
     def _move(self, task: Task, status: str, *, reason: str | None,
               patch: bool) -> None:
@@ -681,20 +720,17 @@ class Tasks(Held[Task]):
                              "at": isoformat(tenant.clock.timestamp()), "patch": patch,
                              **({"reason": reason} if reason else {})})
         event_type = emits_status_update(task.previous_status, status, patch=patch)
-        if event_type == "task-status-patched":
-            data = {"authenticated": task.authenticated, "status": task.status,
-                    "previousStatus": task.previous_status}
-            if task.payment_method:
-                data["paymentMethod"] = task.payment_method
-            self._emit_task_event(task, event_type, data)
-        elif event_type == "task-status-updated":
-            data = {"previousStatus": task.previous_status, "status": task.status,
-                    "authenticated": task.authenticated}
-            optional = {"paymentMethod": task.payment_method, "reason": task.reason,
-                        **{name: getattr(task, name) for name, field in STEP_FIELDS.items()
-                           if status == FAILED or not field.on_failure_only}}
-            data.update({k: v for k, v in optional.items() if v is not None})
-            self._emit_task_event(task, event_type, data)
+        if event_type == TASK_STATUS_PATCHED.name:
+            self._emit_task_event(task, TASK_STATUS_PATCHED(
+                authenticated=task.authenticated, status=task.status,
+                previousStatus=task.previous_status, paymentMethod=task.payment_method or None))
+        elif event_type == TASK_STATUS_UPDATED.name:
+            self._emit_task_event(task, TASK_STATUS_UPDATED(
+                previousStatus=task.previous_status, status=task.status,
+                authenticated=task.authenticated, paymentMethod=task.payment_method,
+                reason=task.reason,
+                **{name: getattr(task, name) for name, field in STEP_FIELDS.items()
+                   if status == FAILED or not field.on_failure_only}))
 
     def _accounts(self, task: Task, updates: list[dict[str, Any]]) -> list[dict]:
         tenant = self.tenant
@@ -720,19 +756,15 @@ class Tasks(Held[Task]):
             return
         workflow.finished = True
         failed = [t for t in tasks if t.status == FAILED]
-        data: dict[str, Any] = {
-            "status": FAILED if failed else COMPLETED,
-            "tasks": [{"task": t.id, "product": t.product, "status": t.status,
-                       **({"reason": t.reason} if t.reason else {})} for t in tasks],
-        }
-        if failed:
-            data["failureReason"] = failure_reason or failed[0].reason
-        self._emit_task_event(task, "task-workflow-finished", data)
+        self._emit_task_event(task, TASK_WORKFLOW_FINISHED(
+            status=FAILED if failed else COMPLETED,
+            tasks=[{"task": t.id, "product": t.product, "status": t.status,
+                    **({"reason": t.reason} if t.reason else {})} for t in tasks],
+            failureReason=(failure_reason or failed[0].reason) if failed else None))
 
-    def _emit_task_event(self, task: Task, event_type: str,
-                         data: dict[str, Any] | None) -> None:
+    def _emit_task_event(self, task: Task, draft: Draft) -> None:
         tenant = self.tenant
-        tenant.emit(event_type, identifier=task.identifier, task_id=task.id, data=data,
+        tenant.emit(draft, identifier=task.identifier, task_id=task.id,
                     **task_event_fields(task, tenant.companies.get(task.company_id)))
 
     # -- reading ----------------------------------------------------------------------------
@@ -903,22 +935,12 @@ def user_tasks(tenant: Owner, identifier: str, *, status: str | None = None,
     return found
 
 
-def create_task_workflow(tenant: Owner, body: dict[str, Any]) -> tuple[Workflow, list[Task]]:
-    """POST /task-workflow/from-linked-account: the spec's pull refresh (a linked account
-    passed to task creation), one task per `tasks` entry, in one workflow; the user and the
-    company are the linked account's."""
-    request = {name: body[name] for name in ("linkedAccount", "tasks", "metadata", "scenario")
-               if name in body}
-    return tenant.tasks.create_task(request)
-
-
-def prescreen(tenant: Owner, body: dict[str, Any]) -> dict[str, Any]:
+def prescreen(tenant: Owner, named: dict[str, str], product: str) -> dict[str, Any]:
     """POST /task/prescreen: HIGH when a task for `product` at the company would start and
     run headless (username and password): the company is known, operational, offers the
     product and has headless authentication, and the account's manual-deposit rule does
     not cover it; LOW otherwise (an unknown company too)."""
-    company = _prescreened_company(tenant, body["company"])
-    product = body["product"]
+    company = _prescreened_company(tenant, named)
     high = (company is not None and company.status == OPERATIONAL
             and product in company.available_products
             and bool(company.capabilities.get("headlessAuthentication"))

@@ -20,6 +20,7 @@ from ..journal import Journal
 from .changes import EVENT, TASK, Changes
 from .companies import CompanyDirectory, ManualDepositRule
 from .events import Event, EventLog, event_body
+from ..schemas.events import Draft
 from .faults import ApiFaults
 from .identity import Ids, PublicToken, User
 from .linked_accounts import LinkedAccounts
@@ -225,13 +226,21 @@ class Tenant:
         self.webhooks.forget(event_id)
         self.changes.forget(EVENT, event_id)
 
-    def emit(self, event_type: str, *, identifier: str | None = None, task_id: str | None = None,
-             at: float | None = None, **body: Any) -> Event:
+    def emit(self, event: Draft | str, *, identifier: str | None = None,
+             task_id: str | None = None, at: float | None = None, **body: Any) -> Event:
         """Store a new event in the ledger (listeners such as the dispatcher see it next).
 
-        `identifier` and `task_id` index the event for filters and replay; `body` holds
-        the body's fields (`user`, `data`, and for task events `task`, `company`, ...).
+        `event` is what its type made (`COMPANY_CREATED(companyId=...)`, schemas/events.py),
+        or a type's name with `data` among `body`. `identifier` and `task_id` index the
+        event for filters and replay; `body` holds the body's other fields (`user`, and for
+        task events `task`, `company`, ...).
         """
+        if isinstance(event, Draft):
+            event_type = event.type.name
+            if event.data is not None:
+                body["data"] = event.data
+        else:
+            event_type = event
         at = self.clock.timestamp() if at is None else at
         at = round(at, 3)  # milliseconds, as eventTime and ce-time show it
         event = Event(id=self.ids.uuid(), type=event_type, time=at,

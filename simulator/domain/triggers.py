@@ -19,8 +19,7 @@ from typing import Any
 
 from ..errors import (CompanyNotFound, TaskNotFound, UnknownEventType, ValidationFailed,
                       field_detail)
-from ..schemas.events import (COMPANY_EVENT_DATA, CONTINUOUS_ACCESS_DATA, TASK_EVENT_DATA,
-                              event_schema, event_types)
+from ..schemas.events import CONTINUOUS_ACCESS, EventType, Family, declared
 from .companies import OPERATIONAL, UNKNOWN_COMPANY, Company
 from .events import Event
 from ..clock import isoformat
@@ -37,51 +36,51 @@ NO_DATA = "pii-data-deleted has no data (spec: Privacy event)."
 
 def trigger_event(tenant: Owner, aggregator: str, request: dict[str, Any]) -> Event:
     event_type = request["eventType"]
-    known = event_types(aggregator)
-    if event_type not in known:
+    known = declared(aggregator)
+    declaration = known.get(event_type)
+    if declaration is None:
         raise UnknownEventType(UNKNOWN_TYPE.format(event_type=event_type, known=", ".join(known)),
                                details=[field_detail("$.eventType", "unknown event type")])
     overrides = request.get("data") or {}
-    if event_type == "pii-data-deleted" and overrides:
+    if declaration.family is Family.PRIVACY and overrides:
         raise ValidationFailed(NO_DATA, details=[field_detail("$.data", NO_DATA)])
     rng = random.Random(f"{tenant.name}:{tenant.events.emitted}")
     identifier = request.get("identifier")
-    task = _task(tenant, request, identifier)
+    task = _task(tenant, request, identifier, declaration)
     company = _company(tenant, request, task)
 
-    if event_type in TASK_EVENT_DATA:
+    if declaration.family is Family.TASK:
         data = {**_task_data(event_type, task), **overrides}
-        body = {**task_event_fields(task, company), "data": data}
-        return _checked_emit(tenant, event_type, aggregator, body,
+        return _checked_emit(tenant, declaration, data, task_event_fields(task, company),
                              identifier=task.identifier, task_id=task.id)
-    if event_type in COMPANY_EVENT_DATA:
+    if declaration.family is Family.COMPANY:
         data = {"companyId": company.id}
         if event_type == "maintenance-mode":
             data.update(status="maintenance", products=list(company.available_products))
-        return _checked_emit(tenant, event_type, aggregator, {"data": {**data, **overrides}})
+        return _checked_emit(tenant, declaration, {**data, **overrides}, {})
 
     identifier = identifier or (task.identifier if task else DEFAULT_IDENTIFIER)
     user = tenant.user(identifier)
     user_body = {"_id": user.id, "identifier": identifier}
-    if event_type == "pii-data-deleted":
+    if declaration.family is Family.PRIVACY:
         task = task or _stored_task(tenant, identifier, company)
-        return _checked_emit(tenant, event_type, aggregator, {"user": user_body, "task": task.id},
+        return _checked_emit(tenant, declaration, None, {"user": user_body, "task": task.id},
                              identifier=identifier, task_id=task.id)
     data = {**_user_data(tenant, event_type, aggregator, identifier, company, rng),
             **overrides}
-    return _checked_emit(tenant, event_type, aggregator, {"user": user_body, "data": data},
+    return _checked_emit(tenant, declaration, data, {"user": user_body},
                          identifier=identifier, task_id=task.id if task else None)
 
 
-def _task(tenant: Owner, request: dict[str, Any],
-          identifier: str | None) -> Task | None:
+def _task(tenant: Owner, request: dict[str, Any], identifier: str | None,
+          declaration: EventType) -> Task | None:
     if "taskId" in request:
         task = tenant.tasks.get(request["taskId"])
         if task is None:
             raise TaskNotFound(UNKNOWN_TASK.format(task_id=request["taskId"]),
                                details=[field_detail("$.taskId", "unknown task")])
         return task
-    if request["eventType"] not in TASK_EVENT_DATA:
+    if declaration.family is not Family.TASK:
         return None
     return _stored_task(tenant, identifier or DEFAULT_IDENTIFIER,
                         _company(tenant, request, None))
@@ -180,8 +179,7 @@ def _user_data(tenant: Owner, event_type: str, aggregator: str,
         deposits = account.deposit_accounts
         return {**linked, "depositAccount": deposits[-1]["_id"] if deposits
                 else tenant.ids.object_id()}
-    schema = CONTINUOUS_ACCESS_DATA[event_type]
-    if "records" in schema["properties"]:
+    if "records" in CONTINUOUS_ACCESS[event_type].data["properties"]:
         return {**linked, "records": _record_ids(account, event_type, rng)}
     return linked
 
@@ -209,15 +207,17 @@ def _record_ids(account: Any, event_type: str, rng: random.Random) -> list[str]:
     return [record["_id"] for record in held[-rng.randint(1, 3):]]
 
 
-def _checked_emit(tenant: Owner, event_type: str, aggregator: str, body: dict[str, Any], *,
-                  identifier: str | None = None, task_id: str | None = None) -> Event:
+def _checked_emit(tenant: Owner, declaration: EventType, data: dict[str, Any] | None,
+                  fields: dict[str, Any], *, identifier: str | None = None,
+                  task_id: str | None = None) -> Event:
+    """Emits the event once the whole body, overrides merged, matches its type's schema."""
     from ..schemas.validate import schema_errors
 
-    schema = event_schema(event_type, aggregator)
-    candidate = {"eventType": event_type, "eventTime": "2000-01-01T00:00:00.000Z", **body}
-    errors = schema_errors(candidate, schema)
+    candidate = {"eventType": declaration.name, "eventTime": "2000-01-01T00:00:00.000Z",
+                 **fields, **({"data": data} if data is not None else {})}
+    errors = schema_errors(candidate, declaration.schema)
     if errors:
-        raise ValidationFailed(f"The overrides make an invalid {event_type} event.",
+        raise ValidationFailed(f"The overrides make an invalid {declaration.name} event.",
                                details=[field_detail(p.replace("$.", "$.body.", 1), m)
                                         for p, m in errors])
-    return tenant.emit(event_type, identifier=identifier, task_id=task_id, **body)
+    return tenant.emit(declaration.draft(data), identifier=identifier, task_id=task_id, **fields)

@@ -162,7 +162,7 @@ async def login(tenant, token, body, sandbox) -> dict:
     """Sign in with sandbox credentials: starts the configured tasks, or answers an MFA
     challenge (`{mfa: {type, prompt}}`, no task yet) that the page re-submits with
     `mfaAnswer`."""
-    outcome = sdk.login(tenant, token, body)
+    outcome = sdk.login(tenant, token, sdk.SignIn.read(body))
     if outcome.mfa is not None:
         return {"mfa": outcome.mfa.record()}
     return created_record(outcome.workflow, outcome.tasks)

@@ -22,9 +22,7 @@ REAL = {"auth": Auth.API_KEYS}  # the reconstruction's default: API key and secr
 @operation("POST", "/task/create", "Create a task (or a workflow of several)",
            body=TASK_CREATE_REQUEST, response=TASK_CREATED, errors=(400, 403, 404, 429))
 async def create_task(tenant, token, body, sandbox) -> dict:
-    workflow, tasks = tenant.tasks.create_task(
-        body, token_identifier=token.identifier if token else None,
-        public_token=token.public_token if token else None)
+    workflow, tasks = tenant.tasks.create_task(domain.CreateTask.read(body, token=token))
     return created_record(workflow, tasks)
 
 
@@ -64,14 +62,16 @@ async def task_status(tenant, params, sandbox) -> dict:
 async def prescreen(tenant, body) -> dict:
     """HIGH when the company is known, operational, offers the product and has headless
     authentication, and the account's manual-deposit rule does not cover it; else LOW."""
-    return domain.prescreen(tenant, body)
+    return domain.prescreen(tenant, body["company"], body["product"])
 
 
 @operation("POST", "/task-workflow/from-linked-account", "Refresh a linked account (tasks on it)",
            body=TASK_WORKFLOW_REQUEST,
            response=TASK_WORKFLOW_CREATED, errors=(400, 403, 404, 429), **REAL)
 async def create_task_workflow(tenant, body, sandbox) -> dict:
-    workflow, tasks = domain.create_task_workflow(tenant, body)
+    """The spec's pull refresh (a linked account passed to task creation), one task per
+    `tasks` entry, in one workflow; the user and the company are the linked account's."""
+    workflow, tasks = tenant.tasks.create_task(domain.CreateTask.read(body))
     return {"task": domain.task_details(tenant, tasks[0]), "taskWorkflow": workflow.id}
 
 

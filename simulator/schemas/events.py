@@ -1,8 +1,12 @@
-"""JSON Schemas of every event body (spec: Events), one per event type.
+"""Every event type of the spec (spec: Events), each declared once as an `EventType`: its
+name, its family (what the body carries beside `data`) and the JSON Schema of its `data`.
 
-Published in the OpenAPI document's `webhooks` section and at
-GET /_sandbox/schemas/events/{eventType}, so customers can check their handlers;
-the tests check every emitted event against them.
+The declaration is both the builder and the schema. The emitting code calls it with the
+data's fields (`COMPANY_CREATED(companyId=...)`), which checks them against the declared
+ones, and hands the draft to `tenant.emit`. The whole body's JSON Schema is derived from
+the same declaration (`EventType.schema`). It is published in the OpenAPI document's
+`webhooks` section and at GET /_sandbox/schemas/events/{eventType}, so customers can
+check their handlers; the tests check every emitted event against it.
 
 Where the spec shows a payload, the schema follows it exactly; where it says "not
 shown", the sandbox's choice is documented in each schema's description.
@@ -10,14 +14,93 @@ shown", the sandbox's choice is documented in each schema's description.
 
 from __future__ import annotations
 
-from functools import lru_cache
-from typing import Any
+from dataclasses import dataclass
+from enum import Enum
+from functools import cached_property, lru_cache
+from typing import Any, NamedTuple
 
 from ..domain.states import AUTHENTICATION_METHODS, CHANGED_FIELDS, FAILURE_REASONS, UPDATE_TYPES
 from ..domain.task_fields import step_field_schemas
 from .api import COMPANY_SUMMARY, USER
 from .records import SERVICE_DATE_TIME
 from .scenarios import PAYMENT_METHOD
+
+
+class Family(Enum):
+    """What an event's body carries beside eventType, eventTime and `data`."""
+
+    TASK = "task"          # the user (with `connected`), public token, product, task, ...
+    COMPANY = "company"    # nothing: company events have no user
+    USER = "user"          # the user
+    PRIVACY = "privacy"    # the user and the task, and no data (pii-data-deleted)
+
+
+class Draft(NamedTuple):
+    """An event made by its type, not emitted yet: `tenant.emit(draft, ...)` stores it."""
+
+    type: EventType
+    data: dict[str, Any] | None
+
+
+@dataclass(frozen=True, eq=False)
+class EventType:
+    """One event type: the builder of its `data` and the JSON Schema of its body."""
+
+    name: str
+    family: Family
+    data: dict[str, Any] | None  # the JSON Schema of `data`; None: the type has no data
+
+    def __call__(self, **fields: Any) -> Draft:
+        """The event's `data` from its fields (a field given as None is left out). A field
+        the declaration does not have, or a required one missing, is a mistake of the
+        emitting code: TypeError, before anything is stored."""
+        data = {name: value for name, value in fields.items() if value is not None}
+        if self.data is None:
+            if data:
+                raise TypeError(f"{self.name} has no data, given {sorted(data)}")
+            return Draft(self, None)
+        unknown = data.keys() - self.data["properties"].keys()
+        missing = set(self.data.get("required", ())) - data.keys()
+        if unknown or missing:
+            raise TypeError(f"{self.name}: fields not declared {sorted(unknown)}, "
+                            f"required fields missing {sorted(missing)}")
+        return Draft(self, data)
+
+    def draft(self, data: dict[str, Any] | None) -> Draft:
+        """A draft of data made elsewhere (a trigger's overrides, a checker's body), which
+        its maker checks against `schema()` as a whole."""
+        return Draft(self, data)
+
+    @cached_property
+    def schema(self) -> dict[str, Any]:
+        """The JSON Schema of the whole body (the same object each time: validators are
+        cached by identity)."""
+        base: dict[str, Any] = {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": self.name,
+            "type": "object",
+            "properties": {"eventType": {"const": self.name}, "eventTime": _TIME},
+            "required": ["eventType", "eventTime"],
+        }
+        properties, required = base["properties"], base["required"]
+        if self.family is Family.TASK:
+            properties.update(user={**USER, "required": ["_id", "identifier", "connected"]},
+                              data=self.data, **_TASK_FIELDS)
+            required += ["user", "data", "publicToken", "product", "task", "taskWorkflow",
+                         "authenticationMethod", "company"]
+        elif self.family is Family.COMPANY:
+            properties["data"] = self.data
+            required.append("data")
+            base["not"] = {"required": ["user"]}  # company events have no user
+        elif self.family is Family.PRIVACY:
+            properties.update(user=USER, task=_ID)
+            required += ["user", "task"]
+            base["not"] = {"required": ["data"]}  # the spec: it has no data
+        else:
+            properties.update(user=USER, data=self.data)
+            required += ["user", "data"]
+        return base
+
 
 _TIME = {"type": "string", "format": "date-time"}
 _ID = {"type": "string", "minLength": 1}
@@ -31,7 +114,13 @@ _TASK_FIELDS = {
     "metadata": {"type": "object"},
 }
 _STATUS = {"enum": ["queued", "processing", "completed", "failed"]}
-TASK_EVENT_DATA: dict[str, dict[str, Any]] = {
+
+
+def _declare(family: Family, data: dict[str, dict[str, Any] | None]) -> dict[str, EventType]:
+    return {name: EventType(name, family, schema) for name, schema in data.items()}
+
+
+TASK_EVENTS = _declare(Family.TASK, {
     "task-status-updated": {
         "type": "object",
         "description": "Emitted when a Task resolves (spec: Task events): the status is final; "
@@ -77,10 +166,14 @@ TASK_EVENT_DATA: dict[str, dict[str, Any]] = {
                                                                 "reason": {"type": "string"}}}},
         },
     },
-}
+})
+TASK_STATUS_UPDATED = TASK_EVENTS["task-status-updated"]
+TASK_AUTHENTICATION_STATUS_UPDATED = TASK_EVENTS["task-authentication-status-updated"]
+TASK_STATUS_PATCHED = TASK_EVENTS["task-status-patched"]
+TASK_WORKFLOW_FINISHED = TASK_EVENTS["task-workflow-finished"]
 
 _COMPANY_ID_DATA = {"type": "object", "required": ["companyId"], "properties": {"companyId": _ID}}
-COMPANY_EVENT_DATA: dict[str, dict[str, Any]] = {
+COMPANY_EVENTS = _declare(Family.COMPANY, {
     "company-created": _COMPANY_ID_DATA,
     "company-updated": _COMPANY_ID_DATA,
     "company-deleted": _COMPANY_ID_DATA,
@@ -92,9 +185,15 @@ COMPANY_EVENT_DATA: dict[str, dict[str, Any]] = {
         "if": {"properties": {"status": {"const": "operational"}}},
         "then": {"properties": {"products": {"maxItems": 0}}},
     },
-}
+})
+COMPANY_CREATED = COMPANY_EVENTS["company-created"]
+COMPANY_UPDATED = COMPANY_EVENTS["company-updated"]
+COMPANY_DELETED = COMPANY_EVENTS["company-deleted"]
+MAINTENANCE_MODE = COMPANY_EVENTS["maintenance-mode"]
 
-PAY_LINK_ACCOUNTS_DATA = {
+# A pay-link task's event: it carries the task's fields too, though its schema asks only
+# for the user and the data.
+PAY_LINK_ACCOUNTS_UPDATED = EventType("pay-link-accounts-updated", Family.USER, {
     "type": "object",
     "required": ["accounts"],
     "properties": {"accounts": {"type": "array", "items": {
@@ -107,7 +206,8 @@ PAY_LINK_ACCOUNTS_DATA = {
                 "properties": {"_id": _ID, "changedFields": {
                     "type": "array", "items": {"enum": list(CHANGED_FIELDS)}}}}},
         }}}},
-}
+})
+PII_DATA_DELETED = EventType("pii-data-deleted", Family.PRIVACY, None)
 
 _LINKED = {"linkedAccount": _ID, "companyId": _ID,
            "task": {**_ID, "description": "The refresh task whose completion synced the data "
@@ -125,7 +225,7 @@ _CHANGED = {
     "description": "Not shown by the spec: the sandbox names the linked account, company and "
                    "the changed records; fetch them from the data endpoints.",
 }
-CONTINUOUS_ACCESS_DATA: dict[str, dict[str, Any]] = {
+CONTINUOUS_ACCESS = _declare(Family.USER, {
     **{f"{kind}-synced": _SYNCED for kind in
        ("statements", "income", "timesheets", "employment", "identity", "taxes", "deposit-accounts")},
     **{name: _CHANGED for name in
@@ -150,12 +250,14 @@ CONTINUOUS_ACCESS_DATA: dict[str, dict[str, Any]] = {
                        # Dates in payroll data are date-times (real-service-facts).
                        "currentPayPeriodStart": SERVICE_DATE_TIME},
     },
-}
+})
 
 
-def processor_link_data(aggregator: str) -> dict[str, dict[str, Any]]:
+@lru_cache(maxsize=64)
+def processor_link_events(aggregator: str) -> dict[str, EventType]:
+    """The processor-link events, the aggregator's error named after it."""
     link = {"processorLink": _ID}
-    return {
+    return _declare(Family.USER, {
         "employer-classification-completed": {
             "type": "object", "required": ["processorLink", "matches"],
             "properties": {**link, "matches": {"type": "integer", "minimum": 0}},
@@ -171,45 +273,24 @@ def processor_link_data(aggregator: str) -> dict[str, dict[str, Any]]:
             "properties": {**link, "errorType": {"type": "string"}, "errorCode": {"type": "string"},
                            "errorMessage": {"type": "string"}},
         },
-    }
+    })
+
+
+@lru_cache(maxsize=64)
+def declared(aggregator: str) -> dict[str, EventType]:
+    """Every event type of the spec by name, in the spec's order, with the aggregator's
+    name filled in."""
+    return {**TASK_EVENTS, **COMPANY_EVENTS, PAY_LINK_ACCOUNTS_UPDATED.name: PAY_LINK_ACCOUNTS_UPDATED,
+            PII_DATA_DELETED.name: PII_DATA_DELETED, **CONTINUOUS_ACCESS,
+            **processor_link_events(aggregator)}
 
 
 def event_types(aggregator: str) -> list[str]:
-    """Every event type of the spec, with the aggregator's name filled in."""
-    return [*TASK_EVENT_DATA, *COMPANY_EVENT_DATA, "pay-link-accounts-updated", "pii-data-deleted",
-            *CONTINUOUS_ACCESS_DATA, *processor_link_data(aggregator)]
+    """Every event type's name, with the aggregator's name filled in."""
+    return list(declared(aggregator))
 
 
-@lru_cache(maxsize=256)  # the same object each time: validators are cached by identity
 def event_schema(event_type: str, aggregator: str) -> dict[str, Any] | None:
     """The JSON Schema of one event type's body, or None if the spec has no such type."""
-    base: dict[str, Any] = {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": event_type,
-        "type": "object",
-        "properties": {"eventType": {"const": event_type}, "eventTime": _TIME},
-        "required": ["eventType", "eventTime"],
-    }
-    if event_type in TASK_EVENT_DATA:
-        base["properties"].update(user={**USER, "required": ["_id", "identifier", "connected"]},
-                                  data=TASK_EVENT_DATA[event_type], **_TASK_FIELDS)
-        base["required"] += ["user", "data", "publicToken", "product", "task", "taskWorkflow",
-                             "authenticationMethod", "company"]
-        return base
-    if event_type in COMPANY_EVENT_DATA:
-        base["properties"]["data"] = COMPANY_EVENT_DATA[event_type]
-        base["required"].append("data")
-        base["not"] = {"required": ["user"]}  # company events have no user
-        return base
-    if event_type == "pii-data-deleted":
-        base["properties"].update(user=USER, task=_ID)
-        base["required"] += ["user", "task"]
-        base["not"] = {"required": ["data"]}  # the spec: it has no data
-        return base
-    data = ({"pay-link-accounts-updated": PAY_LINK_ACCOUNTS_DATA} | CONTINUOUS_ACCESS_DATA
-            | processor_link_data(aggregator)).get(event_type)
-    if data is None:
-        return None
-    base["properties"].update(user=USER, data=data)
-    base["required"] += ["user", "data"]
-    return base
+    declaration = declared(aggregator).get(event_type)
+    return declaration.schema if declaration is not None else None
