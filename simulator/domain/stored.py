@@ -18,6 +18,7 @@ import random
 import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from datetime import date
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
@@ -133,20 +134,34 @@ class Record:
     default."""
 
     def __init__(self, cls: type, shapes: dict[str, dict[str, Any]] | None = None) -> None:
+        # What the class's annotations give is worked out on first use (a snapshot, a
+        # restore, the document's schemas), not when the module is imported: reading the
+        # type hints of every stored class was a fifth of the package's import.
         self.cls = cls
-        hints = get_type_hints(cls)
-        fields = dataclasses.fields(cls)
-        optional = {camel(f.name) for f in fields
-                    if f.default is not dataclasses.MISSING
-                    or f.default_factory is not dataclasses.MISSING}
-        shapes = shapes or {}
-        self.schema = {"type": "object", "additionalProperties": False,
-                       "required": [camel(f.name) for f in fields if camel(f.name) not in optional],
-                       "properties": {camel(f.name): shapes.get(camel(f.name))
-                                      or _ranged(camel(f.name), self._schema(hints[f.name]))
-                                      for f in fields}}
-        self._dumps = [(f.name, camel(f.name), self._dumper(hints[f.name])) for f in fields]
-        self._loads = [(f.name, camel(f.name), self._loader(hints[f.name])) for f in fields]
+        self._shapes = shapes or {}
+
+    @cached_property
+    def _fields(self) -> list[tuple[str, str, Any, bool]]:
+        """(attribute, JSON key, annotation, optional) of each field."""
+        hints = get_type_hints(self.cls)
+        return [(f.name, camel(f.name), hints[f.name],
+                 f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING)
+                for f in dataclasses.fields(self.cls)]
+
+    @cached_property
+    def schema(self) -> dict[str, Any]:
+        return {"type": "object", "additionalProperties": False,
+                "required": [key for _, key, _, optional in self._fields if not optional],
+                "properties": {key: self._shapes.get(key) or _ranged(key, self._schema(kind))
+                               for _, key, kind, _ in self._fields}}
+
+    @cached_property
+    def _dumps(self) -> list[tuple[str, str, _Convert]]:
+        return [(name, key, self._dumper(kind)) for name, key, kind, _ in self._fields]
+
+    @cached_property
+    def _loads(self) -> list[tuple[str, str, _Convert]]:
+        return [(name, key, self._loader(kind)) for name, key, kind, _ in self._fields]
 
     def dump(self, obj: Any) -> dict[str, Any]:
         return {key: getattr(obj, name) if convert is None else convert(getattr(obj, name))
