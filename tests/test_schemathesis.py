@@ -18,7 +18,7 @@ import os
 import subprocess
 import sys
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pytest
 
@@ -207,12 +207,15 @@ class Tenant:
     keys: dict[str, str]
     document: dict
     token_operations: frozenset[tuple[str, str]]
+    tokens: list[str] = field(default_factory=list)  # the public token since the last reset
 
     def public_token(self) -> str:
-        """A new public token of the run's user: a generated request may have reset the
-        tenant (tokens forgotten) or moved its clock past a token's expiry."""
-        token = _post(f"{self.base_url}/access-token", {"identifier": USER}, self.keys)
-        return token["publicToken"]
+        """A public token of the run's user, made once after each reset (`fresh_tenant`):
+        the operations that take one neither reset the tenant nor move its clock."""
+        if not self.tokens:
+            token = _post(f"{self.base_url}/access-token", {"identifier": USER}, self.keys)
+            self.tokens.append(token["publicToken"])
+        return self.tokens[0]
 
 
 @pytest.fixture(scope="session")
@@ -288,6 +291,7 @@ def fresh_tenant(sandbox_tenant):
     operation: what one operation's cases did (a year of clock, hundreds of tasks) does not
     weigh on the next, whichever worker ran which operations before it."""
     _post(f"{sandbox_tenant.base_url}/_sandbox/reset", {}, sandbox_tenant.keys)
+    sandbox_tenant.tokens.clear()  # the reset forgot them
 
 
 @pytest.mark.parametrize("method,path", OPERATIONS, ids=[f"{m} {p}" for m, p in OPERATIONS])
