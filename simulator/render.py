@@ -77,6 +77,8 @@ async def read_within_time(request: web.Request, reading: Awaitable[T]) -> T:
     sandbox = request.app.get(SANDBOX)
     seconds = (sandbox.settings if sandbox is not None else Settings).request_timeout
     try:
+        if request.content.is_eof():  # all of it came with the headers: nothing can trickle
+            return await reading
         async with asyncio.timeout(seconds):
             return await reading
     except TimeoutError:  # answered; aiohttp closes the connection when the body stays unread
