@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -225,15 +226,23 @@ async def test_ctrl_c_during_the_run_still_deletes_the_temporary_tenant(aiohttp_
     app = web.Application()
     app.router.add_post("/webhooks", hang)
     handler = await serve(aiohttp_server, app)
+    # PYTHONFAULTHANDLER: a process that does not stop is made to print where it is.
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "payroll_sandbox", "check-handler", f"{handler}/webhooks", "--secret",
-        SECRET, "--url", base, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        SECRET, "--url", base, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONFAULTHANDLER": "1"})
     try:
         # The first delivery hangs in the handler: by then the tenant exists.
         await asyncio.wait_for(delivered.wait(), 30)
         assert stored_tenants(base) == before + 1
         process.send_signal(signal.SIGINT)
-        _, stderr = await asyncio.wait_for(process.communicate(), timeout=20)
+        try:
+            _, stderr = await asyncio.wait_for(process.communicate(), timeout=30)
+        except TimeoutError:
+            process.send_signal(signal.SIGABRT)  # the faulthandler prints every thread's stack
+            _, stderr = await asyncio.wait_for(process.communicate(), timeout=10)
+            pytest.fail("check-handler did not stop on SIGINT within 30 s:\n"
+                        + stderr.decode(errors="replace")[-6000:])
     finally:
         if process.returncode is None:
             process.kill()
