@@ -226,22 +226,31 @@ async def test_ctrl_c_during_the_run_still_deletes_the_temporary_tenant(aiohttp_
     app = web.Application()
     app.router.add_post("/webhooks", hang)
     handler = await serve(aiohttp_server, app)
-    # PYTHONFAULTHANDLER: a process that does not stop is made to print where it is.
+    # As from a terminal: SIGINT neither ignored nor blocked in the command (a signal state
+    # the test's worker may have been handed is inherited across exec), then the CLI as
+    # `python -m payroll_sandbox` runs it. PYTHONFAULTHANDLER: a process that does not stop
+    # is made to print where it is.
+    terminal = ("import runpy, signal, sys; "
+                "signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT]); "
+                "signal.signal(signal.SIGINT, signal.default_int_handler); "
+                "sys.argv[0] = 'payroll-sandbox'; "
+                "runpy.run_module('payroll_sandbox', run_name='__main__', alter_sys=True)")
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "payroll_sandbox", "check-handler", f"{handler}/webhooks", "--secret",
+        sys.executable, "-c", terminal, "check-handler", f"{handler}/webhooks", "--secret",
         SECRET, "--url", base, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env={**os.environ, "PYTHONFAULTHANDLER": "1"})
     try:
         # The first delivery hangs in the handler: by then the tenant exists.
         await asyncio.wait_for(delivered.wait(), 30)
         assert stored_tenants(base) == before + 1
+        signals = _signal_state(process.pid)
         process.send_signal(signal.SIGINT)
         try:
             _, stderr = await asyncio.wait_for(process.communicate(), timeout=30)
         except TimeoutError:
             process.send_signal(signal.SIGABRT)  # the faulthandler prints every thread's stack
             _, stderr = await asyncio.wait_for(process.communicate(), timeout=10)
-            pytest.fail("check-handler did not stop on SIGINT within 30 s:\n"
+            pytest.fail(f"check-handler did not stop on SIGINT within 30 s ({signals}):\n"
                         + stderr.decode(errors="replace")[-6000:])
     finally:
         if process.returncode is None:
@@ -250,6 +259,15 @@ async def test_ctrl_c_during_the_run_still_deletes_the_temporary_tenant(aiohttp_
     assert process.returncode == 130, stderr.decode()
     assert stderr.decode().splitlines()[-1] == "payroll-sandbox: check-handler interrupted"
     assert stored_tenants(base) == before
+
+
+def _signal_state(pid: int) -> str:
+    """The process's blocked and ignored signal masks (Linux), for a failure message."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            return " ".join(line.strip() for line in status if line.startswith(("SigBlk", "SigIgn")))
+    except OSError:
+        return "signal masks unknown"
 
 
 # ---------------------------------------------------------------- the Python API and the plugin
