@@ -425,11 +425,17 @@ def _no_full_collections() -> Iterator[None]:
                 gc.set_threshold(*saved)
 
 
+# A body up to this size is parsed in one call of the C scanner (a few milliseconds);
+# a larger one a piece at a time.
+PARSE_IN_ONE_CALL = 1 << 20
+
+
 def _parse(raw: bytearray) -> Any:
-    """The body as JSON (400 when it is not; empty: `{}`, then refused as no snapshot),
-    parsed a piece at a time (json_in_pieces), so the worker thread parsing it never holds
-    the interpreter for long; checked by plan, piece by piece too."""
-    return parse_json_body(raw, None, decode=json_in_pieces)
+    """The body as JSON (400 when it is not; empty: `{}`, then refused as no snapshot). A
+    large one is parsed a piece at a time (json_in_pieces), so the worker thread parsing it
+    never holds the interpreter for long; checked by plan, piece by piece too."""
+    return parse_json_body(raw, None,
+                           decode=json_in_pieces if len(raw) > PARSE_IN_ONE_CALL else None)
 
 
 async def restore_settled(tenant: Tenant, sandbox: Any, request: web.Request) -> dict[str, Any]:
