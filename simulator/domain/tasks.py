@@ -211,7 +211,7 @@ class CreateTask:
     watched: bool = False
 
     @classmethod
-    def read(cls, body: dict[str, Any], *, token: Any = None, **asking: Any) -> CreateTask:
+    def read(cls, body: dict[str, Any], *, token: Any = None) -> CreateTask:
         """The command a request body gives (`linkedAccountId`, the spec's name, read as
         `linkedAccount`; the legacy `operation` as `product`), asked with `token` (a
         PublicToken, or None under API keys)."""
@@ -224,7 +224,7 @@ class CreateTask:
                    metadata=body.get("metadata"), payment_method=body.get("paymentMethod"),
                    distribution=body.get("distribution"), scenario=body.get("scenario"),
                    token_identifier=token.identifier if token else None,
-                   public_token=token.public_token if token else None, **asking)
+                   public_token=token.public_token if token else None)
 
 
 def first_batch(requests: list[TaskRequest]) -> tuple[list[TaskRequest], list[TaskRequest]]:

@@ -59,12 +59,19 @@ class EventType:
             if data:
                 raise TypeError(f"{self.name} has no data, given {sorted(data)}")
             return Draft(self, None)
-        unknown = data.keys() - self.data["properties"].keys()
-        missing = set(self.data.get("required", ())) - data.keys()
+        declared, required = self._fields
+        unknown = data.keys() - declared
+        missing = required - data.keys()
         if unknown or missing:
             raise TypeError(f"{self.name}: fields not declared {sorted(unknown)}, "
                             f"required fields missing {sorted(missing)}")
         return Draft(self, data)
+
+    @cached_property
+    def _fields(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The data's declared and required fields, worked out once (every event is built
+        through `__call__`)."""
+        return (frozenset(self.data["properties"]), frozenset(self.data.get("required", ())))
 
     def draft(self, data: dict[str, Any] | None) -> Draft:
         """A draft of data made elsewhere (a trigger's overrides, a checker's body), which
