@@ -149,7 +149,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None,
     real = settings.clock == REAL and clock is None
     dispatcher = Dispatcher(
         vendor=service.vendor, seed=settings.seed, default_url=settings.webhook_url,
-        policy=OutboundPolicy.from_settings(settings),
+        policy=OutboundPolicy.from_settings(settings), grace=settings.shutdown_grace,
         timeout=settings.webhook_timeout or ATTEMPT_TIMEOUT / (settings.time_scale if real else 1))
     registry.open(tenant_services(dispatcher, RealTimer() if real else None))
     operations = [op.at(service.aggregator) for op in OPERATIONS]

@@ -71,6 +71,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--state-interval", type=float, metavar="SECONDS",
                        help="save the state file this often when something changed (default "
                             "30; 0: only on shutdown)")
+    serve.add_argument("--shutdown-grace", type=float, metavar="SECONDS",
+                       help="on SIGTERM, webhook attempts in flight get this long to finish "
+                            "before they are recorded as interrupted (default 5; 0: at once)")
     serve.add_argument("--request-timeout", type=float, metavar="SECONDS",
                        help="to receive a request's headers, and again its body (default 30)")
     serve.add_argument("--idle-timeout", type=float, metavar="SECONDS",

@@ -43,6 +43,9 @@ class Settings:
     webhook_url: str | None = None
     # Wall seconds before a webhook attempt times out (default: 15 virtual seconds).
     webhook_timeout: float | None = None
+    # Wall seconds attempts in flight get to finish on SIGTERM before they are recorded as
+    # interrupted (0: at once).
+    shutdown_grace: float = 5.0
     environment: str = "sandbox"
     log_format: str = "text"
     # Service profile overrides (fixtures/service.yaml holds the defaults).
@@ -89,7 +92,7 @@ class Settings:
 _CONFIG_NAMES = {
     "host": "host", "port": "port", "fixtures": "fixtures", "scenarios": "scenarios",
     "seed": "seed", "clock": "clock", "timeScale": "time_scale", "webhookUrl": "webhook_url",
-    "webhookTimeout": "webhook_timeout",
+    "webhookTimeout": "webhook_timeout", "shutdownGrace": "shutdown_grace",
     "environment": "environment", "logFormat": "log_format", "vendor": "vendor",
     "aggregator": "aggregator", "sdkPrefix": "sdk_prefix", "maxEvents": "max_events",
     "maxTasks": "max_tasks", "maxTokens": "max_tokens", "maxUsers": "max_users",
@@ -159,6 +162,8 @@ def _check_choices(settings: Settings, source: str) -> None:
     if settings.max_connections < 0:
         raise ConfigError(source, "$.max_connections", "must be 0 (from the descriptor limit) "
                           "or more")
+    if settings.shutdown_grace < 0:
+        raise ConfigError(source, "$.shutdown_grace", "must be 0 (at once) or more seconds")
     if settings.state_interval < 0:
         raise ConfigError(source, "$.state_interval",
                           "must be 0 (only on shutdown) or more seconds")

@@ -53,7 +53,6 @@ from .render import read_within_time
 from .schemas.fixtures import ACCOUNT_SCHEMA
 from .schemas.validate import (check_json_type, is_valid, json_in_pieces, parse_json_body,
                                schema_errors, webhook_url_problem)
-from .webhooks.dispatcher import SHUTDOWN_GRACE
 
 log = logging.getLogger("payroll_sandbox.snapshot")
 
@@ -630,7 +629,7 @@ class StateFile:
         tenants = [t for t in self.sandbox.registry.tenants if t.webhooks.busy]
         if tenants:
             settling = [asyncio.ensure_future(self.sandbox.dispatcher.settle(t)) for t in tenants]
-            await asyncio.wait(settling, timeout=SHUTDOWN_GRACE)
+            await asyncio.wait(settling, timeout=self.sandbox.dispatcher.grace)
         try:
             await self.save(final=True)
         except Exception:  # the shutdown goes on (deliveries still stop and are recorded)

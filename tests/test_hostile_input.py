@@ -323,7 +323,7 @@ def test_sigterm_during_run_until_idle_answers_503_and_runs_nothing_more(receive
     hook = receiver_process
     process = subprocess.Popen(
         [sys.executable, "-m", "payroll_sandbox", "serve", "--port", "0", "--clock", "manual",
-         "--webhook-url", hook, "--webhook-timeout", "60"],
+         "--webhook-url", hook, "--webhook-timeout", "60", "--shutdown-grace", "0.5"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
     try:
         line = process.stdout.readline().split()

@@ -208,6 +208,7 @@ CONFIG_SCHEMA = {
         "timeScale": {"type": "number", "exclusiveMinimum": 0},
         "webhookUrl": {"type": "string", "pattern": r"^https?://"},
         "webhookTimeout": {"type": "number", "exclusiveMinimum": 0},
+        "shutdownGrace": {"type": "number", "minimum": 0},
         "environment": {"enum": ENVIRONMENTS},
         "logFormat": {"enum": ["text", "json"]},
         "vendor": _LABEL,

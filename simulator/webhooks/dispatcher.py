@@ -35,6 +35,7 @@ CONNECTIONS = 256         # attempts in flight at once, over every tenant
 TENANT_CONNECTIONS = 32   # of those, one tenant's at most: slow endpoints of one tenant
                           # never hold up another tenant's deliveries
 SHUTDOWN_GRACE = 5.0      # wall seconds attempts in flight get to finish at shutdown
+                          # (--shutdown-grace)
 
 __all__ = ["ATTEMPT_TIMEOUT", "Attempt", "Delivery", "Dispatcher", "FaultPlan",
            "INTERRUPTED_ATTEMPT", "PENDING", "SHUTDOWN_GRACE", "request_headers"]
@@ -53,10 +54,12 @@ class Dispatcher:
     """Sends what every tenant's outbox queues; one aiohttp session for all of them."""
 
     def __init__(self, *, vendor: str, timeout: float, seed: int,
-                 default_url: str | None = None, policy: OutboundPolicy | None = None) -> None:
+                 default_url: str | None = None, policy: OutboundPolicy | None = None,
+                 grace: float = SHUTDOWN_GRACE) -> None:
         self.vendor = vendor
         self.policy = policy or OutboundPolicy()  # where webhooks may go (policy.py)
         self.timeout = timeout        # wall seconds per attempt
+        self.grace = grace            # wall seconds attempts in flight get at shutdown
         self.seed = seed
         self.default_url = default_url
         self._session: Any = None
@@ -84,15 +87,15 @@ class Dispatcher:
     async def start(self) -> None:
         self._session = new_session(limit=CONNECTIONS, resolver=PolicyResolver(self.policy))
 
-    async def stop(self, tenants: Any = (), grace: float = SHUTDOWN_GRACE) -> None:
-        """Stop sending: attempts in flight get `grace` seconds to finish; the rest, and
+    async def stop(self, tenants: Any = ()) -> None:
+        """Stop sending: attempts in flight get `self.grace` seconds to finish; the rest, and
         every delivery of `tenants` still waiting for a retry, are recorded as interrupted."""
         if self.closing:
             return
         self.closing = True
         tasks = list(self._in_flight)
         if tasks:
-            done, pending = await asyncio.wait(tasks, timeout=grace)
+            done, pending = await asyncio.wait(tasks, timeout=self.grace)
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
