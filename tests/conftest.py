@@ -208,6 +208,27 @@ def page_errors(page, ignore: tuple[str, ...] = ()) -> list[str]:
     return errors
 
 
+# What a page's dark theme changes is colour (each page's CSS swaps its colour variables
+# under prefers-color-scheme: dark): in the second theme, axe's rules that read colours.
+COLOUR_RULES = ["color-contrast", "link-in-text-block"]
+
+
+async def readable_in_both_themes(page, context: str | None = None,
+                                  ignore: frozenset[str] = frozenset()) -> None:
+    """axe-core finds nothing in `page` (a page or a frame), over all of it or over `context`
+    (a CSS selector), in the light theme (every rule) and the dark one (the rules that read
+    colours); rules in `ignore` are not the page's own. The page is left in the light theme."""
+    from axe_playwright_python.async_playwright import Axe
+
+    for scheme, rules in (("dark", COLOUR_RULES), ("light", None)):
+        await page.emulate_media(color_scheme=scheme)
+        options = {"resultTypes": ["violations"], **({"runOnly": rules} if rules else {})}
+        violations = (await Axe().run(page, context=context, options=options)).response["violations"]
+        found = [(v["id"], v["impact"], [n["target"] for n in v["nodes"]][:3])
+                 for v in violations if v["id"] not in ignore]
+        assert not found, (scheme, found)
+
+
 @pytest.fixture(scope="session")
 def loaded():
     return load(Settings())

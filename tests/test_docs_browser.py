@@ -8,9 +8,8 @@ import re
 
 import pytest
 import pytest_asyncio
-from axe_playwright_python.async_playwright import Axe
 from playwright.async_api import expect
-from conftest import ACME, page_errors
+from conftest import ACME, page_errors, readable_in_both_themes
 
 from payroll_sandbox.app import build_registry, create_app
 from payroll_sandbox.settings import Settings
@@ -18,7 +17,7 @@ from payroll_sandbox.settings import Settings
 TIMEOUT_MS = 15_000
 # Swagger UI's own markup, not the sandbox's: each operation's summary is a button that
 # holds the copy and lock buttons (nested-interactive), and its model headings skip a level.
-UPSTREAM_RULES = {"nested-interactive", "heading-order"}
+UPSTREAM_RULES = frozenset({"nested-interactive", "heading-order"})
 
 # In the browser's loop (conftest.browser); Swagger UI renders the whole document and axe
 # reads every node of it, twice per test: tens of seconds each, so they start first.
@@ -64,23 +63,7 @@ async def test_docs_renders_every_operation_from_local_files_readably(docs):
     assert all(url.startswith(base) for url in requested), "nothing but the sandbox is asked"
     assert not problems, problems  # no CSP refusal, no failed script
 
-    await readable_in_both_themes(page)
-
-
-# What a theme changes is colour: in the second theme, axe's rules that read colours.
-COLOUR_RULES = ["color-contrast", "link-in-text-block"]
-
-
-async def readable_in_both_themes(page, context: str | None = None) -> None:
-    """axe finds nothing of the sandbox's in the light theme (every rule) or the dark one
-    (the rules that read colours), over the page or over `context` (a CSS selector)."""
-    for scheme, rules in (("light", None), ("dark", COLOUR_RULES)):
-        await page.emulate_media(color_scheme=scheme)
-        options = {"resultTypes": ["violations"], **({"runOnly": rules} if rules else {})}
-        violations = (await Axe().run(page, context=context, options=options)).response["violations"]
-        ours = [(v["id"], v["impact"], len(v["nodes"])) for v in violations
-                if v["id"] not in UPSTREAM_RULES]
-        assert not ours, (scheme, ours)
+    await readable_in_both_themes(page, ignore=UPSTREAM_RULES)
 
 
 async def test_docs_try_it_out_on_search_answers_with_its_example(docs):
@@ -109,4 +92,5 @@ async def test_docs_try_it_out_on_search_answers_with_its_example(docs):
     await expect(status).to_have_text("200")
     assert "Walmart" in await operation.locator(".live-responses-table").inner_text()
     # The open operation: its form, tables and answer (the page's test read the rest).
-    await readable_in_both_themes(page, "#operations-companies-post-company-search")
+    await readable_in_both_themes(page, "#operations-companies-post-company-search",
+                                  ignore=UPSTREAM_RULES)
