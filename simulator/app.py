@@ -7,72 +7,28 @@ import gc
 import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
-from .catalog import build_companies
 from .clock import REAL, Clock
-from .domain.companies import Catalog
-from .domain.search import SearchIndex
 from .domain.registry import TenantRegistry
-from .fixtures import ConfigError, Fixtures, load_fixtures
-from .domain.tasks import HAPPY_PATH
+from .fixtures import ConfigError
 from .datagen import ProfileFactory
 from .domain.rules import Limits, Rules
 from .domain.tenants import TenantServices
-from .domain.processor_links import DEFAULT_SCENARIO as PROCESSOR_DEFAULT
 from .keys import SANDBOX, Sandbox
+from .loading import LoadedFixtures, load
 from .middleware import MAX_BODY_BYTES, edge_middleware
 from .security import HostPolicy
 from .routes import OPERATIONS, add_routes
-from .scenarios.loader import Scenario, load_all_scenarios, resolve_products, scenario_folders
 from .scheduler import RealTimer, Runner
-from .settings import Settings, bundled_dir
+from .settings import Settings
 from .snapshot import STATE_FILE, StateFile, save_on_shutdown
 from .webhooks.dispatcher import ATTEMPT_TIMEOUT, Dispatcher
 from .webhooks.policy import OutboundPolicy
 
 log = logging.getLogger("payroll_sandbox.tenants")
-
-
-@dataclass(frozen=True)
-class LoadedFixtures:
-    """The read-only part of the state: checked fixtures, the catalog and its index."""
-
-    fixtures: Fixtures
-    catalog: Catalog
-    index: SearchIndex
-    scenarios: dict[str, Scenario]
-
-
-def load(settings: Settings) -> LoadedFixtures:
-    """Load and check fixtures and scenarios, build the catalog (ConfigError when one is wrong)."""
-    fixtures = load_fixtures(settings.fixtures, vendor=settings.vendor,
-                             aggregator=settings.aggregator, sdk_prefix=settings.sdk_prefix)
-    scenarios = load_all_scenarios(scenario_folders(settings.scenarios, bundled_dir("scenarios")))
-    scenarios = resolve_products(scenarios, fixtures.service.products)  # the products each fits
-    for default, kind in ((HAPPY_PATH, "task"), (PROCESSOR_DEFAULT, "processor-link")):
-        if scenarios[default].kind != kind:
-            raise ConfigError(str(settings.scenarios / f"{default}.yaml"), "$.kind",
-                              f"{default} is the default {kind} scenario: it must be one")
-    known_companies = {c["_id"] for c in fixtures.companies}
-    for number, account in enumerate(fixtures.accounts):
-        for entry_number, entry in enumerate(account.get("linkedAccounts", [])):
-            if entry["company"] not in known_companies:
-                raise ConfigError(str(fixtures.directory / "accounts.yaml"),
-                                  f"$.accounts[{number}].linkedAccounts[{entry_number}].company",
-                                  f"no hand-written company has the id {entry['company']!r}")
-    for number, company in enumerate(fixtures.companies):
-        name = company.get("defaultScenario")
-        if name is not None and (name not in scenarios or scenarios[name].kind != "task"):
-            raise ConfigError(str(fixtures.directory / "companies.yaml"),
-                              f"$.companies[{number}].defaultScenario",
-                              f"no task scenario named {name!r}")
-    catalog = Catalog(build_companies(fixtures))
-    return LoadedFixtures(fixtures=fixtures, catalog=catalog, index=SearchIndex(catalog.ordered),
-                          scenarios=scenarios)
 
 
 def build_registry(settings: Settings, *, clock: Clock | None = None,

@@ -220,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _validate_fixtures(directory: str | None) -> int:
     """The same checks as a start: schemas, references, scenarios named by companies."""
-    from .app import load
+    from .loading import load
     from .settings import Settings, bundled_dir
 
     folder = Path(directory) if directory else bundled_dir("fixtures")
@@ -231,7 +231,7 @@ def _validate_fixtures(directory: str | None) -> int:
 
 
 def _scenarios(action: str, directory: str | None, force: bool = False) -> int:
-    from .app import load
+    from .loading import load
     from .scenarios.loader import load_scenarios
     from .settings import Settings, bundled_dir
 

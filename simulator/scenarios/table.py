@@ -70,7 +70,7 @@ def _named(name: str, notes: list[str]) -> str:
 
 def bundled_table() -> str:
     """The table of the bundled scenarios against the bundled service profile."""
-    from ..app import load
+    from ..loading import load
     from ..settings import Settings
 
     loaded = load(Settings())

@@ -1,0 +1,56 @@
+"""The read-only part of the state, loaded once: checked fixtures and scenarios, the catalog
+and its search index. Nothing here needs aiohttp, so the commands that only read files
+(`fixtures validate`, `scenarios list|validate`) start without it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .catalog import build_companies
+from .domain.companies import Catalog
+from .domain.processor_links import DEFAULT_SCENARIO as PROCESSOR_DEFAULT
+from .domain.search import SearchIndex
+from .domain.tasks import HAPPY_PATH
+from .fixtures import ConfigError, Fixtures, load_fixtures
+from .scenarios.loader import Scenario, load_all_scenarios, resolve_products, scenario_folders
+from .settings import Settings, bundled_dir
+
+__all__ = ["LoadedFixtures", "load"]
+
+
+@dataclass(frozen=True)
+class LoadedFixtures:
+    """The read-only part of the state: checked fixtures, the catalog and its index."""
+
+    fixtures: Fixtures
+    catalog: Catalog
+    index: SearchIndex
+    scenarios: dict[str, Scenario]
+
+
+def load(settings: Settings) -> LoadedFixtures:
+    """Load and check fixtures and scenarios, build the catalog (ConfigError when one is wrong)."""
+    fixtures = load_fixtures(settings.fixtures, vendor=settings.vendor,
+                             aggregator=settings.aggregator, sdk_prefix=settings.sdk_prefix)
+    scenarios = load_all_scenarios(scenario_folders(settings.scenarios, bundled_dir("scenarios")))
+    scenarios = resolve_products(scenarios, fixtures.service.products)  # the products each fits
+    for default, kind in ((HAPPY_PATH, "task"), (PROCESSOR_DEFAULT, "processor-link")):
+        if scenarios[default].kind != kind:
+            raise ConfigError(str(settings.scenarios / f"{default}.yaml"), "$.kind",
+                              f"{default} is the default {kind} scenario: it must be one")
+    known_companies = {c["_id"] for c in fixtures.companies}
+    for number, account in enumerate(fixtures.accounts):
+        for entry_number, entry in enumerate(account.get("linkedAccounts", [])):
+            if entry["company"] not in known_companies:
+                raise ConfigError(str(fixtures.directory / "accounts.yaml"),
+                                  f"$.accounts[{number}].linkedAccounts[{entry_number}].company",
+                                  f"no hand-written company has the id {entry['company']!r}")
+    for number, company in enumerate(fixtures.companies):
+        name = company.get("defaultScenario")
+        if name is not None and (name not in scenarios or scenarios[name].kind != "task"):
+            raise ConfigError(str(fixtures.directory / "companies.yaml"),
+                              f"$.companies[{number}].defaultScenario",
+                              f"no task scenario named {name!r}")
+    catalog = Catalog(build_companies(fixtures))
+    return LoadedFixtures(fixtures=fixtures, catalog=catalog, index=SearchIndex(catalog.ordered),
+                          scenarios=scenarios)
