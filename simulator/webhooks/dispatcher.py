@@ -24,6 +24,7 @@ from ..domain.outbox import (FAILED, INTERRUPTED, INTERRUPTED_ATTEMPT, PENDING,
                              RETRY_INTERVAL, Attempt, Delivery, FaultPlan, Outbox, Send)
 from ..domain.tenants import Tenant
 from ..redact import loggable_url
+from ..settings import Settings
 from .cloudevents import to_message
 from .policy import OutboundPolicy, PolicyResolver
 from .sender import ANSWER_READ, new_session, post
@@ -34,8 +35,8 @@ ATTEMPT_TIMEOUT = 15.0    # virtual seconds per attempt
 CONNECTIONS = 256         # attempts in flight at once, over every tenant
 TENANT_CONNECTIONS = 32   # of those, one tenant's at most: slow endpoints of one tenant
                           # never hold up another tenant's deliveries
-SHUTDOWN_GRACE = 5.0      # wall seconds attempts in flight get to finish at shutdown
-                          # (--shutdown-grace)
+SHUTDOWN_GRACE = Settings.shutdown_grace  # wall seconds attempts in flight get to finish
+                                          # at shutdown, unless --shutdown-grace says
 
 __all__ = ["ATTEMPT_TIMEOUT", "Attempt", "Delivery", "Dispatcher", "FaultPlan",
            "INTERRUPTED_ATTEMPT", "PENDING", "SHUTDOWN_GRACE", "request_headers"]
