@@ -1,7 +1,8 @@
 """Tenant creation: latency over 1,000 creations and the memory 100 idle tenants take.
 
 Starts `python -m payroll_sandbox serve --clock manual --port 0` (a real process, as users run
-it, with PAYROLL_SANDBOX_MAX_TENANTS raised above --count), then creates --count tenants
+it, with PAYROLL_SANDBOX_MAX_TENANTS and PAYROLL_SANDBOX_MAX_TENANTS_PER_MAKER raised above
+--count: every tenant here is made by the default one), then creates --count tenants
 one after another with POST /_sandbox/tenants (what the pytest plugin does per test) and
 prints p50/p99/max of their latency as the client sees it, beside GET /health on the same
 connection (the HTTP share). The server's RSS (from /proc) before and after says what
@@ -80,7 +81,8 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=1000, help="tenants to create")
     parser.add_argument("--strict", action="store_true", help="exit 1 on FAIL")
     args = parser.parse_args()
-    env = {"PAYROLL_SANDBOX_MAX_TENANTS": str(args.count + 10)}
+    env = {"PAYROLL_SANDBOX_MAX_TENANTS": str(args.count + 10),
+           "PAYROLL_SANDBOX_MAX_TENANTS_PER_MAKER": str(args.count + 10)}
     with tempfile.TemporaryDirectory() as folder:
         server = Server("sandbox", SANDBOX, Path(folder) / "sandbox.log", env)
         try:

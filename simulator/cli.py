@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import signal
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from .client import default_credentials
 from .fixtures import ConfigError
@@ -363,6 +365,25 @@ def _configure_logging(log_format: str) -> None:
 
 
 def _serve(flags: dict) -> int:
+    # Start-up (the server's imports, the catalog, the app) makes what lives as long as the
+    # process: the collector stays off until long_lived freezes it (20-30 ms of a start).
+    gc.disable()
+    try:
+        app, settings = _start_up(flags)
+    finally:
+        gc.enable()
+    from .logs import batch_access_log
+
+    try:
+        with asyncio.Runner(loop_factory=_loop_factory(flags.get("loop"))) as runner:
+            runner.run(_run(app, settings))
+    finally:
+        batch_access_log(None)  # the last lines out
+    return 0
+
+
+def _start_up(flags: dict) -> tuple[Any, Any]:
+    """The app `serve` runs, and its settings."""
     from .settings import fresh_seed, load_settings
 
     settings = load_settings(flags, default_seed=None)
@@ -379,14 +400,7 @@ def _serve(flags: dict) -> int:
     with long_lived():  # start-up makes only what lives as long as the process
         app = create_app(settings, registry=build_registry(settings))
     tune_collector()
-    from .logs import batch_access_log
-
-    try:
-        with asyncio.Runner(loop_factory=_loop_factory(flags.get("loop"))) as runner:
-            runner.run(_run(app, settings))
-    finally:
-        batch_access_log(None)  # the last lines out
-    return 0
+    return app, settings
 
 
 def _loop_factory(kind: str | None):

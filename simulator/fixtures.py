@@ -63,6 +63,8 @@ def validate_document(document: Any, schema: dict, file: str) -> None:
 
 @dataclass(frozen=True)
 class ServiceProfile:
+    """The service's names (vendor, aggregator, SDK prefix) and its products' scopes."""
+
     vendor: str
     aggregator: str
     sdk_prefix: str
@@ -74,6 +76,8 @@ class ServiceProfile:
 
 @dataclass(frozen=True)
 class Fixtures:
+    """The checked fixture files: the service profile, accounts, companies and catalog settings."""
+
     directory: Path
     service: ServiceProfile
     accounts: list[dict[str, Any]]

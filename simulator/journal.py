@@ -32,6 +32,8 @@ def journal_body(body: Any, raw_size: int) -> Any:
 
 @dataclass(frozen=True)
 class JournalEntry:
+    """One request in a tenant's journal (GET /_sandbox/requests)."""
+
     id: int
     time: str
     method: str

@@ -30,6 +30,8 @@ def bundled_dir(name: str) -> Path:
 
 @dataclass(frozen=True)
 class Settings:
+    """How the sandbox runs: its flags, environment and config file, merged (DESIGN.md)."""
+
     host: str = "127.0.0.1"
     port: int = 8080
     config: Path | None = None

@@ -28,6 +28,8 @@ UNKNOWN_COMPANY = "No company has the id {company_id!r}."
 
 @dataclass(slots=True)
 class Company:
+    """A catalog company: its connector, products, capabilities and branding."""
+
     id: str
     name: str
     status: str

@@ -61,6 +61,8 @@ def unguessable(prefix: str) -> str:
 
 @dataclass
 class User:
+    """A user of the service, made by its first task or access token."""
+
     id: str
     identifier: str
     created_at: float
@@ -71,6 +73,8 @@ class User:
 
 @dataclass(frozen=True)
 class PublicToken:
+    """A public token handed to the client SDK and the access token it stands for."""
+
     public_token: str
     access_token: str
     identifier: str

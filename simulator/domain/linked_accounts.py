@@ -47,6 +47,8 @@ UNKNOWN_STATEMENT = "No pay statement has the id {statement_id!r}."
 
 @dataclass
 class LinkedAccount:
+    """An account a finished task linked: the employer, its records and their refreshes."""
+
     id: str
     identifier: str
     user_id: str

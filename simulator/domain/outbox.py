@@ -58,6 +58,8 @@ class SecretInUse(Conflict):
 
 @dataclass(slots=True)
 class Attempt:
+    """One attempt to deliver a webhook: when, and what the receiver answered."""
+
     number: int
     time: float          # virtual, when it started
     wall_time: float     # wall clock, when it left (after waiting for a connection)
@@ -79,6 +81,8 @@ class Attempt:
 
 @dataclass(slots=True, weakref_slot=True)
 class Delivery:
+    """One event on its way to one endpoint: its attempts and its state."""
+
     event_id: str
     number: int          # 1, 2, ... among the event's deliveries (endpoints, replays)
     url: str

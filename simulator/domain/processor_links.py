@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import random
 import re
-import statistics
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
@@ -58,6 +57,8 @@ ONE_OFF = ("COFFEE BAR", "GAS STATION", "GROCERY MART", "PHARMACY", "RESTAURANT"
 
 @dataclass
 class ProcessorToken:
+    """A processor token the aggregator's client exchanges for a processor link."""
+
     token: str
     environment: str
     identifier: str | None
@@ -90,6 +91,8 @@ TRANSACTION = {"type": "object", "additionalProperties": False,
 
 @dataclass
 class ProcessorLink:
+    """A bank link an aggregator made with a processor token, and its transactions."""
+
     id: str
     identifier: str
     user_id: str
@@ -367,6 +370,8 @@ class ProcessorLinks(Held[ProcessorLink]):
                 for word in PAYROLL_WORDS:
                     payer = payer.replace(word, "")
                 by_payer.setdefault(payer.strip(), []).append(transaction)
+        import statistics  # here, not at the top: with fractions and decimal, 5 ms of a start
+
         matches = []
         for payer, deposits in sorted(by_payer.items()):
             match = self._catalog_match(payer)
@@ -383,6 +388,8 @@ class ProcessorLinks(Held[ProcessorLink]):
 
     def _detect(self, link: ProcessorLink) -> list[dict[str, Any]]:
         """Outgoing charges that repeat at a steady interval."""
+        import statistics
+
         by_name: dict[str, list[dict[str, Any]]] = {}
         for transaction in link.transactions:
             if transaction["amount"] > 0:
@@ -421,6 +428,8 @@ class ProcessorLinks(Held[ProcessorLink]):
 
 
 def _cadence(dates: list[date]) -> str:
+    import statistics
+
     if len(dates) < 2:
         return "unknown"
     gap = statistics.median((b - a).days for a, b in zip(sorted(dates), sorted(dates)[1:]))
@@ -434,6 +443,8 @@ def _cadence(dates: list[date]) -> str:
 @action_kind("processor-link-stage")
 @dataclass(frozen=True)
 class _Stage:
+    """A scenario step of a processor link, due on the timeline."""
+
     tenant: Owner
     link: ProcessorLink
     token: ProcessorToken

@@ -9,7 +9,6 @@ the keys of created tenants from a cryptographic source.
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import secrets
 import time
@@ -51,6 +50,8 @@ def release_memory(freed: int) -> None:
     if freed < RELEASE_AFTER:
         return
     gc.collect()
+    import ctypes  # here, not at the top: 4 ms of every start, for a rare call
+
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):  # not glibc: the memory is reused, not returned

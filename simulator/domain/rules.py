@@ -44,6 +44,8 @@ class ProfileMaker(Protocol):
 
 @dataclass(frozen=True)
 class Rules:
+    """What every tenant reads and none changes: scenarios, catalog, service profile, limits."""
+
     service: ServiceProfile
     scenarios: Mapping[str, Scenario]
     catalog: Catalog

@@ -51,6 +51,8 @@ PRODUCT_AND_PRODUCTS = "Send either `product` or `products`, not both."
 
 @dataclass(frozen=True)
 class SearchQuery:
+    """A company search: its text, filters and limit (POST /company/search)."""
+
     query: str
     scopes: tuple[str, ...] = ()
     product: str | None = None

@@ -17,6 +17,8 @@ from .states import FLOWS
 
 @dataclass(frozen=True)
 class StepField:
+    """A task field scenario steps may set and task events carry: its schema and when it is sent."""
+
     schema: dict[str, Any]
     # The resolving event carries it only when the task failed (else on every outcome).
     on_failure_only: bool = False

@@ -71,6 +71,8 @@ MANUAL_DEPOSITS_ONLY = ("Company {name!r} has no programmatic authentication for
 
 @dataclass
 class Task:
+    """A task of a workflow: its status, scenario and the fields its steps set."""
+
     id: str
     workflow: str
     identifier: str
@@ -140,6 +142,8 @@ class Task:
 
 @dataclass
 class Workflow:
+    """The tasks one POST /task/create made, run one after another."""
+
     id: str
     identifier: str
     tasks: list[str]

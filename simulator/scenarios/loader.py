@@ -36,6 +36,8 @@ DEFAULT_TASK_SCENARIO = "happy-path"   # what a task runs when nothing else is c
 
 @dataclass(frozen=True)
 class Step:
+    """One step of a scenario: when it fires and what it changes."""
+
     at: float           # seconds after the task was created
     changes: dict[str, Any]
 
@@ -45,6 +47,8 @@ class Step:
 
 @dataclass(frozen=True)
 class Scenario:
+    """A checked scenario file: its kind, steps and the products it fits."""
+
     name: str
     description: str
     kind: str

@@ -19,6 +19,8 @@ SIGNATURE_HEADER = "x-hmac-signature-sha-256"
 
 @dataclass(frozen=True)
 class OutboundMessage:
+    """A CloudEvent as it goes out: its headers and body bytes."""
+
     headers: dict[str, str]
     body: bytes
 

@@ -98,6 +98,8 @@ class Rules:
 
 @dataclass
 class OutboundPolicy:
+    """Where webhooks may go: the allow and deny rules and the server's own address."""
+
     allow: Rules = field(default_factory=Rules)
     deny: Rules = field(default_factory=Rules)
     # (address, port) this server listens on; an unspecified address (0.0.0.0, ::) means
