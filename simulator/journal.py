@@ -30,7 +30,7 @@ def journal_body(body: Any, raw_size: int) -> Any:
     return body if len(text) <= MAX_BODY_BYTES else {"truncated": text[:MAX_BODY_BYTES]}
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ took 3 us of every request
 class JournalEntry:
     """One request in a tenant's journal (GET /_sandbox/requests)."""
 

@@ -15,20 +15,26 @@ from typing import Any
 
 from .redact import loggable_path
 
-access_log = logging.getLogger("payroll_sandbox.access")
+ACCESS_LOGGER = "payroll_sandbox.access"
+access_log = logging.getLogger(ACCESS_LOGGER)
 
 ACCESS_MESSAGE = "%s %s %s %.1fms tenant=%s"
 
 
 def log_access(method: str, path: str, status: int, ms: float, tenant: str | None) -> None:
     """A request's access line (its path as logs may show it), batched under `serve`."""
-    path = loggable_path(path)
-    args = (method, path, status, ms, tenant or "-")
-    fields = {"method": method, "path": path, "status": status, "ms": ms, "tenant": tenant}
+    args = (method, loggable_path(path), status, ms, tenant)
     if _batched is not None:
-        _batched.add(args, fields)
+        _batched.add(args)
     else:
-        access_log.info(ACCESS_MESSAGE, *args, extra={"fields": fields})
+        access_log.info(ACCESS_MESSAGE, *args[:4], tenant or "-",
+                        extra={"fields": access_fields(args)})
+
+
+def access_fields(args: tuple) -> dict[str, Any]:
+    """The fields of an access line (a JSON log writes them as they are)."""
+    method, path, status, ms, tenant = args
+    return {"method": method, "path": path, "status": status, "ms": ms, "tenant": tenant}
 
 
 class BatchedAccessLog:
@@ -46,8 +52,8 @@ class BatchedAccessLog:
         self._line = handler.formatter.access_line  # type: ignore[union-attr]
         self._lines: list[str] = []
 
-    def add(self, args: tuple, fields: dict[str, Any]) -> None:
-        self._lines.append(self._line(time.time(), args, fields))
+    def add(self, args: tuple) -> None:
+        self._lines.append(self._line(time.time(), args))
         if len(self._lines) == 1:
             asyncio.get_running_loop().call_soon(self.flush)
 
@@ -124,9 +130,12 @@ class TextLogFormatter(_SecondsFormatter):
         record.message = escape_controls(record.message)
         return super().formatMessage(record)
 
-    def access_line(self, created: float, args: tuple, fields: dict[str, Any]) -> str:
-        """What format() makes of the access log record of these fields, without the record."""
-        return f"{self._time(created, None)} INFO {access_log.name} {escape_controls(ACCESS_MESSAGE % args)}"
+    def access_line(self, created: float, args: tuple) -> str:
+        """What format() makes of the access log record of log_access's args, without the
+        record."""
+        method, path, status, ms, tenant = args
+        message = escape_controls(f"{method} {path} {status} {ms:.1f}ms tenant={tenant or '-'}")
+        return f"{self._time(created, None)} INFO {ACCESS_LOGGER} {message}"
 
 
 class JsonLogFormatter(_SecondsFormatter):
@@ -144,7 +153,8 @@ class JsonLogFormatter(_SecondsFormatter):
             document["exception"] = self.formatException(record.exc_info)
         return json.dumps(document)
 
-    def access_line(self, created: float, args: tuple, fields: dict[str, Any]) -> str:
-        """What format() makes of the access log record of these fields, without the record."""
+    def access_line(self, created: float, args: tuple) -> str:
+        """What format() makes of the access log record of log_access's args, without the
+        record."""
         return json.dumps({"time": self._time(created, "%Y-%m-%dT%H:%M:%S"), "level": "INFO",
-                           "logger": access_log.name, **fields})
+                           "logger": ACCESS_LOGGER, **access_fields(args)})

@@ -49,7 +49,7 @@ FUZZY_CACHE = 512  # queries whose fuzzy matches an index keeps (per index; leas
 PRODUCT_AND_PRODUCTS = "Send either `product` or `products`, not both."
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: made for every search, and a frozen __init__ is slow
 class SearchQuery:
     """A company search: its text, filters and limit (POST /company/search)."""
 

@@ -11,6 +11,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import orjson
+
 from ..errors import MalformedJson, UnsupportedMediaType, ValidationFailed, field_detail
 
 
@@ -168,6 +170,8 @@ def parse_json_body(raw: bytes | bytearray, schema: dict | None, *,
     if not raw.strip():
         document: Any = {}
     else:
+        document = _fast_loads(raw) if decode is None else _SLOW
+    if document is _SLOW:
         try:
             # json.loads(raw, parse_constant=_not_json), with the decoder made once
             text = raw.decode(json.detect_encoding(raw), "surrogatepass")
@@ -230,6 +234,25 @@ def text_faults(document: Any, path: str = "$", identifier: bool = False) -> lis
         for index, value in enumerate(document):
             faults += text_faults(value, f"{path}[{index}]")
     return faults
+
+
+_SLOW = object()
+FAST_BRACKETS = 256
+_LONG_NUMBER = re.compile(rb"\d{19}")
+
+
+def _fast_loads(raw: bytes | bytearray) -> Any:
+    """The body parsed by orjson (a sixth of json's time), or _SLOW where json.loads
+    would answer otherwise or name the fault: whatever orjson refuses (not UTF-8, a BOM,
+    a lone surrogate, NaN, a number past a double's range), 19 digits in a row (orjson
+    makes a float of a longer integer, json keeps it) and many brackets (orjson nests
+    deeper than json, which refuses a document nested too deeply)."""
+    if raw.count(b"[") + raw.count(b"{") > FAST_BRACKETS or _LONG_NUMBER.search(raw):
+        return _SLOW
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return _SLOW
 
 
 def _not_json(constant: str) -> None:

@@ -199,7 +199,7 @@ class Dispatcher:
             if self._session is None or self.closing:
                 attempt.error = INTERRUPTED_ATTEMPT  # never sent: the sandbox is stopping
                 return
-            refused = self._refused(delivery.url)
+            refused = self.policy.attempt_problem(delivery.url)
             if refused is not None:
                 attempt.error = refused  # never connected: the same whatever listens there
                 return
@@ -218,12 +218,6 @@ class Dispatcher:
         finally:
             attempt.latency_ms = round((time.perf_counter() - started) * 1000, 3)
 
-    def _refused(self, url: str) -> str | None:
-        """The policy's refusal of a URL (a literal address, a denied name, the sandbox
-        itself but for its demo receiver)."""
-        import yarl
-
-        return self.policy.url_problem(yarl.URL(url))
 
 def request_headers(tenant: Tenant, event: Event, vendor: str,
                     delivery: Delivery | None = None) -> dict[str, str]:

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import yarl
 from aiohttp.abc import AbstractResolver
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -51,6 +52,8 @@ _DEFAULT_DENY: tuple[Network, ...] = tuple(ipaddress.ip_network(n) for n in (
     "fd00:ec2::254/128",    # AWS metadata over IPv6
     "100.100.100.200/32",   # Alibaba Cloud metadata
 ))
+KEPT_URLS = 1024  # answers of attempt_problem kept
+
 _DEFAULT_DENY_NAMES = frozenset({"metadata.google.internal", "metadata.goog", "metadata"})
 
 
@@ -105,6 +108,9 @@ class OutboundPolicy:
     # (address, port) this server listens on; an unspecified address (0.0.0.0, ::) means
     # every local address at that port. Filled in once it listens (server.start_site).
     listening: set[tuple[Address, int]] = field(default_factory=set)
+    # url_problem of the URLs attempts went to (a tenant's go to a few): forgotten when the
+    # listening addresses change, and past KEPT_URLS.
+    _refusals: dict[str, str | None] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_settings(cls, settings: Any) -> OutboundPolicy:
@@ -113,6 +119,7 @@ class OutboundPolicy:
 
     def serving(self, addresses: Iterable[Any]) -> None:
         """The server listens at `addresses` (aiohttp's runner.addresses)."""
+        self._refusals.clear()
         for address in addresses:
             host, port = address[0], address[1]
             try:
@@ -140,6 +147,18 @@ class OutboundPolicy:
                     and not self.deny.has_address(address)):
                 return None
         return self.host_problem(host, port)
+
+    def attempt_problem(self, url: str) -> str | None:
+        """url_problem of a URL as an attempt is about to go to it, worked out once per URL
+        (parsing it and probing for local addresses was a tenth of an attempt's cost)."""
+        try:
+            return self._refusals[url]
+        except KeyError:
+            pass
+        if len(self._refusals) >= KEPT_URLS:
+            self._refusals.clear()
+        problem = self._refusals[url] = self.url_problem(yarl.URL(url))
+        return problem
 
     def own_addresses(self) -> list[tuple[str, int]]:
         """(address, port) to reach this sandbox at, loopback first: where RECEIVER_HOST

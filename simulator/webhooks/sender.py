@@ -14,7 +14,6 @@ client of a running sandbox (simulator/client.py) says why no answer came.
 from __future__ import annotations
 
 import asyncio
-import functools
 import socket
 import time
 from collections.abc import Mapping
@@ -87,9 +86,10 @@ async def post(session: Any, url: str, headers: Mapping[str, str], body: bytes, 
     status = location = None
     excerpt, problem = b"", None
     try:
+        # asyncio.timeout bounds the whole exchange: a ClientTimeout as well was a second
+        # timer on every attempt.
         async with asyncio.timeout(timeout), session.post(
-                url, data=body, headers=headers, allow_redirects=False,
-                timeout=_client_timeout(timeout)) as response:
+                url, data=body, headers=headers, allow_redirects=False) as response:
             excerpt = await _read_some(response, read_limit)
             status, location = response.status, response.headers.get("location")
     except (asyncio.TimeoutError, aiohttp.ClientError, OSError, ValueError) as error:
@@ -142,13 +142,6 @@ def new_session(*, limit: int = 100, resolver: Any = None) -> Any:
     return aiohttp.ClientSession(
         timeout=aiohttp.ClientTimeout(total=None), cookie_jar=aiohttp.DummyCookieJar(),
         connector=aiohttp.TCPConnector(limit=limit, resolver=resolver))
-
-
-@functools.lru_cache(maxsize=16)
-def _client_timeout(seconds: float) -> Any:
-    import aiohttp
-
-    return aiohttp.ClientTimeout(total=seconds)
 
 
 async def _read_some(response: Any, limit: int) -> bytes:

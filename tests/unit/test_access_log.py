@@ -13,13 +13,14 @@ from payroll_sandbox.logs import (ACCESS_MESSAGE, BatchedAccessLog, JsonLogForma
                                 TextLogFormatter, access_log)
 
 ARGS = ("POST", "/company/search", 200, 0.123, "acme")
-FIELDS = {"method": "POST", "path": "/company/search", "status": 200, "ms": 0.123,
-          "tenant": "acme"}
+ANONYMOUS = ("GET", "/health", 404, 12.25, None)  # no tenant: "-" in text, null in JSON
 
 
-def record_at(created: float) -> logging.LogRecord:
+def record_at(created: float, args: tuple = ARGS) -> logging.LogRecord:
+    method, path, status, ms, tenant = args
+    fields = {"method": method, "path": path, "status": status, "ms": ms, "tenant": tenant}
     record = access_log.makeRecord(access_log.name, logging.INFO, __file__, 1, ACCESS_MESSAGE,
-                                   ARGS, None, extra={"fields": FIELDS})
+                                   (*args[:4], tenant or "-"), None, extra={"fields": fields})
     record.created = created
     record.msecs = int((created - int(created)) * 1000) + 0.0
     return record
@@ -28,11 +29,12 @@ def record_at(created: float) -> logging.LogRecord:
 @pytest.mark.parametrize("formatter", [TextLogFormatter(), JsonLogFormatter()],
                          ids=["text", "json"])
 @pytest.mark.parametrize("created", [1_764_000_000.0, 1_764_000_000.999, 1_764_000_001.5])
-def test_access_line_is_what_logging_formats(formatter, created):
-    assert formatter.access_line(created, ARGS, FIELDS) == formatter.format(record_at(created))
+@pytest.mark.parametrize("args", [ARGS, ANONYMOUS], ids=["tenant", "no-tenant"])
+def test_access_line_is_what_logging_formats(formatter, created, args):
+    assert formatter.access_line(created, args) == formatter.format(record_at(created, args))
     plain = logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s")
     if isinstance(formatter, TextLogFormatter):  # the cached time is logging's own
-        assert formatter.format(record_at(created)) == plain.format(record_at(created))
+        assert formatter.format(record_at(created, args)) == plain.format(record_at(created, args))
 
 
 async def test_lines_of_one_loop_turn_go_out_in_one_write():
@@ -42,8 +44,8 @@ async def test_lines_of_one_loop_turn_go_out_in_one_write():
     handler = logging.StreamHandler(stream)
     handler.setFormatter(JsonLogFormatter())
     batched = BatchedAccessLog(handler)
-    batched.add(ARGS, FIELDS)
-    batched.add(ARGS, {**FIELDS, "status": 404})
+    batched.add(ARGS)
+    batched.add((*ARGS[:2], 404, *ARGS[3:]))
     assert writes == []
     await asyncio.sleep(0)
     assert len(writes) == 1
