@@ -99,26 +99,34 @@ class _Server(web.Server):
 
 
 class _RequestHandler(RequestHandler):
-    __slots__ = ("_head_timer",)
+    __slots__ = ("_head_timer", "_head_deadline")
+
+    # A request's head has until _head_deadline (None: no head under way). One timer per
+    # connection watches it and is moved on, not made and cancelled for every request:
+    # that was a timer handle in and out of the loop's heap per request.
 
     def connection_made(self, transport: Any) -> None:
         self._head_timer: Any = None
+        self._head_deadline: float | None = None
         super().connection_made(transport)
-        self._arm_head_timer()
+        self._head_started()
         self._make_room()
 
     def connection_lost(self, exc: BaseException | None) -> None:
-        self._cancel_head_timer()
+        self._head_deadline = None
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        new_head = self._head_timer is None and self._idle()  # a request's first bytes
+        new_head = self._head_deadline is None and self._idle()  # a request's first bytes
         count = self._request_count
         super().data_received(data)
         if self._request_count != count:
-            self._cancel_head_timer()  # its whole head arrived
+            self._head_deadline = None  # its whole head arrived
         elif new_head:
-            self._arm_head_timer()
+            self._head_started()
 
     def _idle(self) -> bool:
         """Waiting for a request (none in progress)."""
@@ -129,19 +137,21 @@ class _RequestHandler(RequestHandler):
         """No request in progress: idle, or not a whole request head yet."""
         return self._idle() or (self._request_count == 0 and not self._messages)
 
-    def _arm_head_timer(self) -> None:
-        if self._head_timer is None and self.transport is not None:
-            self._head_timer = self._loop.call_later(self._manager.limits.request_timeout,
-                                                     self._head_too_slow)
+    def _head_started(self) -> None:
+        if self.transport is None:
+            return
+        self._head_deadline = self._loop.time() + self._manager.limits.request_timeout
+        if self._head_timer is None:
+            self._head_timer = self._loop.call_at(self._head_deadline, self._head_due)
 
-    def _cancel_head_timer(self) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
-
-    def _head_too_slow(self) -> None:
+    def _head_due(self) -> None:
         self._head_timer = None
-        if self._idle():
+        deadline = self._head_deadline
+        if deadline is None:
+            return  # no head under way: the next one arms the timer again
+        if self._loop.time() < deadline:  # a later head than the one it was armed for
+            self._head_timer = self._loop.call_at(deadline, self._head_due)
+        elif self._idle():
             self.force_close()  # no whole request head in time: a slow or half-open client
 
     def _make_room(self) -> None:
