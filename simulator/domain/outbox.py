@@ -498,7 +498,7 @@ class Outbox:
 
     def answered(self, send: Send, *, stopping: bool = False) -> None:
         """The transport's answer to an attempt is on its record: the policy decides."""
-        self.in_flight.pop(send, None)
+        self._landed(send)
         delivery, event, attempt = send
         self._changes.touch(EVENT, event.id)
         outcome = after_answer(delivery, attempt, stopping=stopping)
@@ -511,9 +511,16 @@ class Outbox:
             delivery.faults += ("duplicate",)
             self.start_attempt(delivery, event, fault="duplicate", at=attempt.time)
 
+    def _landed(self, send: Send) -> None:
+        """The attempt is no longer in flight. An emptied table starts over: a dict keeps
+        the room a burst of attempts made (tens of KB) after they are gone."""
+        self.in_flight.pop(send, None)
+        if not self.in_flight:
+            self.in_flight = {}
+
     def interrupted(self, send: Send) -> None:
         """The attempt was cut off (reset, delete, shutdown): recorded as interrupted."""
-        self.in_flight.pop(send, None)
+        self._landed(send)
         send.attempt.error = send.attempt.error or INTERRUPTED_ATTEMPT
         send.delivery.state = INTERRUPTED
         self._changes.touch(EVENT, send.event.id)
@@ -521,7 +528,7 @@ class Outbox:
     def not_built(self, send: Send, why: str) -> None:
         """The request could not be built: recorded on the ledger, not lost (no retry can
         fix it)."""
-        self.in_flight.pop(send, None)
+        self._landed(send)
         send.attempt.error = f"the request could not be built: {why}"
         send.delivery.state = FAILED
         self._changes.touch(EVENT, send.event.id)

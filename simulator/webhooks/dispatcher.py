@@ -11,6 +11,7 @@ back to the outbox, whose policy makes the delivery done, failed or retried.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
 import random
@@ -147,8 +148,13 @@ class Dispatcher:
             task = loop.create_task(self._send(outbox, lane, send, message))
             lane.tasks[task] = send
             self._in_flight.add(task)
-            task.add_done_callback(lambda done: (lane.tasks.pop(done, None),
-                                                 self._in_flight.discard(done)))
+            task.add_done_callback(functools.partial(self._finished, lane))
+
+    def _finished(self, lane: _Lane, task: asyncio.Task) -> None:
+        lane.tasks.pop(task, None)
+        if not lane.tasks:
+            lane.tasks = {}  # an emptied table starts over (see Outbox._landed)
+        self._in_flight.discard(task)
 
     async def settle(self, tenant: Tenant, before: float = math.inf) -> None:
         """Send what the tenant's outbox queued, then wait, for all of them together, until
