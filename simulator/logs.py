@@ -27,8 +27,13 @@ def log_access(method: str, path: str, status: int, ms: float, tenant: str | Non
     if _batched is not None:
         _batched.add(args)
     else:
-        access_log.info(ACCESS_MESSAGE, *args[:4], tenant or "-",
+        access_log.info(ACCESS_MESSAGE, *access_message_args(args),
                         extra={"fields": access_fields(args)})
+
+
+def access_message_args(args: tuple) -> tuple:
+    """log_access's args as ACCESS_MESSAGE takes them (no tenant: `-`)."""
+    return (*args[:4], args[4] or "-")
 
 
 def access_fields(args: tuple) -> dict[str, Any]:
@@ -133,8 +138,7 @@ class TextLogFormatter(_SecondsFormatter):
     def access_line(self, created: float, args: tuple) -> str:
         """What format() makes of the access log record of log_access's args, without the
         record."""
-        method, path, status, ms, tenant = args
-        message = escape_controls(f"{method} {path} {status} {ms:.1f}ms tenant={tenant or '-'}")
+        message = escape_controls(ACCESS_MESSAGE % access_message_args(args))
         return f"{self._time(created, None)} INFO {ACCESS_LOGGER} {message}"
 
 

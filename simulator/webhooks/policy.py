@@ -52,9 +52,8 @@ _DEFAULT_DENY: tuple[Network, ...] = tuple(ipaddress.ip_network(n) for n in (
     "fd00:ec2::254/128",    # AWS metadata over IPv6
     "100.100.100.200/32",   # Alibaba Cloud metadata
 ))
-KEPT_URLS = 1024  # answers of attempt_problem kept
-
 _DEFAULT_DENY_NAMES = frozenset({"metadata.google.internal", "metadata.goog", "metadata"})
+KEPT_URLS = 1024  # answers of attempt_problem kept
 
 
 class OutboundRefused(OSError):
@@ -110,7 +109,8 @@ class OutboundPolicy:
     listening: set[tuple[Address, int]] = field(default_factory=set)
     # url_problem of the URLs attempts went to (a tenant's go to a few): forgotten when the
     # listening addresses change, and past KEPT_URLS.
-    _refusals: dict[str, str | None] = field(default_factory=dict, repr=False, compare=False)
+    _refusals: dict[str, str | None] = field(default_factory=dict, init=False, repr=False,
+                                             compare=False)
 
     @classmethod
     def from_settings(cls, settings: Any) -> OutboundPolicy:
