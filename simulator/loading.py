@@ -5,13 +5,15 @@ and its search index. Nothing here needs aiohttp, so the commands that only read
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from .catalog import build_companies
 from .domain.companies import Catalog
 from .domain.processor_links import DEFAULT_SCENARIO as PROCESSOR_DEFAULT
 from .domain.search import SearchIndex
 from .domain.tasks import HAPPY_PATH
-from .fixtures import ConfigError, Fixtures, load_fixtures
+from .fixtures import FIXTURE_FILES, ConfigError, Fixtures, load_fixtures
+from .loadcache import cached
 from .scenarios.loader import Scenario, load_all_scenarios, resolve_products, scenario_folders
 from .settings import Settings, bundled_dir
 
@@ -29,10 +31,20 @@ class LoadedFixtures:
 
 
 def load(settings: Settings) -> LoadedFixtures:
-    """Load and check fixtures and scenarios, build the catalog (ConfigError when one is wrong)."""
+    """Load and check fixtures and scenarios, build the catalog (ConfigError when one is
+    wrong); what the last start with the same files built when it is cached (loadcache)."""
+    folders = scenario_folders(settings.scenarios, bundled_dir("scenarios"))
+    inputs = [*(("file", settings.fixtures / name) for name in FIXTURE_FILES),
+              *(("folder", folder) for folder in folders)]
+    named = (str(settings.fixtures.resolve()), settings.vendor, settings.aggregator,
+             settings.sdk_prefix)
+    return cached(iter(inputs), named, lambda: _from_files(settings, folders), LoadedFixtures)
+
+
+def _from_files(settings: Settings, folders: list[Path]) -> LoadedFixtures:
     fixtures = load_fixtures(settings.fixtures, vendor=settings.vendor,
                              aggregator=settings.aggregator, sdk_prefix=settings.sdk_prefix)
-    scenarios = load_all_scenarios(scenario_folders(settings.scenarios, bundled_dir("scenarios")))
+    scenarios = load_all_scenarios(folders)
     scenarios = resolve_products(scenarios, fixtures.service.products)  # the products each fits
     for default, kind in ((HAPPY_PATH, "task"), (PROCESSOR_DEFAULT, "processor-link")):
         if scenarios[default].kind != kind:

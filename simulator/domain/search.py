@@ -117,7 +117,17 @@ class SearchIndex:
         # The fuzzy tier is the one costly step and the same queries come back (a test
         # suite searches what it searched last run): its answers, per (query, scope), are
         # kept for the latest FUZZY_CACHE queries. The index never changes, so they hold.
+        self._keep_answers()
+
+    def _keep_answers(self) -> None:
         self._fuzzy = functools.lru_cache(maxsize=FUZZY_CACHE)(self._fuzzy_matches)
+
+    def __getstate__(self) -> dict:  # pickled by the start-up cache (loadcache): no answers
+        return {name: value for name, value in self.__dict__.items() if name != "_fuzzy"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._keep_answers()
 
     def ordinals_of(self, companies: Iterable[Company]) -> frozenset[int]:
         return frozenset(self._ordinal_by_id[c.id] for c in companies)
