@@ -88,6 +88,24 @@ def test_the_image_serves_with_its_command_and_environment_and_its_health_check_
         assert subprocess.run(health, timeout=10).returncode == 0
 
 
+def test_the_image_fills_the_start_up_cache_that_its_command_then_reads(tmp_path):
+    image = dockerfile()
+    text = (REPO / "Dockerfile").read_text()
+    warm = re.search(r"^RUN (payroll-sandbox .*)$", text, re.M)[1]
+    assert text.index("USER sandbox") < text.index(warm)  # the serving user's cache
+    env = {**image["env"], "PAYROLL_SANDBOX_CACHE_DIR": str(tmp_path),
+           "PAYROLL_SANDBOX_PORT": str(free_port())}
+    filled = subprocess.run(payroll_sandbox(warm.split()[:1]) + warm.split()[1:], cwd=REPO,
+                            env={**os.environ, **env}, capture_output=True, text=True)
+    assert filled.returncode == 0, filled.stderr
+    loads = sorted(tmp_path.glob("load-*.pickle"))
+    assert len(loads) == 1
+    with running(payroll_sandbox(image["ENTRYPOINT"]) + image["CMD"], env,
+                 int(env["PAYROLL_SANDBOX_PORT"])):
+        pass
+    assert sorted(tmp_path.glob("load-*.pickle")) == loads  # the same key: read, not made
+
+
 def test_the_dockerfile_installs_the_dependencies_before_the_source():
     text = (REPO / "Dockerfile").read_text()
     install = "pip install --no-cache-dir -c constraints.txt -r"  # the lock's versions
