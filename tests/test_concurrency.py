@@ -152,3 +152,74 @@ async def test_a_long_advance_lets_other_tenants_in(client, monkeypatch):
     await call(client, "POST", "/company/search", headers=GLOBEX, json={"query": "walmart"})
     assert not advance.done()
     assert (await advance)["data"]["jobsRun"] >= 900
+
+
+async def test_attempts_past_a_tenants_connections_wait_their_turn_and_keep_their_times(
+        aiohttp_client, loaded, clock, receiver, monkeypatch):
+    """Past TENANT_CONNECTIONS, an outbox's attempts wait in order (not yet sent) and go
+    out as connections free up; run-until-idle waits for them too, so every retry still
+    comes exactly 30 virtual seconds after the attempt before it."""
+    monkeypatch.setattr(dispatcher, "TENANT_CONNECTIONS", 2)
+    client = await make(aiohttp_client, loaded, clock, receiver)
+    for n in range(7):
+        receiver.program(f"/failing/{n}", 500, 500, 500)
+    await call(client, "PUT", "/_sandbox/webhooks/endpoints", json={"endpoints": [
+        {"url": receiver.url(f"/failing/{n}"), "eventTypes": ["company-created"]}
+        for n in range(7)]})
+    await call(client, "POST", "/_sandbox/events/trigger", json={"eventType": "company-created"})
+    data = (await call(client, "POST", "/_sandbox/clock/run-until-idle"))["data"]
+
+    assert data["idle"] is True
+    assert len(receiver.received()) == 21  # every attempt, none twice
+    [event] = (await call(client, "GET", "/_sandbox/events"))["data"]
+    emitted = parse_time(event["time"]).timestamp()
+    assert [d["url"] for d in event["deliveries"]] == [receiver.url(f"/failing/{n}")
+                                                       for n in range(7)]
+    for delivery in event["deliveries"]:
+        times = [parse_time(a["time"]).timestamp() for a in delivery["attempts"]]
+        assert times == [emitted, emitted + 30, emitted + 60]
+        assert delivery["state"] == "failed"
+
+
+async def test_a_tenant_waiting_for_the_shared_connections_goes_on_when_one_frees(
+        aiohttp_client, loaded, clock, receiver, monkeypatch):
+    """All of CONNECTIONS taken by acme's hanging endpoints: globex's delivery waits (it is
+    not dropped) and goes out as soon as one of acme's attempts ends."""
+    monkeypatch.setattr(dispatcher, "CONNECTIONS", 3)
+    client = await make(aiohttp_client, loaded, clock, receiver)
+    for n in range(3):
+        receiver.program(f"/hang/{n}", HANG)
+    await call(client, "PUT", "/_sandbox/webhooks/endpoints", json={"endpoints": [
+        {"url": receiver.url(f"/hang/{n}")} for n in range(3)]})
+    await call(client, "PUT", "/_sandbox/webhooks/endpoints", headers=GLOBEX,
+               json={"endpoints": [{"url": receiver.url("/globex")}]})
+    stuck = asyncio.ensure_future(call(client, "POST", "/_sandbox/events/trigger",
+                                       json={"eventType": "company-created"}))
+    while len(receiver.received()) < 3:  # every shared connection is acme's
+        await asyncio.sleep(0.01)
+    await call(client, "POST", "/_sandbox/events/trigger", headers=GLOBEX,
+               json={"eventType": "company-created"})
+    # The trigger settles globex's delivery: it waited for acme's first attempt to time out.
+    assert [r.path for r in receiver.received("/globex")] == ["/globex"]
+    [event] = (await call(client, "GET", "/_sandbox/events", headers=GLOBEX))["data"]
+    assert event["deliveries"][0]["state"] == "delivered"
+    await stuck
+
+
+async def test_a_reset_interrupts_the_attempts_still_waiting_and_sends_none_of_them(
+        aiohttp_client, loaded, clock, receiver, monkeypatch):
+    """A reset cuts off the tenant's attempts in flight and those waiting for a connection:
+    none of the waiting ones is sent afterwards."""
+    monkeypatch.setattr(dispatcher, "TENANT_CONNECTIONS", 1)
+    client = await make(aiohttp_client, loaded, clock, receiver)
+    for n in range(4):
+        receiver.program(f"/hang/{n}", HANG)
+    await call(client, "PUT", "/_sandbox/webhooks/endpoints", json={"endpoints": [
+        {"url": receiver.url(f"/hang/{n}")} for n in range(4)]})
+    stuck = asyncio.ensure_future(client.post("/_sandbox/events/trigger", headers=ACME,
+                                              json={"eventType": "company-created"}))
+    while len(receiver.received()) < 1:
+        await asyncio.sleep(0.01)
+    await call(client, "POST", "/_sandbox/reset")
+    await stuck
+    assert [r.path for r in receiver.received()] == ["/hang/0"]  # the other three never left

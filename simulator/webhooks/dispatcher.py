@@ -3,7 +3,8 @@ for all of them.
 
 The outbox decides what is sent and when; this sends it. Between two jobs of a tenant's
 runner, and after a request, `settle` (or `flush`) takes the attempts the tenant's outbox
-queued and sends each as one task: up to 15 seconds, redirects never followed, only a 2xx
+queued and sends each as one task once a connection is free (until then it waits, in
+order, costing nothing): up to 15 seconds, redirects never followed, only a 2xx
 counts, the answer read up to a bound (spec: Events, Delivery; Limits). Each answer goes
 back to the outbox, whose policy makes the delivery done, failed or retried.
 """
@@ -11,6 +12,7 @@ back to the outbox, whose policy makes the delivery done, failed or retried.
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
 import logging
 import math
@@ -45,11 +47,12 @@ __all__ = ["ATTEMPT_TIMEOUT", "Attempt", "Delivery", "Dispatcher", "FaultPlan",
 
 @dataclass
 class _Lane:
-    """One outbox's attempts in flight (their tasks) and its share of the connections."""
+    """One outbox's attempts: those in flight (their tasks, at most TENANT_CONNECTIONS) and,
+    in order behind them, those waiting for a connection (not yet tasks)."""
 
     tasks: dict[asyncio.Task, Send] = field(default_factory=dict)
-    slots: asyncio.Semaphore = field(
-        default_factory=lambda: asyncio.Semaphore(TENANT_CONNECTIONS))
+    waiting: collections.deque[tuple[Send, Any]] = field(default_factory=collections.deque)
+    blocked: bool = False  # waiting for a connection of all tenants' (Dispatcher._blocked)
 
 
 class Dispatcher:
@@ -65,10 +68,10 @@ class Dispatcher:
         self.seed = seed
         self.default_url = default_url
         self._session: Any = None
-        # Attempts wait here for a connection, so the timeout counts only the attempt.
-        self._slots = asyncio.Semaphore(CONNECTIONS)
         self._in_flight: set[asyncio.Task] = set()  # every tenant's attempts in flight
         self._lanes: weakref.WeakKeyDictionary[Outbox, _Lane] = weakref.WeakKeyDictionary()
+        # Lanes with attempts waiting while CONNECTIONS are in flight, first come first on.
+        self._blocked: collections.deque[tuple[Outbox, _Lane]] = collections.deque()
         self.closing = False
 
     # -- wiring -----------------------------------------------------------------------------
@@ -95,6 +98,8 @@ class Dispatcher:
         if self.closing:
             return
         self.closing = True
+        for outbox, lane in list(self._lanes.items()):  # never started: cut off now
+            self._interrupt_waiting(outbox, lane)
         tasks = list(self._in_flight)
         if tasks:
             done, pending = await asyncio.wait(tasks, timeout=self.grace)
@@ -118,8 +123,13 @@ class Dispatcher:
         interrupted on the outbox that made them)."""
         lane = self._lanes.pop(outbox, None)
         if lane is not None:
+            self._interrupt_waiting(outbox, lane)
             for task in list(lane.tasks):
                 task.cancel()
+
+    def _interrupt_waiting(self, outbox: Outbox, lane: _Lane) -> None:
+        while lane.waiting:
+            self._interrupted(outbox, lane.waiting.popleft()[0])
 
     def running(self, outbox: Outbox) -> list[asyncio.Task]:
         """The tasks of the outbox's attempts in flight (to wait for, or to watch)."""
@@ -129,13 +139,14 @@ class Dispatcher:
     # -- sending ----------------------------------------------------------------------------
 
     def flush(self, outbox: Outbox) -> None:
-        """Send every attempt the outbox has queued, each as a task of its own."""
+        """Send every attempt the outbox has queued, each as a task of its own once one of
+        the tenant's connections (and one of all tenants') is free; until then it waits in
+        the lane, in order, and costs nothing."""
         if not outbox.queue:
             return
         lane = self._lanes.get(outbox)
         if lane is None:
             lane = self._lanes[outbox] = _Lane()
-        loop = asyncio.get_running_loop()
         for send in outbox.take():
             try:
                 message = to_message(send.event, self.vendor, outbox.signing_key(send.delivery))
@@ -145,22 +156,42 @@ class Dispatcher:
                           send.delivery.id, send.event.id, send.delivery.url,
                           send.attempt.error, outbox.tenant.name)
                 continue
-            task = loop.create_task(self._send(outbox, lane, send, message))
+            lane.waiting.append((send, message))
+        self._start(outbox, lane)
+
+    def _start(self, outbox: Outbox, lane: _Lane) -> None:
+        """The lane's waiting attempts start while its connections and all tenants' allow."""
+        loop = asyncio.get_running_loop()
+        while lane.waiting and len(lane.tasks) < TENANT_CONNECTIONS:
+            if len(self._in_flight) >= CONNECTIONS:
+                if not lane.blocked:  # on again when any attempt lands
+                    lane.blocked = True
+                    self._blocked.append((outbox, lane))
+                return
+            send, message = lane.waiting.popleft()
+            task = loop.create_task(self._send(outbox, send, message))
             lane.tasks[task] = send
             self._in_flight.add(task)
-            task.add_done_callback(functools.partial(self._finished, lane))
+            task.add_done_callback(functools.partial(self._finished, outbox, lane))
 
-    def _finished(self, lane: _Lane, task: asyncio.Task) -> None:
+    def _finished(self, outbox: Outbox, lane: _Lane, task: asyncio.Task) -> None:
         lane.tasks.pop(task, None)
         if not lane.tasks:
             lane.tasks = {}  # an emptied table starts over (see Outbox._landed)
         self._in_flight.discard(task)
+        if lane.waiting and self._lanes.get(outbox) is lane:  # not cancelled meanwhile
+            self._start(outbox, lane)
+        while self._blocked and len(self._in_flight) < CONNECTIONS:
+            blocked, blocked_lane = self._blocked.popleft()
+            blocked_lane.blocked = False
+            if self._lanes.get(blocked) is blocked_lane:
+                self._start(blocked, blocked_lane)
 
     async def settle(self, tenant: Tenant, before: float = math.inf) -> None:
         """Send what the tenant's outbox queued, then wait, for all of them together, until
-        no attempt of it is in flight that could schedule a retry at or before the virtual
-        time `before` (an attempt started at t retries at t + RETRY_INTERVAL); by default,
-        until none is in flight."""
+        no attempt of it is in flight or waiting that could schedule a retry at or before
+        the virtual time `before` (an attempt started at t retries at t + RETRY_INTERVAL);
+        by default, until none is."""
         outbox = tenant.webhooks
         while True:
             self.flush(outbox)
@@ -173,21 +204,22 @@ class Dispatcher:
                 if send.attempt.time + RETRY_INTERVAL > before:
                     break
                 waiting.append(task)
-            if not waiting:
+            if waiting:
+                await asyncio.gather(*waiting, return_exceptions=True)
+            elif (lane.waiting and self._in_flight
+                  and lane.waiting[0][0].attempt.time + RETRY_INTERVAL <= before):
+                # Every connection is another tenant's: the first of them to land lets it on.
+                await asyncio.wait(list(self._in_flight), return_when=asyncio.FIRST_COMPLETED)
+            else:
                 return
-            await asyncio.gather(*waiting, return_exceptions=True)
 
-    async def _send(self, outbox: Outbox, lane: _Lane, send: Send, message: Any) -> None:
+    async def _send(self, outbox: Outbox, send: Send, message: Any) -> None:
         delivery, event, attempt = send
         try:
-            async with lane.slots, self._slots:
-                attempt.wall_time = time.time()
-                await self._post(delivery, attempt, message)
+            attempt.wall_time = time.time()
+            await self._post(delivery, attempt, message)
         except asyncio.CancelledError:
-            outbox.interrupted(send)
-            log.warning("delivery %s of event %s to %s interrupted by shutdown during attempt %d "
-                        "(tenant %s)", delivery.id, delivery.event_id, loggable_url(delivery.url),
-                        attempt.number, outbox.tenant.name)
+            self._interrupted(outbox, send)
             raise
         outbox.answered(send, stopping=self.closing)
         if attempt.fault != "duplicate" and delivery.state == INTERRUPTED:
@@ -198,6 +230,14 @@ class Dispatcher:
             log.info("delivery of %s to %s failed after %d attempts: %s", event.id,
                      loggable_url(delivery.url), len(delivery.attempts), attempt.error)
         self.flush(outbox)  # what the answer queued (the duplicate fault's extra copy)
+
+    def _interrupted(self, outbox: Outbox, send: Send) -> None:
+        """An attempt cut off in flight or before it started (reset, delete, shutdown)."""
+        outbox.interrupted(send)
+        delivery = send.delivery
+        log.warning("delivery %s of event %s to %s interrupted by shutdown during attempt %d "
+                    "(tenant %s)", delivery.id, delivery.event_id, loggable_url(delivery.url),
+                    send.attempt.number, outbox.tenant.name)
 
     async def _post(self, delivery: Delivery, attempt: Attempt, message: Any) -> None:
         started = time.perf_counter()
