@@ -32,6 +32,19 @@ async def make(aiohttp_client, loaded, clock, receiver, **overrides):
     return await aiohttp_client(create_app(settings, registry=registry))
 
 
+async def acme_hanging_beside_globex(client, receiver, hanging: int) -> asyncio.Future:
+    """acme with `hanging` endpoints that never answer, globex with one that does; acme's
+    event triggered (its request settles once every attempt timed out)."""
+    for n in range(hanging):
+        receiver.program(f"/hang/{n}", HANG)
+    await call(client, "PUT", "/_sandbox/webhooks/endpoints", json={"endpoints": [
+        {"url": receiver.url(f"/hang/{n}")} for n in range(hanging)]})
+    await call(client, "PUT", "/_sandbox/webhooks/endpoints", headers=GLOBEX,
+               json={"endpoints": [{"url": receiver.url("/globex")}]})
+    return asyncio.ensure_future(call(client, "POST", "/_sandbox/events/trigger",
+                                      json={"eventType": "company-created"}))
+
+
 async def test_hanging_endpoints_cost_one_timeout_per_retry_round(aiohttp_client, loaded, clock,
                                                                   receiver):
     """20 hanging endpoints, three attempts each: the attempts of a round run together,
@@ -89,15 +102,7 @@ async def test_one_tenants_hanging_endpoints_do_not_hold_up_another(aiohttp_clie
     only the per-tenant share keeps a connection free for globex.)"""
     monkeypatch.setattr(dispatcher, "CONNECTIONS", 40)
     client = await make(aiohttp_client, loaded, clock, receiver)
-    for n in range(50):
-        receiver.program(f"/hang/{n}", HANG)
-    await call(client, "PUT", "/_sandbox/webhooks/endpoints", json={"endpoints": [
-        {"url": receiver.url(f"/hang/{n}")} for n in range(50)]})
-    await call(client, "PUT", "/_sandbox/webhooks/endpoints", headers=GLOBEX,
-               json={"endpoints": [{"url": receiver.url("/globex")}]})
-
-    stuck = asyncio.ensure_future(call(client, "POST", "/_sandbox/events/trigger",
-                                       json={"eventType": "company-created"}))
+    stuck = await acme_hanging_beside_globex(client, receiver, 50)
     while len(receiver.received()) < 32:  # acme's share of the connections is taken
         await asyncio.sleep(0.01)
     started = time.monotonic()
@@ -187,14 +192,7 @@ async def test_a_tenant_waiting_for_the_shared_connections_goes_on_when_one_free
     not dropped) and goes out as soon as one of acme's attempts ends."""
     monkeypatch.setattr(dispatcher, "CONNECTIONS", 3)
     client = await make(aiohttp_client, loaded, clock, receiver)
-    for n in range(3):
-        receiver.program(f"/hang/{n}", HANG)
-    await call(client, "PUT", "/_sandbox/webhooks/endpoints", json={"endpoints": [
-        {"url": receiver.url(f"/hang/{n}")} for n in range(3)]})
-    await call(client, "PUT", "/_sandbox/webhooks/endpoints", headers=GLOBEX,
-               json={"endpoints": [{"url": receiver.url("/globex")}]})
-    stuck = asyncio.ensure_future(call(client, "POST", "/_sandbox/events/trigger",
-                                       json={"eventType": "company-created"}))
+    stuck = await acme_hanging_beside_globex(client, receiver, 3)
     while len(receiver.received()) < 3:  # every shared connection is acme's
         await asyncio.sleep(0.01)
     await call(client, "POST", "/_sandbox/events/trigger", headers=GLOBEX,
