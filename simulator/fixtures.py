@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .loadcache import set_attributes
 from .schemas.fixtures import (ACCOUNTS_SCHEMA, COMPANIES_SCHEMA, SERVICE_SCHEMA)
 from .schemas.validate import schema_errors
 
@@ -63,6 +64,8 @@ def validate_document(document: Any, schema: dict, file: str) -> None:
 @dataclass(frozen=True)
 class ServiceProfile:
     """The service's names (vendor, aggregator, SDK prefix) and its products' scopes."""
+
+    __setstate__ = set_attributes  # read back from the start-up cache
 
     vendor: str
     aggregator: str

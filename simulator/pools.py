@@ -4,7 +4,7 @@ Faker draws a pool once per seed and size; seeded generators then pick from it.
 That keeps large catalogs and many linked accounts fast to build (Faker per value
 costs ~0.2 ms) and keeps Faker's import (longer than the rest of a start) off the
 start when the pool is cached. The same seed gives the same pool with or without
-the cache (PAYROLL_SANDBOX_CACHE_DIR, default ~/.cache/payroll-sandbox).
+the cache (PAYROLL_SANDBOX_CACHE_DIR, default ~/.cache/payroll-sandbox; `off`: none).
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from typing import Any
 def faker_pools(name: str, seed: int, size: int,
                 draw: Callable[[Any, int], dict[str, list[str]]]) -> dict[str, list[str]]:
     """`draw(fake, size)` with a Faker seeded by `seed`, or its cached result."""
-    cache = cache_dir() / f"{name}-{seed}-{size}-faker{faker_version()}.json"
+    folder = cache_dir()
+    cache = folder / f"{name}-{seed}-{size}-faker{faker_version()}.json" if folder else None
     try:
-        cached = json.loads(cache.read_text())
+        cached = json.loads(cache.read_text()) if cache else None
         if isinstance(cached, dict):
             return cached
     except (OSError, ValueError):  # missing, unreadable or damaged: draw again
@@ -32,6 +33,8 @@ def faker_pools(name: str, seed: int, size: int,
     fake = Faker("en_US", use_weighting=False)
     fake.seed_instance(seed)
     pools = draw(fake, size)
+    if cache is None:
+        return pools
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
         temporary = cache.with_suffix(f".{os.getpid()}.tmp")
@@ -54,8 +57,11 @@ def faker_version() -> str:
     return version("faker")
 
 
-def cache_dir() -> Path:
+def cache_dir() -> Path | None:
+    """The cache folder (PAYROLL_SANDBOX_CACHE_DIR); None when it says `off`."""
     configured = os.environ.get("PAYROLL_SANDBOX_CACHE_DIR")
+    if configured and configured.lower() == "off":
+        return None
     if configured:
         return Path(configured)
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"

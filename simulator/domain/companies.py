@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import CompanyNotFound
+from ..loadcache import set_attributes
 from .stored import STRING, LoadError, Record, Sections, obj
 
 OPERATIONAL = "operational"
@@ -137,6 +138,8 @@ def full_record(company: Company, rule: ManualDepositRule) -> dict[str, Any]:
 
 class Catalog:
     """Every company of the fixtures, by id, in a stable order."""
+
+    __setstate__ = set_attributes  # read back from the start-up cache
 
     def __init__(self, companies: list[Company]) -> None:
         self._by_id = {c.id: c for c in companies}

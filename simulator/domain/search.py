@@ -24,6 +24,7 @@ from rapidfuzz import fuzz, process
 from rapidfuzz.utils import default_process
 
 from ..errors import CompanyNotFound, ProductAndProducts, field_detail
+from ..loadcache import set_attributes
 from .companies import (DISABLED, UNKNOWN_COMPANY, Company, CompanyDirectory,
                         ManualDepositRule, effective_tags)
 
@@ -126,7 +127,7 @@ class SearchIndex:
         return {name: value for name, value in self.__dict__.items() if name != "_fuzzy"}
 
     def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
+        set_attributes(self, state)
         self._keep_answers()
 
     def ordinals_of(self, companies: Iterable[Company]) -> frozenset[int]:

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..domain.states import FAILED, FINAL, PROCESSING, QUEUED, transition_error
 from ..fixtures import ConfigError, load_yaml, validate_document
+from ..loadcache import set_attributes
 from ..schemas.scenarios import SCENARIO_SCHEMA
 
 TASK_FIELDS = ("status", "patch", "authenticated", "reason", "meta", "flow", "product",
@@ -38,6 +39,8 @@ DEFAULT_TASK_SCENARIO = "happy-path"   # what a task runs when nothing else is c
 class Step:
     """One step of a scenario: when it fires and what it changes."""
 
+    __setstate__ = set_attributes  # read back from the start-up cache
+
     at: float           # seconds after the task was created
     changes: dict[str, Any]
 
@@ -48,6 +51,8 @@ class Step:
 @dataclass(frozen=True)
 class Scenario:
     """A checked scenario file: its kind, steps and the products it fits."""
+
+    __setstate__ = set_attributes  # read back from the start-up cache
 
     name: str
     description: str

@@ -9,6 +9,7 @@ import logging
 
 import pytest
 
+from payroll_sandbox import logs
 from payroll_sandbox.logs import (ACCESS_MESSAGE, BatchedAccessLog, JsonLogFormatter,
                                 TextLogFormatter, access_log)
 
@@ -37,18 +38,46 @@ def test_access_line_is_what_logging_formats(formatter, created, args):
         assert formatter.format(record_at(created, args)) == plain.format(record_at(created, args))
 
 
-async def test_lines_of_one_loop_turn_go_out_in_one_write():
+def writes_of(formatter: logging.Formatter) -> tuple[BatchedAccessLog, logging.Handler,
+                                                   io.StringIO, list[str]]:
+    """A batched access log on a handler whose stream counts its writes."""
     stream = io.StringIO()
-    writes = []
+    writes: list[str] = []
     stream.write = lambda text, write=stream.write: writes.append(text) or write(text)
     handler = logging.StreamHandler(stream)
-    handler.setFormatter(JsonLogFormatter())
-    batched = BatchedAccessLog(handler)
+    handler.setFormatter(formatter)
+    return BatchedAccessLog(handler), handler, stream, writes
+
+
+async def test_lines_go_out_together_at_most_flush_seconds_after_the_first(monkeypatch):
+    monkeypatch.setattr(logs, "FLUSH_SECONDS", 0.02)
+    batched, _, stream, writes = writes_of(JsonLogFormatter())
     batched.add(ARGS)
-    batched.add((*ARGS[:2], 404, *ARGS[3:]))
-    assert writes == []
     await asyncio.sleep(0)
+    batched.add((*ARGS[:2], 404, *ARGS[3:]))
+    assert writes == []  # a loop turn later, still waiting for the others
+    await asyncio.sleep(0.05)
     assert len(writes) == 1
     lines = [json.loads(line) for line in stream.getvalue().splitlines()]
     assert [line["status"] for line in lines] == [200, 404]
     assert lines[0]["logger"] == "payroll_sandbox.access" and lines[0]["tenant"] == "acme"
+
+
+async def test_a_full_batch_goes_out_at_once_and_other_lines_keep_the_order(monkeypatch):
+    monkeypatch.setattr(logs, "FLUSH_LINES", 3)
+    batched, handler, stream, writes = writes_of(TextLogFormatter())
+    for _ in range(3):
+        batched.add(ARGS)
+    assert len(writes) == 1 and stream.getvalue().count("\n") == 3
+    batched.add(ANONYMOUS)
+    other = logging.getLogger("payroll_sandbox.test-order")
+    other.addHandler(handler)
+    try:
+        other.warning("after the request")
+    finally:
+        other.removeHandler(handler)
+    lines = stream.getvalue().splitlines()
+    assert "GET /health 404" in lines[3] and lines[4].endswith("after the request")
+    batched.add(ARGS)
+    batched.close()  # serve's end: the last lines out, no timer left
+    assert stream.getvalue().splitlines()[5].endswith("tenant=acme") and batched._timer is None

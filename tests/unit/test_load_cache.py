@@ -134,7 +134,9 @@ def test_a_cache_file_another_user_could_write_is_not_unpickled(cache, settings,
 def test_off_or_a_folder_that_cannot_be_written_changes_nothing(tmp_path, settings, builds,
                                                                 monkeypatch):
     monkeypatch.setenv("PAYROLL_SANDBOX_CACHE_DIR", "off")
+    monkeypatch.chdir(tmp_path)
     expected = summary(loading.load(settings))
+    assert not (tmp_path / "off").exists()  # `off` is no folder name: nothing is written
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     monkeypatch.setenv("PAYROLL_SANDBOX_CACHE_DIR", str(blocker / "cache"))
