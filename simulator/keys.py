@@ -8,7 +8,6 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
-from .domain.identity import PublicToken
 from .domain.registry import TenantRegistry
 from .domain.tenants import Tenant
 from .operations import Operation
@@ -53,10 +52,31 @@ def _request_key(name: str, kind: type[T]) -> Any:
     return make(name, kind) if make is not None else name
 
 
-# Request-scoped values.
-TENANT = _request_key("tenant", Tenant)
-PUBLIC_TOKEN = _request_key("public_token", PublicToken)
-BODY = _request_key("body", object)
-ERROR_CODE = _request_key("error_code", str)
-WARNINGS = _request_key("warnings", list)  # what the API ignored of the request
-FAULT = _request_key("fault", dict)  # the API fault rule that fired on it (domain/faults.py)
+class Exchange:
+    """What the edge and the pipeline learn of one request, for its journal entry and its
+    headers: the tenant (None: a request of no tenant's), the error code answered, the
+    body as the journal keeps it, what the API ignored (x-sandbox-warning) and the API
+    fault rule that fired (domain/faults.py). One object read by attribute: six request
+    keys, each a mapping lookup, cost every request a few microseconds."""
+
+    __slots__ = ("tenant", "error_code", "body", "warnings", "fault")
+
+    def __init__(self) -> None:
+        self.tenant: Tenant | None = None
+        self.error_code: str | None = None
+        self.body: Any = None
+        self.warnings: list[str] = []
+        self.fault: dict[str, Any] | None = None
+
+
+# Request-scoped values: the edge puts one Exchange on every request.
+EXCHANGE = _request_key("exchange", Exchange)
+
+
+def exchange_of(request: web.Request) -> Exchange:
+    """The request's Exchange (one is made for a request the edge did not see)."""
+    try:
+        return request[EXCHANGE]
+    except KeyError:
+        exchange = request[EXCHANGE] = Exchange()
+        return exchange

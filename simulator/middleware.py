@@ -15,7 +15,7 @@ from aiohttp import web
 from .clock import isoformat
 from .errors import (ApiError, HostNotAllowed, InternalError, PayloadTooLarge, RouteNotFound,
                      field_detail)
-from .keys import BODY, ERROR_CODE, FAULT, FIXED_PATHS, SANDBOX, TENANT, WARNINGS
+from .keys import EXCHANGE, FIXED_PATHS, SANDBOX, Exchange
 from .logs import access_log, log_access
 from .redact import loggable_path
 from .render import render_error, wrong_method
@@ -69,6 +69,7 @@ async def edge_middleware(request: web.Request, handler: Any) -> web.StreamRespo
     """
     started = time.perf_counter()
     sandbox = request.app[SANDBOX]
+    exchange = request[EXCHANGE] = Exchange()
     try:
         if sandbox.host_policy is not None and not sandbox.host_policy.allows(
                 request.headers.get("host")):
@@ -90,21 +91,21 @@ async def edge_middleware(request: web.Request, handler: Any) -> web.StreamRespo
                             loggable_path(request.path))
         response = render_error(request, InternalError(INTERNAL))
     duration = round((time.perf_counter() - started) * 1000, 3)
-    tenant = request.get(TENANT)
+    tenant = exchange.tenant
     tenant_name = None
     if tenant is not None:
         tenant_name = tenant.name
         tenant.journal.add(
             time=isoformat(tenant.clock.timestamp()), method=request.method,
-            path=request.path, query=dict(request.query), status=response.status,
-            duration_ms=duration, error_code=request.get(ERROR_CODE), body=request.get(BODY),
-            warnings=request.get(WARNINGS) or [], fault=request.get(FAULT))
+            path=request.path, query=dict(request.query) if request.query_string else {},
+            status=response.status, duration_ms=duration, error_code=exchange.error_code,
+            body=exchange.body, warnings=exchange.warnings, fault=exchange.fault)
     if access_log.isEnabledFor(logging.INFO):
         log_access(request.method, request.path, response.status, duration, tenant_name)
     headers = response.headers
     headers[NOSNIFF[0]] = NOSNIFF[1]
-    if request.get(WARNINGS):
-        headers[WARNING_HEADER] = warning_text(request[WARNINGS])
+    if exchange.warnings:
+        headers[WARNING_HEADER] = warning_text(exchange.warnings)
     if getattr(request.match_info.handler, "cors", False):
         headers.setdefault("access-control-allow-origin", "*")
         headers.setdefault("access-control-expose-headers", WARNING_HEADER)

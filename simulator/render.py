@@ -17,7 +17,7 @@ from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 
 from .errors import ApiError, MalformedBody, MethodNotAllowed, RequestTimeout, field_detail
-from .keys import ERROR_CODE, SANDBOX
+from .keys import SANDBOX, exchange_of
 from .logs import escape_controls
 from .settings import Settings
 
@@ -46,7 +46,7 @@ def json_response(data: Any, *, status: int = 200,
 def render_error(request: web.Request, error: ApiError, status: int | None = None) -> web.Response:
     """`error` as the one error body (DESIGN.md, Errors), or as the error body of the API
     its operation stands in for; its code is kept on the request for the journal."""
-    request[ERROR_CODE] = error.code
+    exchange_of(request).error_code = error.code
     retry_after = getattr(error, "retry_after", None)
     allow = getattr(error, "allow", None)
     headers = {}

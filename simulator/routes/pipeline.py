@@ -20,7 +20,7 @@ from aiohttp import web
 from ..domain.faults import Fired, InjectedFault
 from ..errors import ApiError, ApiKeysRequired, PublicTokenRequired, ValidationFailed, field_detail
 from ..journal import journal_body
-from ..keys import BODY, FAULT, FIXED_PATHS, PUBLIC_TOKEN, SANDBOX, TENANT, WARNINGS
+from ..keys import FIXED_PATHS, SANDBOX, Exchange, exchange_of
 from ..operations import CLIENT_ID, CLIENT_SECRET, Auth, Operation, Reply
 from ..render import json_response, read_within_time, wrong_method
 from ..schemas.validate import (INVALID_TEXT, check_json_type, parse_json_body, parse_query,
@@ -78,10 +78,11 @@ def _endpoint(op: Operation, shadowed: dict[str, str] | None = None
         if shadowed and request.path in shadowed:
             raise wrong_method(request, shadowed[request.path])
         sandbox = request.app[SANDBOX]
+        exchange = exchange_of(request)
         if op.auth is Auth.AGGREGATOR:
             tenant, token = await _authenticate_client(request, sandbox), None
         else:
-            tenant, token = _authenticate(request, op.auth, sandbox)
+            tenant, token = _authenticate(request, op.auth, sandbox, exchange)
         if faultable and tenant.api_faults.rules:
             fired = tenant.api_faults.fire(op.method, op.path)
             if fired is not None and (reset := await _inject(request, fired)) is not None:
@@ -91,8 +92,7 @@ def _endpoint(op: Operation, shadowed: dict[str, str] | None = None
         body = query = None
         # What a lenient operation ignores (DESIGN.md, Bodies): named in x-sandbox-warning.
         lenient = not (strict or sandbox.settings.strict_bodies)
-        warnings: list[str] = []
-        request[WARNINGS] = warnings
+        warnings = exchange.warnings
         if op.body is not None:
             raw = await read_within_time(request, request.read())
             ignored: list[str] | None = [] if lenient else None
@@ -101,12 +101,12 @@ def _endpoint(op: Operation, shadowed: dict[str, str] | None = None
                     _check_body_type(request.headers.get("content-type"), warnings, lenient)
                 body = parse_json_body(raw, op.body, ignored=ignored)
             except ApiError:  # the journal keeps the text of a refused body
-                request[BODY] = journal_body(raw.decode("utf-8", "replace") if raw else None,
+                exchange.body = journal_body(raw.decode("utf-8", "replace") if raw else None,
                                              len(raw))
                 raise
             finally:
                 warnings += [f"unknown field {path} ignored" for path in ignored or ()]
-            request[BODY] = journal_body(_without_secret(body), len(raw))
+            exchange.body = journal_body(_without_secret(body), len(raw))
         if op.query is not None:
             ignored = [] if lenient else None
             try:
@@ -157,7 +157,7 @@ async def _inject(request: web.Request, fired: Fired) -> web.StreamResponse | No
     reads the request, closes the connection without an answer and gives the journal a
     response of status 0 that is never sent. The journal names the rule."""
     rule = fired.rule
-    request[FAULT] = fired.record()
+    exchange_of(request).fault = fired.record()
     if rule.latency_ms is not None:
         await asyncio.sleep(rule.latency_ms / 1000)
         return None
@@ -186,7 +186,7 @@ async def _keep_body(request: web.Request) -> None:
             body: Any = parse_json_body(raw, None)
         except ApiError:
             body = raw.decode("utf-8", "replace")
-        request[BODY] = journal_body(body, len(raw))
+        exchange_of(request).body = journal_body(body, len(raw))
 
 
 def _check_body_type(content_type: str | None, warnings: list[str], lenient: bool) -> None:
@@ -217,7 +217,7 @@ async def _authenticate_client(request: web.Request, sandbox: Any) -> Any:
             key, secret = (value if isinstance(value := document.get(name), str) else given
                            for given, (_, name) in ((key, CLIENT_ID), (secret, CLIENT_SECRET)))
     tenant = sandbox.registry.tenants.authenticate_keys(key, secret)
-    request[TENANT] = tenant
+    exchange_of(request).tenant = tenant
     tenant.seen()
     return tenant
 
@@ -230,15 +230,16 @@ def _check_path(params: Mapping[str, str]) -> None:
         raise ValidationFailed(INVALID_TEXT, details=faults)
 
 
-def _authenticate(request: web.Request, auth: Auth, sandbox: Any) -> tuple[Any, Any]:
+def _authenticate(request: web.Request, auth: Auth, sandbox: Any,
+                  exchange: Exchange) -> tuple[Any, Any]:
     """The tenant and the public token (None under API keys) of a request, by the
-    operation's auth kind; remembered on the request for the journal."""
+    operation's auth kind; the tenant remembered on the exchange for the journal."""
     if auth is Auth.NONE:
         return None, None
     headers = request.headers
     tenant, token = sandbox.registry.tenants.authenticate(
         headers.get("x-api-key"), headers.get("x-api-secret"), headers.get("x-public-token"))
-    request[TENANT], request[PUBLIC_TOKEN] = tenant, token
+    exchange.tenant = tenant
     tenant.seen()
     if auth is Auth.API_KEYS and token is not None:
         raise ApiKeysRequired(API_KEYS_REQUIRED)
