@@ -96,10 +96,9 @@ async def edge_middleware(request: web.Request, handler: Any) -> web.StreamRespo
     if tenant is not None:
         tenant_name = tenant.name
         tenant.journal.add(
-            time=isoformat(tenant.clock.timestamp()), method=request.method,
-            path=request.path, query=dict(request.query) if request.query_string else {},
-            status=response.status, duration_ms=duration, error_code=exchange.error_code,
-            body=exchange.body, warnings=exchange.warnings, fault=exchange.fault)
+            isoformat(tenant.clock.timestamp()), request.method, request.path,
+            dict(request.query) if request.query_string else {}, response.status, duration,
+            exchange.error_code, exchange.body, exchange.warnings, exchange.fault)
     if access_log.isEnabledFor(logging.INFO):
         log_access(request.method, request.path, response.status, duration, tenant_name)
     headers = response.headers

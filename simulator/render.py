@@ -26,6 +26,7 @@ UNDECODABLE = "The body cannot be decoded as its content-encoding ({encoding}) s
 BODY_TOO_SLOW = ("The request's body did not arrive within {seconds:g} seconds "
                  "(--request-timeout).")
 WRONG_METHOD = "{method} is not allowed on {path}; allowed: {allowed}."
+JSON_HEADERS = {"Content-Type": "application/json; charset=utf-8"}
 
 
 def json_response(data: Any, *, status: int = 200,
@@ -39,8 +40,10 @@ def json_response(data: Any, *, status: int = 200,
         body = orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS)
     except TypeError:
         body = json.dumps(data).encode()
-    return web.Response(body=body, status=status, headers=headers,
-                        content_type="application/json", charset="utf-8")
+    # The content type as a header: web.Response's content_type and charset arguments
+    # format it anew for every answer.
+    return web.Response(body=body, status=status, headers=JSON_HEADERS if headers is None
+                        else {**headers, **JSON_HEADERS})
 
 
 def render_error(request: web.Request, error: ApiError, status: int | None = None) -> web.Response:

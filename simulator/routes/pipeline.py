@@ -63,9 +63,14 @@ def _shadowed(op: Operation, fixed: dict[str, set[str]]) -> dict[str, str]:
     return found
 
 
+# What a handler may take, by parameter name (operations.py: an operation's `wants`).
+OFFERED = ("tenant", "token", "body", "query", "params", "headers", "sandbox", "request")
+
+
 def _endpoint(op: Operation, shadowed: dict[str, str] | None = None
               ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
-    wants = op.wants
+    # The handler's arguments by their place among what the pipeline offers (OFFERED).
+    wants = tuple((name, OFFERED.index(name)) for name in op.wants)
     # The control plane is the sandbox's own: a typo in a test's setup is refused there.
     # The service's operations take what the real service would (unknown fields ignored).
     # The aggregator's own API refuses unknown fields as the aggregator does.
@@ -114,11 +119,10 @@ def _endpoint(op: Operation, shadowed: dict[str, str] | None = None
             finally:
                 warnings += [f"unknown query parameter {name[2:]} ignored"
                              for name in ignored or ()]
-        offered = {"tenant": tenant, "token": token, "body": body, "query": query,
-                   "params": request.match_info, "headers": request.headers,
-                   "sandbox": sandbox, "request": request}
+        offered = (tenant, token, body, query, request.match_info, request.headers, sandbox,
+                   request)
         try:
-            result = await op.handler(**{name: offered[name] for name in wants})
+            result = await op.handler(**{name: offered[place] for name, place in wants})
         finally:  # what the handler's events queued goes out now (the domain sends nothing)
             if tenant is not None and tenant.webhooks.queue:
                 sandbox.dispatcher.flush(tenant.webhooks)
