@@ -19,18 +19,17 @@ owns it and no one else may write it.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import pickle
 import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
 from . import __version__
-from .pools import cache_dir
+from .pools import cache_dir, keep
 
 FORMAT = 1  # raised when what a cached load holds changes shape
 KEPT_LOADS = 16  # cached loads kept in the cache folder, the least recently written out
@@ -41,14 +40,14 @@ CODE_FOLDERS_SKIPPED = {"static", "__pycache__"}
 T = TypeVar("T")
 
 
-def cached(inputs: Iterator[tuple[str, Path]], settings_key: tuple, build: Callable[[], T],
+def cached(inputs: Iterable[tuple[str, Path]], settings_key: tuple, build: Callable[[], T],
            kind: type) -> T:
     """`build()`, or what it returned last time for the same inputs.
 
     `inputs` are what the build reads, as (kind, path): ("file", p) a file that may be
     missing, ("folder", p) every *.yaml and *.yml file in a folder (the build globs it).
     """
-    folder = _folder()
+    folder = cache_dir()
     if folder is None:
         return build()
     path = folder / f"{PREFIX}{_key(inputs, settings_key)}.pickle"
@@ -56,7 +55,12 @@ def cached(inputs: Iterator[tuple[str, Path]], settings_key: tuple, build: Calla
     if found is not None:
         return found
     made = build()
-    _write(folder, path, made)
+    try:
+        data = pickle.dumps(made, protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return made  # not kept: the next start builds it again
+    if keep(path, data):
+        _prune(folder)
     return made
 
 
@@ -69,14 +73,7 @@ def set_attributes(instance: object, state: dict) -> None:
         object.__setattr__(instance, name, value)
 
 
-def _folder() -> Path | None:
-    try:
-        return cache_dir()
-    except RuntimeError:  # no home folder to put it in
-        return None
-
-
-def _key(inputs: Iterator[tuple[str, Path]], settings_key: tuple) -> str:
+def _key(inputs: Iterable[tuple[str, Path]], settings_key: tuple) -> str:
     digest = hashlib.blake2b(digest_size=20)
     digest.update(repr((FORMAT, __version__, sys.version, settings_key)).encode())
     for kind, path in inputs:
@@ -117,24 +114,9 @@ def _read(path: Path, kind: type) -> object | None:
             if info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
                 return None  # another user could have written it: not ours to unpickle
             found = pickle.load(file)
-    except FileNotFoundError:
-        return None
-    except Exception:  # damaged, or made by code that changed shape: build again
+    except Exception:  # missing, damaged, or made by code that changed shape: build again
         return None
     return found if isinstance(found, kind) else None
-
-
-def _write(folder: Path, path: Path, made: object) -> None:
-    temporary = path.with_suffix(f".{os.getpid()}.tmp")
-    try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with open(temporary, "wb") as file:
-            pickle.dump(made, file, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(temporary, path)  # whole or not at all, whoever else starts meanwhile
-        _prune(folder)
-    except (OSError, pickle.PicklingError, TypeError, AttributeError):
-        with contextlib.suppress(OSError):  # no cache, same load
-            temporary.unlink(missing_ok=True)
 
 
 def _prune(folder: Path) -> None:

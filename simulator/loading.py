@@ -38,7 +38,7 @@ def load(settings: Settings) -> LoadedFixtures:
               *(("folder", folder) for folder in folders)]
     named = (str(settings.fixtures.resolve()), settings.vendor, settings.aggregator,
              settings.sdk_prefix)
-    return cached(iter(inputs), named, lambda: _from_files(settings, folders), LoadedFixtures)
+    return cached(inputs, named, lambda: _from_files(settings, folders), LoadedFixtures)
 
 
 def _from_files(settings: Settings, folders: list[Path]) -> LoadedFixtures:

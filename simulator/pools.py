@@ -9,6 +9,7 @@ the cache (PAYROLL_SANDBOX_CACHE_DIR, default ~/.cache/payroll-sandbox; `off`: n
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -33,16 +34,25 @@ def faker_pools(name: str, seed: int, size: int,
     fake = Faker("en_US", use_weighting=False)
     fake.seed_instance(seed)
     pools = draw(fake, size)
-    if cache is None:
-        return pools
-    try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        temporary = cache.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(pools))
-        temporary.replace(cache)
-    except (OSError, ValueError):
-        pass  # a read-only or odd cache folder: no cache, same pools
+    if cache is not None:
+        keep(cache, json.dumps(pools).encode())
     return pools
+
+
+def keep(path: Path, data: bytes) -> bool:
+    """`data` written to `path` in the cache folder whole or not at all (a temporary file
+    replaced, whoever else starts meanwhile). False when the folder cannot take it: no
+    cache, the same data."""
+    temporary = path.with_suffix(f".{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        temporary.write_bytes(data)
+        temporary.replace(path)
+        return True
+    except OSError:
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)
+        return False
 
 
 def faker_version() -> str:
@@ -64,5 +74,8 @@ def cache_dir() -> Path | None:
         return None
     if configured:
         return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    try:
+        base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    except RuntimeError:  # no home folder to put it in
+        return None
     return Path(base) / "payroll-sandbox"
