@@ -15,7 +15,8 @@ refuses each workflow's final event three times, so the timeline shows the attem
 apart, the resend a fourth, and the events list each endpoint's state. /demo is shot
 after a deposit switch, with the SDK's callbacks and the webhooks its receiver got.
 /docs is shot with its groups closed in both themes, and after "Try it out" on
-company search.
+company search. The flow in Spanish (config `language: "es"`, a deposit) is shot at its
+login, progress and success screens, on a phone and a desktop (sdk-es-*.png).
 """
 
 from __future__ import annotations
@@ -82,14 +83,23 @@ class Shooter:
         self.browser, self.base, self.out = browser, base, out
         self.taken: list[Path] = []
 
-    def open_flow(self, viewport: dict) -> tuple[Page, FrameLocator]:
+    def open_flow(self, viewport: dict, config: dict | None = None) -> tuple[Page, FrameLocator]:
+        """/demo and its flow: the demo's own (its Connect button), or one opened with
+        `config` and the demo visitor's token, as the page's script would."""
         # Phone shots at twice the pixels (they are shown small, side by side).
         scale = 2 if viewport["width"] < 600 else 1
         context = self.browser.new_context(viewport=viewport, device_scale_factor=scale)
         page = context.new_page()
         page.set_default_timeout(TIMEOUT_MS)
         page.goto(self.base + "/demo")
-        page.get_by_role("button", name="Connect payroll").click()
+        if config is None:
+            page.get_by_role("button", name="Connect payroll").click()
+        else:
+            page.evaluate("""config => fetch("/demo/token", { method: "POST" })
+                .then(response => response.json())
+                .then(json => { window.Transact.transact({
+                  config: Object.assign({ publicToken: json.data.publicToken }, config) }); })""",
+                          config)
         flow = page.frame_locator(FLOW)
         screen(flow, "search")
         flow.locator("[data-testid=popular] [data-company]").first.wait_for()
@@ -183,6 +193,32 @@ def take_all(shooter: Shooter, base: str) -> None:
         screen(flow, "done")
         logos_loaded(flow)
         shooter.shot(page, f"failure-{label}")
+        page.context.close()
+
+
+SPANISH_FLOW = {"scope": "user-link", "language": "es", "tasks": [{"operation": "deposit"}]}
+
+
+def take_spanish(shooter: Shooter, base: str) -> None:
+    """The flow with `language: "es"`: login (its sandbox hint open on the phone), progress
+    while the update runs, success; on a phone and a desktop."""
+    for label, viewport in (("phone", PHONE), ("desktop", DESKTOP)):
+        page, flow = shooter.open_flow(viewport, SPANISH_FLOW)
+        pick(flow, "walmart", "Walmart")
+        if label == "phone":
+            flow.get_by_test_id("login-hint").locator("summary").click()
+        logos_loaded(flow)
+        shooter.shot(page, f"sdk-es-login-{label}")
+        sign_in(flow, "test-good")
+        screen(flow, "progress")
+        advance(base, 3)  # happy-path: processing after 1 s, authenticated 2 s later
+        flow.locator("[data-step=update][data-state=active]").wait_for()
+        logos_loaded(flow)
+        shooter.shot(page, f"sdk-es-progress-{label}")
+        advance(base, 5)  # completed
+        screen(flow, "done")
+        logos_loaded(flow)
+        shooter.shot(page, f"sdk-es-success-{label}")
         page.context.close()
 
 
@@ -323,8 +359,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "screenshots")
     parser.add_argument("--chromium", default="/usr/bin/chromium")
-    parser.add_argument("--only", default="flow,demo,dashboard,docs",
-                        help="which shots, comma-separated: flow, demo, dashboard, docs (all)")
+    parser.add_argument("--only", default="flow,spanish,demo,dashboard,docs",
+                        help="which shots, comma-separated: flow, spanish, demo, dashboard, "
+                             "docs (all)")
     parser.add_argument("--dashboard-only", action="store_true", help="--only dashboard")
     args = parser.parse_args(argv)
     only = {"dashboard"} if args.dashboard_only else set(args.only.split(","))
@@ -338,6 +375,8 @@ def main(argv: list[str] | None = None) -> int:
             shooter = Shooter(browser, base, args.out)
             if "flow" in only:
                 take_all(shooter, base)
+            if "spanish" in only:
+                take_spanish(shooter, base)
             if "demo" in only:
                 take_demo(shooter, base)
             if "docs" in only:

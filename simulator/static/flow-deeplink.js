@@ -4,7 +4,7 @@
 import { api, interaction, send } from "./flow-api.js";
 import { remember, screens, state } from "./flow-state.js";
 import { alertBox, button, companyHero, companyTitle, el, field, icon, iconHero, logo,
-         say, screen } from "./flow-ui.js";
+         say, screen, t } from "./flow-ui.js";
 
 export function account() {
   api("GET", "/sdk/linked-accounts").then(function (json) {
@@ -16,46 +16,46 @@ export function account() {
           logo(company, "sm"),
           el("span", { "class": "text" }, [el("span", { "class": "name", text: company.name }),
             el("span", { "class": "meta" + (connected ? "" : " warn"),
-                         text: connected ? "Connected" : "Needs you to sign in again" })]),
+                         text: connected ? t("Connected") : t("Needs you to sign in again") })]),
           el("span", { "class": "chevron", "aria-hidden": "true" }, [icon("chevron")])])]);
     });
     screen("account", "Account", [
-      iconHero("bank", el("h1", { text: "Your connected accounts" }), null),
-      items.length ? el("ul", { "class": "results", "aria-label": "Connected accounts" }, items) :
-        el("p", { "class": "hint center", text: "No connected account yet." }),
+      iconHero("bank", el("h1", { text: t("Your connected accounts") }), null),
+      items.length ? el("ul", { "class": "results", "aria-label": t("Connected accounts") }, items) :
+        el("p", { "class": "hint center", text: t("No connected account yet.") }),
       el("div", { "class": "actions" }, [
-        button("primary", "Connect another", function () { remember(account); screens.search(false); })])]);
+        button("primary", t("Connect another"), function () { remember(account); screens.search(false); })])]);
   }).catch(function (error) { screens.fail(error.code); });
 }
 
 export function depositSetup(company) {
   var capabilities = (company.connector && company.connector.capabilities) || {};
   var offered = capabilities.distributionTypes || ["total", "percent", "fixed"];
-  var labels = { total: "My entire paycheck", percent: "A percentage of my paycheck",
-                 fixed: "A fixed amount per paycheck" };
+  var labels = { total: t("My entire paycheck"), percent: t("A percentage of my paycheck"),
+                 fixed: t("A fixed amount per paycheck") };
   var kind = el("select", { "data-testid": "distribution-type" },
     ["total", "percent", "fixed"].filter(function (t) { return offered.indexOf(t) >= 0; })
       .map(function (t) { return el("option", { value: t, text: labels[t] }); }));
   var amount = el("input", { type: "number", min: "1", step: "any", inputmode: "decimal",
                              "data-testid": "distribution-amount" });
-  var amountField = field("Amount", amount);
+  var amountField = field(t("Amount"), amount);
   var amountLabel = amountField.querySelector("label");
   var message = alertBox("distribution-error");
   function sync() {
     amountField.hidden = kind.value === "total";
-    amountLabel.textContent = kind.value === "percent" ? "Percentage (1 to 100)" : "Amount in dollars";
+    amountLabel.textContent = kind.value === "percent" ? t("Percentage (1 to 100)") : t("Amount in dollars");
     amount.max = kind.value === "percent" ? "100" : "";
   }
   kind.onchange = sync;
   var form = el("form", { "class": "form", novalidate: "" }, [
-    field("How much of your pay should go to this account?", kind), amountField, message,
-    el("button", { type: "submit", "class": "primary", "data-testid": "continue", text: "Continue" })]);
+    field(t("How much of your pay should go to this account?"), kind), amountField, message,
+    el("button", { type: "submit", "class": "primary", "data-testid": "continue", text: t("Continue") })]);
   form.onsubmit = function (event) {
     event.preventDefault();
     var value = Number(amount.value);
     if (kind.value !== "total" && (!(value > 0) || (kind.value === "percent" && value > 100))) {
-      say(message, kind.value === "percent" ? "Enter a percentage from 1 to 100." :
-        "Enter an amount greater than zero.");
+      say(message, kind.value === "percent" ? t("Enter a percentage from 1 to 100.") :
+        t("Enter an amount greater than zero."));
       amount.focus();
       return;
     }
@@ -66,29 +66,30 @@ export function depositSetup(company) {
     screens.login(company, state.loginOptions);
   };
   screen("direct-deposit-setup", "Direct Deposit", [
-    companyHero(company, companyTitle(company, "Direct deposit at "),
-                "Choose how much of each paycheck goes to your account."), form],
+    companyHero(company, companyTitle(company, t("Direct deposit at {company}")),
+                t("Choose how much of each paycheck goes to your account.")), form],
          { back: true, focus: kind });
   sync();
 }
 
 export function manualFallback(company, afterFailure) {
+  var named = { company: company.name };
   var steps = [
-    "Ask " + company.name + "'s payroll team (or your HR portal) how to change your direct deposit.",
-    "Give them your account and routing numbers, or a signed direct deposit form.",
-    "Check your next pay stub to see that the change is in place."
+    t("Ask {company}'s payroll team (or your HR portal) how to change your direct deposit.", named),
+    t("Give them your account and routing numbers, or a signed direct deposit form."),
+    t("Check your next pay stub to see that the change is in place.")
   ].map(function (text) { return el("li", { text: text }); });
   screen("manual-fallback", "Manual Instructions", [
-    companyHero(company, companyTitle(company, "Update your deposit at "), null),
+    companyHero(company, companyTitle(company, t("Update your deposit at {company}")), null),
     el("p", { "data-testid": "manual-instructions", "class": "lead",
               text: afterFailure ?
-                "You can make this change with " + company.name + " directly. Give your employer's payroll " +
-                "team your account and routing numbers, or a direct deposit form." :
-                company.name + " can't be connected online. Give your employer's payroll " +
-                "team your account and routing numbers, or a direct deposit form." }),
+                t("You can make this change with {company} directly. Give your employer's payroll " +
+                  "team your account and routing numbers, or a direct deposit form.", named) :
+                t("{company} can't be connected online. Give your employer's payroll " +
+                  "team your account and routing numbers, or a direct deposit form.", named) }),
     el("ol", { "class": "card numbered" }, steps),
     el("div", { "class": "actions" }, [
-      button("primary", "Get a deposit form", function () {
+      button("primary", t("Get a deposit form"), function () {
         remember(function () { manualFallback(company, afterFailure); });
         depositPdf(company); })])
   ], { back: true });
@@ -98,7 +99,7 @@ export function depositPdf(company) {
   var link = el("a", { href: "/sdk/deposit-form.pdf?companyId=" + encodeURIComponent(company._id) +
                        "&publicToken=" + encodeURIComponent(state.token),
                        target: "_blank", "class": "primary", "data-testid": "deposit-pdf" },
-                [icon("document"), el("span", { text: "Download the form (PDF)" })]);
+                [icon("document"), el("span", { text: t("Download the form (PDF)") })]);
   link.onclick = function (event) {
     // The host page opens it (<prefix>-open-url): an iframe may not open windows itself.
     event.preventDefault();
@@ -106,9 +107,9 @@ export function depositPdf(company) {
     send("open-url", { url: new URL(link.getAttribute("href"), window.location.href).href });
   };
   screen("generate-deposit-pdf", "Deposit Form", [
-    companyHero(company, companyTitle(company, "Deposit form for "),
-                "Fill in your account details, sign the form, and hand it to " +
-                company.name + "'s payroll team."),
+    companyHero(company, companyTitle(company, t("Deposit form for {company}")),
+                t("Fill in your account details, sign the form, and hand it to {company}'s payroll team.",
+                  { company: company.name })),
     el("div", { "class": "actions" }, [link])
   ], { back: true });
 }
@@ -116,17 +117,17 @@ export function depositPdf(company) {
 export function addCard(company) {
   var number = el("input", { inputmode: "numeric", autocomplete: "cc-number",
                              "data-testid": "card-number" });
-  var expiry = el("input", { autocomplete: "cc-exp", placeholder: "MM/YY", "data-testid": "card-expiry" });
+  var expiry = el("input", { autocomplete: "cc-exp", placeholder: t("MM/YY"), "data-testid": "card-expiry" });
   var message = alertBox("card-error");
-  var form = el("form", { "class": "form", novalidate: "" }, [field("Card number", number),
-    field("Expiry date (MM/YY)", expiry), message,
-    el("button", { type: "submit", "class": "primary", "data-testid": "continue", text: "Continue" })]);
+  var form = el("form", { "class": "form", novalidate: "" }, [field(t("Card number"), number),
+    field(t("Expiry date (MM/YY)"), expiry), message,
+    el("button", { type: "submit", "class": "primary", "data-testid": "continue", text: t("Continue") })]);
   form.onsubmit = function (event) {
     event.preventDefault();
     var digits = number.value.replace(/\D/g, "");
     var parts = expiry.value.split("/");
     if (digits.length < 12 || parts.length !== 2) {
-      say(message, "Check the card number and expiry date.");
+      say(message, t("Check the card number and expiry date."));
       return;
     }
     state.paymentMethod = { type: "card", _id: "card-" + digits.slice(-4), title: "Card " + digits.slice(-4),
@@ -138,7 +139,8 @@ export function addCard(company) {
     else { screens.search(false); }
   };
   screen("add-card", "Add Card", [
-    iconHero("card", el("h1", { text: "Add a card" }),
-             company ? "The card you want " + company.name + " to charge." : "The card you want to pay with."),
+    iconHero("card", el("h1", { text: t("Add a card") }),
+             company ? t("The card you want {company} to charge.", { company: company.name }) :
+               t("The card you want to pay with.")),
     form]);
 }

@@ -5,24 +5,24 @@
 import { api, interaction, loginBody } from "./flow-api.js";
 import { config, remember, screens, state } from "./flow-state.js";
 import { alertBox, busy, companyHero, companyTitle, el, errorSentence, field, icon, logo,
-         nextId, say, screen } from "./flow-ui.js";
+         nextId, say, screen, t } from "./flow-ui.js";
 
 function loginHint() {
   var items = [
-    ["test-good", "signs in and succeeds"],
-    ["test-bad", "wrong password: the sign-in is refused here"],
-    ["test-failure", "signs in, then the update fails"],
-    ["test-code-mfa", "asks for a verification code"],
-    ["test-question-mfa", "asks a security question"],
-    ["test-distribution-not-supported", "signs in, then the deposit fails: the payroll system can't set it up"]
+    ["test-good", t("signs in and succeeds")],
+    ["test-bad", t("wrong password: the sign-in is refused here")],
+    ["test-failure", t("signs in, then the update fails")],
+    ["test-code-mfa", t("asks for a verification code")],
+    ["test-question-mfa", t("asks a security question")],
+    ["test-distribution-not-supported", t("signs in, then the deposit fails: the payroll system can't set it up")]
   ].map(function (pair) {
     return el("li", {}, [el("code", { text: pair[0] }), document.createTextNode(": " + pair[1])]);
   });
   return el("details", { "class": "hint", "data-testid": "login-hint" }, [
-    el("summary", { text: "Testing? Use a sandbox username" }),
+    el("summary", { text: t("Testing? Use a sandbox username") }),
     el("ul", {}, items),
-    el("p", { text: "Any password and any verification answer work. You can add @test.com " +
-                    "to a username. test- followed by a scenario name runs that scenario." })
+    el("p", { text: t("Any password and any verification answer work. You can add @test.com " +
+                      "to a username. test- followed by a scenario name runs that scenario.") })
   ]);
 }
 
@@ -35,9 +35,10 @@ export function login(company, options) {
                                "data-testid": "password" });
   var message = alertBox("login-error");
   var submit = el("button", { type: "submit", "class": "primary", "data-testid": "submit",
-                              "data-working": "Signing in…", text: "Sign in" });
-  var form = el("form", { "class": "form", "aria-label": "Sign in to " + company.name, novalidate: "" },
-                [field("Username", username), field("Password", password), message, submit]);
+                              "data-working": t("Signing in…"), text: t("Sign in") });
+  var form = el("form", { "class": "form", "aria-label": t("Sign in to {company}", { company: company.name }),
+                          novalidate: "" },
+                [field(t("Username"), username), field(t("Password"), password), message, submit]);
   function invalid(fields) {
     [username, password].forEach(function (input) {
       if (fields.indexOf(input) >= 0) {
@@ -55,7 +56,7 @@ export function login(company, options) {
     event.preventDefault();
     if (!username.value.trim() || !password.value) {
       var missing = [username, password].filter(function (i) { return !i.value.trim(); });
-      say(message, "Enter your username and password.");
+      say(message, t("Enter your username and password."));
       invalid(missing);
       missing[0].focus();
       return;
@@ -87,8 +88,8 @@ export function login(company, options) {
     });
   };
   screen("login", "Login", [
-    companyHero(company, companyTitle(company, "Sign in to "),
-                "Use the username and password you use at " + company.name + "."),
+    companyHero(company, companyTitle(company, t("Sign in to {company}")),
+                t("Use the username and password you use at {company}.", { company: company.name })),
     form, loginHint()
   ], { back: !options.locked });
 }
@@ -118,16 +119,17 @@ export function mfa(company, body, challenge) {
     { autocomplete: "off", "data-testid": "mfa-answer" });
   var message = alertBox("mfa-error");
   var submit = el("button", { type: "submit", "class": "primary", "data-testid": "mfa-submit",
-                              "data-working": "Checking…", text: isCode ? "Verify" : "Continue" });
+                              "data-working": t("Checking…"), text: isCode ? t("Verify") : t("Continue") });
+  // The prompt is the sandbox's (domain/sdk.py MFA_CHALLENGES), in English: said through t().
   var form = el("form", { "class": "form", novalidate: "" }, [
-    isCode ? field("Verification code", answer, challenge.prompt) :
-             field(challenge.prompt, answer),
+    isCode ? field(t("Verification code"), answer, t(challenge.prompt)) :
+             field(t(challenge.prompt), answer),
     message, submit]);
   answer.oninput = function () { answer.removeAttribute("aria-invalid"); };
   form.onsubmit = function (event) {
     event.preventDefault();
     if (!answer.value.trim()) {
-      say(message, isCode ? "Enter the code." : "Enter your answer.");
+      say(message, isCode ? t("Enter the code.") : t("Enter your answer."));
       answer.setAttribute("aria-invalid", "true");
       answer.focus();
       return;
@@ -150,10 +152,11 @@ export function mfa(company, body, challenge) {
          isCode ? "Verification" : "Security Question", [
     el("div", { "class": "hero" }, [
       el("div", { "class": "hero-icon", "aria-hidden": "true" }, [icon(isCode ? "shield" : "question")]),
-      el("h1", { text: isCode ? "Enter your verification code" : "Answer your security question" }),
-      el("p", { "class": "lead", text: isCode ? "For your security, " + company.name + " needs one more step." :
-                company.name + " asks one of your security questions to make sure it's you." })]),
+      el("h1", { text: isCode ? t("Enter your verification code") : t("Answer your security question") }),
+      el("p", { "class": "lead", text: isCode ?
+                t("For your security, {company} needs one more step.", { company: company.name }) :
+                t("{company} asks one of your security questions to make sure it's you.", { company: company.name }) })]),
     form,
-    el("p", { "class": "hint pair-line" }, [mark, " Signing in to " + company.name])
+    el("p", { "class": "hint pair-line" }, [mark, " " + t("Signing in to {company}", { company: company.name })])
   ], { back: true });
 }
