@@ -342,6 +342,8 @@ EXAMPLES: dict[tuple[str, str], Example] = {
         after=_AFTER_ACCOUNT)
        for action in ("disconnect", "reconnect", "refresh", "remove-deposit-switch")},
     ("POST", "/_sandbox/users/{identifier}/delete-pii"): Example(),
+    # user-1 has tasks (409): this one never had any.
+    ("DELETE", "/_sandbox/users/{identifier}"): Example(parameters={"identifier": "user-2"}),
     ("POST", f"/_sandbox/{AGGREGATOR}/processor-token"): Example({"identifier": USER}),
     ("POST", f"/_sandbox/{AGGREGATOR}/processor-token/{{token}}/revoke"): Example(after=From(
         "POST", f"/_sandbox/{AGGREGATOR}/processor-token",

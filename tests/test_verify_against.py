@@ -29,7 +29,7 @@ from payroll_sandbox.verify import PROBES, UNKNOWN_ID
 IDENTIFIER = "verify-test-user"
 KEYS = ["--key", ACME["x-api-key"], "--secret", ACME["x-api-secret"]]
 RECORD_PROBES = ("linked-account-list", "income", "employment", "identity", "deposit-accounts",
-                 "statements")
+                 "statements", "user-tasks")
 
 
 async def verify_against(url: str, *args: str) -> tuple[int, str, str]:
@@ -75,7 +75,7 @@ def proxy_app(upstream: str, change=None, seen: list[str] | None = None) -> web.
         if seen is not None:
             seen.append(f"{request.method} {request.path_qs}")
         headers = {k: v for k, v in request.headers.items()
-                   if k.lower() in ("x-api-key", "x-api-secret", "content-type", "accept")}
+                   if k.lower() in FORWARDED}
         async with request.app[SESSION].request(
                 request.method, upstream + request.path_qs, headers=headers,
                 data=await request.read() or None, allow_redirects=False) as answer:
@@ -97,6 +97,8 @@ def proxy_app(upstream: str, change=None, seen: list[str] | None = None) -> web.
 
 
 SESSION = web.AppKey("session", aiohttp.ClientSession)
+FORWARDED = ("x-api-key", "x-api-secret", "x-public-token", "x-api-version", "content-type",
+             "accept")
 
 
 def drift(request: web.Request, status: int, body: bytes) -> tuple[int, bytes]:
@@ -122,6 +124,9 @@ async def test_verify_against_an_unmodified_sandbox_finds_no_difference(second_s
     # The records were there on both sides, so their fields were compared.
     not_compared = {n["probe"] for n in report["notes"] if "no items" in n["message"]}
     assert not not_compared & set(RECORD_PROBES), report["notes"]
+    # Every probe went to both sides: what one probe captured (a task, its file, the run's
+    # endpoint and secret, the run user's token) named the next ones' requests on each.
+    assert [p["name"] for p in report["probes"] if not (p["service"] and p["sandbox"])] == []
     assert "x-api-secret" not in out and ACME["x-api-secret"] not in out
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import NotFound, UserNotFound, field_detail
+from ..errors import Conflict, NotFound, UserNotFound, field_detail
 from .owner import Owner
 
 UNKNOWN_TOKEN = "This tenant has no public token {token!r} (revoked already, or never issued)."
@@ -18,8 +18,16 @@ UNKNOWN_USER = "No user has the identifier {identifier!r}."
 END_OF_MONITORING = "system-update"
 
 
+UNREMOVABLE_USER = ("The user {identifier!r} has tasks, linked accounts or processor links: "
+                    "delete their personal data (delete-pii) or reset the tenant instead.")
+
+
 class PublicTokenNotFound(NotFound):
     code = "public-token-not-found"
+
+
+class UserHasRecords(Conflict):
+    code = "user-has-records"
 
 
 def success() -> dict[str, Any]:
@@ -108,3 +116,27 @@ def end_monitoring(tenant: Owner, identifier: str) -> list[Any]:
     for account in ended:
         tenant.accounts.disconnect(account, END_OF_MONITORING)
     return ended
+
+def remove_user(tenant: Owner, identifier: str) -> bool:
+    """DELETE /_sandbox/users/{identifier}: a user who has only what POST /access-token and
+    PUT /user make (public tokens, stored payment methods) and the control plane's bindings
+    is forgotten whole, as if never made (404 for them afterwards); True. A user who does
+    not exist is gone already: False (a repeated removal, or a clean-up after a run that
+    never made its user, succeeds). A user with tasks, linked accounts or processor links
+    has history the ledger and other records name: 409, and they stay. The real service
+    publishes no such operation; `verify-against` removes the user it made for its run with
+    it (docs/verify-against.md)."""
+    if identifier not in tenant.users:
+        return False
+    parts = (tenant.tasks.values(), tenant.accounts.values(), tenant.links.values())
+    if any(record.identifier == identifier for part in parts for record in part):
+        raise UserHasRecords(UNREMOVABLE_USER.format(identifier=identifier),
+                             details=[field_detail("$.identifier", "has records",
+                                                   location="path")])
+    for text in [t for t, token in tenant.tokens.items() if token.identifier == identifier]:
+        del tenant.tokens[text]
+    tenant.latest_token.pop(identifier, None)
+    tenant.tasks.bind(identifier, None)
+    tenant.tasks.recreate_card_tokens(identifier, True)
+    del tenant.users[identifier]
+    return True

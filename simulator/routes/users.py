@@ -7,6 +7,7 @@ from ..domain import users
 from ..domain.tasks import user_tasks
 from ..schemas.api import (STORED_PAYMENT_METHODS, SUCCESS, TASK_DETAILS, USER_REQUEST,
                            USER_TASKS_QUERY)
+from ..schemas.responses import USER_REMOVED
 from ..operations import Auth, operation
 
 REAL = {"auth": Auth.API_KEYS}
@@ -45,3 +46,14 @@ async def end_monitoring(tenant, params, sandbox) -> dict:
            **REAL)
 async def stored_payment_methods(tenant, params) -> dict:
     return users.payment_methods(tenant, params["identifier"])
+
+@operation("DELETE", "/_sandbox/users/{identifier}", "Remove a user who has no tasks, linked "
+           "accounts or processor links", response=USER_REMOVED, errors=(409,),
+           tags=("control plane",), **REAL)
+async def remove_user(tenant, params) -> dict:
+    """Their public tokens and stored payment methods go with them (`removed`: false when
+    there was no such user: it is gone either way); a user with tasks, linked accounts or
+    processor links stays (409 user-has-records). verify-against removes the user it made
+    for its run with it."""
+    removed = users.remove_user(tenant, params["identifier"])
+    return {"identifier": params["identifier"], "removed": removed}

@@ -202,6 +202,10 @@ SCENARIO_BINDING = answer(identifier=_ID,
 CARD_TOKEN_RECREATION = answer(
     identifier=_ID, enabled=CARD_TOKEN_RECREATION_REQUEST["properties"]["enabled"])
 PII_DELETED = _done("identifier", "deleted", "The user's personal data is deleted.")
+USER_REMOVED = answer(
+    "The user is gone, with their public tokens and what PUT /user stored.",
+    identifier=_ID, removed={"type": "boolean",
+                             "description": "False: there was no such user (gone already)."})
 
 # -- companies ----------------------------------------------------------------------------
 
