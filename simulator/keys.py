@@ -41,6 +41,9 @@ SANDBOX = web.AppKey("sandbox", Sandbox)
 # A path without parameters -> the methods it takes ("POST"), for a 405's Allow: aiohttp
 # would also list those of a parameter route matching it (GET /task/{taskId}).
 FIXED_PATHS = web.AppKey("fixed_paths", dict)
+# A path prefix -> the dialect (operations.Dialect) every path under it answers in, those no
+# operation takes included (render.py).
+DIALECTS = web.AppKey("dialects", dict)
 
 T = TypeVar("T")
 

@@ -290,6 +290,21 @@ EXAMPLES: dict[tuple[str, str], Example] = {
     ("POST", "/aggregator-api/item/remove"): Example(_ITEM_ACCESS_TOKEN, after=_AFTER_EXCHANGE),
     ("POST", "/aggregator-api/sandbox/item/reset_login"): Example(_ITEM_ACCESS_TOKEN,
                                                                    after=_AFTER_EXCHANGE),
+    ("POST", "/aggregator-api/item/get"): Example(_ITEM_ACCESS_TOKEN, after=_AFTER_EXCHANGE),
+    ("POST", "/aggregator-api/item/webhook/update"): Example(
+        {**_ITEM_ACCESS_TOKEN, "webhook": RECEIVER}, after=_AFTER_EXCHANGE),
+    ("POST", "/aggregator-api/link/token/create"): Example(
+        {"client_name": "Your app", "language": "en", "country_codes": ["US"],
+         "user": {"client_user_id": USER}, "products": ["transactions"]}),
+    ("POST", "/aggregator-api/institutions/get_by_id"): Example(
+        {"institution_id": "ins_109508", "country_codes": ["US"],
+         "options": {"include_optional_metadata": True}}),
+    ("POST", "/aggregator-api/transactions/sync"): Example(
+        {**_ITEM_ACCESS_TOKEN, "count": 100}, after=_AFTER_EXCHANGE),
+    ("POST", "/aggregator-api/sandbox/item/fire_webhook"): Example(
+        {**_ITEM_ACCESS_TOKEN, "webhook_code": "SYNC_UPDATES_AVAILABLE"},
+        after=From("POST", "/aggregator-api/item/webhook/update",
+                   fields={"/access_token": "$request.body#/access_token"})),
     ("POST", f"/{AGGREGATOR}/processor-links"): Example(
         {"processorToken": _PROCESSOR_TOKEN},
         after=From("POST", f"/_sandbox/{AGGREGATOR}/processor-token",

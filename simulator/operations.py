@@ -53,12 +53,14 @@ class Dialect:
     own, routes/aggregator_api.py): their answers go out as the handler gives them (no
     `{"data": ...}`), their errors as `render_error(error, status)` -> (status, body) makes
     them (the edge calls it), and the OpenAPI document shows `errors` (status ->
-    description) with `error_schema`."""
+    description) with `error_schema`. Every path under `prefix` answers in this dialect,
+    those no operation has (404) and methods its paths do not take (405) included."""
 
     name: str
     render_error: Callable[[ApiError, int], tuple[int, dict[str, Any]]]
     error_schema: dict[str, Any]
     errors: dict[int, str]
+    prefix: str | None = None
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 
 from .errors import ApiError, MalformedBody, MethodNotAllowed, RequestTimeout, field_detail
-from .keys import SANDBOX, exchange_of
+from .keys import DIALECTS, SANDBOX, exchange_of
 from .logs import escape_controls
 from .settings import Settings
 
@@ -57,12 +57,22 @@ def render_error(request: web.Request, error: ApiError, status: int | None = Non
         headers["retry-after"] = str(retry_after)
     if allow is not None:
         headers["allow"] = allow
-    # An operation that stands in for another API answers in that API's error body.
-    dialect = getattr(request.match_info.handler, "dialect", None)
+    # An operation that stands in for another API answers in that API's error body, and so
+    # does any other path under that API's prefix (no such operation, another method).
+    dialect = getattr(request.match_info.handler, "dialect", None) or _dialect_of_path(request)
     if dialect is not None:
         status, body = dialect.render_error(error, status or error.status)
         return json_response(body, status=status, headers=headers or None)
     return json_response(error.body(), status=status or error.status, headers=headers or None)
+
+
+def _dialect_of_path(request: web.Request) -> Any:
+    """The dialect whose prefix the request's path is under (operations.Dialect.prefix)."""
+    path = request.path
+    for prefix, dialect in request.app.get(DIALECTS, {}).items():
+        if path == prefix or path.startswith(prefix + "/"):
+            return dialect
+    return None
 
 
 def wrong_method(request: web.Request, allowed: str) -> MethodNotAllowed:

@@ -126,16 +126,21 @@ ISSUE_11_NOT_EXPRESSIBLE: list[Waiver] = [
 
 # The aggregator's own API (/aggregator-api/, DESIGN.md): its conventions, not this API's.
 _AGGREGATOR_API = ("/sandbox/public_token/create", "/item/public_token/exchange", "/accounts/get",
-                   "/processor/token/create", "/item/remove", "/sandbox/item/reset_login")
+                   "/processor/token/create", "/item/remove", "/sandbox/item/reset_login",
+                   "/item/get", "/item/webhook/update", "/link/token/create",
+                   "/institutions/get_by_id", "/transactions/sync",
+                   "/sandbox/item/fire_webhook")
 AGGREGATOR_CONVENTIONS: list[Waiver] = [
     # It refuses missing or wrong credentials with 400 (MISSING_FIELDS, INVALID_API_KEYS),
     # as the real aggregator does, not 401/403 (tests/test_aggregator_api.py checks both).
     *(Waiver("POST", f"/aggregator-api{path}", "ignored_auth", 200,
              why="the aggregator answers 400 without valid keys") for path in _AGGREGATOR_API),
-    # A token (public or access) must be one it made: which ones, no schema can say.
+    # A token (public or access) must be one it made, an institution one of its sandbox's
+    # (INVALID_INSTITUTION), a webhook URL one the sandbox may send to, a cursor one it
+    # gave: which ones, no schema can say.
     *(Waiver("POST", f"/aggregator-api{path}", "positive_data_acceptance", 400,
-             why="a token the aggregator did not make: INVALID_*_TOKEN")
-      for path in _AGGREGATOR_API[1:]),
+             why="a token, institution, webhook URL or cursor the aggregator does not know")
+      for path in _AGGREGATOR_API),
 ]
 
 

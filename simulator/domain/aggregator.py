@@ -6,9 +6,16 @@ aggregator" list: a public token for a linked item (here the aggregator's sandbo
 `/sandbox/public_token/create`), its exchange for an access token, the item's accounts,
 and a processor token for one account (real-service facts 10). That token is the one
 `POST /<aggregator>/processor-links` takes: it records its item, the item's products and
-`transactions.days_requested`, so the service's pipeline pulls what the item allows, and
+`transactions.days_requested`, so the service's pipeline pulls what the item allows (the
+item's own transactions, which /transactions/sync answers too: aggregator_data.py), and
 fails with the aggregator's error once the item needs its user to log in again
 (`/sandbox/item/reset_login`).
+
+Around that flow, what a customer's own code calls next: the item (/item/get), a link
+token, an institution, the item's transactions, and its webhooks. An item may carry a
+webhook URL (`options.webhook`, /item/webhook/update); /sandbox/item/fire_webhook sends the
+aggregator's own webhook there, a JSON body in its conventions, through the tenant's
+ledger and outbox like every delivery (Tenant.emit_webhook; facts 10).
 
 Every function is one operation of the aggregator's API and returns its answer (snake_case,
 with `request_id`, as the aggregator answers); errors are AggregatorError, rendered in the
@@ -18,18 +25,25 @@ come from `unguessable`.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import random
 from dataclasses import dataclass
 from typing import Any
 
+from ..clock import isoformat
 from ..errors import ApiError
+from .aggregator_data import (INSTITUTIONS, Institution, institution_status, item_history,
+                              transaction_record)
 from .identity import unguessable
 from .owner import Owner
 from .stored import Record, Sections, array, check_count, unique
 
 PUBLIC_TOKEN_LIFETIME = 1800   # the aggregator's public tokens live 30 minutes, one exchange
+LINK_TOKEN_LIFETIME = 4 * 3600  # its link tokens, 4 hours
 DEFAULT_DAYS_REQUESTED = 90    # transactions.days_requested when the link does not say
 TRANSACTIONS = "transactions"  # the product the service needs (spec: Steps at the aggregator)
+SYNC_COUNT = 100               # /transactions/sync: transactions a page, unless `count` says
 
 EXPECTED_FORMAT = "expected format: {kind}-<environment>-<identifier>"
 UNKNOWN_PUBLIC_TOKEN = "provided public token is not valid: it is unknown or already exchanged"
@@ -43,6 +57,21 @@ LOGIN_REQUIRED = ("the login details of this item have changed (credentials, MFA
                   "user action) and a user login is required to update this information. "
                   "use Link's update mode to restore the item to a good state")
 ITEM_REMOVED = "the item this processor token was created for was removed at the aggregator"
+UNKNOWN_INSTITUTION = ("invalid institution_id provided: {institution_id!r} is no institution "
+                       "of this sandbox (ins_109508 to ins_109512, ins_127287)")
+OTHER_COUNTRY = "institution {institution_id!r} is not in the country_codes asked for ({codes})"
+NO_TRANSACTIONS = ("this item was linked without the transactions product (initial_products); "
+                   "link a new item with it")
+BAD_CURSOR = "cursor is not a cursor /transactions/sync gave for this item (and account_id)"
+NO_WEBHOOK = ("the item has no webhook URL: give one as options.webhook to "
+              "/sandbox/public_token/create, or with /item/webhook/update")
+WRONG_WEBHOOK_TYPE = "webhook_code {code} is not a webhook of webhook_type {given} (it is {type})"
+PRODUCT_NOT_ENABLED = ("the item has no {product} product (its products: {products}), so it "
+                       "fires no {type} {code} webhook")
+NOT_SERVED = ("{code} is a webhook of a product the sandbox's items do not have ({what}); "
+              "it fires: {fired}")
+USER_PERMISSION_REVOKED = ("the user has revoked access to this item at the institution; "
+                           "the item cannot be updated until they link it again")
 
 
 # -- errors, in the aggregator's terms ------------------------------------------------------------
@@ -82,6 +111,33 @@ class InvalidAccountId(AggregatorError):
 class ItemLoginRequired(AggregatorError):
     error_type = "ITEM_ERROR"
     error_code = "ITEM_LOGIN_REQUIRED"
+
+
+class ProductsNotSupported(AggregatorError):
+    """The item lacks the product asked for (the pipeline's aggregator-error says the same
+    of an item linked for `auth` only)."""
+
+    error_type = "ITEM_ERROR"
+    error_code = "PRODUCTS_NOT_SUPPORTED"
+
+
+class InvalidInstitution(AggregatorError):
+    error_code = "INVALID_INSTITUTION"
+
+
+class InvalidField(AggregatorError):
+    error_type = "INVALID_REQUEST"
+    error_code = "INVALID_FIELD"
+
+
+class SandboxWebhookInvalid(AggregatorError):
+    error_type = "SANDBOX_ERROR"
+    error_code = "SANDBOX_WEBHOOK_INVALID"
+
+
+class SandboxProductNotEnabled(AggregatorError):
+    error_type = "SANDBOX_ERROR"
+    error_code = "SANDBOX_PRODUCT_NOT_ENABLED"
 
 
 # -- records ----------------------------------------------------------------------------------
@@ -127,9 +183,16 @@ class Item:
     login_required: bool = False   # /sandbox/item/reset_login: the user must log in again
 
     def record(self) -> dict[str, Any]:
-        """The aggregator's Item object (in /accounts/get)."""
+        """The aggregator's Item object (/accounts/get, /item/get): its `error` is the one
+        its calls answer, ITEM_LOGIN_REQUIRED once its login was reset."""
+        institution = INSTITUTIONS.get(self.institution_id)
+        error = None
+        if self.login_required:
+            error = {**ItemLoginRequired(LOGIN_REQUIRED).aggregator_error(),
+                     "status": ItemLoginRequired.status}
         return {"item_id": self.item_id, "institution_id": self.institution_id,
-                "institution_name": None, "webhook": self.webhook, "error": None,
+                "institution_name": institution.name if institution else None,
+                "webhook": self.webhook, "error": error,
                 "available_products": [], "billed_products": list(self.products),
                 "products": list(self.products), "consented_products": list(self.products),
                 "consent_expiration_time": None, "update_type": "background"}
@@ -151,8 +214,10 @@ def _request_id(tenant: Owner) -> str:
 # -- the aggregator's API ---------------------------------------------------------------------
 
 def create_sandbox_public_token(tenant: Owner, request: dict[str, Any]) -> dict[str, Any]:
-    """/sandbox/public_token/create: a linked item at `institution_id` with
-    `initial_products`, and the public token its link flow would return."""
+    """/sandbox/public_token/create: a linked item at `institution_id` (one of the
+    sandbox's institutions) with `initial_products`, and the public token its link flow
+    would return; `options.webhook` is the URL its webhooks go to."""
+    institution(request["institution_id"])
     options = request.get("options") or {}
     transactions = options.get("transactions") or {}
     item_id = tenant.ids.secret("")
@@ -169,7 +234,7 @@ def create_sandbox_public_token(tenant: Owner, request: dict[str, Any]) -> dict[
     item = Item(item_id=item_id, institution_id=request["institution_id"],
                 products=list(dict.fromkeys(request["initial_products"])),
                 days_requested=transactions.get("days_requested", DEFAULT_DAYS_REQUESTED),
-                webhook=options.get("webhook"), accounts=accounts, created_at=now,
+                webhook=options.get("webhook") or None, accounts=accounts, created_at=now,
                 public_token=unguessable(f"public-{tenant.environment}-"),
                 public_token_expires_at=now + PUBLIC_TOKEN_LIFETIME)
     tenant.aggregator_items[item.item_id] = item
@@ -243,7 +308,236 @@ def reset_login(tenant: Owner, access_token: str) -> dict[str, Any]:
     return {"reset_login": True, "request_id": _request_id(tenant)}
 
 
+def get_item(tenant: Owner, access_token: str) -> dict[str, Any]:
+    """/item/get: the item, its `error` (ITEM_LOGIN_REQUIRED once its login was reset: the
+    call itself succeeds, as the aggregator's does) and its status: when its transactions
+    last updated, and the last webhook it fired."""
+    item = item_of(tenant, access_token)
+    last = _last_webhook(tenant, item)
+    last_webhook = None if last is None else {"sent_at": isoformat(last.time),
+                                              "code_sent": last.body["webhook_code"]}
+    return {"item": item.record(),
+            "status": {"investments": None,
+                       "transactions": {"last_successful_update": isoformat(item.created_at),
+                                        "last_failed_update": None},
+                       "last_webhook": last_webhook},
+            "request_id": _request_id(tenant)}
+
+
+def create_link_token(tenant: Owner, request: dict[str, Any]) -> dict[str, Any]:
+    """/link/token/create: a link token for the aggregator's link flow (4 hours). The
+    sandbox has no link flow of its own (/sandbox/public_token/create stands in for it), so
+    the token only answers; an `access_token` (update mode) must be one of the tenant's."""
+    if request.get("access_token") is not None:
+        item_of(tenant, request["access_token"])
+    return {"link_token": unguessable(f"link-{tenant.environment}-"),
+            "expiration": isoformat(tenant.clock.timestamp() + LINK_TOKEN_LIFETIME),
+            "request_id": _request_id(tenant)}
+
+
+def get_institution(tenant: Owner, request: dict[str, Any]) -> dict[str, Any]:
+    """/institutions/get_by_id: one of the sandbox's institutions, in one of the countries
+    asked for; its url, colour and logo, and its status, when the options ask."""
+    found = institution(request["institution_id"])
+    if not set(request["country_codes"]) & set(found.country_codes):
+        raise InvalidInstitution(OTHER_COUNTRY.format(
+            institution_id=found.institution_id, codes=", ".join(request["country_codes"])))
+    options = request.get("options") or {}
+    status = (institution_status(isoformat(tenant.clock.timestamp() - 86_400))
+              if options.get("include_status") else None)
+    return {"institution": found.record(
+                optional_metadata=bool(options.get("include_optional_metadata")), status=status),
+            "request_id": _request_id(tenant)}
+
+
+def institution(institution_id: str) -> Institution:
+    """A sandbox institution (aggregator_data.INSTITUTIONS), or the aggregator's error."""
+    found = INSTITUTIONS.get(institution_id)
+    if found is None:
+        raise InvalidInstitution(UNKNOWN_INSTITUTION.format(institution_id=institution_id))
+    return found
+
+
+def sync_transactions(tenant: Owner, request: dict[str, Any]) -> dict[str, Any]:
+    """/transactions/sync: the item's transactions (of `options.account_id` only, when
+    given), `count` at a time, from where `cursor` left off (none: the start). The
+    history is whole as soon as the item is linked (HISTORICAL_UPDATE_COMPLETE) and does
+    not grow, so once a cursor has reached its end the answer is empty, with that cursor
+    again. They are the transactions the service's pipeline pulls through a processor
+    token of the item (pulled_transactions)."""
+    item = _transactions_item(tenant, request["access_token"])
+    options = request.get("options") or {}
+    account_id = options.get("account_id")
+    if account_id is not None and all(a.account_id != account_id for a in item.accounts):
+        raise InvalidAccountId(UNKNOWN_ACCOUNT.format(account_id=account_id))
+    history = [t for t in item_history(item, tenant.rules.catalog)
+               if account_id is None or t["account_id"] == account_id]
+    start = _cursor_offset(request.get("cursor") or "", item, account_id, len(history))
+    end = min(len(history), start + request.get("count", SYNC_COUNT))
+    return {"transactions_update_status": "HISTORICAL_UPDATE_COMPLETE",
+            "accounts": [a.record() for a in item.accounts
+                         if account_id is None or a.account_id == account_id],
+            "added": [transaction_record(t) for t in history[start:end]],
+            "modified": [], "removed": [],
+            "next_cursor": _cursor(item, account_id, end), "has_more": end < len(history),
+            "request_id": _request_id(tenant)}
+
+
+def _transactions_item(tenant: Owner, access_token: str) -> Item:
+    """The item of an access token, when its transactions can be read: as the pipeline's
+    pull, not once its login was reset, nor when it was linked without them."""
+    item = item_of(tenant, access_token)
+    if item.login_required:
+        raise ItemLoginRequired(LOGIN_REQUIRED)
+    if TRANSACTIONS not in item.products:
+        raise ProductsNotSupported(NO_TRANSACTIONS)
+    return item
+
+
+def _cursor(item: Item, account_id: str | None, offset: int) -> str:
+    """An opaque cursor, as the aggregator's are: the item, the account asked for, and how
+    far into their history the reader is."""
+    text = f"{item.item_id}:{account_id or ''}:{offset}"
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def _cursor_offset(cursor: str, item: Item, account_id: str | None, total: int) -> int:
+    """Where a cursor `_cursor` made for this item and account left off (none: the start);
+    any other is the aggregator's INVALID_FIELD."""
+    if not cursor:
+        return 0
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        item_id, account, offset = text.rsplit(":", 2)
+        if (item_id, account or None) == (item.item_id, account_id) and 0 <= int(offset) <= total:
+            return int(offset)
+    except (ValueError, UnicodeDecodeError, binascii.Error):
+        pass
+    raise InvalidField(BAD_CURSOR)
+
+
+# -- the aggregator's webhooks ----------------------------------------------------------------
+
+# Each webhook /sandbox/item/fire_webhook fires: its webhook_type, and the product the item
+# needs for it (None: any item). DEFAULT_UPDATE goes with any of DEFAULT_UPDATE_TYPES.
+FIRED = {"DEFAULT_UPDATE": ("TRANSACTIONS", TRANSACTIONS),
+         "SYNC_UPDATES_AVAILABLE": ("TRANSACTIONS", TRANSACTIONS),
+         "RECURRING_TRANSACTIONS_UPDATE": ("TRANSACTIONS", TRANSACTIONS),
+         "NEW_ACCOUNTS_AVAILABLE": ("ITEM", None), "LOGIN_REPAIRED": ("ITEM", None),
+         "PENDING_DISCONNECT": ("ITEM", None), "USER_PERMISSION_REVOKED": ("ITEM", None),
+         "USER_ACCOUNT_REVOKED": ("ITEM", None)}
+DEFAULT_UPDATE_TYPES = {"TRANSACTIONS": TRANSACTIONS, "AUTH": "auth", "IDENTITY": "identity",
+                        "INVESTMENTS_TRANSACTIONS": "investments", "HOLDINGS": "investments",
+                        "LIABILITIES": "liabilities"}
+# What DEFAULT_UPDATE says of a product other than transactions (nothing changed here).
+DEFAULT_UPDATE_FIELDS: dict[str, dict[str, Any]] = {
+    "AUTH": {"account_ids_with_new_auth": [], "account_ids_with_updated_auth": {}},
+    "IDENTITY": {"account_ids_with_updated_identity": {}},
+    "INVESTMENTS_TRANSACTIONS": {"new_investments_transactions": 0,
+                                 "canceled_investments_transactions": 0},
+    "HOLDINGS": {"new_holdings": 0, "updated_holdings": 0},
+    "LIABILITIES": {"account_ids_with_new_liabilities": [],
+                    "account_ids_with_updated_liabilities": {}}}
+# The codes the aggregator's endpoint takes for products the sandbox's items never have.
+NOT_FIRED = {"SMS_MICRODEPOSITS_VERIFICATION": "same-day micro-deposits (AUTH)",
+             "AUTHORIZATION_GRANTED": "income verification (INCOME)",
+             "PRODUCT_READY": "asset reports (ASSETS)", "ERROR": "asset reports (ASSETS)"}
+WEBHOOK_CODES = (*FIRED, *NOT_FIRED)
+WEBHOOK_TYPES = ("AUTH", "HOLDINGS", "INVESTMENTS_TRANSACTIONS", "ITEM", "LIABILITIES",
+                 "TRANSACTIONS", "ASSETS", "IDENTITY", "INCOME")
+
+
+def fire_webhook(tenant: Owner, request: dict[str, Any]) -> dict[str, Any]:
+    """/sandbox/item/fire_webhook: the aggregator's webhook `webhook_code` (of
+    `webhook_type`, by default the code's own) goes to the item's webhook URL, with the
+    fields the aggregator sends for it. LOGIN_REPAIRED also repairs the item (a reset
+    login no longer fails its calls or the service's pull)."""
+    item = item_of(tenant, request["access_token"])
+    code = request["webhook_code"]
+    if code in NOT_FIRED:
+        raise SandboxProductNotEnabled(NOT_SERVED.format(code=code, what=NOT_FIRED[code],
+                                                         fired=", ".join(FIRED)))
+    webhook_type, product = FIRED[code]
+    given = request.get("webhook_type")
+    if code == "DEFAULT_UPDATE" and given is not None:
+        if given not in DEFAULT_UPDATE_TYPES:
+            raise InvalidField(WRONG_WEBHOOK_TYPE.format(
+                code=code, given=given, type=" or ".join(DEFAULT_UPDATE_TYPES)))
+        webhook_type, product = given, DEFAULT_UPDATE_TYPES[given]
+    elif given is not None and given != webhook_type:
+        raise InvalidField(WRONG_WEBHOOK_TYPE.format(code=code, given=given, type=webhook_type))
+    if product is not None and product not in item.products:
+        raise SandboxProductNotEnabled(PRODUCT_NOT_ENABLED.format(
+            product=product, products=", ".join(item.products), type=webhook_type, code=code))
+    if not item.webhook:
+        raise SandboxWebhookInvalid(NO_WEBHOOK)
+    fields = _webhook_fields(tenant, item, webhook_type, code, request.get("options") or {})
+    if code == "LOGIN_REPAIRED":
+        item.login_required = False
+    _send_webhook(tenant, item, item.webhook, webhook_type, code, fields)
+    return {"webhook_fired": True, "request_id": _request_id(tenant)}
+
+
+def update_webhook(tenant: Owner, access_token: str, webhook: str | None) -> dict[str, Any]:
+    """/item/webhook/update: the item's webhooks go to `webhook` from now on (none: no
+    webhooks); the new URL gets the aggregator's WEBHOOK_UPDATE_ACKNOWLEDGED."""
+    item = item_of(tenant, access_token)
+    item.webhook = webhook or None
+    if item.webhook is not None:
+        _send_webhook(tenant, item, item.webhook, "ITEM", "WEBHOOK_UPDATE_ACKNOWLEDGED",
+                      {"error": None, "new_webhook_url": item.webhook})
+    return {"item": item.record(), "request_id": _request_id(tenant)}
+
+
+def _webhook_fields(tenant: Owner, item: Item, webhook_type: str, code: str,
+                    options: dict[str, Any]) -> dict[str, Any]:
+    """What the aggregator's webhook says beyond its type, code, item and environment."""
+    account_ids = [a.account_id for a in item.accounts]
+    if code == "DEFAULT_UPDATE" and webhook_type == "TRANSACTIONS":
+        return {"error": None, "new_transactions": options.get(
+            "new_transactions", len(item_history(item, tenant.rules.catalog)))}
+    if code == "DEFAULT_UPDATE":
+        return {"error": None, **DEFAULT_UPDATE_FIELDS[webhook_type]}
+    if code == "SYNC_UPDATES_AVAILABLE":
+        return {"initial_update_complete": True, "historical_update_complete": True}
+    if code == "RECURRING_TRANSACTIONS_UPDATE":
+        return {"account_ids": account_ids}
+    if code == "PENDING_DISCONNECT":
+        return {"reason": "INSTITUTION_MIGRATION"}
+    if code == "USER_PERMISSION_REVOKED":
+        return {"error": {"error_type": "ITEM_ERROR", "error_code": "USER_PERMISSION_REVOKED",
+                          "error_message": USER_PERMISSION_REVOKED, "display_message": None}}
+    if code == "USER_ACCOUNT_REVOKED":
+        return {"account_id": account_ids[0]}
+    return {"error": None} if code == "NEW_ACCOUNTS_AVAILABLE" else {}
+
+
+def _send_webhook(tenant: Owner, item: Item, url: str, webhook_type: str, code: str,
+                  fields: dict[str, Any]) -> None:
+    """The webhook in the tenant's ledger (eventType `<webhook_type>.<webhook_code>`), to
+    `url`: the outbox delivers it as every delivery, its attempts on the ledger."""
+    body = {"webhook_type": webhook_type, "webhook_code": code, "item_id": item.item_id,
+            **fields, "environment": tenant.environment}
+    tenant.emit_webhook(url, f"{webhook_type}.{code}", body)
+
+
+def _last_webhook(tenant: Owner, item: Item) -> Any:
+    """The latest webhook of the item still in the ledger (None: none)."""
+    for event in reversed(tenant.events.by_id.values()):
+        if event.url is not None and event.body.get("item_id") == item.item_id:
+            return event
+    return None
+
+
 # -- for the service's pipeline -----------------------------------------------------------
+
+def pulled_transactions(tenant: Owner, item_id: str, account_id: str) -> list[dict[str, Any]]:
+    """What the service pulls through a processor token of an item (`pull_error` said it
+    may): the account's transactions of the item's history, the ones /transactions/sync
+    answers for it."""
+    item = tenant.aggregator_items[item_id]
+    return [t for t in item_history(item, tenant.rules.catalog) if t["account_id"] == account_id]
+
 
 def pull_error(tenant: Owner, item_id: str | None) -> dict[str, str] | None:
     """What the aggregator answers when the service pulls transactions through a processor

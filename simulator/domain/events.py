@@ -33,12 +33,18 @@ def compact_json(body: dict[str, Any]) -> bytes:
 
 class Event:
     """One event. Its body (eventType, eventTime, user, data and the task fields) is kept
-    as the compact JSON the webhook sends: written once, a third of a dict's memory."""
+    as the compact JSON the webhook sends: written once, a third of a dict's memory.
 
-    __slots__ = ("id", "type", "time", "body_json", "sequence", "user", "task")
+    An event with a `url` is another API's webhook kept in the same ledger: the aggregator's
+    own (domain/aggregator.py), its body as that API writes it, delivered to that one URL
+    as plain JSON (webhooks/cloudevents.py: message_of) rather than as a CloudEvent to the
+    tenant's endpoints."""
+
+    __slots__ = ("id", "type", "time", "body_json", "sequence", "user", "task", "url")
 
     def __init__(self, id: str, type: str, time: float, body: dict[str, Any], sequence: int,
-                 user: str | None = None, task: str | None = None) -> None:
+                 user: str | None = None, task: str | None = None,
+                 url: str | None = None) -> None:
         self.id = id              # ce-id; kept on every delivery and replay
         self.type = type          # eventType
         self.time = time          # virtual time it was emitted
@@ -46,6 +52,7 @@ class Event:
         self.sequence = sequence
         self.user = user          # the user's identifier, for filters and replay
         self.task = task
+        self.url = url            # another API's webhook: the one URL it goes to
 
     @property
     def body(self) -> dict[str, Any]:
@@ -57,19 +64,24 @@ class Event:
                 "body": self.body}
 
     def stored(self) -> dict[str, Any]:
-        """The event as a snapshot keeps it (STORED_EVENT)."""
-        return {"id": self.id, "type": self.type, "time": self.time, "sequence": self.sequence,
-                "user": self.user, "task": self.task, "body": self.body}
+        """The event as a snapshot keeps it (STORED_EVENT; `url` only where there is one)."""
+        stored = {"id": self.id, "type": self.type, "time": self.time,
+                  "sequence": self.sequence, "user": self.user, "task": self.task,
+                  "body": self.body}
+        if self.url is not None:
+            stored["url"] = self.url
+        return stored
 
     @classmethod
     def from_stored(cls, raw: dict[str, Any]) -> Event:
         return cls(id=raw["id"], type=raw["type"], time=float(raw["time"]), body=raw["body"],
-                   sequence=raw["sequence"], user=raw["user"], task=raw["task"])
+                   sequence=raw["sequence"], user=raw["user"], task=raw["task"],
+                   url=raw.get("url"))
 
 
 STORED_EVENT = obj({"id": STRING, "type": STRING, "time": TIME, "sequence": COUNT,
                     "user": {"type": ["string", "null"]}, "task": {"type": ["string", "null"]},
-                    "body": {"type": "object"}})
+                    "body": {"type": "object"}}, {"url": STRING})
 
 
 class EventLog:

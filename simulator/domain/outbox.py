@@ -426,10 +426,12 @@ class Outbox:
         self.deliver(event)
 
     def deliver(self, event: Event, *, replay: bool = False) -> list[Delivery]:
-        """New deliveries of `event` to every endpoint registered for its type, their first
-        attempts queued (or held, or delayed, as the faults say)."""
+        """New deliveries of `event` to every endpoint registered for its type (another
+        API's webhook: to its one URL), their first attempts queued (or held, or delayed,
+        as the faults say)."""
         made = []
-        for url, secret_id in self.targets_for(event.type).items():
+        targets = self.targets_for(event.type) if event.url is None else {event.url: None}
+        for url, secret_id in targets.items():
             deliveries = self.deliveries.setdefault(event.id, [])
             delivery = Delivery(event_id=event.id, number=len(deliveries) + 1, url=url,
                                 replay=replay, secret_id=secret_id)

@@ -22,7 +22,8 @@ from ..errors import (ApiError, IdentifierMismatch, InvalidProcessorToken, Other
 from rapidfuzz import fuzz
 
 from ..schemas.events import processor_link_events
-from .aggregator import pull_error
+from .aggregator import pull_error, pulled_transactions
+from .aggregator_data import ONE_OFF, PAYROLL_WORDS
 from .companies import OPERATIONAL, Company, ManualDepositRule
 from .search import SearchQuery, normalize, search_companies
 from .rules import Rules
@@ -49,10 +50,6 @@ IDENTIFIER_MISMATCH = "user-identifier does not match the user the token was min
 NO_LINKS = "The user {identifier!r} has no processor links."
 ONLY_AUTH = ("The link token requested only the auth product; request the transactions "
              "product so that transactions can be retrieved.")
-
-PAYROLL_WORDS = ("PAYROLL", "DIR DEP", "DIRECT DEP")
-ONE_OFF = ("COFFEE BAR", "GAS STATION", "GROCERY MART", "PHARMACY", "RESTAURANT", "HARDWARE STORE",
-           "BOOKSTORE", "PARKING", "TAXI", "ONLINE MARKET")
 
 
 @dataclass
@@ -86,7 +83,8 @@ TRANSACTION = {"type": "object", "additionalProperties": False,
                               "account_id": {"type": "string"},
                               "date": {"type": "string", "format": "date"},
                               "amount": {"type": "number"}, "name": {"type": "string"},
-                              "category": {"enum": ["payroll", "subscription", "purchase"]}}}
+                              "category": {"enum": ["payroll", "subscription", "purchase",
+                                                    "transfer", "interest"]}}}
 
 
 @dataclass
@@ -323,8 +321,13 @@ class ProcessorLinks(Held[ProcessorLink]):
     def _transactions(self, link: ProcessorLink,
                       token: ProcessorToken) -> list[dict[str, Any]]:
         """Transaction history bounded by daysRequested: payroll deposits from real catalog
-        employers, recurring charges from catalog merchants, and everyday purchases."""
+        employers, recurring charges from catalog merchants, and everyday purchases. A
+        token of an item of the aggregator's API pulls that item's account history (the
+        one its /transactions/sync answers: aggregator_data.py); the control plane's
+        shortcut, which has no item, gets one made up for the link here."""
         tenant = self.tenant
+        if token.item_id is not None:
+            return pulled_transactions(tenant, token.item_id, token.account_id)
         rng = random.Random(f"{link.id}:transactions")
         today = tenant.clock.now().date()
         first = today - timedelta(days=token.days_requested - 1)

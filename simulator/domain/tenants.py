@@ -248,6 +248,15 @@ class Tenant:
                       user=identifier, task=task_id)
         return self.events.append(event)
 
+    def emit_webhook(self, url: str, event_type: str, body: dict[str, Any]) -> Event:
+        """Store another API's webhook in the ledger (the aggregator's own,
+        domain/aggregator.py): `body` as that API writes it, for the one `url` it goes to.
+        The outbox delivers it there as plain JSON, recorded and retried as every delivery."""
+        at = round(self.clock.timestamp(), 3)
+        event = Event(id=self.ids.uuid(), type=event_type, time=at, body=body,
+                      sequence=self.events.emitted + 1, url=url)
+        return self.events.append(event)
+
     def seen(self) -> None:
         """A request of this tenant's arrived (a shared deployment forgets tenants idle past
         --tenant-idle-expiry: TenantRegistry.expire_idle)."""

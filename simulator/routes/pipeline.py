@@ -20,7 +20,7 @@ from aiohttp import web
 from ..domain.faults import Fired, InjectedFault
 from ..errors import ApiError, ApiKeysRequired, PublicTokenRequired, ValidationFailed, field_detail
 from ..journal import journal_body
-from ..keys import FIXED_PATHS, SANDBOX, Exchange, exchange_of
+from ..keys import DIALECTS, FIXED_PATHS, SANDBOX, Exchange, exchange_of
 from ..operations import CLIENT_ID, CLIENT_SECRET, Auth, Operation, Reply
 from ..render import json_response, read_within_time, wrong_method
 from ..schemas.validate import (INVALID_TEXT, check_json_type, parse_json_body, parse_query,
@@ -39,6 +39,8 @@ def add_routes(app: web.Application, operations: Iterable[Operation]) -> None:
         if "{" not in op.path:
             fixed.setdefault(op.path, set()).add(op.method)
     app[FIXED_PATHS] = {path: ", ".join(sorted(methods)) for path, methods in fixed.items()}
+    app[DIALECTS] = {op.dialect.prefix: op.dialect for op in operations
+                     if op.dialect is not None and op.dialect.prefix}
     for op in operations:
         handler = _endpoint(op, _shadowed(op, fixed))
         if op.method == "GET":  # HEAD answers as GET would, without the body

@@ -136,6 +136,15 @@ EVENT_BODY = {
     "description": "The webhook's JSON body; each event type's schema is "
                    "GET /_sandbox/schemas/events/{eventType} (and this document's webhooks).",
 }
+AGGREGATOR_WEBHOOK_BODY = {
+    "type": "object",
+    "required": ["webhook_type", "webhook_code", "environment"],
+    "properties": {"webhook_type": _STRING, "webhook_code": _STRING, "item_id": _STRING,
+                   "environment": {"enum": ["sandbox", "production"]}},
+    "description": "The aggregator's own webhook (POST /aggregator-api/sandbox/item/"
+                   "fire_webhook), as it sent it to the item's webhook URL; its eventType is "
+                   "`<webhook_type>.<webhook_code>`.",
+}
 _DELIVERY_STATE = EVENTS_QUERY["properties"]["delivery"]["enum"]  # and `none`: no delivery
 ATTEMPT = answer(
     "One attempt to deliver (webhooks/dispatcher.py: Attempt.record).",
@@ -160,7 +169,7 @@ EVENT_RECORD = answer(
     "An event with its deliveries and every attempt (routes/webhooks.py: event_record).",
     id={**_ID, "description": "Its ce-id."}, eventType=_STRING, time=_DATE_TIME,
     sequence=_COUNT, userIdentifier={"type": ["string", "null"]},
-    task={"type": ["string", "null"]}, body=EVENT_BODY,
+    task={"type": ["string", "null"]}, body={"anyOf": [EVENT_BODY, AGGREGATOR_WEBHOOK_BODY]},
     delivery={"enum": _DELIVERY_STATE,
               "description": "`none` (no endpoint), `pending`, `failed`, `interrupted` (any "
                              "delivery) or `delivered` (all)."},

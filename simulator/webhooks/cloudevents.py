@@ -48,6 +48,13 @@ def to_message(event: Event, vendor: str, signing_secret: str | None = None) -> 
     return OutboundMessage(headers=headers, body=body)
 
 
+def to_plain_message(event: Event) -> OutboundMessage:
+    """Another API's webhook (the aggregator's own: `event.url` set, domain/aggregator.py):
+    its JSON body as that API sends it, with none of this service's `ce-*` headers or
+    signature."""
+    return OutboundMessage(headers={"content-type": "application/json"}, body=event.body_json)
+
+
 def _header_value(value: str) -> str:
     """A CloudEvents HTTP header value: printable ASCII except space, `"` and `%` as is,
     anything else percent-encoded (UTF-8), as the HTTP binding says."""

@@ -28,7 +28,7 @@ from ..domain.outbox import (FAILED, INTERRUPTED, INTERRUPTED_ATTEMPT, PENDING,
 from ..domain.tenants import Tenant
 from ..redact import loggable_url
 from ..settings import Settings
-from .cloudevents import to_message
+from .cloudevents import OutboundMessage, to_message, to_plain_message
 from .policy import OutboundPolicy, PolicyResolver
 from .sender import ANSWER_READ, new_session, post
 
@@ -149,7 +149,7 @@ class Dispatcher:
             lane = self._lanes[outbox] = _Lane()
         for send in outbox.take():
             try:
-                message = to_message(send.event, self.vendor, outbox.signing_key(send.delivery))
+                message = message_of(send.event, self.vendor, outbox.signing_key(send.delivery))
             except Exception as error:  # on the ledger, not lost: no retry can fix it
                 outbox.not_built(send, f"{type(error).__name__}: {error}")
                 log.error("delivery %s of event %s to %s failed: %s (tenant %s)",
@@ -265,12 +265,21 @@ class Dispatcher:
             attempt.latency_ms = round((time.perf_counter() - started) * 1000, 3)
 
 
+def message_of(event: Event, vendor: str,
+               signing_secret: str | None = None) -> OutboundMessage:
+    """The request that delivers `event`: its CloudEvent, or for another API's webhook (the
+    aggregator's own, `event.url` set) its JSON as that API sends it."""
+    if event.url is None:
+        return to_message(event, vendor, signing_secret)
+    return to_plain_message(event)
+
+
 def request_headers(tenant: Tenant, event: Event, vendor: str,
                     delivery: Delivery | None = None) -> dict[str, str]:
     """The headers every attempt of the delivery sent (the same for each: not stored; the
     same for every delivery of the event but for a signature with an endpoint's own
     secret); none when the request could not be built (its attempt says why)."""
     try:
-        return to_message(event, vendor, tenant.webhooks.signing_key(delivery)).headers
+        return message_of(event, vendor, tenant.webhooks.signing_key(delivery)).headers
     except Exception:
         return {}
