@@ -1,19 +1,33 @@
-"""Virtual time.
+"""Virtual time, and how the service writes it.
 
 Every tenant has one Clock; everything that depends on time (token expiry, task
 steps, webhook retries, refresh cadence) reads it, never the wall clock. A manual
 clock moves only when told to; a real clock follows the wall clock times a scale.
+
+Every date-time the sandbox writes (API answers, webhook bodies, the `ce-time` header,
+the control plane's views) has one form, the real service's: UTC with milliseconds and a
+`Z`, `2020-06-30T12:00:00.000Z` (DESIGN.md: Public API). `isoformat` writes a moment,
+`day_time` a calendar day of payroll data (that day at noon), `written_time` rewrites a
+date-time given in any ISO 8601 form. A field that is a calendar day and nothing more (a
+processor link's deposit and charge dates) is written `2020-06-30` (`calendar_day`).
+docs/api.md, "Dates and times", lists which field is which.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from functools import lru_cache
 
 MANUAL = "manual"
 REAL = "real"
+
+# The one form of a date-time, and of a calendar day, as patterns (the answers' and
+# events' JSON Schemas use them: schemas/dates.py).
+DATE_TIME_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$"
+CALENDAR_DAY_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
 
 
 class Clock:
@@ -63,6 +77,47 @@ class Clock:
 
 @lru_cache(maxsize=4096)  # many events share a virtual instant
 def isoformat(timestamp: float) -> str:
-    """ISO 8601 in UTC with milliseconds and a `Z`, as the service writes times."""
-    moment = datetime.fromtimestamp(timestamp, tz=timezone.utc)
+    """A moment (seconds since the epoch) as the service writes date-times: ISO 8601 in
+    UTC with milliseconds and a `Z`, `2020-06-30T12:00:00.000Z`."""
+    return _written(datetime.fromtimestamp(timestamp, tz=timezone.utc))
+
+
+def _written(moment: datetime) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def day_time(day: date) -> str:
+    """A calendar day in payroll data, as the real service writes it: a date-time, that day
+    at 12:00 UTC (real-service-facts: `2020-06-30T12:00:00.000Z`), so it is the same day in
+    every US time zone. (Written directly: years of pay days and timesheets would crowd
+    `isoformat`'s cache.)"""
+    return f"{day.isoformat()}T12:00:00.000Z"
+
+
+def calendar_day(day: date) -> str:
+    """A field that is a calendar day and nothing more: `2020-06-30`."""
+    return day.isoformat()
+
+
+# RFC 3339 (what the schemas' `format: date-time` accepts) and the ISO 8601 forms near it.
+_DATE_TIME_TEXT = re.compile(
+    r"(\d{4}-\d{2}-\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?([Zz]|[+-]\d{2}:?\d{2})?")
+
+
+def written_time(text: str) -> str:
+    """A date-time given in any ISO 8601 form with a zone (`2028-03-31T00:00:00Z`,
+    `...+02:00`, a leap second; none: UTC), in the one form the service writes. Text that
+    is no such date-time (or falls outside the years 1 to 9999 in UTC) is kept as it is."""
+    found = _DATE_TIME_TEXT.fullmatch(text)
+    if found is None:
+        return text
+    day, hours, minutes, seconds, fraction, zone = found.groups()
+    leap = seconds == "60"  # a leap second: the last millisecond before the next minute
+    zone = "+00:00" if zone is None or zone in "Zz" else zone
+    try:
+        moment = datetime.fromisoformat(
+            f"{day}T{hours}:{minutes}:{'59' if leap else seconds}"
+            f".{'999' if leap else (fraction or '0')[:6].ljust(6, '0')}{zone}")
+        return _written(moment.astimezone(timezone.utc))
+    except (ValueError, OverflowError):
+        return text

@@ -30,6 +30,7 @@ from .fixtures import ServiceProfile
 from .operations import AGGREGATOR, CLIENT_ID, CLIENT_SECRET, Auth, Operation
 from .scenarios.loader import load_all_scenarios, scenario_folders
 from .schemas import api
+from .schemas.dates import date_time_field
 from .schemas.events import event_schema, event_types
 from .schemas.validate import schema_errors
 from .settings import Settings, bundled_dir
@@ -650,7 +651,7 @@ def build_openapi(operations: list[Operation], service: ServiceProfile,
                 {"name": "ce-type", "in": "header", "required": True,
                  "schema": {"const": f"com.{service.vendor}.{event_type}"}},
                 {"name": "ce-time", "in": "header", "required": True,
-                 "schema": {"type": "string", "format": "date-time"}},
+                 "schema": date_time_field("The body's eventTime.")},
                 {"name": "ce-id", "in": "header", "required": True, "schema": {"type": "string"}},
             ],
             "requestBody": _json_body(event_schema(event_type, service.aggregator)),

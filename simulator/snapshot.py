@@ -24,17 +24,17 @@ import logging
 import os
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import orjson
 from aiohttp import web
 
-from .clock import MANUAL
+from .clock import MANUAL, isoformat
 from .domain import aggregator, identity
 from .domain.companies import CompanyDirectory
 from .domain.events import EventLog
@@ -479,7 +479,7 @@ def state_document(sandbox: Any) -> dict[str, Any]:
     registry = sandbox.registry
     return {"format": STATE_FORMAT, "version": VERSION,
             "environment": registry.tenants.environment, "seed": registry.seed,
-            "savedAt": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
+            "savedAt": isoformat(time.time()),  # the wall clock: when the file was written
             "tenants": [{"account": tenant.account, "createdBy": registry.creator_of(tenant.name),
                          "snapshot": take(tenant, sandbox)} for tenant in registry.tenants]}
 

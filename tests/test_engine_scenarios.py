@@ -29,8 +29,10 @@ NETFLIX = "6410a0000000000000000060"
 # Which company and product a scenario's task is created against: user-link scenarios on
 # Walmart (deposit), pay-link ones on Netflix (switch). `maintenance` changes the company's
 # status, so it runs on Walmart too.
+# authenticationMethod: the spec gives values for pay-link tasks only (Task); a user-link
+# task's events carry it as null (Task events: every task event carries it).
 USER_LINK = {"company": WALMART, "product": "deposit", "name": "Walmart",
-             "authenticationMethod": "smart-auth"}
+             "authenticationMethod": None}
 PAY_LINK = {"company": NETFLIX, "product": "switch", "name": "Netflix",
             "authenticationMethod": "true-auth"}
 

@@ -14,6 +14,7 @@ from calls import advance, call, error_of, run_until_idle
 from conftest import ACME, FEDEX, HOOKS, WALMART
 
 AMAZON = "6410a0000000000000000002"  # an SSO employer: its connector has true-auth
+NETFLIX = "6410a0000000000000000060"  # a merchant: pay-link
 
 PUBLIC = "/company/search"  # the one operation the surface opens to a public token
 JSON_RE_DATE_TIME = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$"
@@ -460,10 +461,16 @@ async def test_14_a_reconnect_goes_straight_through_and_updates_last_success(san
 
 
 async def test_14_authentication_method_holds_only_the_task_enum(sandbox, receiver):
-    """Spec (Task): `authenticationMethod` enum "`true-auth`, `smart-auth`"."""
-    for company in (WALMART, AMAZON):
+    """Spec (Task): `authenticationMethod` enum "For pay-link Tasks: `true-auth`,
+    `smart-auth`"; (Task events) every task event carries it, so a user-link task's carry
+    null (issue 33, point 12)."""
+    for company, product in ((WALMART, "deposit"), (AMAZON, "deposit"), (NETFLIX, "switch")):
         await call(sandbox, "POST", "/task/create", json={
-            "identifier": f"auth-{company}", "company": company, "product": "deposit"})
+            "identifier": f"auth-{company}", "company": company, "product": product})
     await run_until_idle(sandbox)
-    methods = {b["authenticationMethod"] for b in bodies(receiver) if "authenticationMethod" in b}
-    assert methods and methods <= {"true-auth", "smart-auth"}
+    methods: dict[str, set] = {}
+    for body in bodies(receiver):
+        if "task" in body and "taskWorkflow" in body:  # a task event
+            methods.setdefault(body["product"], set()).add(body["authenticationMethod"])
+    assert methods["deposit"] == {None}
+    assert methods["switch"] and methods["switch"] <= {"true-auth", "smart-auth"}

@@ -208,13 +208,19 @@ class EventLog:
                 and (until is None or e.time <= until)]
 
 
+# Spec (Task events): every task event carries `authenticationMethod`, whose values the Task
+# table gives for pay-link tasks only; another task's event carries it as null.
+CARRIED_WHEN_NULL = frozenset({"authenticationMethod"})
+
+
 def event_body(event_type: str, at: float, *, user: dict[str, Any] | None = None,
                data: dict[str, Any] | None = None, **top_level: Any) -> dict[str, Any]:
-    """The body every event shares, plus the fields of its kind (task events add several)."""
+    """The body every event shares, plus the fields of its kind (task events add several);
+    a field of its kind that is None is left out, but for CARRIED_WHEN_NULL."""
     body: dict[str, Any] = {"eventType": event_type, "eventTime": isoformat(at)}
     if user is not None:
         body["user"] = user
-    body.update({k: v for k, v in top_level.items() if v is not None})
+    body.update({k: v for k, v in top_level.items() if v is not None or k in CARRIED_WHEN_NULL})
     if data is not None:
         body["data"] = data
     return body

@@ -8,7 +8,7 @@ company), stay the same between reads, and change only when a refresh says so
 (spec: Continuous access, Continuous-access events, Pull refresh flow).
 
 Dates in the records are written as the real service writes them: date-times with
-milliseconds and a `Z` (real-service-facts: `2020-06-30T12:00:00.000Z`), see `service_date`.
+milliseconds and a `Z` (real-service-facts: `2020-06-30T12:00:00.000Z`), see clock.day_time.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The pay calendar of a linked account's job: who the person is (Profile), the pay days of
-each pay cycle, the pay period around a day, the hours of a workday, and how the real
-service writes a calendar day.
+each pay cycle, the pay period around a day and the hours of a workday (the real service
+writes each day as a date-time: clock.day_time).
 
 Pure functions of a Profile and dates: the same account gives the same calendar on every
 read (linked_accounts.py and payroll_records.py read it).
@@ -47,15 +47,8 @@ class Profile:
     tax_rate: float
 
 
-def service_date(day: date) -> str:
-    """A calendar day in payroll data, as the real service writes it: a date-time with
-    milliseconds and `Z` (real-service-facts: `2020-06-30T12:00:00.000Z`). The sandbox puts
-    the day at noon UTC, as in that example, so it is the same day in every US time zone."""
-    return f"{day.isoformat()}T12:00:00.000Z"
-
-
 def day_of(text: str) -> date:
-    """The calendar day of a `service_date` (or of a plain ISO date)."""
+    """The calendar day of a payroll date (clock.day_time), or of a plain ISO date."""
     return date.fromisoformat(text[:10])
 
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 from datetime import date
 from typing import Any, Protocol
 
+from ..clock import day_time
 from .identity import Ids
 from .pay_calendar import (PERIODS_PER_YEAR, Profile, day, day_hours, day_of, days,
-                           next_pay_date, pay_dates, pay_period, service_date)
+                           next_pay_date, pay_dates, pay_period)
 
 PAYSTUB_PATH = "/paystub/{statement_id}"
 
@@ -67,8 +68,8 @@ def statements(ids: Ids, account: Account, first: date,
             hours = round(profile.weekly_hours * ((end - start).days + 1) / 7, 2)
             gross = round(profile.annual_income / PERIODS_PER_YEAR[profile.pay_cycle], 2)
         found.append({
-            "_id": ids.object_id(), "date": service_date(pay_date),
-            "payPeriodStartDate": service_date(start), "payPeriodEndDate": service_date(end),
+            "_id": ids.object_id(), "date": day_time(pay_date),
+            "payPeriodStartDate": day_time(start), "payPeriodEndDate": day_time(end),
             "grossAmount": gross, "netAmount": round(gross * (1 - profile.tax_rate), 2),
             "paymentMethod": "deposit", "hours": hours})
     return found
@@ -79,7 +80,7 @@ def timesheets(ids: Ids, account: Account, first: date,
     profile = account.profile
     if profile.employee_type != "hourly":
         return []
-    return [{"_id": ids.object_id(), "date": service_date(day),
+    return [{"_id": ids.object_id(), "date": day_time(day),
              "hours": day_hours(account.id, profile, day), "rate": profile.hourly_rate}
             for day in days(first, last) if day.weekday() < 5]
 
@@ -116,9 +117,9 @@ def income(account: Account, now: float) -> dict[str, Any]:
         "hourlyIncome": profile.hourly_rate,
         "netHourlyRate": round(profile.hourly_rate * (1 - profile.tax_rate), 2),
         "payCycle": profile.pay_cycle,
-        "nextExpectedPayDate": service_date(next_pay_date(profile, today)),
-        "currentPayPeriodStart": service_date(period_start),
-        "currentPayPeriodEnd": service_date(period_end),
+        "nextExpectedPayDate": day_time(next_pay_date(profile, today)),
+        "currentPayPeriodStart": day_time(period_start),
+        "currentPayPeriodEnd": day_time(period_end),
         "unpaidHoursInPayPeriod": round(worked, 1),
     }
 
@@ -147,11 +148,11 @@ def data_records(kind: str, account: Account, now: float, *,
         return [{"_id": account.employment_id, **link,
                  "employeeType": "full-time" if profile.weekly_hours >= 35 else "part-time",
                  "employmentStatus": "active", "jobTitle": profile.job_title,
-                 "startDate": service_date(profile.start_date),
+                 "startDate": day_time(profile.start_date),
                  "weeklyHours": profile.weekly_hours,
                  "employer": {"_id": profile.employer_id, "name": profile.employer}}]
     return [{"_id": account.identity_id, **link, "firstName": profile.first_name,
-             "lastName": profile.last_name, "dateOfBirth": service_date(profile.date_of_birth),
+             "lastName": profile.last_name, "dateOfBirth": day_time(profile.date_of_birth),
              "email": profile.email, "phone": profile.phone,
              "ssn": f"***-**-{profile.ssn_last4}", "address": profile.address,
              "city": profile.city, "state": profile.state, "postalCode": profile.postal_code}]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
 
-from ..clock import isoformat
+from ..clock import calendar_day, isoformat
 from ..errors import (ApiError, IdentifierMismatch, InvalidProcessorToken, OtherEnvironmentToken,
                       ProcessorLinksNotFound, ProcessorTokenAlreadyRegistered,
                       ProcessorTokenNotFound, ProcessorTokenRevoked, UnknownScenario,
@@ -337,9 +337,10 @@ class ProcessorLinks(Held[ProcessorLink]):
         transactions: list[dict[str, Any]] = []
 
         def add(day: date, amount: float, name: str, category: str) -> None:
+            # A transaction as the aggregator writes it (snake_case, its day `2020-06-30`).
             if first <= day <= today:
                 transactions.append({"transaction_id": tenant.ids.secret("txn_")[:24],
-                                     "account_id": token.account_id, "date": day.isoformat(),
+                                     "account_id": token.account_id, "date": calendar_day(day),
                                      "amount": round(amount, 2), "name": name, "category": category})
 
         for employer in rng.sample(employers, k=min(len(employers), 1 if rng.random() < 0.8 else 2)):
@@ -385,7 +386,7 @@ class ProcessorLinks(Held[ProcessorLink]):
             matches.append({"companyId": company.id, "name": company.name,
                             "confidence": confidence, "transactionsMatched": len(deposits),
                             "averageDepositAmount": round(-statistics.fmean(d["amount"] for d in deposits), 2),
-                            "lastDepositDate": max(dates).isoformat(),
+                            "lastDepositDate": calendar_day(max(dates)),
                             "payCycle": _cadence(dates)})
         return matches
 
@@ -410,8 +411,8 @@ class ProcessorLinks(Held[ProcessorLink]):
             match = self._catalog_match(name)
             found.append({"merchant": name.title(), "companyId": match[0].id if match else None,
                           "cadence": _cadence(dates), "amount": charges[0]["amount"],
-                          "lastDate": dates[-1].isoformat(),
-                          "nextDate": (dates[-1] + timedelta(days=interval)).isoformat(),
+                          "lastDate": calendar_day(dates[-1]),
+                          "nextDate": calendar_day(dates[-1] + timedelta(days=interval)),
                           "transactions": len(charges),
                           "confidence": round(min(1.0, 0.5 + 0.1 * len(charges)), 2)})
         return found

@@ -22,6 +22,8 @@ from functools import cached_property
 from datetime import date
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
+from ..schemas.dates import calendar_day_field
+
 # Every restored number in a range that no later read or run can trip over (issue 22):
 # times within the clock's range, other numbers finite, not negative and bounded.
 MAX_TIME = 253_402_300_799.0 - 4 * 31_536_000  # 9995-12-31: isoformat's year 9999, a margin
@@ -182,8 +184,8 @@ class Record:
             return {"type": _JSON[kind]}
         if kind is Any:
             return {}
-        if kind is date:
-            return {"type": "string", "format": "date"}
+        if kind is date:  # a profile's date of birth, a job's start
+            return calendar_day_field()
         if dataclasses.is_dataclass(kind):
             return Record(kind).schema
         origin = get_origin(kind)

@@ -11,7 +11,7 @@ when it resolved.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from hashlib import sha256
 from typing import Any
@@ -28,6 +28,7 @@ from ..schemas.api import TASK_SNAPSHOT_SHAPES, WORKFLOW_SNAPSHOT_SHAPES
 from ..schemas.events import (PAY_LINK_ACCOUNTS_UPDATED, TASK_AUTHENTICATION_STATUS_UPDATED,
                               TASK_STATUS_PATCHED, TASK_STATUS_UPDATED, TASK_WORKFLOW_FINISHED,
                               Draft)
+from ..schemas.scenarios import written_payment_method
 from ..schemas.validate import check_metadata
 from .changes import TASK
 from .companies import DISABLED, OPERATIONAL, UNKNOWN_COMPANY, Company, search_record
@@ -39,6 +40,7 @@ from .states import (COMPLETED, FAILED, FINAL, PROCESSING, QUEUED, emits_status_
 from .rules import Rules
 from .identity import create_access_token
 from .owner import Held, Owner
+from .pay_link import PAY_LINK
 from .stored import COUNT, STRING, STRINGS, TIME, LoadError, Record, Sections, array, obj, unique
 from .task_fields import STEP_FIELDS
 from .timeline import action_kind
@@ -81,7 +83,7 @@ class Task:
     product: str
     scenario: str
     created_at: float
-    authentication_method: str
+    authentication_method: str | None  # a pay-link task's only (Tasks.authentication_method)
     public_token: str
     status: str = QUEUED
     previous_status: str | None = None
@@ -157,6 +159,15 @@ STORED_TASK = Record(Task, shapes=TASK_SNAPSHOT_SHAPES)
 STORED_WORKFLOW = Record(Workflow, shapes=WORKFLOW_SNAPSHOT_SHAPES)
 
 
+def _as_written_now(task: Task, scope_of: Callable[[str], str | None]) -> None:
+    """A restored task as this version writes one (an older snapshot restores, in the
+    forms it has): `authenticationMethod` on a pay-link task only (older versions gave
+    every task one), the payment method's expiry in the one date-time form."""
+    if scope_of(task.product) != PAY_LINK:
+        task.authentication_method = None
+    task.payment_method = written_payment_method(task.payment_method)
+
+
 @dataclass(frozen=True)
 class TaskRequest:
     """One task of a create request, after the request was checked."""
@@ -183,7 +194,7 @@ class TaskRequest:
     @classmethod
     def from_pending(cls, pending: dict[str, Any]) -> TaskRequest:
         return cls(product=pending["product"], metadata=pending.get("metadata"),
-                   payment_method=pending.get("paymentMethod"),
+                   payment_method=written_payment_method(pending.get("paymentMethod")),
                    distribution=pending.get("distribution"),
                    on_complete=pending.get("onComplete", CONTINUE),
                    on_fail=pending.get("onFail", CONTINUE))
@@ -326,6 +337,8 @@ class Tasks(Held[Task]):
     def load(document: dict[str, Any], loading: Any) -> dict[str, Any]:
         """The tasks and workflows, each once, every workflow's tasks among them."""
         tasks = loading.tasks = unique(document, "tasks", STORED_TASK, "id")
+        for task in tasks.values():
+            _as_written_now(task, loading.rules.scope_of)
         workflows = unique(document, "workflows", STORED_WORKFLOW, "id")
         for number_of, workflow in enumerate(workflows.values()):
             for number, task_id in enumerate(workflow.tasks):
@@ -562,7 +575,7 @@ class Tasks(Held[Task]):
         if command.tasks is not None:
             return [TaskRequest(product=t.get("product") or t["operation"],
                                 metadata=t.get("metadata", command.metadata),
-                                payment_method=t.get("paymentMethod"),
+                                payment_method=written_payment_method(t.get("paymentMethod")),
                                 path=f"$.tasks[{n}].{'product' if 'product' in t else 'operation'}",
                                 distribution=t.get("distribution", command.distribution),
                                 on_complete=t.get("onComplete", CONTINUE),
@@ -572,7 +585,7 @@ class Tasks(Held[Task]):
             raise ValidationFailed(PRODUCT_REQUIRED,
                                    details=[field_detail("$.product", PRODUCT_REQUIRED)])
         return [TaskRequest(product=command.product, metadata=command.metadata,
-                            payment_method=command.payment_method,
+                            payment_method=written_payment_method(command.payment_method),
                             path=f"$.{command.product_field}", distribution=command.distribution)]
 
     def check_company_accepts(self, company: Company, product: str, path: str) -> None:
@@ -596,11 +609,15 @@ class Tasks(Held[Task]):
                 offered=", ".join(company.available_products)),
                                   details=[field_detail(path, "not offered")])
 
-    def authentication_method(self, company: Company, product: str) -> str:
-        """A task's `authenticationMethod`: only values of the spec's Task enum (`true-auth`,
-        `smart-auth`). The sandbox's rule (README: Fidelity): `true-auth` where the company's
-        connector authenticates with true-auth (any of its forms), else `smart-auth` (a
-        connector's `standard-auth` is the company's capability name, not a Task value)."""
+    def authentication_method(self, company: Company, product: str) -> str | None:
+        """A task's `authenticationMethod`, which the spec's Task table gives "For pay-link
+        Tasks: `true-auth`, `smart-auth`": None (null) for a task of another scope, which
+        the spec gives no value. The sandbox's rule (README: Fidelity): `true-auth` where
+        the company's connector authenticates with true-auth (any of its forms), else
+        `smart-auth` (a connector's `standard-auth` is the company's capability name, not a
+        Task value)."""
+        if self.scope_of(product) != PAY_LINK:
+            return None
         methods = company.capabilities.get("authenticationMethods") or ()
         return "true-auth" if any(m.startswith("true-auth") for m in methods) else "smart-auth"
 
@@ -667,7 +684,7 @@ class Tasks(Held[Task]):
         for name in STEP_FIELDS:  # never `product`: a task runs a scenario that fits it
             if name in changes:
                 setattr(task, name, changes[name])
-        if "authenticationMethod" in changes:
+        if "authenticationMethod" in changes and self.scope_of(task.product) == PAY_LINK:
             task.authentication_method = changes["authenticationMethod"]
         if "paymentMethod" in changes and not task.payment_method_given:
             # The scenario's payment method stands in only when the request named none.

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import Conflict, NotFound, UserNotFound, field_detail
+from ..schemas.scenarios import written_payment_method
 from .owner import Owner
 
 UNKNOWN_TOKEN = "This tenant has no public token {token!r} (revoked already, or never issued)."
@@ -64,7 +65,9 @@ def payment_methods(tenant: Owner, identifier: str) -> dict[str, Any]:
     """What PUT /user stored for the user: `{identifier, bankAccounts, cards}`."""
     user = require_user(tenant, identifier)
     stored = user.payment_methods or {"bankAccounts": [], "cards": []}
-    return {"identifier": identifier, **stored}
+    # A card's expiry as answers write it, whatever form PUT /user (or an older snapshot) had.
+    return {"identifier": identifier, "bankAccounts": stored["bankAccounts"],
+            "cards": [written_payment_method(card) for card in stored["cards"]]}
 
 
 def require_user(tenant: Owner, identifier: str) -> Any:
@@ -101,7 +104,7 @@ def _card(tenant: Owner, raw: dict[str, Any]) -> dict[str, Any]:
     for name in ("brand", "lastFour", "expiry", "externalId"):
         if name in raw:
             method[name] = raw[name]
-    return method
+    return written_payment_method(method)
 
 
 def end_monitoring(tenant: Owner, identifier: str) -> list[Any]:

@@ -28,6 +28,7 @@ from ..domain.identity import create_access_token
 from ..domain.tenants import Tenant
 from ..errors import Forbidden, MalformedJson, TenantNotFound, Unauthorized
 from ..render import read_within_time
+from ..schemas.dates import date_time_field
 from ..schemas.responses import DEMO_RESET, answer
 from ..static import static_text
 from ..webhooks.cloudevents import SIGNATURE_HEADER, sign
@@ -52,8 +53,7 @@ RECEIVED = {"type": "object", "required": ["sequence", "eventType", "ceId", "sum
                                            "signature", "headers", "body"],
             "properties": {
                 "sequence": {"type": "integer", "description": "1, 2, ... in arrival order."},
-                "receivedAt": {"type": "string", "format": "date-time",
-                               "description": "On the demo tenant's clock."},
+                "receivedAt": date_time_field("On the demo tenant's clock."),
                 "eventType": {"type": "string"}, "ceId": {"type": "string"},
                 "user": {"type": ["string", "null"]},
                 "summary": {"type": "string", "description": "What happened, in plain words."},

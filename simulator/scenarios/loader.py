@@ -22,7 +22,7 @@ from typing import Any
 from ..domain.states import FAILED, FINAL, PROCESSING, QUEUED, transition_error
 from ..fixtures import ConfigError, load_yaml, validate_document
 from ..loadcache import set_attributes
-from ..schemas.scenarios import SCENARIO_SCHEMA
+from ..schemas.scenarios import SCENARIO_SCHEMA, written_payment_method
 
 TASK_FIELDS = ("status", "patch", "authenticated", "reason", "meta", "flow", "product",
                "authenticationMethod", "paymentMethod", "connected", "accounts")
@@ -30,7 +30,8 @@ MANAGED_BY_REASON = "subscription-managed-by-partner-provider"
 # Step fields only a task of one scope has (fixtures service.yaml: each product's scope).
 # Spec: Task (`flow` for action tasks, `authenticationMethod` for pay-link tasks), Payment
 # method object (switch tasks), Account and bill (pay-link); Linked account (user-link).
-SCOPE_FIELDS = {"pay-link": ("flow", "authenticationMethod", "paymentMethod", "accounts"),
+PAY_LINK = "pay-link"
+SCOPE_FIELDS = {PAY_LINK: ("flow", "authenticationMethod", "paymentMethod", "accounts"),
                 "user-link": ("linkedAccount", "piiDataDeleted")}
 DEFAULT_TASK_SCENARIO = "happy-path"   # what a task runs when nothing else is chosen
 
@@ -99,7 +100,10 @@ def load_scenario(path: Path) -> Scenario:
         if not math.isfinite(raw.get("after", 0)):
             raise ConfigError(str(path), f"$.steps[{number}].after", "must be a finite number")
         at += raw.get("after", 0)
-        steps.append(Step(at=at, changes={k: v for k, v in raw.items() if k != "after"}))
+        changes = {k: v for k, v in raw.items() if k != "after"}
+        if "paymentMethod" in changes:  # its expiry as events write it, whatever the file's form
+            changes["paymentMethod"] = written_payment_method(changes["paymentMethod"])
+        steps.append(Step(at=at, changes=changes))
     if kind == "task":
         _check_task_steps(steps, str(path))
         products, scope, products_at = products_of(document, steps, str(path))
@@ -280,6 +284,7 @@ def resolve_products(scenarios: Mapping[str, Scenario],
             problems.append((scenario.file, at, (f"no product is named {product!r} (the "
                                                  f"service profile's: {', '.join(products)})")))
         fitting = tuple(p for p in products if scenario.fits(p, products.get))
+        problems += _authentication_method_problems(scenario, fitting, products)
         if name == DEFAULT_TASK_SCENARIO and not unknown and len(fitting) < len(products):
             problems.append((scenario.file, scenario.products_at,
                              (f"{name} is the default task scenario: it must fit every "
@@ -288,6 +293,21 @@ def resolve_products(scenarios: Mapping[str, Scenario],
     if problems:
         raise ConfigError.collected(problems)
     return resolved
+
+
+def _authentication_method_problems(scenario: Scenario, fitting: tuple[str, ...],
+                                    products: Mapping[str, str]) -> list[tuple[str, str, str]]:
+    """Spec (Task): `authenticationMethod` has values "For pay-link Tasks" only, so a
+    scenario whose steps set it may fit pay-link products only (one that names no products
+    fits those by that step)."""
+    other = [p for p in fitting if products.get(p) != PAY_LINK]
+    setting = [n for n, step in enumerate(scenario.steps) if "authenticationMethod" in step.changes]
+    if not other or not setting:
+        return []
+    return [(scenario.file, f"$.steps[{setting[0]}].authenticationMethod",
+             f"step {setting[0]} sets authenticationMethod, which only a pay-link task has "
+             f"(spec: Task); the scenario fits {', '.join(other)} too: name pay-link products "
+             f"only in `products`")]
 
 
 def load_all_scenarios(folders: list[Path]) -> dict[str, Scenario]:

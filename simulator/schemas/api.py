@@ -11,7 +11,8 @@ from ..domain.states import DEEPLINK_STEPS, FAILURE_REASONS
 from ..domain.task_fields import STEP_FIELDS, step_field_schemas
 from .fixtures import (AUTHENTICATION_METHODS, COMPANY_SCHEMA, COMPANY_STATUSES,
                        CONTINUOUS_ACCESS, DERIVED_TAGS, MANUAL_DEPOSITS, SCOPES, STORED_TAGS)
-from .scenarios import PAYMENT_METHOD
+from .dates import DATE_TIME, date_time_field
+from .scenarios import PAYMENT_METHOD, WRITTEN_PAYMENT_METHOD
 
 _NAME = {"type": "string", "minLength": 1, "maxLength": 200}
 
@@ -213,7 +214,7 @@ ACCESS_TOKEN = {
     "type": "object",
     "required": ["publicToken", "token"],
     "properties": {"publicToken": {"type": "string"}, "token": {"type": "string"},
-                   "expiresAt": {"type": "string", "format": "date-time"}},
+                   "expiresAt": date_time_field("When the public token expires (virtual time).")},
 }
 
 _METADATA = {"type": "object", "description": "Customer context, echoed in the task's events."}
@@ -600,7 +601,7 @@ TASKS_QUERY = {
 # docs show bare, answers `url` beside `data` as well.
 
 _STRING = {"type": "string"}
-_DATE_TIME = {"type": "string", "format": "date-time"}
+_DATE_TIME = DATE_TIME  # the one form answers write (schemas/dates.py)
 TASK_STATUSES = ["queued", "processing", "completed", "failed"]
 
 SUCCESS = {
@@ -619,7 +620,11 @@ TASK_FILE = {
 }
 
 _REASON = {"enum": list(FAILURE_REASONS)}
-_TASK_AUTHENTICATION = {"enum": list(TASK_AUTHENTICATION_METHODS)}
+# Spec (Task): authenticationMethod, "For pay-link Tasks: `true-auth`, `smart-auth`"; a task
+# of another scope has none of those values: null.
+_TASK_AUTHENTICATION = {"enum": [*TASK_AUTHENTICATION_METHODS, None],
+                        "description": "A pay-link task's: true-auth or smart-auth. Any "
+                                       "other task's: null."}
 
 TASK_TRANSITION = {
     "type": "object",
@@ -656,7 +661,7 @@ _TASK_FIELDS = {
     "reason": {**_REASON, "description": "The failure reason, when failed."},
     **step_field_schemas(),  # flow, meta, ... (domain/task_fields.py)
     "metadata": _METADATA,
-    "paymentMethod": PAYMENT_METHOD,
+    "paymentMethod": WRITTEN_PAYMENT_METHOD,
     "linkedAccount": {**_STRING, "description": "The linked account a refresh acts on."},
     "distribution": DISTRIBUTION,
     "onComplete": TASK_OPTIONS["onComplete"],
@@ -694,7 +699,9 @@ _REAL_TASK_FIELDS = {
     "_id": _STRING,
     "status": _TASK_FIELDS["status"],
     "product": _STRING,
-    "authentication": {**_TASK_AUTHENTICATION, "description": "The authentication method."},
+    "authentication": {**_TASK_AUTHENTICATION,
+                       "description": "The task's authenticationMethod, by the real Task's "
+                                      "name (null: not a pay-link task)."},
     "company": {**SEARCH_COMPANY, "required": ["_id"],
                 "description": "The Company (a company deleted since: its `_id` only)."},
     "payrollDataAvailable": {
@@ -868,8 +875,8 @@ STORED_PAYMENT_METHODS = {
     "type": "object",
     "required": ["identifier", "bankAccounts", "cards"],
     "properties": {"identifier": _STRING,
-                   "bankAccounts": {"type": "array", "items": PAYMENT_METHOD},
-                   "cards": {"type": "array", "items": PAYMENT_METHOD}},
+                   "bankAccounts": {"type": "array", "items": WRITTEN_PAYMENT_METHOD},
+                   "cards": {"type": "array", "items": WRITTEN_PAYMENT_METHOD}},
 }
 
 WEBHOOK_ENDPOINT_REQUEST = {
@@ -933,7 +940,7 @@ PAY_LINK_ACCOUNTS = {
                 "required": ["_id", "name", "actions"],
                 "properties": {"_id": _STRING, "name": _STRING,
                                "actions": {"type": "array", "items": PAY_LINK_ACTION}}}},
-            "paymentMethod": PAYMENT_METHOD,
+            "paymentMethod": WRITTEN_PAYMENT_METHOD,
             "updatedAt": _DATE_TIME,
         }}}},
 }

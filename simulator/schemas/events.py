@@ -22,8 +22,9 @@ from typing import Any, NamedTuple
 from ..domain.states import AUTHENTICATION_METHODS, CHANGED_FIELDS, FAILURE_REASONS, UPDATE_TYPES
 from ..domain.task_fields import step_field_schemas
 from .api import COMPANY_SUMMARY, USER
-from .records import SERVICE_DATE_TIME
-from .scenarios import PAYMENT_METHOD
+from .dates import date_time_field
+from .records import payroll_day
+from .scenarios import WRITTEN_PAYMENT_METHOD
 
 
 class Family(Enum):
@@ -109,14 +110,18 @@ class EventType:
         return base
 
 
-_TIME = {"type": "string", "format": "date-time"}
+_TIME = date_time_field("When it happened, on the tenant's clock (the ce-time header too).")
 _ID = {"type": "string", "minLength": 1}
 _TASK_FIELDS = {
     "publicToken": {"type": "string"},
     "product": {"type": "string"},
     "task": _ID,
     "taskWorkflow": _ID,
-    "authenticationMethod": {"enum": list(AUTHENTICATION_METHODS)},
+    # Spec: every task event carries it (Task events), with the values the Task table lists
+    # for pay-link tasks; a task of another scope has none of them: null.
+    "authenticationMethod": {"enum": [*AUTHENTICATION_METHODS, None],
+                             "description": "A pay-link task's: true-auth or smart-auth. "
+                                            "Any other task's: null."},
     "company": COMPANY_SUMMARY,
     "metadata": {"type": "object"},
 }
@@ -144,7 +149,7 @@ TASK_EVENTS = _declare(Family.TASK, {
             "previousStatus": {"enum": ["queued", "processing"]},
             "status": {"enum": ["completed", "failed"]},
             "authenticated": {"type": "boolean"},
-            "paymentMethod": PAYMENT_METHOD,
+            "paymentMethod": WRITTEN_PAYMENT_METHOD,
             "reason": {"enum": list(FAILURE_REASONS)},
             **step_field_schemas(),  # flow, meta, ... (domain/task_fields.py)
         },
@@ -157,7 +162,7 @@ TASK_EVENTS = _declare(Family.TASK, {
         "type": "object",
         "required": ["authenticated", "status", "previousStatus"],
         "properties": {"authenticated": {"type": "boolean"}, "status": _STATUS,
-                       "previousStatus": _STATUS, "paymentMethod": PAYMENT_METHOD},
+                       "previousStatus": _STATUS, "paymentMethod": WRITTEN_PAYMENT_METHOD},
     },
     "task-workflow-finished": {
         "type": "object",
@@ -255,7 +260,8 @@ CONTINUOUS_ACCESS = _declare(Family.USER, {
         "properties": {**_LINKED, "netHourlyRate": {"type": "number"},
                        "unpaidHoursInPayPeriod": {"type": "number"},
                        # Dates in payroll data are date-times (real-service-facts).
-                       "currentPayPeriodStart": SERVICE_DATE_TIME},
+                       "currentPayPeriodStart": payroll_day(
+                           "The first day of the current pay period")},
     },
 })
 

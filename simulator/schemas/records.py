@@ -10,14 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from .api import SEARCH_COMPANY
+from .dates import date_time_field
 
-# Dates in payroll data, as the real service writes them: `2020-06-30T12:00:00.000Z`.
-SERVICE_DATE_TIME = {
-    "type": "string", "format": "date-time",
-    "pattern": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$",
-    "description": "A date-time in UTC with milliseconds, e.g. 2020-06-30T12:00:00.000Z; a "
-                   "calendar day (pay day, period bound, start date) is that day at 12:00 UTC.",
-}
+
+def payroll_day(what: str) -> dict[str, Any]:
+    """A calendar day of payroll data (a pay day, a period's bound, a start date), which the
+    real service writes as a date-time: that day at 12:00 UTC (clock.day_time)."""
+    return date_time_field(f"{what}: a calendar day, written as that day at 12:00 UTC.")
+
 _ID = {"type": "string", "minLength": 1}
 _MONEY = {"type": "number", "minimum": 0}
 _LINK = {"linkedAccount": {**_ID, "description": "The linked account the record comes from."}}
@@ -30,11 +30,10 @@ _REAL_FIELDS: dict[str, Any] = {
                                                  "search answers (real-api-surface: Company)."},
     "connector": {"type": "object", "additionalProperties": False, "required": ["_id", "name"],
                   "properties": {"_id": _ID, "name": {"type": "string"}}},
-    "lastSuccess": {"anyOf": [SERVICE_DATE_TIME, {"type": "null"}],
-                    "description": "When data was last synced successfully (null: never)."},
-    "lastFailure": {**SERVICE_DATE_TIME,
-                    "description": "When the connection last failed: a disconnect, or a refresh "
-                                   "task that failed (absent: never)."},
+    "lastSuccess": date_time_field("When data was last synced successfully (null: never).",
+                                   nullable=True),
+    "lastFailure": date_time_field("When the connection last failed: a disconnect, or a "
+                                   "refresh task that failed (absent: never)."),
 }
 _OPTIONAL_REAL = ("lastFailure",)
 
@@ -63,8 +62,8 @@ LINKED_ACCOUNT_RECORD = {
         "product": {"type": "string"},
         "connected": {"type": "boolean"},
         "status": {"enum": ["connected", "disconnected"]},
-        "createdAt": SERVICE_DATE_TIME,
-        "lastRefreshedAt": SERVICE_DATE_TIME,
+        "createdAt": date_time_field("When the account was linked."),
+        "lastRefreshedAt": date_time_field("When its data was last refreshed."),
     },
 }
 
@@ -86,19 +85,24 @@ DATA_RECORDS: dict[str, dict[str, Any]] = {
                                        "wage) or `yearly` (a salary)."}, "annualIncome": _MONEY,
          "hourlyIncome": _MONEY, "netHourlyRate": _MONEY,
          "payCycle": {"enum": ["weekly", "biweekly", "semimonthly", "monthly"]},
-         "nextExpectedPayDate": SERVICE_DATE_TIME, "currentPayPeriodStart": SERVICE_DATE_TIME,
-         "currentPayPeriodEnd": SERVICE_DATE_TIME, "unpaidHoursInPayPeriod": {"type": "number"}}),
+         "nextExpectedPayDate": payroll_day("The next pay day"),
+         "currentPayPeriodStart": payroll_day("The first day of the current pay period"),
+         "currentPayPeriodEnd": payroll_day("The last day of the current pay period"),
+         "unpaidHoursInPayPeriod": {"type": "number"}}),
     "statements": _record(
         ["date", "payPeriodStartDate", "payPeriodEndDate", "grossAmount", "netAmount",
          "paymentMethod", "paystub", "hours"],
-        {"date": SERVICE_DATE_TIME, "payPeriodStartDate": SERVICE_DATE_TIME,
-         "payPeriodEndDate": SERVICE_DATE_TIME, "grossAmount": _MONEY, "netAmount": _MONEY,
+        {"date": payroll_day("The pay day"),
+         "payPeriodStartDate": payroll_day("The first day of the pay period"),
+         "payPeriodEndDate": payroll_day("The last day of the pay period"),
+         "grossAmount": _MONEY, "netAmount": _MONEY,
          "paymentMethod": {"type": "string"}, "hours": {"type": "number", "minimum": 0},
          "paystub": {"type": "string", "format": "uri",
                      "description": "URL of the paystub as a PDF (GET /paystub/{statementId}, "
                                     "with the same credentials as the data endpoints)."}}),
     "timesheets": _record(["date", "hours", "rate"],
-                          {"date": SERVICE_DATE_TIME, "hours": {"type": "number", "minimum": 0},
+                          {"date": payroll_day("The workday"),
+                           "hours": {"type": "number", "minimum": 0},
                            "rate": _MONEY}),
     "deposit-accounts": _record(
         ["accountNumber", "routingNumber", "type", "bankName", "distributionType",
@@ -111,7 +115,7 @@ DATA_RECORDS: dict[str, dict[str, Any]] = {
     "employment": _record(
         ["employeeType", "employmentStatus", "jobTitle", "startDate", "weeklyHours", "employer"],
         {"employeeType": {"type": "string"}, "employmentStatus": {"type": "string"},
-         "jobTitle": {"type": "string"}, "startDate": SERVICE_DATE_TIME,
+         "jobTitle": {"type": "string"}, "startDate": payroll_day("The first day of the job"),
          "weeklyHours": {"type": "number"},
          "employer": {"type": "object", "required": ["_id", "name"],
                       "properties": {"_id": _ID, "name": {"type": "string"}}}}),
@@ -119,7 +123,7 @@ DATA_RECORDS: dict[str, dict[str, Any]] = {
         ["firstName", "lastName", "dateOfBirth", "email", "phone", "ssn", "address", "city",
          "state", "postalCode"],
         {"firstName": {"type": "string"}, "lastName": {"type": "string"},
-         "dateOfBirth": SERVICE_DATE_TIME, "email": {"type": "string"},
+         "dateOfBirth": payroll_day("The date of birth"), "email": {"type": "string"},
          "phone": {"type": "string"}, "ssn": {"type": "string", "description": "Masked."},
          "address": {"type": "string"}, "city": {"type": "string"}, "state": {"type": "string"},
          "postalCode": {"type": "string"}}),

@@ -17,15 +17,16 @@ from ..domain.faults import FAULTS_RECORD
 from ..domain.states import DEEPLINK_STEPS
 from .api import (CARD_TOKEN_RECREATION_REQUEST, EVENTS_QUERY, SCENARIO_BINDING_REQUEST,
                   TASK_RECORD, WEBHOOK_ENDPOINTS_REQUEST, WEBHOOK_FAULTS_REQUEST)
+from .dates import DATE_TIME, calendar_day_field, date_time_field
 from .fixtures import ENVIRONMENTS
 from .records import LINKED_ACCOUNT_RECORD
-from .scenarios import SCENARIO_SCHEMA, STEP
+from .scenarios import SCENARIO_SCHEMA, STEP, WRITTEN_PAYMENT_METHOD
 
 _STRING = {"type": "string"}
 _STRINGS = {"type": "array", "items": _STRING}
 _ID = {"type": "string", "minLength": 1}
 _COUNT = {"type": "integer", "minimum": 0}
-_DATE_TIME = {"type": "string", "format": "date-time"}
+_DATE_TIME = DATE_TIME  # the one form answers write (schemas/dates.py)
 _OR_NULL = {"type": "null"}
 COMPANY = {"$ref": "#/components/schemas/Company"}
 
@@ -149,8 +150,8 @@ _DELIVERY_STATE = EVENTS_QUERY["properties"]["delivery"]["enum"]  # and `none`: 
 ATTEMPT = answer(
     "One attempt to deliver (webhooks/dispatcher.py: Attempt.record).",
     number={"type": "integer", "minimum": 1},
-    time={**_DATE_TIME, "description": "Virtual time it started."},
-    wallTime={**_DATE_TIME, "description": "Wall-clock time it left."},
+    time=date_time_field("Virtual time it started."),
+    wallTime=date_time_field("Wall-clock time it left."),
     requestHeaders={"type": "object", "additionalProperties": _STRING},
     status={"type": ["integer", "null"], "description": "The answer's; null: none came."},
     latencyMs={"type": ["number", "null"], "minimum": 0},
@@ -162,7 +163,8 @@ DELIVERY = answer(
     state={"enum": [state for state in _DELIVERY_STATE if state != "none"]},
     replay={"type": "boolean"},
     attempts={"type": "array", "items": ATTEMPT},
-    nextAttemptAt={"type": ["string", "null"], "format": "date-time"},
+    nextAttemptAt=date_time_field("Virtual time of the next attempt (null: none due).",
+                                  nullable=True),
     faults={**_STRINGS, "description": "Delivery faults made on purpose (duplicate, "
                                        "out-of-order, delayed ...)."})
 EVENT_RECORD = answer(
@@ -203,7 +205,8 @@ SCENARIO = answer(
         "properties": {"at": {"type": "number", "minimum": 0,
                               "description": "Seconds after the task starts."},
                        **{name: spec for name, spec in STEP["properties"].items()
-                          if name != "after"}}}})
+                          if name != "after"},
+                       "paymentMethod": WRITTEN_PAYMENT_METHOD}}})
 SCENARIO_BINDINGS = {"type": "object", "additionalProperties": _ID,
                      "description": "User identifier -> the scenario bound to their tasks."}
 SCENARIO_BINDING = answer(identifier=_ID,
@@ -260,14 +263,14 @@ EMPLOYER_MATCH = answer(
     companyId=_ID, name=_STRING, confidence={"type": "number", "minimum": 0, "maximum": 1},
     transactionsMatched={"type": "integer", "minimum": 1},
     averageDepositAmount={"type": "number"},
-    lastDepositDate={"type": "string", "format": "date"},
+    lastDepositDate=calendar_day_field("The day of the latest deposit (the transactions' day)."),
     payCycle={"enum": ["weekly", "biweekly", "monthly", "unknown"]}, **_LINKED)
 RECURRING_TRANSACTION = answer(
     "An outgoing charge that repeats at a steady interval.",
     merchant=_STRING, companyId={"type": ["string", "null"]},
     cadence=EMPLOYER_MATCH["properties"]["payCycle"], amount={"type": "number"},
-    lastDate={"type": "string", "format": "date"},
-    nextDate={"type": "string", "format": "date"},
+    lastDate=calendar_day_field("The day of the latest charge (the transactions' day)."),
+    nextDate=calendar_day_field("The day the next charge is due, at the usual interval."),
     transactions={"type": "integer", "minimum": 2},
     confidence=EMPLOYER_MATCH["properties"]["confidence"], **_LINKED)
 PROCESSOR_TOKEN = answer(
