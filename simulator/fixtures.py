@@ -71,6 +71,7 @@ class ServiceProfile:
     aggregator: str
     sdk_prefix: str
     products: dict[str, str]  # product -> scope
+    sdk_global: str = "Transact"  # the browser SDK's global object
 
     def scopes_of(self, products: tuple[str, ...]) -> frozenset[str]:
         return frozenset(self.products[p] for p in products if p in self.products)
@@ -88,7 +89,7 @@ class Fixtures:
 
 
 def load_fixtures(directory: Path, *, vendor: str | None = None, aggregator: str | None = None,
-                  sdk_prefix: str | None = None) -> Fixtures:
+                  sdk_prefix: str | None = None, sdk_global: str | None = None) -> Fixtures:
     """Read and check service.yaml, accounts.yaml and companies.yaml from a folder."""
     if not directory.is_dir():
         raise ConfigError(str(directory), "$", "fixtures folder not found")
@@ -99,7 +100,8 @@ def load_fixtures(directory: Path, *, vendor: str | None = None, aggregator: str
     service = ServiceProfile(vendor=vendor or service_doc["vendor"],
                              aggregator=aggregator or service_doc["aggregator"],
                              sdk_prefix=sdk_prefix or service_doc["sdkPrefix"],
-                             products=dict(service_doc["products"]))
+                             products=dict(service_doc["products"]),
+                             sdk_global=sdk_global or service_doc.get("sdkGlobal", "Transact"))
     accounts = accounts_doc["accounts"]
     companies = companies_doc.get("companies", [])
     _check_accounts(accounts, service, directory / "accounts.yaml")

@@ -37,13 +37,14 @@ def load(settings: Settings) -> LoadedFixtures:
     inputs = [*(("file", settings.fixtures / name) for name in FIXTURE_FILES),
               *(("folder", folder) for folder in folders)]
     named = (str(settings.fixtures.resolve()), settings.vendor, settings.aggregator,
-             settings.sdk_prefix)
+             settings.sdk_prefix, settings.sdk_global)
     return cached(inputs, named, lambda: _from_files(settings, folders), LoadedFixtures)
 
 
 def _from_files(settings: Settings, folders: list[Path]) -> LoadedFixtures:
     fixtures = load_fixtures(settings.fixtures, vendor=settings.vendor,
-                             aggregator=settings.aggregator, sdk_prefix=settings.sdk_prefix)
+                             aggregator=settings.aggregator, sdk_prefix=settings.sdk_prefix,
+                             sdk_global=settings.sdk_global)
     scenarios = load_all_scenarios(folders)
     scenarios = resolve_products(scenarios, fixtures.service.products)  # the products each fits
     for default, kind in ((HAPPY_PATH, "task"), (PROCESSOR_DEFAULT, "processor-link")):

@@ -376,6 +376,8 @@ EXAMPLES: dict[tuple[str, str], Example] = {
     ("POST", "/sdk/leave"): Example({"taskId": "6410c0ffee0000000000a001"}, after=From(
         "POST", "/task/create", fields={"/taskId": "$response.body#/data/id"})),
     ("GET", "/sdk/task/{taskId}"): Example(after=_AFTER_TASK),
+    ("GET", "/sdk/workflow/{taskWorkflow}"): Example(after=From(
+        "POST", "/task/create", parameters={"taskWorkflow": "$response.body#/data/taskWorkflow"})),
     ("GET", "/sdk/deposit-form.pdf"): Example(after=From(
         "POST", "/access-token", parameters={"publicToken": _TOKEN})),
 }

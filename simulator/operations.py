@@ -97,6 +97,7 @@ class Operation:
     description: str = ""
     dialect: Dialect | None = None           # another API's conventions (None: this API's)
     wants: tuple[str, ...] = ()              # the handler's parameters (read once, below)
+    rest: str | None = None                  # a path parameter that takes slashes too
 
     def __post_init__(self) -> None:
         if not self.wants:  # read here once, not by every app that routes the operation

@@ -54,6 +54,7 @@ class Settings:
     vendor: str | None = None
     aggregator: str | None = None
     sdk_prefix: str | None = None
+    sdk_global: str | None = None
     # Bounds of what a long-running server keeps (README: Limits).
     max_events: int = 5_000      # per tenant: the event ledger with its deliveries
     max_tasks: int = 10_000      # per tenant
@@ -96,8 +97,8 @@ _CONFIG_NAMES = {
     "seed": "seed", "clock": "clock", "timeScale": "time_scale", "webhookUrl": "webhook_url",
     "webhookTimeout": "webhook_timeout", "shutdownGrace": "shutdown_grace",
     "environment": "environment", "logFormat": "log_format", "vendor": "vendor",
-    "aggregator": "aggregator", "sdkPrefix": "sdk_prefix", "maxEvents": "max_events",
-    "maxTasks": "max_tasks", "maxTokens": "max_tokens", "maxUsers": "max_users",
+    "aggregator": "aggregator", "sdkPrefix": "sdk_prefix", "sdkGlobal": "sdk_global",
+    "maxEvents": "max_events", "maxTasks": "max_tasks", "maxTokens": "max_tokens", "maxUsers": "max_users",
     "maxTenants": "max_tenants",
     "maxTenantsPerMaker": "max_tenants_per_maker", "allowedHosts": "allowed_hosts",
     "frameAncestors": "frame_ancestors", "tenantIdleExpiry": "tenant_idle_expiry",

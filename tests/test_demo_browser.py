@@ -296,7 +296,8 @@ async def test_the_reset_button_empties_the_page_and_the_demo_tenant(
     flow = page.frame_locator(FLOW)
     await flow.locator("#app[data-screen='search']").wait_for()
     await flow.get_by_test_id("close").click()  # the flow covers the page while it is open
-    await expect(page.locator("#callbacks")).to_contain_text("The flow closed (user closed)")
+    await flow.get_by_test_id("exit-confirm").click()  # "are you sure?"
+    await expect(page.locator("#callbacks")).to_contain_text("The flow closed (unknown)")
     sent = []
     page.on("request", lambda r: sent.append(r))
     await page.get_by_role("button", name="Reset the demo").click()

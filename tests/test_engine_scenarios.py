@@ -149,6 +149,17 @@ EXPECTED: dict[str, Expected] = {
         (6.5, updated("processing", "failed", authenticated=False, reason="system-unavailable")),
         (6.5, workflow_finished("failed", "system-unavailable")),
     )),
+    "data-request": Expected(PAY_LINK, "completed", None, (
+        (5.5, authentication(True)),
+        (35.5, updated("processing", "completed", authenticated=True, flow="switch")),
+        (35.5, accounts_updated(("updated", [["paymentMethod"]]))),
+        (35.5, workflow_finished("completed")),
+    )),
+    "high-latency": Expected(USER_LINK, "completed", None, (
+        (121.5, authentication(True)),
+        (130, updated("processing", "completed", authenticated=True)),
+        (130, workflow_finished("completed")),
+    )),
     "managed-by-partner": failing_pay_link(
         "subscription-managed-by-partner-provider", "switch", 11.5,
         meta={"managedBy": {"companyId": "6410a0000000000000000067", "name": "Comcast Xfinity"}}),

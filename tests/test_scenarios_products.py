@@ -138,7 +138,7 @@ def test_bundled_scenarios_fit_what_their_stories_are_about():
     pay_link = {name for name, s in scenarios.items()
                 if any(k in step.changes for step in s.steps
                        for k in ("flow", "paymentMethod", "accounts"))}
-    assert len(pay_link) == 15
+    assert len(pay_link) == 16
     assert all(scenarios[name].products == ("switch",) for name in pay_link)
     assert scenarios["distribution-not-supported"].products == ("deposit",)
     assert scenarios["linked-account-disconnected"].products == ("deposit", "verify")

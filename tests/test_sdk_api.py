@@ -12,8 +12,11 @@ import json
 import re
 
 import pytest
-from calls import call, error_of, run_until_idle
+from calls import advance, call, error_of, run_until_idle
 from conftest import ACME, FEDEX, SEARS, WALMART
+
+from payroll_sandbox.app import build_registry, create_app
+from payroll_sandbox.settings import Settings
 
 FLAKY_FREIGHT = "6410a0000000000000000012"  # defaultScenario: connection-error
 BOOTSTRAP = re.compile(r'<script id="bootstrap" type="application/json">(.*?)</script>', re.DOTALL)
@@ -75,7 +78,7 @@ async def test_sdk_transact_js_is_public_javascript_with_the_prefix(client):
     script = await response.text()
     assert 'var PREFIX = "example-transact";' in script
     assert "__PREFIX__" not in script
-    assert "window.Transact" in script
+    assert 'window["Transact"]' in script
 
 
 async def test_sdk_initialize_page_carries_the_config_in_bootstrap(client):
@@ -96,6 +99,82 @@ async def test_sdk_initialize_accepts_standard_padded_base64(client):
     response = await client.get(f"/initialize/{encoded.replace('/', '_')}")
     assert response.status == 200
     assert (await bootstrap_of(response))["config"] == config
+
+
+async def test_sdk_initialize_reads_the_standard_alphabet_with_a_slash_as_btoa_writes_it(client):
+    """Issue 33, point 1: a `?` in the JSON at one byte offset in three, or a non-ASCII
+    character, makes btoa write `/`: the route takes the rest of the path."""
+    for pad in range(3):
+        config = {"tasks": [{"product": "deposit"}], "customer": {"name": "Jos\u00e9"},
+                  "metadata": {"returnUrl": "https://app.example/r?x=1", "pad": "p" * pad}}
+        encoded = base64.b64encode(json.dumps(config).encode()).decode()
+        if "/" in encoded:
+            break
+    assert "/" in encoded
+    response = await client.get(f"/initialize/{encoded}")
+    assert response.status == 200
+    boot = await bootstrap_of(response)
+    assert boot["config"]["customer"] == {"name": "Jos\u00e9"}
+    assert boot["config"]["tasks"] == [{"operation": "deposit"}]  # the SDK's `product`, named once
+
+
+@pytest.mark.parametrize("config, tasks", [
+    ({"tasks": [{"product": "deposit", "onComplete": "finish"}, {"operation": "verify"}]},
+     [{"operation": "deposit", "onComplete": "finish"}, {"operation": "verify"}]),
+    ({"product": "deposit", "distribution": {"type": "fixed", "amount": 50}},
+     [{"operation": "deposit", "distribution": {"type": "fixed", "amount": 50}}]),
+    ({"product": "deposit", "additionalProduct": "verify"},
+     [{"operation": "deposit"}, {"operation": "verify"}]),
+    ({"tasks": [{"product": "deposit"}], "additionalProduct": "verify"},
+     [{"operation": "deposit"}, {"operation": "verify"}]),
+])
+async def test_sdk_initialize_makes_the_published_task_forms_one(client, config, tasks):
+    """Point 5: tasks[].product, the deprecated top-level product and distribution, and
+    additionalProduct become the flow's tasks."""
+    boot = await bootstrap_of(await client.get(f"/initialize/{encode(config)}"))
+    assert boot["config"]["tasks"] == tasks
+    assert not {"product", "distribution", "additionalProduct"} & set(boot["config"])
+
+
+async def test_sdk_session_needs_no_token_in_the_config(client):
+    """Point 2: the token comes through the handshake (the x-public-token of the page's
+    calls); a config without one starts the flow."""
+    token = await token_of(client, "sdk-no-config-token")
+    body = await call(client, "POST", "/sdk/session", headers=as_user(token),
+                      json={"config": {"tasks": [{"product": "deposit"}], "language": "es"}})
+    assert body["data"]["user"] == {"identifier": "sdk-no-config-token"}
+
+
+async def test_sdk_workflow_lists_every_task_and_says_when_one_signs_in_slowly(client):
+    """Points 7 and 8: the flow follows its workflow; a sign-in that runs past 30 virtual
+    seconds is `highLatency` (scenario high-latency); another user's workflow is 404."""
+    token = await token_of(client, "sdk-workflow")
+    created = (await call(client, "POST", "/sdk/login", headers=as_user(token), json={
+        "companyId": WALMART, "username": "test-high-latency", "password": "x",
+        "tasks": [{"product": "deposit"}, {"operation": "verify"}]}))["data"]
+    path = f"/sdk/workflow/{created['taskWorkflow']}"
+    workflow = (await call(client, "GET", path, headers=as_user(token)))["data"]
+    assert [t["id"] for t in workflow["tasks"]] == [t["id"] for t in created["tasks"]]
+    assert [t["highLatency"] for t in workflow["tasks"]] == [False, False]
+    await advance(client, 20)
+    workflow = (await call(client, "GET", path, headers=as_user(token)))["data"]
+    assert [t["highLatency"] for t in workflow["tasks"]] == [False, False]
+    await advance(client, 15)
+    workflow = (await call(client, "GET", path, headers=as_user(token)))["data"]
+    assert [t["highLatency"] for t in workflow["tasks"]] == [True, True]
+    other = await token_of(client, "sdk-workflow-other")
+    error = await error_of(client, "GET", path, 404, headers=as_user(other))
+    assert error["code"] == "task-not-found"
+
+
+async def test_sdk_transact_js_defines_the_profiles_global(aiohttp_client, clock):
+    """Point 3: the global is the profile's sdkGlobal, the prefix its sdkPrefix."""
+    settings = Settings(port=0, clock="manual", sdk_global="Atomic", sdk_prefix="atomic-transact")
+    client = await aiohttp_client(create_app(settings, registry=build_registry(settings, clock=clock)))
+    script = await (await client.get("/sdk/transact.js")).text()
+    assert 'window["Atomic"] = { transact: transact, Product: Product' in script
+    assert 'var PREFIX = "atomic-transact";' in script
+    assert "__GLOBAL__" not in script
 
 
 async def test_sdk_initialize_escapes_script_end_in_config_values(client):

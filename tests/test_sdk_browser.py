@@ -216,7 +216,8 @@ async def test_sdk_browser_happy_path_search_login_and_finish_removes_the_flow(p
     assert await events(page, "finish") == []  # the user has not left the end screen yet
     await flow.get_by_test_id("done").dispatch_event("click")  # the frame goes away: no wait after
     finished = await wait_for_event(page, "finish")
-    assert finished == {"taskId": task_id, "handoff": None}
+    assert finished == {"taskId": task_id, "handoff": None, "data": {"tasks": [
+        {"taskId": task_id, "product": "deposit", "status": "completed"}]}}
     assert await page.locator(FLOW).count() == 0
     assert await events(page, "close") == []
 
@@ -302,7 +303,7 @@ async def test_sdk_browser_deeplink_unknown_company_shows_error_and_closes_inval
                     "try again from the app.")
     assert not JARGON.search(await visible_text(flow))
     await flow.get_by_role("button", name="Close").first.dispatch_event("click")  # the frame goes away: no wait after
-    assert await wait_for_event(page, "close") == {"reason": "invalid-company-id"}
+    assert (await wait_for_event(page, "close"))["reason"] == "invalid-company-id"
     assert await page.locator(FLOW).count() == 0
     assert await tasks_of(sandbox, "browser-unknown") == []
 
@@ -333,7 +334,7 @@ async def test_sdk_browser_under_maintenance_company_is_unavailable_and_creates_
     assert text == "FedEx is under maintenance right now, so you can't sign in. Try again later."
     assert await flow.get_by_test_id("username").count() == 0
     await flow.get_by_role("button", name="Close").first.dispatch_event("click")  # the frame goes away: no wait after
-    assert await wait_for_event(page, "close") == {"reason": "company-under-maintenance"}
+    assert (await wait_for_event(page, "close"))["reason"] == "company-under-maintenance"
     assert await tasks_of(sandbox, "browser-maintenance") == []
 
 
@@ -344,7 +345,7 @@ async def test_sdk_browser_unknown_public_token_shows_error(page, sandbox):
     assert not JARGON.search(await visible_text(flow))
     await shot(page, "sdk-error-invalid-public-token")
     await flow.get_by_role("button", name="Close").first.dispatch_event("click")  # the frame goes away: no wait after
-    assert await wait_for_event(page, "close") == {"reason": "invalid-public-token"}
+    assert (await wait_for_event(page, "close"))["reason"] == "invalid-public-token"
 
 
 async def test_sdk_browser_messages_not_from_the_flow_iframe_are_ignored(page, sandbox):
@@ -374,9 +375,11 @@ async def test_sdk_browser_messages_not_from_the_flow_iframe_are_ignored(page, s
         "() => window.received.filter(m => m && m.fake).length === 3")
     assert await events(page, "close") == []
     assert await page.locator(FLOW).count() == 1
-    await flow.get_by_test_id("close").dispatch_event("click")  # the frame goes away: no wait after
-    assert await wait_for_event(page, "close") == {"reason": "user-closed"}
-    assert await events(page, "close") == [{"reason": "user-closed"}]
+    await flow.get_by_test_id("close").dispatch_event("click")
+    await flow.get_by_test_id("exit-confirm").dispatch_event("click")  # the frame goes away
+    # Fact 14: a user who closes the flow for no reason it knows closes it as `unknown`.
+    await wait_for_event(page, "close")
+    assert await events(page, "close") == [{"reason": "unknown", "data": {"tasks": []}}]
     assert await events(page, "finish") == []
 
 
@@ -504,8 +507,11 @@ async def test_sdk_browser_close_button_during_progress_makes_the_task_not_conne
                                   "deeplink": {"step": "login-company", "companyId": WALMART}})
     await sign_in(flow, "test-good")
     task_id = await started_task(page)
-    await flow.get_by_test_id("close").dispatch_event("click")  # the frame goes away: no wait after
-    assert await wait_for_event(page, "close") == {"reason": "task-pending"}
+    await flow.get_by_test_id("close").dispatch_event("click")
+    await flow.get_by_test_id("exit-prompt").wait_for()  # are you sure?
+    await flow.get_by_test_id("exit-confirm").dispatch_event("click")  # the frame goes away
+    closed = await wait_for_event(page, "close")
+    assert (closed["reason"], closed["taskId"]) == ("task-pending", task_id)
     assert await page.locator(FLOW).count() == 0
     # The page told the sandbox before it closed.
     assert (await get_task(sandbox, task_id))["user"]["connected"] is False
@@ -557,7 +563,7 @@ async def test_sdk_browser_maintenance_for_deposit_refuses_deposit_but_signs_in_
     await shot(page, "sdk-unavailable-maintenance")
     await flow.get_by_role("button", name="Close").first.dispatch_event("click")  # the frame goes away: no wait after
     closes = await page.wait_for_function("() => window.events.filter(e => e[0] === 'close')")
-    assert (await closes.json_value())[-1][1] == {"reason": "company-under-maintenance"}
+    assert (await closes.json_value())[-1][1]["reason"] == "company-under-maintenance"
     assert len(await tasks_of(sandbox, "browser-maint-product")) == 1
 
 
@@ -634,7 +640,7 @@ async def test_sdk_browser_test_failure_shows_a_plain_sentence_and_closes_with_t
     assert failed[0]["reason"] == "unknown-failure"
     assert await events(page, "finish") == []
     await flow.get_by_test_id("done").dispatch_event("click")  # the frame goes away: no wait after
-    assert await wait_for_event(page, "close") == {"reason": "unknown-failure"}
+    assert (await wait_for_event(page, "close"))["reason"] == "unknown-failure"
     assert await page.locator(FLOW).count() == 0
 
 
@@ -714,7 +720,7 @@ async def test_sdk_browser_every_failure_reason_reads_as_a_plain_sentence(page, 
         await flow.get_by_test_id("done").dispatch_event("click")  # the frame goes away
         await page.wait_for_function(
             "n => window.events.filter(e => e[0] === 'close').length === n", arg=n + 1)
-        assert (await events(page, "close"))[-1] == {"reason": reason}
+        assert (await events(page, "close"))[-1]["reason"] == reason
     assert len(set(sentences.values())) == len(FAILURE_REASONS)  # one sentence each
     assert "Make the change with" in sentences["subscription-managed-by-partner-provider"]
 

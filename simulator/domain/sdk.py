@@ -17,14 +17,17 @@ import base64
 import binascii
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from ..errors import (ApiError, CredentialsRefused, InvalidCompanyId, InvalidConfig,
-                      ValidationFailed, field_detail)
+                      PublicTokenMismatch, TaskNotFound, ValidationFailed, field_detail)
 from ..pdf import text_pdf
 from ..schemas.validate import strict_json
 from .companies import Company, CompanyDirectory, ManualDepositRule
+from .flow_words import ENGLISH, flow_language, flow_words
 from .search import company_filter
+from .states import PROCESSING
 from .tasks import HAPPY_PATH, CreateTask, Task, Workflow
 from .identity import PublicToken
 from .owner import Owner
@@ -70,6 +73,9 @@ class LoginOutcome:
 
 
 INVALID_CONFIG = "The SDK configuration is not base64 of a JSON object."
+INVALID_CONFIG_FIELDS = "The SDK configuration has fields the flow cannot read."
+TOKEN_MISMATCH = "The configuration's publicToken does not match the token issued for this user."
+UNKNOWN_WORKFLOW = "No task workflow {workflow_id!r} of this user."
 INVALID_COMPANY_ID = "The deeplink names no company with that _id (invalid-company-id)."
 CREDENTIALS_REFUSED = ("The company refused the username and password (sandbox username "
                        "test-bad); no task was started. The user can try again.")
@@ -182,11 +188,122 @@ ERROR_SENTENCES = {
 FALLBACK_SENTENCE = ("Something went wrong on our side. Close this window and try again in a "
                      "few minutes.")
 
+# The same sentences in Spanish (config.language `es`; flow_words.py says how it reads),
+# for the same codes and with the same placeholders.
+FAILURE_SENTENCES_ES = {
+    "auth-expired": "Tu sesión con {company} terminó. Vuelve a iniciar sesión para continuar.",
+    "connection-error": "No pudimos comunicarnos con {company}. Revisa tu conexión a internet y "
+                        "vuelve a intentarlo en unos minutos.",
+    "device-disconnected": "Se perdió la conexión con tu dispositivo antes de que pudiéramos "
+                           "terminar. Empieza de nuevo y mantén esta ventana abierta hasta que "
+                           "termine.",
+    "action-failed": "No pudimos confirmar el cambio en {company}. Vuelve a intentarlo en unos "
+                     "minutos.",
+    "plan-selection-required": "No pudimos saber cuál de tus planes en {company} había que "
+                               "actualizar. Revisa tus planes en {company} y vuelve a "
+                               "intentarlo.",
+    "product-not-supported": "{company} no permite este cambio en tu cuenta. Prueba otra opción, "
+                             "como todo tu cheque de pago, o haz el cambio directamente con "
+                             "{company}.",
+    "subscription-inactive": "Tu suscripción en {company} no está activa, así que no se pudo "
+                             "cambiar nada. Reactívala en {company} y vuelve a intentarlo.",
+    "subscription-managed-by-partner-provider": "Tu suscripción en {company} la administra "
+                                                "{partner}. Haz el cambio con {partner}.",
+    "subscription-not-found": "No encontramos tu suscripción en {company}. Verifica que todavía "
+                              "exista y vuelve a intentarlo.",
+    "payment-method-locked": "Tu método de pago está bloqueado en {company}. Vuelve a intentarlo "
+                             "cuando {company} lo desbloquee.",
+    "payment-method-not-supported": "{company} no acepta este método de pago. Prueba con otra "
+                                    "tarjeta o cuenta bancaria.",
+    "payment-method-insufficient-funds": "Tu método de pago no tenía fondos suficientes para la "
+                                         "verificación de {company}. Agrega fondos o usa otra "
+                                         "tarjeta o cuenta, y vuelve a intentarlo.",
+    "payment-method-limit-reached": "{company} ya tiene la cantidad máxima de métodos de pago "
+                                    "que permite. Elimina uno en {company} y vuelve a "
+                                    "intentarlo.",
+    "payment-method-declined": "{company} rechazó este método de pago. Prueba con otra tarjeta o "
+                               "cuenta bancaria.",
+    "user-abandon": "No se terminó el inicio de sesión, así que no se cambió nada. Empieza de "
+                    "nuevo cuando quieras.",
+    "payment-token-expired": "Los datos de tu tarjeta vencieron antes de que pudiéramos usarlos. "
+                             "Vuelve a agregar tu tarjeta e inténtalo de nuevo.",
+    "payment-switch-unsuccessful": "No pudimos actualizar tu método de pago en {company}. Vuelve "
+                                   "a intentarlo o actualízalo directamente en {company}.",
+    "system-unavailable": "{company} no está disponible en este momento, quizás por "
+                          "mantenimiento. Vuelve a intentarlo más tarde.",
+    "unexpected-response": "{company} respondió de una forma que no esperábamos. Vuelve a "
+                           "intentarlo en unos minutos.",
+    "unknown-failure": "Algo salió mal y no pudimos terminar. Vuelve a intentarlo en unos "
+                       "minutos.",
+}
+_SESSION_ENDED_ES = ("Esta sesión venció o ya no es válida. Cierra esta ventana y vuelve a "
+                     "empezar desde la app.")
+_RECONNECT_LOST_ES = ("No encontramos la cuenta que quieres volver a conectar. Cierra esta "
+                      "ventana y vuelve a empezar desde la app.")
+ERROR_SENTENCES_ES = {
+    "invalid-config": "Este enlace de conexión no está bien configurado. Cierra esta ventana y "
+                      "comunícate con la app que te trajo aquí.",
+    "public-token-mismatch": _SESSION_ENDED_ES,
+    "public-token-required": _SESSION_ENDED_ES,
+    "public-token-expired": _SESSION_ENDED_ES,
+    "invalid-public-token": _SESSION_ENDED_ES,
+    "identifier-mismatch": _SESSION_ENDED_ES,
+    "invalid-credentials": _SESSION_ENDED_ES,
+    "missing-credentials": _SESSION_ENDED_ES,
+    "wrong-environment": _SESSION_ENDED_ES,
+    "unauthorized": _SESSION_ENDED_ES,
+    "invalid-company-id": "No encontramos el empleador al que apunta este enlace. Cierra esta "
+                          "ventana y vuelve a intentarlo desde la app.",
+    "company-not-found": "No encontramos esa empresa. Vuelve atrás y búscala de nuevo.",
+    "company-under-maintenance": "{company} está en mantenimiento en este momento, así que no "
+                                 "puedes iniciar sesión. Vuelve a intentarlo más tarde.",
+    "company-disabled": "No es posible conectar {company} en este momento. Vuelve atrás y elige "
+                        "otra empresa, o inténtalo más tarde.",
+    "company-manual-deposits": "No es posible conectar {company} en línea. Actualiza tu depósito "
+                               "directo con el equipo de nómina de tu empleador.",
+    "product-not-offered": "{company} no admite este tipo de conexión. Vuelve atrás y elige otra "
+                           "empresa.",
+    "credentials-refused": "El usuario o la contraseña no son correctos. Revísalos y vuelve a "
+                           "intentarlo.",
+    "linked-account-not-found": _RECONNECT_LOST_ES,
+    "linked-account-not-yours": _RECONNECT_LOST_ES,
+    "task-not-found": "Perdimos el seguimiento de tu conexión. Cierra esta ventana y vuelve a "
+                      "empezar.",
+    "validation-failed": "Algunos de los datos no se aceptaron. Revisa lo que ingresaste y vuelve "
+                         "a intentarlo.",
+    "network": "No pudimos comunicarnos con el servicio. Revisa tu conexión a internet y vuelve a "
+               "intentarlo.",
+}
+FALLBACK_SENTENCE_ES = ("Algo salió mal de nuestro lado. Cierra esta ventana y vuelve a "
+                        "intentarlo en unos minutos.")
 
-def user_messages() -> dict[str, Any]:
-    """The sentences the hosted page shows, handed to it with its configuration."""
-    return {"reasons": FAILURE_SENTENCES, "errors": ERROR_SENTENCES,
-            "fallback": FALLBACK_SENTENCE}
+# language -> (failure sentences, error sentences, fallback)
+USER_SENTENCES = {
+    ENGLISH: (FAILURE_SENTENCES, ERROR_SENTENCES, FALLBACK_SENTENCE),
+    "es": (FAILURE_SENTENCES_ES, ERROR_SENTENCES_ES, FALLBACK_SENTENCE_ES),
+}
+
+
+def user_messages(language: str = ENGLISH) -> dict[str, Any]:
+    """The sentences the hosted page shows, in the configured language, handed to it with
+    its configuration; besides English, `words`: the flow's own texts translated, keyed by
+    the English its scripts write (flow_words.py). A language the sandbox lacks is English."""
+    reasons, errors, fallback = USER_SENTENCES.get(language, USER_SENTENCES[ENGLISH])
+    messages: dict[str, Any] = {"reasons": reasons, "errors": errors, "fallback": fallback}
+    words = flow_words(language)
+    if words:
+        messages["words"] = words
+    return messages
+
+
+def page_language(encoded: str) -> str:
+    """The language of the page for /initialize/{encoded}: the configuration's, even when
+    another of its fields is wrong (its error screen is then in that language); English when
+    it cannot be decoded at all."""
+    try:
+        return flow_language(decode_config(encoded))
+    except ApiError:
+        return ENGLISH
 
 
 # -- configuration and session --------------------------------------------------------------
@@ -204,6 +321,69 @@ def decode_config(encoded: str) -> dict[str, Any]:
         raise InvalidConfig(INVALID_CONFIG,
                             details=[field_detail("$", INVALID_CONFIG, location="path")])
     return config
+
+
+def flow_config(config: dict[str, Any]) -> dict[str, Any]:
+    """The configuration as the flow runs it: the published forms of its tasks
+    (real-service-facts 12) made one. `tasks[].product` is the SDK docs' name for the
+    spec's `operation`; the deprecated top-level `product` (with its `distribution`) is one
+    task; `additionalProduct` is one more task after them."""
+    tasks = [_task(t) for t in config.get("tasks") or ()]
+    if not tasks and config.get("product"):
+        tasks = [_task({"operation": config["product"],
+                        **({"distribution": config["distribution"]}
+                           if "distribution" in config else {})})]
+    if config.get("additionalProduct"):
+        tasks.append({"operation": config["additionalProduct"]})
+    flow = {k: v for k, v in config.items()
+            if k not in ("product", "distribution", "additionalProduct", "tasks")}
+    if tasks:
+        flow["tasks"] = tasks
+    return flow
+
+
+def _task(task: dict[str, Any]) -> dict[str, Any]:
+    named = {"operation": task.get("operation") or task["product"]}
+    return {**named, **{k: v for k, v in task.items() if k not in ("operation", "product")}}
+
+
+def check_token(config: dict[str, Any], token: PublicToken) -> None:
+    """The token comes through the handshake (real-service-facts 11); a configuration that
+    still carries one must carry the same."""
+    given = config.get("publicToken")
+    if given is not None and given != token.public_token:
+        raise PublicTokenMismatch(TOKEN_MISMATCH,
+                                  details=[field_detail("$.config.publicToken", TOKEN_MISMATCH)])
+
+
+# The flow's high-latency view (real-service-facts 13): the sign-in has run this many
+# virtual seconds without authenticating (scenario `high-latency`, username
+# test-high-latency, takes two minutes).
+HIGH_LATENCY_SECONDS = 30.0
+
+
+def flow_workflow(tenant: Owner, token: PublicToken, workflow_id: str) -> dict[str, Any]:
+    """GET /sdk/workflow/{id}: every task the flow's sign-in started (those a `finish`
+    option held back appear when they start), whether more may start, and which tasks
+    are signing in for longer than HIGH_LATENCY_SECONDS."""
+    workflow = tenant.tasks.workflows.get(workflow_id)
+    if workflow is None or workflow.identifier != token.identifier:
+        raise TaskNotFound(UNKNOWN_WORKFLOW.format(workflow_id=workflow_id))
+    now = tenant.clock.timestamp()
+    tasks = [tenant.tasks[t] for t in workflow.tasks]
+    return {"id": workflow.id, "pending": len(workflow.pending),
+            "tasks": [{**t.record(), "highLatency": _slow(t, now)} for t in tasks]}
+
+
+def _slow(task: Task, now: float) -> bool:
+    if task.status != PROCESSING or task.authenticated:
+        return False
+    started = next((h["at"] for h in reversed(task.history) if h["status"] == PROCESSING), None)
+    return started is not None and now - _seconds(started) >= HIGH_LATENCY_SECONDS
+
+
+def _seconds(moment: str) -> float:
+    return datetime.fromisoformat(moment.replace("Z", "+00:00")).timestamp()
 
 
 def deeplink_company(tenant: Owner, config: dict[str, Any]) -> Company | None:

@@ -28,13 +28,20 @@ class StepField:
 MANAGED_BY = {"type": "object", "additionalProperties": False, "required": ["companyId", "name"],
               "properties": {"companyId": {"type": "string"}, "name": {"type": "string"}}}
 
+# Data only the app holds (real-service-facts 14: a data request {taskId, fields}).
+DATA_REQUEST = {"type": "object", "additionalProperties": False, "required": ["fields"],
+                "properties": {"fields": {"type": "array", "minItems": 1, "uniqueItems": True,
+                                          "items": {"enum": ["card", "bankAccount"]}}}}
+
 STEP_FIELDS: dict[str, StepField] = {
     "flow": StepField({"enum": list(FLOWS)},
                       description="The hosted flow's kind of work (spec: Task, flow)."),
     "meta": StepField({"type": "object", "additionalProperties": False,
-                       "properties": {"managedBy": MANAGED_BY}}, on_failure_only=True,
+                       "properties": {"managedBy": MANAGED_BY, "dataRequest": DATA_REQUEST}},
+                      on_failure_only=True,
                       description="Why a task failed, e.g. the partner that manages the "
-                                  "account (spec: task-status-updated, meta)."),
+                                  "account (spec: task-status-updated, meta); `dataRequest`: "
+                                  "data the task needs from the app (the SDK's onDataRequest)."),
 }
 
 

@@ -120,6 +120,7 @@ def end_monitoring(tenant: Owner, identifier: str) -> list[Any]:
         tenant.accounts.disconnect(account, END_OF_MONITORING)
     return ended
 
+
 def remove_user(tenant: Owner, identifier: str) -> bool:
     """DELETE /_sandbox/users/{identifier}: a user who has only what POST /access-token and
     PUT /user make (public tokens, stored payment methods) and the control plane's bindings

@@ -43,10 +43,12 @@ def add_routes(app: web.Application, operations: Iterable[Operation]) -> None:
                      if op.dialect is not None and op.dialect.prefix}
     for op in operations:
         handler = _endpoint(op, _shadowed(op, fixed))
+        path = op.path if op.rest is None else op.path.replace(f"{{{op.rest}}}",
+                                                               f"{{{op.rest}:.+}}")
         if op.method == "GET":  # HEAD answers as GET would, without the body
-            app.router.add_get(op.path, handler)
+            app.router.add_get(path, handler)
         else:
-            app.router.add_route(op.method, op.path, handler)
+            app.router.add_route(op.method, path, handler)
 
 
 def _shadowed(op: Operation, fixed: dict[str, set[str]]) -> dict[str, str]:

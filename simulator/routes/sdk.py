@@ -9,17 +9,18 @@ from aiohttp import web
 
 from ..domain import sdk
 from ..domain.companies import full_record, search_record
-from ..errors import ApiError, CompanyNotFound, LinkedAccountNotYours, PublicTokenMismatch
-from ..schemas.api import (SDK_COMPANY_REQUEST, SDK_LEAVE_REQUEST, SDK_LOGIN_REQUEST,
+from ..domain.flow_words import flow_page
+from ..errors import ApiError, CompanyNotFound, InvalidConfig, LinkedAccountNotYours, field_detail
+from ..schemas.api import (SDK_COMPANY_REQUEST, SDK_CONFIG, SDK_LEAVE_REQUEST, SDK_LOGIN_REQUEST,
                            SDK_MFA_CHALLENGE, SDK_SESSION_REQUEST, TASK_CREATED,
                            TASK_CREATE_REQUEST, TASK_RECORD)
+from ..schemas.validate import schema_errors
 from ..schemas.records import LINKED_ACCOUNT_RECORD
-from ..schemas.responses import SDK_COMPANY, SDK_LEFT, SDK_SESSION
+from ..schemas.responses import SDK_COMPANY, SDK_LEFT, SDK_SESSION, SDK_WORKFLOW
 from ..static import static_text
 from ..operations import NO_STORE, Auth, operation, serve_file
 from .tasks import created_record
 
-TOKEN_MISMATCH = "The configuration's publicToken does not match the token issued for this user."
 DEPOSIT_FORM_QUERY = {
     "type": "object",
     "additionalProperties": False,
@@ -57,7 +58,11 @@ LOGO_HEADERS = {"cache-control": "public, max-age=3600",
 @operation("GET", "/sdk/transact.js", "The SDK's script (it opens the hosted flow)",
            auth=Auth.NONE, content_type="application/javascript")
 async def transact_js(sandbox) -> web.Response:
-    script = static_text("transact.js").replace("__PREFIX__", sandbox.registry.service.sdk_prefix)
+    """Defines the service profile's `sdkGlobal` (`Transact`; the vendor's name in a profile
+    with the vendor's names, docs/sdk.md) with `transact(...)` and `Product`."""
+    service = sandbox.registry.service
+    script = (static_text("transact.js").replace("__PREFIX__", service.sdk_prefix)
+              .replace("__GLOBAL__", service.sdk_global))
     return web.Response(text=script, content_type="application/javascript", headers=NO_STORE)
 
 
@@ -67,32 +72,48 @@ for _name, _type in (("flow.js", "application/javascript"), ("flow.css", "text/c
 
 
 @operation("GET", "/initialize/{config}", "The hosted flow's page for a "
-           "configuration (base64 of JSON)", auth=Auth.NONE, content_type="text/html",
-           errors=(400,))
+           "configuration (base64 of JSON, standard or URL-safe alphabet)", auth=Auth.NONE,
+           content_type="text/html", errors=(400,), rest="config")
 async def initialize(params, sandbox) -> web.Response:
-    bootstrap: dict = {"prefix": sandbox.registry.service.sdk_prefix,
-                       "messages": sdk.user_messages(), "flow": sdk.flow_hints()}
+    """A configuration the page cannot read (not base64 of a JSON object, or a field of the
+    wrong type) opens the flow's error screen, whose close tells the host `invalid-config`
+    (never a bare error body). `config` takes the rest of the path: a browser's `btoa`
+    writes `/`."""
+    bootstrap: dict = {"prefix": sandbox.registry.service.sdk_prefix, "flow": sdk.flow_hints()}
     status = 200
     try:
-        bootstrap["config"] = sdk.decode_config(params["config"])
+        bootstrap["config"] = sdk.flow_config(read_config(params["config"]))
     except ApiError as error:
         bootstrap["error"] = {"code": error.code, "message": error.message}
         status = error.status
+    language = sdk.page_language(params["config"])
+    bootstrap["messages"] = sdk.user_messages(language)
     # Inside <script type="application/json">: nothing may close the element.
-    embedded = json.dumps(bootstrap).replace("<", "\\u003c").replace(">", "\\u003e")
-    page = static_text("flow.html").replace("__BOOTSTRAP__", embedded)
+    embedded = json.dumps(bootstrap, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
+    page = flow_page(static_text("flow.html"), language).replace("__BOOTSTRAP__", embedded)
     return web.Response(text=page, content_type="text/html", status=status, headers=NO_STORE)
+
+
+def read_config(encoded: str) -> dict:
+    """The configuration of /initialize/{config}, checked against the published fields."""
+    config = sdk.decode_config(encoded)
+    faults = schema_errors(config, SDK_CONFIG)
+    if faults:
+        raise InvalidConfig(sdk.INVALID_CONFIG_FIELDS,
+                            details=[field_detail(path, message, location="path")
+                                     for path, message in faults])
+    return config
 
 
 @operation("POST", "/sdk/session", "Start the hosted flow (its deeplink resolved)",
            auth=Auth.PUBLIC_TOKEN,
            body=SDK_SESSION_REQUEST, response=SDK_SESSION, errors=(404,))
 async def session(tenant, token, body, sandbox) -> dict:
-    """Where the flow starts: the token must match the configuration's; the deeplink is
-    resolved (invalid-company-id) and a linkedAccount opens its reconnect flow."""
+    """Where the flow starts, with the token of the handshake (a configuration that still
+    carries one must carry the same); the deeplink is resolved (invalid-company-id) and a
+    linkedAccount opens its reconnect flow."""
     config = body["config"]
-    if config["publicToken"] != token.public_token:
-        raise PublicTokenMismatch(TOKEN_MISMATCH)
+    sdk.check_token(config, token)
     company = sdk.deeplink_company(tenant, config)
     linked = None
     if config.get("linkedAccount"):
@@ -186,6 +207,15 @@ async def flow_task(tenant, token, params, sandbox) -> dict:
     """The hosted flow polls its task here with the user's public token: the real API's
     task reads need API keys (real-service-facts 1), which a browser never holds."""
     return tenant.tasks.get_task(params["taskId"], identifier=token.identifier).record()
+
+
+@operation("GET", "/sdk/workflow/{taskWorkflow}", "Every task the flow's sign-in started",
+           auth=Auth.PUBLIC_TOKEN, response=SDK_WORKFLOW, errors=(404,))
+async def flow_workflow(tenant, token, params, sandbox) -> dict:
+    """The hosted flow follows its workflow here: each task as GET /task/{taskId} shows it,
+    with `highLatency` once it has signed in for longer than the flow waits quietly; a
+    task a `finish` option holds back is `pending` until it starts."""
+    return sdk.flow_workflow(tenant, token, params["taskWorkflow"])
 
 
 @operation("GET", "/sdk/linked-accounts", "The user's linked accounts (the account step)",

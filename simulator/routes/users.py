@@ -47,6 +47,7 @@ async def end_monitoring(tenant, params, sandbox) -> dict:
 async def stored_payment_methods(tenant, params) -> dict:
     return users.payment_methods(tenant, params["identifier"])
 
+
 @operation("DELETE", "/_sandbox/users/{identifier}", "Remove a user who has no tasks, linked "
            "accounts or processor links", response=USER_REMOVED, errors=(409,),
            tags=("control plane",), **REAL)

@@ -192,8 +192,11 @@ def _check_task_steps(steps: list[Step], file: str) -> None:
                    f"step {number}: a reason goes with status failed")
         if new == FAILED and step.get("reason") is None:
             refuse(f"{where}.reason", f"step {number}: status failed needs a reason")
-        if "meta" in step.changes and new != FAILED:
-            refuse(f"{where}.meta", f"step {number}: meta goes with status failed")
+        # Why a task failed goes with its failure; a data request (what the task needs
+        # from the app) comes while it runs.
+        if "meta" in step.changes and new != FAILED and set(step.get("meta") or {}) != {"dataRequest"}:
+            refuse(f"{where}.meta", f"step {number}: meta goes with status failed (only "
+                                    f"meta.dataRequest comes while the task runs)")
         if step.get("reason") == MANAGED_BY_REASON and "managedBy" not in step.get("meta", {}):
             refuse(f"{where}.meta",
                    f"step {number}: {MANAGED_BY_REASON} needs meta.managedBy")

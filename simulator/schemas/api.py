@@ -490,27 +490,59 @@ PROCESSOR_TOKEN_REQUEST = {
     },
 }
 
+_SDK_PRODUCT = {"type": "string", "minLength": 1,
+                "description": "A product (`deposit`, `verify`, ...; the SDK's Product constants)."}
+SDK_HANDOFFS = ("exit-prompt", "authentication-success", "high-latency")
+SDK_LANGUAGES = ("en", "es")
+_STRINGS = {"type": "array", "items": {"type": "string", "minLength": 1}}
 SDK_CONFIG = {
     "type": "object",
-    "required": ["publicToken"],
+    "description": "The SDK's configuration (real-service-facts 12): keys the flow does not "
+                   "know are the SDK's own and are ignored.",
     "properties": {
-        "publicToken": {"type": "string", "minLength": 1},
+        "publicToken": {"type": "string", "minLength": 1,
+                        "description": "Optional here: the token reaches the flow through the "
+                                       "handshake; when both are there they must match."},
         "scope": {"enum": ["user-link", "pay-link"]},
-        "tasks": {"type": "array", "items": {"type": "object", "required": ["operation"],
-                                             "properties": {"operation": {"type": "string",
-                                                                          "minLength": 1}}}},
+        "tasks": {"type": "array", "minItems": 1, "maxItems": 10, "items": {
+            "type": "object",
+            "anyOf": [{"required": ["operation"]}, {"required": ["product"]}],
+            "properties": {"operation": _SDK_PRODUCT,
+                           "product": {**_SDK_PRODUCT, "description": "The SDK docs' name "
+                                                                      "for `operation`."},
+                           **TASK_OPTIONS}}},
+        "product": {**_SDK_PRODUCT, "deprecated": True,
+                    "description": "Deprecated: one task of this product (now `tasks`)."},
+        "distribution": {**DISTRIBUTION, "deprecated": True,
+                         "description": "Deprecated: the split of the top-level `product`."},
+        "additionalProduct": {**_SDK_PRODUCT, "description": "A second task after the first."},
+        "language": {"enum": list(SDK_LANGUAGES), "default": "en"},
+        "handoff": {"type": "array", "uniqueItems": True, "items": {"enum": list(SDK_HANDOFFS)},
+                    "description": "Views the host page shows itself (real-service-facts 13)."},
+        "search": {"type": "object", "description": "Enforced search: the flow's company "
+                   "search keeps to these tags and leaves out the excluded ones.",
+                   "properties": {"tags": _STRINGS, "excludedTags": _STRINGS}},
+        "experiments": {"type": "object", "description": "Feature-flag overrides (accepted; "
+                                                         "the sandbox has none to flip)."},
+        "customer": {"type": "object", "properties": {"name": {"type": "string", "minLength": 1,
+                                                               "maxLength": 100}},
+                     "description": "The app the user connects for: its name in the flow."},
         "deeplink": {
             "type": "object",
             "properties": {
                 "step": {"enum": list(DEEPLINK_STEPS)},
                 "companyId": {"type": "string"},
+                "companyName": {"type": "string", "maxLength": 200},
+                "connectorId": {"type": "string"},
             },
         },
-        "theme": {"type": "object", "properties": {"navigationOptions": {
-            "type": "object",
-            "properties": {"showBackButton": {"type": "boolean"},
-                           "showBackButtonText": {"type": "boolean"},
-                           "showCloseButton": {"type": "boolean"}}}}},
+        "theme": {"type": "object", "properties": {
+            "dark": {"type": "boolean", "description": "The flow's dark theme."},
+            "navigationOptions": {
+                "type": "object",
+                "properties": {"showBackButton": {"type": "boolean"},
+                               "showBackButtonText": {"type": "boolean"},
+                               "showCloseButton": {"type": "boolean"}}}}},
         "linkedAccount": {"type": "string", "minLength": 1},
         "metadata": {"type": "object", "description": "Customer context: every event of the "
                                                       "tasks the flow starts carries it."},

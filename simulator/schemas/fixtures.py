@@ -18,6 +18,10 @@ _COLOR = {"type": "string", "pattern": r"^#[0-9A-Fa-f]{6}$"}
 _LABEL = {"type": "string", "pattern": r"^[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*)*$"}
 _STRINGS = {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": True}
 
+# A JavaScript identifier (ASCII): the browser SDK's global object, e.g. the vendor's name.
+SDK_GLOBAL = {"type": "string", "pattern": r"^[A-Za-z_$][A-Za-z0-9_$]{0,63}$",
+              "description": "The name of the browser SDK's global object (/sdk/transact.js)."}
+
 SERVICE_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "service.yaml: the service profile",
@@ -29,6 +33,7 @@ SERVICE_SCHEMA = {
         "aggregator": {"type": "string", "pattern": r"^[a-z][a-z0-9-]*$",
                        "description": "Path segment and event prefix of the bank-data aggregator."},
         "sdkPrefix": {"type": "string", "pattern": r"^[a-z][a-z0-9-]*$"},
+        "sdkGlobal": {**SDK_GLOBAL, "default": "Transact"},
         "products": {
             "type": "object",
             "description": "Every product name, mapped to the scope it belongs to.",
@@ -214,6 +219,7 @@ CONFIG_SCHEMA = {
         "vendor": _LABEL,
         "aggregator": {"type": "string", "pattern": r"^[a-z][a-z0-9-]*$"},
         "sdkPrefix": {"type": "string", "pattern": r"^[a-z][a-z0-9-]*$"},
+        "sdkGlobal": SDK_GLOBAL,
         **{name: {"type": "integer", "minimum": 1}
            for name in ("maxEvents", "maxTasks", "maxTokens", "maxUsers", "maxTenants",
                         "maxTenantsPerMaker")},

@@ -297,6 +297,16 @@ SDK_SESSION = answer(
         credentialsRequired={"type": "boolean",
                              "description": "Its session does not resume without them."})))
 SDK_COMPANY = answer(company=COMPANY, refusal=REFUSAL)
+SDK_WORKFLOW = answer(
+    "The tasks the hosted flow's sign-in started.",
+    id=_ID, pending={**_COUNT, "description": "Tasks a `finish` option holds back: they "
+                                              "start when the task before them goes on."},
+    tasks={"type": "array", "items": {
+        **TASK_RECORD,
+        "required": [*TASK_RECORD["required"], "highLatency"],
+        "properties": {**TASK_RECORD["properties"], "highLatency": {
+            "type": "boolean", "description": "Signing in for longer than the flow waits "
+                                              "quietly (its high-latency view)."}}}})
 SDK_LEFT = answer(taskWorkflow=_ID, tasks={"type": "array", "items": answer(
     id=_ID, status=TASK_RECORD["properties"]["status"], connected={"type": "boolean"})})
 

@@ -13,17 +13,35 @@ export function send(event, payload) {
   window.parent.postMessage({ event: PREFIX + "-" + event, payload: payload || {} },
                             state.parentOrigin || "*");
 }
-export function interaction(name, value) { send("interaction", { name: name, value: value || {} }); }
-export function finish(taskId) {
-  // The SDK removes the flow on finish, as the real one does (transact.js).
-  if (state.ended) { return; }
-  state.ended = true;
-  send("finish", { taskId: taskId, handoff: null });
+/* An interaction as the SDK reports it (real-service-facts 14): its name and value, with
+ * the flow's language, customer and products. */
+export function interaction(name, value) {
+  var payload = { name: name, value: value || {}, language: config.language || "en" };
+  var products = operations();
+  if (products.length) { payload.product = products[0]; }
+  if (products.length > 1) { payload.additionalProduct = products[1]; }
+  if (config.customer && config.customer.name) { payload.customer = config.customer.name; }
+  if (state.company) { payload.company = state.company.name; }
+  send("interaction", payload);
 }
-export function close(reason) {
+
+/* Whether the host page shows this view itself (config.handoff, real-service-facts 13). */
+export function handsOff(view) { return (config.handoff || []).indexOf(view) >= 0; }
+
+/* The flow's end (real-service-facts 14): finish {taskId, handoff, data} or close
+ * {reason, taskId?, handoff?, data}; `extra` adds taskId, handoff or data. */
+function end(event, payload, extra) {
   if (state.ended) { return; }
   state.ended = true;
-  send("close", { reason: reason });
+  var data = { tasks: state.tasks || [] };
+  send(event, Object.assign(payload, { data: data }, extra || {}));
+}
+export function finish(taskId, extra) {
+  // The SDK removes the flow on finish, as the real one does (transact.js).
+  end("finish", { taskId: taskId, handoff: null }, extra);
+}
+export function close(reason, extra) {
+  end("close", { reason: reason }, extra);
 }
 
 // -- the sandbox API ---------------------------------------------------------------------
@@ -63,10 +81,12 @@ export function leave() {
   }).catch(function () {});
 }
 
-export function closeDuringTask() {
+export function closeDuringTask(extra) {
   // The real SDK's reason for a flow closed while its task runs: task-pending.
   var waited = new Promise(function (resolve) { setTimeout(resolve, LEAVE_WAIT_MS); });
-  Promise.race([leave(), waited]).then(function () { close("task-pending"); });
+  Promise.race([leave(), waited]).then(function () {
+    close("task-pending", Object.assign({ taskId: state.pendingTask }, extra || {}));
+  });
 }
 
 // -- what the flow sends -----------------------------------------------------------------
@@ -75,6 +95,10 @@ export function searchFilters(payrollOnly) {
   var body = {};
   if (config.scope) { body.scopes = [config.scope]; }
   if (payrollOnly) { body.tags = ["payroll-provider"]; }
+  // The configuration's enforced search (real-service-facts 12: `search`).
+  var enforced = config.search || {};
+  if (enforced.tags && enforced.tags.length) { body.tags = (body.tags || []).concat(enforced.tags); }
+  if (enforced.excludedTags && enforced.excludedTags.length) { body.excludedTags = enforced.excludedTags; }
   var products = operations();
   if (products.length === 1) { body.product = products[0]; }
   else if (products.length > 1) { body.products = products; }

@@ -5,23 +5,24 @@
 import { api, close, interaction, searchFilters } from "./flow-api.js";
 import { app, config, mayChooseAnother, remember, screens, state } from "./flow-state.js";
 import { button, companyHero, companyTitle, el, errorSentence, field, icon, iconHero, logo,
-         nextId, screen } from "./flow-ui.js";
+         nextId, screen, t } from "./flow-ui.js";
 
 export function fail(code, company) {
   interaction("Error", { code: code });
   screen("error", "Something went wrong", [
-    iconHero("alert", el("h1", { text: "We can't continue" }), null, "danger"),
+    iconHero("alert", el("h1", { text: t("We can't continue") }), null, "danger"),
     el("p", { "class": "lead center", "data-testid": "error", text: errorSentence(code, company) }),
     el("div", { "class": "actions" }, [
-      button("primary", "Close", function () { close(code); })])
+      button("primary", t("Close"), function () { close(code); }, { "data-testid": "done" })])
   ], { closeReason: code });
 }
 
 export function welcome() {
   var points = [
-    ["lock", "Private and secure", "You sign in with your employer or payroll provider; the app never sees your password."],
-    ["bolt", "Quick", "It usually takes less than a minute."],
-    ["unlink", "In your control", "You can disconnect this at any time."]
+    ["lock", t("Private and secure"),
+     t("You sign in with your employer or payroll provider; the app never sees your password.")],
+    ["bolt", t("Quick"), t("It usually takes less than a minute.")],
+    ["unlink", t("In your control"), t("You can disconnect this at any time.")]
   ].map(function (p) {
     return el("li", {}, [icon(p[0]), el("div", {}, [el("strong", { text: p[1] }), el("span", { text: p[2] })])]);
   });
@@ -31,19 +32,19 @@ export function welcome() {
       el("div", { "class": "pair", "aria-hidden": "true" }, [
         el("span", { "class": "app-mark" }, [icon("grid")]), dots,
         el("span", { "class": "hero-icon" }, [icon("bank")])]),
-      el("h1", { text: "Connect your payroll account" }),
-      el("p", { "class": "lead", text: "Sign in to your employer or payroll provider to continue." })]),
+      el("h1", { text: t("Connect your payroll account") }),
+      el("p", { "class": "lead", text: t("Sign in to your employer or payroll provider to continue.") })]),
     el("ul", { "class": "points" }, points),
     el("div", { "class": "actions" }, [
-      button("primary", "Continue", function () { remember(welcome); search(false); },
+      button("primary", t("Continue"), function () { remember(welcome); search(false); },
              { "data-testid": "continue" })])
   ]);
 }
 
-var META = { "payroll-provider": "Payroll provider", "gig-economy": "Gig economy",
-             "franchise-parent": "All locations", "manual-deposits": "Set up by hand" };
+var META = { "payroll-provider": t("Payroll provider"), "gig-economy": t("Gig economy"),
+             "franchise-parent": t("All locations"), "manual-deposits": t("Set up by hand") };
 function describe(company) {
-  if (company.status === "under-maintenance") { return { text: "Under maintenance", warn: true }; }
+  if (company.status === "under-maintenance") { return { text: t("Under maintenance"), warn: true }; }
   var tags = company.tags || [];
   for (var i = tags.length - 1; i >= 0; i--) {
     if (META[tags[i]]) { return { text: META[tags[i]] }; }
@@ -76,8 +77,8 @@ function tile(company, payrollOnly) {
 /* What the search screen shows before the user types: popular companies, as tiles. */
 function popularSections(popular, payrollOnly) {
   var sections = [];
-  var groups = [["companies", config.scope === "pay-link" ? "Popular" : "Popular employers", "popular"],
-                ["payrollProviders", "Payroll providers", "popular-payroll"]];
+  var groups = [["companies", config.scope === "pay-link" ? t("Popular") : t("Popular employers"), "popular"],
+                ["payrollProviders", t("Payroll providers"), "popular-payroll"]];
   groups.forEach(function (group) {
     var companies = popular[group[0]] || [];
     if (!companies.length) { return; }
@@ -123,9 +124,9 @@ export function search(payrollOnly) {
   var payLink = config.scope === "pay-link" && !payrollOnly;
   var input = el("input", { type: "search", autocomplete: "off", "data-testid": "search",
                             spellcheck: "false", enterkeyhint: "search",
-                            placeholder: payrollOnly ? "For example, ADP" :
-                              "Search by name, e.g. " + (payLink ? "Netflix" : "Walmart") });
-  var list = el("ul", { "class": "results", "data-testid": "results", "aria-label": "Results" });
+                            placeholder: payrollOnly ? t("For example, ADP") :
+                              t("Search by name, e.g. {company}", { company: payLink ? "Netflix" : "Walmart" }) });
+  var list = el("ul", { "class": "results", "data-testid": "results", "aria-label": t("Results") });
   var announce = el("p", { "class": "sr-only", role: "status" });
   var popularBox = el("div", { "class": "popular", "data-testid": "popular-box" });
   var slot = el("div", { "class": "section" }, [popularBox]);
@@ -136,7 +137,7 @@ export function search(payrollOnly) {
     popularBox.textContent = "";
     popularSections(popular, payrollOnly).forEach(function (s) { popularBox.appendChild(s); });
     if (!popularBox.childNodes.length) {
-      popularBox.appendChild(el("p", { "class": "hint", text: "Start typing to find your company." }));
+      popularBox.appendChild(el("p", { "class": "hint", text: t("Start typing to find your company.") }));
     }
   }
   if (state.popular[key]) { showPopular(state.popular[key]); }
@@ -151,9 +152,9 @@ export function search(payrollOnly) {
   }
 
   function nothingFound() {
-    var children = [el("p", { text: "No company found. Check the spelling, or try the name of your payroll provider." })];
+    var children = [el("p", { text: t("No company found. Check the spelling, or try the name of your payroll provider.") })];
     if (!payrollOnly) {
-      children.push(button("plain", "Search payroll providers instead", function () {
+      children.push(button("plain", t("Search payroll providers instead"), function () {
         remember(function () { search(false); });
         search(true);
       }, { "data-testid": "search-payroll" }));
@@ -165,6 +166,7 @@ export function search(payrollOnly) {
     var query = input.value.trim();
     var ticket = ++pending;
     if (!query) {
+      state.zeroResults = false;
       list.textContent = "";
       announce.textContent = "";
       if (!popularBox.parentNode) { slot.appendChild(popularBox); }
@@ -180,8 +182,10 @@ export function search(payrollOnly) {
       list.textContent = "";
       json.data.forEach(function (company) { list.appendChild(resultRow(company, payrollOnly)); });
       if (!json.data.length) { list.appendChild(nothingFound()); }
-      announce.textContent = json.data.length ? json.data.length + (json.data.length === 1 ?
-        " company found" : " companies found") : "No company found";
+      state.zeroResults = !json.data.length;  // closing now: zero-search-results
+      var found = { count: json.data.length };
+      announce.textContent = found.count === 1 ? t("{count} company found", found) :
+        found.count ? t("{count} companies found", found) : t("No company found");
     }).catch(function (error) {
       if (ticket !== pending) { return; }
       list.textContent = "";
@@ -200,15 +204,15 @@ export function search(payrollOnly) {
   var box = function (control) {
     return el("div", { "class": "search-box" }, [icon("search"), control]);
   };
-  var heading = payrollOnly ? "Find your payroll provider" :
-    payLink ? "Find the company you pay" : "Find your employer";
-  var lead = payrollOnly ? "The company that runs payroll for your employer." :
-    payLink ? "Search for the company whose bill you want to update." :
-    "Search for the company that pays you, or your payroll provider.";
+  var heading = payrollOnly ? t("Find your payroll provider") :
+    payLink ? t("Find the company you pay") : t("Find your employer");
+  var lead = payrollOnly ? t("The company that runs payroll for your employer.") :
+    payLink ? t("Search for the company whose bill you want to update.") :
+    t("Search for the company that pays you, or your payroll provider.");
   screen("search", payrollOnly ? "Search Payroll" : "Search Company", [
     el("div", { "class": "hero hero-left" }, [el("h1", { text: heading }), el("p", { "class": "lead", text: lead })]),
-    field(payrollOnly ? "Search for your payroll provider" : payLink ? "Search for the company" :
-          "Search for your employer", input, null, { hiddenLabel: true, wrap: box }),
+    field(payrollOnly ? t("Search for your payroll provider") : payLink ? t("Search for the company") :
+          t("Search for your employer"), input, null, { hiddenLabel: true, wrap: box }),
     announce, list, slot], { back: true });
   app.onkeydown = arrowKeys;
 }
@@ -247,11 +251,11 @@ export function unavailable(company, refusal, options) {
   interaction("Company Unavailable", { companyId: company._id, code: refusal.code });
   var actions = [];
   if (mayChooseAnother(options)) {
-    actions.push(button("primary", "Choose another company", chooseAnother, { "data-testid": "choose-another" }));
+    actions.push(button("primary", t("Choose another company"), chooseAnother, { "data-testid": "choose-another" }));
   }
-  actions.push(button(actions.length ? "secondary" : "primary", "Close", function () { close(refusal.code); }));
+  actions.push(button(actions.length ? "secondary" : "primary", t("Close"), function () { close(refusal.code); }));
   screen("unavailable", "Unavailable", [
-    companyHero(company, companyTitle(company, "Can't connect to "), null, { badge: "warning" }),
+    companyHero(company, companyTitle(company, t("Can't connect to {company}")), null, { badge: "warning" }),
     el("p", { "class": "lead center", "data-testid": "unavailable", text: errorSentence(refusal.code, company) }),
     el("div", { "class": "actions" }, actions)
   ], { back: !options.locked, closeReason: refusal.code });

@@ -34,8 +34,8 @@ export function depositSetup(company) {
   var labels = { total: t("My entire paycheck"), percent: t("A percentage of my paycheck"),
                  fixed: t("A fixed amount per paycheck") };
   var kind = el("select", { "data-testid": "distribution-type" },
-    ["total", "percent", "fixed"].filter(function (t) { return offered.indexOf(t) >= 0; })
-      .map(function (t) { return el("option", { value: t, text: labels[t] }); }));
+    ["total", "percent", "fixed"].filter(function (type) { return offered.indexOf(type) >= 0; })
+      .map(function (type) { return el("option", { value: type, text: labels[type] }); }));
   var amount = el("input", { type: "number", min: "1", step: "any", inputmode: "decimal",
                              "data-testid": "distribution-amount" });
   var amountField = field(t("Amount"), amount);

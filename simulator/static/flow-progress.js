@@ -2,45 +2,45 @@
  * /sdk/task/{id}: queued, processing, authenticated, final), never a timer; then the
  * last screen, with what the user can do next after a failure. */
 
-import { api, close, closeDuringTask, finish, interaction } from "./flow-api.js";
+import { api, close, closeDuringTask, finish, handsOff, interaction, send } from "./flow-api.js";
 import { HINTS, mayChooseAnother, operations, remember, screens, state } from "./flow-state.js";
 import { brandColour, button, companyHero, companyTitle, el, icon, logo, reasonSentence,
-         screen } from "./flow-ui.js";
+         screen, t } from "./flow-ui.js";
 
 var UPDATES = {
-  deposit: ["Updating your direct deposit", "Direct deposit updated"],
-  verify: ["Getting your income and employment", "Income and employment received"],
-  switch: ["Updating your payment method", "Payment method updated"],
-  present: ["Getting your account details", "Account details received"],
-  identify: ["Getting your identity details", "Identity details received"],
-  tax: ["Getting your tax documents", "Tax documents received"]
+  deposit: [t("Updating your direct deposit"), t("Direct deposit updated")],
+  verify: [t("Getting your income and employment"), t("Income and employment received")],
+  switch: [t("Updating your payment method"), t("Payment method updated")],
+  present: [t("Getting your account details"), t("Account details received")],
+  identify: [t("Getting your identity details"), t("Identity details received")],
+  tax: [t("Getting your tax documents"), t("Tax documents received")]
 };
 var OUTCOMES = {
-  deposit: "Your pay goes to your new account from your next paycheck.",
-  verify: "Your income and employment details are on their way to the app.",
-  switch: "Your new payment method is set.",
-  present: "Your account details are on their way to the app.",
-  identify: "Your identity details are on their way to the app.",
-  tax: "Your tax documents are on their way to the app."
+  deposit: t("Your pay goes to your new account from your next paycheck."),
+  verify: t("Your income and employment details are on their way to the app."),
+  switch: t("Your new payment method is set."),
+  present: t("Your account details are on their way to the app."),
+  identify: t("Your identity details are on their way to the app."),
+  tax: t("Your tax documents are on their way to the app.")
 };
 
 /* The steps of `task` as its state says them: queued (connecting), processing (signing
  * in; a verification step when the flow asked for one or the scenario waits for one),
  * authenticated (the update), final. Each {id, label, state: pending|active|done|failed}. */
 function stepsOf(company, task, challenge) {
-  var name = company.name;
+  var named = { company: company.name };
   var verify = !!challenge || (HINTS.mfaScenarios || []).indexOf(task.scenario) >= 0;
-  var update = UPDATES[task.product] || ["Finishing the update", "Update finished"];
+  var update = UPDATES[task.product] || [t("Finishing the update"), t("Update finished")];
   // Each step's words: while it runs, once done, and when the task failed there.
   var steps = [
-    { id: "connect", labels: ["Connecting to " + name, "Connected to " + name,
-                              "Couldn't connect to " + name] },
-    { id: "signin", labels: ["Signing in", "Signed in", "Couldn't sign in"] },
-    verify ? { id: "mfa", labels: [challenge && challenge.type === "code" ? "Checking your code" :
-                                   "Verifying your identity", "Identity verified",
-                                   "Couldn't verify your identity"] } : null,
-    { id: "update", labels: update.concat(["Couldn't finish the update"]) },
-    { id: "done", labels: ["Finishing up", "All done", "Not finished"] }
+    { id: "connect", labels: [t("Connecting to {company}", named), t("Connected to {company}", named),
+                              t("Couldn't connect to {company}", named)] },
+    { id: "signin", labels: [t("Signing in"), t("Signed in"), t("Couldn't sign in")] },
+    verify ? { id: "mfa", labels: [challenge && challenge.type === "code" ? t("Checking your code") :
+                                   t("Verifying your identity"), t("Identity verified"),
+                                   t("Couldn't verify your identity")] } : null,
+    { id: "update", labels: update.concat([t("Couldn't finish the update")]) },
+    { id: "done", labels: [t("Finishing up"), t("All done"), t("Not finished")] }
   ].filter(Boolean);
   var at = function (id) { return steps.map(function (s) { return s.id; }).indexOf(id); };
   var signingIn = verify ? at("mfa") : at("signin");
@@ -60,7 +60,7 @@ function stepsOf(company, task, challenge) {
 
 function stepList(steps, compact) {
   var list = el("ol", { "class": "steps" + (compact ? " compact" : ""), "data-testid": "progress-steps",
-                        "aria-label": "Steps" });
+                        "aria-label": t("Steps") });
   showSteps(list, steps);
   return list;
 }
@@ -85,15 +85,18 @@ function showSteps(list, steps) {
     mark.textContent = "";
     if (step.state === "done") { mark.appendChild(icon("check")); }
     if (step.state === "failed") { mark.appendChild(icon("x")); }
-    var spoken = { done: ", done", failed: ", didn't finish", active: ", in progress", pending: "" }[step.state];
-    item.setAttribute("aria-label", step.label + spoken);
+    var said = { step: step.label };
+    item.setAttribute("aria-label", { done: t("{step}, done", said), failed: t("{step}, didn't finish", said),
+                                      active: t("{step}, in progress", said), pending: step.label }[step.state]);
   });
 }
 
 export function progress(company, created, challenge) {
   var taskId = created.id;
+  var workflowId = created.taskWorkflow;
   state.pendingTask = taskId;
   state.left = false;
+  state.tasks = [];
   var first = { id: taskId, status: "queued", authenticated: false, product: operations()[0] || "",
                 scenario: null };
   var steps = stepsOf(company, first, challenge);
@@ -101,18 +104,31 @@ export function progress(company, created, challenge) {
   var status = el("p", { "class": "sr-only", "data-testid": "task-status", role: "status",
                          text: steps[0].label + "…" });
   var bar = el("div", { "class": "meter-bar" });
-  var meter = el("div", { "class": "meter", role: "progressbar", "aria-label": "Connection progress",
+  var meter = el("div", { "class": "meter", role: "progressbar", "aria-label": t("Connection progress"),
                           "aria-valuemin": "0", "aria-valuemax": "100", "aria-valuenow": "5" }, [bar]);
   var orbit = el("div", { "class": "orbit", "aria-hidden": "true", style: { "--brand": brandColour(company) } },
                  [el("span", { "class": "glow" }), logo(company, "lg")]);
+  var count = el("p", { "class": "hint center", "data-testid": "task-count", hidden: "hidden" });
+  var latency = el("div", { "class": "notice", "data-testid": "high-latency", role: "status",
+                            hidden: "hidden" }, [
+    el("strong", { text: t("This is taking longer than usual") }),
+    el("span", { text: t("You can keep waiting, or close this window: the connection carries on " +
+                         "and the app tells you how it ends.") }),
+    button("secondary", t("Close and carry on"), function () { closeDuringTask(); },
+           { "data-testid": "latency-close" })]);
   screen("progress", "Connecting", [
-    el("div", { "class": "hero" }, [orbit, companyTitle(company, "Connecting to "),
-      el("p", { "class": "lead", text: "This usually takes less than a minute. Please keep this window open." })]),
-    meter, list, status
-  ], { onClose: closeDuringTask });
-  interaction("Started Task", { taskId: taskId });
+    el("div", { "class": "hero" }, [orbit, companyTitle(company, t("Connecting to {company}")),
+      el("p", { "class": "lead", text: t("This usually takes less than a minute. Please keep this window open.") })]),
+    meter, list, count, latency, status
+  ], { onClose: closeDuringTask, confirmExit: true });
   var spoken = status.textContent;
+  var shown = taskId;
+  var handedOff = false;
   function show(task) {
+    if (task.id !== shown) {  // the workflow's next task: its own steps
+      shown = task.id;
+      list.textContent = "";
+    }
     var now = stepsOf(company, task, challenge);
     showSteps(list, now);
     var done = now.filter(function (s) { return s.state === "done"; }).length;
@@ -123,15 +139,56 @@ export function progress(company, created, challenge) {
     var text = active ? active.label + "…" : "";
     if (text && text !== spoken) { status.textContent = spoken = text; }
   }
+  /* What the host hears of each task: Started Task once each (a task a `finish` option
+   * held back appears when it starts), and every task at the flow's end. */
+  function announce(tasks) {
+    tasks.forEach(function (task) {
+      var known = state.tasks.filter(function (one) { return one.taskId === task.id; })[0];
+      if (!known) {
+        known = { taskId: task.id, product: task.product };
+        state.tasks.push(known);
+        interaction("Started Task", { taskId: task.id, product: task.product });
+      }
+      known.status = task.status;
+      if (task.reason) { known.reason = task.reason; } else { delete known.reason; }
+    });
+  }
   function poll() {
     if (state.left || state.ended) { return; }
-    api("GET", "/sdk/task/" + encodeURIComponent(taskId)).then(function (json) {
+    api("GET", "/sdk/workflow/" + encodeURIComponent(workflowId)).then(function (json) {
       if (state.left || state.ended) { return; }
-      var task = json.data;
-      show(task);
-      if (task.status === "completed" || task.status === "failed") {
+      var workflow = json.data;
+      var tasks = workflow.tasks;
+      announce(tasks);
+      var running = tasks.filter(function (one) { return one.status !== "completed" && one.status !== "failed"; });
+      var current = running[0] || tasks[tasks.length - 1];
+      state.pendingTask = current.id;
+      if (tasks.length > 1 || workflow.pending) {
+        count.hidden = false;
+        count.textContent = t("Task {number} of {total}", { number: tasks.indexOf(current) + 1,
+                                                             total: tasks.length + workflow.pending });
+      }
+      show(current);
+      if (current.authenticated && handsOff("authentication-success") && !handedOff) {
+        // The host shows its own success view: the flow ends at sign-in (facts 13).
+        handedOff = true;
+        state.pendingTask = null;
+        return finish(taskId, { handoff: "authentication-success" });
+      }
+      if (current.highLatency) {
+        if (handsOff("high-latency")) {
+          return closeDuringTask({ handoff: "high-latency" });
+        }
+        if (latency.hidden) { latency.hidden = false; interaction("Viewed High Latency Page", { taskId: current.id }); }
+      } else { latency.hidden = true; }
+      if (current.meta && current.meta.dataRequest && !state.asked) {
+        // Data only the app holds (a card for a pay-link switch): the host's onDataRequest.
+        state.asked = true;
+        send("data-request", { taskId: current.id, fields: current.meta.dataRequest.fields });
+      }
+      if (!running.length && !workflow.pending) {
         orbit.classList.add("stopped");
-        return done(company, task, challenge);
+        return done(company, tasks, challenge);
       }
       setTimeout(poll, 300);
     }).catch(function () { setTimeout(poll, 1000); });
@@ -142,28 +199,36 @@ export function progress(company, created, challenge) {
 // -- the end -----------------------------------------------------------------------------
 
 var NEXT = {
-  retry: ["Try again", "retry"],
-  "another-card": ["Use another card", "another-card"],
-  manual: ["Set up manually", "manual"],
-  amount: ["Choose another amount", "change-amount"]
+  retry: [t("Try again"), "retry"],
+  "another-card": [t("Use another card"), "another-card"],
+  manual: [t("Set up manually"), "manual"],
+  amount: [t("Choose another amount"), "change-amount"]
 };
 
-function done(company, task, challenge) {
+/* The workflow is over. Success when every task completed: the user's Done finishes
+ * with the first task's id (the one the sign-in started; data.tasks names them all).
+ * Otherwise the first failed task's screen, whose close carries its reason and id. */
+function done(company, tasks, challenge) {
   state.pendingTask = null;
+  tasks.forEach(function (each) {
+    interaction(each.status === "completed" ? "Task Completed" : "Task Failed",
+                each.status === "completed" ? { taskId: each.id } :
+                  { taskId: each.id, reason: each.reason || "unknown-failure" });
+  });
+  var task = tasks.filter(function (one) { return one.status === "failed"; })[0] || tasks[0];
   var success = task.status === "completed";
-  interaction(success ? "Task Completed" : "Task Failed",
-              success ? { taskId: task.id } : { taskId: task.id, reason: task.reason || "unknown-failure" });
   var summary = el("div", { "class": "card" }, [stepList(stepsOf(company, task, challenge), true)]);
   if (success) {
     var end = function () { finish(task.id); };
     return screen("done", "Success", [
-      companyHero(company, el("h1", { "data-testid": "outcome", text: "You're all set" }), null,
+      companyHero(company, el("h1", { "data-testid": "outcome", text: t("You're all set") }), null,
                   { badge: "success", band: false }),
-      el("p", { "class": "lead center", "data-testid": "outcome-detail", text: company.name + " is connected." }),
+      el("p", { "class": "lead center", "data-testid": "outcome-detail",
+                text: t("{company} is connected.", { company: company.name }) }),
       OUTCOMES[task.product] ? el("p", { "class": "hint center", text: OUTCOMES[task.product] }) : null,
       summary,
       el("div", { "class": "actions" }, [
-        button("primary", "Done", end, { "data-testid": "done" })])
+        button("primary", t("Done"), end, { "data-testid": "done" })])
     ], { onClose: end });
   }
   var reason = task.reason || "unknown-failure";
@@ -173,30 +238,30 @@ function done(company, task, challenge) {
   if (next === "another-card" && task.product !== "switch" && !state.paymentMethod) { next = "retry"; }
   var actions = [];
   if (next === "close") {
-    actions.push(button("primary", "Close", function () { close(reason); }, { "data-testid": "done" }));
+    actions.push(button("primary", t("Close"), function () { close(reason, { taskId: task.id }); }, { "data-testid": "done" }));
   }
   var retry = function () { interaction("Retried", { taskId: task.id }); screens.login(company, state.loginOptions); };
   var go = {
     retry: retry,
     "another-card": function () { interaction("Retried", { taskId: task.id, with: "another card" }); screens.addCard(company); },
-    manual: function () { remember(function () { done(company, task, challenge); }); screens.manualFallback(company, true); },
+    manual: function () { remember(function () { done(company, tasks, challenge); }); screens.manualFallback(company, true); },
     amount: function () { interaction("Retried", { taskId: task.id, with: "another amount" }); screens.depositSetup(company); }
   };
   if (NEXT[next]) {
     actions.push(button("primary", NEXT[next][0], go[next], { "data-testid": NEXT[next][1] }));
   }
   if (next !== "retry" && next !== "close") {
-    actions.push(button("secondary", "Try again", retry, { "data-testid": "retry" }));
+    actions.push(button("secondary", t("Try again"), retry, { "data-testid": "retry" }));
   }
   if (mayChooseAnother(state.loginOptions)) {
-    actions.push(button("secondary", "Choose another company", screens.chooseAnother, { "data-testid": "choose-another" }));
+    actions.push(button("secondary", t("Choose another company"), screens.chooseAnother, { "data-testid": "choose-another" }));
   }
   if (next !== "close") {
-    actions.push(button(actions.length ? "plain" : "primary", "Close", function () { close(reason); },
+    actions.push(button(actions.length ? "plain" : "primary", t("Close"), function () { close(reason, { taskId: task.id }); },
                         { "data-testid": "done" }));
   }
   screen("done", "Not Connected", [
-    companyHero(company, el("h1", { "data-testid": "outcome", text: "We couldn't finish" }), null,
+    companyHero(company, el("h1", { "data-testid": "outcome", text: t("We couldn't finish") }), null,
                 { badge: "failure", band: false }),
     el("p", { "class": "lead center", "data-testid": "outcome-detail", text: reasonSentence(reason, company, task.meta) }),
     summary,

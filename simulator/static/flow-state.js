@@ -12,7 +12,9 @@ export var nav = (config.theme && config.theme.navigationOptions) || {};
 export var state = { token: null, parentOrigin: null, session: null, history: [], company: null,
                      refusal: null, target: null, paymentMethod: null, distribution: null,
                      pendingTask: null, left: false, ended: false, popular: {},
-                     loginOptions: {}, payrollOnly: false };
+                     loginOptions: {}, payrollOnly: false,
+                     // Every task the flow started, as the host hears of them at its end.
+                     tasks: [], zeroResults: false };
 export var app = document.getElementById("app");
 
 /* The screens by name, filled by flow.js: a module opens another module's screen through
@@ -22,7 +24,7 @@ export var screens = {};
 export function remember(render) { state.history.push(render); }
 
 export function operations() {
-  return (config.tasks || []).map(function (t) { return t.operation || t.product; })
+  return (config.tasks || []).map(function (task) { return task.operation || task.product; })
     .filter(function (o) { return !!o; });
 }
 

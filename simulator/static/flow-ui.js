@@ -1,8 +1,8 @@
-/* How the flow looks: the user's sentences (from the sandbox), elements and icons, the
- * frame every screen shares (bar, back and close, focus), and companies' logos and brand
- * colours. */
+/* How the flow looks: the user's words (t(), in the configured language) and sentences
+ * (from the sandbox), elements and icons, the frame every screen shares (bar, back and
+ * close, focus), and companies' logos and brand colours. */
 
-import { close, interaction } from "./flow-api.js";
+import { close, handsOff, interaction } from "./flow-api.js";
 import { MESSAGES, app, nav, state } from "./flow-state.js";
 
 var uid = 0;
@@ -12,10 +12,22 @@ export function nextId() { return ++uid; }
 
 // -- words -------------------------------------------------------------------------------
 
+/* The screens write their words in English and say them through t(): in the configured
+ * language when the sandbox sent its translations (boot.messages.words, keyed by the
+ * English; only for `language: "es"`), else as written. `{name}` placeholders are filled
+ * from `values`, so a translation puts a name where its own grammar wants it. */
+var WORDS = MESSAGES.words || {};
+export function t(english, values) {
+  var text = Object.prototype.hasOwnProperty.call(WORDS, english) ? WORDS[english] : english;
+  return text.replace(/\{(\w+)\}/g, function (placeholder, name) {
+    return values && values[name] !== undefined ? String(values[name]) : placeholder;
+  });
+}
+
 function fill(sentence, company, meta) {
-  var name = company && company.name ? company.name : "the company";
+  var name = company && company.name ? company.name : t("the company");
   var partner = meta && meta.managedBy && meta.managedBy.name ? meta.managedBy.name :
-    "another provider";
+    t("another provider");
   var text = sentence.replace(/\{company\}/g, name).replace(/\{partner\}/g, partner);
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
@@ -128,30 +140,41 @@ export function busy(submit, working) {
   submit.textContent = "";
   if (working) {
     submit.appendChild(el("span", { "class": "spinner", "aria-hidden": "true" }));
-    submit.appendChild(document.createTextNode(submit.getAttribute("data-working") || "Please wait…"));
+    submit.appendChild(document.createTextNode(submit.getAttribute("data-working") || t("Please wait…")));
   } else {
     submit.textContent = submit.getAttribute("data-label");
   }
 }
 
+/* `title` is English: the user reads it translated, the host's interaction names it as is. */
 export function screen(name, title, children, options) {
   options = options || {};
-  document.getElementById("title").textContent = title;
-  document.title = title + " · Connect your payroll";
+  state.zeroResults = false;
+  document.getElementById("title").textContent = t(title);
+  document.title = t(title) + " · " + t("Connect your payroll");
   var back = document.getElementById("back");
   back.textContent = "";
   var canGoBack = options.back && nav.showBackButton !== false && state.history.length > 0;
   if (canGoBack) {
     back.appendChild(el("button", { type: "button", "class": "icon-button", "data-testid": "back",
-      "aria-label": "Back", onclick: function () { var previous = state.history.pop(); previous(); } },
-      [icon("back"), nav.showBackButtonText === false ? null : el("span", { text: "Back" })]));
+      "aria-label": t("Back"), onclick: function () { var previous = state.history.pop(); previous(); } },
+      [icon("back"), nav.showBackButtonText === false ? null : el("span", { text: t("Back") })]));
   }
   var closer = document.getElementById("close");
   closer.textContent = "";
   if (nav.showCloseButton !== false) {
+    // The flow's last screens close at once; before them the user confirms (the exit
+    // prompt), unless the host page asks for it itself (handoff exit-prompt).
+    var leave = options.onClose || function (extra) {
+      close(options.closeReason || (state.zeroResults ? "zero-search-results" : "unknown"), extra);
+    };
+    var prompt = !options.closeReason && (!options.onClose || options.confirmExit);
     closer.appendChild(el("button", { type: "button", "class": "icon-button", "data-testid": "close",
-      "aria-label": "Close", onclick: options.onClose || function () {
-        close(options.closeReason || "user-closed"); } }, [icon("x")]));
+      "aria-label": t("Close"), onclick: function () {
+        if (!prompt) { return leave(); }
+        if (handsOff("exit-prompt")) { return leave({ handoff: "exit-prompt" }); }
+        exitPrompt(leave);
+      } }, [icon("x")]));
   }
   app.textContent = "";
   app.onkeydown = null;
@@ -164,6 +187,40 @@ export function screen(name, title, children, options) {
     focus.focus();
   }
   interaction("Viewed " + title + " Page");
+}
+
+/* "Are you sure you want to exit?" over the current screen (which goes on beneath it: a
+ * task's progress keeps following the task). */
+function exitPrompt(leave) {
+  var modal = document.querySelector(".modal");
+  var opener = document.activeElement;
+  var previous = modal.querySelector(".exit-prompt");
+  if (previous) { previous.remove(); }
+  var heading = el("h2", { id: "exit-title", text: t("Are you sure you want to exit?"), tabindex: "-1" });
+  var stay = function () {
+    panel.remove();
+    interaction("Stayed in Flow");
+    if (opener && opener.focus) { opener.focus(); }
+  };
+  var panel = el("div", { "class": "exit-prompt", role: "alertdialog", "aria-modal": "true",
+                          "aria-labelledby": "exit-title", "data-testid": "exit-prompt" }, [
+    el("div", { "class": "exit-card" }, [
+      iconMark("alert"), heading,
+      el("p", { text: state.pendingTask ? t("Your connection is still in progress. If you exit now, " +
+                "it carries on without you and you won't see how it ends.") :
+                t("You haven't finished connecting. Your progress will be lost.") }),
+      el("div", { "class": "actions" }, [
+        button("primary", t("Keep going"), stay, { "data-testid": "exit-stay" }),
+        button("plain", t("Exit"), function () { panel.remove(); leave(); },
+               { "data-testid": "exit-confirm" })])])]);
+  panel.onkeydown = function (event) { if (event.key === "Escape") { stay(); } };
+  modal.appendChild(panel);
+  heading.focus();
+  interaction("Viewed Exit Prompt");
+}
+
+function iconMark(name) {
+  return el("span", { "class": "hero-icon danger", "aria-hidden": "true" }, [icon(name)]);
 }
 
 // -- companies: logos and brand colours --------------------------------------------------
@@ -216,9 +273,12 @@ function badged(node, kind) {
   return node;
 }
 
-/* A heading that names the company: `prefix` then the name (data-testid company-name). */
-export function companyTitle(company, prefix) {
-  return el("h1", {}, [prefix || null, el("span", { "data-testid": "company-name", text: company.name })]);
+/* A heading that names the company: `sentence` (said through t(), with its {company}
+ * placeholder left in) around the name (data-testid company-name). */
+export function companyTitle(company, sentence) {
+  var around = sentence.split("{company}");
+  return el("h1", {}, [around[0] || null, el("span", { "data-testid": "company-name", text: company.name }),
+                       around[1] || null]);
 }
 
 /* The top of a company's screen: its logo on a band of its colour, the heading, a sentence. */

@@ -117,6 +117,9 @@ document.addEventListener("keydown", function (event) {
   }
 });
 
+// The configuration's look: theme.dark (real-service-facts 12).
+if (config.theme && config.theme.dark) { document.documentElement.setAttribute("data-theme", "dark"); }
+
 document.getElementById("foot").insertBefore(icon("lock"), document.getElementById("foot").firstChild);
 if (boot.error) {
   fail(boot.error.code);

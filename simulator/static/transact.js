@@ -1,22 +1,44 @@
-/* payroll-sandbox client SDK: window.Transact.transact({...}) opens the hosted flow.
+/* payroll-sandbox client SDK: window.__GLOBAL__.transact({...}) opens the hosted flow.
  *
- * It opens an iframe at <origin>/initialize/<base64 of JSON config>#hId=<handshake>
- * and talks to it with postMessage({event, payload}). Messages are accepted only from
- * the sandbox's origin and from that iframe; the public token is handed over only to
- * a page that answers with the same handshake id. The iframe is removed when the flow
- * finishes (onFinish) or closes (onClose), and by the returned handle's close().
+ * The global's name is the service profile's `sdkGlobal` (DESIGN.md, Service profile), so
+ * a frontend written for the vendor's SDK loads this script in its place and runs
+ * unchanged: transact({config, container, environmentOverride, onInteraction,
+ * onDataRequest, onFinish, onClose, onOpenUrl}) returns {close}, and `Product` names the
+ * products (real-service-facts 11).
+ *
+ * It opens an iframe at <origin>/initialize/<base64 of JSON config>#hId=<handshake> and
+ * talks to it with postMessage({event, payload}). The config in the URL never carries the
+ * public token: URLs end up in access logs, proxies and browser history. The page asks
+ * for it (<prefix>-request-public-token) and gets it only with this handshake's id
+ * (sdk-<prefix>-public-token). Messages are accepted only from the sandbox's origin and
+ * from that iframe. The iframe is removed when the flow finishes (onFinish) or closes
+ * (onClose), and by the returned handle's close().
  */
 (function () {
   "use strict";
   var PREFIX = "__PREFIX__";
   var script = document.currentScript;
   var SANDBOX_ORIGIN = new URL(script ? script.src : window.location.href).origin;
+  // The vendor's constants (real-service-facts 11), valued as this service names them.
+  var Product = { DEPOSIT: "deposit", VERIFY: "verify", IDENTIFY: "identify",
+                  WITHHOLD: "tax", TAX: "tax", SWITCH: "switch", PRESENT: "present",
+                  MANAGE: "manage" };
 
+  /* Base64 of the JSON as a browser's btoa writes it (the standard alphabet, padded), as
+   * the vendor's SDK does: the flow reads it and the URL-safe one alike. */
   function encodeConfig(config) {
     var bytes = new TextEncoder().encode(JSON.stringify(config));
     var binary = "";
     bytes.forEach(function (b) { binary += String.fromCharCode(b); });
-    return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    return btoa(binary);
+  }
+
+  function withoutToken(config) {
+    var copy = {};
+    Object.keys(config).forEach(function (key) {
+      if (key !== "publicToken") { copy[key] = config[key]; }
+    });
+    return copy;
   }
 
   function handshakeId() {
@@ -33,8 +55,8 @@
     var container = options.container || document.body;
     var hId = handshakeId();
     var iframe = document.createElement("iframe");
-    iframe.src = origin + "/initialize/" + encodeConfig(config) + "#hId=" + hId;
-    iframe.title = "Payroll connection";
+    iframe.src = origin + "/initialize/" + encodeConfig(withoutToken(config)) + "#hId=" + hId;
+    iframe.title = config.language === "es" ? "Conexión de nómina" : "Payroll connection";
     iframe.setAttribute("data-transact", hId);
     // One property at a time: a host page whose Content-Security-Policy refuses inline
     // styles (style-src without 'unsafe-inline') refuses `style.cssText`, not these.
@@ -84,15 +106,19 @@
           call(options.onDataRequest, payload);
           break;
         case PREFIX + "-open-url":
-          if (payload.url && /^https?:/.test(payload.url)) { window.open(payload.url, "_blank", "noopener"); }
+          if (typeof options.onOpenUrl === "function") { call(options.onOpenUrl, payload); }
+          else if (payload.url && /^https?:/.test(payload.url)) {
+            window.open(payload.url, "_blank", "noopener");
+          }
           break;
       }
     }
 
     window.addEventListener("message", onMessage);
     container.appendChild(iframe);
-    return { iframe: iframe, handshakeId: hId, close: close };
+    return { close: close, iframe: iframe, handshakeId: hId };
   }
 
-  window.Transact = { transact: transact, prefix: PREFIX, origin: SANDBOX_ORIGIN };
+  window["__GLOBAL__"] = { transact: transact, Product: Product, prefix: PREFIX,
+                           origin: SANDBOX_ORIGIN };
 })();

@@ -3,6 +3,8 @@ answers, the status rule, and what is refused before anything is sent."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from payroll_sandbox.verify import (COMPANY_STATUS, INCOME_TYPE, NOT_JSON, PROBES, Probe,
@@ -120,10 +122,24 @@ def test_diff_answers_applies_the_probes_enums_and_names_the_probe():
     assert differences[0].probe == "company-search"
 
 
-def test_probes_have_unique_names_and_send_only_safe_methods():
+# Writes that read (search, prescreen) and the run's own objects it may change.
+READS_BY_POST = {"/company/search", "/task/prescreen", "/pay-link/search"}
+RUN_OWN = ("{runUser}", "{endpointId}", "{secretId}", "{publicToken}")
+
+
+def test_probes_have_unique_names_and_write_only_on_what_the_run_makes():
+    """verify-against writes (issue 33, point 11) only on the user, webhook endpoint,
+    signing secret and tokens it makes for the run, or where the service must refuse:
+    never on the customer's test user (`{identifier}`)."""
     assert len({p.name for p in PROBES}) == len(PROBES)
-    writes = {(p.method, p.path) for p in PROBES if p.method != "GET"}
-    assert writes == {("POST", "/access-token"), ("POST", "/company/search")}
+    writes = [p for p in PROBES if p.method != "GET"]
+    assert writes
+    for probe in writes:
+        request = probe.path + json.dumps(probe.body)
+        assert "{identifier}" not in request, probe.name
+        refused = probe.expect.startswith("4")
+        assert (probe.path in READS_BY_POST or refused or any(name in request for name in RUN_OWN)
+                or probe.path in ("/webhooks/endpoints", "/secrets")), probe.name
 
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:8080", "http://localhost:8080",
