@@ -1,4 +1,4 @@
-"""The real service's API surface (../shared/spec/real-api-surface.md), operation by operation.
+"""The real service's API surface (docs/spec/real-api-surface.md), operation by operation.
 
 The file's tables are the expectation, read here as they are written: for every row (method,
 path, auth, request, response), the operation answers at its real path (not 404) under its
@@ -28,7 +28,7 @@ import pytest
 from calls import advance, call, error_of, run_until_idle
 from conftest import ACME, FEDEX, GLOBEX, HOOKS, REPO, WALMART
 
-SURFACE = REPO.parent / "shared" / "spec" / "real-api-surface.md"
+SURFACE = REPO / "docs" / "spec" / "real-api-surface.md"  # .ci/spec-in-step keeps it in step
 NETFLIX = "6410a0000000000000000060"   # merchant: switch and present
 AMAZON_PRIME = "6410a0000000000000000069"  # merchant-card: switch only
 USER = "surface-user"
@@ -126,8 +126,8 @@ def shapes() -> dict[str, list[Field]]:
     return found
 
 
-ROWS = surface_rows() if SURFACE.exists() else []
-SHAPES = shapes() if SURFACE.exists() else {}
+ROWS = surface_rows()
+SHAPES = shapes()
 
 
 def test_the_file_is_read_whole():
@@ -187,6 +187,11 @@ def _values(document: Any, path: str) -> list[tuple[str, Any]]:
     return found
 
 
+# Where the spec outranks this single-source table: the Task's `authentication` (the spec's
+# authenticationMethod) has values "For pay-link Tasks" only, and is null on a user-link one.
+SPEC_NULLS = {"authentication"}
+
+
 def check_fields(document: Any, fields: list[Field], where: str = "$") -> None:
     for field in fields:
         for at, value in _values(document, field.path):
@@ -197,6 +202,8 @@ def check_fields(document: Any, fields: list[Field], where: str = "$") -> None:
                 assert value in field.enum, f"{at} = {value!r}, published one of {field.enum}"
             elif field.kind in SHAPES:
                 check_fields(value, SHAPES[field.kind], at)
+            elif value is None and field.path in SPEC_NULLS:
+                continue
             elif field.kind is not None and field.kind in KINDS:
                 assert KINDS[field.kind](value), f"{at} = {value!r:.200} is not a {field.kind}"
 
