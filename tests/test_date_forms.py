@@ -7,8 +7,8 @@ real receiver). A tenant is given a bit of everything that writes a date (user-l
 pay-link tasks, a card expiry sent in another ISO 8601 form, linked accounts and their
 data, a disconnect, a processor link run to its results, stored cards), then every main read
 and every webhook that reached the receiver is searched for strings that start like a date:
-each must be in its one form. Sources: ../shared/spec/service-spec.md ("spec"),
-../shared/DESIGN.md (Public API: "Dates in records are date-times in the real service's form
+each must be in its one form. Sources: docs/spec/service-spec.md ("spec"),
+the design notes (DESIGN.md, Public API: "Dates in records are date-times in the real service's form
 (`2020-06-30T12:00:00.000Z`)"), docs/api.md (Dates and times).
 """
 

@@ -1,8 +1,8 @@
 """Fidelity, round two (issue 20): one test per divergence it lists, each quoting its source.
 
 Real HTTP to the real app on a manual clock; webhooks read on a real receiver
-(tests/receiver.py). Sources: ../shared/spec/service-spec.md ("spec"),
-../shared/spec/real-service-facts.md ("facts"), ../shared/spec/real-api-surface.md
+(tests/receiver.py). Sources: docs/spec/service-spec.md ("spec"),
+docs/spec/real-service-facts.md ("facts"), docs/spec/real-api-surface.md
 ("surface"), and the issue's own words where it decides.
 """
 

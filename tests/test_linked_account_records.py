@@ -5,7 +5,7 @@ The sandbox runs on a manual clock (time moves only through /_sandbox/clock/adva
 /_sandbox/clock/run-until-idle) and delivers every event to a real local receiver
 (tests/receiver.py). Records are checked against the schemas GET /openapi.json publishes,
 events against GET /_sandbox/schemas/events/{type}. Each test's docstring quotes the
-sentence of shared/spec/real-service-facts.md (or of the issue quoting it) that it checks.
+sentence of docs/spec/real-service-facts.md (or of the issue quoting it) that it checks.
 """
 
 from __future__ import annotations

@@ -93,8 +93,15 @@ def try_it_variables() -> str:
 # -- Quick start ----------------------------------------------------------------------------
 
 def test_quick_start_installs_with_the_plugin_and_pytest_aiohttp():
+    """From a clone today; from PyPI once the release workflow has published a version, and
+    the block says which is which."""
     install = shell_blocks("Quick start")[0]
-    assert install.startswith("pip install payroll-sandbox pytest-aiohttp")
+    assert install.startswith("pip install -e . pytest-aiohttp ")
+    later = install.splitlines()[1]
+    assert later.startswith("# Not on PyPI yet; once released")
+    assert later.endswith(": pip install payroll-sandbox pytest-aiohttp")
+    assert ".github/workflows/release.yml" in later
+    assert (REPO / ".github" / "workflows" / "release.yml").is_file()
     run = shell_blocks("Quick start")[-1]
     assert run.startswith("pytest test_webhooks.py")
 

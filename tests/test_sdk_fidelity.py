@@ -2,7 +2,7 @@
 
 Real HTTP to the real app on a manual clock, webhooks read on a real receiver
 (tests/receiver.py). Each test's docstring quotes the sentence of
-shared/spec/service-spec.md or shared/spec/real-service-facts.md it checks.
+docs/spec/service-spec.md or docs/spec/real-service-facts.md it checks.
 The same points in the browser: tests/test_sdk_browser.py.
 """
 

@@ -1,6 +1,6 @@
 """The spec's event rules, statement by statement, over every bundled task scenario.
 
-Each test quotes the sentence of ../shared/spec/service-spec.md it checks. Every
+Each test quotes the sentence of docs/spec/service-spec.md it checks. Every
 scenario file runs twice on the engine (tests/engine.py: the domain, no HTTP) with a
 manual clock: once as a task created by the API (what POST /task/create calls), once as
 a task started in the hosted flow (what POST /sdk/login calls, with the user's public

@@ -1,4 +1,4 @@
-"""Pay-link accounts and actions (../shared/spec/real-api-surface.md, Pay-link; spec: Account
+"""Pay-link accounts and actions (docs/spec/real-api-surface.md, Pay-link; spec: Account
 and bill (pay-link), Task `flow`).
 
 An action is a flow a pay-link task runs (the spec's Task `flow` values). A company offers

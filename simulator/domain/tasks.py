@@ -813,7 +813,7 @@ def task_event_fields(task: Task, company: Company | None) -> dict[str, Any]:
     return fields
 
 
-# -- the real service's task operations (../shared/spec/real-api-surface.md: Tasks) ----------
+# -- the real service's task operations (docs/spec/real-api-surface.md: Tasks) -------------
 
 DEPOSIT_FORM = "direct-deposit-form"  # the file id of a deposit task's authorization form
 FILE_URL_LIFETIME = 3600              # virtual seconds a generated file URL works

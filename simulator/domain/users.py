@@ -1,4 +1,4 @@
-"""The real service's user and token operations (../shared/spec/real-api-surface.md: Access
+"""The real service's user and token operations (docs/spec/real-api-surface.md: Access
 tokens, Users): revoking a public token, the payment methods a workflow can offer a user,
 and the end of a user's continuous access.
 """

@@ -1,5 +1,5 @@
 """POST /access-token: public tokens for a user (DESIGN.md, Public API); revoking one at the
-real service's path (../shared/spec/real-api-surface.md, Access tokens)."""
+real service's path (docs/spec/real-api-surface.md, Access tokens)."""
 
 from __future__ import annotations
 

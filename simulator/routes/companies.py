@@ -1,5 +1,5 @@
 """Company search, Company List and Company Details (spec: Endpoints; the real paths:
-../shared/spec/real-api-surface.md, Company)."""
+docs/spec/real-api-surface.md, Company)."""
 
 from __future__ import annotations
 

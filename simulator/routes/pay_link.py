@@ -1,5 +1,5 @@
 """Pay-link accounts and actions at the real service's paths
-(../shared/spec/real-api-surface.md, Pay-link; domain/pay_link.py says how they are made)."""
+(docs/spec/real-api-surface.md, Pay-link; domain/pay_link.py says how they are made)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Task creation and reading (DESIGN.md, Public API: /task), and the real service's task
-operations at their real paths (../shared/spec/real-api-surface.md: Tasks)."""
+operations at their real paths (docs/spec/real-api-surface.md: Tasks)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The real service's user operations (../shared/spec/real-api-surface.md, Users): the
+"""The real service's user operations (docs/spec/real-api-surface.md, Users): the
 payment methods a workflow can offer, a user's tasks, and the end of continuous access."""
 
 from __future__ import annotations

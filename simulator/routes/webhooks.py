@@ -1,6 +1,6 @@
 """Webhook registration, faults, replay, triggers and the event schemas (DESIGN.md, Control
 plane); the same endpoints, and signing secrets, at the real service's paths
-(../shared/spec/real-api-surface.md: Webhooks, Secrets)."""
+(docs/spec/real-api-surface.md: Webhooks, Secrets)."""
 
 from __future__ import annotations
 

@@ -625,7 +625,7 @@ TASKS_QUERY = {
 }
 
 
-# -- the real service's published operations (../shared/spec/real-api-surface.md) ---------
+# -- the real service's published operations (docs/spec/real-api-surface.md) ------------
 #
 # Served at their real paths with their published fields; the sandbox's extra fields sit
 # beside them. Answers stay in the one `{"data": ...}` envelope (the file's envelope note:
