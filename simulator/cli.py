@@ -39,63 +39,21 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="run the sandbox server")
-    serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="port (default 8080; 0 picks a free one)")
-    serve.add_argument("--config", help="YAML file with the same settings as the flags")
-    serve.add_argument("--fixtures", help="fixtures folder (default: the bundled one)")
-    serve.add_argument("--scenarios", help="scenarios folder (default: the bundled one)")
-    serve.add_argument("--seed", type=int, help="seed of every generated id and record (default: "
-                       "the --state-file's, else a fresh one, printed in the ready line)")
-    serve.add_argument("--clock", choices=["real", "manual"], help="virtual clock mode")
-    serve.add_argument("--time-scale", type=float, help="virtual seconds per wall second")
-    serve.add_argument("--webhook-url", help="one endpoint for every event type")
-    serve.add_argument("--webhook-timeout", type=float,
-                       help="wall seconds per webhook attempt (default: 15 virtual seconds)")
-    serve.add_argument("--environment", choices=["sandbox", "production"])
-    serve.add_argument("--log-format", choices=["text", "json"])
-    serve.add_argument("--allowed-host", dest="allowed_hosts", action="append", metavar="NAME",
-                       help="a host name clients use to reach the server, besides IP addresses "
-                            "and localhost (repeat it; '*' allows any; see SECURITY.md)")
-    serve.add_argument("--webhook-allow", dest="webhook_allow", action="append", metavar="CIDR|HOST",
-                       help="a webhook target the outbound policy refuses by default, allowed "
-                            "(repeat it; see SECURITY.md)")
-    serve.add_argument("--webhook-deny", dest="webhook_deny", action="append", metavar="CIDR|HOST",
-                       help="a webhook target refused besides link-local and metadata "
-                            "addresses (repeat it; *.example.com for subdomains)")
-    serve.add_argument("--frame-ancestors", metavar="SOURCES",
-                       help="who may frame the hosted SDK flow (CSP frame-ancestors; default *)")
-    serve.add_argument("--tenant-idle-expiry", type=float, metavar="SECONDS",
-                       help="delete tenants made by the control plane after this long without "
-                            "a request (default 0: never)")
-    serve.add_argument("--state-file", metavar="PATH",
-                       help="keep every tenant in this file: restored at start if it exists, "
-                            "saved on shutdown and periodically (written atomically)")
-    serve.add_argument("--state-interval", type=float, metavar="SECONDS",
-                       help="save the state file this often when something changed (default "
-                            "30; 0: only on shutdown)")
-    serve.add_argument("--shutdown-grace", type=float, metavar="SECONDS",
-                       help="on SIGTERM, webhook attempts in flight get this long to finish "
-                            "before they are recorded as interrupted (default 5; 0: at once)")
-    serve.add_argument("--request-timeout", type=float, metavar="SECONDS",
-                       help="to receive a request's headers, and again its body (default 30)")
-    serve.add_argument("--idle-timeout", type=float, metavar="SECONDS",
-                       help="an idle keep-alive connection is closed after this (default 15)")
-    serve.add_argument("--max-connections", type=int, metavar="N",
-                       help="open connections at most; past it idle ones close first "
-                            "(default: the descriptor limit less 256)")
-    serve.add_argument("--strict-bodies", action="store_true", default=None,
-                       help="refuse body fields and query parameters the API does not know "
-                            "(422) and bodies not sent as JSON (415), instead of ignoring them "
-                            "with an x-sandbox-warning header")
-    serve.add_argument("--loop", choices=["asyncio", "uvloop"],
-                       help="event loop (default asyncio; uvloop needs the uvloop extra)")
-    for name, what in (("events", "per tenant: events kept with their deliveries (5000)"),
-                       ("tasks", "per tenant: tasks kept (10000)"),
-                       ("tokens", "per tenant: public tokens kept (10000)"),
-                       ("users", "per tenant: users (100000)"),
-                       ("tenants", "tenants the control plane may make (1000)"),
-                       ("tenants-per-maker", "of those, made by one tenant (250)")):
-        serve.add_argument(f"--max-{name}", type=int, metavar="N", help=what)
+    _add_serve_flags(serve)
+
+    run = commands.add_parser(
+        "exec", help="run a command (a test suite in any language) beside a sandbox",
+        usage="payroll-sandbox exec [serve flags] -- CMD [ARGS...]",
+        description="Starts a sandbox on a free port, runs CMD with PAYROLL_SANDBOX_URL, "
+                    "PAYROLL_SANDBOX_API_KEY and PAYROLL_SANDBOX_API_SECRET (the default "
+                    "tenant's) in its environment, stops the sandbox when CMD ends and exits "
+                    "with CMD's status. Before it exits it names on standard error every "
+                    "webhook delivery of the run that never got a 2xx. Ctrl-C and SIGTERM "
+                    "reach CMD (docs/exec.md).")
+    _add_serve_flags(run, port="default 0: a free one; ", clock=" (default manual: tests "
+                     "advance it; --clock real for wall time)")
+    run.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]",
+                     help="the command and its arguments")
 
     scenarios = commands.add_parser("scenarios", help="list or check scenario files")
     scenario_commands = scenarios.add_subparsers(dest="action", required=True)
@@ -186,6 +144,68 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_serve_flags(serve: argparse.ArgumentParser, *, port: str = "default 8080; ",
+                     clock: str = "") -> None:
+    """The flags of `serve`, which `exec` takes too (with its own port and clock defaults)."""
+    serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help=f"port ({port}0 picks a free one)")
+    serve.add_argument("--config", help="YAML file with the same settings as the flags")
+    serve.add_argument("--fixtures", help="fixtures folder (default: the bundled one)")
+    serve.add_argument("--scenarios", help="scenarios folder (default: the bundled one)")
+    serve.add_argument("--seed", type=int, help="seed of every generated id and record (default: "
+                       "the --state-file's, else a fresh one, printed in the ready line)")
+    serve.add_argument("--clock", choices=["real", "manual"], help=f"virtual clock mode{clock}")
+    serve.add_argument("--time-scale", type=float, help="virtual seconds per wall second")
+    serve.add_argument("--webhook-url", help="one endpoint for every event type")
+    serve.add_argument("--webhook-timeout", type=float,
+                       help="wall seconds per webhook attempt (default: 15 virtual seconds)")
+    serve.add_argument("--environment", choices=["sandbox", "production"])
+    serve.add_argument("--log-format", choices=["text", "json"])
+    serve.add_argument("--allowed-host", dest="allowed_hosts", action="append", metavar="NAME",
+                       help="a host name clients use to reach the server, besides IP addresses "
+                            "and localhost (repeat it; '*' allows any; see SECURITY.md)")
+    serve.add_argument("--webhook-allow", dest="webhook_allow", action="append", metavar="CIDR|HOST",
+                       help="a webhook target the outbound policy refuses by default, allowed "
+                            "(repeat it; see SECURITY.md)")
+    serve.add_argument("--webhook-deny", dest="webhook_deny", action="append", metavar="CIDR|HOST",
+                       help="a webhook target refused besides link-local and metadata "
+                            "addresses (repeat it; *.example.com for subdomains)")
+    serve.add_argument("--frame-ancestors", metavar="SOURCES",
+                       help="who may frame the hosted SDK flow (CSP frame-ancestors; default *)")
+    serve.add_argument("--tenant-idle-expiry", type=float, metavar="SECONDS",
+                       help="delete tenants made by the control plane after this long without "
+                            "a request (default 0: never)")
+    serve.add_argument("--state-file", metavar="PATH",
+                       help="keep every tenant in this file: restored at start if it exists, "
+                            "saved on shutdown and periodically (written atomically)")
+    serve.add_argument("--state-interval", type=float, metavar="SECONDS",
+                       help="save the state file this often when something changed (default "
+                            "30; 0: only on shutdown)")
+    serve.add_argument("--shutdown-grace", type=float, metavar="SECONDS",
+                       help="on SIGTERM, webhook attempts in flight get this long to finish "
+                            "before they are recorded as interrupted (default 5; 0: at once)")
+    serve.add_argument("--request-timeout", type=float, metavar="SECONDS",
+                       help="to receive a request's headers, and again its body (default 30)")
+    serve.add_argument("--idle-timeout", type=float, metavar="SECONDS",
+                       help="an idle keep-alive connection is closed after this (default 15)")
+    serve.add_argument("--max-connections", type=int, metavar="N",
+                       help="open connections at most; past it idle ones close first "
+                            "(default: the descriptor limit less 256)")
+    serve.add_argument("--strict-bodies", action="store_true", default=None,
+                       help="refuse body fields and query parameters the API does not know "
+                            "(422) and bodies not sent as JSON (415), instead of ignoring them "
+                            "with an x-sandbox-warning header")
+    serve.add_argument("--loop", choices=["asyncio", "uvloop"],
+                       help="event loop (default asyncio; uvloop needs the uvloop extra)")
+    for name, what in (("events", "per tenant: events kept with their deliveries (5000)"),
+                       ("tasks", "per tenant: tasks kept (10000)"),
+                       ("tokens", "per tenant: public tokens kept (10000)"),
+                       ("users", "per tenant: users (100000)"),
+                       ("tenants", "tenants the control plane may make (1000)"),
+                       ("tenants-per-maker", "of those, made by one tenant (250)")):
+        serve.add_argument(f"--max-{name}", type=int, metavar="N", help=what)
+
+
 def _add_key_options(command: argparse.ArgumentParser, use: str = "") -> None:
     """--api-key and --api-secret of a running server's tenant; `control_plane_keys`
     fills in their defaults."""
@@ -200,6 +220,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "serve":
             return _serve(vars(args))
+        if args.command == "exec":
+            return _exec(vars(args))
         if args.command == "fixtures":
             return _validate_fixtures(args.directory)
         if args.command == "scenarios":
@@ -341,15 +363,23 @@ def ready_line(host: str, port: int, environment: str, api_key: str, api_secret:
                seed: int | None) -> str:
     """The first line `serve` prints (DESIGN.md, Commands): the address it is bound to,
     and for a wildcard address (0.0.0.0, ::) a reachable one beside it (`reachable=`)."""
-
-    def url(address: str) -> str:
-        return f"http://[{address}]:{port}" if ":" in address else f"http://{address}:{port}"
-
-    line = (f"payroll-sandbox serving {url(host)} environment={environment} "
+    line = (f"payroll-sandbox serving {_url(host, port)} environment={environment} "
             f"x-api-key={api_key} x-api-secret={api_secret} seed={seed}")
-    if host in ("0.0.0.0", "::"):
-        line += f" reachable={url('127.0.0.1' if host == '0.0.0.0' else '::1')}"
+    if host in WILDCARDS:
+        line += f" reachable={reachable_url(host, port)}"
     return line
+
+
+WILDCARDS = {"0.0.0.0": "127.0.0.1", "::": "::1"}  # -> the loopback address that reaches them
+
+
+def _url(address: str, port: int) -> str:
+    return f"http://[{address}]:{port}" if ":" in address else f"http://{address}:{port}"
+
+
+def reachable_url(host: str, port: int) -> str:
+    """The base URL a client on this machine reaches a server bound to host:port by."""
+    return _url(WILDCARDS.get(host, host), port)
 
 
 def _configure_logging(log_format: str) -> None:
@@ -382,11 +412,54 @@ def _serve(flags: dict) -> int:
     return 0
 
 
-def _start_up(flags: dict) -> tuple[Any, Any]:
-    """The app `serve` runs, and its settings."""
+# `exec`'s own defaults, below the config file, the variables and the flags: a free port,
+# and the manual clock, so a suite advances time (POST /_sandbox/clock/advance) instead of
+# sleeping; `--clock real` (or PAYROLL_SANDBOX_CLOCK=real) gives wall time.
+EXEC_DEFAULTS = {"port": 0, "clock": "manual"}
+
+
+def _exec(flags: dict) -> int:
+    """`payroll-sandbox exec [serve flags] -- CMD [ARGS...]` (simulator/execute.py): CMD's
+    exit status; the undelivered webhooks of the run on standard error after it."""
+    import functools
+
+    from . import execute
+
+    argv = list(flags.pop("argv") or [])
+    if argv[:1] == ["--"]:
+        argv = argv[1:]
+    if not argv:
+        print(execute.NO_COMMAND, file=sys.stderr)
+        return EXIT_CONFIG
+    gc.disable()
+    try:
+        app, settings = _start_up(flags, EXEC_DEFAULTS)
+    finally:
+        gc.enable()
+    # CMD's output is the run's: the server's own lines are its warnings and errors only
+    # (no access lines), and undelivered webhooks are the report's, not the log's.
+    logging.getLogger("payroll_sandbox").setLevel(logging.WARNING)
+    logging.getLogger("payroll_sandbox.webhooks").setLevel(logging.ERROR)
+    from .logs import batch_access_log
+
+    try:
+        with asyncio.Runner(loop_factory=_loop_factory(flags.get("loop"))) as runner:
+            status, text = runner.run(_run(app, settings, functools.partial(execute.beside,
+                                                                             argv)))
+    except KeyboardInterrupt:  # before CMD started
+        return 130
+    finally:
+        batch_access_log(None)
+    if text:
+        print(text, file=sys.stderr, flush=True)
+    return status
+
+
+def _start_up(flags: dict, defaults: dict | None = None) -> tuple[Any, Any]:
+    """The app `serve` (and `exec`, with its `defaults`) runs, and its settings."""
     from .settings import fresh_seed, load_settings
 
-    settings = load_settings(flags, default_seed=None)
+    settings = load_settings(flags, default_seed=None, defaults=defaults)
     if settings.seed is None:  # none given: the saved run's, or a fresh one (never repeated)
         saved = None
         if settings.state_file is not None:
@@ -416,7 +489,9 @@ def _loop_factory(kind: str | None):
     return uvloop.new_event_loop
 
 
-async def _run(app, settings) -> None:
+async def _run(app, settings, beside=None) -> Any:
+    """Serves `app` until SIGINT or SIGTERM (`serve`), or while `beside(app, base_url)`
+    runs (`exec`: the ready line then goes to standard error); returns what it returns."""
     from .keys import SANDBOX
     from .server import SandboxRunner, start_site
 
@@ -429,8 +504,15 @@ async def _run(app, settings) -> None:
         raise ConfigError("settings", "$.port", f"cannot listen on {settings.host}:"
                           f"{settings.port}: {error.strerror}") from None
     tenant = app[SANDBOX].registry.tenants.default()
-    print(ready_line(host, port, settings.environment, tenant.api_key, tenant.api_secret,
-                     settings.seed), flush=True)
+    line = ready_line(host, port, settings.environment, tenant.api_key, tenant.api_secret,
+                      settings.seed)
+    if beside is not None:
+        print(line, file=sys.stderr, flush=True)
+        try:
+            return await beside(app, reachable_url(host, port))
+        finally:
+            await runner.cleanup()
+    print(line, flush=True)
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -194,11 +194,13 @@ def _check_choices(settings: Settings, source: str) -> None:
 
 
 def load_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = None, *,
-                  default_seed: int | None = 1) -> Settings:
+                  default_seed: int | None = 1,
+                  defaults: Mapping[str, Any] | None = None) -> Settings:
     """Build Settings from flags (already parsed, None when absent) and the environment.
-    `default_seed=None` leaves `seed` None when no source gives one (`serve` draws one)."""
+    `default_seed=None` leaves `seed` None when no source gives one (`serve` draws one);
+    `defaults` replace Settings' own below every source (`exec`: port 0, a manual clock)."""
     environ = os.environ if environ is None else environ
-    settings = Settings(seed=default_seed)
+    settings = Settings(seed=default_seed).with_overrides(**(defaults or {}))
 
     config_path = flags.get("config") or environ.get(ENV_PREFIX + "CONFIG")
     if config_path:

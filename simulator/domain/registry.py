@@ -78,6 +78,9 @@ class TenantRegistry:
         # a later tenant that takes a deleted maker's name is not that maker.
         self._made_by: dict[str, Tenant | None] = {}
         self.expired = 0  # tenants deleted for being idle (--tenant-idle-expiry)
+        # Told of a tenant whose state is about to go (`"deleted"`, also by expiry, or
+        # `"reset"`), before it goes: `exec` keeps its undelivered webhooks for its report.
+        self.leaving: list[Callable[[Tenant, str], None]] = []
 
     @property
     def services(self) -> TenantServices:
@@ -146,6 +149,7 @@ class TenantRegistry:
         """POST /_sandbox/reset: the tenant as its account first made it, same keys."""
         self.tenants.forget_tokens(tenant)
         freed = held(tenant)
+        self._leaving(tenant, "reset")
         tenant.reset()
         release_memory(freed)
         return tenant
@@ -177,6 +181,10 @@ class TenantRegistry:
             release_memory(freed)
         return [tenant.name for tenant in idle]
 
+    def _leaving(self, tenant: Tenant, why: str) -> None:
+        for listener in self.leaving:
+            listener(tenant, why)
+
     def _forget(self, tenant: Tenant) -> int:
         """The tenant and, first, every tenant it made (and theirs): deleting a maker
         deletes what it made, so nothing is left that only it could delete. The records
@@ -189,6 +197,7 @@ class TenantRegistry:
             if child is not None:
                 freed += self._forget(child)
         freed += held(tenant)
+        self._leaving(tenant, "deleted")
         tenant.close()
         self.tenants.remove(tenant)
         self._made_by.pop(tenant.name, None)

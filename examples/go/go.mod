@@ -1,0 +1,3 @@
+module example.com/payroll-sandbox-recipe
+
+go 1.19
