@@ -115,8 +115,9 @@ def _parser() -> argparse.ArgumentParser:
                             "name them and the state URL is judged on them (comma-separated; "
                             "repeatable; default every product a task can be made for)")
     check.add_argument("--state-url", metavar="URL",
-                       help='where the handler shows what it stored: {"outcomes": [{"task", '
-                            '"status", "reason"}, ...]}')
+                       help='where the handler shows what it stored: a list of {"task", '
+                            '"status", "reason"} or a mapping from task id to {"status", '
+                            '"reason"}, alone or under "outcomes"')
     check.add_argument("--url", dest="sandbox_url", metavar="SANDBOX_URL",
                        help="make the events on this running sandbox (its vendor, event "
                             "names, companies and scenarios), in a temporary tenant deleted "

@@ -41,6 +41,10 @@ SANDBOX = web.AppKey("sandbox", Sandbox)
 # A path without parameters -> the methods it takes ("POST"), for a 405's Allow: aiohttp
 # would also list those of a parameter route matching it (GET /task/{taskId}).
 FIXED_PATHS = web.AppKey("fixed_paths", dict)
+# A parameter route's path segments -> the fixed paths of its shape by a method they take
+# and it does not (POST: /task/create, /task/prescreen beside GET /task/{taskId}): that
+# method on another path of the shape is a 404, not a 405 (routes/pipeline.py).
+FIXED_SIBLINGS = web.AppKey("fixed_siblings", list)
 # A path prefix -> the dialect (operations.Dialect) every path under it answers in, those no
 # operation takes included (render.py).
 DIALECTS = web.AppKey("dialects", dict)

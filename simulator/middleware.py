@@ -19,6 +19,7 @@ from .keys import EXCHANGE, FIXED_PATHS, SANDBOX, Exchange
 from .logs import access_log, log_access
 from .redact import loggable_path
 from .render import render_error, wrong_method
+from .routes.pipeline import fixed_paths_meant
 from .security import NOSNIFF, page_headers
 
 
@@ -27,6 +28,7 @@ error_log = logging.getLogger("payroll_sandbox.error")
 MAX_BODY_BYTES = 1024 * 1024  # DESIGN.md, Errors: 413 over 1 MiB
 BODY_TOO_LARGE = "The request body is larger than {limit} bytes."
 NO_ROUTE = "No route matches {method} {path}."
+NO_ROUTE_MEANT = "No route matches {method} {path}; the {method} paths of its shape are {meant}."
 INTERNAL = "The sandbox failed to handle this request; see its log."
 HOST_REFUSED = ("This server does not answer the host name {host!r}: start it with "
                 "--allowed-host NAME (or PAYROLL_SANDBOX_ALLOWED_HOSTS) to allow it.")
@@ -130,6 +132,12 @@ def _http_error(request: web.Request, error: web.HTTPException) -> tuple[ApiErro
     if isinstance(error, web.HTTPRequestEntityTooLarge):
         return PayloadTooLarge(BODY_TOO_LARGE.format(limit=MAX_BODY_BYTES)), None
     if isinstance(error, web.HTTPMethodNotAllowed):
+        # Another path of a parameter route's shape than the fixed ones that take this
+        # method (POST /task/creat beside POST /task/create): no route of it matches.
+        if request.path not in request.app.get(FIXED_PATHS, {}) and (
+                meant := fixed_paths_meant(request)):
+            return RouteNotFound(NO_ROUTE_MEANT.format(
+                method=request.method, path=request.path, meant=", ".join(meant))), None
         # A fixed path (/task/create) takes its own methods only, not those of a parameter
         # route that also matches it (GET /task/{taskId}).
         return wrong_method(request, request.app.get(FIXED_PATHS, {}).get(request.path)

@@ -128,7 +128,8 @@ async def test_naive_handler_fails_the_same_checks_with_either_source(aiohttp_se
 
 async def test_the_running_sandbox_sends_nothing_itself_even_with_a_webhook_url(
         aiohttp_server, tmp_path):
-    """`--webhook-url` gives every tenant an endpoint; the temporary one has none."""
+    """`--webhook-url` gives the fixtures' tenants (`demo` aside) an endpoint; the temporary
+    one has none."""
     delivered: list = []
 
     async def receive(request: web.Request) -> web.Response:

@@ -6,7 +6,9 @@ import io
 import json
 
 import pytest
-from conftest import ACME
+from conftest import ACME, WALMART
+
+from payroll_sandbox.keys import SANDBOX
 
 
 def assert_error_shape(body, code=None):
@@ -45,6 +47,61 @@ async def test_wrong_method_is_405_in_the_error_shape(client):
     response = await client.delete("/access-token", headers=ACME)
     assert response.status == 405
     assert_error_shape(await response.json(), "method-not-allowed")
+
+
+async def test_a_typo_of_a_fixed_path_is_404_though_a_parameter_route_shares_its_prefix(
+        client):
+    """Issue 34, point 7: POST /task/creat matched GET /task/{taskId} by its shape and was
+    a 405; no route of any method matches it, so it is a 404 naming the paths meant."""
+    for method, path, meant in (("POST", "/task/creat", "/task/create"),
+                                ("POST", "/company/serch", "/company/search"),
+                                ("POST", "/_sandbox/events/triger", "/_sandbox/events/trigger")):
+        response = await client.request(method, path, headers=ACME, json={})
+        assert response.status == 404, (method, path)
+        assert "allow" not in response.headers
+        body = await response.json()
+        assert_error_shape(body, "route-not-found")
+        assert body["error"]["message"].startswith(f"No route matches {method} {path};")
+        assert meant in body["error"]["message"]
+
+
+async def test_every_fixed_path_misspelt_is_404_with_its_own_method(client):
+    """Each operation's fixed path with its last letter dropped (no path of its own), asked
+    with its method: a 404 (the aggregator's API in its own body), never a 405, whatever
+    route shares the prefix."""
+    sandbox = client.server.app[SANDBOX]
+    paths = {op.path for op in sandbox.operations}
+    for op in sandbox.operations:
+        typo = op.path[:-1]  # /_sandbox/tenant is a path of its own (GET): left out
+        if "{" in op.path or typo.endswith("/") or typo in paths or not typo:
+            continue
+        response = await client.request(op.method, typo, headers=ACME, json={})
+        assert response.status == 404, (op.method, typo, await response.text())
+        assert "allow" not in response.headers, (op.method, typo)
+
+
+async def test_a_wrong_method_on_a_path_that_exists_stays_405_with_allow(client):
+    task = (await (await client.post("/task/create", headers=ACME, json={
+        "identifier": "u-405", "company": WALMART, "product": "deposit"})).json())["data"]
+    for method, path, allowed in (("DELETE", "/access-token", "POST"),
+                                  ("GET", "/task/create", "POST"),
+                                  ("PUT", "/_sandbox/events/trigger", "POST"),
+                                  ("DELETE", f"/task/{task['id']}", "GET, HEAD"),
+                                  ("PUT", f"/task/{task['id']}", "GET, HEAD")):
+        response = await client.request(method, path, headers=ACME)
+        assert response.status == 405, (method, path)
+        assert response.headers["allow"] == allowed, (method, path)
+        assert_error_shape(await response.json(), "method-not-allowed")
+
+
+async def test_a_newline_in_a_parameter_that_takes_the_rest_of_the_path_is_422(client):
+    """GET /initialize/{config} takes slashes: a newline there once matched no route (404)."""
+    for path in ("/initialize/%0Ae30=", "/initialize/e30=/a%0Ab"):
+        response = await client.get(path)
+        assert response.status == 422, path
+        body = await response.json()
+        assert_error_shape(body, "validation-failed")
+        assert body["error"]["details"][0]["location"] == "path"
 
 
 async def test_body_over_one_mib_is_413(client):

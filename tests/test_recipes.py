@@ -1,6 +1,9 @@
 """The Docker, Compose and CI recipes, run as what they run (no image can be built here):
 the image's command, environment and health check; the Compose services' commands and
-environment, with each service name pointing at 127.0.0.1; the GitHub job's health command.
+environment, with each service name pointing at 127.0.0.1; the GitHub job's health command
+and its service (the image's command with the service's environment); the testcontainers
+conftest under pytest-xdist, with a stand-in for testcontainers that runs the image's
+command as a process.
 """
 
 from __future__ import annotations
@@ -16,8 +19,11 @@ import time
 import urllib.request
 from contextlib import contextmanager
 
+import pytest
 import yaml
-from conftest import REPO, WALMART
+from conftest import ACME, REPO, WALMART
+
+DEFAULT_KEYS = ACME  # the bundled default tenant's, as the serving line prints them
 
 
 def free_port() -> int:
@@ -188,3 +194,154 @@ def test_the_github_job_gives_the_container_a_way_back_to_the_receivers():
     env, service = github_job()
     assert env["PAYROLL_SANDBOX_RECEIVER_HOST"] == "host.docker.internal"
     assert "--add-host=host.docker.internal:host-gateway" in service["options"].split()
+
+
+def test_the_github_service_runs_the_sandbox_on_the_manual_clock():
+    """Issue 34, point 7: the job's service sets the manual clock; run as the service runs
+    (the image's command with the image's and the service's environment, on its port), the
+    sandbox it starts is on that clock."""
+    env, service = github_job()
+    assert service["env"] == {"PAYROLL_SANDBOX_CLOCK": "manual"}
+    assert env["PAYROLL_SANDBOX_URL"] == "http://localhost:8080"
+    assert service["ports"] == ["8080:8080"]
+    image = dockerfile()
+    port = free_port()  # the service's 8080, moved so a busy 8080 here cannot fail the test
+    environment = {**image["env"], **service["env"], "PAYROLL_SANDBOX_PORT": str(port)}
+    with running(payroll_sandbox(image["ENTRYPOINT"]) + image["CMD"], environment, port):
+        url = env["PAYROLL_SANDBOX_URL"].replace(":8080", f":{port}")
+        status, clock = call(f"{url}/_sandbox/clock", headers=DEFAULT_KEYS)
+        assert status == 200 and clock["data"]["mode"] == "manual", clock
+        time.sleep(1.1)  # wall time passes; the sandbox's time stands until a test moves it
+        status, later = call(f"{url}/_sandbox/clock", headers=DEFAULT_KEYS)
+        assert status == 200 and later["data"]["timestamp"] == clock["data"]["timestamp"]
+
+
+# A stand-in for testcontainers-python: the container is the image's command run as a local
+# process on a free port (its output in a file, for wait_for_logs); each start and stop is
+# a line of $STAND_IN_LOG, so the test counts them.
+STAND_IN = {
+    "testcontainers/__init__.py": "",
+    "testcontainers/core/__init__.py": "",
+    "testcontainers/core/waiting_utils.py": """
+import time
+
+
+def wait_for_logs(container, text, timeout=60):
+    deadline = time.monotonic() + timeout
+    while text not in container.output.read_text():
+        assert container.process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+""",
+    "testcontainers/core/container.py": """
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+
+def record(**entry):
+    with open(os.environ["STAND_IN_LOG"], "a") as log:
+        log.write(json.dumps({**entry, "pid": os.getpid(),
+                              "worker": os.environ.get("PYTEST_XDIST_WORKER")}) + "\\n")
+
+
+class DockerContainer:
+    def __init__(self, image):
+        self.image, self.ports, self.command, self.kwargs = image, [], "", {}
+
+    def with_exposed_ports(self, *ports):
+        self.ports += ports
+        return self
+
+    def with_command(self, command):
+        self.command = command
+        return self
+
+    def with_kwargs(self, **kwargs):
+        self.kwargs.update(kwargs)
+        return self
+
+    def start(self):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        env = {**os.environ, **json.loads(os.environ["STAND_IN_IMAGE_ENV"]),
+               "PAYROLL_SANDBOX_PORT": str(self.port)}
+        self.output = Path(os.environ["STAND_IN_LOG"]).with_suffix(f".{self.port}.out")
+        with open(self.output, "w") as output:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "payroll_sandbox", *self.command.split()], env=env,
+                stdout=output, stderr=subprocess.STDOUT)
+        record(event="start", image=self.image, command=self.command, kwargs=self.kwargs,
+               port=self.port)
+        return self
+
+    def get_container_host_ip(self):
+        return "127.0.0.1"
+
+    def get_exposed_port(self, port):
+        assert port in self.ports, port
+        return self.port
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=15)
+        record(event="stop", port=self.port)
+""",
+}
+
+# The suite the recipe serves: each test notes its worker and the sandbox it reached; one
+# uses the plugin's own fixture, which must take the container's server.
+SUITE = """
+import json
+import os
+import urllib.request
+
+import pytest
+
+
+@pytest.mark.parametrize("n", range(6))
+def test_reaches_the_one_sandbox(n):
+    url = os.environ["PAYROLL_SANDBOX_URL"]
+    with urllib.request.urlopen(f"{url}/health", timeout=10) as response:
+        assert response.status == 200
+    with open(os.environ["SUITE_LOG"], "a") as log:
+        log.write(json.dumps([os.environ.get("PYTEST_XDIST_WORKER"), url]) + "\\n")
+
+
+def test_the_plugin_uses_it(payroll_sandbox):
+    assert payroll_sandbox.base_url.rstrip("/") == os.environ["PAYROLL_SANDBOX_URL"]
+"""
+
+
+def test_the_testcontainers_conftest_starts_one_sandbox_for_all_xdist_workers(tmp_path):
+    """Issue 34, point 7: under `pytest -n 2` the recipe starts one container (the main
+    process, before the workers), both workers use it, and it is stopped at the end."""
+    recipe = (REPO / "docs" / "ci" / "testcontainers_conftest.py").read_text()
+    for name, text in {**STAND_IN, "conftest.py": recipe, "test_suite.py": SUITE}.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    env = {name: value for name, value in os.environ.items()
+           if not name.startswith(("PAYROLL_SANDBOX_", "PYTEST_"))}
+    env.update(PYTHONPATH=str(tmp_path), STAND_IN_LOG=str(tmp_path / "starts.log"),
+               SUITE_LOG=str(tmp_path / "suite.log"),
+               STAND_IN_IMAGE_ENV=json.dumps(dockerfile()["env"]))
+    ran = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider",
+                          "-p", "no:faker", "-q"], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "7 passed" in ran.stdout, ran.stdout
+
+    starts = (tmp_path / "starts.log").read_text().splitlines()
+    [start, stop] = [json.loads(line) for line in starts]
+    assert start["event"] == "start" and stop["event"] == "stop"
+    assert start["worker"] is None and stop["pid"] == start["pid"]  # the main process
+    assert start["image"] == "payroll-sandbox" and start["command"] == "serve --clock manual"
+    assert start["kwargs"] == {"extra_hosts": {"host.docker.internal": "host-gateway"}}
+    reached = [json.loads(line) for line in (tmp_path / "suite.log").read_text().splitlines()]
+    assert {url for _, url in reached} == {f"http://127.0.0.1:{start['port']}"}
+    assert {worker for worker, _ in reached} == {"gw0", "gw1"}
+    with pytest.raises(OSError):  # stopped
+        socket.create_connection(("127.0.0.1", start["port"]), timeout=1).close()

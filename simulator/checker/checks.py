@@ -23,6 +23,7 @@ from ..webhooks.cloudevents import SIGNATURE_HEADER
 from .delivering import NONE, VALID, WRONG, Deliverer
 from .report import FAIL, PASS, SKIP, CheckResult, Delivery, excerpt, grouped, listed, ms
 from .sources import EventSource
+from .state import Row, StateShapeError, state_rows
 
 # The checks, in the order they run; the names are a contract (README, --json, tests).
 EVERY_EVENT_TYPE = "every-event-type"
@@ -341,17 +342,17 @@ class Suite:
             try:
                 import orjson
 
-                outcomes = orjson.loads(raw)["outcomes"]
-                rows = [(o["task"], o.get("status"), o.get("reason")) for o in outcomes]
-            except (ValueError, KeyError, TypeError):
-                return [], ('not {"outcomes": [{"task", "status", "reason"}, ...]}: '
-                            + excerpt(raw.decode("utf-8", "replace"), 60))
+                rows = state_rows(orjson.loads(raw))
+            except StateShapeError as error:
+                return [], f"{error}: {excerpt(raw.decode('utf-8', 'replace'), 60)}"
+            except ValueError:
+                return [], f"not JSON: {excerpt(raw.decode('utf-8', 'replace'), 60)}"
             problems = self._compare(rows)
             if not problems or time.monotonic() >= settle_until:
                 return problems, None
             await asyncio.sleep(STATE_POLL)
 
-    def _compare(self, rows: list[tuple[Any, Any, Any]]) -> list[str]:
+    def _compare(self, rows: list[Row]) -> list[str]:
         stored: dict[str, list[tuple[Any, Any]]] = {}
         for task, status, reason in rows:
             stored.setdefault(task, []).append((status, reason))

@@ -28,7 +28,9 @@ def check_handler(url: str, secret: str | None = None, events: Iterable[str] | s
     `secret`: what the handler verifies `x-hmac-signature-sha-256` with; without it, the
     bundled default tenant's API secret (`default_secret()`), and the report says so first.
     `events`: only these event types (names or one comma-separated string).
-    `state_url`: a URL answering `{"outcomes": [{"task", "status", "reason"}, ...]}`.
+    `state_url`: a URL answering the outcomes the handler stored: a list of
+    `{"task", "status", "reason"}` or a mapping from task id to `{"status", "reason"}`,
+    alone or under `"outcomes"` (state.py).
     `products`: the products whose tasks the handler deals with (names or one
     comma-separated string; default every one a task can be made for): task events name
     tasks of these only, and the state URL is judged on their outcomes only.

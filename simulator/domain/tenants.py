@@ -32,6 +32,9 @@ from .timeline import Timeline
 
 DEFAULT_PRODUCTS = ("deposit", "verify", "switch", "present", "employer-classification",
                     "recurring-transaction-detection")
+# The fixtures' demo account: the /demo page's, whose webhooks go to the sandbox's own demo
+# receiver (routes/demo.py), never to --webhook-url.
+DEMO_TENANT = "demo"
 DEFAULT_REFRESH_INTERVAL = 86_400.0  # a push refresh a day (continuous access)
 # Fixtures' continuousAccess: at least a minute; at most a year in a snapshot (a restore
 # cannot make a refresh cadence that floods the ledger or one that never comes).
@@ -79,7 +82,7 @@ class Tenant:
         self.account = account
         self.name: str = account["name"]
         # An account of the fixtures (else made by the control plane): only these take
-        # --webhook-url as an endpoint (DESIGN.md, Commands).
+        # --webhook-url as an endpoint, the demo's aside (takes_webhook_url).
         self.from_fixtures = from_fixtures
         # Wall time (monotonic) of its latest request: a shared deployment forgets tenants
         # idle past --tenant-idle-expiry (TenantRegistry.expire_idle).
@@ -93,6 +96,13 @@ class Tenant:
         self._seed = rules.seed
         self.services = services
         self._start()
+
+    @property
+    def takes_webhook_url(self) -> bool:
+        """Whether `--webhook-url` (its variable, config `webhookUrl`) is one of this tenant's
+        endpoints: an account of the fixtures, except the demo, whose webhooks stay with its
+        own receiver (a team's app would refuse their signature; DESIGN.md, Commands)."""
+        return self.from_fixtures and self.name != DEMO_TENANT
 
     def _configure(self) -> None:
         """The account's settings (a restored snapshot may change them; a reset puts the

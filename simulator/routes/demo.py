@@ -25,7 +25,7 @@ from aiohttp import web
 
 from ..clock import isoformat
 from ..domain.identity import create_access_token
-from ..domain.tenants import Tenant
+from ..domain.tenants import DEMO_TENANT, Tenant
 from ..errors import Forbidden, MalformedJson, TenantNotFound, Unauthorized
 from ..render import read_within_time
 from ..schemas.dates import date_time_field
@@ -35,7 +35,6 @@ from ..webhooks.cloudevents import SIGNATURE_HEADER, sign
 from ..webhooks.policy import RECEIVER_PATH
 from ..operations import NO_STORE, Auth, Reply, operation
 
-DEMO_TENANT = "demo"
 DEMO_VISITOR = "demo-visitor"
 DEMO = {"auth": Auth.NONE, "tags": ("demo",)}
 RECEIVED_KEPT = 50  # the demo receiver keeps the last 50 deliveries (the oldest go first)

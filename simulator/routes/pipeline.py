@@ -9,6 +9,7 @@ Model: stripe-mock's single HandleRequest pipeline.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import socket
 import struct
 from contextlib import suppress
@@ -20,13 +21,17 @@ from aiohttp import web
 from ..domain.faults import Fired, InjectedFault
 from ..errors import ApiError, ApiKeysRequired, PublicTokenRequired, ValidationFailed, field_detail
 from ..journal import journal_body
-from ..keys import DIALECTS, FIXED_PATHS, SANDBOX, Exchange, exchange_of
+from ..keys import DIALECTS, FIXED_PATHS, FIXED_SIBLINGS, SANDBOX, Exchange, exchange_of
 from ..operations import CLIENT_ID, CLIENT_SECRET, Auth, Operation, Reply
 from ..render import json_response, read_within_time, wrong_method
 from ..schemas.validate import (INVALID_TEXT, check_json_type, parse_json_body, parse_query,
                                 text_problem)
 
 CONTROL_PLANE = "/_sandbox/"
+# A parameter that takes the rest of the path, slashes and every other character included
+# (`.` would leave out a newline: that path then matched no route, a 404 instead of the
+# 422 that names the control character).
+REST = r"[\s\S]+"
 
 API_KEYS_REQUIRED = "This operation needs the x-api-key and x-api-secret headers, not a public token."
 TOKEN_REQUIRED = "The hosted flow authenticates with the user's public token (x-public-token)."
@@ -39,12 +44,13 @@ def add_routes(app: web.Application, operations: Iterable[Operation]) -> None:
         if "{" not in op.path:
             fixed.setdefault(op.path, set()).add(op.method)
     app[FIXED_PATHS] = {path: ", ".join(sorted(methods)) for path, methods in fixed.items()}
+    app[FIXED_SIBLINGS] = _siblings(operations, fixed)
     app[DIALECTS] = {op.dialect.prefix: op.dialect for op in operations
                      if op.dialect is not None and op.dialect.prefix}
     for op in operations:
         handler = _endpoint(op, _shadowed(op, fixed))
         path = op.path if op.rest is None else op.path.replace(f"{{{op.rest}}}",
-                                                               f"{{{op.rest}:.+}}")
+                                                               f"{{{op.rest}:{REST}}}")
         if op.method == "GET":  # HEAD answers as GET would, without the body
             app.router.add_get(path, handler)
         else:
@@ -58,13 +64,48 @@ def _shadowed(op: Operation, fixed: dict[str, set[str]]) -> dict[str, str]:
     if "{" not in op.path:
         return {}
     segments = op.path.split("/")
-    found = {}
-    for path, methods in fixed.items():
-        other = path.split("/")
-        if (op.method not in methods and len(other) == len(segments)
-                and all(a == b or a.startswith("{") for a, b in zip(segments, other))):
-            found[path] = ", ".join(sorted(methods))
+    return {path: ", ".join(sorted(methods)) for path, methods in fixed.items()
+            if op.method not in methods and _fits(segments, path.split("/"))}
+
+
+def _fits(template: list[str], path: list[str]) -> bool:
+    """Whether a path (its segments) has the shape of a parameter route's `template`: the
+    same literal segments, a non-empty one for each parameter."""
+    return len(template) == len(path) and all(
+        b != "" if a.startswith("{") else a == b for a, b in zip(template, path))
+
+
+def _siblings(operations: list[Operation], fixed: dict[str, set[str]]
+              ) -> list[tuple[list[str], dict[str, list[str]]]]:
+    """For each parameter route with fixed paths of its shape: those paths by each method
+    they take that the parameter route does not (app[FIXED_SIBLINGS])."""
+    templates: dict[str, set[str]] = {}
+    for op in operations:
+        if "{" in op.path and op.rest is None:
+            templates.setdefault(op.path, set()).add(op.method)
+    found = []
+    for template, own in templates.items():
+        segments = template.split("/")
+        by_method: dict[str, list[str]] = {}
+        for path, methods in fixed.items():
+            if _fits(segments, path.split("/")):
+                for method in methods - own:
+                    by_method.setdefault(method, []).append(path)
+        if by_method:
+            found.append((segments, by_method))
     return found
+
+
+def fixed_paths_meant(request: web.Request) -> list[str]:
+    """The fixed paths a request that aiohttp would answer with a 405 was meant for, closest
+    first (none: the 405 stands). POST /task/creat matches GET /task/{taskId} only by its
+    shape, while POST there is taken by /task/create and /task/prescreen: a path that no
+    route of its method has is a 404, however much a parameter route shares of it; a wrong
+    method on a task (DELETE /task/{taskId}) stays a 405 with Allow."""
+    path = request.rel_url.raw_path
+    meant = {sibling for template, by_method in request.app.get(FIXED_SIBLINGS, [])
+             if _fits(template, path.split("/")) for sibling in by_method.get(request.method, ())}
+    return sorted(meant, key=lambda p: (-difflib.SequenceMatcher(None, path, p).ratio(), p))
 
 
 # What a handler may take, by parameter name (operations.py: an operation's `wants`).

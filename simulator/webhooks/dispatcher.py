@@ -77,11 +77,11 @@ class Dispatcher:
     # -- wiring -----------------------------------------------------------------------------
 
     def outbox_for(self, tenant: Tenant) -> Outbox:
-        """A tenant's outbox as its account makes it: its endpoints (and, for an account of
-        the fixtures, `--webhook-url`: a tenant the control plane made gets only its own),
-        no faults, a fault roll seeded by the tenant's name."""
+        """A tenant's outbox as its account makes it: its endpoints (and `--webhook-url` for
+        an account of the fixtures but the demo: a tenant the control plane made gets only
+        its own), no faults, a fault roll seeded by the tenant's name."""
         endpoints = [dict(e) for e in tenant.webhook_endpoints]
-        if (self.default_url and tenant.from_fixtures
+        if (self.default_url and tenant.takes_webhook_url
                 and not any(e["url"] == self.default_url for e in endpoints)):
             endpoints.append({"url": self.default_url})
         # Stable ids, seeded: GET /webhooks/endpoints and the control plane name them.
