@@ -102,7 +102,8 @@ COMPANY_LIST_QUERY = {
         "product": {"type": "string", "minLength": 1},
         "scope": {"enum": SCOPES},
         "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100},
-        "skip": {"type": "integer", "minimum": 0, "default": 0},
+        # Bounded: a query's integers are read up to 18 digits (validate.parse_query).
+        "skip": {"type": "integer", "minimum": 0, "maximum": 1_000_000_000, "default": 0},
     },
 }
 
