@@ -37,6 +37,7 @@ URL_VARIABLE = "PAYROLL_SANDBOX_URL"
 KEY_VARIABLE = "PAYROLL_SANDBOX_API_KEY"
 SECRET_VARIABLE = "PAYROLL_SANDBOX_API_SECRET"
 ERROR_EXCERPT = 500      # characters of an answer that is no error body kept as its message
+WARNING_HEADER = "x-sandbox-warning"  # what the sandbox ignored (an unknown body field, ...)
 
 
 class SandboxError(AssertionError):
@@ -84,15 +85,18 @@ class Answer:
     """A successful answer, read. From the sandbox's envelope: `data` and the envelope's
     other keys in `extra` (a ledger page's `revision`, `reset`, `total`). Otherwise
     (`enveloped` false): a JSON document of its own (/openapi.json, an event schema) as
-    `data`, or the bytes of anything else (a paystub PDF)."""
+    `data`, or the bytes of anything else (a paystub PDF). `warning`: the answer's
+    x-sandbox-warning, what the sandbox ignored (`unknown field $.metdata ignored`)."""
 
     status: int
     data: Any
     extra: Mapping[str, Any] = field(default_factory=dict)
     enveloped: bool = True
+    warning: str | None = None
 
 
-def read_answer(status: int, content_type: str, raw: bytes) -> Answer:
+def read_answer(status: int, content_type: str, raw: bytes,
+                warning: str | None = None) -> Answer:
     """The one reader of what a sandbox answers: an Answer, or SandboxError for a status
     of 400 or more (with the error body, or one made from a body that is none)."""
     import orjson
@@ -104,11 +108,12 @@ def read_answer(status: int, content_type: str, raw: bytes) -> Answer:
                                   "message": raw.decode(errors="replace")[:ERROR_EXCERPT]}}
         raise SandboxError(status, document)
     if "json" not in content_type:
-        return Answer(status, raw, enveloped=False)
+        return Answer(status, raw, enveloped=False, warning=warning)
     document = _json(orjson, raw) if raw else None
     if isinstance(document, dict) and "data" in document:
-        return Answer(status, document.pop("data"), document)
-    return Answer(status, raw if document is _NOT_JSON else document, enveloped=False)
+        return Answer(status, document.pop("data"), document, warning=warning)
+    return Answer(status, raw if document is _NOT_JSON else document, enveloped=False,
+                  warning=warning)
 
 
 class SandboxClient:
@@ -159,10 +164,10 @@ class SandboxClient:
                      headers: dict[str, str] | None = None, strict: bool = False) -> Answer:
         """`method path?query` with a JSON `body`, read (`read_answer`). `strict`: an
         answer that is no envelope or error body of a sandbox raises NotASandbox."""
-        status, content_type, raw = await self._exchange(method, with_query(path, query),
-                                                         body, headers)
+        status, content_type, raw, warning = await self._exchange(
+            method, with_query(path, query), body, headers)
         try:
-            answer = read_answer(status, content_type, raw)
+            answer = read_answer(status, content_type, raw, warning)
         except SandboxError as error:
             if strict and error.code is None:
                 raise self._not_a_sandbox(method, path, status) from None
@@ -172,7 +177,7 @@ class SandboxClient:
         return answer
 
     async def _exchange(self, method: str, path: str, body: Any,
-                        headers: dict[str, str] | None) -> tuple[int, str, bytes]:
+                        headers: dict[str, str] | None) -> tuple[int, str, bytes, str | None]:
         import aiohttp
 
         data = None if body is None else json.dumps(body).encode()
@@ -183,7 +188,7 @@ class SandboxClient:
                     headers={"content-type": "application/json", **self.headers,
                              **(headers or {})}) as response:
                 return (response.status, response.headers.get("content-type", ""),
-                        await response.read())
+                        await response.read(), response.headers.get(WARNING_HEADER))
         except asyncio.TimeoutError:
             raise _unreachable(f"cannot reach {self.base_url}: no answer to {method} "
                                f"{path.split('?')[0]} in {self.timeout:g}s",

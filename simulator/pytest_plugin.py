@@ -23,20 +23,32 @@ on every interface and give it URLs with HOST.
         webhook_receiver.assert_order(["task-status-updated", "task-workflow-finished"],
                                       task=task["id"])
 
+`payroll_sandbox_asgi_server(app)` serves your own ASGI app (FastAPI, Starlette, Django;
+Flask through a2wsgi) on a real port for the test and returns its base URL (uvicorn:
+`payroll-sandbox[asgi]`).
+
+When a test fails, its report has a section listing its tenant's webhook deliveries that
+never got a 2xx (read from the ledger while the tenant still exists). What the sandbox
+ignored in a call (x-sandbox-warning) is a `payroll_sandbox.SandboxWarning`; a loopback
+webhook URL given to a sandbox that cannot reach this machine's loopback raises
+`LoopbackURLError`, naming `payroll_sandbox_receiver_host`.
+
 The types come from payroll_sandbox.testing.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .testing import (AsyncSandbox, AsyncWebhookReceiver, ReceiverHost, Sandbox, SandboxError,
-                      WebhookReceiver, _LoopThread)
+from .testing import (AsgiServer, AsyncSandbox, AsyncWebhookReceiver, LoopbackCheck,
+                      ReceiverHost, Sandbox, SandboxError, WebhookReceiver, _LoopThread,
+                      describe_undelivered)
 
 try:
     import pytest_asyncio
@@ -50,6 +62,9 @@ RECEIVER_HOST = "payroll_sandbox_receiver_host"  # option, ini key and (upper ca
 RECEIVER_HOST_HELP = ("the host a sandbox in a container reaches this machine by (e.g. "
                       "host.docker.internal): the receivers listen on every interface and "
                       "give the sandbox URLs with it")
+REPORT_SECTION = "payroll-sandbox: webhook deliveries that never got a 2xx"
+LEDGER_STATES = ("pending", "failed", "interrupted")  # GET /_sandbox/events?delivery=...
+LEDGER_LIMIT = 100  # newest events read per state
 
 # pytest option (and ini key) -> the Settings field it sets, and what it is.
 OPTIONS = {
@@ -165,7 +180,9 @@ def payroll_sandbox_server(_payroll_sandbox_thread: _LoopThread) -> Sandbox:
         secret = os.environ.get("PAYROLL_SANDBOX_API_SECRET")
         if not key or not secret:
             key, secret = default_credentials()
-        return Sandbox(url, key, secret)
+        # Yours may not share this machine's loopback (a container's published port looks
+        # local): the first loopback webhook URL given finds out, once per session.
+        return Sandbox(url, key, secret, loopback=LoopbackCheck(url, key, secret))
     assert isinstance(_payroll_sandbox_thread, _ServerThread)
     return Sandbox(_payroll_sandbox_thread.base_url, *_payroll_sandbox_thread.keys)
 
@@ -182,12 +199,63 @@ def payroll_sandbox_receiver_host(request: pytest.FixtureRequest) -> ReceiverHos
     return ReceiverHost.advertising(value)
 
 
+# -- the failure report ---------------------------------------------------------------------
+
+@dataclass
+class _Ledger:
+    """A test's tenant, for its report: the deliveries that never got a 2xx, read while the
+    tenant exists: at the report of a failed setup or call, or at teardown before the
+    tenant is deleted when a receiver's check is about to fail the teardown."""
+
+    tenant: Sandbox
+    reported: bool = False       # a report of this test carries the section already
+    wanted: bool = False         # a receiver refused a delivery: its teardown fails
+    at_teardown: str | None = None
+
+    def read(self) -> str:
+        try:
+            events = [event for state in LEDGER_STATES
+                      for event in self.tenant.events(delivery=state, limit=LEDGER_LIMIT)]
+        except Exception as error:  # the report says so; the test's own failure stays
+            if isinstance(error, SandboxError) and error.status in (401, 404):
+                return ""  # the test deleted its tenant: nothing is left to tell
+            return f"the ledger of tenant {self.tenant.name} could not be read: {error}"
+        events.sort(key=lambda event: event.get("sequence", 0))
+        return describe_undelivered(events, self.tenant.name)
+
+
+_LEDGER = pytest.StashKey[_Ledger]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item,
+                              call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    """A failed report of a test with a tenant gets the REPORT_SECTION (pytest shows it
+    under the failure, as it shows captured output)."""
+    report = yield
+    ledger = item.stash.get(_LEDGER, None)
+    if ledger is None or not report.failed or ledger.reported:
+        return report
+    text = ledger.at_teardown if report.when == "teardown" else ledger.read()
+    if text:
+        report.sections.append((REPORT_SECTION, text))
+        ledger.reported = True
+    return report
+
+
+# -- the fixtures -----------------------------------------------------------------------------
+
 @pytest.fixture
-def payroll_sandbox(payroll_sandbox_server: Sandbox) -> Iterator[Sandbox]:
+def payroll_sandbox(payroll_sandbox_server: Sandbox,
+                    request: pytest.FixtureRequest) -> Iterator[Sandbox]:
     """A fresh tenant for this test: its own users, tasks, events, clock and endpoints;
-    deleted after the test, so a long session keeps the server small."""
+    deleted after the test, so a long session keeps the server small. A failed test's
+    report lists its deliveries that never got a 2xx."""
     tenant = payroll_sandbox_server.new_tenant()
+    ledger = request.node.stash[_LEDGER] = _Ledger(tenant)
     yield tenant
+    if ledger.wanted and not ledger.reported:  # read now: the teardown's report comes after
+        ledger.at_teardown = ledger.read()
     try:
         tenant.request("DELETE", f"/_sandbox/tenants/{tenant.name}")
     except SandboxError:
@@ -195,8 +263,38 @@ def payroll_sandbox(payroll_sandbox_server: Sandbox) -> Iterator[Sandbox]:
 
 
 @pytest.fixture
+def payroll_sandbox_asgi_server(
+        payroll_sandbox_receiver_host: ReceiverHost) -> Iterator[Callable[..., str]]:
+    """A factory: `payroll_sandbox_asgi_server(app)` serves your ASGI app (FastAPI,
+    Starlette, Django's `get_asgi_application()`; Flask through a2wsgi's WSGIMiddleware)
+    with uvicorn on a real port (payroll_sandbox_receiver_host) for this test and returns
+    its base URL; `options` are more uvicorn.Config arguments. The app runs on an event
+    loop in a thread of its own, in sync and async tests alike; every server it started
+    stops after the test (the app's lifespan shutdown runs)."""
+    servers: list[AsgiServer] = []
+
+    def serve(app: Any, **options: Any) -> str:
+        server = AsgiServer(app, host=payroll_sandbox_receiver_host, **options).start()
+        servers.append(server)
+        return server.url
+
+    try:
+        yield serve
+    finally:
+        errors = []
+        for server in reversed(servers):
+            try:
+                server.close()
+            except Exception as error:
+                errors.append(error)
+        if errors:
+            raise errors[0]
+
+
+@pytest.fixture
 def webhook_receiver(payroll_sandbox: Sandbox, _payroll_sandbox_thread: _LoopThread,
-                     payroll_sandbox_receiver_host: ReceiverHost) -> Iterator[WebhookReceiver]:
+                     payroll_sandbox_receiver_host: ReceiverHost,
+                     request: pytest.FixtureRequest) -> Iterator[WebhookReceiver]:
     """A real receiver (payroll_sandbox_receiver_host), this test's tenant's endpoint for
     every event type. A delivery it had to refuse (bad signature, not a CloudEvent) fails
     the test."""
@@ -207,6 +305,16 @@ def webhook_receiver(payroll_sandbox: Sandbox, _payroll_sandbox_thread: _LoopThr
         yield receiver
     finally:
         receiver.close()
+    _refusals_fail_the_teardown(receiver, request)
+
+
+def _refusals_fail_the_teardown(receiver: WebhookReceiver | AsyncWebhookReceiver,
+                                request: pytest.FixtureRequest) -> None:
+    """A receiver's check at teardown: a refused delivery fails it, and the ledger is read
+    for its report before the tenant goes."""
+    ledger = request.node.stash.get(_LEDGER, None)
+    if receiver.problems and ledger is not None:
+        ledger.wanted = True
     receiver.check()
 
 
@@ -216,13 +324,14 @@ if pytest_asyncio is not None:
     async def async_payroll_sandbox(payroll_sandbox: Sandbox) -> AsyncIterator[AsyncSandbox]:
         """`payroll_sandbox`'s tenant, awaitable: its calls leave the event loop free."""
         async with AsyncSandbox(payroll_sandbox.base_url, payroll_sandbox.api_key,
-                                payroll_sandbox.api_secret, payroll_sandbox.name) as sandbox:
+                                payroll_sandbox.api_secret, payroll_sandbox.name,
+                                loopback=payroll_sandbox.loopback) as sandbox:
             yield sandbox
 
     @pytest_asyncio.fixture
     async def async_webhook_receiver(
-            async_payroll_sandbox: AsyncSandbox,
-            payroll_sandbox_receiver_host: ReceiverHost) -> AsyncIterator[AsyncWebhookReceiver]:
+            async_payroll_sandbox: AsyncSandbox, payroll_sandbox_receiver_host: ReceiverHost,
+            request: pytest.FixtureRequest) -> AsyncIterator[AsyncWebhookReceiver]:
         """A real receiver on the test's event loop, this test's tenant's endpoint for
         every event type. A delivery it had to refuse fails the test."""
         receiver = await AsyncWebhookReceiver(host=payroll_sandbox_receiver_host).start()
@@ -231,4 +340,4 @@ if pytest_asyncio is not None:
             yield receiver
         finally:
             await receiver.close()
-        receiver.check()
+        _refusals_fail_the_teardown(receiver, request)

@@ -11,6 +11,13 @@
   should (the signature, the CloudEvent read by the official SDK), keep every one as a
   `ReceivedDelivery`, answer as programmed (`fail_next`, `hang_next`) and wait for or
   assert on what arrived.
+- `AsgiServer` serves the customer's own ASGI app (FastAPI, Starlette, Django; a WSGI app
+  through a2wsgi) with uvicorn on a real port, so the sandbox delivers to it.
+
+What a sandbox says it ignored (its x-sandbox-warning: an unknown body field) becomes a
+`payroll_sandbox.SandboxWarning`; a webhook URL on this machine's loopback given to a
+sandbox that cannot reach it raises `LoopbackURLError` (with a `LoopbackCheck`, as the
+plugin's sandboxes have one).
 
 The pytest plugin (simulator/pytest_plugin.py) builds its fixtures from these; they work
 without pytest too. Nothing heavy is imported until it is used, so the plugin costs a
@@ -24,10 +31,14 @@ import atexit
 import functools
 import hashlib
 import hmac
+import ipaddress
 import os
+import socket
+import sys
 import threading
 import time
 import urllib.parse
+import warnings
 from collections import deque
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -39,8 +50,9 @@ if TYPE_CHECKING:
     import aiohttp
     from aiohttp import web
 
-__all__ = ["AsyncSandbox", "AsyncWebhookReceiver", "BlockingCallError", "ReceivedDelivery",
-           "ReceiverHost", "Sandbox", "SandboxError", "WebhookReceiver"]
+__all__ = ["AsgiServer", "AsyncSandbox", "AsyncWebhookReceiver", "BlockingCallError",
+           "LoopbackCheck", "LoopbackURLError", "ReceivedDelivery", "ReceiverHost", "Sandbox",
+           "SandboxError", "WebhookReceiver", "describe_undelivered", "on_loopback"]
 
 WAIT_TIMEOUT = 10.0      # wall seconds `wait_for` waits by default
 SIGNATURE_HEADER = "x-hmac-signature-sha-256"
@@ -139,6 +151,101 @@ def _endpoints_with(endpoints: list[dict[str, Any]], url: str,
     return [*kept, {"url": url, **({"eventTypes": types} if types else {})}]
 
 
+# -- what the sandbox ignored: a Python warning at the caller's line ----------------------------
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+IGNORED = ("{method} {path}: {warning} (the sandbox's x-sandbox-warning: a typo? A sandbox "
+           "started with --strict-bodies refuses it with 422)")
+
+
+def _warn(method: str, path: str, warning: str) -> None:
+    """`warning` (an x-sandbox-warning) as a SandboxWarning, reported at the first line of
+    the stack outside this package: the test's call, not the client's."""
+    from . import SandboxWarning
+
+    frame, level = sys._getframe(1), 2
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(SandboxWarning(IGNORED.format(method=method, path=path.split("?")[0],
+                                                warning=warning)), stacklevel=level)
+
+
+# -- webhook URLs the sandbox cannot reach ------------------------------------------------------
+
+class LoopbackURLError(ValueError):
+    """A webhook URL on this machine's loopback (127.0.0.1, ::1, localhost) given to a
+    sandbox that cannot reach it (in a container, another network namespace): nothing sent
+    there would arrive. The message names `payroll_sandbox_receiver_host`, the setting that
+    gives the sandbox a host it reaches."""
+
+
+LOOPBACK_UNREACHABLE = (
+    "{url} is on this machine's loopback, which the sandbox at {sandbox} does not reach (it "
+    "runs in a container or another network namespace?): nothing sent there would arrive. "
+    "Set payroll_sandbox_receiver_host (--payroll-sandbox-receiver-host HOST, ini "
+    "payroll_sandbox_receiver_host, or PAYROLL_SANDBOX_RECEIVER_HOST) to the host the "
+    "sandbox reaches this machine by (host.docker.internal, or this machine's address on "
+    "the container network): the receivers then listen on every interface and give that "
+    "host, and your own server's URL is payroll_sandbox_receiver_host.url(port, path).")
+
+
+def on_loopback(url: str) -> bool:
+    """Whether `url`'s host is a loopback address or `localhost`."""
+    host = (urllib.parse.urlsplit(url).hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class LoopbackCheck:
+    """Whether a sandbox delivers to this machine's loopback, for `use_webhook_url`.
+
+    `reaches` is the answer when known. Otherwise it is found out once, on the first
+    loopback URL: a tenant made for it (with `api_key` and `api_secret`, keys that may make
+    tenants) sends one event to a receiver on 127.0.0.1, and it arrives or not. Its base
+    URL says nothing: `http://localhost:8080` is as often a container's published port
+    as a server of this machine.
+    """
+
+    def __init__(self, base_url: str, api_key: str = "", api_secret: str = "", *,
+                 reaches: bool | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.api_key, self.api_secret = api_key, api_secret
+        self.reaches = reaches
+
+    def __repr__(self) -> str:
+        return f"<LoopbackCheck {self.base_url} reaches={self.reaches}>"
+
+    async def require(self, url: str) -> None:
+        """Raises LoopbackURLError when `url` is on the loopback and the sandbox does not
+        reach it."""
+        if not on_loopback(url):
+            return
+        if self.reaches is None:
+            self.reaches = await self._probe()
+        if not self.reaches:
+            raise LoopbackURLError(LOOPBACK_UNREACHABLE.format(url=url, sandbox=self.base_url))
+
+    async def _probe(self) -> bool:
+        async with AsyncSandbox(self.base_url, self.api_key, self.api_secret) as server:
+            try:
+                tenant = await server.new_tenant()
+            except SandboxError:
+                return True  # no tenant to probe with: no check, rather than a false alarm
+            try:
+                async with AsyncWebhookReceiver() as receiver:  # on 127.0.0.1
+                    await tenant.request("PUT", ENDPOINTS, {"endpoints": [{"url": receiver.url}]})
+                    await tenant.trigger("company-updated")  # answers once it was attempted
+                    return bool(receiver.deliveries)
+            except SandboxError:
+                return True  # the URL refused (--webhook-deny): the sandbox will say so itself
+            finally:
+                await tenant.request("DELETE", f"/_sandbox/tenants/{tenant.name}")
+
+
 class AsyncSandbox(SandboxClient):
     """One tenant of a running sandbox, awaitable: the sandbox client (simulator/client.py)
     with the control plane's common cases, so the event loop keeps serving (the customer's
@@ -147,18 +254,38 @@ class AsyncSandbox(SandboxClient):
     `request/get/post` return the answer's `data` and raise SandboxError on a 4xx/5xx. The
     session is made on first use, in the running loop; `await close()` (or `async with`)
     ends it. Tenants from `new_tenant` share it. `Sandbox` has the same methods, blocking.
+
+    What the sandbox ignored in a call (x-sandbox-warning) is a SandboxWarning at the
+    caller's line. `loopback` (a LoopbackCheck, passed on to `new_tenant`'s tenants) makes
+    `use_webhook_url` refuse a loopback URL the sandbox cannot reach.
     """
 
     def __init__(self, base_url: str, api_key: str, api_secret: str, name: str = "", *,
-                 session: aiohttp.ClientSession | None = None) -> None:
+                 session: aiohttp.ClientSession | None = None,
+                 loopback: LoopbackCheck | None = None) -> None:
         super().__init__(base_url, api_key, api_secret, session=session)
         self.name = name
+        self.loopback = loopback
+        self._held: list[tuple[str, str, str]] | None = None  # warnings kept for Sandbox
 
     def __repr__(self) -> str:
         return f"<AsyncSandbox {self.name or 'tenant'} at {self.base_url}>"
 
     async def __aenter__(self) -> AsyncSandbox:
         return self
+
+    async def request(self, method: str, path: str, body: Any = None, *,
+                      headers: dict[str, str] | None = None) -> Any:
+        """Any API call with this tenant's keys; returns `data` (raises SandboxError on a
+        4xx/5xx, CannotReach when no answer comes). What the sandbox ignored (an unknown
+        field) is a SandboxWarning."""
+        answer = await self.answer(method, path, body, headers=headers)
+        if answer.warning:
+            if self._held is not None:  # a Sandbox's call: warned on the caller's thread
+                self._held.append((method, path, answer.warning))
+            else:
+                _warn(method, path, answer.warning)
+        return answer.data
 
     async def get(self, path: str, **query: Any) -> Any:
         return await self.request("GET", with_query(path, query))
@@ -209,7 +336,10 @@ class AsyncSandbox(SandboxClient):
     async def use_webhook_url(self, url: str, event_types: Iterable[str] | None = None) -> None:
         """Delivers this tenant's events (every type, or `event_types`) to `url` too; the
         other endpoints stay (a receiver fixture's among them), an earlier registration of
-        `url` is replaced."""
+        `url` is replaced. A URL on this machine's loopback that the sandbox cannot reach
+        raises LoopbackURLError (with a `loopback` check, as the plugin's sandboxes have)."""
+        if self.loopback is not None:
+            await self.loopback.require(url)
         endpoints = await self.request("GET", ENDPOINTS)
         await self.request("PUT", ENDPOINTS,
                            {"endpoints": _endpoints_with(endpoints, url, event_types)})
@@ -227,7 +357,7 @@ class AsyncSandbox(SandboxClient):
         """Another isolated tenant (`name`, `products`, `signing`, ... as the API takes them)."""
         tenant = await self.post("/_sandbox/tenants", settings)
         return AsyncSandbox(self.base_url, tenant["apiKey"], tenant["apiSecret"], tenant["name"],
-                            session=self.session)
+                            session=self.session, loopback=self.loopback)
 
     async def snapshot(self) -> dict[str, Any]:
         """This tenant's whole state as one JSON document (`GET /_sandbox/snapshot`)."""
@@ -284,7 +414,10 @@ def _blocking(method: Callable[Concatenate[AsyncSandbox, P], Coroutine[Any, Any,
     def blocking(self: Sandbox, *args: P.args, **kwargs: P.kwargs) -> T:
         _refuse_on_a_running_loop(f"payroll_sandbox.{name}", ASYNC_TWIN,
                                   f"async_payroll_sandbox.{name}(...)")
-        return _sync_clients().run(method(self._twin(), *args, **kwargs), timeout=None)
+        twin = self._twin()
+        result = _sync_clients().run(method(twin, *args, **kwargs), timeout=None)
+        self._warn_held(twin)
+        return result
 
     blocking.__qualname__ = f"Sandbox.{name}"
     return blocking
@@ -301,9 +434,11 @@ class Sandbox:
     BlockingCallError at once.
     """
 
-    def __init__(self, base_url: str, api_key: str, api_secret: str, name: str = "") -> None:
+    def __init__(self, base_url: str, api_key: str, api_secret: str, name: str = "", *,
+                 loopback: LoopbackCheck | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.api_key, self.api_secret, self.name = api_key, api_secret, name
+        self.loopback = loopback
 
     def __repr__(self) -> str:
         return f"<Sandbox {self.name or 'tenant'} at {self.base_url}>"
@@ -318,8 +453,11 @@ class Sandbox:
         BlockingCallError at once on a thread that runs an event loop)."""
         _refuse_on_a_running_loop(f"payroll_sandbox's {method} {path.split('?')[0]}", ASYNC_TWIN,
                                   f"async_payroll_sandbox.request({method!r}, {path!r}, ...)")
-        return _sync_clients().run(self._twin().request(method, path, body, headers=headers),
+        twin = self._twin()
+        data = _sync_clients().run(twin.request(method, path, body, headers=headers),
                                    timeout=None)
+        self._warn_held(twin)
+        return data
 
     def get(self, path: str, **query: Any) -> Any:
         return self.request("GET", with_query(path, query))
@@ -342,7 +480,8 @@ class Sandbox:
     def new_tenant(self, **settings: Any) -> Sandbox:
         """Another isolated tenant (`name`, `products`, `signing`, ... as the API takes them)."""
         tenant = _blocking(AsyncSandbox.new_tenant)(self, **settings)
-        return Sandbox(self.base_url, tenant.api_key, tenant.api_secret, tenant.name)
+        return Sandbox(self.base_url, tenant.api_key, tenant.api_secret, tenant.name,
+                       loopback=self.loopback)
 
     def check_handler(self, url: str, secret: str | None = None, **options: Any) -> Any:
         """Judges the webhook handler at `url` as the service will treat it (README:
@@ -365,9 +504,19 @@ class Sandbox:
     clear_api_faults = _blocking(AsyncSandbox.clear_api_faults)
 
     def _twin(self) -> AsyncSandbox:
-        """This tenant as an AsyncSandbox on the sync clients' loop and session."""
-        return AsyncSandbox(self.base_url, self.api_key, self.api_secret, self.name,
-                            session=_sync_clients().session)
+        """This tenant as an AsyncSandbox on the sync clients' loop and session, keeping
+        the warnings of its calls for `_warn_held`."""
+        twin = AsyncSandbox(self.base_url, self.api_key, self.api_secret, self.name,
+                            session=_sync_clients().session, loopback=self.loopback)
+        twin._held = []
+        return twin
+
+    @staticmethod
+    def _warn_held(twin: AsyncSandbox) -> None:
+        """The warnings of the twin's calls, on this (the caller's) thread: pytest records
+        the warnings of the test's thread."""
+        for method, path, warning in twin._held or ():
+            _warn(method, path, warning)
 
 
 # -- webhook receivers --------------------------------------------------------------------
@@ -786,7 +935,7 @@ class AsyncWebhookReceiver(_Receiving):
             return
         # A sync Sandbox would block this loop: its tenant, over an awaitable client.
         async with AsyncSandbox(sandbox.base_url, sandbox.api_key, sandbox.api_secret,
-                                sandbox.name) as tenant:
+                                sandbox.name, loopback=sandbox.loopback) as tenant:
             await tenant.use_webhook_url(self.url, event_types)
 
     async def wait_for(self, event_type: str, timeout: float = WAIT_TIMEOUT,
@@ -812,3 +961,197 @@ class AsyncWebhookReceiver(_Receiving):
     def _recorded(self) -> None:
         if self._changed is not None:
             self._changed.set()
+
+
+# -- the failure report: deliveries that never got a 2xx ------------------------------------
+
+REPORT_LIMIT = 50  # deliveries a report lists; the ledger has them all
+
+
+def describe_undelivered(events: Iterable[Mapping[str, Any]], tenant: str = "") -> str:
+    """The deliveries of `events` (GET /_sandbox/events records) that never got a 2xx, each
+    with its event type, URL, state and every attempt's answer or error; "" when none.
+    The pytest plugin puts this in a failed test's report."""
+    found = [(event, delivery) for event in events for delivery in event.get("deliveries", ())
+             if delivery.get("state") != "delivered"]
+    if not found:
+        return ""
+    count = f"{len(found)} webhook deliver{'y' if len(found) == 1 else 'ies'}"
+    lines = [f"{count}{f' of tenant {tenant}' if tenant else ''} never got a 2xx:"]
+    for event, delivery in found[:REPORT_LIMIT]:
+        attempts = delivery.get("attempts") or []
+        lines.append(f"{event.get('eventType')} (event {event.get('id')}) to "
+                     f"{delivery.get('url')}: {_delivery_state(delivery, len(attempts))}")
+        lines += [f"  attempt {a.get('number')} at {a.get('time')}: {_attempt_answer(a)}"
+                  for a in attempts]
+    if len(found) > REPORT_LIMIT:
+        lines.append(f"... and {len(found) - REPORT_LIMIT} more (GET /_sandbox/events)")
+    return "\n".join(lines)
+
+
+def _delivery_state(delivery: Mapping[str, Any], attempts: int) -> str:
+    state = delivery.get("state")
+    tried = f"{attempts} attempt{'' if attempts == 1 else 's'}"
+    if state == "failed":
+        return f"failed after {tried}"
+    if state == "interrupted":
+        return f"interrupted after {tried} (the sandbox stopped during an attempt)"
+    due = delivery.get("nextAttemptAt")
+    if due:
+        return (f"pending after {tried}, the next attempt due at {due} on the tenant's "
+                "clock (advance it to send it)")
+    return f"pending after {tried}, an attempt under way"
+
+
+def _attempt_answer(attempt: Mapping[str, Any]) -> str:
+    status, error, fault = attempt.get("status"), attempt.get("error"), attempt.get("fault")
+    if status is None:
+        text = error or "no answer yet"
+    elif error and error != f"non-2xx response {status}":
+        text = f"HTTP {status}: {error}"  # a redirect not followed, an answer cut short
+    else:
+        text = f"HTTP {status}"
+    return f"{text} [fault on purpose: {fault}]" if fault else text
+
+
+# -- your own ASGI app on a real port -----------------------------------------------------------
+
+NEEDS_UVICORN = ("serving an ASGI app needs uvicorn: pip install 'payroll-sandbox[asgi]' "
+                 "(or uvicorn)")
+WSGI_APP = ("{app!r} looks like a WSGI app (it takes environ and start_response): serve it "
+            "through a2wsgi (pip install a2wsgi): `from a2wsgi import WSGIMiddleware`, then "
+            "the server of WSGIMiddleware(app)")
+STOP_TIMEOUT = 10.0  # wall seconds the app has to finish its requests and lifespan at stop
+
+
+class AsgiServer:
+    """Your ASGI app (FastAPI, Starlette, Django's `get_asgi_application()`; a WSGI app such
+    as Flask through a2wsgi's `WSGIMiddleware`) served by uvicorn on a real port, on an
+    event loop in a thread of its own, so a sandbox delivers webhooks to it in sync and
+    async tests alike; its lifespan runs at start and stop.
+
+        with AsgiServer(app) as server:
+            sandbox.use_webhook_url(f"{server.url}/webhooks")
+
+    `host` (a ReceiverHost) says where it listens and the host `url` names; `options` are
+    more `uvicorn.Config` arguments (`root_path=...`, `lifespan="off"`).
+    """
+
+    def __init__(self, app: Any, *, host: ReceiverHost | None = None, **options: Any) -> None:
+        self.app = app
+        self.host = host or ReceiverHost()
+        self.options = options
+        self.port: int | None = None
+        self._server: Any = None
+        self._task: asyncio.Task[None] | None = None
+        self._loop: _LoopThread | None = None
+
+    def __repr__(self) -> str:
+        return f"<AsgiServer {self.app!r} at {self.url if self.port else 'not started'}>"
+
+    def __enter__(self) -> AsgiServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def url(self) -> str:
+        """`http://<host>:<port>`, the app's base URL (no trailing slash)."""
+        if self.port is None:
+            raise RuntimeError("the app's server is not started")
+        return self.host.url(self.port, "")
+
+    def start(self) -> AsgiServer:
+        """Listens, runs the app's lifespan startup and returns once it serves."""
+        try:
+            import uvicorn
+        except ImportError:
+            raise ImportError(NEEDS_UVICORN) from None
+        if _is_wsgi(self.app):
+            raise TypeError(WSGI_APP.format(app=self.app))
+        listener = _listening_socket(self.host.listen)
+        self.port = listener.getsockname()[1]
+        # log_config None: uvicorn leaves the process's logging alone (its errors still
+        # reach pytest's captured log); no access log line per delivery.
+        config = uvicorn.Config(self.app, **{"log_config": None, "access_log": False,
+                                             "timeout_graceful_shutdown": STOP_TIMEOUT / 2,
+                                             **self.options})
+        self._server = uvicorn.Server(config)
+        self._loop = _LoopThread("payroll-sandbox-asgi")
+        self._loop.start()
+        try:
+            self._loop.run(self._start(listener))
+        except BaseException:
+            self._loop.stop()
+            self._loop, self.port = None, None
+            listener.close()
+            raise
+        return self
+
+    def close(self) -> None:
+        """Stops listening, lets the requests under way finish and runs the app's lifespan
+        shutdown."""
+        if self._loop is None:
+            return
+        loop, self._loop = self._loop, None
+        try:
+            loop.run(self._stop(), timeout=STOP_TIMEOUT * 2)
+        finally:
+            loop.stop()
+
+    async def _start(self, listener: socket.socket) -> None:
+        self._task = asyncio.ensure_future(self._serve(listener))
+        while not self._server.started:
+            if self._task.done():
+                self._task.result()  # raises what stopped it
+                raise RuntimeError(f"uvicorn stopped before serving {self.app!r}")
+            await asyncio.sleep(0.005)
+
+    async def _serve(self, listener: socket.socket) -> None:
+        try:
+            await self._server.serve(sockets=[listener])
+        except SystemExit:  # uvicorn's word for a startup that failed (logged above)
+            raise RuntimeError(f"uvicorn could not start {self.app!r}: its lifespan startup "
+                               "failed (see the log)") from None
+
+    async def _stop(self) -> None:
+        assert self._task is not None
+        self._server.should_exit = True
+        try:
+            await asyncio.wait_for(asyncio.shield(self._task), STOP_TIMEOUT)
+        except TimeoutError:
+            self._server.force_exit = True
+            await self._task
+
+
+def _listening_socket(host: str) -> socket.socket:
+    """A TCP socket bound to `host` and a free port: the port is known before uvicorn runs."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:  # "::" takes IPv4 connections too
+            listener.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        listener.bind((host, 0))
+    except OSError:
+        listener.close()
+        raise
+    return listener
+
+
+def _is_wsgi(app: Any) -> bool:
+    """A callable of (environ, start_response) that is not a coroutine function: WSGI.
+    ASGI 3 takes (scope, receive, send), ASGI 2 (scope)."""
+    import inspect
+
+    call = app if inspect.isfunction(app) or inspect.ismethod(app) else getattr(app, "__call__",
+                                                                                None)
+    if call is None or inspect.iscoroutinefunction(call) or inspect.isclass(app):
+        return False
+    try:
+        parameters = [p for p in inspect.signature(call).parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return False
+    return len(parameters) == 2

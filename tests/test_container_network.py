@@ -7,8 +7,10 @@ interface, port 8080) in a network namespace of its own, joined to the test's by
 pair: its 127.0.0.1 is not the test's. A customer's test suite, configured as the GitHub
 job configures it (PAYROLL_SANDBOX_URL, PAYROLL_SANDBOX_RECEIVER_HOST, here the test
 side's address of the pair in place of host.docker.internal), gets its webhooks; without
-the receiver host the deliveries go to the sandbox's own loopback and fail. Needs root and
-`ip netns` (skipped with the reason elsewhere, failed under CI=true).
+the receiver host a receiver's loopback URL is refused at once, naming the setting (the
+deliveries would go to the sandbox's own loopback). Needs root and `ip netns` (skipped with
+the reason elsewhere, failed under CI=true). tests/test_plugin_failures.py uses the same
+set-up.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from conftest import REPO
 from test_recipes import dockerfile, github_job, payroll_sandbox
 
 pytest_plugins = ["pytester"]
+# One test at a time on the fixed /30 below (test_plugin_failures.py's too): one xdist worker.
+pytestmark = pytest.mark.xdist_group("network-namespace")
 
 HOST_SIDE, SANDBOX_SIDE = "10.213.77.1", "10.213.77.2"  # a /30 on the veth pair only
 PORT = 8080
@@ -116,13 +120,16 @@ async def test_a_webhook_arrives_at_the_async_receiver(async_payroll_sandbox,
 """
 
 WITHOUT_THE_OPTION = """
-def test_the_delivery_goes_to_the_sandboxs_own_loopback(payroll_sandbox, webhook_receiver):
-    assert webhook_receiver.url.startswith("http://127.0.0.1:")
-    payroll_sandbox.trigger("company-updated")
-    [event] = payroll_sandbox.events(type="company-updated")
-    [attempt] = event["deliveries"][0]["attempts"]
-    assert attempt["status"] is None and attempt["error"], attempt  # refused over there
-    assert webhook_receiver.events == []
+import pytest
+from payroll_sandbox.testing import LoopbackURLError, WebhookReceiver
+
+
+def test_a_receiver_on_the_loopback_is_refused_at_once(payroll_sandbox):
+    with WebhookReceiver() as receiver:
+        assert receiver.url.startswith("http://127.0.0.1:")
+        with pytest.raises(LoopbackURLError, match="Set payroll_sandbox_receiver_host"):
+            receiver.register(payroll_sandbox)  # the sandbox's own loopback, over there
+    assert payroll_sandbox.request("GET", "/_sandbox/webhooks/endpoints") == []
 """
 
 

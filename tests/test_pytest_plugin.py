@@ -15,6 +15,12 @@ import urllib.error
 import urllib.request
 
 import pytest
+# pytester's in-process runs (runpytest) take out of sys.modules what each imported first:
+# PyYAML imported inside one would be imported again by the next, whose loader then cannot
+# construct what the C parser (loaded once) builds ("could not determine a constructor for
+# the tag None"), and the sandbox in every later run finds its fixture files "not valid
+# YAML". Imported here, before any run, it stays.
+import yaml  # noqa: F401
 
 from conftest import REPO
 from payroll_sandbox.pytest_plugin import SandboxError

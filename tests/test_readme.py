@@ -343,7 +343,9 @@ def test_readme_docker_and_ci_recipes_set_what_the_plugin_reads():
 # -- docs/ ---------------------------------------------------------------------------------
 
 def test_docs_plugin_standalone_example_runs_against_a_server(tmp_path, server):
-    [code] = blocks((DOCS / "plugin.md").read_text(), "python")
+    receivers = section("Receivers: `WebhookReceiver` and `AsyncWebhookReceiver`",
+                        DOCS / "plugin.md")
+    [code] = blocks(receivers, "python")
     base_url, *_ = server  # the example makes a tenant of its own
     script = tmp_path / "example.py"
     script.write_text(code.replace("http://127.0.0.1:8080", base_url))
