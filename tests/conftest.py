@@ -40,6 +40,25 @@ def _cache_bytecode_outside_the_tree() -> None:
 _cache_bytecode_outside_the_tree()
 
 
+# The slow files: headless chromium, processes and installs, the fuzzers. `pytest` (the
+# README's command) leaves them out (pyproject's addopts: -m "not slow"), `pytest -m slow`
+# runs them, and .ci/run runs both. A new file of browser or process tests goes here.
+SLOW_FILES = frozenset({
+    "test_check_handler_remote.py", "test_cli.py", "test_cli_toolkit.py",
+    "test_container_network.py", "test_dashboard_browser.py", "test_demo_browser.py",
+    "test_docs_browser.py", "test_exec.py", "test_flow_look_browser.py", "test_listen.py",
+    "test_package.py", "test_plugin_asgi.py", "test_plugin_failures.py", "test_recipes.py",
+    "test_release.py", "test_restore_fuzz.py", "test_schemathesis.py", "test_sdk_browser.py",
+    "test_sdk_protocol_browser.py", "test_sdk_spanish_browser.py",
+    "test_verify_against_more.py",
+})
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    if item.path.name in SLOW_FILES:
+        item.add_marker(pytest.mark.slow)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked `long` first (xdist hands tests out in this order): one of them left to
     the end would keep one worker busy while the other has nothing left to do. The others
