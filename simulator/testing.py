@@ -191,7 +191,13 @@ LOOPBACK_UNREACHABLE = (
 
 def on_loopback(url: str) -> bool:
     """Whether `url`'s host is a loopback address or `localhost`."""
-    host = (urllib.parse.urlsplit(url).hostname or "").lower()
+    return is_loopback(urllib.parse.urlsplit(url).hostname or "")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a host name or address is this machine's loopback (`localhost` and its
+    subdomains too); verify-against trusts such a host as well."""
+    host = host.lower().rstrip(".")
     if host == "localhost" or host.endswith(".localhost"):
         return True
     try:

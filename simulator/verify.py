@@ -19,7 +19,6 @@ is sent, `refusal` and `production_signal` stop a run aimed at what looks like p
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import json
 import re
 import secrets
@@ -30,6 +29,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from .schemas.validate import http_url_problem
+from .testing import is_loopback
 
 # -- published enums (real-api-surface.md, service-spec.md) --------------------------------------
 
@@ -490,14 +490,6 @@ def checked_url(url: str) -> str:
     return url.rstrip("/")
 
 
-def is_loopback(host: str) -> bool:
-    host = host.lower().rstrip(".")
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _words(text: str) -> list[str]:

@@ -14,21 +14,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
+from test_pytest_plugin import INNER_INI  # the settings customers are told to use
 
 from payroll_sandbox import SandboxWarning
 from payroll_sandbox.pytest_plugin import REPORT_SECTION
 from payroll_sandbox.testing import LoopbackCheck, LoopbackURLError, Sandbox, on_loopback
 
+
 pytest_plugins = ["pytester"]
 
 WALMART = "6410a0000000000000000001"
-INNER_INI = """\
-[pytest]
-asyncio_mode = auto
-asyncio_default_fixture_loop_scope = function
-filterwarnings = error
-{extra}
-"""
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:

@@ -85,6 +85,13 @@ def proxy_app(upstream: str, change=None, seen: list[str] | None = None) -> web.
             status, body = change(request, status, body)
         return web.Response(status=status, body=body, content_type=content_type)
 
+    return forwarding_app(forward)
+
+
+def forwarding_app(forward) -> web.Application:
+    """An app that answers every path with `forward`, which finds a client session at
+    request.app[SESSION]."""
+
     async def session_context(app: web.Application):
         async with aiohttp.ClientSession() as session:
             app[SESSION] = session

@@ -20,7 +20,7 @@ from aiohttp import web
 from conftest import ACME
 from test_real_api_surface import ROWS
 from test_verify_against import (FORWARDED, IDENTIFIER, KEYS, SESSION, closed_port,  # noqa: F401
-                                 second_sandbox, verify_against)
+                                 forwarding_app, second_sandbox, verify_against)
 
 from payroll_sandbox.cli import main
 from payroll_sandbox.routes import OPERATIONS
@@ -74,15 +74,7 @@ def piecemeal_proxy(upstream: str, pieces: list[int], seen: list[dict] | None = 
         await response.write_eof()
         return response
 
-    async def session_context(app: web.Application):
-        async with aiohttp.ClientSession() as session:
-            app[SESSION] = session
-            yield
-
-    app = web.Application()
-    app.cleanup_ctx.append(session_context)
-    app.router.add_route("*", "/{tail:.*}", forward)
-    return app
+    return forwarding_app(forward)
 
 
 # -- whole answers ---------------------------------------------------------------------------

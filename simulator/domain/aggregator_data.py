@@ -123,7 +123,7 @@ def item_history(item: Any, catalog: Catalog) -> list[dict[str, Any]]:
                               "amount": round(amount, 2), "name": name, "category": category})
 
         if account.subtype == "checking":
-            _checking(rng, first, last, employers, merchants, add)
+            checking_history(rng, first, last, employers, merchants, add)
         else:
             _savings(rng, first, last, add)
     found.sort(key=lambda t: (t["date"], t["name"], t["transaction_id"]))
@@ -133,10 +133,11 @@ def item_history(item: Any, catalog: Catalog) -> list[dict[str, Any]]:
 Add = Callable[[date, float, str, str], None]
 
 
-def _checking(rng: random.Random, first: date, last: date, employers: list[Company],
+def checking_history(rng: random.Random, first: date, last: date, employers: list[Company],
               merchants: list[Company], add: Add) -> None:
     """Pay every two weeks (negative: money in, as the aggregator signs amounts), monthly,
-    weekly or fortnightly charges of the same amount, and a purchase most days."""
+    weekly or fortnightly charges of the same amount, and a purchase most days: a checking
+    account's history, for an item's accounts and the control plane's processor tokens."""
     for employer in rng.sample(employers, k=min(len(employers), 1 if rng.random() < 0.8 else 2)):
         pay = rng.uniform(900, 3600)
         day = first + timedelta(days=rng.randrange(14))

@@ -23,7 +23,7 @@ from rapidfuzz import fuzz
 
 from ..schemas.events import processor_link_events
 from .aggregator import pull_error, pulled_transactions
-from .aggregator_data import ONE_OFF, PAYROLL_WORDS
+from .aggregator_data import PAYROLL_WORDS, checking_history
 from .companies import OPERATIONAL, Company, ManualDepositRule
 from .search import SearchQuery, normalize, search_companies
 from .rules import Rules
@@ -343,25 +343,7 @@ class ProcessorLinks(Held[ProcessorLink]):
                                      "account_id": token.account_id, "date": calendar_day(day),
                                      "amount": round(amount, 2), "name": name, "category": category})
 
-        for employer in rng.sample(employers, k=min(len(employers), 1 if rng.random() < 0.8 else 2)):
-            pay = rng.uniform(900, 3600)
-            day = first + timedelta(days=rng.randrange(14))
-            label = f"{employer.name.upper()} {rng.choice(PAYROLL_WORDS)}"
-            while day <= today:
-                add(day, -pay * rng.uniform(0.97, 1.03), label, "payroll")
-                day += timedelta(days=14)
-        for merchant in rng.sample(merchants, k=min(len(merchants), rng.randint(3, 6))):
-            cadence = rng.choice((30, 30, 30, 7, 14))
-            amount = rng.choice((9.99, 12.99, 15.49, 29.99, 54.0, 79.99, 110.0))
-            day = first + timedelta(days=rng.randrange(cadence))
-            while day <= today:
-                add(day, amount, merchant.name.upper(), "subscription")
-                day += timedelta(days=cadence)
-        day = first
-        while day <= today:
-            if rng.random() < 0.6:
-                add(day, rng.uniform(3, 140), rng.choice(ONE_OFF), "purchase")
-            day += timedelta(days=1)
+        checking_history(rng, first, today, employers, merchants, add)
         transactions.sort(key=lambda t: (t["date"], t["name"]))
         return transactions
 
