@@ -1,0 +1,61 @@
+"""Hostile input, round three (issue 37): each point ends with a test that would have
+caught it."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import re
+
+import pytest
+from calls import call
+from conftest import ACME
+
+from payroll_sandbox.operations import AGGREGATOR, OPERATIONS
+from payroll_sandbox.redact import REDACTED, SECRET_PARAMETERS, loggable_path
+
+# -- 7. secrets in logs ---------------------------------------------------------------------------
+
+SECRET = "s3cr3t-V4LUE-0123456789"
+
+
+def _with_values(path: str) -> str:
+    """An operation's path with its parameters filled: the secret ones with SECRET (a
+    config with a slash in it, as btoa writes one), the others with `x`."""
+    path = path.replace(AGGREGATOR, "aggregator")
+    return re.sub(r"\{(\w+)\}", lambda m: (f"{SECRET}/{SECRET}" if m.group(1) == "config"
+                                          else SECRET if m.group(1) in SECRET_PARAMETERS
+                                          else "x"), path)
+
+
+@pytest.mark.parametrize("path", sorted({op.path for op in OPERATIONS
+                                         if set(re.findall(r"\{(\w+)\}", op.path))
+                                         & SECRET_PARAMETERS}))
+def test_every_path_parameter_that_is_a_secret_is_redacted_in_logs(path):
+    """Point 7: the one list of secret path parameters covers every operation that has one
+    (a processor token's revocation wrote the token whole); a typo after the secret hides
+    it as well, and a config's `/` hides nothing of it."""
+    for shown in (loggable_path(_with_values(path)), loggable_path(_with_values(path) + "x")):
+        assert SECRET not in shown and REDACTED in shown, shown
+
+
+def test_the_three_secret_paths_are_the_ones_redacted():
+    secret_paths = sorted(op.path for op in OPERATIONS
+                          if set(re.findall(r"\{(\w+)\}", op.path)) & SECRET_PARAMETERS)
+    assert secret_paths == ["/_sandbox/<aggregator>/processor-token/{token}/revoke",
+                            "/access-token/{publicToken}/revoke", "/initialize/{config}"]
+    assert loggable_path("/task/abc/details") == "/task/abc/details"
+
+
+async def test_a_revoked_processor_token_stays_out_of_the_access_log(client, caplog):
+    """Point 7 end to end: the access line of a processor token's revocation."""
+    token = (await call(client, "POST", "/_sandbox/aggregator/processor-token",
+                        json={"identifier": "logged"}, status=201))["data"]["processorToken"]
+    config = base64.b64encode(json.dumps({"publicToken": token, "x": "??>"}).encode()).decode()
+    with caplog.at_level(logging.INFO):
+        await call(client, "POST", f"/_sandbox/aggregator/processor-token/{token}/revoke")
+        await client.get(f"/initialize/{config}")
+    lines = "\n".join(record.getMessage() for record in caplog.records)
+    assert f"/_sandbox/aggregator/processor-token/{REDACTED}/revoke" in lines, lines
+    assert token not in lines and config not in lines
