@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import glob
 import json
 import logging
 import os
+import stat
 import tempfile
 import threading
 import time
@@ -589,6 +591,26 @@ def write_atomically(path: Path, data: bytes) -> None:
             os.close(folder)
 
 
+def remove_leftovers(path: Path, *, before: float) -> list[Path]:
+    """The temporary files write_atomically left beside `path` when a process was killed
+    mid-write (`.state.json.<random>.tmp`): removed at start, so a crash loop does not fill
+    the volume. Only this user's regular files made before `before` (this start): another
+    process writing the same file now keeps its own."""
+    path = path.resolve()
+    removed = []
+    with suppress(OSError):
+        for leftover in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+            with suppress(OSError):
+                facts = leftover.lstat()
+                if (stat.S_ISREG(facts.st_mode) and facts.st_uid == os.getuid()
+                        and facts.st_mtime < before):
+                    leftover.unlink()
+                    removed.append(leftover)
+    if removed:
+        log.info("removed %d temporary files a crash left beside %s", len(removed), path)
+    return removed
+
+
 class StateFile:
     """`serve --state-file`: restored at start (if the file exists), saved every
     `--state-interval` seconds when something changed and once more on shutdown, before
@@ -602,9 +624,13 @@ class StateFile:
         self._closed = False
         self._saved: Any = None  # what the state looked like at the last save
         self._task: asyncio.Task | None = None
+        self._started = time.time()  # temporary files older than this are a crash's
 
     def restore(self) -> None:
-        if self.path is None or not self.path.exists():
+        if self.path is None:
+            return
+        remove_leftovers(self.path, before=self._started)
+        if not self.path.exists():
             return
         count = load_state(self.sandbox, self.path)
         self._saved = self._fingerprint()

@@ -59,3 +59,38 @@ async def test_a_revoked_processor_token_stays_out_of_the_access_log(client, cap
     lines = "\n".join(record.getMessage() for record in caplog.records)
     assert f"/_sandbox/aggregator/processor-token/{REDACTED}/revoke" in lines, lines
     assert token not in lines and config not in lines
+
+
+# -- 6. crash leftovers -----------------------------------------------------------------------
+
+async def test_a_start_removes_the_temporary_files_a_killed_write_left_beside_its_state_file(
+        make_client, tmp_path):
+    """Point 6: a kill -9 during a state write leaves `.state.json.<random>.tmp`; each later
+    start removes those it finds (a crash loop filled the volume). A file another process
+    is writing now (younger than this start), a link and another file's are left alone."""
+    import os
+    import time
+
+    state = tmp_path / "state.json"
+    old = time.time() - 3600
+    leftovers = [tmp_path / f".state.json.{name}.tmp" for name in ("k1x9", "p0q2")]
+    for leftover in leftovers:
+        leftover.write_bytes(b"{" * 1000)
+        os.utime(leftover, (old, old))
+    writing_now = tmp_path / ".state.json.now1.tmp"
+    writing_now.write_bytes(b"{")
+    os.utime(writing_now, (time.time() + 60, time.time() + 60))
+    elsewhere = tmp_path / "keep.txt"
+    elsewhere.write_text("keep")
+    link = tmp_path / ".state.json.link.tmp"
+    link.symlink_to(elsewhere)
+    os.utime(link, (old, old), follow_symlinks=False)
+    other = tmp_path / ".other.json.k1x9.tmp"
+    other.write_bytes(b"{")
+    os.utime(other, (old, old))
+
+    client = await make_client(state_file=state)
+    assert (await client.get("/health")).status == 200
+    assert [p.exists() for p in leftovers] == [False, False]
+    assert writing_now.exists() and link.is_symlink() and elsewhere.read_text() == "keep"
+    assert other.exists()
