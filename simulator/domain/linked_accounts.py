@@ -13,6 +13,7 @@ milliseconds and a `Z` (real-service-facts: `2020-06-30T12:00:00.000Z`), see clo
 
 from __future__ import annotations
 
+import copy
 import random
 import zlib
 from dataclasses import dataclass, field, replace
@@ -20,10 +21,11 @@ from datetime import date, timedelta
 from typing import Any
 
 from ..clock import isoformat
-from ..errors import (DepositAccountNotFound, LinkedAccountNotFound, StatementNotFound,
-                      UserNotFound, field_detail)
+from ..errors import (DepositAccountNotFound, LinkedAccountNotFound, NotFound,
+                      StatementNotFound, UserNotFound, ValidationFailed, field_detail)
 from ..schemas.events import CONTINUOUS_ACCESS, PII_DATA_DELETED
 from ..schemas.records import DATA_RECORDS
+from . import data_profiles
 from . import payroll_records as records
 from .companies import Company, ManualDepositRule, search_record
 from .states import COMPLETED, FAILED
@@ -39,6 +41,17 @@ DATA_KINDS = ("statements", "income", "timesheets", "employment", "identity", "t
 # Chances per push refresh that something changes at the employer.
 RAISE_CHANCE = 0.04
 NEW_DEPOSIT_ACCOUNT_CHANCE = 0.02
+
+UNKNOWN_PROFILE = "No data profile is named {name!r} (known: {known})."
+NO_PROFILE = "No data profile is bound to the user {identifier!r}."
+PROFILE_BINDING = {"type": "object", "additionalProperties": False, "required": ["document"],
+                   "properties": {"profile": {"type": "string"}, "data": {"type": "object"},
+                                  "document": {"type": "object"}}}
+
+
+class ProfileNotBound(NotFound):
+    code = "profile-not-bound"
+
 
 UNKNOWN_LINKED_ACCOUNT = "No linked account has the id {account_id!r}."
 UNKNOWN_USER = "No user has the identifier {identifier!r}."
@@ -129,13 +142,21 @@ class LinkedAccounts(Held[LinkedAccount]):
         self.tenant = tenant
         self.rules = rules
         self._by_id: dict[str, LinkedAccount] = {}
+        # identifier -> {"profile": name?, "data": {...}?, "document": the two merged}
+        self.profile_bindings: dict[str, dict[str, Any]] = {}
 
     # -- snapshot (domain/stored.py) ----------------------------------------------------------
 
-    SECTIONS = Sections({"linkedAccounts": array(STORED_LINKED_ACCOUNT)})
+    SECTIONS = Sections({"linkedAccounts": array(STORED_LINKED_ACCOUNT)},
+                        optional={"profileBindings": {"type": "object",
+                                                      "additionalProperties": PROFILE_BINDING}})
 
     def dump(self) -> dict[str, Any]:
-        return {"linkedAccounts": [STORED_LINKED_ACCOUNT.dump(a) for a in self._by_id.values()]}
+        document: dict[str, Any] = {
+            "linkedAccounts": [STORED_LINKED_ACCOUNT.dump(a) for a in self._by_id.values()]}
+        if self.profile_bindings:  # written only once used: older readers never saw it
+            document["profileBindings"] = copy.deepcopy(self.profile_bindings)
+        return document
 
     @staticmethod
     def load(document: dict[str, Any], loading: Any) -> dict[str, Any]:
@@ -146,16 +167,70 @@ class LinkedAccounts(Held[LinkedAccount]):
             shared = catalog.get(account.company_at_link.id)
             if shared == account.company_at_link:  # the catalog's own record: keep one copy
                 account.company_at_link = shared
-        return {"accounts": accounts}
+        return {"accounts": accounts,
+                "profile_bindings": copy.deepcopy(document.get("profileBindings", {}))}
 
-    def restore(self, accounts: dict[str, LinkedAccount]) -> None:
-        """A snapshot's linked accounts (as load checked them)."""
+    def restore(self, accounts: dict[str, LinkedAccount],
+                profile_bindings: dict[str, dict[str, Any]] | None = None) -> None:
+        """A snapshot's linked accounts and profile bindings (as load checked them)."""
         self._by_id = accounts
+        self.profile_bindings = profile_bindings or {}
 
     def _profile(self, identifier: str, company: Company) -> Profile:
         tenant = self.tenant
-        return self.rules.profiles.profile(tenant.name, identifier, company.id, company.name,
-                                           tenant.clock.now().date())
+        today = tenant.clock.now().date()
+        made = self.rules.profiles.profile(tenant.name, identifier, company.id, company.name,
+                                           today)
+        binding = self.profile_bindings.get(identifier)
+        if binding is None:
+            return made
+        linked = sum(1 for a in self._by_id.values() if a.identifier == identifier)
+        return data_profiles.apply(made, data_profiles.job(binding["document"], linked), today)
+
+    # -- data profiles (DESIGN.md: Payroll data you choose) -----------------------------------
+
+    def bind_profile(self, identifier: str, name: str | None,
+                     data: dict[str, Any] | None) -> dict[str, Any]:
+        """PUT /_sandbox/users/{identifier}/profile: the user's next linked accounts take the
+        named profile with `data` over it; a profile that is unknown or contradicts itself
+        is refused (422, its JSON path) and nothing changes."""
+        tenant = self.tenant
+        named = self.rules.data_profiles
+        document: dict[str, Any] = {}
+        if name is not None:
+            if name not in named:
+                raise ValidationFailed(
+                    UNKNOWN_PROFILE.format(name=name, known=", ".join(sorted(named))),
+                    details=[field_detail("$.profile", "unknown profile")])
+            document = {k: v for k, v in named[name].items() if k != "description"}
+        today = tenant.clock.now().date()
+        if data is not None:
+            data_profiles.check(data, today, "$.data")
+            document = data_profiles.merge(document, data)
+            data_profiles.check(document, today, "$.data")
+        tenant.user(identifier)
+        binding: dict[str, Any] = {"document": document}
+        if name is not None:
+            binding["profile"] = name
+        if data is not None:
+            binding["data"] = copy.deepcopy(data)
+        self.profile_bindings[identifier] = binding
+        return self.profile_binding(identifier)
+
+    def profile_binding(self, identifier: str) -> dict[str, Any]:
+        """The user's bound profile: its name, the data over it and the two merged."""
+        binding = self.profile_bindings.get(identifier)
+        if binding is None:
+            raise ProfileNotBound(NO_PROFILE.format(identifier=identifier),
+                                  details=[field_detail("$.identifier", "no profile bound",
+                                                        location="path")])
+        return {"identifier": identifier, "profile": binding.get("profile"),
+                "data": binding.get("data"), "document": binding["document"]}
+
+    def unbind_profile(self, identifier: str) -> bool:
+        """DELETE /_sandbox/users/{identifier}/profile: the next linked accounts are made
+        from the seed again. Whether there was a binding."""
+        return self.profile_bindings.pop(identifier, None) is not None
 
     def seed_from_account(self) -> None:
         """The account's ready-made linked accounts (fixtures `linkedAccounts`), made
@@ -197,8 +272,15 @@ class LinkedAccounts(Held[LinkedAccount]):
         account.deposit_accounts = [{"_id": ids.object_id(), **a}
                                     for a in account.profile.deposit_accounts]
         today = day(now)
-        history_start = max(account.profile.start_date, today - timedelta(days=90))
+        profile = account.profile
+        history_start = max(profile.start_date, today - timedelta(days=90))
+        if profile.statement_count is not None:  # a data profile's count: the latest ones
+            history_start = max(profile.start_date, today - timedelta(days=10 * 366))
         account.statements = records.statements(ids, account, history_start, today)
+        if profile.statement_count is not None:
+            account.statements = account.statements[len(account.statements)
+                                                    - profile.statement_count:] \
+                if profile.statement_count < len(account.statements) else account.statements
         account.timesheets = records.timesheets(ids, account, today - timedelta(days=14), today)
         account.taxes = records.tax_forms(ids, account, 0, today)
 
@@ -310,7 +392,7 @@ class LinkedAccounts(Held[LinkedAccount]):
         changes: dict[str, list[tuple[str, list[str]]]] = {}
 
         self._collect(account, since + timedelta(days=1), today, changes)
-        if rng.random() < RAISE_CHANCE:
+        if rng.random() < RAISE_CHANCE and account.profile.employment_status == "active":
             self.give_raise(account, rng.uniform(0.03, 0.08))
             changes["income"] = [("income-updated", [account.income_id])]
         if rng.random() < NEW_DEPOSIT_ACCOUNT_CHANCE:

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
 PAY_CYCLES = ("weekly", "biweekly", "semimonthly", "monthly")
 PERIODS_PER_YEAR = {"weekly": 52, "biweekly": 26, "semimonthly": 24, "monthly": 12}
@@ -45,6 +45,16 @@ class Profile:
     pay_cycle: str
     deposit_accounts: list[dict[str, Any]]
     tax_rate: float
+    # What a data profile (data_profiles.py) may set besides: left out of a snapshot while
+    # at their defaults, so an account no profile touched is written as before.
+    employment_status: str = "active"       # active | terminated
+    end_date: date | None = None            # a terminated job's last day: no pay after it
+    hours_variation: float | None = None    # how far a day's hours stray (None: the usual)
+    statement_count: int | None = None      # the latest statements a first sign-in finds
+    first_pay_date: date | None = None      # no statement before it
+
+    SPARSE: ClassVar[tuple[str, ...]] = ("employment_status", "end_date", "hours_variation",
+                                         "statement_count", "first_pay_date")
 
 
 def day_of(text: str) -> date:
@@ -119,4 +129,6 @@ def day_hours(key: str, profile: Profile, day: date) -> float:
     the same on every read."""
     usual = profile.weekly_hours / 5
     spread = zlib.crc32(f"{key}:{day.toordinal()}".encode()) / 0xFFFFFFFF  # 0..1
+    if profile.hours_variation is not None:
+        return round(usual * (1 - profile.hours_variation + 2 * profile.hours_variation * spread), 2)
     return round(usual * (0.85 + 0.25 * spread), 2)

@@ -56,6 +56,7 @@ def paystub_lines(account: Account, statement: dict[str, Any]) -> list[tuple[int
 def statements(ids: Ids, account: Account, first: date,
                last: date) -> list[dict[str, Any]]:
     profile = account.profile
+    first, last = _paid_days(profile, first, last)
     found = []
     for pay_date in pay_dates(profile, first, last):
         start, end = pay_period(profile, pay_date)
@@ -75,11 +76,24 @@ def statements(ids: Ids, account: Account, first: date,
     return found
 
 
+def _paid_days(profile: Profile, first: date, last: date) -> tuple[date, date]:
+    """The days a statement's pay date may fall on: none after a terminated job's end
+    (its last period ends on its last day, and no pay comes after it), none before the
+    first pay date a data profile gives."""
+    if profile.first_pay_date is not None:
+        first = max(first, profile.first_pay_date)
+    if profile.end_date is not None:
+        last = min(last, profile.end_date)
+    return first, last
+
+
 def timesheets(ids: Ids, account: Account, first: date,
                last: date) -> list[dict[str, Any]]:
     profile = account.profile
     if profile.employee_type != "hourly":
         return []
+    if profile.end_date is not None:
+        last = min(last, profile.end_date)
     return [{"_id": ids.object_id(), "date": day_time(day),
              "hours": day_hours(account.id, profile, day), "rate": profile.hourly_rate}
             for day in days(first, last) if day.weekday() < 5]
@@ -104,8 +118,11 @@ def tax_forms(ids: Ids, account: Account, have: int,
 def income(account: Account, now: float) -> dict[str, Any]:
     profile = account.profile
     today = day(now)
+    if profile.end_date is not None and profile.end_date < today:
+        today = profile.end_date  # a terminated job's figures stop on its last day
     period_start, period_end = pay_period(profile, today)
     worked = sum(day_hours(account.id, profile, d) for d in days(period_start, today) if d.weekday() < 5)
+    ended = profile.end_date is not None
     return {
         "_id": account.income_id,
         # `income` in the unit `incomeType` names (real-api-surface: incomeType
@@ -117,10 +134,12 @@ def income(account: Account, now: float) -> dict[str, Any]:
         "hourlyIncome": profile.hourly_rate,
         "netHourlyRate": round(profile.hourly_rate * (1 - profile.tax_rate), 2),
         "payCycle": profile.pay_cycle,
-        "nextExpectedPayDate": day_time(next_pay_date(profile, today)),
+        # A terminated job expects no more pay (null); its last period ends on its last day.
+        "nextExpectedPayDate": None if ended else day_time(next_pay_date(profile, today)),
         "currentPayPeriodStart": day_time(period_start),
-        "currentPayPeriodEnd": day_time(period_end),
-        "unpaidHoursInPayPeriod": round(worked, 1),
+        "currentPayPeriodEnd": day_time(min(period_end, profile.end_date) if ended
+                                        else period_end),
+        "unpaidHoursInPayPeriod": 0.0 if ended else round(worked, 1),
     }
 
 
@@ -145,12 +164,15 @@ def data_records(kind: str, account: Account, now: float, *,
     if kind == "income":
         return [{**income(account, now), **link}]
     if kind == "employment":
-        return [{"_id": account.employment_id, **link,
-                 "employeeType": "full-time" if profile.weekly_hours >= 35 else "part-time",
-                 "employmentStatus": "active", "jobTitle": profile.job_title,
-                 "startDate": day_time(profile.start_date),
-                 "weeklyHours": profile.weekly_hours,
-                 "employer": {"_id": profile.employer_id, "name": profile.employer}}]
+        employment = {"_id": account.employment_id, **link,
+                      "employeeType": "full-time" if profile.weekly_hours >= 35 else "part-time",
+                      "employmentStatus": profile.employment_status,
+                      "jobTitle": profile.job_title, "startDate": day_time(profile.start_date),
+                      "weeklyHours": profile.weekly_hours,
+                      "employer": {"_id": profile.employer_id, "name": profile.employer}}
+        if profile.end_date is not None:
+            employment["endDate"] = day_time(profile.end_date)
+        return [employment]
     return [{"_id": account.identity_id, **link, "firstName": profile.first_name,
              "lastName": profile.last_name, "dateOfBirth": day_time(profile.date_of_birth),
              "email": profile.email, "phone": profile.phone,

@@ -10,7 +10,7 @@ the bounds on what a tenant keeps, and the seed.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Protocol
 
@@ -53,6 +53,9 @@ class Rules:
     profiles: ProfileMaker
     seed: int | str = 0
     limits: Limits = Limits()
+    # The named data profiles (fixtures profiles.yaml, data_profiles.py): name -> document
+    # with its `description`.
+    data_profiles: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def aggregator(self) -> str:

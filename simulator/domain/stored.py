@@ -165,9 +165,17 @@ class Record:
     def _loads(self) -> list[tuple[str, str, _Convert]]:
         return [(name, key, self._loader(kind)) for name, key, kind, _ in self._fields]
 
+    @cached_property
+    def _sparse(self) -> dict[str, Any]:
+        """The fields a dump leaves out while at their defaults (the class's SPARSE)."""
+        return {f.name: f.default for f in dataclasses.fields(self.cls)
+                if f.name in getattr(self.cls, "SPARSE", ())}
+
     def dump(self, obj: Any) -> dict[str, Any]:
+        sparse = self._sparse
         return {key: getattr(obj, name) if convert is None else convert(getattr(obj, name))
-                for name, key, convert in self._dumps}
+                for name, key, convert in self._dumps
+                if name not in sparse or getattr(obj, name) != sparse[name]}
 
     def load(self, data: dict[str, Any]) -> Any:
         return self.cls(**{name: data[key] if convert is None else convert(data[key])

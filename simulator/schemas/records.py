@@ -85,7 +85,9 @@ DATA_RECORDS: dict[str, dict[str, Any]] = {
                                        "wage) or `yearly` (a salary)."}, "annualIncome": _MONEY,
          "hourlyIncome": _MONEY, "netHourlyRate": _MONEY,
          "payCycle": {"enum": ["weekly", "biweekly", "semimonthly", "monthly"]},
-         "nextExpectedPayDate": payroll_day("The next pay day"),
+         "nextExpectedPayDate": date_time_field(
+             "The next pay day, as a calendar day at 12:00 UTC (null: a terminated job "
+             "expects none).", nullable=True),
          "currentPayPeriodStart": payroll_day("The first day of the current pay period"),
          "currentPayPeriodEnd": payroll_day("The last day of the current pay period"),
          "unpaidHoursInPayPeriod": {"type": "number"}}),
@@ -116,6 +118,7 @@ DATA_RECORDS: dict[str, dict[str, Any]] = {
         ["employeeType", "employmentStatus", "jobTitle", "startDate", "weeklyHours", "employer"],
         {"employeeType": {"type": "string"}, "employmentStatus": {"type": "string"},
          "jobTitle": {"type": "string"}, "startDate": payroll_day("The first day of the job"),
+         "endDate": payroll_day("The last day of a terminated job (absent: still employed)"),
          "weeklyHours": {"type": "number"},
          "employer": {"type": "object", "required": ["_id", "name"],
                       "properties": {"_id": _ID, "name": {"type": "string"}}}}),
