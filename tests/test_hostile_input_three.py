@@ -94,3 +94,45 @@ async def test_a_start_removes_the_temporary_files_a_killed_write_left_beside_it
     assert [p.exists() for p in leftovers] == [False, False]
     assert writing_now.exists() and link.is_symlink() and elsewhere.read_text() == "keep"
     assert other.exists()
+
+
+# -- 1. "this host" addresses -------------------------------------------------------------------
+
+def test_this_host_addresses_of_the_sandbox_are_refused_at_registration():
+    """Point 1, end to end on a real process: http://0.0.0.0:<its port> and the mapped
+    forms reached the sandbox's own control plane (/demo/reset answered 200)."""
+    from test_hostile_input_two import serving
+
+    with serving() as (host, port, _):
+        for target in ("0.0.0.0", "[::ffff:0.0.0.0]", "[::ffff:127.0.0.1]", "[::]"):
+            url = f"http://{target}:{port}/demo/reset"
+            status, body = _call(host, port, "PUT", "/_sandbox/webhooks/endpoints",
+                                 {"endpoints": [{"url": url}]})
+            assert status == 422, (url, body)
+            assert "own address" in body["error"]["details"][0]["message"], body
+
+
+async def test_a_loopback_deny_rule_refuses_this_host_addresses(make_client):
+    """Point 1: --webhook-deny 127.0.0.0/8 let http://0.0.0.0:<port> through to a loopback
+    receiver (it answered 200)."""
+    client = await make_client(webhook_deny="127.0.0.0/8")
+    for target in ("0.0.0.0", "0.1.2.3", "[::ffff:0.0.0.0]", "[::ffff:127.0.0.1]"):
+        response = await client.put("/_sandbox/webhooks/endpoints", headers=ACME,
+                                    json={"endpoints": [{"url": f"http://{target}:9/hooks"}]})
+        body = await response.json()
+        assert response.status == 422 and "--webhook-deny" in json.dumps(body), (target, body)
+
+
+def _call(host: str, port: int, method: str, path: str, body: dict | None = None):
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(
+        f"http://{host}:{port}{path}", method=method,
+        headers={**ACME, "content-type": "application/json"},
+        data=None if body is None else json.dumps(body).encode())
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status, json.load(answer)
+    except urllib.error.HTTPError as error:
+        return error.code, json.load(error)

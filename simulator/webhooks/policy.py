@@ -76,7 +76,7 @@ class Rules:
             if not entry:
                 continue
             try:
-                networks.append(ipaddress.ip_network(entry, strict=False))
+                networks.append(_unmapped_network(ipaddress.ip_network(entry, strict=False)))
                 continue
             except ValueError:
                 pass
@@ -94,6 +94,7 @@ class Rules:
         return host in self.names or host.endswith(self.suffixes)
 
     def has_address(self, address: Address) -> bool:
+        address = _unmapped(address)  # ::ffff:a.b.c.d is judged as a.b.c.d by every rule
         return any(address in network for network in self.networks
                    if network.version == address.version)
 
@@ -185,11 +186,14 @@ class OutboundPolicy:
         return self.address_problem(address, port)
 
     def address_problem(self, address: Address, port: int) -> str | None:
-        """Why an address (a literal one, or one a name resolved to) is refused."""
+        """Why an address (a literal one, or one a name resolved to) is refused. A "this
+        host" address (0.0.0.0/8, ::, or either mapped into IPv6) connects to the loopback
+        on Linux: every rule reads it as the loopback as well as itself."""
         address = _unmapped(address)
-        if self._is_itself(address, port):
+        reached = _this_host_reaches(address)
+        if any(self._is_itself(each, port) for each in reached):
             return REFUSED.format(why=ITSELF)
-        if self.deny.has_address(address):
+        if any(self.deny.has_address(each) for each in reached):
             return REFUSED.format(why=DENIED)
         if self.allow.has_address(address):
             return None
@@ -212,6 +216,18 @@ class OutboundPolicy:
         return False
 
 
+_THIS_NETWORK = ipaddress.ip_network("0.0.0.0/8")  # RFC 1122: "this host on this network"
+_LOOPBACK = {4: ipaddress.ip_address("127.0.0.1"), 6: ipaddress.ip_address("::1")}
+
+
+def _this_host_reaches(address: Address) -> tuple[Address, ...]:
+    """The addresses a connection to `address` may reach: a "this host" address reaches the
+    loopback (a connect to 0.0.0.0 or :: lands on 127.0.0.1 or ::1)."""
+    if address.is_unspecified or (address.version == 4 and address in _THIS_NETWORK):
+        return (address, _LOOPBACK[address.version])
+    return (address,)
+
+
 def _loopback_first(pair: tuple[Address, int]) -> tuple[bool, int, str]:
     address = pair[0]
     return not (address.is_loopback or address.is_unspecified), address.version, str(address)
@@ -222,6 +238,17 @@ def _unmapped(address: Address) -> Address:
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         return address.ipv4_mapped
     return address
+
+
+_MAPPED = ipaddress.ip_network("::ffff:0:0/96")
+
+
+def _unmapped_network(network: Network) -> Network:
+    """::ffff:a.b.c.d/(96 + n) is a.b.c.d/n: a rule reads as the addresses it is judged on."""
+    if isinstance(network, ipaddress.IPv6Network) and network.subnet_of(_MAPPED):
+        return ipaddress.ip_network(f"{network.network_address.ipv4_mapped}/"
+                                    f"{network.prefixlen - 96}")
+    return network
 
 
 def _entries(value: str) -> list[str]:
