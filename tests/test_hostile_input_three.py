@@ -136,3 +136,38 @@ def _call(host: str, port: int, method: str, path: str, body: dict | None = None
             return answer.status, json.load(answer)
     except urllib.error.HTTPError as error:
         return error.code, json.load(error)
+
+
+# -- 2. unknown fields in bulk ------------------------------------------------------------------
+
+async def test_a_body_of_many_unknown_fields_keeps_a_bounded_number_of_warnings(make_client):
+    """Point 2: a 1 MiB body of 75,000 unknown fields kept every warning in the journal
+    (8.9 MB a request). The first few are named, then a count; the header stays short."""
+    from payroll_sandbox.routes.pipeline import WARNINGS_KEPT
+
+    client = await make_client()
+    fields = {f"f{n:05d}": n for n in range(40_000)}
+    response = await client.post("/access-token", headers=ACME,
+                                 json={"identifier": "bulk", **fields})
+    assert response.status == 200
+    header = response.headers["x-sandbox-warning"]
+    assert header.startswith("unknown field $.f00000 ignored") and len(header) <= 1000
+    [entry] = (await call(client, "GET", "/_sandbox/requests",
+                          params={"path": "/access-token"}))["data"][-1:]
+    assert len(entry["warnings"]) == WARNINGS_KEPT + 1
+    assert entry["warnings"][-1] == f"and {40_000 - WARNINGS_KEPT} more ignored"
+    assert entry["body"] == {"identifier": "bulk"}
+
+
+async def test_strict_bodies_name_a_bounded_number_of_unknown_fields(make_client):
+    """Point 2 under --strict-bodies: the 422 names the first faults and how many more."""
+    from payroll_sandbox.schemas.validate import DETAILS_KEPT
+
+    client = await make_client(strict_bodies=True)
+    response = await client.post("/access-token", headers=ACME,
+                                 json={"identifier": "bulk", **{f"f{n}": n for n in range(5000)}})
+    body = await response.json()
+    assert response.status == 422
+    details = body["error"]["details"]
+    assert len(details) == DETAILS_KEPT + 1
+    assert details[-1]["message"] == f"and {5000 - DETAILS_KEPT} more faults"

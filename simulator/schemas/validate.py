@@ -186,15 +186,32 @@ def parse_json_body(raw: bytes | bytearray, schema: dict | None, *,
     if b"\\" in raw or b"\x7f" in raw or b"\xc2" in raw:
         faults = text_faults(document)
         if faults:
-            raise ValidationFailed(INVALID_TEXT, details=[field_detail(p, m) for p, m in faults])
+            raise ValidationFailed(INVALID_TEXT, details=bounded_details(faults))
     if schema is None:
         return document
     faults = (_schema_faults(document, schema) if ignored is None
               else _drop_unknown_fields(document, schema, ignored))
     if faults:
-        raise ValidationFailed(INVALID_BODY, details=[field_detail(json_path(parts), message)
-                                                      for parts, message in faults])
+        raise ValidationFailed(INVALID_BODY, details=bounded_details(
+            [(json_path(parts), message) for parts, message in faults[:DETAILS_KEPT + 1]],
+            len(faults)))
     return document
+
+
+# Faults named in one error body: the first ones and a count (a body of 75,000 unknown
+# fields under --strict-bodies named each one).
+DETAILS_KEPT = 50
+
+
+def bounded_details(faults: list[tuple[str, str]], total: int | None = None,
+                    location: str | None = None) -> list[dict[str, Any]]:
+    """The details of an error body: the first DETAILS_KEPT faults, then how many more."""
+    total = len(faults) if total is None else total
+    extra = {} if location is None else {"location": location}
+    details = [field_detail(path, message, **extra) for path, message in faults[:DETAILS_KEPT]]
+    if total > DETAILS_KEPT:
+        details.append(field_detail("$", f"and {total - DETAILS_KEPT} more faults", **extra))
+    return details
 
 
 INVALID_TEXT = "The request holds text that is not allowed."
