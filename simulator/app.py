@@ -51,7 +51,7 @@ def build_registry(settings: Settings, *, clock: Clock | None = None,
                     max_tokens=settings.max_tokens, max_users=settings.max_users)
     rules = Rules(service=fixtures.service, scenarios=loaded.scenarios, catalog=loaded.catalog,
                   index=loaded.index, profiles=ProfileFactory(settings.seed), seed=settings.seed,
-                  limits=limits)
+                  limits=limits, data_profiles=fixtures.profiles)
     return TenantRegistry(rules, environment=settings.environment,
                           clock_factory=clock_factory, accounts=fixtures.accounts,
                           max_tenants=settings.max_tenants,

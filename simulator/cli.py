@@ -252,7 +252,7 @@ def _validate_fixtures(directory: str | None) -> int:
     folder = Path(directory) if directory else bundled_dir("fixtures")
     loaded = load(Settings(fixtures=folder))
     print(f"{folder}: valid ({len(loaded.fixtures.accounts)} accounts, "
-          f"{len(loaded.catalog)} companies)")
+          f"{len(loaded.catalog)} companies, {len(loaded.fixtures.profiles)} data profiles)")
     return 0
 
 

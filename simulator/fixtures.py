@@ -8,7 +8,8 @@ file and the JSON path; the CLI turns it into one message and exit code 2.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,9 @@ from .loadcache import set_attributes
 from .schemas.fixtures import (ACCOUNTS_SCHEMA, COMPANIES_SCHEMA, SERVICE_SCHEMA)
 from .schemas.validate import schema_errors
 
-# The files of a fixtures folder (companies.yaml may be left out).
-FIXTURE_FILES = ("service.yaml", "accounts.yaml", "companies.yaml")
+# The files of a fixtures folder (companies.yaml and profiles.yaml may be left out).
+FIXTURE_FILES = ("service.yaml", "accounts.yaml", "companies.yaml", "profiles.yaml")
+PROFILES_FILE = "profiles.yaml"
 
 
 class ConfigError(Exception):
@@ -86,11 +88,16 @@ class Fixtures:
     accounts: list[dict[str, Any]]
     companies: list[dict[str, Any]]
     catalog: dict[str, Any]
+    # The named data profiles: the bundled profiles.yaml, the folder's own over them by name.
+    profiles: dict[str, Any] = field(default_factory=dict)
 
 
 def load_fixtures(directory: Path, *, vendor: str | None = None, aggregator: str | None = None,
-                  sdk_prefix: str | None = None, sdk_global: str | None = None) -> Fixtures:
-    """Read and check service.yaml, accounts.yaml and companies.yaml from a folder."""
+                  sdk_prefix: str | None = None, sdk_global: str | None = None,
+                  bundled_profiles: Path | None = None) -> Fixtures:
+    """Read and check service.yaml, accounts.yaml, companies.yaml and profiles.yaml from a
+    folder; `bundled_profiles`, the bundled profiles.yaml, gives the profiles the folder's
+    own add to or replace by name."""
     if not directory.is_dir():
         raise ConfigError(str(directory), "$", "fixtures folder not found")
     service_doc = _checked(directory / "service.yaml", SERVICE_SCHEMA)
@@ -106,8 +113,27 @@ def load_fixtures(directory: Path, *, vendor: str | None = None, aggregator: str
     companies = companies_doc.get("companies", [])
     _check_accounts(accounts, service, directory / "accounts.yaml")
     _check_companies(companies, service, directory / "companies.yaml")
+    profiles = load_profiles(bundled_profiles) if bundled_profiles is not None else {}
+    if bundled_profiles is None or directory.resolve() != bundled_profiles.parent.resolve():
+        profiles.update(load_profiles(directory / PROFILES_FILE, missing_ok=True))
     return Fixtures(directory=directory, service=service, accounts=accounts,
-                    companies=companies, catalog=companies_doc.get("catalog", {}))
+                    companies=companies, catalog=companies_doc.get("catalog", {}),
+                    profiles=profiles)
+
+
+def load_profiles(path: Path, *, missing_ok: bool = False) -> dict[str, Any]:
+    """The named data profiles of a profiles.yaml (domain/data_profiles.py), each checked
+    as a binding checks it: its schema, then its contradictions (relative days count from
+    today)."""
+    from .domain.data_profiles import PROFILES_FILE_SCHEMA, bundled_problems
+
+    if missing_ok and not path.exists():
+        return {}
+    document = _checked(path, PROFILES_FILE_SCHEMA)
+    found = bundled_problems(document["profiles"], date.today())
+    if found:
+        raise ConfigError.collected([(str(path), where, message) for where, message in found])
+    return dict(document["profiles"])
 
 
 def _checked(path: Path, schema: dict, default: Any = None) -> Any:

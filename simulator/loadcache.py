@@ -31,7 +31,7 @@ from typing import TypeVar
 from . import __version__
 from .pools import cache_dir, keep
 
-FORMAT = 1  # raised when what a cached load holds changes shape
+FORMAT = 2  # raised when what a cached load holds changes shape
 KEPT_LOADS = 16  # cached loads kept in the cache folder, the least recently written out
 PREFIX = "load-"
 PACKAGE = Path(__file__).resolve().parent

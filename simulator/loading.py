@@ -12,7 +12,7 @@ from .domain.companies import Catalog
 from .domain.processor_links import DEFAULT_SCENARIO as PROCESSOR_DEFAULT
 from .domain.search import SearchIndex
 from .domain.tasks import HAPPY_PATH
-from .fixtures import FIXTURE_FILES, ConfigError, Fixtures, load_fixtures
+from .fixtures import FIXTURE_FILES, PROFILES_FILE, ConfigError, Fixtures, load_fixtures
 from .loadcache import cached
 from .scenarios.loader import Scenario, load_all_scenarios, resolve_products, scenario_folders
 from .settings import Settings, bundled_dir
@@ -35,6 +35,7 @@ def load(settings: Settings) -> LoadedFixtures:
     wrong); what the last start with the same files built when it is cached (loadcache)."""
     folders = scenario_folders(settings.scenarios, bundled_dir("scenarios"))
     inputs = [*(("file", settings.fixtures / name) for name in FIXTURE_FILES),
+              ("file", bundled_dir("fixtures") / PROFILES_FILE),  # a folder's own go over them
               *(("folder", folder) for folder in folders)]
     named = (str(settings.fixtures.resolve()), settings.vendor, settings.aggregator,
              settings.sdk_prefix, settings.sdk_global)
@@ -44,7 +45,8 @@ def load(settings: Settings) -> LoadedFixtures:
 def _from_files(settings: Settings, folders: list[Path]) -> LoadedFixtures:
     fixtures = load_fixtures(settings.fixtures, vendor=settings.vendor,
                              aggregator=settings.aggregator, sdk_prefix=settings.sdk_prefix,
-                             sdk_global=settings.sdk_global)
+                             sdk_global=settings.sdk_global,
+                             bundled_profiles=bundled_dir("fixtures") / PROFILES_FILE)
     scenarios = load_all_scenarios(folders)
     scenarios = resolve_products(scenarios, fixtures.service.products)  # the products each fits
     for default, kind in ((HAPPY_PATH, "task"), (PROCESSOR_DEFAULT, "processor-link")):

@@ -129,3 +129,67 @@ def test_check_accepts_a_consistent_profile():
               "depositAccounts": [{"type": "paycard", "distributionType": "total"}],
               "statements": {"count": 6, "firstPayDate": "2020-02-01"}, "taxes": {"rate": 0.2}},
              TODAY)
+
+
+# -- profiles.yaml ----------------------------------------------------------------------------
+
+BUNDLED_NAMES = {"salaried", "hourly", "gig-worker", "recently-terminated", "new-hire", "paycard",
+                 "high-earner", "part-time"}
+
+
+def _folder_with_profiles(tmp_path, text: str):
+    import shutil
+
+    from conftest import REPO
+
+    folder = tmp_path / "fixtures"
+    shutil.copytree(REPO / "fixtures", folder)
+    (folder / "profiles.yaml").write_text(text, encoding="utf-8")
+    return folder
+
+
+def test_bundled_profiles_load_with_a_description_each(loaded):
+    profiles = loaded.fixtures.profiles
+    assert BUNDLED_NAMES <= set(profiles)
+    assert all(profile["description"] for profile in profiles.values())
+
+
+def test_a_folder_adds_profiles_over_the_bundled_by_name(tmp_path):
+    from payroll_sandbox.loading import load
+    from payroll_sandbox.settings import Settings
+
+    folder = _folder_with_profiles(tmp_path, (
+        "profiles:\n  mine: {description: Mine, income: {income: 40000, incomeType: yearly}}\n"
+        "  salaried: {description: Replaced, income: {income: 99000, incomeType: yearly}}\n"))
+    profiles = load(Settings(fixtures=folder)).fixtures.profiles
+    assert BUNDLED_NAMES | {"mine"} <= set(profiles)
+    assert profiles["salaried"]["description"] == "Replaced"
+
+
+@pytest.mark.parametrize("text, path", [
+    ("profiles:\n  bad: {description: x, income: {income: 90000, incomeType: hourly}}\n",
+     "$.profiles.bad.income.income"),
+    ("profiles:\n  bad: {description: x, wages: 1}\n", "$.profiles.bad.wages"),
+    ("profiles:\n  bad: {income: {income: 9, incomeType: hourly}}\n", "$.profiles.bad"),
+])
+def test_a_wrong_profiles_file_stops_the_start_with_file_and_path(tmp_path, text, path):
+    from payroll_sandbox.fixtures import ConfigError
+    from payroll_sandbox.loading import load
+    from payroll_sandbox.settings import Settings
+
+    folder = _folder_with_profiles(tmp_path, text)
+    with pytest.raises(ConfigError) as raised:
+        load(Settings(fixtures=folder))
+    assert raised.value.file.endswith("profiles.yaml")
+    assert path in [p for _, p, _ in raised.value.problems]
+
+
+def test_fixtures_validate_checks_profiles(tmp_path):
+    from conftest import run_cli
+
+    folder = _folder_with_profiles(
+        tmp_path, "profiles:\n  bad: {description: x, taxes: {rate: 0.9}}\n")
+    result = run_cli("fixtures", "validate", str(folder))
+    assert result.returncode == 2
+    assert "profiles.yaml: $.profiles.bad.taxes.rate" in result.stderr
+    assert "8 data profiles" in run_cli("fixtures", "validate").stdout

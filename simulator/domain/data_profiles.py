@@ -12,7 +12,6 @@ fault. Pure functions: the caller hands in the day the dates count from.
 from __future__ import annotations
 
 import copy
-import re
 import zlib
 from dataclasses import replace
 from datetime import date, timedelta
@@ -83,6 +82,10 @@ PROFILE_SCHEMA: dict[str, Any] = _obj({
 NAMED_PROFILE_SCHEMA: dict[str, Any] = _obj(
     {"description": {"type": "string", "minLength": 1, "maxLength": 200},
      **PROFILE_SCHEMA["properties"]}, required=["description"])
+
+PROFILES_FILE_SCHEMA: dict[str, Any] = _obj(
+    {"profiles": {"type": "object", "propertyNames": {"pattern": r"^[a-z0-9][a-z0-9-]{0,63}$"},
+                  "additionalProperties": NAMED_PROFILE_SCHEMA}}, required=["profiles"])
 
 HOURLY_WAGE_TOO_HIGH = ("an hourly wage of {amount} is a yearly amount: say incomeType "
                         "yearly, or give the wage per hour")
@@ -285,16 +288,10 @@ def deposit_accounts(profile: Profile, given: list[dict[str, Any]]) -> list[dict
 
 
 def bundled_problems(profiles: dict[str, Any], today: date) -> list[tuple[str, str]]:
-    """The faults of a profiles.yaml document's `profiles` mapping (paths from its root)."""
+    """The contradictions of a profiles.yaml's `profiles` (PROFILES_FILE_SCHEMA checked
+    already), with paths from the file's root."""
     found = []
     for name, profile in profiles.items():
-        where = f"$.profiles.{name}" if re.fullmatch(r"[A-Za-z_][\w-]*", name) else \
-            f"$.profiles[{name!r}]"
-        body = {k: v for k, v in profile.items() if k != "description"} \
-            if isinstance(profile, dict) else profile
-        if not isinstance(profile, dict) or not isinstance(profile.get("description"), str):
-            found += [(where + path[1:], message)
-                      for path, message in schema_errors(profile, NAMED_PROFILE_SCHEMA)]
-            continue
-        found += problems(body, today, where)
+        body = {k: v for k, v in profile.items() if k != "description"}
+        found += problems(body, today, f"$.profiles.{name}")
     return found
