@@ -171,3 +171,28 @@ async def test_strict_bodies_name_a_bounded_number_of_unknown_fields(make_client
     details = body["error"]["details"]
     assert len(details) == DETAILS_KEPT + 1
     assert details[-1]["message"] == f"and {5000 - DETAILS_KEPT} more faults"
+
+
+# -- 8. the tenant cap counts a tree against its root -------------------------------------------
+
+async def test_a_tree_of_tenants_counts_against_its_root(make_client):
+    """Point 8: one maker was capped, but each child could make its own share, so a tree
+    filled --max-tenants. Children's children count against the root: the whole tree,
+    whoever asks, stops at --max-tenants-per-maker, and another root still can make."""
+    from test_hostile_input_two import keys, make_tenant
+
+    from conftest import GLOBEX
+
+    client = await make_client(max_tenants=20, max_tenants_per_maker=4)
+    child = await make_tenant(client, ACME, "child")
+    grandchild = await make_tenant(client, keys(child), "grandchild")
+    await make_tenant(client, keys(grandchild), "great-grandchild")
+    await make_tenant(client, ACME, "second-child")  # 4 in acme's tree
+    for asker in (ACME, keys(child), keys(grandchild)):
+        response = await client.post("/_sandbox/tenants", json={}, headers=asker)
+        body = await response.json()
+        assert response.status == 429 and "tree" in body["error"]["message"], body
+    await make_tenant(client, GLOBEX, "globex-child")
+    # Deleting part of the tree gives its room back.
+    assert (await client.delete("/_sandbox/tenants/grandchild", headers=keys(child))).status == 200
+    await make_tenant(client, keys(child), "again")

@@ -23,9 +23,9 @@ from .tenants import DEFAULT_PRODUCTS, Tenant, Tenants, TenantServices
 UNKNOWN_TENANT = "No tenant is named {name!r}."
 TENANT_LIMIT = ("{limit} tenants made by the control plane exist (--max-tenants); delete some "
                 "(DELETE /_sandbox/tenants/{{name}}) first.")
-MAKER_LIMIT = ("This tenant has made {limit} tenants that still exist (--max-tenants-per-maker, "
-               "its share of --max-tenants); delete some (DELETE /_sandbox/tenants/{{name}}) "
-               "first.")
+MAKER_LIMIT = ("This tenant's tree (the tenants made by it or its maker, and by those tenants "
+               "in turn) has {limit} tenants that still exist (--max-tenants-per-maker, its "
+               "share of --max-tenants); delete some (DELETE /_sandbox/tenants/{{name}}) first.")
 FIXTURE_TENANT = ("{name!r} comes from the fixtures; reset it (POST /_sandbox/reset) instead of "
                   "deleting it.")
 
@@ -104,8 +104,7 @@ class TenantRegistry:
         """POST /_sandbox/tenants: a fresh, isolated tenant with new, random keys."""
         if len(self._made_by) >= self.max_tenants:
             raise TenantLimitReached(TENANT_LIMIT.format(limit=self.max_tenants))
-        if creator is not None and sum(
-                maker is creator for maker in self._made_by.values()) >= self.max_per_maker:
+        if creator is not None and self._tree_size(self._root_of(creator)) >= self.max_per_maker:
             raise TenantLimitReached(MAKER_LIMIT.format(limit=self.max_per_maker))
         name = request.get("name")
         if name is None or self.tenants.get(name) is not None:
@@ -136,6 +135,23 @@ class TenantRegistry:
         tenant = self._add(account, from_fixtures=False)
         self._made_by[tenant.name] = self.tenants.get(created_by) if created_by else None
         return tenant
+
+    def _maker_of(self, tenant: Tenant) -> Tenant | None:
+        return self._made_by.get(tenant.name) if self.tenants.get(tenant.name) is tenant else None
+
+    def _root_of(self, tenant: Tenant) -> Tenant:
+        """The tenant at the top of `tenant`'s makers (itself when nobody made it): its
+        children's children count against it too, so a tree of tenants cannot fill
+        --max-tenants through a maker each (issue 37, point 8)."""
+        while (maker := self._maker_of(tenant)) is not None:
+            tenant = maker
+        return tenant
+
+    def _tree_size(self, root: Tenant) -> int:
+        """How many tenants made by the control plane have `root` at the top of their makers."""
+        return sum(1 for name in self._made_by
+                   if (made := self.tenants.get(name)) is not None and made is not root
+                   and self._root_of(made) is root)
 
     def creator_of(self, name: str) -> str | None:
         """The name of the tenant that made a tenant by the control plane ("" for none);
