@@ -336,6 +336,12 @@ EXAMPLES: dict[tuple[str, str], Example] = {
     ("GET", "/_sandbox/events/{eventId}"): Example(after=From(
         "POST", "/_sandbox/events/trigger", parameters={"eventId": "$response.body#/data/id"})),
     ("PUT", "/_sandbox/users/{identifier}/scenario"): Example({"scenario": "happy-path"}),
+    ("PUT", "/_sandbox/users/{identifier}/profile"): Example(
+        {"profile": "salaried", "data": {"income": {"income": 85000, "incomeType": "yearly",
+                                                     "payCycle": "biweekly"}}}),
+    ("GET", "/_sandbox/users/{identifier}/profile"): Example(),
+    ("DELETE", "/_sandbox/users/{identifier}/profile"): Example(),
+    ("GET", "/_sandbox/profiles"): Example(),
     ("PUT", "/_sandbox/users/{identifier}/card-token-recreation"): Example({"enabled": True}),
     ("POST", "/_sandbox/companies"): Example({"_id": DOCS_COMPANY, "name": "Docs Example Co",
                                              "tags": ["gig-economy"]}),

@@ -193,3 +193,168 @@ def test_fixtures_validate_checks_profiles(tmp_path):
     assert result.returncode == 2
     assert "profiles.yaml: $.profiles.bad.taxes.rate" in result.stderr
     assert "8 data profiles" in run_cli("fixtures", "validate").stdout
+
+
+# -- through the real app ---------------------------------------------------------------------
+
+from calls import call, error_of, run_until_idle  # noqa: E402
+from conftest import ACME, WALMART  # noqa: E402
+from jsonschema import Draft202012Validator  # noqa: E402
+
+from payroll_sandbox.schemas.records import DATA_RECORDS  # noqa: E402
+
+TARGET = "6410a0000000000000000003"  # a second employer (deposit, verify)
+KINDS = ("income", "employment", "deposit-accounts", "statements", "identity", "taxes",
+         "timesheets")
+
+
+async def linked(client, identifier: str, company: str = WALMART) -> dict[str, list[dict]]:
+    """A completed deposit task for the user at `company`; each kind of its linked account's
+    records, read at the data endpoints' real paths (/income/{identifier}, ...)."""
+    await call(client, "POST", "/task/create", json={
+        "identifier": identifier, "company": company, "product": "deposit",
+        "scenario": "happy-path"})
+    await run_until_idle(client)
+    accounts = (await call(client, "GET", f"/linked-accounts/{identifier}"))["data"]
+    account = next(a["_id"] for a in accounts if a["companyId"] == company)
+    found = {}
+    for kind in KINDS:
+        params = {"linkedAccount": account, **({"limit": "1000"} if kind == "statements" else {})}
+        found[kind] = (await call(client, "GET", f"/{kind}/{identifier}", params=params))["data"]
+        for record in found[kind]:
+            errors = list(Draft202012Validator(DATA_RECORDS[kind]).iter_errors(record))
+            assert not errors, (kind, record, errors[0].message)
+    return found
+
+
+def assert_statements_follow_income(records: dict[str, list[dict]]) -> None:
+    income = records["income"][0]
+    periods = {"weekly": 52, "biweekly": 26, "semimonthly": 24, "monthly": 12}[income["payCycle"]]
+    for statement in records["statements"]:
+        assert statement["netAmount"] < statement["grossAmount"]
+        if income["incomeType"] == "yearly":
+            assert abs(statement["grossAmount"] * periods - income["annualIncome"]) <= periods
+        else:
+            assert statement["grossAmount"] == pytest.approx(
+                statement["hours"] * income["hourlyIncome"], abs=0.01)
+        assert statement["payPeriodStartDate"] <= statement["payPeriodEndDate"] == \
+            statement["payPeriodEndDate"] and statement["date"] >= statement["payPeriodEndDate"]
+
+
+async def test_profiles_list_names_each_with_a_line(client):
+    listed = (await call(client, "GET", "/_sandbox/profiles"))["data"]
+    assert BUNDLED_NAMES <= {p["name"] for p in listed}
+    assert all(p["description"] for p in listed)
+
+
+@pytest.mark.parametrize("name", sorted(BUNDLED_NAMES))
+async def test_each_bundled_profile_makes_records_of_the_published_shapes(client, name):
+    await call(client, "PUT", "/_sandbox/users/u-1/profile", json={"profile": name})
+    records = await linked(client, "u-1")
+    assert_statements_follow_income(records)
+    employment = records["employment"][0]
+    if name == "recently-terminated":
+        assert employment["employmentStatus"] == "terminated"
+        assert all(s["date"] <= employment["endDate"] for s in records["statements"])
+        assert records["income"][0]["nextExpectedPayDate"] is None
+    if name == "new-hire":
+        assert records["statements"] == []
+    if name == "paycard":
+        assert [a["type"] for a in records["deposit-accounts"]] == ["paycard"]
+
+
+async def test_bound_profile_is_what_the_data_endpoints_answer(client):
+    data = {"income": {"income": 85_000, "incomeType": "yearly", "payCycle": "biweekly"},
+            "employment": {"jobTitle": "Analyst", "weeklyHours": 40, "startDate": "2021-03-01"},
+            "identity": {"firstName": "Ada", "lastName": "Lovelace"},
+            "depositAccounts": [{"type": "checking", "bankName": "Chase",
+                                 "accountNumber": "123456789", "routingNumber": "021000021",
+                                 "distributionType": "total"},
+                                {"type": "savings", "bankName": "Ally Bank",
+                                 "distributionType": "percent", "distributionAmount": 20}]}
+    bound = (await call(client, "PUT", "/_sandbox/users/u-2/profile", json={"data": data}))["data"]
+    assert bound["data"] == data and bound["profile"] is None
+    assert (await call(client, "GET", "/_sandbox/users/u-2/profile"))["data"] == bound
+    records = await linked(client, "u-2")
+    income = records["income"][0]
+    assert (income["income"], income["incomeType"], income["annualIncome"], income["payCycle"]) \
+        == (85_000, "yearly", 85_000, "biweekly")
+    employment = records["employment"][0]
+    assert (employment["jobTitle"], employment["weeklyHours"], employment["startDate"][:10],
+            employment["employmentStatus"]) == ("Analyst", 40, "2021-03-01", "active")
+    assert [(a["type"], a["distributionType"], a["distributionAmount"], a["accountNumber"][-4:])
+            for a in records["deposit-accounts"]][:1] == [("checking", "total", 80, "6789")]
+    assert [a["distributionAmount"] for a in records["deposit-accounts"]] == [80, 20]
+    assert (records["identity"][0]["firstName"], records["identity"][0]["lastName"]) == (
+        "Ada", "Lovelace")
+    assert_statements_follow_income(records)
+    assert len(records["statements"]) >= 6
+
+
+async def test_hourly_profile_statements_vary_with_the_hours(client):
+    await call(client, "PUT", "/_sandbox/users/u-3/profile", json={"profile": "hourly"})
+    records = await linked(client, "u-3")
+    assert_statements_follow_income(records)
+    assert records["income"][0]["hourlyIncome"] == 19.5
+    assert len({s["hours"] for s in records["statements"]}) > 1
+    assert len({s["grossAmount"] for s in records["statements"]}) > 1
+
+
+async def test_named_profile_with_data_over_it(client):
+    body = {"profile": "salaried", "data": {"income": {"income": 29_999}}}
+    document = (await call(client, "PUT", "/_sandbox/users/u-4/profile", json=body))["data"]
+    assert document["document"]["income"] == {"income": 29_999, "incomeType": "yearly",
+                                              "payCycle": "biweekly"}
+    records = await linked(client, "u-4")
+    assert records["income"][0]["annualIncome"] == 29_999
+    assert records["deposit-accounts"][0]["bankName"] == "Chase"  # from the named profile
+
+
+async def test_gig_worker_each_linked_account_is_the_next_job(client):
+    await call(client, "PUT", "/_sandbox/users/u-5/profile", json={"profile": "gig-worker"})
+    first = await linked(client, "u-5", WALMART)
+    second = await linked(client, "u-5", TARGET)
+    assert first["employment"][0]["jobTitle"] == "Delivery Driver"
+    assert second["employment"][0]["jobTitle"] == "Rideshare Driver"
+    assert (first["income"][0]["hourlyIncome"], second["income"][0]["hourlyIncome"]) == (18, 22.5)
+
+
+@pytest.mark.parametrize("body, path", [
+    ({"data": {"income": {"income": 85_000, "incomeType": "hourly"}}}, "$.data.income.income"),
+    ({"data": {"income": {"wage": 1}}}, "$.data.income.wage"),
+    ({"data": {"depositAccounts": [
+        {"type": "checking", "distributionType": "percent", "distributionAmount": 70},
+        {"type": "savings", "distributionType": "percent", "distributionAmount": 40}]}},
+     "$.data.depositAccounts[1].distributionAmount"),
+    ({"profile": "hourly", "data": {"income": {"income": 90_000}}}, "$.data.income.income"),
+    ({"profile": "no-such-profile"}, "$.profile"),
+    ({}, "$"),
+])
+async def test_contradictory_profile_is_refused_with_its_path_and_nothing_changes(client, body,
+                                                                                  path):
+    await call(client, "PUT", "/_sandbox/users/u-6/profile", json={"profile": "part-time"})
+    error = await error_of(client, "PUT", "/_sandbox/users/u-6/profile", 422, json=body)
+    assert path in [detail["path"] for detail in error["details"]]
+    assert (await call(client, "GET", "/_sandbox/users/u-6/profile"))["data"]["profile"] == \
+        "part-time"
+
+
+async def test_unbound_user_links_from_the_seed_again(client):
+    await call(client, "PUT", "/_sandbox/users/u-7/profile", json={"profile": "high-earner"})
+    removed = (await call(client, "DELETE", "/_sandbox/users/u-7/profile"))["data"]
+    assert removed == {"identifier": "u-7", "removed": True}
+    assert (await call(client, "GET", "/_sandbox/users/u-7/profile"))["data"]["document"] is None
+    records = await linked(client, "u-7")
+    assert records["income"][0]["annualIncome"] != 310_000
+
+
+async def test_profile_bindings_survive_a_snapshot_and_restore(client):
+    await call(client, "PUT", "/_sandbox/users/u-8/profile", json={"profile": "paycard"})
+    taken = (await call(client, "GET", "/_sandbox/snapshot"))["data"]
+    assert taken["profileBindings"]["u-8"]["profile"] == "paycard"
+    await call(client, "DELETE", "/_sandbox/users/u-8/profile")
+    await call(client, "POST", "/_sandbox/snapshot", json=taken)
+    assert (await call(client, "GET", "/_sandbox/users/u-8/profile"))["data"]["profile"] == "paycard"
+    without = {k: v for k, v in taken.items() if k != "profileBindings"}
+    await call(client, "POST", "/_sandbox/snapshot", json=without)  # older snapshots restore
+    assert (await call(client, "GET", "/_sandbox/users/u-8/profile"))["data"]["profile"] is None

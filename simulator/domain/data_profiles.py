@@ -131,11 +131,13 @@ def job(document: dict[str, Any], number: int) -> dict[str, Any]:
 
 
 def problems(document: Any, today: date, where: str = "$",
-             schema: dict[str, Any] = PROFILE_SCHEMA) -> list[tuple[str, str]]:
+             schema: dict[str, Any] = PROFILE_SCHEMA, *,
+             whole: bool = True) -> list[tuple[str, str]]:
     """Every (JSON path, why) at which a profile document is wrong: its schema first, then
-    each job's contradictions (paths under `where`)."""
+    (a `whole` document, not a part to merge over another) each job's contradictions
+    (paths under `where`)."""
     found = [(where + path[1:], message) for path, message in schema_errors(document, schema)]
-    if found:
+    if found or not whole:
         return found
     jobs = document.get("jobs")
     if not jobs:
@@ -161,9 +163,10 @@ def path_in(document: dict[str, Any], path: str, where: str) -> bool:
     return True
 
 
-def check(document: Any, today: date, where: str = "$") -> None:
-    """ValidationFailed (422) naming every JSON path at fault, or nothing."""
-    found = problems(document, today, where)
+def check(document: Any, today: date, where: str = "$", *, whole: bool = True) -> None:
+    """ValidationFailed (422) naming every JSON path at fault, or nothing (`whole`: as
+    problems)."""
+    found = problems(document, today, where, whole=whole)
     if found:
         raise ValidationFailed(INVALID.format(problems="; ".join(f"{p}: {m}" for p, m in found)),
                                details=[field_detail(path, message) for path, message in found])

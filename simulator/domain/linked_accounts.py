@@ -21,7 +21,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from ..clock import isoformat
-from ..errors import (DepositAccountNotFound, LinkedAccountNotFound, NotFound,
+from ..errors import (DepositAccountNotFound, LinkedAccountNotFound,
                       StatementNotFound, UserNotFound, ValidationFailed, field_detail)
 from ..schemas.events import CONTINUOUS_ACCESS, PII_DATA_DELETED
 from ..schemas.records import DATA_RECORDS
@@ -43,14 +43,9 @@ RAISE_CHANCE = 0.04
 NEW_DEPOSIT_ACCOUNT_CHANCE = 0.02
 
 UNKNOWN_PROFILE = "No data profile is named {name!r} (known: {known})."
-NO_PROFILE = "No data profile is bound to the user {identifier!r}."
 PROFILE_BINDING = {"type": "object", "additionalProperties": False, "required": ["document"],
                    "properties": {"profile": {"type": "string"}, "data": {"type": "object"},
                                   "document": {"type": "object"}}}
-
-
-class ProfileNotBound(NotFound):
-    code = "profile-not-bound"
 
 
 UNKNOWN_LINKED_ACCOUNT = "No linked account has the id {account_id!r}."
@@ -205,7 +200,8 @@ class LinkedAccounts(Held[LinkedAccount]):
             document = {k: v for k, v in named[name].items() if k != "description"}
         today = tenant.clock.now().date()
         if data is not None:
-            data_profiles.check(data, today, "$.data")
+            # data over a named profile is a part: its contradictions are the merged one's
+            data_profiles.check(data, today, "$.data", whole=name is None)
             document = data_profiles.merge(document, data)
             data_profiles.check(document, today, "$.data")
         tenant.user(identifier)
@@ -218,14 +214,16 @@ class LinkedAccounts(Held[LinkedAccount]):
         return self.profile_binding(identifier)
 
     def profile_binding(self, identifier: str) -> dict[str, Any]:
-        """The user's bound profile: its name, the data over it and the two merged."""
-        binding = self.profile_bindings.get(identifier)
-        if binding is None:
-            raise ProfileNotBound(NO_PROFILE.format(identifier=identifier),
-                                  details=[field_detail("$.identifier", "no profile bound",
-                                                        location="path")])
+        """The user's bound profile: its name, the data over it and the two merged (each
+        null when none is bound)."""
+        binding = self.profile_bindings.get(identifier, {})
         return {"identifier": identifier, "profile": binding.get("profile"),
-                "data": binding.get("data"), "document": binding["document"]}
+                "data": binding.get("data"), "document": binding.get("document")}
+
+    def profile_names(self) -> list[dict[str, str]]:
+        """GET /_sandbox/profiles: the named profiles, a line each."""
+        return [{"name": name, "description": profile["description"]}
+                for name, profile in self.rules.data_profiles.items()]
 
     def unbind_profile(self, identifier: str) -> bool:
         """DELETE /_sandbox/users/{identifier}/profile: the next linked accounts are made

@@ -141,6 +141,7 @@ def remove_user(tenant: Owner, identifier: str) -> bool:
         del tenant.tokens[text]
     tenant.latest_token.pop(identifier, None)
     tenant.tasks.bind(identifier, None)
+    tenant.accounts.unbind_profile(identifier)
     tenant.tasks.recreate_card_tokens(identifier, True)
     del tenant.users[identifier]
     return True

@@ -14,11 +14,13 @@ from ..domain.companies import full_record
 from ..errors import ValidationFailed, field_detail
 from ..schemas.api import (CARD_TOKEN_RECREATION_REQUEST, CLOCK_ADVANCE_REQUEST,
                            COMPANY_CREATE_REQUEST, COMPANY_STATUS_REQUEST, COMPANY_UPDATE_REQUEST,
-                           EVENTS_QUERY, JOURNAL_QUERY, SCENARIO_BINDING_REQUEST, TASK_RECORD,
+                           EVENTS_QUERY, JOURNAL_QUERY, PROFILE_BINDING_REQUEST,
+                           SCENARIO_BINDING_REQUEST, TASK_RECORD,
                            TASKS_QUERY, TENANT_REQUEST)
 from ..schemas.responses import (CARD_TOKEN_RECREATION, CLOCK, CLOCK_ADVANCED, CLOCK_RUN,
                                  COMPANY_DELETED, COMPANY_WITH_STATUS, EVENT_RECORD,
-                                 JOURNAL_ENTRY, SCENARIO, SCENARIO_BINDING, SCENARIO_BINDINGS,
+                                 JOURNAL_ENTRY, PROFILE_BINDING, PROFILE_SUMMARY,
+                                 PROFILE_UNBOUND, SCENARIO, SCENARIO_BINDING, SCENARIO_BINDINGS,
                                  SNAPSHOT_RESTORED, STATS, TENANT, TENANT_DELETED)
 from ..static import static_text
 from ..schemas.validate import parse_time
@@ -180,6 +182,39 @@ async def bind_scenario(tenant, params, body, sandbox) -> dict:
     identifier = params["identifier"]
     tenant.tasks.bind(identifier, body["scenario"])
     return {"identifier": identifier, "scenario": body["scenario"]}
+
+
+# -- data profiles (DESIGN.md: Payroll data you choose) ------------------------------------------
+
+@operation("GET", "/_sandbox/profiles", "The named data profiles, a line each",
+           response={"type": "array", "items": PROFILE_SUMMARY}, **CONTROL)
+async def list_profiles(tenant) -> list:
+    return tenant.accounts.profile_names()
+
+
+@operation("PUT", "/_sandbox/users/{identifier}/profile", "Bind a data profile to a user's "
+           "next linked accounts", body=PROFILE_BINDING_REQUEST, response=PROFILE_BINDING,
+           **CONTROL)
+async def bind_profile(tenant, params, body) -> dict:
+    """`profile` names one of GET /_sandbox/profiles, `data` gives records of your own (over
+    the named profile when both); the user's next linked accounts, through the API and the
+    hosted flow alike, take it. A contradiction answers 422 with its JSON path and nothing
+    changes."""
+    return tenant.accounts.bind_profile(params["identifier"], body.get("profile"),
+                                        body.get("data"))
+
+
+@operation("GET", "/_sandbox/users/{identifier}/profile", "The data profile bound to a user",
+           response=PROFILE_BINDING, **CONTROL)
+async def read_profile(tenant, params) -> dict:
+    return tenant.accounts.profile_binding(params["identifier"])
+
+
+@operation("DELETE", "/_sandbox/users/{identifier}/profile", "Unbind a user's data profile "
+           "(the next linked accounts come from the seed)", response=PROFILE_UNBOUND, **CONTROL)
+async def unbind_profile(tenant, params) -> dict:
+    identifier = params["identifier"]
+    return {"identifier": identifier, "removed": tenant.accounts.unbind_profile(identifier)}
 
 
 @operation("PUT", "/_sandbox/users/{identifier}/card-token-recreation", "Turn a user's card "

@@ -6,6 +6,8 @@ objects, so what is documented is what is enforced.
 
 from __future__ import annotations
 
+from ..domain.data_profiles import PROFILE_SCHEMA
+
 from ..domain.states import AUTHENTICATION_METHODS as TASK_AUTHENTICATION_METHODS
 from ..domain.states import DEEPLINK_STEPS, FAILURE_REASONS
 from ..domain.task_fields import STEP_FIELDS, step_field_schemas
@@ -324,6 +326,16 @@ EVENTS_QUERY = {
         "after": after_cursor("events emitted or delivered"),
         "limit": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 1000},
     },
+}
+
+PROFILE_BINDING_REQUEST = {
+    "type": "object",
+    "additionalProperties": False,
+    "minProperties": 1,
+    "description": "A named profile (GET /_sandbox/profiles), data of your own, or both: the "
+                   "data merged over the named profile.",
+    "properties": {"profile": {"type": "string", "minLength": 1, "maxLength": 64},
+                   "data": PROFILE_SCHEMA},
 }
 
 SCENARIO_BINDING_REQUEST = {

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..domain.faults import FAULTS_RECORD
 from ..domain.states import DEEPLINK_STEPS
+from ..domain.data_profiles import PROFILE_SCHEMA
 from .api import (CARD_TOKEN_RECREATION_REQUEST, EVENTS_QUERY, SCENARIO_BINDING_REQUEST,
                   TASK_RECORD, WEBHOOK_ENDPOINTS_REQUEST, WEBHOOK_FAULTS_REQUEST)
 from .dates import DATE_TIME, calendar_day_field, date_time_field
@@ -211,6 +212,17 @@ SCENARIO_BINDINGS = {"type": "object", "additionalProperties": _ID,
                      "description": "User identifier -> the scenario bound to their tasks."}
 SCENARIO_BINDING = answer(identifier=_ID,
                           scenario=SCENARIO_BINDING_REQUEST["properties"]["scenario"])
+PROFILE_BINDING = answer(
+    "The data profile bound to the user's next linked accounts (all null: none).",
+    identifier=_ID,
+    profile={"type": ["string", "null"], "description": "The named profile, if one was named."},
+    data={**PROFILE_SCHEMA, "type": ["object", "null"],
+          "description": "The data given over it, if any."},
+    document={**PROFILE_SCHEMA, "type": ["object", "null"],
+              "description": "What the user's linked accounts take: the data over the profile."})
+PROFILE_UNBOUND = answer(identifier=_ID, removed={
+    "type": "boolean", "description": "False: no profile was bound."})
+PROFILE_SUMMARY = answer(name=_ID, description=_STRING)
 CARD_TOKEN_RECREATION = answer(
     identifier=_ID, enabled=CARD_TOKEN_RECREATION_REQUEST["properties"]["enabled"])
 PII_DELETED = _done("identifier", "deleted", "The user's personal data is deleted.")
