@@ -451,8 +451,21 @@ def _with_examples(document: dict[str, Any], op: Operation, example: Example | N
                 f"{named} (see its Links); in the example, a placeholder.")
 
 
+def _open(schema: Any) -> Any:
+    """A request schema as a lenient operation takes it: what the sandbox checks, less the
+    `additionalProperties: false` it drops unknown fields by (they are ignored and named in
+    x-sandbox-warning, not refused)."""
+    if isinstance(schema, dict):
+        return {key: _open(value) for key, value in schema.items()
+                if not (key == "additionalProperties" and value is False)}
+    if isinstance(schema, list):
+        return [_open(item) for item in schema]
+    return schema
+
+
 def describe(op: Operation, names: dict[str, dict[str, Any]] | None = None,
-             example: Example | None = None, group: str | None = None) -> dict[str, Any]:
+             example: Example | None = None, group: str | None = None,
+             strict: bool = False) -> dict[str, Any]:
     """One operation's OpenAPI description, from its declaration; `names` (profile_names)
     fills in the names only the running app knows, `example` its example request and
     `group` its tag where it declares none."""
@@ -499,7 +512,8 @@ def describe(op: Operation, names: dict[str, dict[str, Any]] | None = None,
         document["parameters"] = parameters
     if op.body is not None:
         schema = api.published(op.body)
-        document["requestBody"] = _json_body(_named(schema, names or {}),
+        shown = schema if strict or op.strict else _open(schema)
+        document["requestBody"] = _json_body(_named(shown, names or {}),
                                              required=bool(schema_errors({}, schema)))
     _with_examples(document, op, example)
     return document
@@ -644,7 +658,8 @@ def build_openapi(operations: list[Operation], service: ServiceProfile,
                                                                len(TAGS)))
     for op in ordered:
         paths.setdefault(op.path, {})[op.method.lower()] = describe(
-            op, names, examples.get((op.method, op.path)), groups[id(op)])
+            op, names, examples.get((op.method, op.path)), groups[id(op)],
+            strict=settings.strict_bodies)
     _add_links(paths, ordered, examples)
     webhooks = {
         event_type: {"post": {

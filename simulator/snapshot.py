@@ -81,9 +81,11 @@ OTHER_ENVIRONMENT = ("This snapshot was taken in the {theirs} environment; this 
 OTHER_SEED = ("This snapshot was taken on a server started with --seed {theirs}; this one has "
               "--seed {ours}, so its catalog and generated data are not the snapshot's.")
 INVALID = "The snapshot does not match its schema."
-TOKEN_ELSEWHERE = ("The public token of this snapshot belongs to the tenant {owner!r} of this "
-                   "server: a public token finds one tenant only. Delete or reset that tenant "
-                   "first, or restore into it.")
+# Which other tenant holds it is not said: a name is one more thing of another tenant's.
+TOKEN_ELSEWHERE = ("A public token of this snapshot is held by another tenant of this server: "
+                   "a public token finds one tenant only. Delete or reset the tenant the "
+                   "snapshot was taken from (or the one it was restored into) first, or restore "
+                   "into that tenant.")
 TOO_LARGE = "A snapshot to restore is at most {limit} bytes."
 TORN_FILE = ("not valid JSON ({error}): the state file is torn or corrupt; remove it (the "
              "sandbox then starts from the fixtures) or put back a good copy")
@@ -390,7 +392,7 @@ def _check_public_tokens(tenant: Tenant, sandbox: Any, tokens: dict[str, Any]) -
             continue
         for number, public_token in enumerate(tokens):
             if public_token in other.tokens:
-                raise Fault(SnapshotConflict, TOKEN_ELSEWHERE.format(owner=other.name),
+                raise Fault(SnapshotConflict, TOKEN_ELSEWHERE,
                             [(f"$.tokens[{number}].publicToken", "held by another tenant")])
 
 

@@ -196,3 +196,53 @@ async def test_a_tree_of_tenants_counts_against_its_root(make_client):
     # Deleting part of the tree gives its room back.
     assert (await client.delete("/_sandbox/tenants/grandchild", headers=keys(child))).status == 200
     await make_tenant(client, keys(child), "again")
+
+
+# -- 9. the document and the server agree --------------------------------------------------------
+
+def _closed(schema) -> bool:
+    """Whether a schema says additionalProperties: false anywhere."""
+    if isinstance(schema, dict):
+        return schema.get("additionalProperties") is False or any(map(_closed, schema.values()))
+    if isinstance(schema, list):
+        return any(map(_closed, schema))
+    return False
+
+
+@pytest.mark.parametrize("strict_bodies", [False, True])
+def test_request_schemas_say_additional_properties_false_only_where_the_server_refuses(
+        strict_bodies):
+    """Point 9: the document said additionalProperties: false where the server (by
+    default) accepts an unknown field and names it in x-sandbox-warning."""
+    from conftest import openapi_document
+
+    document = openapi_document(strict_bodies=strict_bodies)
+    by_key = {(op.method, op.path.replace(AGGREGATOR, "aggregator")): op for op in OPERATIONS}
+    seen = 0
+    for path, methods in document["paths"].items():
+        for method, operation in methods.items():
+            if "requestBody" not in operation:
+                continue
+            op = by_key[(method.upper(), path)]
+            schema = operation["requestBody"]["content"]["application/json"]["schema"]
+            refused = strict_bodies or op.strict
+            if not refused:
+                seen += 1
+                assert not _closed(schema), (method, path)
+            elif schema.get("type") == "object" and "properties" in schema:
+                assert schema.get("additionalProperties") is False, (method, path)
+    assert seen > 10 or strict_bodies
+
+
+async def test_a_snapshot_conflict_names_no_other_tenant(make_client):
+    """Point 9: the conflict's message named the tenant that holds the token."""
+    client = await make_client()
+    await call(client, "POST", "/access-token", json={"identifier": "someone"})
+    taken = await call(client, "GET", "/_sandbox/snapshot")
+    made = (await call(client, "POST", "/_sandbox/tenants", json={"name": "neighbour"},
+                       status=201))["data"]
+    response = await client.post("/_sandbox/snapshot", json=taken["data"], headers={
+        "x-api-key": made["apiKey"], "x-api-secret": made["apiSecret"]})
+    body = await response.json()
+    assert response.status == 409 and body["error"]["code"] == "snapshot-conflict"
+    assert "acme" not in json.dumps(body).lower()

@@ -343,6 +343,8 @@ async def test_another_tenants_public_tokens_are_a_conflict_and_a_tenant_can_go_
     body = await restore(client, taken, fresh, status=409)
     assert body["error"]["code"] == "snapshot-conflict"
     assert body["error"]["details"][0]["path"] == "$.tokens[0].publicToken"
+    # Issue 37, point 9: which tenant holds the token is not told to another tenant.
+    assert "acme" not in json.dumps(body).lower()
 
     # The tenant it came from takes it back: what happened since is gone.
     await call(client, "POST", "/task/create", json={

@@ -131,9 +131,7 @@ def _endpoint(op: Operation, shadowed: dict[str, str] | None = None
     # The handler's arguments by their place among what the pipeline offers (OFFERED).
     wants = tuple((name, OFFERED.index(name)) for name in op.wants)
     # The control plane is the sandbox's own: a typo in a test's setup is refused there.
-    # The service's operations take what the real service would (unknown fields ignored).
-    # The aggregator's own API refuses unknown fields as the aggregator does.
-    strict = op.path.startswith(CONTROL_PLANE) or op.auth is Auth.AGGREGATOR
+    strict = op.strict  # unknown fields refused whatever --strict-bodies says
     # The tenant's API fault rules apply here (domain/faults.py); never to the control
     # plane, so a test can always take them back.
     faultable = op.auth is not Auth.NONE and not op.path.startswith(CONTROL_PLANE)
