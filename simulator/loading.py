@@ -56,10 +56,11 @@ def _from_files(settings: Settings, folders: list[Path]) -> LoadedFixtures:
     known_companies = {c["_id"] for c in fixtures.companies}
     for number, account in enumerate(fixtures.accounts):
         for entry_number, entry in enumerate(account.get("linkedAccounts", [])):
+            where = f"$.accounts[{number}].linkedAccounts[{entry_number}]"
             if entry["company"] not in known_companies:
-                raise ConfigError(str(fixtures.directory / "accounts.yaml"),
-                                  f"$.accounts[{number}].linkedAccounts[{entry_number}].company",
+                raise ConfigError(str(fixtures.directory / "accounts.yaml"), f"{where}.company",
                                   f"no hand-written company has the id {entry['company']!r}")
+            _check_profile(entry, fixtures, where)
     for number, company in enumerate(fixtures.companies):
         name = company.get("defaultScenario")
         if name is not None and (name not in scenarios or scenarios[name].kind != "task"):
@@ -69,3 +70,26 @@ def _from_files(settings: Settings, folders: list[Path]) -> LoadedFixtures:
     catalog = Catalog(build_companies(fixtures))
     return LoadedFixtures(fixtures=fixtures, catalog=catalog, index=SearchIndex(catalog.ordered),
                           scenarios=scenarios)
+
+
+def _check_profile(entry: dict, fixtures: Fixtures, where: str) -> None:
+    """A ready-made linked account's `profile` and `data` (data_profiles.py), as a binding
+    checks them."""
+    from datetime import date
+
+    from .domain import data_profiles
+
+    file = str(fixtures.directory / "accounts.yaml")
+    name, data = entry.get("profile"), entry.get("data")
+    if name is not None and name not in fixtures.profiles:
+        raise ConfigError(file, f"{where}.profile", f"no data profile is named {name!r} "
+                          f"(known: {', '.join(sorted(fixtures.profiles))})")
+    if data is None:
+        return
+    found = data_profiles.problems(data, date.today(), f"{where}.data", whole=name is None)
+    if not found and name is not None:
+        named = {k: v for k, v in fixtures.profiles[name].items() if k != "description"}
+        found = data_profiles.problems(data_profiles.merge(named, data), date.today(),
+                                       f"{where}.data")
+    if found:
+        raise ConfigError.collected([(file, path, message) for path, message in found])

@@ -358,3 +358,107 @@ async def test_profile_bindings_survive_a_snapshot_and_restore(client):
     without = {k: v for k, v in taken.items() if k != "profileBindings"}
     await call(client, "POST", "/_sandbox/snapshot", json=without)  # older snapshots restore
     assert (await call(client, "GET", "/_sandbox/users/u-8/profile"))["data"]["profile"] is None
+
+
+# -- a profile bound to a connected account; accounts.yaml ------------------------------------
+
+async def test_profile_bound_to_a_connected_account_shows_at_its_next_refresh(client):
+    before = await linked(client, "u-9")
+    account_id = before["income"][0]["linkedAccount"]
+    data = {"income": {"income": 123_456, "incomeType": "yearly"},
+            "employment": {"employmentStatus": "terminated", "endDate": "-0d"},
+            "depositAccounts": [{"type": "paycard", "bankName": "Wisely",
+                                 "accountNumber": "5550001111", "distributionType": "total"}]}
+    await call(client, "PUT", "/_sandbox/users/u-9/profile", json={"data": data})
+    # nothing changes before the refresh
+    assert (await call(client, "GET", "/income/u-9"))["data"] == before["income"]
+    task_id = (await call(client, "POST", "/task/create",
+                          json={"linkedAccount": account_id}))["data"]["id"]
+    await run_until_idle(client)
+    events = (await call(client, "GET", "/_sandbox/events",
+                         params={"task": task_id, "limit": "1000"}))["data"]
+    types = [e["eventType"] for e in events]
+    for kind in ("income", "employment", "deposit-accounts", "statements", "identity"):
+        assert f"{kind}-synced" in types
+    assert {"income-updated", "employment-updated", "deposit-accounts-added",
+            "deposit-accounts-removed"} <= set(types)
+    assert "identity-updated" not in types
+    income = (await call(client, "GET", f"/income/u-9"))["data"][0]
+    assert (income["annualIncome"], income["nextExpectedPayDate"]) == (123_456, None)
+    employment = (await call(client, "GET", "/employment/u-9"))["data"][0]
+    assert employment["employmentStatus"] == "terminated"
+    deposits = (await call(client, "GET", "/deposit-accounts/u-9"))["data"]
+    assert [(a["type"], a["accountNumber"][-4:]) for a in deposits] == [("paycard", "1111")]
+
+    # the same binding again at the next refresh: nothing more to announce
+    task_id = (await call(client, "POST", "/task/create",
+                          json={"linkedAccount": account_id}))["data"]["id"]
+    await run_until_idle(client)
+    events = (await call(client, "GET", "/_sandbox/events",
+                         params={"task": task_id, "limit": "1000"}))["data"]
+    assert not {"income-updated", "employment-updated"} & {e["eventType"] for e in events}
+
+
+async def _with_accounts(aiohttp_client, clock, tmp_path, entries, profiles_text=None):
+    import shutil
+
+    import yaml
+    from conftest import REPO
+
+    from payroll_sandbox.app import build_registry, create_app
+    from payroll_sandbox.loading import load
+    from payroll_sandbox.settings import Settings
+
+    folder = tmp_path / "fixtures"
+    shutil.copytree(REPO / "fixtures", folder)
+    document = yaml.safe_load((folder / "accounts.yaml").read_text(encoding="utf-8"))
+    document["accounts"][0]["linkedAccounts"] = entries
+    (folder / "accounts.yaml").write_text(yaml.safe_dump(document), encoding="utf-8")
+    settings = Settings(port=0, clock="manual", fixtures=folder)
+    loaded = load(settings)
+    store = build_registry(settings, clock=clock, loaded=loaded)
+    return await aiohttp_client(create_app(settings, registry=store))
+
+
+async def test_accounts_yaml_linked_accounts_take_profile_and_data(aiohttp_client, clock,
+                                                                   tmp_path):
+    client = await _with_accounts(aiohttp_client, clock, tmp_path, [
+        {"identifier": "ready", "company": WALMART, "profile": "high-earner",
+         "data": {"identity": {"firstName": "Grace"}}}])
+    income = (await call(client, "GET", "/income/ready"))["data"][0]
+    assert income["annualIncome"] == 310_000
+    identity = (await call(client, "GET", "/identity/ready"))["data"][0]
+    assert identity["firstName"] == "Grace"
+
+
+@pytest.mark.parametrize("entry, path", [
+    ({"profile": "nope"}, "$.accounts[0].linkedAccounts[0].profile"),
+    ({"data": {"taxes": {"rate": 2}}}, "$.accounts[0].linkedAccounts[0].data.taxes.rate"),
+    ({"profile": "hourly", "data": {"income": {"income": 50_000}}},
+     "$.accounts[0].linkedAccounts[0].data.income.income"),
+])
+async def test_accounts_yaml_wrong_profile_names_file_and_path(aiohttp_client, clock, tmp_path,
+                                                               entry, path):
+    from payroll_sandbox.fixtures import ConfigError
+
+    with pytest.raises(ConfigError) as raised:
+        await _with_accounts(aiohttp_client, clock, tmp_path,
+                             [{"identifier": "ready", "company": WALMART, **entry}])
+    assert raised.value.file.endswith("accounts.yaml")
+    assert path in [p for _, p, _ in raised.value.problems]
+
+
+async def test_user_signing_in_through_the_hosted_flow_gets_the_bound_profile(client):
+    await call(client, "PUT", "/_sandbox/users/flow-user/profile", json={"profile": "paycard"})
+    token = (await call(client, "POST", "/access-token",
+                        json={"identifier": "flow-user"}))["data"]["publicToken"]
+    await call(client, "POST", "/sdk/session", headers={"x-public-token": token},
+               json={"config": {"publicToken": token, "tasks": [{"operation": "deposit"}]}})
+    await call(client, "POST", "/sdk/login", headers={"x-public-token": token},
+               json={"companyId": WALMART, "username": "test-good", "password": "any",
+                     "tasks": [{"operation": "deposit"}]})
+    await run_until_idle(client)
+    income = (await call(client, "GET", "/income/flow-user"))["data"][0]
+    assert (income["hourlyIncome"], income["payCycle"]) == (15.25, "biweekly")
+    deposits = (await call(client, "GET", "/deposit-accounts/flow-user"))["data"]
+    assert deposits[0]["type"] == "paycard"

@@ -18,7 +18,7 @@ import random
 import zlib
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
-from typing import Any
+from typing import Any, ClassVar
 
 from ..clock import isoformat
 from ..errors import (DepositAccountNotFound, LinkedAccountNotFound,
@@ -80,6 +80,11 @@ class LinkedAccount:
     employment_id: str = ""
     identity_id: str = ""
     income_id: str = ""
+    # The data profile document (one job's) the records follow, None for the seed's own:
+    # a refresh applies the user's bound profile when it differs (data_profiles.py).
+    profile_document: dict[str, Any] | None = None
+
+    SPARSE: ClassVar[tuple[str, ...]] = ("profile_document",)  # a snapshot's, when set
 
     def list_record(self, company: Company | None = None,
                     rule: ManualDepositRule | None = None) -> dict[str, Any]:
@@ -171,16 +176,25 @@ class LinkedAccounts(Held[LinkedAccount]):
         self._by_id = accounts
         self.profile_bindings = profile_bindings or {}
 
-    def _profile(self, identifier: str, company: Company) -> Profile:
+    def _profile(self, identifier: str, company: Company,
+                 document: dict[str, Any] | None = None) -> tuple[Profile, dict[str, Any] | None]:
+        """The person and job of a new linked account, and the data profile document (one
+        job's) over them: `document`, or the user's bound profile, or none."""
         tenant = self.tenant
         today = tenant.clock.now().date()
         made = self.rules.profiles.profile(tenant.name, identifier, company.id, company.name,
                                            today)
+        if document is None:
+            linked = sum(1 for a in self._by_id.values() if a.identifier == identifier)
+            document = self._bound_job(identifier, linked)
+        if document is None:
+            return made, None
+        return data_profiles.apply(made, document, today), document
+
+    def _bound_job(self, identifier: str, number: int) -> dict[str, Any] | None:
+        """What the user's bound profile gives their `number`-th linked account, if bound."""
         binding = self.profile_bindings.get(identifier)
-        if binding is None:
-            return made
-        linked = sum(1 for a in self._by_id.values() if a.identifier == identifier)
-        return data_profiles.apply(made, data_profiles.job(binding["document"], linked), today)
+        return None if binding is None else data_profiles.job(binding["document"], number)
 
     # -- data profiles (DESIGN.md: Payroll data you choose) -----------------------------------
 
@@ -234,23 +248,31 @@ class LinkedAccounts(Held[LinkedAccount]):
         """The account's ready-made linked accounts (fixtures `linkedAccounts`), made
         without events."""
         tenant = self.tenant
+        named = self.rules.data_profiles
         for entry in tenant.account.get("linkedAccounts", []):
             company = tenant.companies.require(entry["company"])
+            document = None
+            if "profile" in entry or "data" in entry:  # checked at load (loading.py)
+                profile = named[entry["profile"]] if "profile" in entry else {}
+                document = data_profiles.job(data_profiles.merge(
+                    {k: v for k, v in profile.items() if k != "description"},
+                    entry.get("data", {})), 0)
             account = self.create(entry["identifier"], company, entry.get("product", "deposit"),
-                                  emit=False)
+                                  emit=False, document=document)
             account.connected = entry.get("connected", True)
 
     # -- creation and connection ------------------------------------------------------------
 
     def create(self, identifier: str, company: Company, product: str, *,
-               emit: bool = True) -> LinkedAccount:
+               emit: bool = True, document: dict[str, Any] | None = None) -> LinkedAccount:
         tenant = self.tenant
         user = tenant.user(identifier)
         now = tenant.clock.timestamp()
+        profile, document = self._profile(identifier, company, document)
         account = LinkedAccount(id=tenant.ids.object_id(), identifier=identifier, user_id=user.id,
-                                company_id=company.id, product=product,
-                                profile=self._profile(identifier, company),
-                                company_at_link=company, created_at=now, last_refresh=now)
+                                company_id=company.id, product=product, profile=profile,
+                                company_at_link=company, created_at=now, last_refresh=now,
+                                profile_document=document)
         ids = tenant.ids
         account.employment_id, account.identity_id, account.income_id = (
             ids.object_id(), ids.object_id(), ids.object_id())
@@ -389,13 +411,15 @@ class LinkedAccounts(Held[LinkedAccount]):
         account.last_refresh = now
         changes: dict[str, list[tuple[str, list[str]]]] = {}
 
+        self._follow_profile(account, changes)
         self._collect(account, since + timedelta(days=1), today, changes)
         if rng.random() < RAISE_CHANCE and account.profile.employment_status == "active":
             self.give_raise(account, rng.uniform(0.03, 0.08))
-            changes["income"] = [("income-updated", [account.income_id])]
+            changes.setdefault("income", []).append(("income-updated", [account.income_id]))
         if rng.random() < NEW_DEPOSIT_ACCOUNT_CHANCE:
             added, adjusted = self.add_deposit_account(account, rng)
-            changes["deposit-accounts"] = [("deposit-accounts-added", [added["_id"]])]
+            changes.setdefault("deposit-accounts", []).append(
+                ("deposit-accounts-added", [added["_id"]]))
             if adjusted is not None:
                 changes["deposit-accounts"].append(("deposit-accounts-updated", [adjusted["_id"]]))
 
@@ -410,6 +434,61 @@ class LinkedAccounts(Held[LinkedAccount]):
             "netHourlyRate": income["netHourlyRate"],
             "unpaidHoursInPayPeriod": income["unpaidHoursInPayPeriod"],
             "currentPayPeriodStart": income["currentPayPeriodStart"]}, task_id=task_id)
+
+    def _follow_profile(self, account: LinkedAccount,
+                        changes: dict[str, list[tuple[str, list[str]]]]) -> None:
+        """A profile bound to the user since the account's records were made (or changed
+        since): the records follow it from this refresh on, and what changed is announced
+        (a raise income-updated, a termination employment-updated, a new deposit account
+        deposit-accounts-added, ...)."""
+        mine = [a.id for a in self._by_id.values() if a.identifier == account.identifier]
+        wanted = self._bound_job(account.identifier, mine.index(account.id))
+        if wanted is None or wanted == account.profile_document:
+            return
+        before = account.profile
+        after = data_profiles.apply(before, wanted, day(self.tenant.clock.timestamp()))
+        account.profile, account.profile_document = after, wanted
+
+        def changed(*names: str) -> bool:
+            return any(getattr(before, n) != getattr(after, n) for n in names)
+
+        if changed("annual_income", "hourly_rate", "employee_type", "pay_cycle", "tax_rate"):
+            changes.setdefault("income", []).append(("income-updated", [account.income_id]))
+        if changed("employment_status", "end_date", "job_title", "weekly_hours", "start_date"):
+            changes.setdefault("employment", []).append(
+                ("employment-updated", [account.employment_id]))
+        if changed("first_name", "last_name", "email", "phone", "address", "city", "state",
+                   "postal_code", "date_of_birth", "ssn_last4"):
+            changes.setdefault("identity", []).append(
+                ("identity-updated", [account.identity_id]))
+        if "depositAccounts" in wanted:
+            self._replace_deposit_accounts(account, after.deposit_accounts, changes)
+
+    def _replace_deposit_accounts(self, account: LinkedAccount, wanted: list[dict[str, Any]],
+                                  changes: dict[str, list[tuple[str, list[str]]]]) -> None:
+        """The deposit accounts a profile now gives: the same account number is the same
+        account (updated if its split changed), a new one added, a missing one removed."""
+        held = {a["accountNumber"]: a for a in account.deposit_accounts}
+        kept, added, updated = [], [], []
+        for given in wanted:
+            old = held.pop(given["accountNumber"], None)
+            if old is None:
+                record = {"_id": self.tenant.ids.object_id(), **given}
+                added.append(record["_id"])
+            else:
+                record = {"_id": old["_id"], **given}
+                if record != old:
+                    updated.append(old["_id"])
+            kept.append(record)
+        account.deposit_accounts = kept
+        found = changes.setdefault("deposit-accounts", [])
+        for event_type, ids in (("deposit-accounts-added", added),
+                                ("deposit-accounts-updated", updated),
+                                ("deposit-accounts-removed", [a["_id"] for a in held.values()])):
+            if ids:
+                found.append((event_type, ids))
+        if not found:
+            del changes["deposit-accounts"]
 
     def _collect(self, account: LinkedAccount, first: date, today: date,
                  changes: dict[str, list[tuple[str, list[str]]]]) -> None:

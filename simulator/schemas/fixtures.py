@@ -101,7 +101,12 @@ ACCOUNT_SCHEMA = {
                 "type": "object", "additionalProperties": False, "required": ["identifier", "company"],
                 "properties": {"identifier": {"type": "string", "minLength": 1}, "company": _ID,
                                "product": {"enum": ["deposit", "verify"]},
-                               "connected": {"type": "boolean"}},
+                               "connected": {"type": "boolean"},
+                               "profile": {"type": "string", "minLength": 1,
+                                           "description": "A named data profile "
+                                                          "(profiles.yaml) for its records."},
+                               "data": {"type": "object", "description": "A data profile "
+                                        "document of its own (over `profile` if both)."}},
             },
         },
         "webhooks": {
