@@ -22,16 +22,16 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
 from . import __version__
+from . import pools
 from .pools import cache_dir, keep
 
-FORMAT = 2  # raised when what a cached load holds changes shape
+FORMAT = 3  # raised when what a cached load holds changes shape
 KEPT_LOADS = 16  # cached loads kept in the cache folder, the least recently written out
 PREFIX = "load-"
 PACKAGE = Path(__file__).resolve().parent
@@ -54,9 +54,10 @@ def cached(inputs: Iterable[tuple[str, Path]], settings_key: tuple, build: Calla
     found = _read(path, kind)
     if found is not None:
         return found
+    del pools.READ[:]
     made = build()
-    try:
-        data = pickle.dumps(made, protocol=pickle.HIGHEST_PROTOCOL)
+    try:  # with the word pools it read: a pool file changed since is a new build
+        data = pickle.dumps((made, list(pools.READ)), protocol=pickle.HIGHEST_PROTOCOL)
     except (pickle.PicklingError, TypeError, AttributeError):
         return made  # not kept: the next start builds it again
     if keep(path, data):
@@ -108,15 +109,16 @@ def _code() -> Iterator[tuple[str, int, int]]:
 
 
 def _read(path: Path, kind: type) -> object | None:
-    try:
-        with open(path, "rb") as file:
-            info = os.fstat(file.fileno())
-            if info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-                return None  # another user could have written it: not ours to unpickle
-            found = pickle.load(file)
-    except Exception:  # missing, damaged, or made by code that changed shape: build again
+    data = pools.read_own(path)  # another user could have written it: not ours to unpickle
+    if data is None:
         return None
-    return found if isinstance(found, kind) else None
+    try:
+        found, read = pickle.loads(data)
+    except Exception:  # damaged, or made by code that changed shape: build again
+        return None
+    if not isinstance(found, kind) or not pools.unchanged(read):
+        return None  # a word pool it was made from changed (or went) since
+    return found
 
 
 def _prune(folder: Path) -> None:

@@ -10,33 +10,84 @@ the cache (PAYROLL_SANDBOX_CACHE_DIR, default ~/.cache/payroll-sandbox; `off`: n
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.util
 import json
 import os
+import re
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 
+# The pool files a build read, with a digest of each (loadcache keeps them with the load
+# it caches, and a load whose pool files changed since is built again).
+READ: list[tuple[str, str]] = []
+# A word of a pool: plain text of a sane length (a planted file made company names markup).
+_WORD = re.compile(r"[^<>&\x00-\x1f\x7f-\x9f]{1,200}")
+
+
 def faker_pools(name: str, seed: int, size: int,
                 draw: Callable[[Any, int], dict[str, list[str]]]) -> dict[str, list[str]]:
-    """`draw(fake, size)` with a Faker seeded by `seed`, or its cached result."""
+    """`draw(fake, size)` with a Faker seeded by `seed`, or its cached result: read only
+    from a file this user owns and no one else may write, and only when it has the shape
+    of pools (else drawn again and written anew)."""
     folder = cache_dir()
     cache = folder / f"{name}-{seed}-{size}-faker{faker_version()}.json" if folder else None
-    try:
-        cached = json.loads(cache.read_text()) if cache else None
-        if isinstance(cached, dict):
+    data = read_own(cache) if cache else None
+    if data is not None:
+        try:
+            cached = json.loads(data)
+        except ValueError:  # damaged: draw again
+            cached = None
+        if is_pools(cached):
+            READ.append((str(cache), digest(data)))
             return cached
-    except (OSError, ValueError):  # missing, unreadable or damaged: draw again
-        pass
     from faker import Faker  # slow to import: only when the pool is not cached
 
     fake = Faker("en_US", use_weighting=False)
     fake.seed_instance(seed)
     pools = draw(fake, size)
     if cache is not None:
-        keep(cache, json.dumps(pools).encode())
+        data = json.dumps(pools).encode()
+        if keep(cache, data):
+            READ.append((str(cache), digest(data)))
     return pools
+
+
+def is_pools(document: Any) -> bool:
+    """Pools as faker_pools draws them: names of non-empty lists of plain words."""
+    return (isinstance(document, dict) and bool(document)
+            and all(isinstance(key, str) and isinstance(words, list) and words
+                    and all(isinstance(word, str) and _WORD.fullmatch(word) for word in words)
+                    for key, words in document.items()))
+
+
+def read_own(path: Path) -> bytes | None:
+    """A cache file's bytes, when this user owns it and no one else may write it (a shared
+    cache folder may hold a file another user planted); None otherwise or when missing."""
+    try:
+        with open(path, "rb") as file:
+            info = os.fstat(file.fileno())
+            if info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+                return None
+            return file.read()
+    except OSError:
+        return None
+
+
+def digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def unchanged(read: list[tuple[str, str]]) -> bool:
+    """Whether every pool file a build read still holds what it held then."""
+    for path, known in read:
+        data = read_own(Path(path))
+        if data is None or digest(data) != known:
+            return False
+    return True
 
 
 def keep(path: Path, data: bytes) -> bool:

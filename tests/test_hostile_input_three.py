@@ -246,3 +246,47 @@ async def test_a_snapshot_conflict_names_no_other_tenant(make_client):
     body = await response.json()
     assert response.status == 409 and body["error"]["code"] == "snapshot-conflict"
     assert "acme" not in json.dumps(body).lower()
+
+
+# -- 5. the cache folder ------------------------------------------------------------------------
+
+def _pool_files(cache):
+    return sorted(cache.glob("*-faker*.json"))
+
+
+def test_word_pools_planted_by_another_user_or_of_the_wrong_shape_are_drawn_again(
+        tmp_path, monkeypatch):
+    """Point 5: the word-pool files were read with no ownership check (a planted file
+    turned company names into markup) and no shape check (an empty list crashed the
+    start); the start-up cache's key left them out, so a removed hostile file lived on in
+    the cached load."""
+    import os
+
+    from payroll_sandbox import loading
+    from payroll_sandbox.settings import Settings
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("PAYROLL_SANDBOX_CACHE_DIR", str(cache))
+
+    def names() -> list[str]:
+        return [company.name for company in loading.load(Settings()).catalog.ordered]
+
+    honest = names()
+    pools = {path: json.loads(path.read_text()) for path in _pool_files(cache)}
+    assert pools
+    cases = [(planting, mode, fresh) for planting, mode in (
+        ("markup", 0o666), ("markup", 0o600), ("empty", 0o600), ("shape", 0o600))
+        for fresh in (True, False)]
+    for planting, mode, fresh in cases:
+        if fresh:  # no cached load: the pools themselves are read
+            for load in cache.glob("load-*.pickle"):
+                load.unlink()
+        for path, good in pools.items():
+            planted = {"markup": {key: [f"<img src=x onerror=alert({n})>" for n in range(len(w))]
+                                  for key, w in good.items()},
+                       "empty": {key: [] for key in good}, "shape": {"not": "pools"}}[planting]
+            path.write_text(json.dumps(planted))
+            os.chmod(path, mode)
+        assert names() == honest, (planting, mode, fresh)  # drawn again, never planted words
+        for path, good in pools.items():  # and written anew, this user's own
+            assert json.loads(path.read_text()) == good, (planting, mode)

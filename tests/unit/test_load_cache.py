@@ -149,5 +149,5 @@ def test_off_or_a_folder_that_cannot_be_written_changes_nothing(tmp_path, settin
 def test_the_cache_folder_keeps_at_most_kept_loads(cache):
     for number in range(loadcache.KEPT_LOADS + 4):
         assert loadcache.cached(iter(()), ("case", number), lambda: number, int) == number
-    survivors = [pickle.loads(path.read_bytes()) for path in kept(cache)]
+    survivors = [pickle.loads(path.read_bytes())[0] for path in kept(cache)]  # (load, pools)
     assert len(set(survivors)) == loadcache.KEPT_LOADS  # whole files, one per load
