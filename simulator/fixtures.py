@@ -125,11 +125,12 @@ def load_profiles(path: Path, *, missing_ok: bool = False) -> dict[str, Any]:
     """The named data profiles of a profiles.yaml (domain/data_profiles.py), each checked
     as a binding checks it: its schema, then its contradictions (relative days count from
     today)."""
-    from .domain.data_profiles import PROFILES_FILE_SCHEMA, bundled_problems
+    from .domain.data_profiles import PROFILES_FILE_SCHEMA, bundled_problems, plain
 
     if missing_ok and not path.exists():
         return {}
-    document = _checked(path, PROFILES_FILE_SCHEMA)
+    document = plain(load_yaml(path))  # unquoted days are dates to YAML
+    validate_document(document, PROFILES_FILE_SCHEMA, str(path))
     found = bundled_problems(document["profiles"], date.today())
     if found:
         raise ConfigError.collected([(str(path), where, message) for where, message in found])

@@ -86,6 +86,7 @@ def _check_profile(entry: dict, fixtures: Fixtures, where: str) -> None:
                           f"(known: {', '.join(sorted(fixtures.profiles))})")
     if data is None:
         return
+    data = entry["data"] = data_profiles.plain(data)  # unquoted days are dates to YAML
     found = data_profiles.problems(data, date.today(), f"{where}.data", whole=name is None)
     if not found and name is not None:
         named = {k: v for k, v in fixtures.profiles[name].items() if k != "description"}

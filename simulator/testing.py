@@ -356,6 +356,23 @@ class AsyncSandbox(SandboxClient):
                            f"/_sandbox/users/{urllib.parse.quote(identifier, safe='')}/scenario",
                            {"scenario": scenario})
 
+    async def use_profile(self, identifier: str, name: str | None = None,
+                          **data: Any) -> dict[str, Any]:
+        """The user's next linked accounts (and the next refresh of their connected ones)
+        take the data profile `name` (GET /_sandbox/profiles) with `data` over it: record
+        kinds as keywords (`income={"income": 85000, "incomeType": "yearly"}`,
+        `deposit_accounts=[...]` or `depositAccounts`). Neither: the binding goes. Returns
+        the binding (PUT /_sandbox/users/{identifier}/profile)."""
+        path = f"/_sandbox/users/{urllib.parse.quote(identifier, safe='')}/profile"
+        if name is None and not data:
+            return await self.request("DELETE", path)
+        body: dict[str, Any] = {}
+        if name is not None:
+            body["profile"] = name
+        if data:
+            body["data"] = {_camel(key): value for key, value in data.items()}
+        return await self.request("PUT", path, body)
+
     async def public_token(self, identifier: str) -> str:
         return (await self.post("/access-token", {"identifier": identifier}))["publicToken"]
 
@@ -479,6 +496,7 @@ class Sandbox:
     trigger = _blocking(AsyncSandbox.trigger)
     use_webhook_url = _blocking(AsyncSandbox.use_webhook_url)
     bind_scenario = _blocking(AsyncSandbox.bind_scenario)
+    use_profile = _blocking(AsyncSandbox.use_profile)
     public_token = _blocking(AsyncSandbox.public_token)
     snapshot = _blocking(AsyncSandbox.snapshot)
     restore = _blocking(AsyncSandbox.restore)
@@ -1161,3 +1179,9 @@ def _is_wsgi(app: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return len(parameters) == 2
+
+
+def _camel(name: str) -> str:
+    """A keyword as the profile document names it: deposit_accounts -> depositAccounts."""
+    head, *rest = name.split("_")
+    return head + "".join(word.title() for word in rest)

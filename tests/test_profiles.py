@@ -462,3 +462,44 @@ async def test_user_signing_in_through_the_hosted_flow_gets_the_bound_profile(cl
     assert (income["hourlyIncome"], income["payCycle"]) == (15.25, "biweekly")
     deposits = (await call(client, "GET", "/deposit-accounts/flow-user"))["data"]
     assert deposits[0]["type"] == "paycard"
+
+
+# -- the pytest plugin's use_profile ----------------------------------------------------------
+
+def test_plugin_use_profile_sync(payroll_sandbox):
+    bound = payroll_sandbox.use_profile("plugin-user", "salaried",
+                                        income={"income": 29_999, "incomeType": "yearly"})
+    assert (bound["profile"], bound["data"]) == ("salaried", {"income": {
+        "income": 29_999, "incomeType": "yearly"}})
+    payroll_sandbox.post("/task/create", {"identifier": "plugin-user", "company": WALMART,
+                                          "product": "deposit", "scenario": "happy-path"})
+    payroll_sandbox.run_until_idle()
+    [income] = payroll_sandbox.get("/income/plugin-user")
+    assert income["annualIncome"] == 29_999  # a rule "below 30,000 a year" at its edge
+    assert payroll_sandbox.use_profile("plugin-user")["removed"] is True
+
+
+async def test_plugin_use_profile_async(async_payroll_sandbox):
+    sandbox = async_payroll_sandbox
+    bound = await sandbox.use_profile("plugin-async", deposit_accounts=[
+        {"type": "paycard", "distributionType": "total"}])
+    assert bound["data"] == {"depositAccounts": [{"type": "paycard",
+                                                  "distributionType": "total"}]}
+    await sandbox.post("/task/create", {"identifier": "plugin-async", "company": WALMART,
+                                        "product": "verify", "scenario": "happy-path"})
+    await sandbox.run_until_idle()
+    deposits = await sandbox.get("/deposit-accounts/plugin-async")
+    assert [a["type"] for a in deposits] == ["paycard"]
+
+
+def test_docs_fixtures_profile_format_is_a_valid_profiles_file(tmp_path):
+    from conftest import REPO
+
+    from payroll_sandbox.fixtures import load_profiles
+
+    text = (REPO / "docs" / "fixtures.md").read_text(encoding="utf-8")
+    block = text.split("every field optional:\n\n```yaml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "profiles.yaml").write_text(block, encoding="utf-8")
+    profile = load_profiles(tmp_path / "profiles.yaml")["my-profile"]
+    assert set(dp.KINDS) | {"jobs", "description"} == set(profile)
+    assert profile["identity"]["dateOfBirth"] == "1990-12-10"

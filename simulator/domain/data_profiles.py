@@ -104,6 +104,15 @@ MAX_HOURLY_WAGE = 1_000
 MIN_YEARLY_INCOME = 1_000
 
 
+def plain(document: Any) -> Any:
+    """A document as JSON has it: the calendar days YAML reads unquoted as ISO strings."""
+    if isinstance(document, dict):
+        return {key: plain(value) for key, value in document.items()}
+    if isinstance(document, list):
+        return [plain(value) for value in document]
+    return document.isoformat() if isinstance(document, date) else document
+
+
 def resolve_day(text: str, today: date) -> date:
     """A profile's day (DAY) as a calendar day, relative ones counted from `today`."""
     if text[0] in "+-":
