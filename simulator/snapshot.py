@@ -296,6 +296,7 @@ def plan(tenant: Tenant, sandbox: Any, document: Any) -> Planned:
     problems = _schema_errors_in_pieces(document, SNAPSHOT_SCHEMA)
     if problems:
         raise Fault(InvalidSnapshot, INVALID, problems)
+    _check_clock(document)
 
     def fault_targets() -> Any:
         from .routes.faults import targets  # here: the routes import this module
@@ -309,6 +310,22 @@ def plan(tenant: Tenant, sandbox: Any, document: Any) -> Planned:
     except LoadError as error:
         raise Fault(InvalidSnapshot, INVALID, error.problems) from None
     return Planned(loading.public_tokens, loaded)
+
+
+CLOCK_BEHIND = ("earlier than what the snapshot stores (an event or task of {latest}): every "
+                "job between would come due at once")
+
+
+def _check_clock(document: dict[str, Any]) -> None:
+    """The clock may not stand before the times the snapshot stores: `timestamp: 0` behind
+    its events started a catch-up of every job between that never ended (45,345 events)."""
+    times = [record[name] for records in document.values() if isinstance(records, list)
+             for record in records if isinstance(record, dict)
+             for name in ("time", "createdAt") if isinstance(record.get(name), (int, float))]
+    latest = max(times, default=None)
+    if latest is not None and document["clock"]["timestamp"] < latest:
+        raise Fault(InvalidSnapshot, INVALID, [
+            ("$.clock.timestamp", CLOCK_BEHIND.format(latest=isoformat(latest)))])
 
 
 def _schema_errors_in_pieces(document: Any, schema: dict[str, Any],

@@ -10,7 +10,7 @@ import re
 
 import pytest
 from calls import call
-from conftest import ACME
+from conftest import ACME, WALMART
 
 from payroll_sandbox.operations import AGGREGATOR, OPERATIONS
 from payroll_sandbox.redact import REDACTED, SECRET_PARAMETERS, loggable_path
@@ -290,3 +290,43 @@ def test_word_pools_planted_by_another_user_or_of_the_wrong_shape_are_drawn_agai
         assert names() == honest, (planting, mode, fresh)  # drawn again, never planted words
         for path, good in pools.items():  # and written anew, this user's own
             assert json.loads(path.read_text()) == good, (planting, mode)
+
+
+# -- 4. out-of-range snapshots (the clock and the stored ranges) ---------------------------------
+
+async def _snapshot_with_a_link(client) -> dict:
+    await call(client, "POST", "/task/create", json={"identifier": "ranged", "company": WALMART,
+                                                     "product": "deposit"})
+    await call(client, "POST", "/_sandbox/aggregator/processor-token",
+               json={"identifier": "ranged"}, status=201)
+    return (await call(client, "GET", "/_sandbox/snapshot"))["data"]
+
+
+async def test_a_snapshot_whose_clock_stands_before_its_stored_times_is_refused(make_client):
+    """Point 4: `clock.timestamp = 0` behind stored times was accepted and started a
+    catch-up storm that did not end; it is a 422 naming the clock, and nothing changes."""
+    client = await make_client(clock="manual")
+    document = await _snapshot_with_a_link(client)
+    before = (await call(client, "GET", "/_sandbox/clock"))["data"]
+    for timestamp in (0, document["clock"]["timestamp"] - 3600):
+        behind = {**document, "clock": {**document["clock"], "timestamp": timestamp}}
+        response = await client.post("/_sandbox/snapshot", json=behind, headers=ACME)
+        body = await response.json()
+        assert response.status == 422, body
+        assert [d["path"] for d in body["error"]["details"]] == ["$.clock.timestamp"]
+    assert (await call(client, "GET", "/_sandbox/clock"))["data"] == before
+
+
+async def test_a_snapshot_outside_the_ranges_the_api_allows_is_refused(make_client):
+    """Point 4: a huge daysRequested was accepted and then crashed its link's jobs."""
+    client = await make_client(clock="manual")
+    document = await _snapshot_with_a_link(client)
+    [token] = document["processorTokens"]
+    for days in (0, 731, 10**9):
+        bad = {**document, "processorTokens": [{**token, "daysRequested": days}]}
+        response = await client.post("/_sandbox/snapshot", json=bad, headers=ACME)
+        body = await response.json()
+        assert response.status == 422, (days, body)
+        assert any("daysRequested" in d["path"] for d in body["error"]["details"]), body
+    response = await client.post("/_sandbox/snapshot", json=document, headers=ACME)
+    assert response.status == 200

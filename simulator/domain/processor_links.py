@@ -25,6 +25,7 @@ from ..schemas.events import processor_link_events
 from .aggregator import pull_error, pulled_transactions
 from .aggregator_data import PAYROLL_WORDS, checking_history
 from .companies import OPERATIONAL, Company, ManualDepositRule
+from .states import DAYS_REQUESTED
 from .search import SearchQuery, normalize, search_companies
 from .rules import Rules
 from .identity import unguessable
@@ -111,7 +112,7 @@ class ProcessorLink:
         return record
 
 
-STORED_PROCESSOR_TOKEN = Record(ProcessorToken)
+STORED_PROCESSOR_TOKEN = Record(ProcessorToken, shapes={"daysRequested": DAYS_REQUESTED})
 STORED_PROCESSOR_LINK = Record(ProcessorLink, shapes={
     "transactions": {"type": "array", "items": TRANSACTION}})
 

@@ -69,3 +69,7 @@ def transition_error(current: str, new: str, *, patch: bool) -> str | None:
                 f"(failed -> completed) may follow")
     allowed = ", ".join(sorted(TASK_TRANSITIONS[current]))
     return f"illegal transition {current} -> {new}: from {current} only {allowed}"
+
+# transactions.days_requested of a link token, as POST /_sandbox/{aggregator}/processor-token
+# takes it and a snapshot may hold it (a huge one restored made a link's job raise).
+DAYS_REQUESTED = {"type": "integer", "minimum": 1, "maximum": 730}

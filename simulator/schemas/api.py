@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..domain.data_profiles import PROFILE_SCHEMA
 
 from ..domain.states import AUTHENTICATION_METHODS as TASK_AUTHENTICATION_METHODS
-from ..domain.states import DEEPLINK_STEPS, FAILURE_REASONS
+from ..domain.states import DAYS_REQUESTED, DEEPLINK_STEPS, FAILURE_REASONS
 from ..domain.task_fields import STEP_FIELDS, step_field_schemas
 from .fixtures import (AUTHENTICATION_METHODS, COMPANY_SCHEMA, COMPANY_STATUSES,
                        CONTINUOUS_ACCESS, DERIVED_TAGS, MANUAL_DEPOSITS, SCOPES, STORED_TAGS)
@@ -493,7 +493,7 @@ PROCESSOR_TOKEN_REQUEST = {
         "identifier": {"type": "string", "minLength": 1, "pattern": NO_CONTROL_CHARACTER,
                        "description": "The user the token is for (else: the user-identifier header "
                                       "at registration)."},
-        "daysRequested": {"type": "integer", "minimum": 1, "maximum": 730, "default": 90,
+        "daysRequested": {**DAYS_REQUESTED, "default": 90,
                           "description": "transactions.days_requested of the link token."},
         "products": {"type": "array", "minItems": 1, "uniqueItems": True,
                      "items": {"enum": ["transactions", "auth"]}, "default": ["transactions"],
