@@ -503,3 +503,24 @@ def test_docs_fixtures_profile_format_is_a_valid_profiles_file(tmp_path):
     profile = load_profiles(tmp_path / "profiles.yaml")["my-profile"]
     assert set(dp.KINDS) | {"jobs", "description"} == set(profile)
     assert profile["identity"]["dateOfBirth"] == "1990-12-10"
+
+
+async def test_a_profiled_linked_account_reads_back_the_same_after_a_restore(client):
+    await call(client, "PUT", "/_sandbox/users/u-10/profile",
+               json={"profile": "recently-terminated",
+                     "data": {"timesheets": {"hoursVariation": 0.2},
+                              "income": {"income": 20, "incomeType": "hourly"},
+                              "statements": {"count": 3}}})
+    before = await linked(client, "u-10")
+    assert len(before["statements"]) == 3
+    taken = (await call(client, "GET", "/_sandbox/snapshot"))["data"]
+    [stored] = [a for a in taken["linkedAccounts"] if a["identifier"] == "u-10"]
+    assert stored["profile"]["employmentStatus"] == "terminated"
+    await call(client, "POST", "/_sandbox/reset")
+    await call(client, "POST", "/_sandbox/snapshot", json=taken)
+    for kind in ("income", "employment", "statements", "timesheets"):
+        assert (await call(client, "GET", f"/{kind}/u-10",
+                           params={"limit": "1000"} if kind == "statements" else {}))["data"] \
+            == before[kind], kind
+    again = (await call(client, "GET", "/_sandbox/snapshot"))["data"]
+    assert again["linkedAccounts"] == taken["linkedAccounts"]
