@@ -106,6 +106,9 @@ def test_apply_leaves_what_the_profile_does_not_name():
     ({"employment": {"startDate": "+10d"}}, "$.employment.startDate"),
     ({"income": {"income": 50_000, "incomeType": "yearly"}, "timesheets": {"hoursVariation": 0.3}},
      "$.timesheets.hoursVariation"),
+    ({"employment": {"startDate": "2026-02-30"}}, "$.employment.startDate"),
+    ({"identity": {"dateOfBirth": "0000-01-01"}}, "$.identity.dateOfBirth"),
+    ({"jobs": [{"statements": {"firstPayDate": "2025-13-01"}}]}, "$.jobs[0].statements.firstPayDate"),
     ({"jobs": [{"income": {"income": 20, "incomeType": "hourly"}},
                {"income": {"income": 9_000, "incomeType": "hourly"}}]}, "$.jobs[1].income.income"),
 ])

@@ -146,6 +146,8 @@ def problems(document: Any, today: date, where: str = "$",
     (a `whole` document, not a part to merge over another) each job's contradictions
     (paths under `where`)."""
     found = [(where + path[1:], message) for path, message in schema_errors(document, schema)]
+    if not found:
+        found = _bad_days(document, today, where)
     if found or not whole:
         return found
     jobs = document.get("jobs")
@@ -170,6 +172,29 @@ def path_in(document: dict[str, Any], path: str, where: str) -> bool:
             return False
         value = value[name]
     return True
+
+
+DAY_FIELDS = ("startDate", "endDate", "dateOfBirth", "firstPayDate")
+NOT_A_DAY = "{value!r} is not a calendar day"
+
+
+def _bad_days(document: Any, today: date, where: str) -> list[tuple[str, str]]:
+    """The days (DAY) that match the pattern but name no calendar day (2026-02-30, or one
+    too far from today)."""
+    found = []
+    if isinstance(document, dict):
+        for key, value in document.items():
+            if key in DAY_FIELDS and isinstance(value, str):
+                try:
+                    resolve_day(value, today)
+                except (ValueError, OverflowError):
+                    found.append((f"{where}.{key}", NOT_A_DAY.format(value=value)))
+            else:
+                found += _bad_days(value, today, f"{where}.{key}")
+    elif isinstance(document, list):
+        for number, value in enumerate(document):
+            found += _bad_days(value, today, f"{where}[{number}]")
+    return found
 
 
 def check(document: Any, today: date, where: str = "$", *, whole: bool = True) -> None:
