@@ -342,6 +342,7 @@ EXAMPLES: dict[tuple[str, str], Example] = {
     ("GET", "/_sandbox/users/{identifier}/profile"): Example(),
     ("DELETE", "/_sandbox/users/{identifier}/profile"): Example(),
     ("GET", "/_sandbox/profiles"): Example(),
+    ("PUT", "/demo/profile"): Example({"profile": "gig-worker"}),
     ("PUT", "/_sandbox/users/{identifier}/card-token-recreation"): Example({"enabled": True}),
     ("POST", "/_sandbox/companies"): Example({"_id": DOCS_COMPANY, "name": "Docs Example Co",
                                              "tags": ["gig-economy"]}),

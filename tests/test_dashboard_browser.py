@@ -224,6 +224,29 @@ async def test_dashboard_binds_a_scenario_and_sets_webhook_faults(dashboard):
     assert (await api(client, "GET", "/_sandbox/webhooks/faults"))["data"]["duplicate"] == 1.0
 
 
+async def test_dashboard_binds_a_data_profile_to_a_user_and_unbinds_it(dashboard, tmp_path):
+    page, client = dashboard
+    await page.fill("#profile-user", "gig-user")
+    await page.select_option("#profile-name", "recently-terminated")
+    await expect(page.locator("#profile-about")).to_contain_text("terminated 20 days ago")
+    await page.click("#profile-form button:text('Bind')")
+    await expect(page.locator("#message")).to_have_text(
+        "gig-user's next linked accounts take the recently-terminated profile.")
+    await expect(page.locator("#profile-bound")).to_have_text(
+        "Now: gig-user \u2192 recently-terminated")
+    bound = await api(client, "GET", "/_sandbox/users/gig-user/profile")
+    assert bound["data"]["profile"] == "recently-terminated" and bound["data"]["data"] is None
+    await page.locator("section", has=page.locator("#profile-form")).screenshot(
+        path=str(tmp_path / "dashboard-profile.png"))
+
+    await page.get_by_role("button", name="Unbind").click()
+    await expect(page.locator("#message")).to_contain_text("gig-user has no profile now")
+    await expect(page.locator("#profile-bound")).to_have_text(
+        "Now: gig-user \u2192 no profile (generated from the seed)")
+    assert (await api(client, "GET", "/_sandbox/users/gig-user/profile"))["data"][
+        "profile"] is None
+
+
 async def test_a_tick_asks_only_for_what_changed_with_ten_thousand_events_stored(
         live_server, loaded, clock, browser_context):
     settings = Settings(port=0, clock="manual", max_events=20_000)
@@ -321,6 +344,9 @@ async def test_the_dashboard_passes_axe_in_both_themes(dashboard, receiver):
     await page.locator("#attempt-rows tr").first.wait_for()
     await expect(page.locator("#api-fault-rows tr")).to_have_count(1)
     await expect(page.locator("#events [data-state='delivered']").first).to_be_visible()
+    await page.fill("#profile-user", "axe-user")
+    await page.click("#profile-form button:text('Bind')")
+    await expect(page.locator("#profile-bound")).to_contain_text("axe-user \u2192 gig-worker")
     await page.locator("#message").evaluate("m => m.textContent = ''")  # the toast is its own check
     await readable_in_both_themes(page)
 

@@ -2,8 +2,9 @@
 
 In headless Chromium: no keys in the page, a public token from its own server, the hosted
 flow opened with the SDK, the callbacks and the webhooks the customer's backend received
-listed in plain words (the raw JSON folded away), ids kept whole, a reset button, axe in
-both themes. Without a browser: the `demo` tenant's webhooks reach the built-in receiver
+listed in plain words (the raw JSON folded away), ids kept whole, a reset button, whose
+payroll the demo user has (a data profile, bound before the flow opens), axe in both
+themes. Without a browser: the `demo` tenant's webhooks reach the built-in receiver
 (POST /demo/webhooks) signed and delivered, the receiver refuses what the demo tenant did
 not sign and keeps only the last ones, the outbound policy's one exception for the sandbox
 itself is exactly that path, and the page's operations are for its own origin only."""
@@ -162,13 +163,32 @@ async def test_the_demo_reset_puts_the_demo_tenant_back_and_empties_the_receiver
 
 async def test_the_demo_pages_operations_are_for_the_demo_page_only(client):
     for path, method in (("/demo/token", "POST"), ("/demo/reset", "POST"),
-                         (RECEIVER_PATH, "GET")):
+                         (RECEIVER_PATH, "GET"), ("/demo/profiles", "GET"),
+                         ("/demo/profile", "PUT")):
         for headers in ({"origin": "https://evil.example"}, {"sec-fetch-site": "cross-site"}):
-            response = await client.request(method, path, headers=headers)
+            body = {"profile": "gig-worker"} if method == "PUT" else None
+            response = await client.request(method, path, json=body, headers=headers)
             assert response.status == 403, (path, headers)
     response = await client.post("/demo/token", headers=SAME_ORIGIN)
     assert response.status == 200
     assert (await response.json())["data"]["identifier"] == "demo-visitor"
+
+
+async def test_the_demo_profile_binds_and_unbinds_the_demo_visitors_profile(client):
+    listed = await call(client, "GET", "/demo/profiles", headers=SAME_ORIGIN)
+    assert "gig-worker" in [p["name"] for p in listed["data"]] and listed["bound"] is None
+    answer = await call(client, "PUT", "/demo/profile", {"profile": "paycard"},
+                        headers=SAME_ORIGIN)
+    assert answer["data"] == {"identifier": "demo-visitor", "profile": "paycard"}
+    bound = await call(client, "GET", "/_sandbox/users/demo-visitor/profile")
+    assert bound["data"]["profile"] == "paycard"
+    assert (await call(client, "GET", "/demo/profiles", headers=SAME_ORIGIN))["bound"] == "paycard"
+    refused = await call(client, "PUT", "/demo/profile", {"profile": "astronaut"},
+                         headers=SAME_ORIGIN, status=422)
+    assert refused["error"]["details"][0]["path"] == "$.profile"
+    await call(client, "PUT", "/demo/profile", {"profile": None}, headers=SAME_ORIGIN)
+    assert (await call(client, "GET", "/_sandbox/users/demo-visitor/profile"))["data"][
+        "profile"] is None
 
 
 # -- the outbound policy's one exception --------------------------------------------------
@@ -285,6 +305,44 @@ async def test_demo_shows_the_callbacks_and_the_webhooks_in_plain_words(
 
 
 @browser_loop
+async def test_demo_connects_a_gig_worker_and_the_api_answers_the_gig_workers_records(
+        demo_server, demo_client, browser_context, tmp_path):
+    page, errors = await open_demo(demo_server, browser_context)
+    sent = []
+    page.on("request", lambda r: sent.append(r))
+    await page.select_option("#profile", label="Gig worker")
+    await expect(page.locator("#profile-about")).to_contain_text("several employers")
+    await page.locator(".intro").screenshot(path=str(tmp_path / "demo-profile.png"))
+    flow = await sign_in(page)
+    await expect(page.locator("#status")).to_contain_text("(gig worker)")
+    bound = await call(demo_client, "GET", "/_sandbox/users/demo-visitor/profile")
+    assert bound["data"]["profile"] == "gig-worker", "bound before the flow opened"
+    await call(demo_client, "POST", "/_sandbox/clock/run-until-idle")
+    await flow.locator("#app[data-screen='done']").wait_for()
+    await flow.get_by_test_id("done").dispatch_event("click")
+    await expect(page.locator("#callbacks")).to_contain_text("The flow finished")
+
+    [employment] = (await call(demo_client, "GET", "/employment/demo-visitor"))["data"]
+    assert (employment["jobTitle"], employment["employmentStatus"]) == ("Delivery Driver",
+                                                                        "active")
+    [income] = (await call(demo_client, "GET", "/income/demo-visitor"))["data"]
+    assert (income["hourlyIncome"], income["payCycle"]) == (18.0, "weekly")
+    await expect(page.locator("#webhooks")).to_contain_text("Deposit switch completed at Walmart")
+    choices = [r for r in sent if r.url.endswith("/demo/profile")]
+    assert [r.method for r in choices] == ["PUT"]
+    for request in choices:
+        assert not {"x-api-key", "x-api-secret"} & set(await request.all_headers())
+
+    await page.reload()  # the page shows the demo user's profile as it is bound
+    await expect(page.locator("#profile")).to_have_value("gig-worker")
+    await page.get_by_role("button", name="Reset the demo").click()
+    await expect(page.locator("#status")).to_contain_text("reset")
+    await expect(page.locator("#profile")).to_have_value("")
+    await expect(page.locator("#profile-about")).to_contain_text("seed")
+    assert not errors, errors
+
+
+@browser_loop
 async def test_the_reset_button_empties_the_page_and_the_demo_tenant(
         demo_server, demo_client, browser_context):
     await call(demo_client, "POST", "/_sandbox/events/trigger",
@@ -322,6 +380,8 @@ async def test_the_demo_page_passes_axe_in_both_themes(demo_server, demo_client,
     page, errors = await open_demo(demo_server, browser_context)
     await expect(page.locator("#webhooks li").first).to_be_visible()
     await page.locator("#webhooks details summary").first.click()
+    await page.select_option("#profile", "recently-terminated")  # its description shown
+    await expect(page.locator("#profile-about")).to_contain_text("terminated")
     await readable_in_both_themes(page)
     await page.get_by_role("button", name="Connect payroll").click()
     await page.frame_locator(FLOW).locator("#app[data-screen='search']").wait_for()

@@ -127,6 +127,8 @@ ISSUE_11_NOT_EXPRESSIBLE: list[Waiver] = [
     # (DESIGN.md: Payroll data you choose; domain/data_profiles.py).
     Waiver("PUT", "/_sandbox/users/{identifier}/profile", "positive_data_acceptance", 422,
            "validation-failed", why="a profile that contradicts itself, or an unknown name"),
+    Waiver("PUT", "/demo/profile", "positive_data_acceptance", 422, "validation-failed",
+           "$.profile", why="a name that is none of the profiles"),
 ]
 
 

@@ -8,7 +8,9 @@ the `demo` tenant's endpoint is the sandbox's built-in receiver (POST /demo/webh
 outbound policy allows exactly that target on the sandbox itself, webhooks/policy.py),
 which checks each delivery's signature with the demo tenant's secret, as a backend must,
 and keeps the last RECEIVED_KEPT for the page (GET /demo/webhooks). POST /demo/reset puts
-the demo tenant back to its fixtures, so the page never needs its keys.
+the demo tenant back to its fixtures, and GET /demo/profiles with PUT /demo/profile choose
+whose payroll the demo visitor has (a data profile, DESIGN.md: Payroll data you choose), so
+the page never needs its keys.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from ..domain.tenants import DEMO_TENANT, Tenant
 from ..errors import Forbidden, MalformedJson, TenantNotFound, Unauthorized
 from ..render import read_within_time
 from ..schemas.dates import date_time_field
-from ..schemas.responses import DEMO_RESET, answer
+from ..schemas.responses import DEMO_RESET, PROFILE_SUMMARY, answer
 from ..static import static_text
 from ..webhooks.cloudevents import SIGNATURE_HEADER, sign
 from ..webhooks.policy import RECEIVER_PATH
@@ -63,6 +65,14 @@ RECEIVED = {"type": "object", "required": ["sequence", "eventType", "ceId", "sum
                                           "arrived after all, a resend, a duplicate)."},
                 "headers": {"type": "object", "additionalProperties": {"type": "string"}},
                 "body": {"type": "object"}}}
+PROFILE_CHOICE = {"type": "object", "required": ["profile"], "additionalProperties": False,
+                  "properties": {"profile": {
+                      "type": ["string", "null"], "minLength": 1, "maxLength": 64,
+                      "description": "One of GET /demo/profiles; null: generated from the "
+                                     "seed (no profile)."}}}
+PROFILE_CHOSEN = answer("The profile the demo visitor's next linked accounts take.",
+                        identifier={"type": "string"},
+                        profile=PROFILE_CHOICE["properties"]["profile"])
 INBOX_QUERY = {"type": "object", "additionalProperties": False, "properties": {
     "after": {"type": "integer", "minimum": 0, "maximum": 2**53 - 1,
               "description": "Only the deliveries after this `sequence`."}}}
@@ -112,6 +122,33 @@ async def demo_reset(request, sandbox) -> dict:
     tenant = _demo_tenant(request, sandbox)
     sandbox.registry.reset(tenant)  # a new webhook state: a new, empty inbox
     return {"tenant": tenant.name, "reset": True}
+
+
+@operation("GET", "/demo/profiles", "The named data profiles the demo page offers, and the one "
+           "bound to the demo visitor (the demo page's own origin only)",
+           response={"type": "array", "items": PROFILE_SUMMARY},
+           envelope={"bound": {"type": ["string", "null"],
+                               "description": "The demo visitor's profile (null: none)."}},
+           errors=(403, 404), **DEMO)
+async def demo_profiles(request, sandbox) -> Reply:
+    tenant = _demo_tenant(request, sandbox)
+    bound = tenant.accounts.profile_binding(DEMO_VISITOR)["profile"]
+    return Reply(tenant.accounts.profile_names(), extra={"bound": bound})
+
+
+@operation("PUT", "/demo/profile", "Whose payroll the demo visitor has: a data profile bound "
+           "to their next linked accounts, or none (the demo page's own origin only)",
+           body=PROFILE_CHOICE, response=PROFILE_CHOSEN, errors=(403, 404), **DEMO)
+async def choose_demo_profile(request, body, sandbox) -> dict:
+    """What the demo page's "Whose payroll" select sends before it opens the flow, so the
+    linked account the flow makes takes the profile (PUT /_sandbox/users/{identifier}/profile
+    without the tenant's keys); an unknown name is a 422 at $.profile."""
+    tenant = _demo_tenant(request, sandbox)
+    if body["profile"] is None:
+        tenant.accounts.unbind_profile(DEMO_VISITOR)
+    else:
+        tenant.accounts.bind_profile(DEMO_VISITOR, body["profile"], None)
+    return {"identifier": DEMO_VISITOR, "profile": body["profile"]}
 
 
 # -- the built-in receiver ----------------------------------------------------------------

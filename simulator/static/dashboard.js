@@ -1,6 +1,6 @@
 /* The sandbox dashboard: one tenant's tasks on its virtual time axis, every event with its
- * deliveries and attempts, a resend, and controls (clock, tasks, scenario bindings, webhook
- * endpoint and faults, company status, triggers).
+ * deliveries and attempts, a resend, and controls (clock, tasks, scenario bindings, data
+ * profile bindings, webhook endpoint and faults, company status, triggers).
  *
  * Keys: from #key=&secret= in the address (a fragment: never sent to the server; read on
  * load and on every change of it, and removed from the address and the history at once),
@@ -612,6 +612,7 @@
     $("clock-detail").textContent = "";
     showSignedIn(true);
     loadScenarios();
+    loadProfiles();
     fetch("/_sandbox/schemas/events").then(function (r) { return r.json(); }).then(function (json) {
       options($("trigger-type"), json.data.map(function (type) { return { value: type, text: type }; }));
     }).catch(function (error) { say(error.message); });
@@ -810,6 +811,49 @@
       .then(loadScenarios);
   }
 
+  // -- data profiles (GET /_sandbox/profiles, PUT/GET/DELETE /_sandbox/users/{id}/profile) -------
+
+  var profileAbout = {};  // name -> description
+
+  function loadProfiles() {
+    return api("GET", "/_sandbox/profiles").then(function (json) {
+      profileAbout = {};
+      options($("profile-name"), json.data.map(function (profile) {
+        profileAbout[profile.name] = profile.description;
+        return { value: profile.name, text: profile.name, title: profile.description };
+      }), $("profile-name").value || "gig-worker");
+      describeProfile();
+      showProfile();
+    }).catch(function (error) { say(error.message); });
+  }
+
+  function describeProfile() { $("profile-about").textContent = profileAbout[$("profile-name").value] || ""; }
+
+  function profilePath(identifier) { return "/_sandbox/users/" + encodeURIComponent(identifier) + "/profile"; }
+
+  /* What the identifier in the field has bound now. */
+  function showProfile() {
+    var identifier = $("profile-user").value.trim();
+    var shown = $("profile-bound");
+    if (!identifier) { shown.textContent = ""; return Promise.resolve(); }
+    return api("GET", profilePath(identifier)).then(function (json) {
+      if ($("profile-user").value.trim() !== identifier) { return; }
+      var bound = json.data.profile || (json.data.document ? "data of their own" : null);
+      shown.textContent = "Now: " + identifier + " \u2192 " + (bound || "no profile (generated from the seed)");
+      shown.setAttribute("data-profile", json.data.profile || "");
+    }).catch(function () { shown.textContent = ""; });
+  }
+
+  function bindProfile(identifier, name) {
+    if (!identifier) { say("Give a user identifier."); return; }
+    var call = name ? api("PUT", profilePath(identifier), { profile: name }) : api("DELETE", profilePath(identifier));
+    return act(call, function (json) {
+      return name ? identifier + "'s next linked accounts take the " + name + " profile." :
+        json.data.removed ? identifier + " has no profile now: their next linked accounts come from the seed." :
+          identifier + " had no profile bound.";
+    }).then(showProfile);
+  }
+
   function showFaults(faults) {
     $("fault-duplicate").value = faults.duplicate;
     $("fault-out-of-order").value = faults.outOfOrder;
@@ -845,6 +889,10 @@
     }), "Task created.");
   });
   onSubmit("binding-form", function () { bind($("binding-user").value.trim(), $("binding-scenario").value || null); });
+  onSubmit("profile-form", function () { bindProfile($("profile-user").value.trim(), $("profile-name").value); });
+  $("profile-unbind").onclick = function () { bindProfile($("profile-user").value.trim(), null); };
+  $("profile-name").onchange = describeProfile;
+  $("profile-user").onchange = showProfile;
   onSubmit("trigger-form", function () {
     var body = { eventType: $("trigger-type").value };
     if ($("trigger-user").value) { body.identifier = $("trigger-user").value; }

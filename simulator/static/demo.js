@@ -1,7 +1,9 @@
 /* The demo host page: a public token from its own server, then the hosted flow; every SDK
  * callback and every webhook the customer's backend received, in plain words, with the raw
  * JSON folded away. No keys here: POST /demo/token mints the token, GET /demo/webhooks
- * reads the sandbox's own demo receiver, POST /demo/reset puts the demo tenant back. */
+ * reads the sandbox's own demo receiver, POST /demo/reset puts the demo tenant back, and
+ * GET /demo/profiles with PUT /demo/profile choose whose payroll the demo user has (bound
+ * before the flow opens, so the linked account it makes takes that profile). */
 (function () {
   "use strict";
   var POLL_MS = 1000;
@@ -155,11 +157,19 @@
 
   // -- actions ----------------------------------------------------------------------------------
 
-  function post(path) {
-    return fetch(path, { method: "POST" }).then(function (response) {
+  function post(path) { return send("POST", path).then(function (json) { return json.data; }); }
+
+  /* The answer's whole body (`data` and the fields beside it), or an error saying why. */
+  function send(method, path, body) {
+    var init = { method: method };
+    if (body !== undefined) {
+      init.headers = { "content-type": "application/json" };
+      init.body = JSON.stringify(body);
+    }
+    return fetch(path, init).then(function (response) {
       return response.json().then(function (json) {
         if (!response.ok) { throw new Error(json.error ? json.error.message : String(response.status)); }
-        return json.data;
+        return json;
       });
     });
   }
@@ -170,13 +180,54 @@
     if (id) { status.appendChild(idNode(id)); status.appendChild(document.createTextNode(".")); }
   }
 
+  // -- whose payroll: a data profile for the demo user -------------------------------------------
+
+  var SEED_ABOUT = $("profile-about").textContent;
+  var profiles = {};                      // name -> description
+
+  /* "gig-worker" -> "Gig worker" */
+  function title(name) {
+    var text = words(name);
+    return text.charAt(0).toUpperCase() + text.slice(1);
+  }
+
+  function about() {
+    var chosen = $("profile").value;
+    $("profile-about").textContent = chosen ? profiles[chosen] : SEED_ABOUT;
+  }
+
+  /* The profiles offered, and the one bound to the demo user now (null: none). */
+  function readProfiles() {
+    return send("GET", "/demo/profiles").then(function (json) {
+      var select = $("profile");
+      select.length = 1;                  // keeps "Generated from the seed"
+      profiles = {};
+      json.data.forEach(function (profile) {
+        profiles[profile.name] = profile.description;
+        var option = el("option", null, title(profile.name));
+        option.value = profile.name;
+        select.appendChild(option);
+      });
+      select.value = json.bound && profiles[json.bound] ? json.bound : "";
+      about();
+    }).catch(function (error) { say("Could not read the profiles: " + error.message); });
+  }
+
+  $("profile").onchange = about;
+
   $("start").onsubmit = function (event) {
     event.preventDefault();
     $("connect").disabled = true;
-    say("Asking the server for a public token...");
-    post("/demo/token")
+    var chosen = $("profile").value || null;
+    say("Setting whose payroll the demo user has...");
+    send("PUT", "/demo/profile", { profile: chosen })
+      .then(function () {
+        say("Asking the server for a public token...");
+        return post("/demo/token");
+      })
       .then(function (token) {
-        say("The flow is open for " + token.identifier + ".");
+        say("The flow is open for " + token.identifier + " (" +
+            (chosen ? title(chosen).toLowerCase() : "payroll generated from the seed") + ").");
         flow = window.Transact.transact({
           config: { publicToken: token.publicToken, scope: "user-link",
                     tasks: [{ operation: $("operation").value }] },
@@ -211,11 +262,13 @@
         $("connect").disabled = false;
         say("The demo is reset: tenant demo is back to its fixtures.");
         readInbox();
+        readProfiles();
       })
       .catch(function (error) { say("Could not reset: " + error.message); })
       .then(function () { $("reset").disabled = false; });
   };
 
+  readProfiles();
   readInbox();
   setInterval(readInbox, POLL_MS);
 })();
