@@ -349,21 +349,28 @@ async def test_a_name_resolving_to_a_refused_address_is_refused_at_delivery_open
     assert received == []
 
 
+def call_at(host: str, port: int, method: str, path: str,
+            body: dict | None = None) -> tuple[int, dict]:
+    """A blocking call of a served sandbox's API with acme's keys: (status, JSON body)."""
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(
+        f"http://{host}:{port}{path}", method=method, headers={**ACME, **JSON},
+        data=None if body is None else json.dumps(body).encode())
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status, json.load(answer)
+    except urllib.error.HTTPError as error:
+        return error.code, json.load(error)
+
+
 def test_the_sandboxs_own_address_is_refused_as_a_webhook_target():
     """Finding 9: the sandbox's control plane was a webhook target. A literal address is
     refused at registration; a name (localhost) at delivery, after resolution."""
-    import json
-    import urllib.request
 
     def call(method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
-        request = urllib.request.Request(
-            f"http://{host}:{port}{path}", method=method, headers={**ACME, **JSON},
-            data=None if body is None else json.dumps(body).encode())
-        try:
-            with urllib.request.urlopen(request, timeout=10) as answer:
-                return answer.status, json.load(answer)
-        except urllib.error.HTTPError as error:
-            return error.code, json.load(error)
+        return call_at(host, port, method, path, body)
 
     with serving() as (host, port, _):
         status, body = call("PUT", "/_sandbox/webhooks/endpoints",
