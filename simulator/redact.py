@@ -34,8 +34,9 @@ def _secret_paths() -> tuple[re.Pattern[str], ...]:
                       None)
         if secret is None:
             continue
-        before = _PARAMETER.sub("[^/]+", re.escape(path[:secret.start()]).replace(r"\{", "{")
-                                .replace(r"\}", "}")).replace(re.escape(AGGREGATOR), "[^/]+")
+        before = "/".join("[^/]+" if _PARAMETER.fullmatch(segment) or segment == AGGREGATOR
+                          else re.escape(segment)
+                          for segment in path[:secret.start()].split("/"))
         rest = secret.end() == len(path)  # the last parameter takes the rest (a config)
         patterns.append(re.compile(f"^({before})(?:{'.+' if rest else '[^/]+'})(.*)$", re.DOTALL))
     return tuple(patterns)

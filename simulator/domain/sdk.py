@@ -17,13 +17,12 @@ import base64
 import binascii
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from ..errors import (ApiError, CredentialsRefused, InvalidCompanyId, InvalidConfig,
                       PublicTokenMismatch, TaskNotFound, ValidationFailed, field_detail)
 from ..pdf import text_pdf
-from ..schemas.validate import strict_json
+from ..schemas.validate import parse_time, strict_json
 from .companies import Company, CompanyDirectory, ManualDepositRule
 from .flow_words import ENGLISH, flow_language, flow_words
 from .search import company_filter
@@ -379,11 +378,7 @@ def _slow(task: Task, now: float) -> bool:
     if task.status != PROCESSING or task.authenticated:
         return False
     started = next((h["at"] for h in reversed(task.history) if h["status"] == PROCESSING), None)
-    return started is not None and now - _seconds(started) >= HIGH_LATENCY_SECONDS
-
-
-def _seconds(moment: str) -> float:
-    return datetime.fromisoformat(moment.replace("Z", "+00:00")).timestamp()
+    return started is not None and now - parse_time(started, "$.history") >= HIGH_LATENCY_SECONDS
 
 
 def deeplink_company(tenant: Owner, config: dict[str, Any]) -> Company | None:

@@ -80,13 +80,15 @@ async def initialize(params, sandbox) -> web.Response:
     (never a bare error body). `config` takes the rest of the path: a browser's `btoa`
     writes `/`."""
     bootstrap: dict = {"prefix": sandbox.registry.service.sdk_prefix, "flow": sdk.flow_hints()}
-    status = 200
+    status, config = 200, None
     try:
-        bootstrap["config"] = sdk.flow_config(read_config(params["config"]))
+        config = sdk.decode_config(params["config"])
+        bootstrap["config"] = sdk.flow_config(checked_config(config))
     except ApiError as error:
         bootstrap["error"] = {"code": error.code, "message": error.message}
         status = error.status
-    language = sdk.page_language(params["config"])
+    # The config's language even when another field is wrong (its error screen speaks it).
+    language = sdk.flow_language(config)
     bootstrap["messages"] = sdk.user_messages(language)
     # Inside <script type="application/json">: nothing may close the element.
     embedded = json.dumps(bootstrap, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
@@ -94,9 +96,8 @@ async def initialize(params, sandbox) -> web.Response:
     return web.Response(text=page, content_type="text/html", status=status, headers=NO_STORE)
 
 
-def read_config(encoded: str) -> dict:
+def checked_config(config: dict) -> dict:
     """The configuration of /initialize/{config}, checked against the published fields."""
-    config = sdk.decode_config(encoded)
     faults = schema_errors(config, SDK_CONFIG)
     if faults:
         raise InvalidConfig(sdk.INVALID_CONFIG_FIELDS,
