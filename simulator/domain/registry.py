@@ -77,6 +77,7 @@ class TenantRegistry:
         # A tenant made by the control plane -> its maker, the object itself (None: none):
         # a later tenant that takes a deleted maker's name is not that maker.
         self._made_by: dict[str, Tenant | None] = {}
+        self._tree_sizes: dict[int, int] = {}  # id of a root tenant -> tenants made below it
         self.expired = 0  # tenants deleted for being idle (--tenant-idle-expiry)
         # Told of a tenant whose state is about to go (`"deleted"`, also by expiry, or
         # `"reset"`), before it goes: `exec` keeps its undelivered webhooks for its report.
@@ -126,6 +127,7 @@ class TenantRegistry:
         }
         tenant = self._add(account, from_fixtures=False)
         self._made_by[name] = creator
+        self._count(tenant, +1)
         return tenant
 
     def restore_tenant(self, account: dict[str, Any], created_by: str) -> Tenant:
@@ -134,6 +136,7 @@ class TenantRegistry:
         made); snapshot.py fills in its state."""
         tenant = self._add(account, from_fixtures=False)
         self._made_by[tenant.name] = self.tenants.get(created_by) if created_by else None
+        self._count(tenant, +1)
         return tenant
 
     def _maker_of(self, tenant: Tenant) -> Tenant | None:
@@ -148,10 +151,15 @@ class TenantRegistry:
         return tenant
 
     def _tree_size(self, root: Tenant) -> int:
-        """How many tenants made by the control plane have `root` at the top of their makers."""
-        return sum(1 for name in self._made_by
-                   if (made := self.tenants.get(name)) is not None and made is not root
-                   and self._root_of(made) is root)
+        """How many tenants made by the control plane have `root` at the top of their makers
+        (counted as they come and go: a sum over every tenant cost each creation 3 ms)."""
+        return self._tree_sizes.get(id(root), 0)
+
+    def _count(self, tenant: Tenant, change: int) -> None:
+        maker = self._maker_of(tenant)
+        if maker is not None:
+            key = id(self._root_of(maker))
+            self._tree_sizes[key] = self._tree_sizes.get(key, 0) + change
 
     def creator_of(self, name: str) -> str | None:
         """The name of the tenant that made a tenant by the control plane ("" for none);
@@ -215,6 +223,7 @@ class TenantRegistry:
         freed += held(tenant)
         self._leaving(tenant, "deleted")
         tenant.close()
+        self._count(tenant, -1)  # while its makers are still there
         self.tenants.remove(tenant)
         self._made_by.pop(tenant.name, None)
         return freed
