@@ -12,8 +12,10 @@ import pytest
 from calls import call
 from conftest import ACME, WALMART
 
+from payroll_sandbox.app import build_registry, create_app
 from payroll_sandbox.operations import AGGREGATOR, OPERATIONS
 from payroll_sandbox.redact import REDACTED, SECRET_PARAMETERS, loggable_path
+from payroll_sandbox.settings import Settings
 
 # -- 7. secrets in logs ---------------------------------------------------------------------------
 
@@ -205,3 +207,69 @@ async def test_a_snapshot_outside_the_ranges_the_api_allows_is_refused(make_clie
         assert any("daysRequested" in d["path"] for d in body["error"]["details"]), body
     response = await client.post("/_sandbox/snapshot", json=document, headers=ACME)
     assert response.status == 200
+
+
+async def _app_and_acme(aiohttp_client, loaded, clock):
+    """A client of a fresh app and its acme tenant, to break one of its jobs."""
+    settings = Settings(port=0, clock="manual")
+    store = build_registry(settings, clock=clock, loaded=loaded)
+    client = await aiohttp_client(create_app(settings, registry=store))
+    return client, store.tenants.get("acme")
+
+
+def _raise(*args, **kwargs):
+    raise RuntimeError("a job that raises")
+
+
+async def test_a_task_whose_step_raises_fails_visibly(aiohttp_client, loaded, clock, caplog):
+    """Point 4: a job that raised left its task where it was, with only a log line; the task
+    now fails (unknown-failure) with its task-status-updated event, its later steps dropped."""
+    client, acme = await _app_and_acme(aiohttp_client, loaded, clock)
+    task = (await call(client, "POST", "/task/create",
+                       json={"identifier": "broken", "company": WALMART, "product": "deposit"}))
+    task_id = task["data"]["id"]
+    acme.tasks.apply_step = _raise
+    with caplog.at_level(logging.ERROR, "payroll_sandbox.scheduler"):
+        await call(client, "POST", "/_sandbox/clock/run-until-idle")
+    assert "a job that raises" in caplog.text
+    data = (await call(client, "GET", f"/task/{task_id}"))["data"]
+    assert (data["status"], data["reason"]) == ("failed", "unknown-failure")
+    events = (await call(client, "GET", "/_sandbox/events"))["data"]
+    updates = [e for e in events if e["eventType"] == "task-status-updated"]
+    assert [(u["task"], u["body"]["data"]["status"], u["body"]["data"]["reason"])
+            for u in updates] == [
+        (task_id, "failed", "unknown-failure")], events
+    assert [job for job in acme.timeline.pending() if job.owner == task_id] == []
+
+
+async def test_a_processor_link_whose_stage_raises_ends_in_error(aiohttp_client, loaded, clock):
+    """Point 4: the link's stage raised and the link stayed `processing` for ever."""
+    client, acme = await _app_and_acme(aiohttp_client, loaded, clock)
+    token = (await call(client, "POST", "/_sandbox/aggregator/processor-token",
+                        json={"identifier": "broken-link"}, status=201))["data"]["processorToken"]
+    link = (await call(client, "POST", "/aggregator/processor-links",
+                       json={"processorToken": token},
+                       headers={**ACME, "user-identifier": "broken-link"}, status=202))["data"]
+    acme.links.run_step = _raise
+    await call(client, "POST", "/_sandbox/clock/run-until-idle")
+    found = (await call(client, "GET", "/_sandbox/events", params={"limit": "100"}))["data"]
+    errors = [e for e in found if e["eventType"].endswith("-error")]
+    assert [e["body"]["data"]["processorLink"] for e in errors] == [link["_id"]], found
+    assert errors[0]["body"]["data"]["errorCode"] == "INTERNAL_SERVER_ERROR"
+    document = (await call(client, "GET", "/_sandbox/snapshot"))["data"]
+    assert [(l["id"], l["status"]) for l in document["processorLinks"]] == [(link["_id"], "error")]
+
+
+async def test_a_snapshot_whose_job_steps_outside_its_scenario_is_refused(make_client):
+    """Point 4: a job step outside its scenario was accepted and crashed its job later."""
+    client = await make_client(clock="manual")
+    document = await _snapshot_with_a_link(client)
+    jobs = document["jobs"]
+    [n] = [n for n, job in enumerate(jobs) if job["action"]["kind"] == "task-step"][:1]
+    outside = [*jobs[:n], {**jobs[n], "action": {**jobs[n]["action"], "step": 99}}, *jobs[n + 1:]]
+    response = await client.post("/_sandbox/snapshot", json={**document, "jobs": outside},
+                                 headers=ACME)
+    body = await response.json()
+    assert response.status == 422, body
+    assert [d["path"] for d in body["error"]["details"]] == [f"$.jobs[{n}].action"], body
+    assert "steps" in body["error"]["details"][0]["message"]

@@ -49,6 +49,7 @@ ALREADY_REGISTERED = "This processor token is already registered (link {link_id}
 IDENTIFIER_NEEDED = "Name the user with the user-identifier header (or mint the token for one)."
 IDENTIFIER_MISMATCH = "user-identifier does not match the user the token was minted for."
 NO_LINKS = "The user {identifier!r} has no processor links."
+BROKEN_STAGE = "The sandbox could not run this link's next stage (its log says why)."
 ONLY_AUTH = ("The link token requested only the auth product; request the transactions "
              "product so that transactions can be retrieved.")
 
@@ -305,6 +306,13 @@ class ProcessorLinks(Held[ProcessorLink]):
         if changes.get("last"):
             link.status = COMPLETED
 
+    def fail_broken(self, link: ProcessorLink) -> None:
+        """A stage of `link` raised (a job's error): the link fails as the aggregator's
+        internal error would fail it, rather than stays processing."""
+        if link.status == PROCESSING:
+            self._fail(link, {"errorType": "API_ERROR", "errorCode": "INTERNAL_SERVER_ERROR",
+                              "errorMessage": BROKEN_STAGE})
+
     def _fail(self, link: ProcessorLink, error: dict[str, str]) -> None:
         """The aggregator failed: processing does not complete (spec: aggregator-error)."""
         tenant = self.tenant
@@ -449,6 +457,10 @@ class _Stage:
 
     def __call__(self) -> None:
         self.tenant.links.run_step(self.link, self.token, self.changes)
+
+    def fail(self) -> None:
+        """The step raised: the link ends in `error`, with its event."""
+        self.tenant.links.fail_broken(self.link)
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "processor-link-stage", "link": self.link.id, "changes": self.changes}

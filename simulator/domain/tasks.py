@@ -52,6 +52,7 @@ CONTINUE, FINISH = "continue", "finish"
 DEPOSIT = "deposit"
 PAYMENT_TOKEN_LIFETIME = 24 * 3600  # spec: Limits, card token lifetime
 PAYMENT_TOKEN_EXPIRED = "payment-token-expired"
+BROKEN_STEP_REASON = "unknown-failure"  # a step that raised fails its task with this reason
 
 UNKNOWN_TASK = "No task has the id {task_id!r}."
 UNKNOWN_SCENARIO = "No scenario is named {name!r}. Known: {known}."
@@ -711,6 +712,17 @@ class Tasks(Held[Task]):
             self._go_on(task)
             self._finish_workflow_if_done(task, changes.get("workflowFailureReason"))
 
+    def fail_broken(self, task: Task) -> None:
+        """A step of `task` raised (a job's error, not the scenario's outcome): the task
+        fails with `unknown-failure` and its event, its later steps are dropped, and its
+        workflow goes on as after any failure. A task already final stays as it is."""
+        if task.status in FINAL:
+            return
+        self.tenant.timeline.cancel_owned(task.id)
+        self._move(task, FAILED, reason=BROKEN_STEP_REASON, patch=False)
+        self._go_on(task)
+        self._finish_workflow_if_done(task, None)
+
     def leave(self, task: Task) -> None:
         """The user left the hosted flow (its page closed): user.connected is false from
         now on, and on the final outcome if the task has not resolved yet."""
@@ -1035,6 +1047,10 @@ class _StepAction:
 
     def __call__(self) -> None:
         self.tenant.tasks.apply_step(self.task, self.step)
+
+    def fail(self) -> None:
+        """The step raised: its task fails rather than stays where it was."""
+        self.tenant.tasks.fail_broken(self.task)
 
     def __str__(self) -> str:
         return f"{self.task.scenario} step for task {self.task.id}"
