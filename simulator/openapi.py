@@ -100,6 +100,15 @@ _SECURITY = {
 }
 
 
+# OpenAPI's security schemes are headers, queries or cookies; the aggregator's client may
+# send its two in the body instead (aggregator_api.py), which each of its operations says.
+AGGREGATOR_CREDENTIALS = (
+    f"**Credentials**: the tenant's API key and secret, in the `{CLIENT_ID[0]}` and "
+    f"`{CLIENT_SECRET[0]}` headers (aggregatorClientId, aggregatorSecret) or as `client_id` and "
+    "`secret` in the body; the headers win when both are sent. Neither is a 400 "
+    "INVALID_REQUEST/MISSING_FIELDS; a wrong pair is a 400 INVALID_INPUT/INVALID_API_KEYS.")
+
+
 # -- for people: groups, examples and the order they work in ------------------------------
 
 # The groups /docs shows, in this order, each with what it is for. An operation's group is
@@ -507,6 +516,9 @@ def describe(op: Operation, names: dict[str, dict[str, Any]] | None = None,
                                 "responses": {**responses, **_errors(errors, op.content_type)}}
     if op.description:
         document["description"] = op.description
+    if op.auth is Auth.AGGREGATOR:  # the second way, which a security scheme cannot say
+        document["description"] = "\n\n".join(filter(None, [op.description,
+                                                             AGGREGATOR_CREDENTIALS]))
     if op.tags or group:
         document["tags"] = list(op.tags or (group,))
     if parameters:

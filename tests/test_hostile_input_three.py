@@ -273,3 +273,37 @@ async def test_a_snapshot_whose_job_steps_outside_its_scenario_is_refused(make_c
     assert response.status == 422, body
     assert [d["path"] for d in body["error"]["details"]] == [f"$.jobs[{n}].action"], body
     assert "steps" in body["error"]["details"][0]["message"]
+
+
+# -- 9. the document and the server agree -------------------------------------------------------
+
+_LINK_TOKEN = {"client_name": "App", "language": "en", "country_codes": ["US"],
+               "user": {"client_user_id": "u1"}, "products": ["transactions"]}
+_PAIR = {"client_id": ACME["x-api-key"], "secret": ACME["x-api-secret"]}
+
+
+async def test_the_aggregators_operations_say_both_ways_their_credentials_come(client):
+    """Point 9: the document named only the two headers, while the server takes the pair
+    in the body too; every aggregator operation now says both, and the server does both."""
+    from payroll_sandbox.openapi import AGGREGATOR_CREDENTIALS
+
+    document = await (await client.get("/openapi.json")).json()
+    aggregator_ops = [(path, op) for path, item in document["paths"].items()
+                      for op in item.values()
+                      if {"aggregatorClientId": [], "aggregatorSecret": []} in op["security"]]
+    assert len(aggregator_ops) >= 10
+    for path, op in aggregator_ops:
+        assert op["description"].endswith(AGGREGATOR_CREDENTIALS), path
+        body = op["requestBody"]["content"]["application/json"]["schema"]["properties"]
+        assert {"client_id", "secret"} <= set(body), path
+    path = "/aggregator-api/link/token/create"
+    in_body = await client.post(path, json={**_LINK_TOKEN, **_PAIR})
+    assert in_body.status == 200, await in_body.text()
+    in_headers = await client.post(path, json=_LINK_TOKEN, headers={
+        "PLAID-CLIENT-ID": _PAIR["client_id"], "PLAID-SECRET": _PAIR["secret"]})
+    assert in_headers.status == 200, await in_headers.text()
+    headers_win = await client.post(path, json={**_LINK_TOKEN, **_PAIR}, headers={
+        "PLAID-CLIENT-ID": _PAIR["client_id"], "PLAID-SECRET": "wrong"})
+    assert (await headers_win.json())["error_code"] == "INVALID_API_KEYS"
+    neither = await client.post(path, json=_LINK_TOKEN)
+    assert (neither.status, (await neither.json())["error_code"]) == (400, "MISSING_FIELDS")
