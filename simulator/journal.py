@@ -11,7 +11,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from .domain.stored import COUNT, Record, Sections, array, check_count, obj
+from .domain.stored import COUNT, Record, Sections, array, obj
 
 MAX_ENTRIES = 1000
 MAX_BODY_BYTES = 16 * 1024
@@ -88,7 +88,8 @@ class Journal:
     # -- snapshot (domain/stored.py) ----------------------------------------------------------
 
     SECTIONS = Sections({"journal": array(STORED_ENTRY),
-                         "counters": obj({"journalNextId": COUNT, "journalEvicted": COUNT})})
+                         "counters": obj({"journalNextId": COUNT, "journalEvicted": COUNT})},
+                        bounds={"journal": lambda limits: (MAX_ENTRIES, "the journal's bound")})
 
     def dump(self) -> dict[str, Any]:
         return {"journal": [STORED_ENTRY.dump(entry) for entry in self._entries],
@@ -96,7 +97,6 @@ class Journal:
 
     @staticmethod
     def load(document: dict[str, Any], loading: Any) -> dict[str, Any]:
-        check_count(document, "journal", MAX_ENTRIES, "the journal's bound")
         counters = document["counters"]
         return {"entries": [STORED_ENTRY.load(entry) for entry in document["journal"]],
                 "next_id": counters["journalNextId"], "evicted": counters["journalEvicted"]}

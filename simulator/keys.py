@@ -3,6 +3,7 @@ app keeps: the sandbox's collaborators, which handlers receive as `sandbox`."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -25,6 +26,8 @@ class Sandbox:
     dispatcher: Dispatcher
     operations: list[Operation] = field(default_factory=list)
     host_policy: HostPolicy | None = None  # None: every Host (an app built in a test)
+    # Held by the one large snapshot restore running (snapshot.restore_settled).
+    large_restore: asyncio.Lock = field(default_factory=asyncio.Lock)
     _openapi: dict[str, Any] | None = None
 
     def openapi(self) -> dict[str, Any]:

@@ -23,6 +23,7 @@ import glob
 import json
 import logging
 import os
+import re
 import stat
 import tempfile
 import threading
@@ -44,17 +45,19 @@ from .domain.faults import ApiFaults
 from .domain.linked_accounts import LinkedAccounts
 from .domain.outbox import Outbox
 from .domain.processor_links import ProcessorLinks
-from .domain.stored import STRING, LoadError, Loading, Sections, obj
+from .domain.registry import give_back_memory
+from .domain.stored import STRING, LoadError, Loading, Sections, obj, too_many
 from .domain.tasks import Tasks
 from .domain.tenants import Tenant
 from .domain.timeline import Timeline
-from .errors import ApiError, Conflict, PayloadTooLarge, ValidationFailed, field_detail
+from .errors import ApiError, Conflict, LimitReached, PayloadTooLarge, ValidationFailed
 from .fixtures import ConfigError
 from .journal import Journal
 from .render import read_within_time
 from .schemas.fixtures import ACCOUNT_SCHEMA
-from .schemas.validate import (check_json_type, is_valid, json_in_pieces, parse_json_body,
-                               schema_errors, webhook_url_problem)
+from .schemas.validate import (DETAILS_KEPT, bounded_details, check_json_type, is_valid,
+                               json_in_pieces, parse_json_body, schema_errors,
+                               webhook_url_problem)
 
 log = logging.getLogger("payroll_sandbox.snapshot")
 
@@ -63,12 +66,24 @@ STATE_FORMAT = "payroll-sandbox-state"
 # The format version this server writes; it reads every one from 1 up, migrating older
 # documents (MIGRATIONS).
 VERSION = 2
-# A restore's body (the 1 MiB of other bodies is too little). The largest snapshot a full
-# tenant makes at the default bounds (10,000 completed tasks with their linked accounts,
-# 10,000 tokens, its events with failed deliveries) measured 121.5 MiB (bench/hostile.py):
-# twice that, rounded, leaves room for longer histories. A restore peaks at about 6 times
-# its body in memory.
+# A restore's body (the 1 MiB of other bodies is too little) is bounded by the largest
+# snapshot a tenant of this server can make: a full tenant at the default bounds (10,000
+# completed tasks with their linked accounts, 10,000 tokens, 5,000 events with failed
+# deliveries) measured 121.5 MiB (bench/hostile.py). The limit is that, scaled with the
+# server's --max-tasks, --max-events and --max-tokens, plus a quarter for longer
+# histories; never under 16 MiB nor over 256 MiB. A restore peaks at about 6 times its
+# body in memory, so one large restore runs at a time (LARGE_RESTORE).
+FULL_TENANT_BYTES = 122 * 1024 * 1024
 MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
+MIN_DOCUMENT_BYTES = 16 * 1024 * 1024
+LARGE_RESTORE = 8 * 1024 * 1024  # a body larger (or of unknown length) waits its turn
+
+
+def max_document_bytes(limits: Any) -> int:
+    """The largest restore body this server reads, from its bounds (rules.Limits)."""
+    scale = max(limits.max_tasks / 10_000, limits.max_events / 5_000, limits.max_tokens / 10_000)
+    return min(MAX_DOCUMENT_BYTES, max(MIN_DOCUMENT_BYTES, int(FULL_TENANT_BYTES * scale * 1.25)))
+
 
 NOT_A_SNAPSHOT = (f"This is not a snapshot: its `format` must be {FORMAT!r} "
                   "(GET /_sandbox/snapshot).")
@@ -81,12 +96,17 @@ OTHER_ENVIRONMENT = ("This snapshot was taken in the {theirs} environment; this 
 OTHER_SEED = ("This snapshot was taken on a server started with --seed {theirs}; this one has "
               "--seed {ours}, so its catalog and generated data are not the snapshot's.")
 INVALID = "The snapshot does not match its schema."
+NOT_AN_OBJECT = "a snapshot is a JSON object"
 # Which other tenant holds it is not said: a name is one more thing of another tenant's.
 TOKEN_ELSEWHERE = ("A public token of this snapshot is held by another tenant of this server: "
                    "a public token finds one tenant only. Delete or reset the tenant the "
                    "snapshot was taken from (or the one it was restored into) first, or restore "
                    "into that tenant.")
-TOO_LARGE = "A snapshot to restore is at most {limit} bytes."
+TOO_LARGE = ("A snapshot to restore is at most {limit} bytes on this server (the largest "
+             "a tenant of it can make, with room to spare: it grows with --max-tasks, "
+             "--max-events and --max-tokens).")
+RESTORE_BUSY = ("Another large restore is running on this server; one runs at a time. Try "
+                "again in a moment.")
 TORN_FILE = ("not valid JSON ({error}): the state file is torn or corrupt; remove it (the "
              "sandbox then starts from the fixtures) or put back a good copy")
 
@@ -103,6 +123,11 @@ class SnapshotConflict(Conflict):
     code = "snapshot-conflict"
 
 
+class RestoreBusy(LimitReached):
+    code = "restore-busy"
+    retry_after = 5
+
+
 class Fault(Exception):
     """What is wrong with a document: the error class (422 or 409) and every (JSON path,
     message). The API answers it as that error; the state file as a configuration error."""
@@ -113,7 +138,7 @@ class Fault(Exception):
         self.error, self.message, self.problems = error, message, problems
 
     def api_error(self) -> ApiError:
-        return self.error(self.message, details=[field_detail(p, m) for p, m in self.problems])
+        return self.error(self.message, details=bounded_details(self.problems))
 
     def config_error(self, file: str, prefix: str = "") -> ConfigError:
         return ConfigError.collected([(file, prefix + path[1:], message)
@@ -256,7 +281,7 @@ def check_header(document: Any, sandbox: Any, expected: str = FORMAT,
     environment (the tenant's; by default the server's) and seed, before its schema: a
     document of another version need not match this version's schema to be named so."""
     if not isinstance(document, dict):
-        raise Fault(InvalidSnapshot, INVALID, [("$", "a snapshot is a JSON object")])
+        raise Fault(InvalidSnapshot, INVALID, [("$", NOT_AN_OBJECT)])
     if document.get("format") != expected:
         hint = A_STATE_FILE if document.get("format") == STATE_FORMAT else NOT_A_SNAPSHOT
         raise Fault(InvalidSnapshot, hint, [("$.format", f"must be {expected!r}")])
@@ -287,15 +312,19 @@ class Planned:
             part.restore(tenant, loaded)
 
 
-def plan(tenant: Tenant, sandbox: Any, document: Any) -> Planned:
+def plan(tenant: Tenant, sandbox: Any, document: Any, screen: Screen | None = None) -> Planned:
     """Checks a whole document (migrated to this version first) and builds every object
     of it, touching nothing of the tenant and reading no other tenant (it may run off the
-    event loop); put_in_place then puts them in place. Raises Fault."""
+    event loop); put_in_place then puts them in place. Raises Fault. What `screen` saw
+    as the document was parsed is not checked twice."""
     check_header(document, sandbox, environment=tenant.environment)
     document = migrated(document)
-    problems = _schema_errors_in_pieces(document, SNAPSHOT_SCHEMA)
+    screened = frozenset(screen.screened) if screen is not None else frozenset()
+    problems = [*(screen.problems if screen is not None else ()),
+                *_schema_errors_in_pieces(document, _screened_schema(screened))]
     if problems:
         raise Fault(InvalidSnapshot, INVALID, problems)
+    _check_counts(document, section_bounds(tenant.rules.limits))
     _check_clock(document)
 
     def fault_targets() -> Any:
@@ -310,6 +339,77 @@ def plan(tenant: Tenant, sandbox: Any, document: Any) -> Planned:
     except LoadError as error:
         raise Fault(InvalidSnapshot, INVALID, error.problems) from None
     return Planned(loading.public_tokens, loaded)
+
+
+# -- refusing early: what cannot be a snapshot, before the rest of it is built -------------------
+
+HEADER = ("format", "version", "environment", "seed")
+
+
+def section_bounds(limits: Any) -> dict[str, tuple[int, str]]:
+    """Every part's bounded sections: name -> (the most records this server keeps, the
+    setting that says so)."""
+    return {name: bound(limits) for part in PARTS for name, bound in part.sections.bounds.items()}
+
+
+def _check_counts(document: dict[str, Any], bounds: dict[str, tuple[int, str]]) -> None:
+    problems = [(f"$.{name}", too_many(*bound)) for name, bound in bounds.items()
+                if len(document.get(name, ())) > bound[0]]
+    if problems:
+        raise Fault(InvalidSnapshot, INVALID, problems)
+
+
+_ITEMS = {name: schema["items"] for name, schema in SNAPSHOT_SCHEMA["properties"].items()
+          if schema.get("type") == "array" and isinstance(schema.get("items"), dict)}
+
+
+class Screen:
+    """What a restore's parse checks of each record of a top-level section as soon as the
+    record is parsed (json_in_pieces' `on_item`), so that a document that cannot be a
+    snapshot is refused before the rest of it is built: one record more than its
+    section's bound (section_bounds); and, once the header has been read and is this
+    server's (check_header, this version), a record that does not match its schema: the
+    first DETAILS_KEPT of them stop the parse. plan() checks the rest, not these again."""
+
+    def __init__(self, tenant: Tenant, sandbox: Any) -> None:
+        self.tenant, self.sandbox = tenant, sandbox
+        self.bounds = section_bounds(tenant.rules.limits)
+        self.header: bool | None = None  # None: not read in full yet
+        self.screened: set[str] = set()  # the sections whose every record was checked
+        self.problems: list[tuple[str, str]] = []
+
+    def __call__(self, document: dict[str, Any], section: str, number: int, item: Any) -> None:
+        bound = self.bounds.get(section)
+        if bound is not None and number >= bound[0]:
+            raise Fault(InvalidSnapshot, INVALID, [(f"$.{section}", too_many(*bound))])
+        if number == 0:
+            if self.header is None and all(name in document for name in HEADER):
+                check_header(document, self.sandbox, environment=self.tenant.environment)
+                self.header = document["version"] == VERSION
+            if self.header and section in _ITEMS:
+                self.screened.add(section)
+            else:
+                self.screened.discard(section)  # a section named twice: the last one counts
+        if section in self.screened and not is_valid(item, schema := _ITEMS[section]):
+            self.problems += _prefixed(schema_errors(item, schema), f"$.{section}[{number}]")
+            if len(self.problems) >= DETAILS_KEPT:
+                raise Fault(InvalidSnapshot, INVALID, self.problems)
+
+
+_SCREENED: dict[frozenset[str], dict[str, Any]] = {}
+
+
+def _screened_schema(sections: frozenset[str]) -> dict[str, Any]:
+    """SNAPSHOT_SCHEMA with the records of `sections` taking anything (the screen checked
+    them); made once per set."""
+    if not sections:
+        return SNAPSHOT_SCHEMA
+    if sections not in _SCREENED:
+        properties = SNAPSHOT_SCHEMA["properties"]
+        _SCREENED[sections] = {**SNAPSHOT_SCHEMA, "properties": {
+            name: {**schema, "items": {}} if name in sections else schema
+            for name, schema in properties.items()}}
+    return _SCREENED[sections]
 
 
 CLOCK_BEHIND = ("earlier than what the snapshot stores (an event or task of {latest}): every "
@@ -335,7 +435,8 @@ def _schema_errors_in_pieces(document: Any, schema: dict[str, Any],
     keywords checked with its properties taking anything), in an invalid array each item,
     so jsonschema (which names the faults, and is slow) reads only the records at fault,
     never the whole document. Between pieces the interpreter is free (a restore runs in a
-    worker thread; the event loop gets its turn)."""
+    worker thread; the event loop gets its turn). Past DETAILS_KEPT faults it looks no
+    further (a document of a million records at fault took minutes to name them all)."""
     if is_valid(document, schema):
         return []
     properties = schema.get("properties")
@@ -343,7 +444,7 @@ def _schema_errors_in_pieces(document: Any, schema: dict[str, Any],
         present = frozenset(name for name in properties if name in document)
         problems = _prefixed(schema_errors(document, _without(schema, present)), path)
         for name in properties:
-            if name in present:
+            if name in present and len(problems) <= DETAILS_KEPT:
                 problems += _schema_errors_in_pieces(document[name], properties[name],
                                                      f"{path}.{name}")
         return problems
@@ -351,6 +452,8 @@ def _schema_errors_in_pieces(document: Any, schema: dict[str, Any],
     if isinstance(document, list) and schema.get("type") == "array" and isinstance(items, dict):
         problems = _prefixed(schema_errors(document, _array_itself(schema)), path)
         for number, item in enumerate(document):
+            if len(problems) > DETAILS_KEPT:
+                break
             problems += _prefixed(schema_errors(item, items), f"{path}[{number}]")
         return problems
     return _prefixed(schema_errors(document, schema), path)
@@ -416,9 +519,10 @@ def _check_public_tokens(tenant: Tenant, sandbox: Any, tokens: dict[str, Any]) -
 def _plan_body(tenant: Tenant, sandbox: Any, body: list[bytearray]) -> Planned:
     """A restore's body parsed, checked and built, off the event loop. The body is taken
     out of `body` and dropped once parsed, so its bytes do not outlive the parse."""
+    screen = Screen(tenant, sandbox)
     with _no_full_collections():
-        document = _parse(body.pop())
-        return plan(tenant, sandbox, document)
+        document = _parse(body.pop(), screen)
+        return plan(tenant, sandbox, document, screen)
 
 
 _COLLECTOR = threading.Lock()
@@ -445,24 +549,52 @@ def _no_full_collections() -> Iterator[None]:
                 gc.set_threshold(*saved)
 
 
-# A body up to this size is parsed in one call of the C scanner (a few milliseconds);
-# a larger one a piece at a time.
-PARSE_IN_ONE_CALL = 1 << 20
+_FIRST = re.compile(rb"[ \t\r\n]*")
 
 
-def _parse(raw: bytearray) -> Any:
-    """The body as JSON (400 when it is not; empty: `{}`, then refused as no snapshot). A
-    large one is parsed a piece at a time (json_in_pieces), so the worker thread parsing it
-    never holds the interpreter for long; checked by plan, piece by piece too."""
-    return parse_json_body(raw, None,
-                           decode=json_in_pieces if len(raw) > PARSE_IN_ONE_CALL else None)
+def _parse(raw: bytearray, screen: Screen) -> Any:
+    """The body as JSON (400 when it is not; empty: `{}`, then refused as no snapshot),
+    parsed a piece at a time (json_in_pieces), so the worker thread parsing it never holds
+    the interpreter for long, and each record shown to `screen` as it is made. A body
+    that opens with anything but an object is refused unread."""
+    start = _FIRST.match(raw).end()
+    if raw[start:start + 1] in (b"[", b'"', b"-", b"t", b"f", b"n", *_DIGITS):
+        raise Fault(InvalidSnapshot, INVALID, [("$", NOT_AN_OBJECT)])
+    return parse_json_body(raw, None, decode=lambda text: json_in_pieces(text, on_item=screen))
+
+
+_DIGITS = tuple(bytes([digit]) for digit in b"0123456789")
 
 
 async def restore_settled(tenant: Tenant, sandbox: Any, request: web.Request) -> dict[str, Any]:
     """POST /_sandbox/snapshot: the body read (bounded in size and time), then parsed,
     checked and built in a worker thread, so the event loop serves every other tenant
-    meanwhile; put in place between two runs of the tenant's clock. What it restored."""
-    body = [await read_document(request)]
+    meanwhile; put in place between two runs of the tenant's clock. What it restored.
+
+    A large body (or one of unknown length) waits until no other large restore runs, for
+    --request-timeout at most (then 429): a restore peaks at several times its body, and
+    one at a time bounds that. Once it ends, refused or not, the memory it took goes back
+    to the system."""
+    limit = max_document_bytes(tenant.rules.limits)
+    length = request.content_length
+    if length is not None and length > limit:
+        raise PayloadTooLarge(TOO_LARGE.format(limit=limit))
+    if length is not None and length <= LARGE_RESTORE:
+        return await _restore(tenant, sandbox, request, limit)
+    try:
+        await asyncio.wait_for(sandbox.large_restore.acquire(), sandbox.settings.request_timeout)
+    except TimeoutError:
+        raise RestoreBusy(RESTORE_BUSY) from None
+    try:
+        return await _restore(tenant, sandbox, request, limit)
+    finally:
+        sandbox.large_restore.release()
+        await asyncio.to_thread(give_back_memory)
+
+
+async def _restore(tenant: Tenant, sandbox: Any, request: web.Request,
+                   limit: int) -> dict[str, Any]:
+    body = [await read_document(request, limit)]
     async with tenant.runner.lock:
         try:
             planned = await asyncio.to_thread(_plan_body, tenant, sandbox, body)
@@ -476,17 +608,17 @@ async def restore_settled(tenant: Tenant, sandbox: Any, request: web.Request) ->
             "processorLinks": len(tenant.links), "pendingJobs": len(tenant.timeline)}
 
 
-async def read_document(request: web.Request) -> bytearray:
-    """A restore's body (415 when not sent as JSON), up to MAX_DOCUMENT_BYTES (413), read
-    here because other bodies stop at 1 MiB; within --request-timeout."""
+async def read_document(request: web.Request, limit: int) -> bytearray:
+    """A restore's body (415 when not sent as JSON), up to `limit` bytes (413), read here
+    because other bodies stop at 1 MiB; within --request-timeout."""
     check_json_type(request.headers.get("content-type"))
 
     async def read() -> bytearray:
         raw = bytearray()
         while chunk := await request.content.read(1 << 20):
             raw += chunk
-            if len(raw) > MAX_DOCUMENT_BYTES:
-                raise PayloadTooLarge(TOO_LARGE.format(limit=MAX_DOCUMENT_BYTES))
+            if len(raw) > limit:
+                raise PayloadTooLarge(TOO_LARGE.format(limit=limit))
         return raw
 
     return await read_within_time(request, read())

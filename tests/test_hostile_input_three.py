@@ -4,6 +4,7 @@ caught it."""
 from __future__ import annotations
 
 import base64
+import io
 import json
 import logging
 import re
@@ -167,6 +168,134 @@ def test_word_pools_planted_by_another_user_or_of_the_wrong_shape_are_drawn_agai
         assert names() == honest, (planting, mode, fresh)  # drawn again, never planted words
         for path, good in pools.items():  # and written anew, this user's own
             assert json.loads(path.read_text()) == good, (planting, mode)
+
+
+# -- 3. huge snapshots: refused before they are built, one large restore at a time -----------------
+
+def _with_section(document: dict, section: str, items: list, tail: bytes = b"") -> bytes:
+    """The document with `section` replaced by `items`, written last; `tail` after the
+    items (say, broken JSON: a parse that went on would answer 400)."""
+    head = json.dumps({k: v for k, v in document.items() if k != section})[:-1]
+    body = json.dumps(items)[:-1].encode()
+    return head.encode() + f', "{section}": '.encode() + body + tail + (b"]}" if not tail else b"")
+
+
+@pytest.mark.parametrize("opening", [b"[0,0,0]", b'"x"', b"0", b"-1", b"true", b"null",
+                                     b"  \n [" + b"0," * 600_000 + b"0]"])
+async def test_a_snapshot_whose_top_level_is_not_an_object_is_refused_unread(client, opening):
+    """Point 3: a 64 MiB `[0,0,...]` was parsed whole (6 x its size in memory, 116 s)."""
+    response = await client.post("/_sandbox/snapshot", data=io.BytesIO(opening + b"!not json"),
+                                 headers={**ACME, "content-type": "application/json"})
+    body = await response.json()
+    assert response.status == 422, body
+    assert body["error"]["details"] == [{"location": "body", "path": "$",
+                                         "message": "a snapshot is a JSON object"}]
+
+
+async def test_more_records_than_the_bound_stop_the_parse_there(make_client):
+    """Point 3: one user more than --max-users is refused as it is parsed: what follows
+    it (broken JSON here) is never read, so the document is never built whole."""
+    client = await make_client(clock="manual", max_users=5)
+    document = (await call(client, "GET", "/_sandbox/snapshot"))["data"]
+    users = [{**document["users"][0], "identifier": f"u{n}"} for n in range(6)] \
+        if document["users"] else [{"identifier": f"u{n}", "createdAt": 0} for n in range(6)]
+    body = _with_section(document, "users", users, tail=b", !broken")
+    response = await client.post("/_sandbox/snapshot", data=body,
+                                 headers={**ACME, "content-type": "application/json"})
+    answer = await response.json()
+    assert response.status == 422, answer
+    assert answer["error"]["details"] == [{"location": "body", "path": "$.users", "message":
+                                           "more than 5 items: more than this server keeps "
+                                           "(--max-users 5)"}]
+
+
+async def test_records_at_fault_stop_the_parse_after_the_first_fifty(client):
+    """Point 3: a document of 64 MiB of tasks, each at fault, took 312 s and 5.9 GB to name
+    every fault; the first 50 stop the parse (what follows is never read) and are named."""
+    document = (await call(client, "GET", "/_sandbox/snapshot"))["data"]
+    tasks = [{"id": f"t{n}", "status": "nowhere"} for n in range(60)]
+    body = _with_section(document, "tasks", tasks, tail=b", !broken")
+    response = await client.post("/_sandbox/snapshot", data=body,
+                                 headers={**ACME, "content-type": "application/json"})
+    answer = await response.json()
+    assert response.status == 422, answer
+    paths = [d["path"] for d in answer["error"]["details"]]
+    assert len(paths) <= 51 and paths[0].startswith("$.tasks[0]"), paths
+    assert {p.split("]")[0] for p in paths} <= {f"$.tasks[{n}" for n in range(50)}
+
+
+async def test_every_fault_of_a_smaller_document_is_still_named(client):
+    """The screen stops only past 50 faults: a task at fault and a clock at fault are
+    both named, as before."""
+    document = (await call(client, "GET", "/_sandbox/snapshot"))["data"]
+    bad = {**document, "tasks": [{"id": "t", "status": "nowhere"}],
+           "clock": {**document["clock"], "timestamp": "soon"}}
+    response = await client.post("/_sandbox/snapshot", json=bad, headers=ACME)
+    paths = {d["path"].split(".")[1].split("[")[0] for d in (await response.json())["error"]["details"]}
+    assert response.status == 422 and paths == {"tasks", "clock"}, paths
+
+
+def test_the_byte_limit_is_the_largest_snapshot_the_bounds_allow():
+    """Point 3: the limit was 256 MiB whatever the bounds; it is the largest snapshot a
+    tenant of the server can make (measured at the default bounds), with a quarter more."""
+    from payroll_sandbox.domain.rules import Limits
+    from payroll_sandbox.snapshot import FULL_TENANT_BYTES, max_document_bytes
+
+    assert max_document_bytes(Limits()) == int(FULL_TENANT_BYTES * 1.25) < 160 * 2**20
+    assert max_document_bytes(Limits(max_tasks=100, max_events=50, max_tokens=100)) == 16 * 2**20
+    assert max_document_bytes(Limits(max_tasks=1_000_000)) == 256 * 2**20
+
+
+async def test_a_body_over_the_limit_is_refused_before_it_is_read(make_client):
+    client = await make_client(clock="manual", max_tasks=100, max_events=50, max_tokens=100)
+
+    async def endless():
+        yield b"{"
+        for _ in range(17):
+            yield b" " * 2**20
+
+    response = await client.post("/_sandbox/snapshot", data=io.BytesIO(b" " * (16 * 2**20 + 1)),
+                                 headers={**ACME, "content-type": "application/json"})
+    assert response.status == 413
+    assert str(16 * 2**20) in (await response.json())["error"]["message"]
+    response = await client.post("/_sandbox/snapshot", data=endless(),  # no content-length
+                                 headers={**ACME, "content-type": "application/json"})
+    assert response.status == 413
+
+
+async def test_one_large_restore_runs_at_a_time(make_client, monkeypatch):
+    """Point 3: several tenants restoring large documents at once each peaked at several
+    times their body; a large one waits its turn (429 `restore-busy` past
+    --request-timeout), a small one does not wait, and each large one hands its memory
+    back when it ends."""
+    from payroll_sandbox import snapshot
+    from payroll_sandbox.keys import SANDBOX
+
+    given_back = []
+    monkeypatch.setattr(snapshot, "give_back_memory", lambda: given_back.append(1))
+    client = await make_client(clock="manual", request_timeout=0.5)
+    document = (await call(client, "GET", "/_sandbox/snapshot"))["data"]
+    large = json.dumps(document).encode() + b" " * (snapshot.LARGE_RESTORE + 1)
+    sandbox = client.server.app[SANDBOX]
+    await sandbox.large_restore.acquire()
+    try:
+        busy = await client.post("/_sandbox/snapshot", data=io.BytesIO(large),
+                                 headers={**ACME, "content-type": "application/json"})
+        assert busy.status == 429, await busy.text()
+        assert (await busy.json())["error"]["code"] == "restore-busy"
+        assert busy.headers["retry-after"] == "5"
+        small = await client.post("/_sandbox/snapshot", json=document, headers=ACME)
+        assert small.status == 200
+    finally:
+        sandbox.large_restore.release()
+    assert given_back == []
+    ok = await client.post("/_sandbox/snapshot", data=io.BytesIO(large),
+                           headers={**ACME, "content-type": "application/json"})
+    assert ok.status == 200, await ok.text()
+    refused = await client.post("/_sandbox/snapshot", data=io.BytesIO(b"[" + large[1:]),
+                                headers={**ACME, "content-type": "application/json"})
+    assert refused.status == 422
+    assert given_back == [1, 1] and not sandbox.large_restore.locked()
 
 
 # -- 4. out-of-range snapshots (the clock and the stored ranges) ---------------------------------

@@ -37,7 +37,7 @@ from .aggregator_data import (INSTITUTIONS, Institution, institution_status, ite
                               transaction_record)
 from .identity import unguessable
 from .owner import Owner
-from .stored import Record, Sections, array, check_count, unique
+from .stored import Record, Sections, array, unique
 
 PUBLIC_TOKEN_LIFETIME = 1800   # the aggregator's public tokens live 30 minutes, one exchange
 LINK_TOKEN_LIFETIME = 4 * 3600  # its link tokens, 4 hours
@@ -580,7 +580,8 @@ def token_index(items: dict[str, Item]) -> dict[str, str]:
 # -- snapshot (domain/stored.py) ------------------------------------------------------------
 
 # Added later: a snapshot without it has no items at the aggregator's API.
-SECTIONS = Sections({}, {"aggregatorItems": array(STORED_ITEM)})
+SECTIONS = Sections({}, {"aggregatorItems": array(STORED_ITEM)}, bounds={
+    "aggregatorItems": lambda limits: (limits.max_aggregator_items, "the aggregator's items bound")})
 
 
 def dump_items(tenant: Owner) -> dict[str, Any]:
@@ -589,8 +590,6 @@ def dump_items(tenant: Owner) -> dict[str, Any]:
 
 
 def load_items(document: dict[str, Any], loading: Any) -> dict[str, Any]:
-    check_count(document, "aggregatorItems", loading.rules.limits.max_aggregator_items,
-                "the aggregator's items bound")
     if "aggregatorItems" not in document:
         return {"items": {}}
     return {"items": unique(document, "aggregatorItems", STORED_ITEM, "item_id")}

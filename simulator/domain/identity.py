@@ -17,7 +17,7 @@ from ..errors import ValidationFailed, field_detail
 from ..schemas.api import USER_SNAPSHOT_SHAPES
 from .owner import Owner
 from .stored import (COUNT, RANDOM_STATE, STRING, LoadError, Record, Sections, array,
-                     check_count, checked_random_state, obj, random_state, unique)
+                     checked_random_state, obj, random_state, unique)
 
 MIN_TOKEN_LIFETIME = 1800
 MAX_TOKEN_LIFETIME = 2_592_000
@@ -118,7 +118,9 @@ def token_record(token: PublicToken) -> dict[str, Any]:
 SECTIONS = Sections({"rng": obj({"ids": RANDOM_STATE}),
                      "counters": obj({"tokensEvicted": COUNT}),
                      "users": array(STORED_USER), "tokens": array(STORED_PUBLIC_TOKEN),
-                     "latestTokens": {"type": "object", "additionalProperties": STRING}})
+                     "latestTokens": {"type": "object", "additionalProperties": STRING}},
+                    bounds={"tokens": lambda limits: (limits.max_tokens, "--max-tokens"),
+                            "users": lambda limits: (limits.max_users, "--max-users")})
 
 
 def dump_identity(tenant: Owner) -> dict[str, Any]:
@@ -132,9 +134,6 @@ def dump_identity(tenant: Owner) -> dict[str, Any]:
 def load_identity(document: dict[str, Any], loading: Any) -> dict[str, Any]:
     """The users and tokens (no more than this server keeps), each once; every latest
     token one of the tokens."""
-    limits = loading.rules.limits
-    check_count(document, "tokens", limits.max_tokens, "--max-tokens")
-    check_count(document, "users", limits.max_users, "--max-users")
     ids = checked_random_state(document["rng"]["ids"], "$.rng.ids")
     users = unique(document, "users", STORED_USER, "identifier")
     tokens = unique(document, "tokens", STORED_PUBLIC_TOKEN, "public_token")

@@ -47,8 +47,13 @@ def release_memory(freed: int) -> None:
     """After a reset or a delete that freed `freed` records: if they were many, collect the
     tenant's old objects now (they hold cycles) and hand freed memory back to the system,
     so a long-running server shrinks again."""
-    if freed < RELEASE_AFTER:
-        return
+    if freed >= RELEASE_AFTER:
+        give_back_memory()
+
+
+def give_back_memory() -> None:
+    """Collect the garbage now and hand the heap's free pages back to the system (glibc),
+    so a long-running server shrinks again after a big piece of work let go."""
     gc.collect()
     import ctypes  # here, not at the top: 4 ms of every start, for a rare call
 

@@ -83,6 +83,10 @@ class Sections:
 
     required: dict[str, Any]
     optional: dict[str, Any] = field(default_factory=dict)
+    # An array section's bound, from the server's limits (rules.Limits): the most records
+    # of it this server ever keeps and the setting that says so. A restore counts them as
+    # it parses, and refuses one more before building the rest (snapshot.py).
+    bounds: dict[str, Callable[[Any], tuple[int, str]]] = field(default_factory=dict)
 
 
 class LoadError(Exception):
@@ -259,13 +263,10 @@ def unique(document: dict[str, Any], section: str, record: Record, key: str) -> 
     return found
 
 
-def check_count(document: dict[str, Any], section: str, limit: int, bound: str) -> None:
-    """No more records in a section than this server ever keeps of its kind (`bound`
+def too_many(limit: int, bound: str) -> str:
+    """Why a section holds more records than this server ever keeps of its kind (`bound`
     names the setting or bound that says so)."""
-    count = len(document.get(section, ()))
-    if count > limit:
-        raise LoadError(f"$.{section}", f"{count} items: more than this server keeps "
-                        f"({bound} {limit})")
+    return f"more than {limit} items: more than this server keeps ({bound} {limit})"
 
 
 # -- loading one document -------------------------------------------------------------------------

@@ -294,22 +294,31 @@ def strict_json(text: str | bytes) -> Any:
 _SPACE = re.compile(r"[ \t\n\r]*")
 
 
-def json_in_pieces(text: str, walk: int = 3) -> Any:
+def json_in_pieces(text: str, walk: int = 3, *,
+                   on_item: Callable[[dict[str, Any], str, int, Any], None] | None = None) -> Any:
     """strict_json for a large document, parsed a piece at a time: its objects and arrays
     down to `walk` levels are walked here, each value below them parsed by one call of the
     C scanner. The result is the same; but no single call holds the interpreter for the
-    whole document, so a worker thread parsing it leaves the event loop its turns."""
+    whole document, so a worker thread parsing it leaves the event loop its turns.
+
+    `on_item(document, section, number, item)` sees each item of an array that is a
+    member of the top-level object as soon as it is parsed, with the top-level members
+    parsed so far: it may raise (not ValueError) to stop the parse there, before the rest
+    of the document is built."""
     decode = _DECODER.raw_decode
 
     def skip(index: int) -> int:
         return _SPACE.match(text, index).end()
 
-    def value(index: int, depth: int) -> tuple[Any, int]:
+    top: dict[str, Any] = {}
+
+    def value(index: int, depth: int, section: str | None = None) -> tuple[Any, int]:
         index = skip(index)
         opening = text[index:index + 1]
         if depth >= walk or opening not in ("{", "["):
             return decode(text, index)
-        closing, container = ("}", {}) if opening == "{" else ("]", [])
+        closing, container = ("}", top if depth == 0 else {}) if opening == "{" else ("]", [])
+        seen = on_item if section is not None and opening == "[" else None
         index = skip(index + 1)
         if text.startswith(closing, index):
             return container, index + 1
@@ -321,9 +330,12 @@ def json_in_pieces(text: str, walk: int = 3) -> Any:
                 index = skip(index)
                 if not text.startswith(":", index):
                     raise ValueError(f"expecting ':' (char {index})")
-                container[key], index = value(index + 1, depth + 1)
+                container[key], index = value(index + 1, depth + 1,
+                                              key if depth == 0 and container is top else None)
             else:
                 item, index = value(index, depth + 1)
+                if seen is not None:
+                    seen(top, section, len(container), item)
                 container.append(item)
             index = skip(index)
             if text.startswith(",", index):
