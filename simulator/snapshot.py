@@ -600,6 +600,7 @@ async def _restore(tenant: Tenant, sandbox: Any, request: web.Request,
             planned = await asyncio.to_thread(_plan_body, tenant, sandbox, body)
             put_in_place(tenant, sandbox, planned)
         except Fault as fault:
+            fault.__traceback__ = None  # its frames hold the parsed text and what it built
             raise fault.api_error() from None
     return {"tenant": tenant.name, "restored": True, "clock": tenant.clock.describe(),
             "users": len(tenant.users), "tasks": len(tenant.tasks), "events": len(tenant.events),

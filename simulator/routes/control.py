@@ -82,10 +82,12 @@ async def get_snapshot(tenant, sandbox) -> dict:
 
 
 @operation("POST", "/_sandbox/snapshot", "Restore an exported state, exactly",
-           response=SNAPSHOT_RESTORED, errors=(400, 409, 413, 415, 422), **CONTROL)
+           response=SNAPSHOT_RESTORED, errors=(400, 409, 413, 415, 422, 429), **CONTROL)
 async def restore_snapshot(tenant, request, sandbox) -> dict:
-    """The body is a document of GET /_sandbox/snapshot (up to 256 MiB); the tenant keeps
-    its name and keys. 422 `invalid-snapshot` names every field at fault; 409
+    """The body is a document of GET /_sandbox/snapshot, up to the largest the server's
+    bounds allow (152 MiB at the defaults); one large restore at a time (429
+    `restore-busy`). The tenant keeps its name and keys. 422 `invalid-snapshot` names the
+    fields at fault (50 at most, and how many more); 409
     `snapshot-incompatible` for another format version, environment or seed, 409
     `snapshot-conflict` when its public tokens are another tenant's."""
     return await snapshot.restore_settled(tenant, sandbox, request)

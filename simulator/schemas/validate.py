@@ -351,6 +351,10 @@ def json_in_pieces(text: str, walk: int = 3, *,
         raise ValueError("nested too deeply") from None
     except IndexError:
         raise ValueError("the document ends too soon") from None
+    finally:
+        # `value` calls itself through its own closure cell: a cycle that would hold the
+        # whole text (up to the restore limit) until the next full collection.
+        del value
     if skip(end) != len(text):
         raise ValueError(f"extra data (char {skip(end)})")
     return document
