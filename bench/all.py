@@ -23,10 +23,11 @@ HERE = Path(__file__).resolve().parent
 BENCHES = [
     ("search", []), ("startup", []), ("throughput", []), ("stored", []), ("tenants", []), ("isolation", []),
     ("scenarios", []), ("webhooks", []), ("refresh", []), ("memory", []), ("plugin_import", []),
-    ("hostile", []),
+    ("hostile", []), ("huge_snapshots", ["--max-tasks", "30000"]),
 ]
 QUICK = {"memory": ["--events", "100000"], "scenarios": ["--tasks", "5000"],
-         "refresh": ["--accounts", "200"], "stored": ["--stored", "20000", "--timed", "2000"]}
+         "refresh": ["--accounts", "200"], "stored": ["--stored", "20000", "--timed", "2000"],
+         "huge_snapshots": ["--sizes", "64"]}
 
 
 def run(name: str, args: list[str]) -> tuple[list[tuple[str, str]], float, int]:
