@@ -23,7 +23,7 @@ HERE = Path(__file__).resolve().parent
 BENCHES = [
     ("search", []), ("startup", []), ("throughput", []), ("stored", []), ("tenants", []), ("isolation", []),
     ("scenarios", []), ("webhooks", []), ("refresh", []), ("memory", []), ("plugin_import", []),
-    ("hostile", []), ("huge_snapshots", ["--max-tasks", "30000"]),
+    ("hostile", []), ("huge_snapshots", ["--max-tasks", "30000"]), ("unknown_fields", []),
 ]
 QUICK = {"memory": ["--events", "100000"], "scenarios": ["--tasks", "5000"],
          "refresh": ["--accounts", "200"], "stored": ["--stored", "20000", "--timed", "2000"],

@@ -68,15 +68,21 @@ def _schema_faults(document: Any, schema: dict) -> list[tuple[list[Any], str]]:
 
 
 def _drop_unknown_fields(document: Any, schema: dict, ignored: list[str]
-                         ) -> list[tuple[list[Any], str]]:
-    """Removes the fields the schema does not know from `document`, naming each in
-    `ignored`, and answers the faults left. Repeated because a field dropped from an
-    object may let jsonschema look inside a sibling it had not reached."""
+                         ) -> tuple[Any, list[tuple[list[Any], str]]]:
+    """The document without the fields the schema does not know, each named in `ignored`,
+    and the faults left. Plain object schemas (properties, no additional ones) are
+    pruned in one pass that builds the objects anew (deleting 75,000 keys from a dict
+    leaves its table 75,000 wide); what only jsonschema can tell is removed after, again
+    and again, because a field dropped from an object may let jsonschema look inside a
+    sibling it had not reached."""
+    document = _pruned(document, schema, [], ignored)
     faults = _schema_faults(document, schema)
+    removed = False
     for _ in range(8):
         unknown = [parts for parts, message in faults if message == UNKNOWN_FIELD]
         if not unknown:
-            return faults
+            return (_compacted(document) if removed else document), faults
+        removed = True
         for parts in unknown:
             holder = document
             try:
@@ -87,7 +93,36 @@ def _drop_unknown_fields(document: Any, schema: dict, ignored: list[str]
                 continue  # already gone with the field that held it
             ignored.append(json_path(parts))
         faults = _schema_faults(document, schema)
-    return faults
+    return _compacted(document), faults
+
+
+def _pruned(value: Any, schema: Any, parts: list[Any], ignored: list[str]) -> Any:
+    """`value` without the fields its object schemas do not know (named in `ignored`),
+    its objects built anew. `additionalProperties` looks only at its sibling `properties`
+    and `patternProperties`, whatever else the schema combines; with patterns (and for
+    what a `$ref` or a combination holds) jsonschema decides, after."""
+    if not isinstance(schema, dict) or "patternProperties" in schema:
+        return value
+    if isinstance(value, dict) and isinstance(schema.get("properties"), dict):
+        properties = schema["properties"]
+        if schema.get("additionalProperties") is False:
+            ignored += [json_path([*parts, name]) for name in value if name not in properties]
+            return {name: _pruned(item, properties[name], [*parts, name], ignored)
+                    for name, item in value.items() if name in properties}
+        return {name: _pruned(item, properties.get(name), [*parts, name], ignored)
+                for name, item in value.items()}
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [_pruned(item, schema["items"], [*parts, n], ignored) for n, item in enumerate(value)]
+    return value
+
+
+def _compacted(value: Any) -> Any:
+    """`value` with its objects built anew (a dict keeps its table's width after deletes)."""
+    if isinstance(value, dict):
+        return {name: _compacted(item) for name, item in value.items()}
+    if isinstance(value, list):
+        return [_compacted(item) for item in value]
+    return value
 
 
 # Keyed by id(schema); each entry keeps its schema, so a reused id is noticed.
@@ -189,8 +224,10 @@ def parse_json_body(raw: bytes | bytearray, schema: dict | None, *,
             raise ValidationFailed(INVALID_TEXT, details=bounded_details(faults))
     if schema is None:
         return document
-    faults = (_schema_faults(document, schema) if ignored is None
-              else _drop_unknown_fields(document, schema, ignored))
+    if ignored is None:
+        faults = _schema_faults(document, schema)
+    else:
+        document, faults = _drop_unknown_fields(document, schema, ignored)
     if faults:
         raise ValidationFailed(INVALID_BODY, details=bounded_details(
             [(json_path(parts), message) for parts, message in faults[:DETAILS_KEPT + 1]],
