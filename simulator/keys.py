@@ -11,7 +11,8 @@ from aiohttp import web
 
 from .domain.registry import TenantRegistry
 from .domain.tenants import Tenant
-from .operations import Operation
+from .domain.faults import Target
+from .operations import Auth, Operation
 from .security import HostPolicy
 from .settings import Settings
 from .webhooks.dispatcher import Dispatcher
@@ -29,6 +30,11 @@ class Sandbox:
     # Held by the one large snapshot restore running (snapshot.restore_settled).
     large_restore: asyncio.Lock = field(default_factory=asyncio.Lock)
     _openapi: dict[str, Any] | None = None
+
+    def fault_targets(self) -> list[Target]:
+        """The app's operations as API fault rules name them (the control plane's among
+        them, so a rule naming one is told why it cannot be faulted)."""
+        return [Target(op.method, op.path, op.auth is not Auth.NONE) for op in self.operations]
 
     def openapi(self) -> dict[str, Any]:
         """The OpenAPI document of this app's operations, built on first use."""

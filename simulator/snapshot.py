@@ -327,12 +327,7 @@ def plan(tenant: Tenant, sandbox: Any, document: Any, screen: Screen | None = No
     _check_counts(document, section_bounds(tenant.rules.limits))
     _check_clock(document)
 
-    def fault_targets() -> Any:
-        from .routes.faults import targets  # here: the routes import this module
-
-        return targets(sandbox.operations)
-
-    loading = Loading(tenant, fault_targets=fault_targets,
+    loading = Loading(tenant, fault_targets=sandbox.fault_targets,
                       url_problem=lambda url: webhook_url_problem(url, sandbox.dispatcher.policy))
     try:
         loaded = [part.load(document, loading) for part in PARTS]

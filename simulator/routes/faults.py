@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from ..domain.faults import FAULTS_RECORD, FAULTS_REQUEST, FaultRule, Target
-from ..operations import Auth, Operation, operation
+from ..domain.faults import FAULTS_RECORD, FAULTS_REQUEST, FaultRule
+from ..operations import Auth, operation
 
 CONTROL = {"auth": Auth.API_KEYS, "tags": ("control plane",)}
 
@@ -26,17 +26,11 @@ async def put_api_faults(tenant, body, sandbox) -> dict:
     faulted request is journaled with the rule that fired and changes nothing (a slow
     one is then served as usual). The control plane cannot be faulted."""
     rules = [FaultRule.from_request(rule) for rule in body["rules"]]
-    return tenant.api_faults.put_rules(rules, targets(sandbox.operations))
+    return tenant.api_faults.put_rules(rules, sandbox.fault_targets())
 
 
 @operation("DELETE", "/_sandbox/faults/api", "Clear the API fault rules",
            response=FAULTS_RECORD, **CONTROL)
 async def delete_api_faults(tenant) -> dict:
     return tenant.api_faults.clear()
-
-
-def targets(operations: list[Operation]) -> list[Target]:
-    """The app's operations as rules name them (the control plane's among them, so a rule
-    naming one is told why it cannot be faulted)."""
-    return [Target(op.method, op.path, op.auth is not Auth.NONE) for op in operations]
 

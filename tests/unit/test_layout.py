@@ -51,6 +51,27 @@ def test_no_import_circles():
     assert _circles(_imports()) == []
 
 
+def _folders(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph by folder (`domain`, `routes`, ...; a top-level module is its own)."""
+    folders: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        if module:
+            folders.setdefault(module.split(".")[0], set()).update(
+                t.split(".")[0] for t in targets if t and t.split(".")[0] != module.split(".")[0])
+    return folders
+
+
+# Issue 36 takes the folder-level circles away one at a time; none may come back or grow.
+KNOWN_FOLDER_CIRCLES = [["catalog", "domain", "fixtures", "journal", "loading", "scenarios",
+                         "schemas", "settings", "webhooks"]]
+
+
+def test_no_folder_level_import_circle_but_the_known_ones():
+    """`snapshot` no longer imports `routes` (the fault targets come from the Sandbox)."""
+    found = [sorted(c) for c in _circles(_folders(_imports()))]
+    assert found == KNOWN_FOLDER_CIRCLES
+
+
 def test_the_check_finds_a_circle():
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
