@@ -79,6 +79,18 @@ class Attempt:
                 "latencyMs": self.latency_ms, "error": self.error, "fault": self.fault}
 
 
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What the transport tells the outbox of one attempt (it writes no record itself):
+    when the request left (wall clock), the receiver's status, why the attempt failed
+    (None: a 2xx), and how long it took."""
+
+    left: float
+    status: int | None = None
+    error: str | None = None
+    latency_ms: float | None = None
+
+
 @dataclass(slots=True, weakref_slot=True)
 class Delivery:
     """One event on its way to one endpoint: its attempts and its state."""
@@ -498,10 +510,13 @@ class Outbox:
             self.in_flight[send] = send.attempt.time
         return taken
 
-    def answered(self, send: Send, *, stopping: bool = False) -> None:
-        """The transport's answer to an attempt is on its record: the policy decides."""
+    def answered(self, send: Send, answer: Answer, *, stopping: bool = False) -> None:
+        """The transport's answer to an attempt, written on its record; the policy decides
+        what comes next."""
         self._landed(send)
         delivery, event, attempt = send
+        attempt.wall_time, attempt.status = answer.left, answer.status
+        attempt.error, attempt.latency_ms = answer.error, answer.latency_ms
         self._changes.touch(EVENT, event.id)
         outcome = after_answer(delivery, attempt, stopping=stopping)
         if outcome == RETRY:
@@ -520,9 +535,12 @@ class Outbox:
         if not self.in_flight:
             self.in_flight = {}
 
-    def interrupted(self, send: Send) -> None:
-        """The attempt was cut off (reset, delete, shutdown): recorded as interrupted."""
+    def interrupted(self, send: Send, left: float | None = None) -> None:
+        """The attempt was cut off (reset, delete, shutdown), in flight since `left` (wall
+        clock) or before it left: recorded as interrupted."""
         self._landed(send)
+        if left is not None:
+            send.attempt.wall_time = left
         send.attempt.error = send.attempt.error or INTERRUPTED_ATTEMPT
         send.delivery.state = INTERRUPTED
         self._changes.touch(EVENT, send.event.id)

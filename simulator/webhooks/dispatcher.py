@@ -24,7 +24,7 @@ from typing import Any
 
 from ..domain.events import Event
 from ..domain.outbox import (FAILED, INTERRUPTED, INTERRUPTED_ATTEMPT, PENDING,
-                             RETRY_INTERVAL, Attempt, Delivery, FaultPlan, Outbox, Send)
+                             RETRY_INTERVAL, Answer, Delivery, FaultPlan, Outbox, Send)
 from ..domain.tenants import Tenant
 from ..redact import loggable_url
 from ..settings import Settings
@@ -41,7 +41,7 @@ TENANT_CONNECTIONS = 32   # of those, one tenant's at most: slow endpoints of on
 SHUTDOWN_GRACE = Settings.shutdown_grace  # wall seconds attempts in flight get to finish
                                           # at shutdown, unless --shutdown-grace says
 
-__all__ = ["ATTEMPT_TIMEOUT", "Attempt", "Delivery", "Dispatcher", "FaultPlan",
+__all__ = ["ATTEMPT_TIMEOUT", "Delivery", "Dispatcher", "FaultPlan",
            "INTERRUPTED_ATTEMPT", "PENDING", "SHUTDOWN_GRACE", "request_headers"]
 
 
@@ -215,13 +215,13 @@ class Dispatcher:
 
     async def _send(self, outbox: Outbox, send: Send, message: Any) -> None:
         delivery, event, attempt = send
+        left = time.time()
         try:
-            attempt.wall_time = time.time()
-            await self._post(delivery, attempt, message)
+            answer = await self._post(delivery.url, message, left)
         except asyncio.CancelledError:
-            self._interrupted(outbox, send)
+            self._interrupted(outbox, send, left)
             raise
-        outbox.answered(send, stopping=self.closing)
+        outbox.answered(send, answer, stopping=self.closing)
         if attempt.fault != "duplicate" and delivery.state == INTERRUPTED:
             log.warning("delivery %s of event %s to %s interrupted by shutdown after %d attempts "
                         "(tenant %s)", delivery.id, event.id, loggable_url(delivery.url),
@@ -231,38 +231,40 @@ class Dispatcher:
                      loggable_url(delivery.url), len(delivery.attempts), attempt.error)
         self.flush(outbox)  # what the answer queued (the duplicate fault's extra copy)
 
-    def _interrupted(self, outbox: Outbox, send: Send) -> None:
-        """An attempt cut off in flight or before it started (reset, delete, shutdown)."""
-        outbox.interrupted(send)
+    def _interrupted(self, outbox: Outbox, send: Send, left: float | None = None) -> None:
+        """An attempt cut off in flight (it left at `left`) or before it started (reset,
+        delete, shutdown)."""
+        outbox.interrupted(send, left)
         delivery = send.delivery
         log.warning("delivery %s of event %s to %s interrupted by shutdown during attempt %d "
                     "(tenant %s)", delivery.id, delivery.event_id, loggable_url(delivery.url),
                     send.attempt.number, outbox.tenant.name)
 
-    async def _post(self, delivery: Delivery, attempt: Attempt, message: Any) -> None:
+    async def _post(self, url: str, message: Any, left: float) -> Answer:
+        """One attempt's request sent to `url`, and what came of it, as a value: the outbox
+        writes it on the attempt's record (Outbox.answered)."""
         started = time.perf_counter()
-        try:
-            if self._session is None or self.closing:
-                attempt.error = INTERRUPTED_ATTEMPT  # never sent: the sandbox is stopping
-                return
-            refused = self.policy.attempt_problem(delivery.url)
-            if refused is not None:
-                attempt.error = refused  # never connected: the same whatever listens there
-                return
-            # The timeout bounds the whole attempt, the answer's body included; only its first
-            # ANSWER_READ bytes are read (a receiver streaming without end costs nothing).
-            outcome = await post(self._session, delivery.url, message.headers, message.body,
-                                 timeout=self.timeout, read_limit=ANSWER_READ)
-            attempt.status = outcome.status
-            if outcome.failure is not None:
-                attempt.error = str(outcome.failure)
-            elif outcome.redirect:
-                attempt.error = (f"redirect not followed ({outcome.status} to "
-                                 f"{outcome.location or ''})")
-            elif not outcome.ok:
-                attempt.error = f"non-2xx response {outcome.status}"
-        finally:
-            attempt.latency_ms = round((time.perf_counter() - started) * 1000, 3)
+
+        def answer(status: int | None = None, error: str | None = None) -> Answer:
+            return Answer(left, status, error, round((time.perf_counter() - started) * 1000, 3))
+
+        if self._session is None or self.closing:
+            return answer(error=INTERRUPTED_ATTEMPT)  # never sent: the sandbox is stopping
+        refused = self.policy.attempt_problem(url)
+        if refused is not None:
+            return answer(error=refused)  # never connected: the same whatever listens there
+        # The timeout bounds the whole attempt, the answer's body included; only its first
+        # ANSWER_READ bytes are read (a receiver streaming without end costs nothing).
+        outcome = await post(self._session, url, message.headers, message.body,
+                             timeout=self.timeout, read_limit=ANSWER_READ)
+        if outcome.failure is not None:
+            return answer(outcome.status, str(outcome.failure))
+        if outcome.redirect:
+            return answer(outcome.status, f"redirect not followed ({outcome.status} to "
+                                          f"{outcome.location or ''})")
+        if not outcome.ok:
+            return answer(outcome.status, f"non-2xx response {outcome.status}")
+        return answer(outcome.status)
 
 
 def message_of(event: Event, vendor: str,

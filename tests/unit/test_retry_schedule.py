@@ -17,7 +17,7 @@ from payroll_sandbox.domain.changes import Changes
 from payroll_sandbox.domain.events import Event
 from payroll_sandbox.domain.identity import Ids
 from payroll_sandbox.domain.timeline import Timeline
-from payroll_sandbox.domain.outbox import DELIVERED, FAILED
+from payroll_sandbox.domain.outbox import DELIVERED, FAILED, Answer
 from payroll_sandbox.webhooks.dispatcher import Dispatcher
 
 T0 = 1_780_000_000.0
@@ -35,12 +35,11 @@ class ScriptedDispatcher(Dispatcher):
         self.statuses = statuses
         self.posted: list[int] = []
 
-    async def _post(self, delivery, attempt, message) -> None:
+    async def _post(self, url, message, left) -> Answer:
         status = self.statuses[min(len(self.posted), len(self.statuses) - 1)]
-        self.posted.append(attempt.number)
-        attempt.status = status
-        if not 200 <= status < 300:
-            attempt.error = f"non-2xx response {status}"
+        self.posted.append(len(self.posted) + 1)
+        return Answer(left, status, None if 200 <= status < 300 else
+                      f"non-2xx response {status}", 1.0)
 
 
 def tenant(dispatcher: Dispatcher) -> SimpleNamespace:
