@@ -38,7 +38,8 @@ import orjson
 from aiohttp import web
 
 from .clock import MANUAL, isoformat
-from .domain import aggregator, identity
+from .domain import identity
+from .domain.aggregator import Aggregator
 from .domain.companies import CompanyDirectory
 from .domain.events import EventLog
 from .domain.faults import ApiFaults
@@ -178,8 +179,7 @@ PARTS: tuple[Part, ...] = (
     _held("tasks", Tasks),
     _held("accounts", LinkedAccounts),
     _held("links", ProcessorLinks),
-    Part(aggregator.SECTIONS, aggregator.dump_items, aggregator.load_items,
-         lambda t, loaded: aggregator.restore_items(t, **loaded)),
+    _held("aggregator", Aggregator),
     _held("events", EventLog),
     _held("webhooks", Outbox),
     _held("journal", Journal),

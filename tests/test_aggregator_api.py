@@ -441,7 +441,7 @@ async def test_items_past_the_bound_go_unreachable_first_then_oldest(client):
         await new_public_token()   # never exchanged: unreachable once expired
     await client.post("/_sandbox/clock/advance", json={"seconds": 1800}, headers=ACME)
     await new_public_token()       # the sixth item: the bound is passed
-    assert len(tenant.aggregator_items) == 4  # a tenth of the bound, at least one, below it
+    assert len(tenant.aggregator.items) == 4  # a tenth of the bound, at least one, below it
     for access_token in kept:
         await post("/accounts/get", {"access_token": access_token})
 

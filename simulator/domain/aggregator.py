@@ -207,148 +207,7 @@ _ACCOUNTS = (("Checking", "Standard Checking", "0000", "checking", (50, 5000)),
              ("Saving", "Silver Standard 0.1% Interest Saving", "1111", "savings", (200, 20000)))
 
 
-def _request_id(tenant: Owner) -> str:
-    return tenant.ids.secret("")[:15]
-
-
-# -- the aggregator's API ---------------------------------------------------------------------
-
-def create_sandbox_public_token(tenant: Owner, request: dict[str, Any]) -> dict[str, Any]:
-    """/sandbox/public_token/create: a linked item at `institution_id` (one of the
-    sandbox's institutions) with `initial_products`, and the public token its link flow
-    would return; `options.webhook` is the URL its webhooks go to."""
-    institution(request["institution_id"])
-    options = request.get("options") or {}
-    transactions = options.get("transactions") or {}
-    item_id = tenant.ids.secret("")
-    rng = random.Random(f"{item_id}:balances")
-    accounts = []
-    for name, official, mask, subtype, (low, high) in _ACCOUNTS:
-        current = round(rng.uniform(low, high), 2)
-        accounts.append(Account(account_id=tenant.ids.secret(""), name=f"Sandbox {name}",
-                                official_name=f"Sandbox {official}", mask=mask,
-                                type="depository", subtype=subtype,
-                                available=round(current * rng.uniform(0.9, 1.0), 2),
-                                current=current))
-    now = tenant.clock.timestamp()
-    item = Item(item_id=item_id, institution_id=request["institution_id"],
-                products=list(dict.fromkeys(request["initial_products"])),
-                days_requested=transactions.get("days_requested", DEFAULT_DAYS_REQUESTED),
-                webhook=options.get("webhook") or None, accounts=accounts, created_at=now,
-                public_token=unguessable(f"public-{tenant.environment}-"),
-                public_token_expires_at=now + PUBLIC_TOKEN_LIFETIME)
-    tenant.aggregator_items[item.item_id] = item
-    tenant.aggregator_tokens[item.public_token] = item.item_id
-    keep_items_bounded(tenant)
-    return {"public_token": item.public_token, "request_id": _request_id(tenant)}
-
-
-def exchange_public_token(tenant: Owner, public_token: str) -> dict[str, Any]:
-    """/item/public_token/exchange: the item's access token for its public token (once)."""
-    _check_environment(tenant, public_token, "public", InvalidPublicToken)
-    item = tenant.aggregator_items.get(tenant.aggregator_tokens.get(public_token, ""))
-    if item is None or item.public_token != public_token:
-        raise InvalidPublicToken(UNKNOWN_PUBLIC_TOKEN)
-    if tenant.clock.timestamp() >= item.public_token_expires_at:
-        raise InvalidPublicToken(EXPIRED_PUBLIC_TOKEN)
-    del tenant.aggregator_tokens[public_token]
-    item.public_token = None
-    item.access_token = unguessable(f"access-{tenant.environment}-")
-    tenant.aggregator_tokens[item.access_token] = item.item_id
-    return {"access_token": item.access_token, "item_id": item.item_id,
-            "request_id": _request_id(tenant)}
-
-
-def get_accounts(tenant: Owner, access_token: str,
-                 account_ids: list[str] | None = None) -> dict[str, Any]:
-    """/accounts/get: the item's accounts (those of `account_ids` when given) and the item;
-    an item whose login was reset answers ITEM_LOGIN_REQUIRED until it is relinked."""
-    item = item_of(tenant, access_token)
-    if item.login_required:
-        raise ItemLoginRequired(LOGIN_REQUIRED)
-    known = {account.account_id for account in item.accounts}
-    for account_id in account_ids or ():
-        if account_id not in known:
-            raise InvalidAccountId(UNKNOWN_ACCOUNT.format(account_id=account_id))
-    return {"accounts": [a.record() for a in item.accounts
-                         if account_ids is None or a.account_id in account_ids],
-            "item": item.record(), "request_id": _request_id(tenant)}
-
-
-def create_processor_token(tenant: Owner, request: dict[str, Any]) -> dict[str, Any]:
-    """/processor/token/create: a processor token for one account of the item, for the
-    processor named (the service's key at the aggregator). The token carries the item,
-    its products and days_requested to the service's pipeline."""
-    item = item_of(tenant, request["access_token"])
-    account = next((a for a in item.accounts if a.account_id == request["account_id"]), None)
-    if account is None:
-        raise InvalidAccountId(UNKNOWN_ACCOUNT.format(account_id=request["account_id"]))
-    token = tenant.links.mint_token({"daysRequested": item.days_requested,
-                                     "products": item.products},
-                                    item_id=item.item_id, account_id=account.account_id)
-    return {"processor_token": token.token, "request_id": _request_id(tenant)}
-
-
-def remove_item(tenant: Owner, access_token: str) -> dict[str, Any]:
-    """/item/remove: the item and its access token are gone; the processor tokens made from
-    it are revoked (registering one is refused), and a link still to pull transactions
-    through one fails with ITEM_NOT_FOUND (`pull_error`)."""
-    item = item_of(tenant, access_token)
-    _forget(tenant, item)
-    tenant.links.revoke_item_tokens(item.item_id)
-    return {"request_id": _request_id(tenant)}
-
-
-def reset_login(tenant: Owner, access_token: str) -> dict[str, Any]:
-    """/sandbox/item/reset_login: the item needs its user to log in again; pulling
-    transactions through its processor tokens fails with ITEM_LOGIN_REQUIRED from now on.
-    A new item (a new link) is what recovers here."""
-    item = item_of(tenant, access_token)
-    item.login_required = True
-    return {"reset_login": True, "request_id": _request_id(tenant)}
-
-
-def get_item(tenant: Owner, access_token: str) -> dict[str, Any]:
-    """/item/get: the item, its `error` (ITEM_LOGIN_REQUIRED once its login was reset: the
-    call itself succeeds, as the aggregator's does) and its status: when its transactions
-    last updated, and the last webhook it fired."""
-    item = item_of(tenant, access_token)
-    last = _last_webhook(tenant, item)
-    last_webhook = None if last is None else {"sent_at": isoformat(last.time),
-                                              "code_sent": last.body["webhook_code"]}
-    return {"item": item.record(),
-            "status": {"investments": None,
-                       "transactions": {"last_successful_update": isoformat(item.created_at),
-                                        "last_failed_update": None},
-                       "last_webhook": last_webhook},
-            "request_id": _request_id(tenant)}
-
-
-def create_link_token(tenant: Owner, request: dict[str, Any]) -> dict[str, Any]:
-    """/link/token/create: a link token for the aggregator's link flow (4 hours). The
-    sandbox has no link flow of its own (/sandbox/public_token/create stands in for it), so
-    the token only answers; an `access_token` (update mode) must be one of the tenant's."""
-    if request.get("access_token") is not None:
-        item_of(tenant, request["access_token"])
-    return {"link_token": unguessable(f"link-{tenant.environment}-"),
-            "expiration": isoformat(tenant.clock.timestamp() + LINK_TOKEN_LIFETIME),
-            "request_id": _request_id(tenant)}
-
-
-def get_institution(tenant: Owner, request: dict[str, Any]) -> dict[str, Any]:
-    """/institutions/get_by_id: one of the sandbox's institutions, in one of the countries
-    asked for; its url, colour and logo, and its status, when the options ask."""
-    found = institution(request["institution_id"])
-    if not set(request["country_codes"]) & set(found.country_codes):
-        raise InvalidInstitution(OTHER_COUNTRY.format(
-            institution_id=found.institution_id, codes=", ".join(request["country_codes"])))
-    options = request.get("options") or {}
-    status = (institution_status(isoformat(tenant.clock.timestamp() - 86_400))
-              if options.get("include_status") else None)
-    return {"institution": found.record(
-                optional_metadata=bool(options.get("include_optional_metadata")), status=status),
-            "request_id": _request_id(tenant)}
-
+# -- institutions and cursors ------------------------------------------------------------------
 
 def institution(institution_id: str) -> Institution:
     """A sandbox institution (aggregator_data.INSTITUTIONS), or the aggregator's error."""
@@ -356,42 +215,6 @@ def institution(institution_id: str) -> Institution:
     if found is None:
         raise InvalidInstitution(UNKNOWN_INSTITUTION.format(institution_id=institution_id))
     return found
-
-
-def sync_transactions(tenant: Owner, request: dict[str, Any]) -> dict[str, Any]:
-    """/transactions/sync: the item's transactions (of `options.account_id` only, when
-    given), `count` at a time, from where `cursor` left off (none: the start). The
-    history is whole as soon as the item is linked (HISTORICAL_UPDATE_COMPLETE) and does
-    not grow, so once a cursor has reached its end the answer is empty, with that cursor
-    again. They are the transactions the service's pipeline pulls through a processor
-    token of the item (pulled_transactions)."""
-    item = _transactions_item(tenant, request["access_token"])
-    options = request.get("options") or {}
-    account_id = options.get("account_id")
-    if account_id is not None and all(a.account_id != account_id for a in item.accounts):
-        raise InvalidAccountId(UNKNOWN_ACCOUNT.format(account_id=account_id))
-    history = [t for t in item_history(item, tenant.rules.catalog)
-               if account_id is None or t["account_id"] == account_id]
-    start = _cursor_offset(request.get("cursor") or "", item, account_id, len(history))
-    end = min(len(history), start + request.get("count", SYNC_COUNT))
-    return {"transactions_update_status": "HISTORICAL_UPDATE_COMPLETE",
-            "accounts": [a.record() for a in item.accounts
-                         if account_id is None or a.account_id == account_id],
-            "added": [transaction_record(t) for t in history[start:end]],
-            "modified": [], "removed": [],
-            "next_cursor": _cursor(item, account_id, end), "has_more": end < len(history),
-            "request_id": _request_id(tenant)}
-
-
-def _transactions_item(tenant: Owner, access_token: str) -> Item:
-    """The item of an access token, when its transactions can be read: as the pipeline's
-    pull, not once its login was reset, nor when it was linked without them."""
-    item = item_of(tenant, access_token)
-    if item.login_required:
-        raise ItemLoginRequired(LOGIN_REQUIRED)
-    if TRANSACTIONS not in item.products:
-        raise ProductsNotSupported(NO_TRANSACTIONS)
-    return item
 
 
 def _cursor(item: Item, account_id: str | None, offset: int) -> str:
@@ -447,126 +270,6 @@ WEBHOOK_TYPES = ("AUTH", "HOLDINGS", "INVESTMENTS_TRANSACTIONS", "ITEM", "LIABIL
                  "TRANSACTIONS", "ASSETS", "IDENTITY", "INCOME")
 
 
-def fire_webhook(tenant: Owner, request: dict[str, Any]) -> dict[str, Any]:
-    """/sandbox/item/fire_webhook: the aggregator's webhook `webhook_code` (of
-    `webhook_type`, by default the code's own) goes to the item's webhook URL, with the
-    fields the aggregator sends for it. LOGIN_REPAIRED also repairs the item (a reset
-    login no longer fails its calls or the service's pull)."""
-    item = item_of(tenant, request["access_token"])
-    code = request["webhook_code"]
-    if code in NOT_FIRED:
-        raise SandboxProductNotEnabled(NOT_SERVED.format(code=code, what=NOT_FIRED[code],
-                                                         fired=", ".join(FIRED)))
-    webhook_type, product = FIRED[code]
-    given = request.get("webhook_type")
-    if code == "DEFAULT_UPDATE" and given is not None:
-        if given not in DEFAULT_UPDATE_TYPES:
-            raise InvalidField(WRONG_WEBHOOK_TYPE.format(
-                code=code, given=given, type=" or ".join(DEFAULT_UPDATE_TYPES)))
-        webhook_type, product = given, DEFAULT_UPDATE_TYPES[given]
-    elif given is not None and given != webhook_type:
-        raise InvalidField(WRONG_WEBHOOK_TYPE.format(code=code, given=given, type=webhook_type))
-    if product is not None and product not in item.products:
-        raise SandboxProductNotEnabled(PRODUCT_NOT_ENABLED.format(
-            product=product, products=", ".join(item.products), type=webhook_type, code=code))
-    if not item.webhook:
-        raise SandboxWebhookInvalid(NO_WEBHOOK)
-    fields = _webhook_fields(tenant, item, webhook_type, code, request.get("options") or {})
-    if code == "LOGIN_REPAIRED":
-        item.login_required = False
-    _send_webhook(tenant, item, item.webhook, webhook_type, code, fields)
-    return {"webhook_fired": True, "request_id": _request_id(tenant)}
-
-
-def update_webhook(tenant: Owner, access_token: str, webhook: str | None) -> dict[str, Any]:
-    """/item/webhook/update: the item's webhooks go to `webhook` from now on (none: no
-    webhooks); the new URL gets the aggregator's WEBHOOK_UPDATE_ACKNOWLEDGED."""
-    item = item_of(tenant, access_token)
-    item.webhook = webhook or None
-    if item.webhook is not None:
-        _send_webhook(tenant, item, item.webhook, "ITEM", "WEBHOOK_UPDATE_ACKNOWLEDGED",
-                      {"error": None, "new_webhook_url": item.webhook})
-    return {"item": item.record(), "request_id": _request_id(tenant)}
-
-
-def _webhook_fields(tenant: Owner, item: Item, webhook_type: str, code: str,
-                    options: dict[str, Any]) -> dict[str, Any]:
-    """What the aggregator's webhook says beyond its type, code, item and environment."""
-    account_ids = [a.account_id for a in item.accounts]
-    if code == "DEFAULT_UPDATE" and webhook_type == "TRANSACTIONS":
-        return {"error": None, "new_transactions": options.get(
-            "new_transactions", len(item_history(item, tenant.rules.catalog)))}
-    if code == "DEFAULT_UPDATE":
-        return {"error": None, **DEFAULT_UPDATE_FIELDS[webhook_type]}
-    if code == "SYNC_UPDATES_AVAILABLE":
-        return {"initial_update_complete": True, "historical_update_complete": True}
-    if code == "RECURRING_TRANSACTIONS_UPDATE":
-        return {"account_ids": account_ids}
-    if code == "PENDING_DISCONNECT":
-        return {"reason": "INSTITUTION_MIGRATION"}
-    if code == "USER_PERMISSION_REVOKED":
-        return {"error": {"error_type": "ITEM_ERROR", "error_code": "USER_PERMISSION_REVOKED",
-                          "error_message": USER_PERMISSION_REVOKED, "display_message": None}}
-    if code == "USER_ACCOUNT_REVOKED":
-        return {"account_id": account_ids[0]}
-    return {"error": None} if code == "NEW_ACCOUNTS_AVAILABLE" else {}
-
-
-def _send_webhook(tenant: Owner, item: Item, url: str, webhook_type: str, code: str,
-                  fields: dict[str, Any]) -> None:
-    """The webhook in the tenant's ledger (eventType `<webhook_type>.<webhook_code>`), to
-    `url`: the outbox delivers it as every delivery, its attempts on the ledger."""
-    body = {"webhook_type": webhook_type, "webhook_code": code, "item_id": item.item_id,
-            **fields, "environment": tenant.environment}
-    tenant.emit_webhook(url, f"{webhook_type}.{code}", body)
-
-
-def _last_webhook(tenant: Owner, item: Item) -> Any:
-    """The latest webhook of the item still in the ledger (None: none)."""
-    for event in reversed(tenant.events.by_id.values()):
-        if event.url is not None and event.body.get("item_id") == item.item_id:
-            return event
-    return None
-
-
-# -- for the service's pipeline -----------------------------------------------------------
-
-def pulled_transactions(tenant: Owner, item_id: str, account_id: str) -> list[dict[str, Any]]:
-    """What the service pulls through a processor token of an item (`pull_error` said it
-    may): the account's transactions of the item's history, the ones /transactions/sync
-    answers for it."""
-    item = tenant.aggregator_items[item_id]
-    return [t for t in item_history(item, tenant.rules.catalog) if t["account_id"] == account_id]
-
-
-def pull_error(tenant: Owner, item_id: str | None) -> dict[str, str] | None:
-    """What the aggregator answers when the service pulls transactions through a processor
-    token of this item, as an aggregator-error event's data (`errorType`, `errorCode`,
-    `errorMessage`); None when the pull succeeds (or the token came from the control
-    plane's shortcut, which has no item)."""
-    if item_id is None:
-        return None
-    item = tenant.aggregator_items.get(item_id)
-    if item is None:
-        return {"errorType": "ITEM_ERROR", "errorCode": "ITEM_NOT_FOUND",
-                "errorMessage": ITEM_REMOVED}
-    if item.login_required:
-        return {"errorType": ItemLoginRequired.error_type,
-                "errorCode": ItemLoginRequired.error_code, "errorMessage": LOGIN_REQUIRED}
-    return None
-
-
-# -- lookups and bounds ---------------------------------------------------------------------
-
-def item_of(tenant: Owner, access_token: str) -> Item:
-    """The item of an access token of this tenant (another tenant's is unknown here)."""
-    _check_environment(tenant, access_token, "access", InvalidAccessToken)
-    item = tenant.aggregator_items.get(tenant.aggregator_tokens.get(access_token, ""))
-    if item is None or item.access_token != access_token:
-        raise InvalidAccessToken(UNKNOWN_ACCESS_TOKEN)
-    return item
-
-
 def token_index(items: dict[str, Item]) -> dict[str, str]:
     """Every live token of these items -> its item id (a restore rebuilds it)."""
     index = {}
@@ -577,59 +280,338 @@ def token_index(items: dict[str, Item]) -> dict[str, str]:
     return index
 
 
-# -- snapshot (domain/stored.py) ------------------------------------------------------------
+class Aggregator:
+    """The aggregator's side of one tenant (its own API under /aggregator-api/): the items
+    its sandbox linked, with their accounts and tokens. The one writer of its state."""
 
-# Added later: a snapshot without it has no items at the aggregator's API.
-SECTIONS = Sections({}, {"aggregatorItems": array(STORED_ITEM)}, bounds={
-    "aggregatorItems": lambda limits: (limits.max_aggregator_items, "the aggregator's items bound")})
+    def __init__(self, tenant: Owner) -> None:
+        self.tenant = tenant
+        self.items: dict[str, Item] = {}    # item id -> item
+        self.tokens: dict[str, str] = {}    # a live public or access token -> its item id
 
+    # -- the aggregator's API ---------------------------------------------------------------
 
-def dump_items(tenant: Owner) -> dict[str, Any]:
-    return {"aggregatorItems": [STORED_ITEM.dump(item)
-                                for item in tenant.aggregator_items.values()]}
+    def _request_id(self) -> str:
+        return self.tenant.ids.secret("")[:15]
 
+    def create_sandbox_public_token(self, request: dict[str, Any]) -> dict[str, Any]:
+        """/sandbox/public_token/create: a linked item at `institution_id` (one of the
+        sandbox's institutions) with `initial_products`, and the public token its link flow
+        would return; `options.webhook` is the URL its webhooks go to."""
+        institution(request["institution_id"])
+        options = request.get("options") or {}
+        transactions = options.get("transactions") or {}
+        item_id = self.tenant.ids.secret("")
+        rng = random.Random(f"{item_id}:balances")
+        accounts = []
+        for name, official, mask, subtype, (low, high) in _ACCOUNTS:
+            current = round(rng.uniform(low, high), 2)
+            accounts.append(Account(account_id=self.tenant.ids.secret(""), name=f"Sandbox {name}",
+                                    official_name=f"Sandbox {official}", mask=mask,
+                                    type="depository", subtype=subtype,
+                                    available=round(current * rng.uniform(0.9, 1.0), 2),
+                                    current=current))
+        now = self.tenant.clock.timestamp()
+        item = Item(item_id=item_id, institution_id=request["institution_id"],
+                    products=list(dict.fromkeys(request["initial_products"])),
+                    days_requested=transactions.get("days_requested", DEFAULT_DAYS_REQUESTED),
+                    webhook=options.get("webhook") or None, accounts=accounts, created_at=now,
+                    public_token=unguessable(f"public-{self.tenant.environment}-"),
+                    public_token_expires_at=now + PUBLIC_TOKEN_LIFETIME)
+        self.items[item.item_id] = item
+        self.tokens[item.public_token] = item.item_id
+        self.keep_items_bounded()
+        return {"public_token": item.public_token, "request_id": self._request_id()}
 
-def load_items(document: dict[str, Any], loading: Any) -> dict[str, Any]:
-    if "aggregatorItems" not in document:
-        return {"items": {}}
-    return {"items": unique(document, "aggregatorItems", STORED_ITEM, "item_id")}
+    def exchange_public_token(self, public_token: str) -> dict[str, Any]:
+        """/item/public_token/exchange: the item's access token for its public token (once)."""
+        self._check_environment(public_token, "public", InvalidPublicToken)
+        item = self.items.get(self.tokens.get(public_token, ""))
+        if item is None or item.public_token != public_token:
+            raise InvalidPublicToken(UNKNOWN_PUBLIC_TOKEN)
+        if self.tenant.clock.timestamp() >= item.public_token_expires_at:
+            raise InvalidPublicToken(EXPIRED_PUBLIC_TOKEN)
+        del self.tokens[public_token]
+        item.public_token = None
+        item.access_token = unguessable(f"access-{self.tenant.environment}-")
+        self.tokens[item.access_token] = item.item_id
+        return {"access_token": item.access_token, "item_id": item.item_id,
+                "request_id": self._request_id()}
 
+    def get_accounts(self, access_token: str,
+                     account_ids: list[str] | None = None) -> dict[str, Any]:
+        """/accounts/get: the item's accounts (those of `account_ids` when given) and the item;
+        an item whose login was reset answers ITEM_LOGIN_REQUIRED until it is relinked."""
+        item = self.item_of(access_token)
+        if item.login_required:
+            raise ItemLoginRequired(LOGIN_REQUIRED)
+        known = {account.account_id for account in item.accounts}
+        for account_id in account_ids or ():
+            if account_id not in known:
+                raise InvalidAccountId(UNKNOWN_ACCOUNT.format(account_id=account_id))
+        return {"accounts": [a.record() for a in item.accounts
+                             if account_ids is None or a.account_id in account_ids],
+                "item": item.record(), "request_id": self._request_id()}
 
-def restore_items(tenant: Any, items: dict[str, Item]) -> None:
-    tenant.aggregator_items = items
-    tenant.aggregator_tokens = token_index(items)
+    def create_processor_token(self, request: dict[str, Any]) -> dict[str, Any]:
+        """/processor/token/create: a processor token for one account of the item, for the
+        processor named (the service's key at the aggregator). The token carries the item,
+        its products and days_requested to the service's pipeline."""
+        item = self.item_of(request["access_token"])
+        account = next((a for a in item.accounts if a.account_id == request["account_id"]), None)
+        if account is None:
+            raise InvalidAccountId(UNKNOWN_ACCOUNT.format(account_id=request["account_id"]))
+        token = self.tenant.links.mint_token({"daysRequested": item.days_requested,
+                                         "products": item.products},
+                                        item_id=item.item_id, account_id=account.account_id)
+        return {"processor_token": token.token, "request_id": self._request_id()}
 
+    def remove_item(self, access_token: str) -> dict[str, Any]:
+        """/item/remove: the item and its access token are gone; the processor tokens made from
+        it are revoked (registering one is refused), and a link still to pull transactions
+        through one fails with ITEM_NOT_FOUND (`pull_error`)."""
+        item = self.item_of(access_token)
+        self._forget(item)
+        self.tenant.links.revoke_item_tokens(item.item_id)
+        return {"request_id": self._request_id()}
 
-def keep_items_bounded(tenant: Owner) -> None:
-    """Past the bound (Limits.max_aggregator_items), a tenth of it goes: first items whose
-    public token expired unexchanged (nothing can reach them), then the oldest."""
-    limit = tenant.rules.limits.max_aggregator_items
-    items = tenant.aggregator_items
-    if len(items) <= limit:
-        return
-    keep = limit - max(1, limit // 10)
-    now = tenant.clock.timestamp()
+    def reset_login(self, access_token: str) -> dict[str, Any]:
+        """/sandbox/item/reset_login: the item needs its user to log in again; pulling
+        transactions through its processor tokens fails with ITEM_LOGIN_REQUIRED from now on.
+        A new item (a new link) is what recovers here."""
+        item = self.item_of(access_token)
+        item.login_required = True
+        return {"reset_login": True, "request_id": self._request_id()}
 
-    def unreachable(item: Item) -> bool:
-        return item.access_token is None and item.public_token_expires_at <= now
+    def get_item(self, access_token: str) -> dict[str, Any]:
+        """/item/get: the item, its `error` (ITEM_LOGIN_REQUIRED once its login was reset: the
+        call itself succeeds, as the aggregator's does) and its status: when its transactions
+        last updated, and the last webhook it fired."""
+        item = self.item_of(access_token)
+        last = self._last_webhook(item)
+        last_webhook = None if last is None else {"sent_at": isoformat(last.time),
+                                                  "code_sent": last.body["webhook_code"]}
+        return {"item": item.record(),
+                "status": {"investments": None,
+                           "transactions": {"last_successful_update": isoformat(item.created_at),
+                                            "last_failed_update": None},
+                           "last_webhook": last_webhook},
+                "request_id": self._request_id()}
 
-    # A stable sort: the unreachable first, each group oldest first (insertion order).
-    for item in sorted(items.values(), key=lambda item: not unreachable(item))[:len(items) - keep]:
-        _forget(tenant, item)
+    def create_link_token(self, request: dict[str, Any]) -> dict[str, Any]:
+        """/link/token/create: a link token for the aggregator's link flow (4 hours). The
+        sandbox has no link flow of its own (/sandbox/public_token/create stands in for it), so
+        the token only answers; an `access_token` (update mode) must be one of the self.tenant's."""
+        if request.get("access_token") is not None:
+            self.item_of(request["access_token"])
+        return {"link_token": unguessable(f"link-{self.tenant.environment}-"),
+                "expiration": isoformat(self.tenant.clock.timestamp() + LINK_TOKEN_LIFETIME),
+                "request_id": self._request_id()}
 
+    def get_institution(self, request: dict[str, Any]) -> dict[str, Any]:
+        """/institutions/get_by_id: one of the sandbox's institutions, in one of the countries
+        asked for; its url, colour and logo, and its status, when the options ask."""
+        found = institution(request["institution_id"])
+        if not set(request["country_codes"]) & set(found.country_codes):
+            raise InvalidInstitution(OTHER_COUNTRY.format(
+                institution_id=found.institution_id, codes=", ".join(request["country_codes"])))
+        options = request.get("options") or {}
+        status = (institution_status(isoformat(self.tenant.clock.timestamp() - 86_400))
+                  if options.get("include_status") else None)
+        return {"institution": found.record(
+                    optional_metadata=bool(options.get("include_optional_metadata")), status=status),
+                "request_id": self._request_id()}
 
-def _forget(tenant: Owner, item: Item) -> None:
-    del tenant.aggregator_items[item.item_id]
-    for token in (item.public_token, item.access_token):
-        tenant.aggregator_tokens.pop(token, None)
+    def sync_transactions(self, request: dict[str, Any]) -> dict[str, Any]:
+        """/transactions/sync: the item's transactions (of `options.account_id` only, when
+        given), `count` at a time, from where `cursor` left off (none: the start). The
+        history is whole as soon as the item is linked (HISTORICAL_UPDATE_COMPLETE) and does
+        not grow, so once a cursor has reached its end the answer is empty, with that cursor
+        again. They are the transactions the service's pipeline pulls through a processor
+        token of the item (pulled_transactions)."""
+        item = self._transactions_item(request["access_token"])
+        options = request.get("options") or {}
+        account_id = options.get("account_id")
+        if account_id is not None and all(a.account_id != account_id for a in item.accounts):
+            raise InvalidAccountId(UNKNOWN_ACCOUNT.format(account_id=account_id))
+        history = [t for t in item_history(item, self.tenant.rules.catalog)
+                   if account_id is None or t["account_id"] == account_id]
+        start = _cursor_offset(request.get("cursor") or "", item, account_id, len(history))
+        end = min(len(history), start + request.get("count", SYNC_COUNT))
+        return {"transactions_update_status": "HISTORICAL_UPDATE_COMPLETE",
+                "accounts": [a.record() for a in item.accounts
+                             if account_id is None or a.account_id == account_id],
+                "added": [transaction_record(t) for t in history[start:end]],
+                "modified": [], "removed": [],
+                "next_cursor": _cursor(item, account_id, end), "has_more": end < len(history),
+                "request_id": self._request_id()}
 
+    def _transactions_item(self, access_token: str) -> Item:
+        """The item of an access token, when its transactions can be read: as the pipeline's
+        pull, not once its login was reset, nor when it was linked without them."""
+        item = self.item_of(access_token)
+        if item.login_required:
+            raise ItemLoginRequired(LOGIN_REQUIRED)
+        if TRANSACTIONS not in item.products:
+            raise ProductsNotSupported(NO_TRANSACTIONS)
+        return item
 
-def _check_environment(tenant: Owner, token: str, kind: str, error: type[AggregatorError]) -> None:
-    """A token of the other environment is named as such (the aggregator's own wording)."""
-    for environment in ("sandbox", "production"):
-        if token.startswith(f"{kind}-{environment}-") and environment != tenant.environment:
-            raise error(OTHER_ENVIRONMENT.format(kind=kind, theirs=environment,
-                                                 ours=tenant.environment))
-    if not token.startswith(f"{kind}-"):
-        raise error(f"provided {kind} token is in an invalid format. "
-                    + EXPECTED_FORMAT.format(kind=kind))
+    def fire_webhook(self, request: dict[str, Any]) -> dict[str, Any]:
+        """/sandbox/item/fire_webhook: the aggregator's webhook `webhook_code` (of
+        `webhook_type`, by default the code's own) goes to the item's webhook URL, with the
+        fields the aggregator sends for it. LOGIN_REPAIRED also repairs the item (a reset
+        login no longer fails its calls or the service's pull)."""
+        item = self.item_of(request["access_token"])
+        code = request["webhook_code"]
+        if code in NOT_FIRED:
+            raise SandboxProductNotEnabled(NOT_SERVED.format(code=code, what=NOT_FIRED[code],
+                                                             fired=", ".join(FIRED)))
+        webhook_type, product = FIRED[code]
+        given = request.get("webhook_type")
+        if code == "DEFAULT_UPDATE" and given is not None:
+            if given not in DEFAULT_UPDATE_TYPES:
+                raise InvalidField(WRONG_WEBHOOK_TYPE.format(
+                    code=code, given=given, type=" or ".join(DEFAULT_UPDATE_TYPES)))
+            webhook_type, product = given, DEFAULT_UPDATE_TYPES[given]
+        elif given is not None and given != webhook_type:
+            raise InvalidField(WRONG_WEBHOOK_TYPE.format(code=code, given=given, type=webhook_type))
+        if product is not None and product not in item.products:
+            raise SandboxProductNotEnabled(PRODUCT_NOT_ENABLED.format(
+                product=product, products=", ".join(item.products), type=webhook_type, code=code))
+        if not item.webhook:
+            raise SandboxWebhookInvalid(NO_WEBHOOK)
+        fields = self._webhook_fields(item, webhook_type, code, request.get("options") or {})
+        if code == "LOGIN_REPAIRED":
+            item.login_required = False
+        self._send_webhook(item, item.webhook, webhook_type, code, fields)
+        return {"webhook_fired": True, "request_id": self._request_id()}
+
+    def update_webhook(self, access_token: str, webhook: str | None) -> dict[str, Any]:
+        """/item/webhook/update: the item's webhooks go to `webhook` from now on (none: no
+        webhooks); the new URL gets the aggregator's WEBHOOK_UPDATE_ACKNOWLEDGED."""
+        item = self.item_of(access_token)
+        item.webhook = webhook or None
+        if item.webhook is not None:
+            self._send_webhook(item, item.webhook, "ITEM", "WEBHOOK_UPDATE_ACKNOWLEDGED",
+                          {"error": None, "new_webhook_url": item.webhook})
+        return {"item": item.record(), "request_id": self._request_id()}
+
+    def _webhook_fields(self, item: Item, webhook_type: str, code: str,
+                        options: dict[str, Any]) -> dict[str, Any]:
+        """What the aggregator's webhook says beyond its type, code, item and environment."""
+        account_ids = [a.account_id for a in item.accounts]
+        if code == "DEFAULT_UPDATE" and webhook_type == "TRANSACTIONS":
+            return {"error": None, "new_transactions": options.get(
+                "new_transactions", len(item_history(item, self.tenant.rules.catalog)))}
+        if code == "DEFAULT_UPDATE":
+            return {"error": None, **DEFAULT_UPDATE_FIELDS[webhook_type]}
+        if code == "SYNC_UPDATES_AVAILABLE":
+            return {"initial_update_complete": True, "historical_update_complete": True}
+        if code == "RECURRING_TRANSACTIONS_UPDATE":
+            return {"account_ids": account_ids}
+        if code == "PENDING_DISCONNECT":
+            return {"reason": "INSTITUTION_MIGRATION"}
+        if code == "USER_PERMISSION_REVOKED":
+            return {"error": {"error_type": "ITEM_ERROR", "error_code": "USER_PERMISSION_REVOKED",
+                              "error_message": USER_PERMISSION_REVOKED, "display_message": None}}
+        if code == "USER_ACCOUNT_REVOKED":
+            return {"account_id": account_ids[0]}
+        return {"error": None} if code == "NEW_ACCOUNTS_AVAILABLE" else {}
+
+    def _send_webhook(self, item: Item, url: str, webhook_type: str, code: str,
+                      fields: dict[str, Any]) -> None:
+        """The webhook in the self.tenant's ledger (eventType `<webhook_type>.<webhook_code>`), to
+        `url`: the outbox delivers it as every delivery, its attempts on the ledger."""
+        body = {"webhook_type": webhook_type, "webhook_code": code, "item_id": item.item_id,
+                **fields, "environment": self.tenant.environment}
+        self.tenant.emit_webhook(url, f"{webhook_type}.{code}", body)
+
+    def _last_webhook(self, item: Item) -> Any:
+        """The latest webhook of the item still in the ledger (None: none)."""
+        for event in reversed(self.tenant.events.by_id.values()):
+            if event.url is not None and event.body.get("item_id") == item.item_id:
+                return event
+        return None
+
+    def pulled_transactions(self, item_id: str, account_id: str) -> list[dict[str, Any]]:
+        """What the service pulls through a processor token of an item (`pull_error` said it
+        may): the account's transactions of the item's history, the ones /transactions/sync
+        answers for it."""
+        item = self.items[item_id]
+        return [t for t in item_history(item, self.tenant.rules.catalog) if t["account_id"] == account_id]
+
+    def pull_error(self, item_id: str | None) -> dict[str, str] | None:
+        """What the aggregator answers when the service pulls transactions through a processor
+        token of this item, as an aggregator-error event's data (`errorType`, `errorCode`,
+        `errorMessage`); None when the pull succeeds (or the token came from the control
+        plane's shortcut, which has no item)."""
+        if item_id is None:
+            return None
+        item = self.items.get(item_id)
+        if item is None:
+            return {"errorType": "ITEM_ERROR", "errorCode": "ITEM_NOT_FOUND",
+                    "errorMessage": ITEM_REMOVED}
+        if item.login_required:
+            return {"errorType": ItemLoginRequired.error_type,
+                    "errorCode": ItemLoginRequired.error_code, "errorMessage": LOGIN_REQUIRED}
+        return None
+
+    def item_of(self, access_token: str) -> Item:
+        """The item of an access token of this self.tenant (another self.tenant's is unknown here)."""
+        self._check_environment(access_token, "access", InvalidAccessToken)
+        item = self.items.get(self.tokens.get(access_token, ""))
+        if item is None or item.access_token != access_token:
+            raise InvalidAccessToken(UNKNOWN_ACCESS_TOKEN)
+        return item
+
+    # -- snapshot (domain/stored.py): a section added later; a snapshot without it has no
+    # items at the aggregator's API.
+
+    SECTIONS = Sections({}, {"aggregatorItems": array(STORED_ITEM)}, bounds={
+        "aggregatorItems": lambda limits: (limits.max_aggregator_items,
+                                           "the aggregator's items bound")})
+
+    def dump(self) -> dict[str, Any]:
+        return {"aggregatorItems": [STORED_ITEM.dump(item) for item in self.items.values()]}
+
+    @staticmethod
+    def load(document: dict[str, Any], loading: Any) -> dict[str, Any]:
+        if "aggregatorItems" not in document:
+            return {"items": {}}
+        return {"items": unique(document, "aggregatorItems", STORED_ITEM, "item_id")}
+
+    def restore(self, items: dict[str, Item]) -> None:
+        self.items = items
+        self.tokens = token_index(items)
+
+    def keep_items_bounded(self) -> None:
+        """Past the bound (Limits.max_aggregator_items), a tenth of it goes: first items whose
+        public token expired unexchanged (nothing can reach them), then the oldest."""
+        limit = self.tenant.rules.limits.max_aggregator_items
+        items = self.items
+        if len(items) <= limit:
+            return
+        keep = limit - max(1, limit // 10)
+        now = self.tenant.clock.timestamp()
+
+        def unreachable(item: Item) -> bool:
+            return item.access_token is None and item.public_token_expires_at <= now
+
+        # A stable sort: the unreachable first, each group oldest first (insertion order).
+        for item in sorted(items.values(), key=lambda item: not unreachable(item))[:len(items) - keep]:
+            self._forget(item)
+
+    def _forget(self, item: Item) -> None:
+        del self.items[item.item_id]
+        for token in (item.public_token, item.access_token):
+            self.tokens.pop(token, None)
+
+    def _check_environment(self, token: str, kind: str, error: type[AggregatorError]) -> None:
+        """A token of the other environment is named as such (the aggregator's own wording)."""
+        for environment in ("sandbox", "production"):
+            if token.startswith(f"{kind}-{environment}-") and environment != self.tenant.environment:
+                raise error(OTHER_ENVIRONMENT.format(kind=kind, theirs=environment,
+                                                     ours=self.tenant.environment))
+        if not token.startswith(f"{kind}-"):
+            raise error(f"provided {kind} token is in an invalid format. "
+                        + EXPECTED_FORMAT.format(kind=kind))

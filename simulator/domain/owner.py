@@ -45,8 +45,7 @@ class Owner(Protocol):
     links: Any                     # processor_links.ProcessorLinks
     webhooks: Any                  # outbox.Outbox (endpoints, deliveries, faults)
     signing: bool
-    aggregator_items: dict[str, Any]
-    aggregator_tokens: dict[str, str]
+    aggregator: Any                # aggregator.Aggregator (its items and their tokens)
 
     def emit(self, event: Draft | str, *, identifier: str | None = None,
              task_id: str | None = None, at: float | None = None, **body: Any) -> Event: ...

@@ -22,7 +22,6 @@ from ..errors import (ApiError, IdentifierMismatch, InvalidProcessorToken, Other
 from rapidfuzz import fuzz
 
 from ..schemas.events import processor_link_events
-from .aggregator import pull_error, pulled_transactions
 from .aggregator_data import PAYROLL_WORDS, checking_history
 from .companies import OPERATIONAL, Company, ManualDepositRule
 from .states import DAYS_REQUESTED
@@ -281,7 +280,7 @@ class ProcessorLinks(Held[ProcessorLink]):
         if stage == PULL:
             # The aggregator refuses the pull when the token's item needs its user to log in
             # again (or is gone), whatever the item's products.
-            refused = pull_error(tenant, token.item_id)
+            refused = tenant.aggregator.pull_error(token.item_id)
             if refused is not None:
                 self._fail(link, refused)
                 return
@@ -336,7 +335,7 @@ class ProcessorLinks(Held[ProcessorLink]):
         shortcut, which has no item, gets one made up for the link here."""
         tenant = self.tenant
         if token.item_id is not None:
-            return pulled_transactions(tenant, token.item_id, token.account_id)
+            return tenant.aggregator.pulled_transactions(token.item_id, token.account_id)
         rng = random.Random(f"{link.id}:transactions")
         today = tenant.clock.now().date()
         first = today - timedelta(days=token.days_requested - 1)

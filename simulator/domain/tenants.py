@@ -17,6 +17,7 @@ from ..clock import Clock, isoformat
 from ..errors import (InvalidCredentials, InvalidPublicToken, MissingCredentials,
                       PublicTokenExpired, UserLimitReached, WrongEnvironment)
 from ..journal import Journal
+from .aggregator import Aggregator
 from .changes import EVENT, TASK, Changes
 from .companies import CompanyDirectory, ManualDepositRule
 from .events import Event, EventLog, event_body
@@ -142,8 +143,7 @@ class Tenant:
         self.links = ProcessorLinks(self, self.rules)     # processor tokens and links
         # The aggregator's own API (domain/aggregator.py): its items by id, and each live
         # public or access token -> its item's id.
-        self.aggregator_items: dict[str, Any] = {}
-        self.aggregator_tokens: dict[str, str] = {}
+        self.aggregator = Aggregator(self)
         self.journal = Journal()
         # API faults on purpose (PUT /_sandbox/faults/api), their draws seeded per tenant.
         self.api_faults = ApiFaults(random.Random(f"{self._seed}:{self.name}:api-faults"))

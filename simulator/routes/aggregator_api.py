@@ -419,7 +419,7 @@ async def sandbox_public_token_create(tenant, body, sandbox) -> dict:
     sets how much history the service gets, default 90; `options.webhook` where the item's
     webhooks go)."""
     _check_webhook(((body.get("options") or {}).get("webhook"), "$.options.webhook"), sandbox)
-    return aggregator.create_sandbox_public_token(tenant, body)
+    return tenant.aggregator.create_sandbox_public_token(body)
 
 
 @_declare("/item/public_token/exchange", "Exchange a public token for an access token",
@@ -427,7 +427,7 @@ async def sandbox_public_token_create(tenant, body, sandbox) -> dict:
           response=_answer(access_token={"type": "string"}, item_id={"type": "string"}))
 async def item_public_token_exchange(tenant, body) -> dict:
     """The spec's step 2 at the aggregator: the access token stays on the customer's server."""
-    return aggregator.exchange_public_token(tenant, body["public_token"])
+    return tenant.aggregator.exchange_public_token(body["public_token"])
 
 
 @_declare("/accounts/get", "An item's accounts", body=ACCOUNTS_GET,
@@ -435,7 +435,7 @@ async def item_public_token_exchange(tenant, body) -> dict:
 async def accounts_get(tenant, body) -> dict:
     """The accounts to choose one from for the processor token; ITEM_LOGIN_REQUIRED after
     /sandbox/item/reset_login."""
-    return aggregator.get_accounts(tenant, body["access_token"],
+    return tenant.aggregator.get_accounts(body["access_token"],
                                    (body.get("options") or {}).get("account_ids"))
 
 
@@ -444,13 +444,13 @@ async def accounts_get(tenant, body) -> dict:
 async def processor_token_create(tenant, body, sandbox) -> dict:
     """The spec's step 3: `processor-<environment>-<uuid>`, which POST
     /<aggregator>/processor-links takes (step 4)."""
-    return aggregator.create_processor_token(tenant, body)
+    return tenant.aggregator.create_processor_token(body)
 
 
 @_declare("/item/remove", "Remove an item", body=ITEM_REMOVE, response=_answer())
 async def item_remove(tenant, body) -> dict:
     """The access token stops working; processor tokens of the item are revoked."""
-    return aggregator.remove_item(tenant, body["access_token"])
+    return tenant.aggregator.remove_item(body["access_token"])
 
 
 @_declare("/sandbox/item/reset_login", "Make a sandbox item need its user to log in again",
@@ -458,7 +458,7 @@ async def item_remove(tenant, body) -> dict:
 async def sandbox_item_reset_login(tenant, body) -> dict:
     """Processing of the item's processor links then ends in `<aggregator>-error` with
     ITEM_ERROR / ITEM_LOGIN_REQUIRED when it pulls transactions; a new item recovers."""
-    return aggregator.reset_login(tenant, body["access_token"])
+    return tenant.aggregator.reset_login(body["access_token"])
 
 
 @_declare("/item/get", "An item and its status", body=ITEM_GET,
@@ -467,7 +467,7 @@ async def item_get(tenant, body) -> dict:
     """The item: its products, webhook URL and `error` (ITEM_LOGIN_REQUIRED after
     /sandbox/item/reset_login, which this call reports rather than refuses), and when its
     transactions last updated and which webhook it last fired."""
-    return aggregator.get_item(tenant, body["access_token"])
+    return tenant.aggregator.get_item(body["access_token"])
 
 
 @_declare("/item/webhook/update", "Change where an item's webhooks go",
@@ -476,7 +476,7 @@ async def item_webhook_update(tenant, body, sandbox) -> dict:
     """The item's webhooks go to `webhook` from now on; the aggregator's
     WEBHOOK_UPDATE_ACKNOWLEDGED goes there first (answered once its first attempt is)."""
     _check_webhook((body.get("webhook"), "$.webhook"), sandbox)
-    return aggregator.update_webhook(tenant, body["access_token"], body.get("webhook"))
+    return tenant.aggregator.update_webhook(body["access_token"], body.get("webhook"))
 
 
 @_declare("/link/token/create", "Create a link token", body=LINK_TOKEN_CREATE,
@@ -488,7 +488,7 @@ async def link_token_create(tenant, body, sandbox) -> dict:
     /sandbox/public_token/create stands in for it. `access_token` (update mode) must be
     an item's, `webhook` a URL the sandbox may send to."""
     _check_webhook((body.get("webhook"), "$.webhook"), sandbox)
-    return aggregator.create_link_token(tenant, body)
+    return tenant.aggregator.create_link_token(body)
 
 
 @_declare("/institutions/get_by_id", "An institution", body=INSTITUTIONS_GET_BY_ID,
@@ -498,7 +498,7 @@ async def institutions_get_by_id(tenant, body) -> dict:
     siblings up to ins_109512; Platypus OAuth Bank, ins_127287), in a country asked for;
     `options.include_optional_metadata` adds its url, colour and logo,
     `options.include_status` its health. Another id is INVALID_INSTITUTION."""
-    return aggregator.get_institution(tenant, body)
+    return tenant.aggregator.get_institution(body)
 
 
 @_declare("/transactions/sync", "An item's transactions, page by page",
@@ -521,7 +521,7 @@ async def transactions_sync(tenant, body) -> dict:
     pulls through a processor token of the item, so its employer matches and recurring
     transactions are made of these. ITEM_LOGIN_REQUIRED after a reset login;
     PRODUCTS_NOT_SUPPORTED for an item linked without `transactions`."""
-    return aggregator.sync_transactions(tenant, body)
+    return tenant.aggregator.sync_transactions(body)
 
 
 @_declare("/sandbox/item/fire_webhook", "Fire one of the aggregator's webhooks for an item",
@@ -536,7 +536,7 @@ async def sandbox_item_fire_webhook(tenant, body) -> dict:
     `<webhook_type>.<webhook_code>`) with its deliveries, retried as every delivery; the
     answer comes once its first attempt is answered. No webhook URL on the item:
     SANDBOX_WEBHOOK_INVALID."""
-    return aggregator.fire_webhook(tenant, body)
+    return tenant.aggregator.fire_webhook(body)
 
 
 def _check_webhook(given: tuple[str | None, str], sandbox) -> None:
