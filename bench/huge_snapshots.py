@@ -28,7 +28,6 @@ a 256 MiB body is a 413 before it is read; `--max-tasks 30000` lets it be parsed
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 import threading

@@ -10,20 +10,13 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from .domain.companies import (DISABLED, FRANCHISE_CHILD, FRANCHISE_PARENT, OPERATIONAL,
-                               UNDER_MAINTENANCE, Company)
-from .fixtures import Fixtures, ServiceProfile, slug
+from .domain.companies import (DEFAULT_CAPABILITIES, DISABLED, EMPLOYER_PRODUCTS,
+                               FRANCHISE_CHILD, FRANCHISE_PARENT, OPERATIONAL,
+                               UNDER_MAINTENANCE, Company, company_from_fixture)
+from .domain.rules import ServiceProfile
+from .fixtures import Fixtures
 from .pools import faker_pools
 
-DEFAULT_CAPABILITIES: dict[str, Any] = {
-    "headlessAuthentication": True,
-    "ssoAuthentication": False,
-    "authenticationMethods": ["standard-auth"],
-    "distributionActions": ["create", "update", "delete"],
-    "distributionTypes": ["total", "percent", "fixed"],
-    "supportedPaymentMethods": [],
-}
-EMPLOYER_PRODUCTS = ("deposit", "verify")
 MERCHANT_PRODUCTS = ("switch", "present")
 
 INDUSTRIES = (
@@ -44,33 +37,6 @@ PAYROLL_KINDS = ("Payroll", "Payroll Services", "HR Solutions", "Workforce", "Pa
 MERCHANT_KINDS = ("Streaming", "Wireless", "Internet", "Energy", "Gym", "Music", "Insurance",
                   "Water Utility", "Cloud Storage", "News")
 STATUS_WEIGHTS = ((OPERATIONAL, 0.92), (UNDER_MAINTENANCE, 0.05), (DISABLED, 0.03))
-
-
-def company_from_fixture(raw: dict[str, Any], service: ServiceProfile) -> Company:
-    """A Company from a companies.yaml entry, with the defaults filled in."""
-    connector = raw.get("connector", {})
-    products = tuple(connector.get("availableProducts", EMPLOYER_PRODUCTS))
-    return Company(
-        id=raw["_id"],
-        name=raw["name"],
-        status=raw.get("status", OPERATIONAL),
-        tags=tuple(raw.get("tags", ())),
-        franchise_parent=raw.get("franchiseParent"),
-        branding=raw.get("branding") or default_branding(raw["_id"], raw["name"]),
-        connector_id=connector.get("_id", f"{raw['_id']}-connector"),
-        available_products=products,
-        capabilities={**DEFAULT_CAPABILITIES, **connector.get("capabilities", {})},
-        scopes=service.scopes_of(products),
-        default_scenario=raw.get("defaultScenario"),
-        max_payment_methods=raw.get("maxPaymentMethods"),
-    )
-
-
-def default_branding(company_id: str, name: str) -> dict[str, Any]:
-    shade = random.Random(company_id).getrandbits(24)
-    return {"color": f"#{shade:06x}",
-            "logo": {"url": f"https://logos.sandbox.invalid/{slug(name) or company_id}.svg",
-                     "backgroundColor": "#ffffff"}}
 
 
 # The generated companies' seed. The catalog is a function of the fixtures alone, the

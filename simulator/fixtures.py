@@ -7,13 +7,12 @@ file and the JSON path; the CLI turns it into one message and exit code 2.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Any
 
-from .loadcache import set_attributes
+from .domain.rules import ServiceProfile
 from .schemas.fixtures import (ACCOUNTS_SCHEMA, COMPANIES_SCHEMA, SERVICE_SCHEMA)
 from .schemas.validate import schema_errors
 
@@ -61,22 +60,6 @@ def validate_document(document: Any, schema: dict, file: str) -> None:
     errors = schema_errors(document, schema)
     if errors:
         raise ConfigError.collected([(file, path, message) for path, message in errors])
-
-
-@dataclass(frozen=True)
-class ServiceProfile:
-    """The service's names (vendor, aggregator, SDK prefix) and its products' scopes."""
-
-    __setstate__ = set_attributes  # read back from the start-up cache
-
-    vendor: str
-    aggregator: str
-    sdk_prefix: str
-    products: dict[str, str]  # product -> scope
-    sdk_global: str = "Transact"  # the browser SDK's global object
-
-    def scopes_of(self, products: tuple[str, ...]) -> frozenset[str]:
-        return frozenset(self.products[p] for p in products if p in self.products)
 
 
 @dataclass(frozen=True)
@@ -201,8 +184,3 @@ def _check_companies(companies: list[dict[str, Any]], service: ServiceProfile, p
                                   f"{', '.join(sorted(service.products))})")
 
 
-_SLUG = re.compile(r"[^a-z0-9]+")
-
-
-def slug(text: str) -> str:
-    return _SLUG.sub("-", text.lower()).strip("-")

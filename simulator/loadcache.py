@@ -31,7 +31,7 @@ from . import __version__
 from . import pools
 from .pools import cache_dir, keep
 
-FORMAT = 3  # raised when what a cached load holds changes shape
+FORMAT = 4  # raised when what a cached load holds changes shape (or its classes move)
 KEPT_LOADS = 16  # cached loads kept in the cache folder, the least recently written out
 PREFIX = "load-"
 PACKAGE = Path(__file__).resolve().parent

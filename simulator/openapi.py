@@ -26,7 +26,7 @@ from . import __version__
 from .domain.linked_accounts import DATA_KINDS
 from .domain.processor_links import TOKEN_PATTERN
 from .domain.tasks import DEPOSIT_FORM
-from .fixtures import ServiceProfile
+from .domain.rules import ServiceProfile
 from .operations import AGGREGATOR, CLIENT_ID, CLIENT_SECRET, Auth, Operation
 from .scenarios.loader import load_all_scenarios, scenario_folders
 from .schemas import api

@@ -15,6 +15,7 @@ from typing import Any
 
 from .fixtures import ConfigError, load_yaml, validate_document
 from .schemas.fixtures import CONFIG_SCHEMA
+from .webhooks import SHUTDOWN_GRACE
 
 ENV_PREFIX = "PAYROLL_SANDBOX_"
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -47,7 +48,7 @@ class Settings:
     webhook_timeout: float | None = None
     # Wall seconds attempts in flight get to finish on SIGTERM before they are recorded as
     # interrupted (0: at once).
-    shutdown_grace: float = 5.0
+    shutdown_grace: float = SHUTDOWN_GRACE
     environment: str = "sandbox"
     log_format: str = "text"
     # Service profile overrides (fixtures/service.yaml holds the defaults).

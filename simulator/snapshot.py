@@ -53,7 +53,7 @@ from .domain.tenants import Tenant
 from .domain.timeline import Timeline
 from .errors import ApiError, Conflict, LimitReached, PayloadTooLarge, ValidationFailed
 from .fixtures import ConfigError
-from .journal import Journal
+from .domain.journal import Journal
 from .render import read_within_time
 from .schemas.fixtures import ACCOUNT_SCHEMA
 from .schemas.validate import (DETAILS_KEPT, bounded_details, check_json_type, is_valid,

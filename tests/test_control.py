@@ -64,7 +64,7 @@ async def test_journal_is_per_tenant(client):
 
 
 def test_journal_keeps_the_newest_entries():
-    from payroll_sandbox.journal import Journal
+    from payroll_sandbox.domain.journal import Journal
 
     journal = Journal(max_entries=3)
     for number in range(5):

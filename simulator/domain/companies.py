@@ -6,6 +6,8 @@ derived per account when the company is shown or filtered (spec: Company tags).
 
 from __future__ import annotations
 
+import random
+import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -254,3 +256,51 @@ class CompanyDirectory:
     def _changes_made(self) -> None:
         self._overlay = None
         self._ordered = None
+
+
+# -- companies from the fixtures' entries ---------------------------------------------------
+
+DEFAULT_CAPABILITIES: dict[str, Any] = {
+    "headlessAuthentication": True,
+    "ssoAuthentication": False,
+    "authenticationMethods": ["standard-auth"],
+    "distributionActions": ["create", "update", "delete"],
+    "distributionTypes": ["total", "percent", "fixed"],
+    "supportedPaymentMethods": [],
+}
+EMPLOYER_PRODUCTS = ("deposit", "verify")
+
+
+def company_from_fixture(raw: dict[str, Any], service: Any) -> Company:
+    """A Company from a companies.yaml entry, with the defaults filled in (`service`: the
+    rules.ServiceProfile, for the products' scopes)."""
+    connector = raw.get("connector", {})
+    products = tuple(connector.get("availableProducts", EMPLOYER_PRODUCTS))
+    return Company(
+        id=raw["_id"],
+        name=raw["name"],
+        status=raw.get("status", OPERATIONAL),
+        tags=tuple(raw.get("tags", ())),
+        franchise_parent=raw.get("franchiseParent"),
+        branding=raw.get("branding") or default_branding(raw["_id"], raw["name"]),
+        connector_id=connector.get("_id", f"{raw['_id']}-connector"),
+        available_products=products,
+        capabilities={**DEFAULT_CAPABILITIES, **connector.get("capabilities", {})},
+        scopes=service.scopes_of(products),
+        default_scenario=raw.get("defaultScenario"),
+        max_payment_methods=raw.get("maxPaymentMethods"),
+    )
+
+
+def default_branding(company_id: str, name: str) -> dict[str, Any]:
+    shade = random.Random(company_id).getrandbits(24)
+    return {"color": f"#{shade:06x}",
+            "logo": {"url": f"https://logos.sandbox.invalid/{slug(name) or company_id}.svg",
+                     "backgroundColor": "#ffffff"}}
+
+
+_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+def slug(text: str) -> str:
+    return _SLUG.sub("-", text.lower()).strip("-")

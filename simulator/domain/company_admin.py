@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..catalog import company_from_fixture
 from ..errors import CompanyExists, CompanyNotFound, UnknownProducts, ValidationFailed, field_detail
-from ..fixtures import ServiceProfile
-from .companies import DISABLED, OPERATIONAL, UNDER_MAINTENANCE, UNKNOWN_COMPANY, Company
+from .rules import ServiceProfile
+from .companies import (DISABLED, OPERATIONAL, UNDER_MAINTENANCE, UNKNOWN_COMPANY, Company,
+                        company_from_fixture)
 from .owner import Owner
 from ..schemas.events import COMPANY_CREATED, COMPANY_DELETED, COMPANY_UPDATED, MAINTENANCE_MODE
 

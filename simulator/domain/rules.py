@@ -14,10 +14,26 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Protocol
 
-from ..fixtures import ServiceProfile
-from ..scenarios.loader import Scenario
+from ..loadcache import set_attributes
 from .companies import Catalog
+from .states import Scenario
 
+
+
+@dataclass(frozen=True)
+class ServiceProfile:
+    """The service's names (vendor, aggregator, SDK prefix) and its products' scopes."""
+
+    __setstate__ = set_attributes  # read back from the start-up cache
+
+    vendor: str
+    aggregator: str
+    sdk_prefix: str
+    products: dict[str, str]  # product -> scope
+    sdk_global: str = "Transact"  # the browser SDK's global object
+
+    def scopes_of(self, products: tuple[str, ...]) -> frozenset[str]:
+        return frozenset(self.products[p] for p in products if p in self.products)
 
 @dataclass(frozen=True)
 class Limits:

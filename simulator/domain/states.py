@@ -6,6 +6,12 @@ tasks only along them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..loadcache import set_attributes
+
 QUEUED = "queued"
 PROCESSING = "processing"
 COMPLETED = "completed"
@@ -73,3 +79,59 @@ def transition_error(current: str, new: str, *, patch: bool) -> str | None:
 # transactions.days_requested of a link token, as POST /_sandbox/{aggregator}/processor-token
 # takes it and a snapshot may hold it (a huge one restored made a link's job raise).
 DAYS_REQUESTED = {"type": "integer", "minimum": 1, "maximum": 730}
+
+
+# -- scenarios: a task's or a processor link's steps in time (scenarios/loader.py reads them)
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a scenario: when it fires and what it changes."""
+
+    __setstate__ = set_attributes  # read back from the start-up cache
+
+    at: float           # seconds after the task was created
+    changes: dict[str, Any]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.changes.get(name, default)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A checked scenario file: its kind, steps and the products it fits."""
+
+    __setstate__ = set_attributes  # read back from the start-up cache
+
+    name: str
+    description: str
+    kind: str
+    steps: tuple[Step, ...]
+    # The products it fits: named by the file (`products`, or an older file's step
+    # `product`), else None and `scope` decides; concrete once resolved (resolve_products).
+    products: tuple[str, ...] | None = None
+    scope: str | None = None   # with no products named: pay-link, user-link or None (any)
+    file: str = ""             # where it was read, for errors found after loading
+    products_at: str = "$.products"   # the JSON path that named the products
+
+    def fits(self, product: str, scope_of: Callable[[str], str | None] | None = None) -> bool:
+        """Whether a task of `product` may run this scenario."""
+        if self.kind != "task":
+            return False
+        if self.products is not None:
+            return product in self.products
+        return self.scope is None or (scope_of is not None and scope_of(product) == self.scope)
+
+    @property
+    def duration(self) -> float:
+        return self.steps[-1].at if self.steps else 0.0
+
+    @property
+    def outcome(self) -> str:
+        statuses = [s.get("status") for s in self.steps if s.get("status")]
+        return statuses[-1] if statuses else "n/a"
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "kind": self.kind,
+                "products": None if self.products is None else list(self.products),
+                "outcome": self.outcome, "duration": self.duration,
+                "steps": [{"at": s.at, **s.changes} for s in self.steps]}

@@ -23,7 +23,6 @@ from ..errors import (CompanyDisabled, CompanyManualDeposits, CompanyMismatch, C
                       LinkedAccountNotFound, NotFound, ProductNotOffered, ScenarioDoesNotFit,
                       TaskNotFound, Unauthorized, UnknownScenario, UserNotFound,
                       ValidationFailed, field_detail)
-from ..scenarios.loader import Scenario, Step
 from ..schemas.api import TASK_SNAPSHOT_SHAPES, WORKFLOW_SNAPSHOT_SHAPES
 from ..schemas.events import (PAY_LINK_ACCOUNTS_UPDATED, TASK_AUTHENTICATION_STATUS_UPDATED,
                               TASK_STATUS_PATCHED, TASK_STATUS_UPDATED, TASK_WORKFLOW_FINISHED,
@@ -35,7 +34,7 @@ from .companies import DISABLED, OPERATIONAL, UNKNOWN_COMPANY, Company, search_r
 from .company_admin import set_company_status
 from .linked_accounts import USER_LINK_PRODUCTS
 from .search import SearchQuery, normalize, search_companies
-from .states import (COMPLETED, FAILED, FINAL, PROCESSING, QUEUED, emits_status_update,
+from .states import (COMPLETED, FAILED, FINAL, PROCESSING, QUEUED, Scenario, Step, emits_status_update,
                      transition_error)
 from .rules import Rules
 from .identity import create_access_token

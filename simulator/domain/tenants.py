@@ -16,7 +16,7 @@ from typing import Any
 from ..clock import Clock, isoformat
 from ..errors import (InvalidCredentials, InvalidPublicToken, MissingCredentials,
                       PublicTokenExpired, UserLimitReached, WrongEnvironment)
-from ..journal import Journal
+from .journal import Journal
 from .aggregator import Aggregator
 from .changes import EVENT, TASK, Changes
 from .companies import CompanyDirectory, ManualDepositRule

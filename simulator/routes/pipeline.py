@@ -20,7 +20,7 @@ from aiohttp import web
 
 from ..domain.faults import Fired, InjectedFault
 from ..errors import ApiError, ApiKeysRequired, PublicTokenRequired, ValidationFailed, field_detail
-from ..journal import journal_body
+from ..domain.journal import journal_body
 from ..keys import DIALECTS, FIXED_PATHS, FIXED_SIBLINGS, SANDBOX, Exchange, exchange_of
 from ..operations import CLIENT_ID, CLIENT_SECRET, Auth, Operation, Reply
 from ..render import json_response, read_within_time, wrong_method

@@ -14,14 +14,14 @@ its product; a scenario never changes a task's product.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..domain.states import FAILED, FINAL, PROCESSING, QUEUED, transition_error
+from ..domain.states import (FAILED, FINAL, PROCESSING, QUEUED, Scenario, Step,
+                             transition_error)
 from ..fixtures import ConfigError, load_yaml, validate_document
-from ..loadcache import set_attributes
 from ..schemas.scenarios import SCENARIO_SCHEMA, written_payment_method
 
 TASK_FIELDS = ("status", "patch", "authenticated", "reason", "meta", "flow", "product",
@@ -34,60 +34,6 @@ PAY_LINK = "pay-link"
 SCOPE_FIELDS = {PAY_LINK: ("flow", "authenticationMethod", "paymentMethod", "accounts"),
                 "user-link": ("linkedAccount", "piiDataDeleted")}
 DEFAULT_TASK_SCENARIO = "happy-path"   # what a task runs when nothing else is chosen
-
-
-@dataclass(frozen=True)
-class Step:
-    """One step of a scenario: when it fires and what it changes."""
-
-    __setstate__ = set_attributes  # read back from the start-up cache
-
-    at: float           # seconds after the task was created
-    changes: dict[str, Any]
-
-    def get(self, name: str, default: Any = None) -> Any:
-        return self.changes.get(name, default)
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """A checked scenario file: its kind, steps and the products it fits."""
-
-    __setstate__ = set_attributes  # read back from the start-up cache
-
-    name: str
-    description: str
-    kind: str
-    steps: tuple[Step, ...]
-    # The products it fits: named by the file (`products`, or an older file's step
-    # `product`), else None and `scope` decides; concrete once resolved (resolve_products).
-    products: tuple[str, ...] | None = None
-    scope: str | None = None   # with no products named: pay-link, user-link or None (any)
-    file: str = ""             # where it was read, for errors found after loading
-    products_at: str = "$.products"   # the JSON path that named the products
-
-    def fits(self, product: str, scope_of: Callable[[str], str | None] | None = None) -> bool:
-        """Whether a task of `product` may run this scenario."""
-        if self.kind != "task":
-            return False
-        if self.products is not None:
-            return product in self.products
-        return self.scope is None or (scope_of is not None and scope_of(product) == self.scope)
-
-    @property
-    def duration(self) -> float:
-        return self.steps[-1].at if self.steps else 0.0
-
-    @property
-    def outcome(self) -> str:
-        statuses = [s.get("status") for s in self.steps if s.get("status")]
-        return statuses[-1] if statuses else "n/a"
-
-    def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "kind": self.kind,
-                "products": None if self.products is None else list(self.products),
-                "outcome": self.outcome, "duration": self.duration,
-                "steps": [{"at": s.at, **s.changes} for s in self.steps]}
 
 
 def load_scenario(path: Path) -> Scenario:

@@ -69,12 +69,15 @@ def _named(name: str, notes: list[str]) -> str:
 
 
 def bundled_table() -> str:
-    """The table of the bundled scenarios against the bundled service profile."""
-    from ..loading import load
-    from ..settings import Settings
+    """The table of the bundled scenarios against the bundled service profile (read here,
+    not through the server's start-up load, which imports this package)."""
+    from ..fixtures import load_fixtures
+    from ..settings import bundled_dir
+    from .loader import load_all_scenarios, resolve_products
 
-    loaded = load(Settings())
-    return markdown_table(loaded.scenarios, loaded.fixtures.service.products)
+    products = load_fixtures(bundled_dir("fixtures")).service.products
+    return markdown_table(resolve_products(load_all_scenarios([bundled_dir("scenarios")]),
+                                           products), products)
 
 
 if __name__ == "__main__":

@@ -117,7 +117,7 @@ FIRED_FAULT = {
     "description": "The API fault rule that fired on the request (PUT /_sandbox/faults/api).",
 }
 JOURNAL_ENTRY = answer(
-    "A request received (journal.py: JournalEntry.record).",
+    "A request received (domain/journal.py: JournalEntry.record).",
     id={"type": "integer", "minimum": 1}, time=_DATE_TIME, method=_STRING, path=_STRING,
     query={"type": "object", "additionalProperties": _STRING},
     status={"type": "integer", "minimum": 0, "maximum": 599,

@@ -391,7 +391,7 @@ def json_in_pieces(text: str, walk: int = 3, *,
     finally:
         # `value` calls itself through its own closure cell: a cycle that would hold the
         # whole text (up to the restore limit) until the next full collection.
-        del value
+        value = None  # type: ignore[assignment]
     if skip(end) != len(text):
         raise ValueError(f"extra data (char {skip(end)})")
     return document

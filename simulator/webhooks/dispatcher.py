@@ -27,7 +27,7 @@ from ..domain.outbox import (FAILED, INTERRUPTED, INTERRUPTED_ATTEMPT, PENDING,
                              RETRY_INTERVAL, Answer, Delivery, FaultPlan, Outbox, Send)
 from ..domain.tenants import Tenant
 from ..redact import loggable_url
-from ..settings import Settings
+from . import SHUTDOWN_GRACE
 from .cloudevents import OutboundMessage, to_message, to_plain_message
 from .policy import OutboundPolicy, PolicyResolver
 from .sender import ANSWER_READ, new_session, post
@@ -38,8 +38,6 @@ ATTEMPT_TIMEOUT = 15.0    # virtual seconds per attempt
 CONNECTIONS = 256         # attempts in flight at once, over every tenant
 TENANT_CONNECTIONS = 32   # of those, one tenant's at most: slow endpoints of one tenant
                           # never hold up another tenant's deliveries
-SHUTDOWN_GRACE = Settings.shutdown_grace  # wall seconds attempts in flight get to finish
-                                          # at shutdown, unless --shutdown-grace says
 
 __all__ = ["ATTEMPT_TIMEOUT", "Delivery", "Dispatcher", "FaultPlan",
            "INTERRUPTED_ATTEMPT", "PENDING", "SHUTDOWN_GRACE", "request_headers"]

@@ -11,7 +11,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from .domain.stored import COUNT, Record, Sections, array, obj
+from .stored import COUNT, Record, Sections, array, obj
 
 MAX_ENTRIES = 1000
 MAX_BODY_BYTES = 16 * 1024
