@@ -38,7 +38,7 @@ import orjson
 from aiohttp import web
 
 from .clock import MANUAL, isoformat
-from .domain import identity
+from .domain.identity import Identity
 from .domain.aggregator import Aggregator
 from .domain.companies import CompanyDirectory
 from .domain.events import EventLog
@@ -173,8 +173,7 @@ def _held(attribute: str, cls: Any, sections: Sections | None = None,
 PARTS: tuple[Part, ...] = (
     Part(Tenant.SECTIONS, Tenant.dump_settings, Tenant.load_settings,
          lambda t, loaded: t.restore_settings(**loaded)),
-    Part(identity.SECTIONS, identity.dump_identity, identity.load_identity,
-         lambda t, loaded: identity.restore_identity(t, **loaded)),
+    _held("identity", Identity),
     _held("companies", CompanyDirectory),
     _held("tasks", Tasks),
     _held("accounts", LinkedAccounts),
@@ -503,10 +502,10 @@ def _check_public_tokens(tenant: Tenant, sandbox: Any, tokens: dict[str, Any]) -
     """A public token finds its tenant by itself: it may not be another tenant's too
     (reads every tenant: on the event loop)."""
     for other in sandbox.registry.tenants:
-        if other is tenant or not other.tokens:
+        if other is tenant or not other.identity.tokens:
             continue
         for number, public_token in enumerate(tokens):
-            if public_token in other.tokens:
+            if public_token in other.identity.tokens:
                 raise Fault(SnapshotConflict, TOKEN_ELSEWHERE,
                             [(f"$.tokens[{number}].publicToken", "held by another tenant")])
 
@@ -598,7 +597,7 @@ async def _restore(tenant: Tenant, sandbox: Any, request: web.Request,
             fault.__traceback__ = None  # its frames hold the parsed text and what it built
             raise fault.api_error() from None
     return {"tenant": tenant.name, "restored": True, "clock": tenant.clock.describe(),
-            "users": len(tenant.users), "tasks": len(tenant.tasks), "events": len(tenant.events),
+            "users": len(tenant.identity.users), "tasks": len(tenant.tasks), "events": len(tenant.events),
             "deliveries": sum(len(d) for d in tenant.webhooks.deliveries.values()),
             "linkedAccounts": len(tenant.accounts),
             "processorLinks": len(tenant.links), "pendingJobs": len(tenant.timeline)}

@@ -27,7 +27,6 @@ from payroll_sandbox.app import LoadedFixtures, build_registry, load, tenant_ser
 from payroll_sandbox.clock import Clock
 from payroll_sandbox.domain import sdk
 from payroll_sandbox.domain.events import Event
-from payroll_sandbox.domain.identity import create_access_token
 from payroll_sandbox.domain.tasks import CreateTask, Task, Workflow
 from payroll_sandbox.domain.tenants import Tenant
 from payroll_sandbox.keys import Sandbox
@@ -114,7 +113,7 @@ class Engine:
 
     def public_token(self, identifier: str, tenant: Tenant | None = None) -> Any:
         """POST /access-token: the user's PublicToken."""
-        return create_access_token(tenant or self.tenant, identifier)
+        return (tenant or self.tenant).identity.create_access_token(identifier)
 
     def sdk_login(self, identifier: str, body: dict[str, Any],
                   tenant: Tenant | None = None) -> sdk.LoginOutcome:

@@ -21,7 +21,6 @@ from conftest import REPO, WALMART
 from engine import DAY, Engine, engine  # noqa: F401  (engine: a fixture)
 from payroll_sandbox.clock import isoformat
 from payroll_sandbox.domain.events import Event
-from payroll_sandbox.domain.identity import create_access_token
 from payroll_sandbox.domain.tasks import Task
 
 NETFLIX = "6410a0000000000000000060"
@@ -418,7 +417,7 @@ def test_metadata_given_at_creation_is_in_every_task_event(engine):
 
 
 def test_a_task_carries_its_users_public_token_in_its_events(engine):
-    token = create_access_token(engine.tenant, "token-user")  # POST /access-token
+    token = engine.tenant.identity.create_access_token("token-user")  # POST /access-token
     _, task = create_task(engine, "happy-path", identifier="token-user")
     engine.run_until_idle()
 

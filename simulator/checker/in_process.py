@@ -41,7 +41,7 @@ class InProcessSource(EventSource):
         return self.tenant.emit(event_type, **fields)
 
     def user(self, identifier: str) -> dict[str, str]:
-        return {"_id": self.tenant.user(identifier).id, "identifier": identifier}
+        return {"_id": self.tenant.identity.user(identifier).id, "identifier": identifier}
 
     def object_id(self) -> str:
         return self.tenant.ids.object_id()

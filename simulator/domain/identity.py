@@ -12,16 +12,22 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from ..clock import isoformat
-from ..errors import ValidationFailed, field_detail
+from ..clock import Clock, isoformat
+from ..errors import NotFound, UserLimitReached, ValidationFailed, field_detail
 from ..schemas.api import USER_SNAPSHOT_SHAPES
-from .owner import Owner
 from .stored import (COUNT, RANDOM_STATE, STRING, LoadError, Record, Sections, array,
                      checked_random_state, obj, random_state, unique)
 
 MIN_TOKEN_LIFETIME = 1800
 MAX_TOKEN_LIFETIME = 2_592_000
 DEFAULT_TOKEN_LIFETIME = 86_400
+USER_LIMIT = ("This tenant already has {limit} users (--max-users); reset it or use a fresh "
+              "tenant.")
+UNKNOWN_TOKEN = "This tenant has no public token {token!r} (revoked already, or never issued)."
+
+
+class PublicTokenNotFound(NotFound):
+    code = "public-token-not-found"
 
 
 class Ids:
@@ -85,26 +91,6 @@ STORED_USER = Record(User, shapes=USER_SNAPSHOT_SHAPES)
 STORED_PUBLIC_TOKEN = Record(PublicToken)
 
 
-def create_access_token(tenant: Owner, identifier: str,
-                        token_lifetime: int = DEFAULT_TOKEN_LIFETIME) -> PublicToken:
-    """POST /access-token: a public token (and access token) for the user, on the clock."""
-    if not MIN_TOKEN_LIFETIME <= token_lifetime <= MAX_TOKEN_LIFETIME:
-        message = f"must be between {MIN_TOKEN_LIFETIME} and {MAX_TOKEN_LIFETIME} seconds"
-        raise ValidationFailed("tokenLifetime is out of range.",
-                               details=[field_detail("$.tokenLifetime", message)])
-    tenant.user(identifier)
-    token = PublicToken(
-        public_token=unguessable(f"public-{tenant.environment}-"),
-        access_token=unguessable(f"access-{tenant.environment}-"),
-        identifier=identifier,
-        expires_at=tenant.clock.timestamp() + token_lifetime,
-    )
-    tenant.tokens[token.public_token] = token
-    tenant.latest_token[identifier] = token.public_token
-    tenant.keep_tokens_bounded()
-    return token
-
-
 def token_record(token: PublicToken) -> dict[str, Any]:
     """POST /access-token's `data`: the public token, also under its legacy name `token`
     (real-service-facts 2: "legacy also `token`": the same token, usable wherever a public
@@ -113,40 +99,113 @@ def token_record(token: PublicToken) -> dict[str, Any]:
             "expiresAt": isoformat(token.expires_at)}
 
 
-# -- snapshot (domain/stored.py): a tenant's users, their tokens and its seeded ids ----------
+class Identity:
+    """A tenant's users and the public tokens made for them: the one writer of both, and of
+    which token is each user's latest. It is given what it uses (the tenant's seeded ids,
+    its clock, its bounds), not the tenant."""
 
-SECTIONS = Sections({"rng": obj({"ids": RANDOM_STATE}),
-                     "counters": obj({"tokensEvicted": COUNT}),
-                     "users": array(STORED_USER), "tokens": array(STORED_PUBLIC_TOKEN),
-                     "latestTokens": {"type": "object", "additionalProperties": STRING}},
-                    bounds={"tokens": lambda limits: (limits.max_tokens, "--max-tokens"),
-                            "users": lambda limits: (limits.max_users, "--max-users")})
+    def __init__(self, ids: Ids, clock: Clock, limits: Any, environment: str) -> None:
+        self.ids, self.clock, self.limits, self.environment = ids, clock, limits, environment
+        self.users: dict[str, User] = {}
+        self.tokens: dict[str, PublicToken] = {}
+        self.latest_token: dict[str, str] = {}  # identifier -> public token
+        self.evicted = 0  # tokens evicted past the bound
 
+    def user(self, identifier: str) -> User:
+        """The user with this identifier, created on first use (up to max_users)."""
+        user = self.users.get(identifier)
+        if user is None:
+            if len(self.users) >= self.limits.max_users:
+                raise UserLimitReached(USER_LIMIT.format(limit=len(self.users)))
+            user = User(id=self.ids.object_id(), identifier=identifier,
+                        created_at=self.clock.timestamp())
+            self.users[identifier] = user
+        return user
 
-def dump_identity(tenant: Owner) -> dict[str, Any]:
-    return {"rng": {"ids": tenant.ids.state()},
-            "counters": {"tokensEvicted": tenant.evicted_tokens},
-            "users": [STORED_USER.dump(user) for user in tenant.users.values()],
-            "tokens": [STORED_PUBLIC_TOKEN.dump(token) for token in tenant.tokens.values()],
-            "latestTokens": dict(tenant.latest_token)}
+    def create_access_token(self, identifier: str,
+                            token_lifetime: int = DEFAULT_TOKEN_LIFETIME) -> PublicToken:
+        """POST /access-token: a public token (and access token) for the user, on the clock."""
+        if not MIN_TOKEN_LIFETIME <= token_lifetime <= MAX_TOKEN_LIFETIME:
+            message = f"must be between {MIN_TOKEN_LIFETIME} and {MAX_TOKEN_LIFETIME} seconds"
+            raise ValidationFailed("tokenLifetime is out of range.",
+                                   details=[field_detail("$.tokenLifetime", message)])
+        self.user(identifier)
+        token = PublicToken(
+            public_token=unguessable(f"public-{self.environment}-"),
+            access_token=unguessable(f"access-{self.environment}-"),
+            identifier=identifier,
+            expires_at=self.clock.timestamp() + token_lifetime,
+        )
+        self.tokens[token.public_token] = token
+        self.latest_token[identifier] = token.public_token
+        self._keep_tokens_bounded()
+        return token
 
+    def revoke(self, public_token: str) -> None:
+        """PUT /access-token/{publicToken}/revoke: the token stops working at once (401
+        invalid-public-token afterwards); the user and what they did stay."""
+        token = self.tokens.pop(public_token, None)
+        if token is None:
+            raise PublicTokenNotFound(UNKNOWN_TOKEN.format(token=public_token),
+                                      details=[field_detail("$.publicToken", "unknown",
+                                                            location="path")])
+        if self.latest_token.get(token.identifier) == public_token:
+            del self.latest_token[token.identifier]
 
-def load_identity(document: dict[str, Any], loading: Any) -> dict[str, Any]:
-    """The users and tokens (no more than this server keeps), each once; every latest
-    token one of the tokens."""
-    ids = checked_random_state(document["rng"]["ids"], "$.rng.ids")
-    users = unique(document, "users", STORED_USER, "identifier")
-    tokens = unique(document, "tokens", STORED_PUBLIC_TOKEN, "public_token")
-    for identifier, public_token in document["latestTokens"].items():
-        if public_token not in tokens:
-            raise LoadError(f"$.latestTokens[{json.dumps(identifier)}]", "no such token")
-    loading.public_tokens = tokens
-    return {"users": users, "tokens": tokens, "latest": dict(document["latestTokens"]),
-            "ids": ids, "evicted": document["counters"]["tokensEvicted"]}
+    def forget(self, identifier: str) -> None:
+        """The user, with their public tokens, as if never made (users.remove_user)."""
+        for text in [t for t, token in self.tokens.items() if token.identifier == identifier]:
+            del self.tokens[text]
+        self.latest_token.pop(identifier, None)
+        del self.users[identifier]
 
+    def _keep_tokens_bounded(self) -> None:
+        """Past max_tokens, expired tokens go first, then the oldest."""
+        limit = self.limits.max_tokens
+        if len(self.tokens) <= limit:
+            return
+        keep = limit - max(1, limit // 10)
+        now = self.clock.timestamp()
+        expired = [t for t, token in self.tokens.items() if token.expires_at <= now]
+        live = [t for t, token in self.tokens.items() if token.expires_at > now]
+        for public_token in (expired + live)[:len(self.tokens) - keep]:
+            token = self.tokens.pop(public_token)
+            if self.latest_token.get(token.identifier) == public_token:
+                del self.latest_token[token.identifier]
+            self.evicted += 1
 
-def restore_identity(tenant: Any, *, users: dict[str, User], tokens: dict[str, PublicToken],
-                     latest: dict[str, str], ids: tuple[Any, ...], evicted: int) -> None:
-    tenant.users, tenant.tokens, tenant.latest_token = users, tokens, latest
-    tenant.ids.restore(ids)
-    tenant.evicted_tokens = evicted
+    # -- snapshot (domain/stored.py): the users, their tokens and the tenant's seeded ids ----
+
+    SECTIONS = Sections({"rng": obj({"ids": RANDOM_STATE}),
+                         "counters": obj({"tokensEvicted": COUNT}),
+                         "users": array(STORED_USER), "tokens": array(STORED_PUBLIC_TOKEN),
+                         "latestTokens": {"type": "object", "additionalProperties": STRING}},
+                        bounds={"tokens": lambda limits: (limits.max_tokens, "--max-tokens"),
+                                "users": lambda limits: (limits.max_users, "--max-users")})
+
+    def dump(self) -> dict[str, Any]:
+        return {"rng": {"ids": self.ids.state()},
+                "counters": {"tokensEvicted": self.evicted},
+                "users": [STORED_USER.dump(user) for user in self.users.values()],
+                "tokens": [STORED_PUBLIC_TOKEN.dump(token) for token in self.tokens.values()],
+                "latestTokens": dict(self.latest_token)}
+
+    @staticmethod
+    def load(document: dict[str, Any], loading: Any) -> dict[str, Any]:
+        """The users and tokens (no more than this server keeps), each once; every latest
+        token one of the tokens."""
+        ids = checked_random_state(document["rng"]["ids"], "$.rng.ids")
+        users = unique(document, "users", STORED_USER, "identifier")
+        tokens = unique(document, "tokens", STORED_PUBLIC_TOKEN, "public_token")
+        for identifier, public_token in document["latestTokens"].items():
+            if public_token not in tokens:
+                raise LoadError(f"$.latestTokens[{json.dumps(identifier)}]", "no such token")
+        loading.public_tokens = tokens
+        return {"users": users, "tokens": tokens, "latest": dict(document["latestTokens"]),
+                "ids": ids, "evicted": document["counters"]["tokensEvicted"]}
+
+    def restore(self, *, users: dict[str, User], tokens: dict[str, PublicToken],
+                latest: dict[str, str], ids: tuple[Any, ...], evicted: int) -> None:
+        self.users, self.tokens, self.latest_token = users, tokens, latest
+        self.ids.restore(ids)
+        self.evicted = evicted

@@ -218,7 +218,7 @@ class LinkedAccounts(Held[LinkedAccount]):
             data_profiles.check(data, today, "$.data", whole=name is None)
             document = data_profiles.merge(document, data)
             data_profiles.check(document, today, "$.data")
-        tenant.user(identifier)
+        tenant.identity.user(identifier)
         binding: dict[str, Any] = {"document": document}
         if name is not None:
             binding["profile"] = name
@@ -266,7 +266,7 @@ class LinkedAccounts(Held[LinkedAccount]):
     def create(self, identifier: str, company: Company, product: str, *,
                emit: bool = True, document: dict[str, Any] | None = None) -> LinkedAccount:
         tenant = self.tenant
-        user = tenant.user(identifier)
+        user = tenant.identity.user(identifier)
         now = tenant.clock.timestamp()
         profile, document = self._profile(identifier, company, document)
         account = LinkedAccount(id=tenant.ids.object_id(), identifier=identifier, user_id=user.id,
@@ -573,7 +573,7 @@ class LinkedAccounts(Held[LinkedAccount]):
             account.pii_deleted = True
             account.statements, account.timesheets, account.taxes = [], [], []
             account.deposit_accounts = []
-        user = tenant.user(identifier)
+        user = tenant.identity.user(identifier)
         if task_id is None:
             tasks = [t for t in tenant.tasks.values() if t.identifier == identifier]
             task_id = tasks[-1].id if tasks else tenant.ids.object_id()
@@ -585,7 +585,7 @@ class LinkedAccounts(Held[LinkedAccount]):
     def accounts_of(self, identifier: str,
                     linked_account: str | None = None) -> list[LinkedAccount]:
         tenant = self.tenant
-        if identifier not in tenant.users:
+        if identifier not in tenant.identity.users:
             raise UserNotFound(UNKNOWN_USER.format(identifier=identifier),
                                details=[field_detail("$.identifier", "unknown", location="query")])
         accounts = [a for a in self._by_id.values() if a.identifier == identifier]

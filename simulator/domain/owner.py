@@ -35,9 +35,7 @@ class Owner(Protocol):
     timeline: Timeline
     changes: Changes
     events: EventLog
-    users: dict[str, Any]          # identifier -> identity.User
-    tokens: dict[str, Any]         # public token -> identity.PublicToken
-    latest_token: dict[str, str]   # identifier -> public token
+    identity: Any                  # identity.Identity (users, public tokens)
     rules: Any                     # rules.Rules (read-only: scenarios, catalog, limits)
     # The parts: each is the one writer of its state.
     tasks: Any                     # tasks.Tasks
@@ -52,9 +50,6 @@ class Owner(Protocol):
 
     def emit_webhook(self, url: str, event_type: str, body: dict[str, Any]) -> Event: ...
 
-    def user(self, identifier: str) -> Any: ...
-
-    def keep_tokens_bounded(self) -> None: ...
 
 
 V = TypeVar("V")

@@ -221,7 +221,7 @@ class ProcessorLinks(Held[ProcessorLink]):
         if token.identifier is not None and header_identifier and header_identifier != token.identifier:
             raise IdentifierMismatch(IDENTIFIER_MISMATCH, details=[
                 field_detail("user-identifier", IDENTIFIER_MISMATCH, location="header")])
-        user = tenant.user(identifier)
+        user = tenant.identity.user(identifier)
         link = ProcessorLink(id=tenant.ids.object_id(), identifier=identifier, user_id=user.id,
                              token=token.token, created_at=tenant.clock.timestamp())
         token.link_id = link.id

@@ -37,7 +37,6 @@ from .search import SearchQuery, normalize, search_companies
 from .states import (COMPLETED, FAILED, FINAL, PROCESSING, QUEUED, Scenario, Step, emits_status_update,
                      transition_error)
 from .rules import Rules
-from .identity import create_access_token
 from .owner import Held, Owner
 from .pay_link import PAY_LINK
 from .stored import COUNT, STRING, STRINGS, TIME, LoadError, Record, Sections, array, obj, unique
@@ -440,11 +439,11 @@ class Tasks(Held[Task]):
                      for request in requests]
         if account is not None and not account.connected:
             scenarios = [self.scenarios.get("auth-expired", s) for s in scenarios]
-        user = tenant.user(identifier)
+        user = tenant.identity.user(identifier)
         # Task events always carry the user's public token; a user who never had one
         # (tasks made with API keys) gets one, as the SDK flow would have issued.
-        token = (command.public_token or tenant.latest_token.get(identifier)
-                 or create_access_token(tenant, identifier).public_token)
+        token = (command.public_token or tenant.identity.latest_token.get(identifier)
+                 or tenant.identity.create_access_token(identifier).public_token)
         workflow = Workflow(id=tenant.ids.object_id(), identifier=identifier, tasks=[])
         starting, waiting = first_batch(requests)
         workflow.pending = [request.pending(scenario.name)
@@ -953,7 +952,7 @@ def task_status(tenant: Owner, task: Task) -> dict[str, Any]:
 def user_tasks(tenant: Owner, identifier: str, *, status: str | None = None,
                payroll_data: bool | None = None) -> list[dict[str, Any]]:
     """GET /user/{identifier}/tasks: the user's tasks as Task records, oldest first."""
-    if identifier not in tenant.users:
+    if identifier not in tenant.identity.users:
         raise UserNotFound(UNKNOWN_USER.format(identifier=identifier),
                            details=[field_detail("$.identifier", "unknown", location="path")])
     accounts = _accounts_by_company(tenant, identifier)

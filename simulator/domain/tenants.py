@@ -15,7 +15,7 @@ from typing import Any
 
 from ..clock import Clock, isoformat
 from ..errors import (InvalidCredentials, InvalidPublicToken, MissingCredentials,
-                      PublicTokenExpired, UserLimitReached, WrongEnvironment)
+                      PublicTokenExpired, WrongEnvironment)
 from .journal import Journal
 from .aggregator import Aggregator
 from .changes import EVENT, TASK, Changes
@@ -23,7 +23,7 @@ from .companies import CompanyDirectory, ManualDepositRule
 from .events import Event, EventLog, event_body
 from ..schemas.events import Draft
 from .faults import ApiFaults
-from .identity import Ids, PublicToken, User
+from .identity import Identity, Ids, PublicToken
 from .linked_accounts import LinkedAccounts
 from .processor_links import ProcessorLinks
 from .rules import Rules
@@ -48,8 +48,6 @@ WRONG_ENVIRONMENT = ("These credentials belong to the {theirs} environment; this
                      "{ours} environment. Use the {ours} credentials.")
 INVALID_PUBLIC_TOKEN = "The x-public-token header does not match a public token."
 TOKEN_OWNER_CACHE = 100_000  # public tokens whose tenant is remembered (a lookup cache)
-USER_LIMIT = ("This tenant already has {limit} users (--max-users); reset it or use a fresh "
-              "tenant.")
 EXPIRED_PUBLIC_TOKEN = "The public token expired at {expires}; create a new one with POST /access-token."
 WRONG_ENVIRONMENT_TOKEN = ("This public token belongs to the {theirs} environment; this server is "
                            "the {ours} environment.")
@@ -126,9 +124,8 @@ class Tenant:
         self.clock: Clock = self._clock_factory()
         self.ids = Ids(f"{self._seed}:{self.name}")
         self.companies = CompanyDirectory(self.rules.catalog, self.rules.index)
-        self.users: dict[str, User] = {}
-        self.tokens: dict[str, PublicToken] = {}
-        self.latest_token: dict[str, str] = {}  # identifier -> public token
+        # The users and their public tokens (domain/identity.py).
+        self.identity = Identity(self.ids, self.clock, self.rules.limits, self.environment)
         self.timeline = Timeline()
         dispatcher = self.services.dispatcher
         self.changes = Changes()  # the cursor of incremental reads (domain/changes.py)
@@ -136,7 +133,6 @@ class Tenant:
         self.webhooks = dispatcher.outbox_for(self)
         self.events = EventLog(self.rules.limits.max_events, settled=self.webhooks.settled,
                                on_evict=self._forget_event)
-        self.evicted_tokens = 0
         # The parts: each owns its state and the rules that change it.
         self.tasks = Tasks(self, self.rules)              # tasks, workflows, bindings
         self.accounts = LinkedAccounts(self, self.rules)  # linked accounts (continuous access)
@@ -272,32 +268,6 @@ class Tenant:
         --tenant-idle-expiry: TenantRegistry.expire_idle)."""
         self.last_request = time.monotonic()
 
-    def user(self, identifier: str) -> User:
-        """The user with this identifier, created on first use (up to max_users)."""
-        user = self.users.get(identifier)
-        if user is None:
-            if len(self.users) >= self.rules.limits.max_users:
-                raise UserLimitReached(USER_LIMIT.format(limit=len(self.users)))
-            user = User(id=self.ids.object_id(), identifier=identifier,
-                        created_at=self.clock.timestamp())
-            self.users[identifier] = user
-        return user
-
-    def keep_tokens_bounded(self) -> None:
-        """Past max_tokens, expired tokens go first, then the oldest."""
-        limit = self.rules.limits.max_tokens
-        if len(self.tokens) <= limit:
-            return
-        keep = limit - max(1, limit // 10)
-        now = self.clock.timestamp()
-        expired = [t for t, token in self.tokens.items() if token.expires_at <= now]
-        live = [t for t, token in self.tokens.items() if token.expires_at > now]
-        for public_token in (expired + live)[:len(self.tokens) - keep]:
-            token = self.tokens.pop(public_token)
-            if self.latest_token.get(token.identifier) == public_token:
-                del self.latest_token[token.identifier]
-            self.evicted_tokens += 1
-
     def stats(self) -> dict[str, Any]:
         """What the tenant keeps, its bounds, and what it evicted (GET /_sandbox/stats)."""
         limits = self.rules.limits
@@ -308,9 +278,9 @@ class Tenant:
             "deliveries": {"stored": deliveries, "inFlight": len(self.webhooks.in_flight)},
             "tasks": {"stored": len(self.tasks), "max": limits.max_tasks,
                       "evicted": self.tasks.evicted},
-            "tokens": {"stored": len(self.tokens), "max": limits.max_tokens,
-                       "evicted": self.evicted_tokens},
-            "users": {"stored": len(self.users), "max": limits.max_users},
+            "tokens": {"stored": len(self.identity.tokens), "max": limits.max_tokens,
+                       "evicted": self.identity.evicted},
+            "users": {"stored": len(self.identity.users), "max": limits.max_users},
             "journal": {"stored": len(self.journal), "max": self.journal.max_entries,
                         "evicted": self.journal.evicted},
             "pendingJobs": len(self.timeline),
@@ -348,7 +318,7 @@ class Tenants:
         self._by_name.pop(tenant.name, None)
 
     def forget_tokens(self, tenant: Tenant) -> None:
-        for public_token in tenant.tokens:
+        for public_token in tenant.identity.tokens:
             self._token_owner.pop(public_token, None)
 
     def get(self, name: str) -> Tenant | None:
@@ -393,10 +363,11 @@ class Tenants:
         # Tokens are found by their tenant, remembered after the first look (one tenant
         # per test makes the scan grow); a reset tenant no longer has them.
         owner = self._by_name.get(self._token_owner.get(public_token, ""))
-        if owner is None or public_token not in owner.tokens:
-            owner = next((t for t in self._by_name.values() if public_token in t.tokens), None)
+        if owner is None or public_token not in owner.identity.tokens:
+            owner = next((t for t in self._by_name.values()
+                          if public_token in t.identity.tokens), None)
         if owner is not None:
-            token = owner.tokens[public_token]
+            token = owner.identity.tokens[public_token]
             self._token_owner[public_token] = owner.name
             if len(self._token_owner) > TOKEN_OWNER_CACHE:  # a cache: the oldest go first
                 del self._token_owner[next(iter(self._token_owner))]

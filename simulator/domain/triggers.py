@@ -26,7 +26,7 @@ from ..clock import isoformat
 from .states import COMPLETED, FINAL, PROCESSING, QUEUED
 from . import payroll_records
 from .tasks import UNKNOWN_TASK, Task, Workflow, task_event_fields
-from .identity import DEFAULT_TOKEN_LIFETIME, create_access_token
+from .identity import DEFAULT_TOKEN_LIFETIME
 from .owner import Owner
 
 DEFAULT_IDENTIFIER = "sandbox-user"
@@ -60,7 +60,7 @@ def trigger_event(tenant: Owner, aggregator: str, request: dict[str, Any]) -> Ev
         return _checked_emit(tenant, declaration, {**data, **overrides}, {})
 
     identifier = identifier or (task.identifier if task else DEFAULT_IDENTIFIER)
-    user = tenant.user(identifier)
+    user = tenant.identity.user(identifier)
     user_body = {"_id": user.id, "identifier": identifier}
     if declaration.family is Family.PRIVACY:
         task = task or _stored_task(tenant, identifier, company)
@@ -89,7 +89,7 @@ def _task(tenant: Owner, request: dict[str, Any], identifier: str | None,
 def _stored_task(tenant: Owner, identifier: str, company: Company) -> Task:
     """A completed task made for the event and stored with its workflow, so the ids the
     event names answer on GET /task/{id}; its public token is the user's own."""
-    user = tenant.user(identifier)
+    user = tenant.identity.user(identifier)
     product = company.available_products[0]
     now = tenant.clock.timestamp()
     task = Task(id=tenant.ids.object_id(), workflow=tenant.ids.object_id(), identifier=identifier,
@@ -110,10 +110,10 @@ def _stored_task(tenant: Owner, identifier: str, company: Company) -> Task:
 def _public_token(tenant: Owner, identifier: str) -> str:
     """The user's latest public token while it lives, else a new one (real-service-facts 2:
     24 hours by default)."""
-    latest = tenant.tokens.get(tenant.latest_token.get(identifier, ""))
+    latest = tenant.identity.tokens.get(tenant.identity.latest_token.get(identifier, ""))
     if latest is not None and latest.expires_at > tenant.clock.timestamp():
         return latest.public_token
-    return create_access_token(tenant, identifier, DEFAULT_TOKEN_LIFETIME).public_token
+    return tenant.identity.create_access_token(identifier, DEFAULT_TOKEN_LIFETIME).public_token
 
 
 def _company(tenant: Owner, request: dict[str, Any], task: Task | None) -> Company:

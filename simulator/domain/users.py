@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import Conflict, NotFound, UserNotFound, field_detail
+from ..errors import Conflict, UserNotFound, field_detail
 from ..schemas.scenarios import written_payment_method
 from .owner import Owner
 
-UNKNOWN_TOKEN = "This tenant has no public token {token!r} (revoked already, or never issued)."
 UNKNOWN_USER = "No user has the identifier {identifier!r}."
 # Why continuous access ended, as linked-account-disconnected says it: its published reasons
 # are timeout, credentials-changed and system-update; the service stopping the monitoring
@@ -23,10 +22,6 @@ UNREMOVABLE_USER = ("The user {identifier!r} has tasks, linked accounts or proce
                     "delete their personal data (delete-pii) or reset the tenant instead.")
 
 
-class PublicTokenNotFound(NotFound):
-    code = "public-token-not-found"
-
-
 class UserHasRecords(Conflict):
     code = "user-has-records"
 
@@ -36,23 +31,11 @@ def success() -> dict[str, Any]:
     return {"success": True, "result": {"success": True}}
 
 
-def revoke_access_token(tenant: Owner, public_token: str) -> None:
-    """PUT /access-token/{publicToken}/revoke: the token stops working at once (401
-    invalid-public-token afterwards); the user and what they did stay."""
-    token = tenant.tokens.pop(public_token, None)
-    if token is None:
-        raise PublicTokenNotFound(UNKNOWN_TOKEN.format(token=public_token),
-                                  details=[field_detail("$.publicToken", "unknown",
-                                                        location="path")])
-    if tenant.latest_token.get(token.identifier) == public_token:
-        del tenant.latest_token[token.identifier]
-
-
 def put_user(tenant: Owner, identifier: str, data: dict[str, Any] | None) -> dict[str, Any]:
     """PUT /user: the user (created if new) with the destination bank accounts and cards
     a task workflow can offer them, stored as the spec's payment method objects (replacing
     what was stored; a bank account keeps the last four digits of its number only)."""
-    user = tenant.user(identifier)
+    user = tenant.identity.user(identifier)
     data = data or {}
     user.payment_methods = {
         "bankAccounts": [_bank_account(tenant, raw) for raw in data.get("bankAccounts", ())],
@@ -71,7 +54,7 @@ def payment_methods(tenant: Owner, identifier: str) -> dict[str, Any]:
 
 
 def require_user(tenant: Owner, identifier: str) -> Any:
-    user = tenant.users.get(identifier)
+    user = tenant.identity.users.get(identifier)
     if user is None:
         raise UserNotFound(UNKNOWN_USER.format(identifier=identifier),
                            details=[field_detail("$.identifier", "unknown", location="path")])
@@ -130,18 +113,15 @@ def remove_user(tenant: Owner, identifier: str) -> bool:
     has history the ledger and other records name: 409, and they stay. The real service
     publishes no such operation; `verify-against` removes the user it made for its run with
     it (docs/verify-against.md)."""
-    if identifier not in tenant.users:
+    if identifier not in tenant.identity.users:
         return False
     parts = (tenant.tasks.values(), tenant.accounts.values(), tenant.links.values())
     if any(record.identifier == identifier for part in parts for record in part):
         raise UserHasRecords(UNREMOVABLE_USER.format(identifier=identifier),
                              details=[field_detail("$.identifier", "has records",
                                                    location="path")])
-    for text in [t for t, token in tenant.tokens.items() if token.identifier == identifier]:
-        del tenant.tokens[text]
-    tenant.latest_token.pop(identifier, None)
     tenant.tasks.bind(identifier, None)
     tenant.accounts.unbind_profile(identifier)
     tenant.tasks.recreate_card_tokens(identifier, True)
-    del tenant.users[identifier]
+    tenant.identity.forget(identifier)
     return True

@@ -3,8 +3,8 @@ real service's path (docs/spec/real-api-surface.md, Access tokens)."""
 
 from __future__ import annotations
 
-from ..domain.identity import DEFAULT_TOKEN_LIFETIME, create_access_token, token_record
-from ..domain.users import revoke_access_token, success
+from ..domain.identity import DEFAULT_TOKEN_LIFETIME, token_record
+from ..domain.users import success
 from ..schemas.api import ACCESS_TOKEN, ACCESS_TOKEN_REQUEST, SUCCESS
 from ..operations import Auth, operation
 
@@ -12,7 +12,7 @@ from ..operations import Auth, operation
 @operation("POST", "/access-token", "Create a user's public token (and the user, if new)",
            auth=Auth.API_KEYS, body=ACCESS_TOKEN_REQUEST, response=ACCESS_TOKEN, errors=(400, 429))
 async def access_token(tenant, body) -> dict:
-    token = create_access_token(tenant, body["identifier"],
+    token = tenant.identity.create_access_token(body["identifier"],
                                 body.get("tokenLifetime", DEFAULT_TOKEN_LIFETIME))
     return token_record(token)
 
@@ -21,5 +21,5 @@ async def access_token(tenant, body) -> dict:
            auth=Auth.API_KEYS, response=SUCCESS,
            errors=(404,))
 async def revoke(tenant, params) -> dict:
-    revoke_access_token(tenant, params["publicToken"])
+    tenant.identity.revoke(params["publicToken"])
     return success()

@@ -26,7 +26,6 @@ from typing import Any
 from aiohttp import web
 
 from ..clock import isoformat
-from ..domain.identity import create_access_token
 from ..domain.tenants import DEMO_TENANT, Tenant
 from ..errors import Forbidden, MalformedJson, TenantNotFound, Unauthorized
 from ..render import read_within_time
@@ -110,7 +109,7 @@ async def demo_style() -> web.Response:
            "(the demo page's own origin only)", response=TOKEN, errors=(403, 404), **DEMO)
 async def demo_token(request, sandbox) -> dict:
     tenant = _demo_tenant(request, sandbox)
-    token = create_access_token(tenant, DEMO_VISITOR)
+    token = tenant.identity.create_access_token(DEMO_VISITOR)
     return {"publicToken": token.public_token, "identifier": DEMO_VISITOR}
 
 

@@ -224,7 +224,7 @@ async def flow_workflow(tenant, token, params, sandbox) -> dict:
 async def flow_linked_accounts(tenant, token, sandbox) -> list:
     """The accounts the `account` deeplink step lists, for the token's own user (an unknown
     user has none yet)."""
-    if token.identifier not in tenant.users:
+    if token.identifier not in tenant.identity.users:
         return []
     service = tenant.accounts
     return [service.record(account)
