@@ -422,7 +422,7 @@ async def test_items_past_the_bound_go_unreachable_first_then_oldest(client):
     items that cannot be reached any more (a public token that expired unexchanged) go
     first, then the oldest."""
     tenant = client.server.app[SANDBOX].registry.tenants.get("acme")
-    tenant.rules = replace(tenant.rules, limits=Limits(max_aggregator_items=5))
+    tenant.aggregator.rules = replace(tenant.rules, limits=Limits(max_aggregator_items=5))
     headers = {"PLAID-CLIENT-ID": ACME["x-api-key"], "PLAID-SECRET": ACME["x-api-secret"]}
 
     async def post(path: str, body: dict) -> dict:

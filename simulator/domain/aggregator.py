@@ -29,14 +29,16 @@ import base64
 import binascii
 import random
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
-from ..clock import isoformat
+from ..clock import Clock, isoformat
 from ..errors import ApiError
 from .aggregator_data import (INSTITUTIONS, Institution, institution_status, item_history,
                               transaction_record)
 from .identity import unguessable
-from .owner import Owner
+from .events import EventLog
+from .processor_links import ProcessorLinks
 from .stored import Record, Sections, array, unique
 
 PUBLIC_TOKEN_LIFETIME = 1800   # the aggregator's public tokens live 30 minutes, one exchange
@@ -282,17 +284,23 @@ def token_index(items: dict[str, Item]) -> dict[str, str]:
 
 class Aggregator:
     """The aggregator's side of one tenant (its own API under /aggregator-api/): the items
-    its sandbox linked, with their accounts and tokens. The one writer of its state."""
+    its sandbox linked, with their accounts and tokens. The one writer of its state. It is
+    given what it uses, not the tenant: the tenant's seeded ids, clock, environment and
+    rules (the catalog and the bounds), its ledger (the webhooks it sent), how it sends a
+    webhook of its own, and the processor links, whose tokens its items mint."""
 
-    def __init__(self, tenant: Owner) -> None:
-        self.tenant = tenant
+    def __init__(self, *, ids: Any, clock: Clock, environment: str, rules: Any,
+                 events: EventLog, emit_webhook: Callable[[str, str, dict[str, Any]], Any],
+                 links: ProcessorLinks) -> None:
+        self.ids, self.clock, self.environment, self.rules = ids, clock, environment, rules
+        self.events, self.emit_webhook, self.links = events, emit_webhook, links
         self.items: dict[str, Item] = {}    # item id -> item
         self.tokens: dict[str, str] = {}    # a live public or access token -> its item id
 
     # -- the aggregator's API ---------------------------------------------------------------
 
     def _request_id(self) -> str:
-        return self.tenant.ids.secret("")[:15]
+        return self.ids.secret("")[:15]
 
     def create_sandbox_public_token(self, request: dict[str, Any]) -> dict[str, Any]:
         """/sandbox/public_token/create: a linked item at `institution_id` (one of the
@@ -301,22 +309,22 @@ class Aggregator:
         institution(request["institution_id"])
         options = request.get("options") or {}
         transactions = options.get("transactions") or {}
-        item_id = self.tenant.ids.secret("")
+        item_id = self.ids.secret("")
         rng = random.Random(f"{item_id}:balances")
         accounts = []
         for name, official, mask, subtype, (low, high) in _ACCOUNTS:
             current = round(rng.uniform(low, high), 2)
-            accounts.append(Account(account_id=self.tenant.ids.secret(""), name=f"Sandbox {name}",
+            accounts.append(Account(account_id=self.ids.secret(""), name=f"Sandbox {name}",
                                     official_name=f"Sandbox {official}", mask=mask,
                                     type="depository", subtype=subtype,
                                     available=round(current * rng.uniform(0.9, 1.0), 2),
                                     current=current))
-        now = self.tenant.clock.timestamp()
+        now = self.clock.timestamp()
         item = Item(item_id=item_id, institution_id=request["institution_id"],
                     products=list(dict.fromkeys(request["initial_products"])),
                     days_requested=transactions.get("days_requested", DEFAULT_DAYS_REQUESTED),
                     webhook=options.get("webhook") or None, accounts=accounts, created_at=now,
-                    public_token=unguessable(f"public-{self.tenant.environment}-"),
+                    public_token=unguessable(f"public-{self.environment}-"),
                     public_token_expires_at=now + PUBLIC_TOKEN_LIFETIME)
         self.items[item.item_id] = item
         self.tokens[item.public_token] = item.item_id
@@ -329,11 +337,11 @@ class Aggregator:
         item = self.items.get(self.tokens.get(public_token, ""))
         if item is None or item.public_token != public_token:
             raise InvalidPublicToken(UNKNOWN_PUBLIC_TOKEN)
-        if self.tenant.clock.timestamp() >= item.public_token_expires_at:
+        if self.clock.timestamp() >= item.public_token_expires_at:
             raise InvalidPublicToken(EXPIRED_PUBLIC_TOKEN)
         del self.tokens[public_token]
         item.public_token = None
-        item.access_token = unguessable(f"access-{self.tenant.environment}-")
+        item.access_token = unguessable(f"access-{self.environment}-")
         self.tokens[item.access_token] = item.item_id
         return {"access_token": item.access_token, "item_id": item.item_id,
                 "request_id": self._request_id()}
@@ -361,7 +369,7 @@ class Aggregator:
         account = next((a for a in item.accounts if a.account_id == request["account_id"]), None)
         if account is None:
             raise InvalidAccountId(UNKNOWN_ACCOUNT.format(account_id=request["account_id"]))
-        token = self.tenant.links.mint_token({"daysRequested": item.days_requested,
+        token = self.links.mint_token({"daysRequested": item.days_requested,
                                          "products": item.products},
                                         item_id=item.item_id, account_id=account.account_id)
         return {"processor_token": token.token, "request_id": self._request_id()}
@@ -372,7 +380,7 @@ class Aggregator:
         through one fails with ITEM_NOT_FOUND (`pull_error`)."""
         item = self.item_of(access_token)
         self._forget(item)
-        self.tenant.links.revoke_item_tokens(item.item_id)
+        self.links.revoke_item_tokens(item.item_id)
         return {"request_id": self._request_id()}
 
     def reset_login(self, access_token: str) -> dict[str, Any]:
@@ -401,11 +409,11 @@ class Aggregator:
     def create_link_token(self, request: dict[str, Any]) -> dict[str, Any]:
         """/link/token/create: a link token for the aggregator's link flow (4 hours). The
         sandbox has no link flow of its own (/sandbox/public_token/create stands in for it), so
-        the token only answers; an `access_token` (update mode) must be one of the self.tenant's."""
+        the token only answers; an `access_token` (update mode) must be one of the tenant's."""
         if request.get("access_token") is not None:
             self.item_of(request["access_token"])
-        return {"link_token": unguessable(f"link-{self.tenant.environment}-"),
-                "expiration": isoformat(self.tenant.clock.timestamp() + LINK_TOKEN_LIFETIME),
+        return {"link_token": unguessable(f"link-{self.environment}-"),
+                "expiration": isoformat(self.clock.timestamp() + LINK_TOKEN_LIFETIME),
                 "request_id": self._request_id()}
 
     def get_institution(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -416,7 +424,7 @@ class Aggregator:
             raise InvalidInstitution(OTHER_COUNTRY.format(
                 institution_id=found.institution_id, codes=", ".join(request["country_codes"])))
         options = request.get("options") or {}
-        status = (institution_status(isoformat(self.tenant.clock.timestamp() - 86_400))
+        status = (institution_status(isoformat(self.clock.timestamp() - 86_400))
                   if options.get("include_status") else None)
         return {"institution": found.record(
                     optional_metadata=bool(options.get("include_optional_metadata")), status=status),
@@ -434,7 +442,7 @@ class Aggregator:
         account_id = options.get("account_id")
         if account_id is not None and all(a.account_id != account_id for a in item.accounts):
             raise InvalidAccountId(UNKNOWN_ACCOUNT.format(account_id=account_id))
-        history = [t for t in item_history(item, self.tenant.rules.catalog)
+        history = [t for t in item_history(item, self.rules.catalog)
                    if account_id is None or t["account_id"] == account_id]
         start = _cursor_offset(request.get("cursor") or "", item, account_id, len(history))
         end = min(len(history), start + request.get("count", SYNC_COUNT))
@@ -502,7 +510,7 @@ class Aggregator:
         account_ids = [a.account_id for a in item.accounts]
         if code == "DEFAULT_UPDATE" and webhook_type == "TRANSACTIONS":
             return {"error": None, "new_transactions": options.get(
-                "new_transactions", len(item_history(item, self.tenant.rules.catalog)))}
+                "new_transactions", len(item_history(item, self.rules.catalog)))}
         if code == "DEFAULT_UPDATE":
             return {"error": None, **DEFAULT_UPDATE_FIELDS[webhook_type]}
         if code == "SYNC_UPDATES_AVAILABLE":
@@ -520,15 +528,15 @@ class Aggregator:
 
     def _send_webhook(self, item: Item, url: str, webhook_type: str, code: str,
                       fields: dict[str, Any]) -> None:
-        """The webhook in the self.tenant's ledger (eventType `<webhook_type>.<webhook_code>`), to
+        """The webhook in the tenant's ledger (eventType `<webhook_type>.<webhook_code>`), to
         `url`: the outbox delivers it as every delivery, its attempts on the ledger."""
         body = {"webhook_type": webhook_type, "webhook_code": code, "item_id": item.item_id,
-                **fields, "environment": self.tenant.environment}
-        self.tenant.emit_webhook(url, f"{webhook_type}.{code}", body)
+                **fields, "environment": self.environment}
+        self.emit_webhook(url, f"{webhook_type}.{code}", body)
 
     def _last_webhook(self, item: Item) -> Any:
         """The latest webhook of the item still in the ledger (None: none)."""
-        for event in reversed(self.tenant.events.by_id.values()):
+        for event in reversed(self.events.by_id.values()):
             if event.url is not None and event.body.get("item_id") == item.item_id:
                 return event
         return None
@@ -538,7 +546,7 @@ class Aggregator:
         may): the account's transactions of the item's history, the ones /transactions/sync
         answers for it."""
         item = self.items[item_id]
-        return [t for t in item_history(item, self.tenant.rules.catalog) if t["account_id"] == account_id]
+        return [t for t in item_history(item, self.rules.catalog) if t["account_id"] == account_id]
 
     def pull_error(self, item_id: str | None) -> dict[str, str] | None:
         """What the aggregator answers when the service pulls transactions through a processor
@@ -557,7 +565,7 @@ class Aggregator:
         return None
 
     def item_of(self, access_token: str) -> Item:
-        """The item of an access token of this self.tenant (another self.tenant's is unknown here)."""
+        """The item of an access token of this tenant (another tenant's is unknown here)."""
         self._check_environment(access_token, "access", InvalidAccessToken)
         item = self.items.get(self.tokens.get(access_token, ""))
         if item is None or item.access_token != access_token:
@@ -587,12 +595,12 @@ class Aggregator:
     def keep_items_bounded(self) -> None:
         """Past the bound (Limits.max_aggregator_items), a tenth of it goes: first items whose
         public token expired unexchanged (nothing can reach them), then the oldest."""
-        limit = self.tenant.rules.limits.max_aggregator_items
+        limit = self.rules.limits.max_aggregator_items
         items = self.items
         if len(items) <= limit:
             return
         keep = limit - max(1, limit // 10)
-        now = self.tenant.clock.timestamp()
+        now = self.clock.timestamp()
 
         def unreachable(item: Item) -> bool:
             return item.access_token is None and item.public_token_expires_at <= now
@@ -609,9 +617,9 @@ class Aggregator:
     def _check_environment(self, token: str, kind: str, error: type[AggregatorError]) -> None:
         """A token of the other environment is named as such (the aggregator's own wording)."""
         for environment in ("sandbox", "production"):
-            if token.startswith(f"{kind}-{environment}-") and environment != self.tenant.environment:
+            if token.startswith(f"{kind}-{environment}-") and environment != self.environment:
                 raise error(OTHER_ENVIRONMENT.format(kind=kind, theirs=environment,
-                                                     ours=self.tenant.environment))
+                                                     ours=self.environment))
         if not token.startswith(f"{kind}-"):
             raise error(f"provided {kind} token is in an invalid format. "
                         + EXPECTED_FORMAT.format(kind=kind))

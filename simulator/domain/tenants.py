@@ -139,7 +139,9 @@ class Tenant:
         self.links = ProcessorLinks(self, self.rules)     # processor tokens and links
         # The aggregator's own API (domain/aggregator.py): its items by id, and each live
         # public or access token -> its item's id.
-        self.aggregator = Aggregator(self)
+        self.aggregator = Aggregator(ids=self.ids, clock=self.clock, environment=self.environment,
+                                     rules=self.rules, events=self.events,
+                                     emit_webhook=self.emit_webhook, links=self.links)
         self.journal = Journal()
         # API faults on purpose (PUT /_sandbox/faults/api), their draws seeded per tenant.
         self.api_faults = ApiFaults(random.Random(f"{self._seed}:{self.name}:api-faults"))
