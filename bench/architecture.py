@@ -27,6 +27,9 @@ payroll_sandbox that this interpreter imports (so run it with that tree's interp
       Strongly connected components (more than one module) of the import graph of
       simulator/: every import statement, under `if TYPE_CHECKING:` and inside functions too;
       `from P import n` points at module P.n when there is one, else at P.
+  folder_circles
+      The same graph by folder (`domain`, `routes`, `schemas`, ...; a module at the top of
+      simulator/ is a node of its own): its strongly connected components of more than one.
   snapshot_lines
       Lines of simulator/snapshot.py and of every module under simulator/ whose dotted
       name (its package's included) contains `snapshot` or `persist`.
@@ -230,6 +233,7 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
 class SourceFigures:
     writes: dict[str, int]            # file -> writes to tenant state
     circles: list[list[str]]          # modules (files) of each import circle
+    folder_circles: list[list[str]]   # folders (or top-level modules) of each circle
     snapshot: dict[str, int]          # file -> lines
 
 
@@ -245,10 +249,25 @@ def source_figures(root: Path) -> SourceFigures:
     graph = {m: imports_of(m, tree, modules, package_dir.name) for m, tree in trees.items()}
     circles = [[shown(m) for m in component] for component in strongly_connected(graph)
                if len(component) > 1]
+    folders = folder_graph(graph)
+    folder_circles = sorted(sorted(c) for c in strongly_connected(folders) if len(c) > 1)
     # snapshot.py among them; a package named so counts with all its modules
     snapshot = {shown(m): len(path.read_text().splitlines()) for m, path in modules.items()
                 if any(word in m for word in SNAPSHOT_WORDS)}
-    return SourceFigures(writes, sorted(circles, key=lambda c: (-len(c), c)), snapshot)
+    return SourceFigures(writes, sorted(circles, key=lambda c: (-len(c), c)), folder_circles,
+                         snapshot)
+
+
+def folder_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph by folder (`domain.tasks` -> `domain`; a top-level module is its
+    own node; the package itself, '', is left out)."""
+    folders: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        if module:
+            top = module.split(".")[0]
+            folders.setdefault(top, set()).update(
+                t.split(".")[0] for t in targets if t and t.split(".")[0] != top)
+    return folders
 
 
 # -- runtime: files crossed by a request, and the OpenAPI document -----------------------------
@@ -430,6 +449,7 @@ def figures(root: Path) -> dict[str, Any]:
         "files_crossed_task_create": len(runtime.task_create) if runtime else None,
         "files_crossed_advance_with_webhook": len(runtime.advance) if runtime else None,
         "import_circles": len(source.circles),
+        "folder_circles": len(source.folder_circles),
         "snapshot_lines": sum(source.snapshot.values()),
         "response_schemas_bare": len(bare) if runtime else None,
         "json_operations": len(operations) if runtime else None,
@@ -441,6 +461,7 @@ def figures(root: Path) -> dict[str, Any]:
             "advance": {"answer": runtime.advance_answer,
                         "webhooks_received": runtime.webhooks_received} if runtime else None,
             "import_circles": source.circles,
+            "folder_circles": source.folder_circles,
             "snapshot_files": source.snapshot,
             "bare_operations": bare if runtime else None,
         },
@@ -472,6 +493,9 @@ def print_text(result: dict[str, Any], verbose: bool) -> None:
     print(f"import_circles: {result['import_circles']}")
     for circle in details["import_circles"]:
         print(f"    {len(circle)}: {' '.join(circle)}")
+    print(f"folder_circles: {result['folder_circles']}")
+    for circle in details["folder_circles"]:
+        print(f"    {' <-> '.join(circle)}")
     print(f"snapshot_lines: {result['snapshot_lines']} ("
           + ", ".join(f"{name} {lines}" for name, lines in details["snapshot_files"].items())
           + ")")

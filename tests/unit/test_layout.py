@@ -51,16 +51,6 @@ def test_no_import_circles():
     assert _circles(_imports()) == []
 
 
-def _folders(graph: dict[str, set[str]]) -> dict[str, set[str]]:
-    """The module graph by folder (`domain`, `routes`, ...; a top-level module is its own)."""
-    folders: dict[str, set[str]] = {}
-    for module, targets in graph.items():
-        if module:
-            folders.setdefault(module.split(".")[0], set()).update(
-                t.split(".")[0] for t in targets if t and t.split(".")[0] != module.split(".")[0])
-    return folders
-
-
 # Issue 36 takes the folder-level circles away one at a time; none may come back or grow.
 KNOWN_FOLDER_CIRCLES = [["domain", "schemas"]]
 
@@ -70,7 +60,7 @@ def test_no_folder_level_import_circle_but_the_known_ones():
     domain no longer imports the catalog, the fixtures, the journal or the scenarios (the
     types it needs live in it), the transport no longer the settings, the scenarios'
     table not the start-up load."""
-    found = [sorted(c) for c in _circles(_folders(_imports()))]
+    found = sorted(sorted(c) for c in _circles(architecture.folder_graph(_imports())))
     assert found == KNOWN_FOLDER_CIRCLES
 
 
