@@ -37,7 +37,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from .clock import MANUAL, isoformat
+from .clock import MANUAL, Clock, isoformat
 from .domain.identity import Identity
 from .domain.aggregator import Aggregator
 from .domain.companies import CompanyDirectory
@@ -305,6 +305,12 @@ class Planned:
     public_tokens: dict[str, Any]
     loaded: list[dict[str, Any]]  # one per part of PARTS
 
+    @property
+    def clock(self) -> Clock:
+        """The snapshot's clock (its settings part made it): the restored tenant runs on it
+        from the start, so every part is given it."""
+        return next(loaded["clock"] for loaded in self.loaded if "clock" in loaded)
+
     def fill(self, tenant: Tenant) -> None:
         """Each part's state into the fresh tenant (Tenant.restore): it cannot fail."""
         for part, loaded in zip(PARTS, self.loaded):
@@ -488,7 +494,7 @@ def put_in_place(tenant: Tenant, sandbox: Any, planned: Planned) -> None:
     changed: its public tokens may not be another tenant's."""
     _check_public_tokens(tenant, sandbox, planned.public_tokens)
     sandbox.registry.tenants.forget_tokens(tenant)
-    tenant.restore(planned.fill)
+    tenant.restore(planned.fill, planned.clock)
     if tenant.runner.on_moved is not None:  # the real-mode timer: the next job moved
         tenant.runner.on_moved()
 

@@ -23,7 +23,7 @@ from conftest import ACME, HOOKS, KROGER, REPO, WALMART
 
 from payroll_sandbox import snapshot
 from payroll_sandbox.app import build_registry, create_app
-from payroll_sandbox.clock import Clock
+from payroll_sandbox.clock import Clock, isoformat
 from payroll_sandbox.keys import SANDBOX
 from payroll_sandbox.settings import Settings
 
@@ -532,3 +532,24 @@ def test_write_atomically_replaces_the_file_whole(tmp_path):
     assert target.read_bytes() == b"new" * 1000
     assert [p.name for p in tmp_path.iterdir()] == ["state.json"]
     assert target.stat().st_mode & 0o077 == 0  # it holds API keys
+
+
+async def test_every_part_runs_on_the_restored_clock(make_client):
+    """A restore used to start the parts on a new clock, then swap the tenant's for the
+    snapshot's: a part given the clock (identity) kept the old one, and a public token
+    made after restoring a snapshot taken a day earlier expired a day late."""
+    client = await make_client(clock="manual")
+    taken = (await call(client, "GET", "/_sandbox/snapshot"))["data"]
+    await call(client, "POST", "/_sandbox/clock/advance", json={"seconds": 86_400})
+    await call(client, "POST", "/_sandbox/snapshot", json=taken)
+    now = (await call(client, "GET", "/_sandbox/clock"))["data"]["timestamp"]
+    assert now == taken["clock"]["timestamp"]
+    token = (await call(client, "POST", "/access-token",
+                        json={"identifier": "after", "tokenLifetime": 3600}))["data"]
+    assert token["expiresAt"] == isoformat(now + 3600)
+    item = await client.post("/aggregator-api/sandbox/public_token/create", json={
+        "institution_id": "ins_109508", "initial_products": ["transactions"]}, headers={
+        "PLAID-CLIENT-ID": ACME["x-api-key"], "PLAID-SECRET": ACME["x-api-secret"]})
+    assert item.status == 200, await item.text()
+    snapshot = (await call(client, "GET", "/_sandbox/snapshot"))["data"]
+    assert [i["createdAt"] for i in snapshot["aggregatorItems"]] == [now]

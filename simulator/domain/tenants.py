@@ -119,9 +119,10 @@ class Tenant:
                                                              DEFAULT_REFRESH_INTERVAL)
         self.pii_deletion_interval: float | None = continuous.get("piiDeletionInterval")
 
-    def _start(self, seed_accounts: bool = True) -> None:
-        """The tenant's state as its account first makes it."""
-        self.clock: Clock = self._clock_factory()
+    def _start(self, seed_accounts: bool = True, clock: Clock | None = None) -> None:
+        """The tenant's state as its account first makes it, on `clock` (a restore's) or a
+        new one. The parts are given the clock: it is never replaced under them."""
+        self.clock: Clock = clock or self._clock_factory()
         self.ids = Ids(f"{self._seed}:{self.name}")
         self.companies = CompanyDirectory(self.rules.catalog, self.rules.index)
         # The users and their public tokens (domain/identity.py).
@@ -160,13 +161,14 @@ class Tenant:
         self._configure()
         self._start()
 
-    def restore(self, fill: Callable[[Tenant], None]) -> None:
+    def restore(self, fill: Callable[[Tenant], None], clock: Clock) -> None:
         """POST /_sandbox/snapshot and --state-file (snapshot.py): work in flight stops,
-        the state starts afresh (without the account's ready-made linked accounts) and
-        `fill` puts the snapshot's in. `fill` is built from a checked document, so it
-        cannot fail half-way; name, keys and environment stay the tenant's own."""
+        the state starts afresh on the snapshot's clock (without the account's ready-made
+        linked accounts) and `fill` puts the snapshot's in. `fill` is built from a checked
+        document, so it cannot fail half-way; name, keys and environment stay the
+        tenant's own."""
         self.close()
-        self._start(seed_accounts=False)
+        self._start(seed_accounts=False, clock=clock)
         fill(self)
         # Every restored item is new to a reader: the tasks, then the ledger, in order.
         self.changes.touch_all(TASK, self.tasks)
@@ -218,7 +220,7 @@ class Tenant:
         self.products, self.manual_deposits, self.signing = products, manual_deposits, signing
         self.refresh_interval = refresh_interval
         self.pii_deletion_interval = pii_deletion_interval
-        self.clock = clock
+        assert clock is self.clock, "Tenant.restore starts the tenant on the snapshot's clock"
 
     def close(self) -> None:
         """Stop everything the tenant has going: jobs on its clock, webhook attempts in
