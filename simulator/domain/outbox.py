@@ -15,17 +15,17 @@ from __future__ import annotations
 import hashlib
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..clock import isoformat
+from ..clock import Clock, isoformat
 from ..errors import Conflict, NotFound, ValidationFailed, field_detail
-from .changes import EVENT
+from .changes import EVENT, Changes
 from .events import Event
-from .owner import Owner
 from .stored import (COUNT, PROBABILITY, RANDOM_STATE, STRING, STRINGS, LoadError, Record,
                      Sections, array, checked_random_state, obj, random_state)
-from .timeline import action_kind
+from .timeline import Timeline, action_kind
 
 MAX_ATTEMPTS = 3          # the first plus two retries
 RETRY_INTERVAL = 30.0     # virtual seconds between attempts
@@ -176,14 +176,18 @@ class Outbox:
     """One tenant's webhook state. Each endpoint is `{_id, url, eventTypes?, secretId?}` (no
     eventTypes: every type); the control plane's list and the API's /webhooks/endpoints are
     the same endpoints. A signing secret (`secrets`, GET /secrets) is `{_id, name, token,
-    createdAt}`."""
+    createdAt}`. It is given what it uses, not the tenant: the tenant's name (for the
+    logs), its clock and timeline (retries, held and delayed attempts), its change window,
+    its API secret and whether it signs (the tenant's setting, kept here)."""
 
-    def __init__(self, tenant: Owner, endpoints: list[dict[str, Any]],
+    def __init__(self, *, name: str, clock: Clock, timeline: Timeline, changes: Changes,
+                 api_secret: str, signing: bool, endpoints: list[dict[str, Any]],
                  fault_roll: random.Random) -> None:
-        self.tenant = tenant
+        self.name, self.clock, self.timeline = name, clock, timeline
+        self.api_secret, self.signing = api_secret, signing
         # The change window of the tenant as this outbox began: an answer arriving after a
         # reset or restore (which replace both) tells the old window, not the new one.
-        self._changes = tenant.changes
+        self._changes = changes
         self.endpoints = endpoints
         self.deliveries: dict[str, list[Delivery]] = {}
         self.faults = FaultPlan()
@@ -193,6 +197,10 @@ class Outbox:
         self.queue: list[Send] = []        # attempts started, not yet taken by the transport
         # Attempts the transport took and has not answered: -> the virtual time they started.
         self.in_flight: dict[Send, float] = {}
+
+    def itself(self) -> Outbox:
+        """The outbox a scheduled action of it runs on (`_AttemptAction.outbox`)."""
+        return self
 
     @property
     def busy(self) -> bool:
@@ -403,12 +411,11 @@ class Outbox:
         """What a delivery is signed with (real-service facts 5: the API secret): the
         endpoint's signing secret where it names one that still exists; None when the
         tenant signs nothing."""
-        tenant = self.tenant
-        if not tenant.signing:
+        if not self.signing:
             return None
         secret = (self.secrets.get(delivery.secret_id)
                   if delivery is not None and delivery.secret_id else None)
-        return secret["token"] if secret is not None else tenant.api_secret
+        return secret["token"] if secret is not None else self.api_secret
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -455,20 +462,20 @@ class Outbox:
         return made
 
     def _first_attempt(self, delivery: Delivery, event: Event) -> None:
-        faults, roll, tenant = self.faults, self.random, self.tenant
+        faults, roll, clock = self.faults, self.random, self.clock
         # Held deliveries go out behind the next *event*, not this event's other endpoints.
         held = [pair for pair in self.held if pair[1].id != event.id]
         self.held = [pair for pair in self.held if pair[1].id == event.id]
         if faults.delay and roll.random() < faults.delay:
             delivery.faults += (f"delayed {faults.delay_seconds:g}s",)
-            self._schedule_attempt(delivery, event, tenant.clock.timestamp() + faults.delay_seconds)
+            self._schedule_attempt(delivery, event, clock.timestamp() + faults.delay_seconds)
         elif faults.out_of_order and not held and roll.random() < faults.out_of_order:
             # Held back until the next event has gone out: that one overtakes it.
             delivery.faults += ("out-of-order",)
             self.held.append((delivery, event))
             # Released behind the next event, or a second later if none comes.
-            tenant.timeline.schedule(tenant.clock.timestamp() + HOLD_SECONDS,
-                                     _ReleaseHeld(tenant), label="release held event")
+            self.timeline.schedule(clock.timestamp() + HOLD_SECONDS,
+                                   _ReleaseHeld(self.itself), label="release held event")
         else:
             self.start_attempt(delivery, event)
         for held_delivery, held_event in held:
@@ -484,8 +491,8 @@ class Outbox:
 
     def _schedule_attempt(self, delivery: Delivery, event: Event, due: float) -> None:
         delivery.next_attempt_at = isoformat(due)
-        self.tenant.timeline.schedule(
-            due, _AttemptAction(self.tenant, delivery, event),
+        self.timeline.schedule(
+            due, _AttemptAction(self.itself, delivery, event),
             label=f"webhook attempt {len(delivery.attempts) + 1} of {event.id}",
             owner=f"delivery:{delivery.id}")
 
@@ -495,7 +502,7 @@ class Outbox:
         and queued for the transport."""
         delivery.next_attempt_at = None
         attempt = Attempt(number=len(delivery.attempts) + 1,
-                          time=self.tenant.clock.timestamp() if at is None else at,
+                          time=self.clock.timestamp() if at is None else at,
                           wall_time=time.time(), fault=fault)
         delivery.attempts.append(attempt)
         self._changes.touch(EVENT, event.id)
@@ -576,7 +583,9 @@ class Outbox:
 class _AttemptAction:
     """A scheduled attempt of a delivery: a retry, or a first attempt delayed by a fault."""
 
-    tenant: Owner
+    # The outbox, found when the action runs: a restored action is rebuilt before the
+    # restored tenant has its new outbox, so it finds it through the tenant.
+    outbox: Callable[[], Outbox]
     delivery: Delivery
     event: Event
 
@@ -587,14 +596,15 @@ class _AttemptAction:
                              "delivery": {"type": "integer", "minimum": 1}}}
 
     def __call__(self) -> None:
-        self.tenant.webhooks.start_attempt(self.delivery, self.event)
+        self.outbox().start_attempt(self.delivery, self.event)
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "webhook-attempt", "event": self.event.id, "delivery": self.delivery.number}
 
     @classmethod
     def rebuild(cls, data: dict[str, Any], context: Any) -> _AttemptAction:
-        return cls(context.tenant, context.delivery(data["event"], data["delivery"]),
+        tenant = context.tenant
+        return cls(lambda: tenant.webhooks, context.delivery(data["event"], data["delivery"]),
                    context.event(data["event"]))
 
 
@@ -603,17 +613,18 @@ class _AttemptAction:
 class _ReleaseHeld:
     """Held (out-of-order) deliveries go out if no later event released them first."""
 
-    tenant: Owner
+    outbox: Callable[[], Outbox]  # as _AttemptAction's
 
     schema = {"type": "object", "additionalProperties": False, "required": ["kind"],
               "properties": {"kind": {"const": "release-held"}}}
 
     def __call__(self) -> None:
-        self.tenant.webhooks.release_held()
+        self.outbox().release_held()
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "release-held"}
 
     @classmethod
     def rebuild(cls, data: dict[str, Any], context: Any) -> _ReleaseHeld:
-        return cls(context.tenant)
+        tenant = context.tenant
+        return cls(lambda: tenant.webhooks)

@@ -42,7 +42,6 @@ class Owner(Protocol):
     accounts: Any                  # linked_accounts.LinkedAccounts
     links: Any                     # processor_links.ProcessorLinks
     webhooks: Any                  # outbox.Outbox (endpoints, deliveries, faults)
-    signing: bool
     aggregator: Any                # aggregator.Aggregator (its items and their tokens)
 
     def emit(self, event: Draft | str, *, identifier: str | None = None,

@@ -97,6 +97,11 @@ class Tenant:
         self._start()
 
     @property
+    def signing(self) -> bool:
+        """Whether its webhooks are signed (the outbox's setting)."""
+        return self.webhooks.signing
+
+    @property
     def takes_webhook_url(self) -> bool:
         """Whether `--webhook-url` (its variable, config `webhookUrl`) is one of this tenant's
         endpoints: an account of the fixtures, except the demo, whose webhooks stay with its
@@ -111,8 +116,8 @@ class Tenant:
         self.manual_deposits = ManualDepositRule.from_fixture(account.get("manualDeposits"))
         webhooks = account.get("webhooks", {})
         # Signed by default, as the real service signs every webhook (real-service facts
-        # 5); an account may turn it off.
-        self.signing: bool = webhooks.get("signing", True)
+        # 5); an account may turn it off. The outbox starts from it and keeps the setting.
+        self.account_signing: bool = webhooks.get("signing", True)
         self.webhook_endpoints: list[dict[str, Any]] = list(webhooks.get("endpoints", []))
         continuous = account.get("continuousAccess", {})
         self.refresh_interval: float | None = continuous.get("refreshInterval",
@@ -217,7 +222,8 @@ class Tenant:
     def restore_settings(self, *, products: tuple[str, ...], manual_deposits: ManualDepositRule,
                          signing: bool, refresh_interval: float | None,
                          pii_deletion_interval: float | None, clock: Clock) -> None:
-        self.products, self.manual_deposits, self.signing = products, manual_deposits, signing
+        self.products, self.manual_deposits = products, manual_deposits
+        self.webhooks.signing = signing
         self.refresh_interval = refresh_interval
         self.pii_deletion_interval = pii_deletion_interval
         assert clock is self.clock, "Tenant.restore starts the tenant on the snapshot's clock"

@@ -85,7 +85,10 @@ class Dispatcher:
         # Stable ids, seeded: GET /webhooks/endpoints and the control plane name them.
         endpoints = [{"_id": tenant.ids.object_id(), **e} if "_id" not in e else e
                      for e in endpoints]
-        return Outbox(tenant, endpoints, random.Random(f"{self.seed}:{tenant.name}:faults"))
+        return Outbox(name=tenant.name, clock=tenant.clock, timeline=tenant.timeline,
+                      changes=tenant.changes, api_secret=tenant.api_secret,
+                      signing=tenant.account_signing, endpoints=endpoints,
+                      fault_roll=random.Random(f"{self.seed}:{tenant.name}:faults"))
 
     async def start(self) -> None:
         self._session = new_session(limit=CONNECTIONS, resolver=PolicyResolver(self.policy))
@@ -152,7 +155,7 @@ class Dispatcher:
                 outbox.not_built(send, f"{type(error).__name__}: {error}")
                 log.error("delivery %s of event %s to %s failed: %s (tenant %s)",
                           send.delivery.id, send.event.id, send.delivery.url,
-                          send.attempt.error, outbox.tenant.name)
+                          send.attempt.error, outbox.name)
                 continue
             lane.waiting.append((send, message))
         self._start(outbox, lane)
@@ -223,7 +226,7 @@ class Dispatcher:
         if attempt.fault != "duplicate" and delivery.state == INTERRUPTED:
             log.warning("delivery %s of event %s to %s interrupted by shutdown after %d attempts "
                         "(tenant %s)", delivery.id, event.id, loggable_url(delivery.url),
-                        len(delivery.attempts), outbox.tenant.name)
+                        len(delivery.attempts), outbox.name)
         elif attempt.fault != "duplicate" and delivery.state == FAILED:
             log.info("delivery of %s to %s failed after %d attempts: %s", event.id,
                      loggable_url(delivery.url), len(delivery.attempts), attempt.error)
@@ -236,7 +239,7 @@ class Dispatcher:
         delivery = send.delivery
         log.warning("delivery %s of event %s to %s interrupted by shutdown during attempt %d "
                     "(tenant %s)", delivery.id, delivery.event_id, loggable_url(delivery.url),
-                    send.attempt.number, outbox.tenant.name)
+                    send.attempt.number, outbox.name)
 
     async def _post(self, url: str, message: Any, left: float) -> Answer:
         """One attempt's request sent to `url`, and what came of it, as a value: the outbox

@@ -46,7 +46,7 @@ def tenant(dispatcher: Dispatcher) -> SimpleNamespace:
     """The parts of a Tenant the dispatcher reads."""
     account = SimpleNamespace(name="acme", webhook_endpoints=[{"url": URL}], ids=Ids("acme"),
                               clock=Clock(mode="manual", start=T0), timeline=Timeline(),
-                              api_secret="secret", signing=True, changes=Changes())
+                              api_secret="secret", account_signing=True, changes=Changes())
     account.webhooks = dispatcher.outbox_for(account)
     return account
 
