@@ -10,6 +10,7 @@ the tenant out of them.
 from __future__ import annotations
 
 from collections.abc import ItemsView, Iterator, Mapping, ValuesView
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from ..clock import Clock
@@ -18,6 +19,18 @@ from .companies import CompanyDirectory, ManualDepositRule
 from .events import Event, EventLog
 from .timeline import Timeline
 from ..schemas.events import Draft
+
+
+@dataclass
+class TenantSettings:
+    """The account's settings the parts read: its products, its manual-deposit rule and its
+    continuous-access intervals. One object from a reset to the next; a restore changes it
+    in place, so a part given it reads the current ones."""
+
+    products: tuple[str, ...]
+    manual_deposits: ManualDepositRule
+    refresh_interval: float | None
+    pii_deletion_interval: float | None
 
 
 class Owner(Protocol):

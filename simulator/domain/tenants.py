@@ -25,6 +25,7 @@ from ..schemas.events import Draft
 from .faults import ApiFaults
 from .identity import Identity, Ids, PublicToken
 from .linked_accounts import LinkedAccounts
+from .owner import TenantSettings
 from .processor_links import ProcessorLinks
 from .rules import Rules
 from .stored import STRING, STRINGS, TIME, Sections, obj
@@ -97,6 +98,22 @@ class Tenant:
         self._start()
 
     @property
+    def products(self) -> tuple[str, ...]:
+        return self.settings.products
+
+    @property
+    def manual_deposits(self) -> ManualDepositRule:
+        return self.settings.manual_deposits
+
+    @property
+    def refresh_interval(self) -> float | None:
+        return self.settings.refresh_interval
+
+    @property
+    def pii_deletion_interval(self) -> float | None:
+        return self.settings.pii_deletion_interval
+
+    @property
     def signing(self) -> bool:
         """Whether its webhooks are signed (the outbox's setting)."""
         return self.webhooks.signing
@@ -112,17 +129,17 @@ class Tenant:
         """The account's settings (a restored snapshot may change them; a reset puts the
         account's back)."""
         account = self.account
-        self.products: tuple[str, ...] = tuple(account.get("products", DEFAULT_PRODUCTS))
-        self.manual_deposits = ManualDepositRule.from_fixture(account.get("manualDeposits"))
+        continuous = account.get("continuousAccess", {})
+        self.settings = TenantSettings(
+            products=tuple(account.get("products", DEFAULT_PRODUCTS)),
+            manual_deposits=ManualDepositRule.from_fixture(account.get("manualDeposits")),
+            refresh_interval=continuous.get("refreshInterval", DEFAULT_REFRESH_INTERVAL),
+            pii_deletion_interval=continuous.get("piiDeletionInterval"))
         webhooks = account.get("webhooks", {})
         # Signed by default, as the real service signs every webhook (real-service facts
         # 5); an account may turn it off. The outbox starts from it and keeps the setting.
         self.account_signing: bool = webhooks.get("signing", True)
         self.webhook_endpoints: list[dict[str, Any]] = list(webhooks.get("endpoints", []))
-        continuous = account.get("continuousAccess", {})
-        self.refresh_interval: float | None = continuous.get("refreshInterval",
-                                                             DEFAULT_REFRESH_INTERVAL)
-        self.pii_deletion_interval: float | None = continuous.get("piiDeletionInterval")
 
     def _start(self, seed_accounts: bool = True, clock: Clock | None = None) -> None:
         """The tenant's state as its account first makes it, on `clock` (a restore's) or a
@@ -222,10 +239,11 @@ class Tenant:
     def restore_settings(self, *, products: tuple[str, ...], manual_deposits: ManualDepositRule,
                          signing: bool, refresh_interval: float | None,
                          pii_deletion_interval: float | None, clock: Clock) -> None:
-        self.products, self.manual_deposits = products, manual_deposits
+        settings = self.settings  # in place: the parts hold it
+        settings.products, settings.manual_deposits = products, manual_deposits
+        settings.refresh_interval = refresh_interval
+        settings.pii_deletion_interval = pii_deletion_interval
         self.webhooks.signing = signing
-        self.refresh_interval = refresh_interval
-        self.pii_deletion_interval = pii_deletion_interval
         assert clock is self.clock, "Tenant.restore starts the tenant on the snapshot's clock"
 
     def close(self) -> None:
