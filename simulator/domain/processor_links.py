@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
 
-from ..clock import calendar_day, isoformat
+from ..clock import Clock, calendar_day, isoformat
 from ..errors import (ApiError, IdentifierMismatch, InvalidProcessorToken, OtherEnvironmentToken,
                       ProcessorLinksNotFound, ProcessorTokenAlreadyRegistered,
                       ProcessorTokenNotFound, ProcessorTokenRevoked, UnknownScenario,
@@ -23,14 +24,14 @@ from rapidfuzz import fuzz
 
 from ..schemas.events import processor_link_events
 from .aggregator_data import PAYROLL_WORDS, checking_history
-from .companies import OPERATIONAL, Company, ManualDepositRule
+from .companies import OPERATIONAL, Company, CompanyDirectory, ManualDepositRule
 from .states import DAYS_REQUESTED
 from .search import SearchQuery, normalize, search_companies
 from .rules import Rules
 from .identity import unguessable
-from .owner import Held, Owner
+from .owner import Held, TenantSettings
 from .stored import LoadError, Record, Sections, array, unique
-from .timeline import action_kind
+from .timeline import Timeline, action_kind
 
 TOKEN_PATTERN = re.compile(r"^processor-(sandbox|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-"
                            r"[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -119,14 +120,26 @@ STORED_PROCESSOR_LINK = Record(ProcessorLink, shapes={
 
 class ProcessorLinks(Held[ProcessorLink]):
     """One tenant's processor tokens and processor links, and the pipeline that runs each
-    link: read as a mapping of link id -> ProcessorLink; changed only through its methods."""
+    link: read as a mapping of link id -> ProcessorLink; changed only through its methods.
+    It is given what it uses, not the tenant: the world's rules, the tenant's seeded ids,
+    environment, clock, timeline, company directory, settings (its products), users, and
+    how it emits an event; and the aggregator's items (`items`), which are given it once
+    they exist, as they are given these links."""
 
-    def __init__(self, tenant: Owner, rules: Rules) -> None:
-        self.tenant = tenant
+    def __init__(self, rules: Rules, *, ids: Any, environment: str, clock: Clock,
+                 timeline: Timeline, companies: CompanyDirectory, settings: TenantSettings,
+                 identity: Any, emit: Callable[..., Any]) -> None:
         self.scenarios = rules.scenarios
         self.aggregator = rules.aggregator
+        self.ids, self.environment, self.clock, self.timeline = ids, environment, clock, timeline
+        self.companies, self.settings, self.identity, self.emit = companies, settings, identity, emit
+        self.items: Any = None  # aggregator.Aggregator, the aggregator API's items
         self.tokens: dict[str, ProcessorToken] = {}   # token text -> ProcessorToken
         self._by_id: dict[str, ProcessorLink] = {}
+
+    def itself(self) -> ProcessorLinks:
+        """The links a scheduled stage runs on (`_Stage.links`)."""
+        return self
 
     # -- snapshot (domain/stored.py) ----------------------------------------------------------
 
@@ -160,7 +173,6 @@ class ProcessorLinks(Held[ProcessorLink]):
         """What the aggregator's processor-token creation returns: for the control plane's
         shortcut, or (`item_id`, `account_id`) for an account of an item of the aggregator
         API (domain/aggregator.py)."""
-        tenant = self.tenant
         scenario = request.get("scenario")
         if scenario is not None:
             found = self.scenarios.get(scenario)
@@ -170,12 +182,12 @@ class ProcessorLinks(Held[ProcessorLink]):
                                       f"Known: {', '.join(known)}.",
                                       details=[field_detail("$.scenario", "unknown")])
         token = ProcessorToken(
-            token=unguessable(f"processor-{tenant.environment}-"),
-            environment=tenant.environment, identifier=request.get("identifier"),
+            token=unguessable(f"processor-{self.environment}-"),
+            environment=self.environment, identifier=request.get("identifier"),
             days_requested=request.get("daysRequested", 90),
             products=tuple(request.get("products", ("transactions",))), scenario=scenario,
-            account_id=account_id or tenant.ids.secret("acc_")[:28],
-            request_id=tenant.ids.secret("req_")[:20], item_id=item_id)
+            account_id=account_id or self.ids.secret("acc_")[:28],
+            request_id=self.ids.secret("req_")[:20], item_id=item_id)
         self.tokens[token.token] = token
         return token
 
@@ -196,14 +208,13 @@ class ProcessorLinks(Held[ProcessorLink]):
 
     def register(self, token_text: str, header_identifier: str | None) -> ProcessorLink:
         """POST /{aggregator}/processor-links: checks the token, starts the pipeline."""
-        tenant = self.tenant
         path = "$.processorToken"
         match = TOKEN_PATTERN.match(token_text)
         if match is None:
             raise InvalidProcessorToken(MALFORMED, details=[field_detail(path, MALFORMED)])
-        if match.group(1) != tenant.environment:
+        if match.group(1) != self.environment:
             raise OtherEnvironmentToken(
-                WRONG_ENVIRONMENT.format(theirs=match.group(1), ours=tenant.environment),
+                WRONG_ENVIRONMENT.format(theirs=match.group(1), ours=self.environment),
                 details=[field_detail(path, "other environment")])
         token = self.tokens.get(token_text)
         if token is None:
@@ -221,9 +232,9 @@ class ProcessorLinks(Held[ProcessorLink]):
         if token.identifier is not None and header_identifier and header_identifier != token.identifier:
             raise IdentifierMismatch(IDENTIFIER_MISMATCH, details=[
                 field_detail("user-identifier", IDENTIFIER_MISMATCH, location="header")])
-        user = tenant.identity.user(identifier)
-        link = ProcessorLink(id=tenant.ids.object_id(), identifier=identifier, user_id=user.id,
-                             token=token.token, created_at=tenant.clock.timestamp())
+        user = self.identity.user(identifier)
+        link = ProcessorLink(id=self.ids.object_id(), identifier=identifier, user_id=user.id,
+                             token=token.token, created_at=self.clock.timestamp())
         token.link_id = link.id
         self._by_id[link.id] = link
         self._schedule(link, token)
@@ -231,12 +242,11 @@ class ProcessorLinks(Held[ProcessorLink]):
 
     def remove_links(self, identifier: str) -> list[ProcessorLink]:
         """DELETE: every link of the user goes, and nothing pending runs afterwards."""
-        tenant = self.tenant
         links = [l for l in self._by_id.values() if l.identifier == identifier]
         if not links:
             raise ProcessorLinksNotFound(NO_LINKS.format(identifier=identifier))
         for link in links:
-            tenant.timeline.cancel_owned(link.id)
+            self.timeline.cancel_owned(link.id)
             del self._by_id[link.id]
         return links
 
@@ -259,18 +269,16 @@ class ProcessorLinks(Held[ProcessorLink]):
     # -- the pipeline -----------------------------------------------------------------------
 
     def _schedule(self, link: ProcessorLink, token: ProcessorToken) -> None:
-        tenant = self.tenant
         scenario = self.scenarios[token.scenario or DEFAULT_SCENARIO]
         for number, step in enumerate(scenario.steps):
             changes = {**step.changes, "last": number == len(scenario.steps) - 1}
-            tenant.timeline.schedule(link.created_at + step.at,
-                                     _Stage(tenant, link, token, changes),
+            self.timeline.schedule(link.created_at + step.at,
+                                     _Stage(self.itself, link, token, changes),
                                      label=f"{scenario.name} for processor link {link.id}",
                                      owner=link.id)
 
     def run_step(self, link: ProcessorLink, token: ProcessorToken,
                  changes: dict[str, Any]) -> None:
-        tenant = self.tenant
         if link.status != PROCESSING:
             return
         if "aggregatorError" in changes:
@@ -280,7 +288,7 @@ class ProcessorLinks(Held[ProcessorLink]):
         if stage == PULL:
             # The aggregator refuses the pull when the token's item needs its user to log in
             # again (or is gone), whatever the item's products.
-            refused = tenant.aggregator.pull_error(token.item_id)
+            refused = self.items.pull_error(token.item_id)
             if refused is not None:
                 self._fail(link, refused)
                 return
@@ -290,7 +298,7 @@ class ProcessorLinks(Held[ProcessorLink]):
                                           "errorMessage": ONLY_AUTH})
                 return
             link.transactions = self._transactions(link, token)
-        elif STAGE_PRODUCT[stage] not in tenant.products:
+        elif STAGE_PRODUCT[stage] not in self.settings.products:
             pass  # the customer account does not have this product: the stage is skipped
         elif stage == CLASSIFY:
             link.employer_matches = self._classify(link)
@@ -314,16 +322,14 @@ class ProcessorLinks(Held[ProcessorLink]):
 
     def _fail(self, link: ProcessorLink, error: dict[str, str]) -> None:
         """The aggregator failed: processing does not complete (spec: aggregator-error)."""
-        tenant = self.tenant
         link.status = ERROR
         link.error = dict(error)
-        tenant.timeline.cancel_owned(link.id)
+        self.timeline.cancel_owned(link.id)
         self._emit(link, f"{self.aggregator}-error", dict(error))
 
     def _emit(self, link: ProcessorLink, event_type: str, data: dict[str, Any]) -> None:
-        tenant = self.tenant
         draft = processor_link_events(self.aggregator)[event_type](processorLink=link.id, **data)
-        tenant.emit(draft, identifier=link.identifier,
+        self.emit(draft, identifier=link.identifier,
                     user={"_id": link.user_id, "identifier": link.identifier})
 
     def _transactions(self, link: ProcessorLink,
@@ -333,13 +339,12 @@ class ProcessorLinks(Held[ProcessorLink]):
         token of an item of the aggregator's API pulls that item's account history (the
         one its /transactions/sync answers: aggregator_data.py); the control plane's
         shortcut, which has no item, gets one made up for the link here."""
-        tenant = self.tenant
         if token.item_id is not None:
-            return tenant.aggregator.pulled_transactions(token.item_id, token.account_id)
+            return self.items.pulled_transactions(token.item_id, token.account_id)
         rng = random.Random(f"{link.id}:transactions")
-        today = tenant.clock.now().date()
+        today = self.clock.now().date()
         first = today - timedelta(days=token.days_requested - 1)
-        companies = [c for c in tenant.companies.ordered() if c.status == OPERATIONAL]
+        companies = [c for c in self.companies.ordered() if c.status == OPERATIONAL]
         employers = [c for c in companies if "user-link" in c.scopes and not c.franchise_parent]
         merchants = [c for c in companies if "pay-link" in c.scopes]
         transactions: list[dict[str, Any]] = []
@@ -347,7 +352,7 @@ class ProcessorLinks(Held[ProcessorLink]):
         def add(day: date, amount: float, name: str, category: str) -> None:
             # A transaction as the aggregator writes it (snake_case, its day `2020-06-30`).
             if first <= day <= today:
-                transactions.append({"transaction_id": tenant.ids.secret("txn_")[:24],
+                transactions.append({"transaction_id": self.ids.secret("txn_")[:24],
                                      "account_id": token.account_id, "date": calendar_day(day),
                                      "amount": round(amount, 2), "name": name, "category": category})
 
@@ -409,9 +414,8 @@ class ProcessorLinks(Held[ProcessorLink]):
 
     def _catalog_match(self, text: str) -> tuple[Company, float] | None:
         """The catalog company a bank statement's text names, and how sure the match is."""
-        tenant = self.tenant
         try:
-            found = search_companies(tenant.companies, ManualDepositRule(),
+            found = search_companies(self.companies, ManualDepositRule(),
                                      SearchQuery(query=text[:200], limit=1))
         except ApiError:
             return None
@@ -439,7 +443,9 @@ def _cadence(dates: list[date]) -> str:
 class _Stage:
     """A scenario step of a processor link, due on the timeline."""
 
-    tenant: Owner
+    # The links, found when the stage runs (a restored stage is rebuilt before the restored
+    # tenant has its new links, so it finds them through the tenant).
+    links: Callable[[], ProcessorLinks]
     link: ProcessorLink
     token: ProcessorToken
     changes: dict[str, Any]
@@ -455,11 +461,11 @@ class _Stage:
                                  "last": {"type": "boolean"}}}}}
 
     def __call__(self) -> None:
-        self.tenant.links.run_step(self.link, self.token, self.changes)
+        self.links().run_step(self.link, self.token, self.changes)
 
     def fail(self) -> None:
         """The step raised: the link ends in `error`, with its event."""
-        self.tenant.links.fail_broken(self.link)
+        self.links().fail_broken(self.link)
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "processor-link-stage", "link": self.link.id, "changes": self.changes}
@@ -470,5 +476,5 @@ class _Stage:
         if "aggregatorError" not in changes and "stage" not in changes:
             raise LookupError("a stage's changes name a `stage` or an `aggregatorError`")
         link = context.processor_link(data["link"])
-        return cls(context.tenant, link,
-                   context.processor_token(link.token), dict(changes))
+        tenant = context.tenant
+        return cls(lambda: tenant.links, link, context.processor_token(link.token), dict(changes))

@@ -159,12 +159,16 @@ class Tenant:
         # The parts: each owns its state and the rules that change it.
         self.tasks = Tasks(self, self.rules)              # tasks, workflows, bindings
         self.accounts = LinkedAccounts(self, self.rules)  # linked accounts (continuous access)
-        self.links = ProcessorLinks(self, self.rules)     # processor tokens and links
+        self.links = ProcessorLinks(                       # processor tokens and links
+            self.rules, ids=self.ids, environment=self.environment, clock=self.clock,
+            timeline=self.timeline, companies=self.companies, settings=self.settings,
+            identity=self.identity, emit=self.emit)
         # The aggregator's own API (domain/aggregator.py): its items by id, and each live
         # public or access token -> its item's id.
         self.aggregator = Aggregator(ids=self.ids, clock=self.clock, environment=self.environment,
                                      rules=self.rules, events=self.events,
                                      emit_webhook=self.emit_webhook, links=self.links)
+        self.links.items = self.aggregator  # each is given the other
         self.journal = Journal()
         # API faults on purpose (PUT /_sandbox/faults/api), their draws seeded per tenant.
         self.api_faults = ApiFaults(random.Random(f"{self._seed}:{self.name}:api-faults"))
