@@ -16,24 +16,25 @@ from __future__ import annotations
 import copy
 import random
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 from typing import Any, ClassVar
 
-from ..clock import isoformat
+from ..clock import Clock, isoformat
 from ..errors import (DepositAccountNotFound, LinkedAccountNotFound,
                       StatementNotFound, UserNotFound, ValidationFailed, field_detail)
 from ..schemas.events import CONTINUOUS_ACCESS, PII_DATA_DELETED
 from ..schemas.records import DATA_RECORDS
 from . import data_profiles
 from . import payroll_records as records
-from .companies import Company, ManualDepositRule, search_record
+from .companies import Company, CompanyDirectory, ManualDepositRule, search_record
 from .states import COMPLETED, FAILED
 from .rules import Rules
-from .owner import Held, Owner
+from .owner import Held, TenantSettings
 from .pay_calendar import Profile, day
 from .stored import Record, Sections, array, unique
-from .timeline import action_kind
+from .timeline import Timeline, action_kind
 
 USER_LINK_PRODUCTS = ("deposit", "verify")
 DATA_KINDS = ("statements", "income", "timesheets", "employment", "identity", "taxes",
@@ -138,12 +139,24 @@ class LinkedAccounts(Held[LinkedAccount]):
     """One tenant's linked accounts and everything continuous access does with them: read
     as a mapping of linked account id -> LinkedAccount; changed only through its methods."""
 
-    def __init__(self, tenant: Owner, rules: Rules) -> None:
-        self.tenant = tenant
+    def __init__(self, rules: Rules, *, name: str, account: dict[str, Any], ids: Any,
+                 clock: Clock, timeline: Timeline, companies: CompanyDirectory,
+                 settings: TenantSettings, identity: Any, emit: Callable[..., Any]) -> None:
+        # Given what it uses, not the tenant: the world's rules, the tenant's name and
+        # account (its ready-made linked accounts), seeded ids, clock, timeline, company
+        # directory, settings, users and how it emits; and the tasks, once they exist.
         self.rules = rules
+        self.name, self.account, self.ids, self.clock = name, account, ids, clock
+        self.timeline, self.companies, self.settings = timeline, companies, settings
+        self.identity, self.emit = identity, emit
+        self.tasks: Any = None  # tasks.Tasks
         self._by_id: dict[str, LinkedAccount] = {}
         # identifier -> {"profile": name?, "data": {...}?, "document": the two merged}
         self.profile_bindings: dict[str, dict[str, Any]] = {}
+
+    def itself(self) -> LinkedAccounts:
+        """The part a scheduled refresh or deletion runs on (`_PushRefresh.accounts`)."""
+        return self
 
     # -- snapshot (domain/stored.py) ----------------------------------------------------------
 
@@ -180,9 +193,8 @@ class LinkedAccounts(Held[LinkedAccount]):
                  document: dict[str, Any] | None = None) -> tuple[Profile, dict[str, Any] | None]:
         """The person and job of a new linked account, and the data profile document (one
         job's) over them: `document`, or the user's bound profile, or none."""
-        tenant = self.tenant
-        today = tenant.clock.now().date()
-        made = self.rules.profiles.profile(tenant.name, identifier, company.id, company.name,
+        today = self.clock.now().date()
+        made = self.rules.profiles.profile(self.name, identifier, company.id, company.name,
                                            today)
         if document is None:
             linked = sum(1 for a in self._by_id.values() if a.identifier == identifier)
@@ -203,7 +215,6 @@ class LinkedAccounts(Held[LinkedAccount]):
         """PUT /_sandbox/users/{identifier}/profile: the user's next linked accounts take the
         named profile with `data` over it; a profile that is unknown or contradicts itself
         is refused (422, its JSON path) and nothing changes."""
-        tenant = self.tenant
         named = self.rules.data_profiles
         document: dict[str, Any] = {}
         if name is not None:
@@ -212,13 +223,13 @@ class LinkedAccounts(Held[LinkedAccount]):
                     UNKNOWN_PROFILE.format(name=name, known=", ".join(sorted(named))),
                     details=[field_detail("$.profile", "unknown profile")])
             document = {k: v for k, v in named[name].items() if k != "description"}
-        today = tenant.clock.now().date()
+        today = self.clock.now().date()
         if data is not None:
             # data over a named profile is a part: its contradictions are the merged one's
             data_profiles.check(data, today, "$.data", whole=name is None)
             document = data_profiles.merge(document, data)
             data_profiles.check(document, today, "$.data")
-        tenant.identity.user(identifier)
+        self.identity.user(identifier)
         binding: dict[str, Any] = {"document": document}
         if name is not None:
             binding["profile"] = name
@@ -247,10 +258,9 @@ class LinkedAccounts(Held[LinkedAccount]):
     def seed_from_account(self) -> None:
         """The account's ready-made linked accounts (fixtures `linkedAccounts`), made
         without events."""
-        tenant = self.tenant
         named = self.rules.data_profiles
-        for entry in tenant.account.get("linkedAccounts", []):
-            company = tenant.companies.require(entry["company"])
+        for entry in self.account.get("linkedAccounts", []):
+            company = self.companies.require(entry["company"])
             document = None
             if "profile" in entry or "data" in entry:  # checked at load (loading.py)
                 profile = named[entry["profile"]] if "profile" in entry else {}
@@ -265,15 +275,14 @@ class LinkedAccounts(Held[LinkedAccount]):
 
     def create(self, identifier: str, company: Company, product: str, *,
                emit: bool = True, document: dict[str, Any] | None = None) -> LinkedAccount:
-        tenant = self.tenant
-        user = tenant.identity.user(identifier)
-        now = tenant.clock.timestamp()
+        user = self.identity.user(identifier)
+        now = self.clock.timestamp()
         profile, document = self._profile(identifier, company, document)
-        account = LinkedAccount(id=tenant.ids.object_id(), identifier=identifier, user_id=user.id,
+        account = LinkedAccount(id=self.ids.object_id(), identifier=identifier, user_id=user.id,
                                 company_id=company.id, product=product, profile=profile,
                                 company_at_link=company, created_at=now, last_refresh=now,
                                 profile_document=document)
-        ids = tenant.ids
+        ids = self.ids
         account.employment_id, account.identity_id, account.income_id = (
             ids.object_id(), ids.object_id(), ids.object_id())
         self._collect_history(account, now)
@@ -287,8 +296,7 @@ class LinkedAccounts(Held[LinkedAccount]):
     def _collect_history(self, account: LinkedAccount, now: float) -> None:
         """What a first sign-in collects: the deposit accounts, 90 days of statements, two
         weeks of timesheets and the tax forms published so far."""
-        tenant = self.tenant
-        ids = tenant.ids
+        ids = self.ids
         account.deposit_accounts = [{"_id": ids.object_id(), **a}
                                     for a in account.profile.deposit_accounts]
         today = day(now)
@@ -307,16 +315,14 @@ class LinkedAccounts(Held[LinkedAccount]):
     def _collect_again(self, account: LinkedAccount) -> None:
         """A sign-in after the user's personal data was deleted: the service collects it
         again, as at the first sign-in (README: Fidelity)."""
-        tenant = self.tenant
         account.pii_deleted = False
-        self._collect_history(account, tenant.clock.timestamp())
+        self._collect_history(account, self.clock.timestamp())
 
     def disconnect(self, account: LinkedAccount, reason: str = "timeout") -> None:
         """The session expired or was revoked (spec: Linked account connection)."""
-        tenant = self.tenant
         if account.connected:
             account.connected = False
-            account.last_failure = tenant.clock.timestamp()
+            account.last_failure = self.clock.timestamp()
             account.disconnect_reason = reason
             self._emit(account, "linked-account-disconnected", {"reason": reason})
 
@@ -352,12 +358,11 @@ class LinkedAccounts(Held[LinkedAccount]):
 
     def on_task_final(self, task: Any) -> None:
         """A completed user-link task leaves a linked account; a completed refresh refreshes."""
-        tenant = self.tenant
         if task.status != COMPLETED:
             if task.linked_account is not None and task.status == FAILED:
                 account = self._by_id.get(task.linked_account)
                 if account is not None:
-                    account.last_failure = tenant.clock.timestamp()
+                    account.last_failure = self.clock.timestamp()
             return
         if task.linked_account is not None:
             account = self._by_id.get(task.linked_account)
@@ -367,7 +372,7 @@ class LinkedAccounts(Held[LinkedAccount]):
         if task.product in USER_LINK_PRODUCTS:
             account = self.find(task.identifier, task.company_id)
             if account is None:
-                company = tenant.companies.get(task.company_id)
+                company = self.companies.get(task.company_id)
                 if company is not None:
                     self.create(task.identifier, company, task.product)
             else:
@@ -401,10 +406,9 @@ class LinkedAccounts(Held[LinkedAccount]):
         An account whose personal data was deleted syncs nothing and announces nothing
         (no `*-synced` event for data that is not there; its lastSuccess stays) until the
         user signs in again through the SDK (README: Fidelity)."""
-        tenant = self.tenant
         if account.pii_deleted:
             return
-        now = tenant.clock.timestamp()
+        now = self.clock.timestamp()
         since, today = day(account.last_refresh), day(now)
         rng = random.Random(zlib.crc32(f"{account.id}:{account.refreshes}".encode()))
         account.refreshes += 1
@@ -446,7 +450,7 @@ class LinkedAccounts(Held[LinkedAccount]):
         if wanted is None or wanted == account.profile_document:
             return
         before = account.profile
-        after = data_profiles.apply(before, wanted, day(self.tenant.clock.timestamp()))
+        after = data_profiles.apply(before, wanted, day(self.clock.timestamp()))
         account.profile, account.profile_document = after, wanted
 
         def changed(*names: str) -> bool:
@@ -473,7 +477,7 @@ class LinkedAccounts(Held[LinkedAccount]):
         for given in wanted:
             old = held.pop(given["accountNumber"], None)
             if old is None:
-                record = {"_id": self.tenant.ids.object_id(), **given}
+                record = {"_id": self.ids.object_id(), **given}
                 added.append(record["_id"])
             else:
                 record = {"_id": old["_id"], **given}
@@ -493,14 +497,13 @@ class LinkedAccounts(Held[LinkedAccount]):
     def _collect(self, account: LinkedAccount, first: date, today: date,
                  changes: dict[str, list[tuple[str, list[str]]]]) -> None:
         """New statements, timesheets and tax forms since the last refresh."""
-        tenant = self.tenant
         for kind, event_type, held, found in (
                 ("statements", "statements-added", account.statements,
-                 records.statements(tenant.ids, account, first, today)),
+                 records.statements(self.ids, account, first, today)),
                 ("timesheets", "timesheets-added", account.timesheets,
-                 records.timesheets(tenant.ids, account, first, today)),
+                 records.timesheets(self.ids, account, first, today)),
                 ("taxes", "taxes-added", account.taxes,
-                 records.tax_forms(tenant.ids, account, len(account.taxes), today))):
+                 records.tax_forms(self.ids, account, len(account.taxes), today))):
             held += found
             if found:
                 changes[kind] = [(event_type, [record["_id"] for record in found])]
@@ -515,7 +518,6 @@ class LinkedAccounts(Held[LinkedAccount]):
         """The user splits the paycheck to a new account: it takes a share from the account
         that had the most, so the split still adds up to the whole paycheck. Returns the
         new account and the one that gave up the share (None if it is the only one)."""
-        tenant = self.tenant
         share, donor = rng.choice((10, 15, 20)), None
         if account.deposit_accounts:
             donor = max(account.deposit_accounts, key=lambda a: (a["distributionType"] == "total",
@@ -524,7 +526,7 @@ class LinkedAccounts(Held[LinkedAccount]):
                 donor["distributionType"], donor["distributionAmount"] = "percent", 100
             share = min(share, donor["distributionAmount"] // 2)
             donor["distributionAmount"] -= share
-        added = {"_id": tenant.ids.object_id(), "accountNumber": f"{rng.randrange(10**9, 10**10)}",
+        added = {"_id": self.ids.object_id(), "accountNumber": f"{rng.randrange(10**9, 10**10)}",
                  "routingNumber": "021000021", "type": "savings",
                  "bankName": rng.choice(("Ally Bank", "Chime", "Capital One")),
                  "distributionType": "percent" if donor else "total",
@@ -542,29 +544,26 @@ class LinkedAccounts(Held[LinkedAccount]):
         return removed
 
     def _schedule_refresh(self, account: LinkedAccount) -> None:
-        tenant = self.tenant
-        interval = tenant.refresh_interval
+        interval = self.settings.refresh_interval
         if not interval:
             return
-        tenant.timeline.schedule(account.created_at + interval,
-                                 _PushRefresh(tenant, account, interval), background=True,
+        self.timeline.schedule(account.created_at + interval,
+                                 _PushRefresh(self.itself, account, interval), background=True,
                                  label=f"push refresh of {account.id}", owner=account.id)
 
     # -- privacy ----------------------------------------------------------------------------
 
     def _schedule_pii_deletion(self, account: LinkedAccount) -> None:
-        tenant = self.tenant
-        interval = tenant.pii_deletion_interval
+        interval = self.settings.pii_deletion_interval
         if interval:
-            tenant.timeline.schedule(account.created_at + interval,
-                                     _PiiDeletion(tenant, account.identifier),
+            self.timeline.schedule(account.created_at + interval,
+                                     _PiiDeletion(self.itself, account.identifier),
                                      background=True, label=f"PII deletion of {account.identifier}")
 
     def delete_pii(self, identifier: str, task_id: str | None = None, *,
                    even_without_accounts: bool = False) -> None:
         """The user's personal data is removed; `pii-data-deleted` has `user` and `task`
         and no `data` (spec: Privacy event)."""
-        tenant = self.tenant
         accounts = [a for a in self._by_id.values()
                     if a.identifier == identifier and not a.pii_deleted]
         if not accounts and not even_without_accounts:
@@ -573,19 +572,18 @@ class LinkedAccounts(Held[LinkedAccount]):
             account.pii_deleted = True
             account.statements, account.timesheets, account.taxes = [], [], []
             account.deposit_accounts = []
-        user = tenant.identity.user(identifier)
+        user = self.identity.user(identifier)
         if task_id is None:
-            tasks = [t for t in tenant.tasks.values() if t.identifier == identifier]
-            task_id = tasks[-1].id if tasks else tenant.ids.object_id()
-        tenant.emit(PII_DATA_DELETED(), identifier=identifier, task_id=task_id,
+            tasks = [t for t in self.tasks.values() if t.identifier == identifier]
+            task_id = tasks[-1].id if tasks else self.ids.object_id()
+        self.emit(PII_DATA_DELETED(), identifier=identifier, task_id=task_id,
                     user={"_id": user.id, "identifier": identifier}, task=task_id)
 
     # -- records ----------------------------------------------------------------------------
 
     def accounts_of(self, identifier: str,
                     linked_account: str | None = None) -> list[LinkedAccount]:
-        tenant = self.tenant
-        if identifier not in tenant.identity.users:
+        if identifier not in self.identity.users:
             raise UserNotFound(UNKNOWN_USER.format(identifier=identifier),
                                details=[field_detail("$.identifier", "unknown", location="query")])
         accounts = [a for a in self._by_id.values() if a.identifier == identifier]
@@ -599,15 +597,13 @@ class LinkedAccounts(Held[LinkedAccount]):
 
     def record(self, account: LinkedAccount) -> dict[str, Any]:
         """The account as GET /linked-accounts shows it, with its company as it is now."""
-        tenant = self.tenant
-        return account.record(tenant.companies.get(account.company_id), tenant.manual_deposits)
+        return account.record(self.companies.get(account.company_id), self.settings.manual_deposits)
 
     def linked_account_list(self, identifier: str) -> list[dict[str, Any]]:
         """GET /linked-account/list/{identifier}: the real service's records
         (real-service-facts 8)."""
-        tenant = self.tenant
-        return [account.list_record(tenant.companies.get(account.company_id),
-                                    tenant.manual_deposits)
+        return [account.list_record(self.companies.get(account.company_id),
+                                    self.settings.manual_deposits)
                 for account in self.accounts_of(identifier)]
 
     def records(self, kind: str, account: LinkedAccount, *,
@@ -616,7 +612,7 @@ class LinkedAccounts(Held[LinkedAccount]):
         statement's `paystub` is the URL of its PDF under `base_url`, the sandbox's origin)."""
         if kind == "linked-accounts":
             return [self.record(account)]
-        return records.data_records(kind, account, self.tenant.clock.timestamp(),
+        return records.data_records(kind, account, self.clock.timestamp(),
                                     base_url=base_url)
 
     def paystub(self, statement_id: str,
@@ -636,8 +632,7 @@ class LinkedAccounts(Held[LinkedAccount]):
               task_id: str | None = None) -> None:
         # The task of a pull refresh is named in the data (README: the synced events of a
         # pull refresh carry its task id); the spec does not show these payloads.
-        tenant = self.tenant
-        tenant.emit(CONTINUOUS_ACCESS[event_type](linkedAccount=account.id,
+        self.emit(CONTINUOUS_ACCESS[event_type](linkedAccount=account.id,
                                                   companyId=account.company_id, task=task_id,
                                                   **data),
                     identifier=account.identifier, task_id=task_id,
@@ -650,7 +645,9 @@ class _PushRefresh:
     """A push refresh of one linked account, which schedules the next one `interval`
     seconds later (a small object rather than a closure: a snapshot describes it)."""
 
-    tenant: Owner
+    # The linked accounts, found when the refresh runs (a restored one is rebuilt before
+    # the restored tenant has its new part, so it finds it through the tenant).
+    accounts: Callable[[], LinkedAccounts]
     account: LinkedAccount
     interval: float
 
@@ -660,20 +657,22 @@ class _PushRefresh:
                              "interval": {"type": "number", "exclusiveMinimum": 0}}}
 
     def __call__(self) -> None:
-        tenant, account = self.tenant, self.account
-        if tenant.accounts.get(account.id) is not account:
+        accounts, account = self.accounts(), self.account
+        if accounts.get(account.id) is not account:
             return  # deleted
         if account.connected:
-            tenant.accounts.refresh(account)
-        tenant.timeline.schedule(tenant.clock.timestamp() + self.interval, self, background=True,
-                                 label=f"push refresh of {account.id}", owner=account.id)
+            accounts.refresh(account)
+        accounts.timeline.schedule(accounts.clock.timestamp() + self.interval, self,
+                                   background=True, label=f"push refresh of {account.id}",
+                                   owner=account.id)
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "push-refresh", "account": self.account.id, "interval": self.interval}
 
     @classmethod
     def rebuild(cls, data: dict[str, Any], context: Any) -> _PushRefresh:
-        return cls(context.tenant, context.linked_account(data["account"]),
+        tenant = context.tenant
+        return cls(lambda: tenant.accounts, context.linked_account(data["account"]),
                    float(data["interval"]))
 
 
@@ -682,7 +681,7 @@ class _PushRefresh:
 class _PiiDeletion:
     """The user's personal data deleted, `piiDeletionInterval` after an account linked."""
 
-    tenant: Owner
+    accounts: Callable[[], LinkedAccounts]  # as _PushRefresh's
     identifier: str
 
     schema = {"type": "object", "additionalProperties": False,
@@ -691,13 +690,14 @@ class _PiiDeletion:
                              "identifier": {"type": "string"}}}
 
     def __call__(self) -> None:
-        self.tenant.accounts.delete_pii(self.identifier)
+        self.accounts().delete_pii(self.identifier)
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "pii-deletion", "identifier": self.identifier}
 
     @classmethod
     def rebuild(cls, data: dict[str, Any], context: Any) -> _PiiDeletion:
-        return cls(context.tenant, data["identifier"])
+        tenant = context.tenant
+        return cls(lambda: tenant.accounts, data["identifier"])
 
 
