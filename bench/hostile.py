@@ -33,6 +33,8 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -53,6 +55,29 @@ def status_of(pid: int) -> dict[str, int]:
 
 def reset_peak(pid: int) -> None:
     Path(f"/proc/{pid}/clear_refs").write_text("5")
+
+
+@contextmanager
+def health_waits(url: str) -> Iterator[list[float]]:
+    """GET /health polled every 10 ms from a thread while the block runs: how long each
+    answer took (the longest is the event loop's longest stall)."""
+    waits: list[float] = []
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.is_set():
+            started = time.perf_counter()
+            urllib.request.urlopen(f"{url}/health", timeout=120).read()
+            waits.append(time.perf_counter() - started)
+            time.sleep(0.01)
+
+    poller = threading.Thread(target=poll)
+    poller.start()
+    try:
+        yield waits
+    finally:
+        done.set()
+        poller.join()
 
 
 class Sandbox:
@@ -162,23 +187,10 @@ async def measure(tasks: int, save: str | None = None) -> list[tuple[str, bool]]
             # 3. restoring it, with /health polled meanwhile
             rest = status_of(pid)["VmRSS"]
             reset_peak(pid)
-            waits: list[float] = []
-            done = threading.Event()
-
-            def poll() -> None:
-                while not done.is_set():
-                    started = time.perf_counter()
-                    urllib.request.urlopen(f"{sandbox.url}/health", timeout=60).read()
-                    waits.append(time.perf_counter() - started)
-                    time.sleep(0.01)
-
-            poller = threading.Thread(target=poll)
-            poller.start()
-            started = time.perf_counter()
-            await call(session, sandbox, "POST", "/_sandbox/snapshot", body)
-            took = time.perf_counter() - started
-            done.set()
-            poller.join()
+            with health_waits(sandbox.url) as waits:
+                started = time.perf_counter()
+                await call(session, sandbox, "POST", "/_sandbox/snapshot", body)
+                took = time.perf_counter() - started
             peak = status_of(pid)["VmHWM"]
             multiple = (peak - rest) / (len(body) / 2**20)
             print(f"restore of {len(body) / 2**20:.1f} MiB: {took:.2f} s; RSS {rest} MB at "

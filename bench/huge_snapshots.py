@@ -37,7 +37,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import report  # noqa: E402
-from hostile import Sandbox, reset_peak, status_of  # noqa: E402
+from hostile import Sandbox, health_waits, reset_peak, status_of  # noqa: E402
 
 MIB = 1 << 20
 
@@ -73,23 +73,8 @@ def restore(url: str, headers: dict, body: bytes) -> tuple[int, str]:
 
 def watched(url: str, work) -> tuple[object, float]:
     """`work()` run with GET /health polled every 10 ms; its result and the longest wait."""
-    waits: list[float] = []
-    done = threading.Event()
-
-    def poll() -> None:
-        while not done.is_set():
-            started = time.perf_counter()
-            urllib.request.urlopen(f"{url}/health", timeout=120).read()
-            waits.append(time.perf_counter() - started)
-            time.sleep(0.01)
-
-    poller = threading.Thread(target=poll)
-    poller.start()
-    try:
+    with health_waits(url) as waits:
         result = work()
-    finally:
-        done.set()
-        poller.join()
     return result, max(waits, default=0.0)
 
 
