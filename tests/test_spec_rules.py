@@ -236,7 +236,8 @@ def test_maintenance_refuses_the_listed_product_by_api_and_sdk_alike(engine):
     cannot start an authentication flow"; API and SDK errors 2: "Starting an
     authentication flow against an under-maintenance ... company is not possible." The
     same reason from the API and the hosted flow; an unlisted product still starts."""
-    set_company_status(engine.tenant, WALMART, "under-maintenance", ["deposit"])
+    set_company_status(engine.tenant.companies, engine.tenant.emit, WALMART, "under-maintenance",
+                       ["deposit"])
     api = refused(CompanyUnderMaintenance, engine.api_task,
                   {"identifier": "m", "company": WALMART, "product": "deposit"})
     flow = refused(CompanyUnderMaintenance, engine.sdk_login, "m", {

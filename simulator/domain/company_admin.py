@@ -6,13 +6,14 @@ DESIGN.md: Tenancy). Company events carry no `user`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from ..errors import CompanyExists, CompanyNotFound, UnknownProducts, ValidationFailed, field_detail
 from .rules import ServiceProfile
 from .companies import (DISABLED, OPERATIONAL, UNDER_MAINTENANCE, UNKNOWN_COMPANY, Company,
-                        company_from_fixture)
+                        CompanyDirectory, company_from_fixture)
 from .owner import Owner
 from ..schemas.events import COMPANY_CREATED, COMPANY_DELETED, COMPANY_UPDATED, MAINTENANCE_MODE
 
@@ -59,8 +60,8 @@ def delete_company(tenant: Owner, company_id: str) -> None:
     tenant.emit(COMPANY_DELETED(companyId=company.id))
 
 
-def set_company_status(tenant: Owner, company_id: str, status: str,
-                       products: list[str] | None = None) -> Company:
+def set_company_status(companies: CompanyDirectory, emit: Callable[..., Any], company_id: str,
+                       status: str, products: list[str] | None = None) -> Company:
     """Maintenance on or off, or disabled (spec: Company status).
 
     Into or out of maintenance emits `maintenance-mode` (status `maintenance` with the
@@ -69,7 +70,7 @@ def set_company_status(tenant: Owner, company_id: str, status: str,
     is announced (spec: "When: A company's maintenance status changed"): the same status
     set again, with the same products, emits nothing.
     """
-    company = tenant.companies.require(company_id)
+    company = companies.require(company_id)
     if products:
         unknown = sorted(set(products) - set(company.available_products))
         if unknown:
@@ -79,23 +80,23 @@ def set_company_status(tenant: Owner, company_id: str, status: str,
         if (company.status == UNDER_MAINTENANCE
                 and company.maintenance_products == maintenance_products):
             return company
-        updated = tenant.companies.with_changes(company, status=status,
+        updated = companies.with_changes(company, status=status,
                                                 maintenance_products=maintenance_products)
-        tenant.emit(MAINTENANCE_MODE(companyId=company.id, status="maintenance",
+        emit(MAINTENANCE_MODE(companyId=company.id, status="maintenance",
                                      products=list(maintenance_products)))
     elif status == OPERATIONAL:
         if company.status == OPERATIONAL:
             return company
-        updated = tenant.companies.with_changes(company, status=status, maintenance_products=())
+        updated = companies.with_changes(company, status=status, maintenance_products=())
         if company.status == UNDER_MAINTENANCE:
-            tenant.emit(MAINTENANCE_MODE(companyId=company.id, status="operational", products=[]))
+            emit(MAINTENANCE_MODE(companyId=company.id, status="operational", products=[]))
         elif company.status == DISABLED:
-            tenant.emit(COMPANY_UPDATED(companyId=company.id))
+            emit(COMPANY_UPDATED(companyId=company.id))
     else:
         if company.status == DISABLED:
             return company
-        updated = tenant.companies.with_changes(company, status=DISABLED, maintenance_products=())
-        tenant.emit(COMPANY_UPDATED(companyId=company.id))
+        updated = companies.with_changes(company, status=DISABLED, maintenance_products=())
+        emit(COMPANY_UPDATED(companyId=company.id))
     return updated
 
 

@@ -17,7 +17,7 @@ from hashlib import sha256
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from ..clock import isoformat
+from ..clock import Clock, isoformat
 from ..errors import (CompanyDisabled, CompanyManualDeposits, CompanyMismatch, CompanyNotFound,
                       CompanyUnderMaintenance, IdentifierMismatch, IllegalTransition,
                       LinkedAccountNotFound, NotFound, ProductNotOffered, ScenarioDoesNotFit,
@@ -29,19 +29,20 @@ from ..schemas.events import (PAY_LINK_ACCOUNTS_UPDATED, TASK_AUTHENTICATION_STA
                               Draft)
 from ..schemas.scenarios import written_payment_method
 from ..schemas.validate import check_metadata
-from .changes import TASK
-from .companies import DISABLED, OPERATIONAL, UNKNOWN_COMPANY, Company, search_record
+from .changes import TASK, Changes
+from .companies import (DISABLED, OPERATIONAL, UNKNOWN_COMPANY, Company, CompanyDirectory,
+                        search_record)
 from .company_admin import set_company_status
 from .linked_accounts import USER_LINK_PRODUCTS
 from .search import SearchQuery, normalize, search_companies
 from .states import (COMPLETED, FAILED, FINAL, PROCESSING, QUEUED, Scenario, Step, emits_status_update,
                      transition_error)
 from .rules import Rules
-from .owner import Held, Owner
+from .owner import Held, Owner, TenantSettings
 from .pay_link import PAY_LINK
 from .stored import COUNT, STRING, STRINGS, TIME, LoadError, Record, Sections, array, obj, unique
 from .task_fields import STEP_FIELDS
-from .timeline import action_kind
+from .timeline import Timeline, action_kind
 
 HAPPY_PATH = "happy-path"
 DISTRIBUTION_NOT_SUPPORTED = "distribution-not-supported"
@@ -258,9 +259,16 @@ class Tasks(Held[Task]):
     and, for pay-link, the card tokens and the payment methods each user has at each
     merchant."""
 
-    def __init__(self, tenant: Owner, rules: Rules) -> None:
-        self.tenant = tenant
+    def __init__(self, rules: Rules, *, ids: Any, clock: Clock, timeline: Timeline,
+                 changes: Changes, companies: CompanyDirectory, settings: TenantSettings,
+                 identity: Any, emit: Callable[..., Any]) -> None:
+        # Given what it uses, not the tenant: the world's rules, the tenant's seeded ids,
+        # clock, timeline, change window, company directory, settings, users and how it
+        # emits; and the linked accounts, once they exist.
         self.rules = rules
+        self.ids, self.clock, self.timeline, self.changes = ids, clock, timeline, changes
+        self.companies, self.settings, self.identity, self.emit = companies, settings, identity, emit
+        self.accounts: Any = None  # linked_accounts.LinkedAccounts
         self.scenarios = rules.scenarios
         self._by_id: dict[str, Task] = {}
         self.workflows: dict[str, Workflow] = {}
@@ -283,7 +291,7 @@ class Tasks(Held[Task]):
         its workflow, so the ids an event names answer on GET /task/{id}."""
         self.workflows[workflow.id] = workflow
         self._by_id[task.id] = task
-        self.tenant.changes.touch(TASK, task.id)
+        self.changes.touch(TASK, task.id)
         self.keep_bounded()
 
     def bind(self, identifier: str, scenario: str | None) -> None:
@@ -371,7 +379,6 @@ class Tasks(Held[Task]):
     def keep_bounded(self) -> None:
         """Past max_tasks, the oldest finished workflows go with their tasks (a workflow
         with a task still running, or a patch still to come, stays)."""
-        tenant = self.tenant
         limit = self.rules.limits.max_tasks
         if len(self._by_id) <= max(limit, self.next_eviction):
             return
@@ -380,18 +387,22 @@ class Tasks(Held[Task]):
         for workflow in self.workflows.values():
             if len(self._by_id) - sum(len(w.tasks) for w in gone) <= keep:
                 break
-            if workflow.finished and not any(tenant.timeline.owns_pending(t)
+            if workflow.finished and not any(self.timeline.owns_pending(t)
                                              for t in workflow.tasks):
                 gone.append(workflow)
         for workflow in gone:
             del self.workflows[workflow.id]
             for task_id in workflow.tasks:
                 self._by_id.pop(task_id, None)
-                tenant.changes.forget(TASK, task_id)
+                self.changes.forget(TASK, task_id)
                 self.evicted += 1
         # Tasks still running stay; look again only a tenth of the bound later, so a
         # burst of running tasks costs one scan per batch, not one per task.
         self.next_eviction = len(self._by_id) + max(1, limit // 10)
+
+    def itself(self) -> Tasks:
+        """The part a scheduled step runs on (`_StepAction.tasks`)."""
+        return self
 
     # -- creation ---------------------------------------------------------------------------
 
@@ -404,10 +415,9 @@ class Tasks(Held[Task]):
         user are the account's, and a disconnected account's refresh fails with
         auth-expired (a refresh does not recover it; spec: Account update lifecycle).
         """
-        tenant = self.tenant
         account = None
         if command.linked_account is not None:
-            account = tenant.accounts.require(command.linked_account)
+            account = self.accounts.require(command.linked_account)
             if (command.company or account.company_id) != account.company_id:
                 raise CompanyMismatch(REFRESH_COMPANY,
                                       details=[field_detail("$.company", REFRESH_COMPANY)])
@@ -425,7 +435,7 @@ class Tasks(Held[Task]):
         if command.company is None:
             raise ValidationFailed(COMPANY_OR_LINKED_ACCOUNT,
                                    details=[field_detail("$.company", COMPANY_OR_LINKED_ACCOUNT)])
-        company = tenant.companies.get(command.company)
+        company = self.companies.get(command.company)
         if company is None:
             raise CompanyNotFound(UNKNOWN_COMPANY.format(company_id=command.company),
                                   details=[field_detail("$.company", "unknown company id")])
@@ -439,12 +449,12 @@ class Tasks(Held[Task]):
                      for request in requests]
         if account is not None and not account.connected:
             scenarios = [self.scenarios.get("auth-expired", s) for s in scenarios]
-        user = tenant.identity.user(identifier)
+        user = self.identity.user(identifier)
         # Task events always carry the user's public token; a user who never had one
         # (tasks made with API keys) gets one, as the SDK flow would have issued.
-        token = (command.public_token or tenant.identity.latest_token.get(identifier)
-                 or tenant.identity.create_access_token(identifier).public_token)
-        workflow = Workflow(id=tenant.ids.object_id(), identifier=identifier, tasks=[])
+        token = (command.public_token or self.identity.latest_token.get(identifier)
+                 or self.identity.create_access_token(identifier).public_token)
+        workflow = Workflow(id=self.ids.object_id(), identifier=identifier, tasks=[])
         starting, waiting = first_batch(requests)
         workflow.pending = [request.pending(scenario.name)
                             for request, scenario in zip(waiting, scenarios[len(starting):])]
@@ -460,15 +470,14 @@ class Tasks(Held[Task]):
                     request: TaskRequest, scenario: Scenario, *, user_id: str, public_token: str,
                     linked_account: str | None, watched: bool) -> Task:
         """One task of a workflow, queued, its scenario's steps on the clock."""
-        tenant = self.tenant
         decided = (self._pay_link_outcome(workflow.identifier, company, request)
                    or self._distribution_outcome(company, request))
         task_scenario = decided if decided is not None and self.fits(decided, request.product) \
             else scenario
         task = Task(
-            id=tenant.ids.object_id(), workflow=workflow.id, identifier=workflow.identifier,
+            id=self.ids.object_id(), workflow=workflow.id, identifier=workflow.identifier,
             user_id=user_id, company_id=company.id, product=request.product,
-            scenario=task_scenario.name, created_at=tenant.clock.timestamp(),
+            scenario=task_scenario.name, created_at=self.clock.timestamp(),
             authentication_method=self.authentication_method(company, request.product),
             public_token=public_token, metadata=request.metadata,
             payment_method=request.payment_method, linked_account=linked_account,
@@ -477,7 +486,7 @@ class Tasks(Held[Task]):
             on_fail=request.on_fail)
         task.history.append({"status": QUEUED, "at": isoformat(task.created_at)})
         self._by_id[task.id] = task
-        tenant.changes.touch(TASK, task.id)
+        self.changes.touch(TASK, task.id)
         workflow.tasks.append(task.id)
         self.schedule(task, task_scenario)
         return task
@@ -486,11 +495,10 @@ class Tasks(Held[Task]):
         """A task that held the rest of its workflow back ended: the next tasks start, or,
         when its option says `finish` for this outcome, never do (the workflow ends with
         the tasks it ran)."""
-        tenant = self.tenant
         workflow = self.workflows.get(task.workflow)
         if workflow is None or not workflow.pending or workflow.tasks[-1] != task.id:
             return
-        company = tenant.companies.get(task.company_id)
+        company = self.companies.get(task.company_id)
         if task.ends_workflow or company is None:
             workflow.pending = []
             return
@@ -547,11 +555,10 @@ class Tasks(Held[Task]):
         return scenario
 
     def schedule(self, task: Task, scenario: Scenario) -> None:
-        tenant = self.tenant
         for step in scenario.steps:
             # No label: the step action describes itself when asked (a string per step
             # was a tenth of a task's creation).
-            tenant.timeline.schedule(task.created_at + step.at, _StepAction(tenant, task, step),
+            self.timeline.schedule(task.created_at + step.at, _StepAction(self.itself, task, step),
                                      owner=task.id)
 
     def _identifier(self, command: CreateTask) -> str:
@@ -591,7 +598,6 @@ class Tasks(Held[Task]):
         """Spec: "Starting an authentication flow against an under-maintenance or disabled
         company is not possible" (maintenance is per product), and a manual-deposits company
         "has no programmatic authentication"."""
-        tenant = self.tenant
         if company.status == DISABLED:
             raise CompanyDisabled(COMPANY_DISABLED.format(name=company.name),
                                   details=[field_detail("$.company", "disabled")])
@@ -599,7 +605,7 @@ class Tasks(Held[Task]):
             raise CompanyUnderMaintenance(
                 COMPANY_IN_MAINTENANCE.format(name=company.name, product=product),
                 details=[field_detail("$.company", "under maintenance")])
-        if tenant.manual_deposits.applies_to(company):
+        if self.settings.manual_deposits.applies_to(company):
             raise CompanyManualDeposits(MANUAL_DEPOSITS_ONLY.format(name=company.name),
                                         details=[field_detail("$.company", "manual deposits only")])
         if product not in company.available_products:
@@ -638,14 +644,13 @@ class Tasks(Held[Task]):
         payment methods. A card token older than 24 hours is recreated, as "Recreation is
         normally automatic"; it expires only for a user whose recreation was switched off
         on the control plane (or through the payment-token-expired scenario)."""
-        tenant = self.tenant
         method = request.payment_method
         if not method:
             return None
         supported = company.capabilities.get("supportedPaymentMethods") or []
         if supported and method.get("type") not in supported:
             return self.scenarios.get("payment-method-not-supported")
-        now = tenant.clock.timestamp()
+        now = self.clock.timestamp()
         key = (identifier, method["_id"])
         if method.get("type") == "card":
             created = self.payment_tokens.get(key)
@@ -666,16 +671,16 @@ class Tasks(Held[Task]):
     def apply_step(self, task: Task, step: Step) -> None:
         """One scenario step: company first, then the move to processing, authentication,
         the final status, and accounts. The event rules are applied here, not by the step."""
-        tenant = self.tenant
         changes = step.changes
-        tenant.changes.touch(TASK, task.id)
+        self.changes.touch(TASK, task.id)
         if "company" in changes:
             company_change = changes["company"]
-            company = tenant.companies.get(task.company_id)
+            company = self.companies.get(task.company_id)
             # A scenario is written for any company: keep the listed products it offers.
             offered = [p for p in company_change.get("products") or []
                        if company is not None and p in company.available_products]
-            set_company_status(tenant, task.company_id, company_change["status"], offered or None)
+            set_company_status(self.companies, self.emit, task.company_id,
+                               company_change["status"], offered or None)
         patch = changes.get("patch", False)
         status = changes.get("status")
         if status is not None and task.status in FINAL and not patch:
@@ -702,11 +707,11 @@ class Tasks(Held[Task]):
         # Continuous access: a step may change the task's linked account or delete the
         # user's data, and every task that ends may make or refresh a linked account.
         if "linkedAccount" in changes:
-            tenant.accounts.on_step(task, changes["linkedAccount"])
+            self.accounts.on_step(task, changes["linkedAccount"])
         if "piiDataDeleted" in changes:
-            tenant.accounts.on_pii_step(task)
+            self.accounts.on_pii_step(task)
         if status in FINAL and not patch:
-            tenant.accounts.on_task_final(task)
+            self.accounts.on_task_final(task)
             self._go_on(task)
             self._finish_workflow_if_done(task, changes.get("workflowFailureReason"))
 
@@ -716,7 +721,7 @@ class Tasks(Held[Task]):
         workflow goes on as after any failure. A task already final stays as it is."""
         if task.status in FINAL:
             return
-        self.tenant.timeline.cancel_owned(task.id)
+        self.timeline.cancel_owned(task.id)
         self._move(task, FAILED, reason=BROKEN_STEP_REASON, patch=False)
         self._go_on(task)
         self._finish_workflow_if_done(task, None)
@@ -724,9 +729,8 @@ class Tasks(Held[Task]):
     def leave(self, task: Task) -> None:
         """The user left the hosted flow (its page closed): user.connected is false from
         now on, and on the final outcome if the task has not resolved yet."""
-        tenant = self.tenant
         task.user_left = True
-        tenant.changes.touch(TASK, task.id)
+        self.changes.touch(TASK, task.id)
 
     def _authenticate(self, task: Task, authenticated: bool) -> None:
         """Spec: task-authentication-status-updated, "Authentication status of a Task
@@ -739,7 +743,6 @@ class Tasks(Held[Task]):
 
     def _move(self, task: Task, status: str, *, reason: str | None,
               patch: bool) -> None:
-        tenant = self.tenant
         problem = transition_error(task.status, status, patch=patch)
         if problem:  # loaded scenarios are checked; this guards hand-built steps
             raise IllegalTransition(problem)
@@ -748,7 +751,7 @@ class Tasks(Held[Task]):
         if status in FINAL and task.saw_outcome is None:
             task.saw_outcome = task.watched and not task.user_left
         task.history.append({"status": status, "previousStatus": task.previous_status,
-                             "at": isoformat(tenant.clock.timestamp()), "patch": patch,
+                             "at": isoformat(self.clock.timestamp()), "patch": patch,
                              **({"reason": reason} if reason else {})})
         event_type = emits_status_update(task.previous_status, status, patch=patch)
         if event_type == TASK_STATUS_PATCHED.name:
@@ -764,13 +767,12 @@ class Tasks(Held[Task]):
                    if status == FAILED or not field.on_failure_only}))
 
     def _accounts(self, task: Task, updates: list[dict[str, Any]]) -> list[dict]:
-        tenant = self.tenant
         accounts = []
         for update in updates:
             account = {"_id": update.get("_id") or f"{task.company_id}-{task.user_id}",
                        "updateType": update["updateType"], "bills": []}
             for bill in update.get("bills", []):
-                entry = {"_id": bill.get("_id") or tenant.ids.object_id()}
+                entry = {"_id": bill.get("_id") or self.ids.object_id()}
                 if update["updateType"] == "updated" and bill.get("changedFields"):
                     entry["changedFields"] = bill["changedFields"]
                 account["bills"].append(entry)
@@ -794,9 +796,8 @@ class Tasks(Held[Task]):
             failureReason=(failure_reason or failed[0].reason) if failed else None))
 
     def _emit_task_event(self, task: Task, draft: Draft) -> None:
-        tenant = self.tenant
-        tenant.emit(draft, identifier=task.identifier, task_id=task.id,
-                    **task_event_fields(task, tenant.companies.get(task.company_id)))
+        self.emit(draft, identifier=task.identifier, task_id=task.id,
+                    **task_event_fields(task, self.companies.get(task.company_id)))
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -1030,11 +1031,12 @@ class _StepAction:
     slotted, not a frozen dataclass, whose __init__ cost a task creation 3 setattr calls
     per step)."""
 
-    __slots__ = ("tenant", "task", "step")
+    __slots__ = ("tasks", "task", "step")
 
-    def __init__(self, tenant: Owner, task: Task, step: Step) -> None:
-        # The tenant, not its Tasks: a restore makes the parts afresh after the jobs.
-        self.tenant, self.task, self.step = tenant, task, step
+    def __init__(self, tasks: Callable[[], Tasks], task: Task, step: Step) -> None:
+        # The part, found when the step runs: a restored step is rebuilt before the
+        # restored tenant has its new Tasks, so it finds them through the tenant.
+        self.tasks, self.task, self.step = tasks, task, step
 
     # In a snapshot a step is a scenario cursor: the task, its scenario, the step's place.
     schema = {"type": "object", "additionalProperties": False,
@@ -1044,22 +1046,23 @@ class _StepAction:
                              "step": {"type": "integer", "minimum": 0}}}
 
     def __call__(self) -> None:
-        self.tenant.tasks.apply_step(self.task, self.step)
+        self.tasks().apply_step(self.task, self.step)
 
     def fail(self) -> None:
         """The step raised: its task fails rather than stays where it was."""
-        self.tenant.tasks.fail_broken(self.task)
+        self.tasks().fail_broken(self.task)
 
     def __str__(self) -> str:
         return f"{self.task.scenario} step for task {self.task.id}"
 
     def describe(self) -> dict[str, Any]:
-        steps = self.tenant.rules.scenarios[self.task.scenario].steps
+        steps = self.tasks().scenarios[self.task.scenario].steps
         index = next((n for n, step in enumerate(steps) if step is self.step), None)
         return {"kind": "task-step", "task": self.task.id, "scenario": self.task.scenario,
                 "step": steps.index(self.step) if index is None else index}
 
     @classmethod
     def rebuild(cls, data: dict[str, Any], context: Any) -> _StepAction:
-        return cls(context.tenant, context.task(data["task"]),
+        tenant = context.tenant
+        return cls(lambda: tenant.tasks, context.task(data["task"]),
                    context.step(data["scenario"], data["step"], "task"))

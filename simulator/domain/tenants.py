@@ -157,12 +157,15 @@ class Tenant:
         self.events = EventLog(self.rules.limits.max_events, settled=self.webhooks.settled,
                                on_evict=self._forget_event)
         # The parts: each owns its state and the rules that change it.
-        self.tasks = Tasks(self, self.rules)              # tasks, workflows, bindings
+        self.tasks = Tasks(                                # tasks, workflows, bindings
+            self.rules, ids=self.ids, clock=self.clock, timeline=self.timeline,
+            changes=self.changes, companies=self.companies, settings=self.settings,
+            identity=self.identity, emit=self.emit)
         self.accounts = LinkedAccounts(                    # linked accounts (continuous access)
             self.rules, name=self.name, account=self.account, ids=self.ids, clock=self.clock,
             timeline=self.timeline, companies=self.companies, settings=self.settings,
             identity=self.identity, emit=self.emit)
-        self.accounts.tasks = self.tasks  # each is given the other
+        self.accounts.tasks, self.tasks.accounts = self.tasks, self.accounts  # each the other
         self.links = ProcessorLinks(                       # processor tokens and links
             self.rules, ids=self.ids, environment=self.environment, clock=self.clock,
             timeline=self.timeline, companies=self.companies, settings=self.settings,

@@ -269,7 +269,8 @@ async def delete_company(tenant, params) -> dict:
            response=COMPANY_WITH_STATUS,
            errors=(404,), **CONTROL)
 async def company_status(tenant, params, body) -> dict:
-    company = company_admin.set_company_status(tenant, params["companyId"], body["status"],
+    company = company_admin.set_company_status(tenant.companies, tenant.emit,
+                                               params["companyId"], body["status"],
                                                body.get("products"))
     record = full_record(company, tenant.manual_deposits)
     if company.maintenance_products:
