@@ -370,8 +370,8 @@ class Aggregator:
         if account is None:
             raise InvalidAccountId(UNKNOWN_ACCOUNT.format(account_id=request["account_id"]))
         token = self.links.mint_token({"daysRequested": item.days_requested,
-                                         "products": item.products},
-                                        item_id=item.item_id, account_id=account.account_id)
+                                       "products": item.products},
+                                      item_id=item.item_id, account_id=account.account_id)
         return {"processor_token": token.token, "request_id": self._request_id()}
 
     def remove_item(self, access_token: str) -> dict[str, Any]:
@@ -501,7 +501,7 @@ class Aggregator:
         item.webhook = webhook or None
         if item.webhook is not None:
             self._send_webhook(item, item.webhook, "ITEM", "WEBHOOK_UPDATE_ACKNOWLEDGED",
-                          {"error": None, "new_webhook_url": item.webhook})
+                               {"error": None, "new_webhook_url": item.webhook})
         return {"item": item.record(), "request_id": self._request_id()}
 
     def _webhook_fields(self, item: Item, webhook_type: str, code: str,

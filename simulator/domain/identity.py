@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..clock import Clock, isoformat
-from ..errors import NotFound, UserLimitReached, ValidationFailed, field_detail
+from ..errors import NotFound, UserLimitReached, UserNotFound, ValidationFailed, field_detail
 from ..schemas.api import USER_SNAPSHOT_SHAPES
 from .stored import (COUNT, RANDOM_STATE, STRING, LoadError, Record, Sections, array,
                      checked_random_state, obj, random_state, unique)
@@ -24,6 +24,7 @@ DEFAULT_TOKEN_LIFETIME = 86_400
 USER_LIMIT = ("This tenant already has {limit} users (--max-users); reset it or use a fresh "
               "tenant.")
 UNKNOWN_TOKEN = "This tenant has no public token {token!r} (revoked already, or never issued)."
+UNKNOWN_USER = "No user has the identifier {identifier!r}."
 
 
 class PublicTokenNotFound(NotFound):
@@ -120,6 +121,15 @@ class Identity:
             user = User(id=self.ids.object_id(), identifier=identifier,
                         created_at=self.clock.timestamp())
             self.users[identifier] = user
+        return user
+
+    def require(self, identifier: str, location: str = "path") -> User:
+        """The user with this identifier (404 `user-not-found` naming `identifier` where the
+        request gave it: its path or its query)."""
+        user = self.users.get(identifier)
+        if user is None:
+            raise UserNotFound(UNKNOWN_USER.format(identifier=identifier), details=[
+                field_detail("$.identifier", "unknown", location=location)])
         return user
 
     def create_access_token(self, identifier: str,

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 from ..clock import Clock, isoformat
 from ..errors import (DepositAccountNotFound, LinkedAccountNotFound,
-                      StatementNotFound, UserNotFound, ValidationFailed, field_detail)
+                      StatementNotFound, ValidationFailed, field_detail)
 from ..schemas.events import CONTINUOUS_ACCESS, PII_DATA_DELETED
 from ..schemas.records import DATA_RECORDS
 from . import data_profiles
@@ -50,7 +50,6 @@ PROFILE_BINDING = {"type": "object", "additionalProperties": False, "required": 
 
 
 UNKNOWN_LINKED_ACCOUNT = "No linked account has the id {account_id!r}."
-UNKNOWN_USER = "No user has the identifier {identifier!r}."
 UNKNOWN_STATEMENT = "No pay statement has the id {statement_id!r}."
 
 
@@ -548,8 +547,8 @@ class LinkedAccounts(Held[LinkedAccount]):
         if not interval:
             return
         self.timeline.schedule(account.created_at + interval,
-                                 _PushRefresh(self.itself, account, interval), background=True,
-                                 label=f"push refresh of {account.id}", owner=account.id)
+                               _PushRefresh(self.itself, account, interval), background=True,
+                               label=f"push refresh of {account.id}", owner=account.id)
 
     # -- privacy ----------------------------------------------------------------------------
 
@@ -557,7 +556,7 @@ class LinkedAccounts(Held[LinkedAccount]):
         interval = self.settings.pii_deletion_interval
         if interval:
             self.timeline.schedule(account.created_at + interval,
-                                     _PiiDeletion(self.itself, account.identifier),
+                                   _PiiDeletion(self.itself, account.identifier),
                                      background=True, label=f"PII deletion of {account.identifier}")
 
     def delete_pii(self, identifier: str, task_id: str | None = None, *,
@@ -577,15 +576,13 @@ class LinkedAccounts(Held[LinkedAccount]):
             tasks = [t for t in self.tasks.values() if t.identifier == identifier]
             task_id = tasks[-1].id if tasks else self.ids.object_id()
         self.emit(PII_DATA_DELETED(), identifier=identifier, task_id=task_id,
-                    user={"_id": user.id, "identifier": identifier}, task=task_id)
+                  user={"_id": user.id, "identifier": identifier}, task=task_id)
 
     # -- records ----------------------------------------------------------------------------
 
     def accounts_of(self, identifier: str,
                     linked_account: str | None = None) -> list[LinkedAccount]:
-        if identifier not in self.identity.users:
-            raise UserNotFound(UNKNOWN_USER.format(identifier=identifier),
-                               details=[field_detail("$.identifier", "unknown", location="query")])
+        self.identity.require(identifier, location="query")
         accounts = [a for a in self._by_id.values() if a.identifier == identifier]
         if linked_account is not None:
             accounts = [a for a in accounts if a.id == linked_account]

@@ -273,7 +273,7 @@ class ProcessorLinks(Held[ProcessorLink]):
         for number, step in enumerate(scenario.steps):
             changes = {**step.changes, "last": number == len(scenario.steps) - 1}
             self.timeline.schedule(link.created_at + step.at,
-                                     _Stage(self.itself, link, token, changes),
+                                   _Stage(self.itself, link, token, changes),
                                      label=f"{scenario.name} for processor link {link.id}",
                                      owner=link.id)
 
@@ -294,8 +294,8 @@ class ProcessorLinks(Held[ProcessorLink]):
                 return
             if "transactions" not in token.products:
                 self._fail(link, {"errorType": "ITEM_ERROR",
-                                          "errorCode": "PRODUCTS_NOT_SUPPORTED",
-                                          "errorMessage": ONLY_AUTH})
+                                  "errorCode": "PRODUCTS_NOT_SUPPORTED",
+                                  "errorMessage": ONLY_AUTH})
                 return
             link.transactions = self._transactions(link, token)
         elif STAGE_PRODUCT[stage] not in self.settings.products:
@@ -330,7 +330,7 @@ class ProcessorLinks(Held[ProcessorLink]):
     def _emit(self, link: ProcessorLink, event_type: str, data: dict[str, Any]) -> None:
         draft = processor_link_events(self.aggregator)[event_type](processorLink=link.id, **data)
         self.emit(draft, identifier=link.identifier,
-                    user={"_id": link.user_id, "identifier": link.identifier})
+                  user={"_id": link.user_id, "identifier": link.identifier})
 
     def _transactions(self, link: ProcessorLink,
                       token: ProcessorToken) -> list[dict[str, Any]]:

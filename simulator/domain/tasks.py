@@ -21,8 +21,7 @@ from ..clock import Clock, isoformat
 from ..errors import (CompanyDisabled, CompanyManualDeposits, CompanyMismatch, CompanyNotFound,
                       CompanyUnderMaintenance, IdentifierMismatch, IllegalTransition,
                       LinkedAccountNotFound, NotFound, ProductNotOffered, ScenarioDoesNotFit,
-                      TaskNotFound, Unauthorized, UnknownScenario, UserNotFound,
-                      ValidationFailed, field_detail)
+                      TaskNotFound, Unauthorized, UnknownScenario, ValidationFailed, field_detail)
 from ..schemas.api import TASK_SNAPSHOT_SHAPES, WORKFLOW_SNAPSHOT_SHAPES
 from ..schemas.events import (PAY_LINK_ACCOUNTS_UPDATED, TASK_AUTHENTICATION_STATUS_UPDATED,
                               TASK_STATUS_PATCHED, TASK_STATUS_UPDATED, TASK_WORKFLOW_FINISHED,
@@ -559,7 +558,7 @@ class Tasks(Held[Task]):
             # No label: the step action describes itself when asked (a string per step
             # was a tenth of a task's creation).
             self.timeline.schedule(task.created_at + step.at, _StepAction(self.itself, task, step),
-                                     owner=task.id)
+                                   owner=task.id)
 
     def _identifier(self, command: CreateTask) -> str:
         if command.token_identifier is not None:
@@ -797,7 +796,7 @@ class Tasks(Held[Task]):
 
     def _emit_task_event(self, task: Task, draft: Draft) -> None:
         self.emit(draft, identifier=task.identifier, task_id=task.id,
-                    **task_event_fields(task, self.companies.get(task.company_id)))
+                  **task_event_fields(task, self.companies.get(task.company_id)))
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -828,7 +827,6 @@ def task_event_fields(task: Task, company: Company | None) -> dict[str, Any]:
 
 DEPOSIT_FORM = "direct-deposit-form"  # the file id of a deposit task's authorization form
 FILE_URL_LIFETIME = 3600              # virtual seconds a generated file URL works
-UNKNOWN_USER = "No user has the identifier {identifier!r}."
 UNKNOWN_FILE = "Task {task_id!r} has no file {file_id!r} (its details list its `files`)."
 INVALID_FILE_URL = "This file URL is not one the sandbox made, or it was changed."
 EXPIRED_FILE_URL = ("This file URL expired at {expires}; ask for a new one "
@@ -953,9 +951,7 @@ def task_status(tenant: Owner, task: Task) -> dict[str, Any]:
 def user_tasks(tenant: Owner, identifier: str, *, status: str | None = None,
                payroll_data: bool | None = None) -> list[dict[str, Any]]:
     """GET /user/{identifier}/tasks: the user's tasks as Task records, oldest first."""
-    if identifier not in tenant.identity.users:
-        raise UserNotFound(UNKNOWN_USER.format(identifier=identifier),
-                           details=[field_detail("$.identifier", "unknown", location="path")])
+    tenant.identity.require(identifier)
     accounts = _accounts_by_company(tenant, identifier)
     found = []
     for task in tenant.tasks.values():

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import Conflict, UserNotFound, field_detail
+from ..errors import Conflict, field_detail
 from ..schemas.scenarios import written_payment_method
 from .owner import Owner
 
-UNKNOWN_USER = "No user has the identifier {identifier!r}."
 # Why continuous access ended, as linked-account-disconnected says it: its published reasons
 # are timeout, credentials-changed and system-update; the service stopping the monitoring
 # is the nearest (README: Fidelity).
@@ -46,19 +45,11 @@ def put_user(tenant: Owner, identifier: str, data: dict[str, Any] | None) -> dic
 
 def payment_methods(tenant: Owner, identifier: str) -> dict[str, Any]:
     """What PUT /user stored for the user: `{identifier, bankAccounts, cards}`."""
-    user = require_user(tenant, identifier)
+    user = tenant.identity.require(identifier)
     stored = user.payment_methods or {"bankAccounts": [], "cards": []}
     # A card's expiry as answers write it, whatever form PUT /user (or an older snapshot) had.
     return {"identifier": identifier, "bankAccounts": stored["bankAccounts"],
             "cards": [written_payment_method(card) for card in stored["cards"]]}
-
-
-def require_user(tenant: Owner, identifier: str) -> Any:
-    user = tenant.identity.users.get(identifier)
-    if user is None:
-        raise UserNotFound(UNKNOWN_USER.format(identifier=identifier),
-                           details=[field_detail("$.identifier", "unknown", location="path")])
-    return user
 
 
 def _bank_account(tenant: Owner, raw: dict[str, Any]) -> dict[str, Any]:
@@ -96,7 +87,7 @@ def end_monitoring(tenant: Owner, identifier: str) -> list[Any]:
     reason END_OF_MONITORING): push refreshes stop (they run only while connected) and a
     refresh task fails with auth-expired, until the user signs in again through the SDK's
     `linkedAccount` flow. The accounts it disconnected."""
-    require_user(tenant, identifier)
+    tenant.identity.require(identifier)
     accounts = tenant.accounts.accounts_of(identifier)
     ended = [account for account in accounts if account.connected]
     for account in ended:
