@@ -153,10 +153,6 @@ class LinkedAccounts(Held[LinkedAccount]):
         # identifier -> {"profile": name?, "data": {...}?, "document": the two merged}
         self.profile_bindings: dict[str, dict[str, Any]] = {}
 
-    def itself(self) -> LinkedAccounts:
-        """The part a scheduled refresh or deletion runs on (`_PushRefresh.accounts`)."""
-        return self
-
     # -- snapshot (domain/stored.py) ----------------------------------------------------------
 
     SECTIONS = Sections({"linkedAccounts": array(STORED_LINKED_ACCOUNT)},
@@ -668,8 +664,7 @@ class _PushRefresh:
 
     @classmethod
     def rebuild(cls, data: dict[str, Any], context: Any) -> _PushRefresh:
-        tenant = context.tenant
-        return cls(lambda: tenant.accounts, context.linked_account(data["account"]),
+        return cls(context.part("accounts"), context.linked_account(data["account"]),
                    float(data["interval"]))
 
 
@@ -694,7 +689,6 @@ class _PiiDeletion:
 
     @classmethod
     def rebuild(cls, data: dict[str, Any], context: Any) -> _PiiDeletion:
-        tenant = context.tenant
-        return cls(lambda: tenant.accounts, data["identifier"])
+        return cls(context.part("accounts"), data["identifier"])
 
 

@@ -603,8 +603,7 @@ class _AttemptAction:
 
     @classmethod
     def rebuild(cls, data: dict[str, Any], context: Any) -> _AttemptAction:
-        tenant = context.tenant
-        return cls(lambda: tenant.webhooks, context.delivery(data["event"], data["delivery"]),
+        return cls(context.part("webhooks"), context.delivery(data["event"], data["delivery"]),
                    context.event(data["event"]))
 
 
@@ -626,5 +625,4 @@ class _ReleaseHeld:
 
     @classmethod
     def rebuild(cls, data: dict[str, Any], context: Any) -> _ReleaseHeld:
-        tenant = context.tenant
-        return cls(lambda: tenant.webhooks)
+        return cls(context.part("webhooks"))

@@ -74,6 +74,11 @@ class Held(Mapping[str, V]):
 
     _by_id: dict[str, V]
 
+    def itself(self) -> Any:
+        """The part itself: what its scheduled actions call when they run (a restored
+        action finds its part through the tenant instead: Loading.part)."""
+        return self
+
     def __getitem__(self, key: str) -> V:
         return self._by_id[key]
 

@@ -137,10 +137,6 @@ class ProcessorLinks(Held[ProcessorLink]):
         self.tokens: dict[str, ProcessorToken] = {}   # token text -> ProcessorToken
         self._by_id: dict[str, ProcessorLink] = {}
 
-    def itself(self) -> ProcessorLinks:
-        """The links a scheduled stage runs on (`_Stage.links`)."""
-        return self
-
     # -- snapshot (domain/stored.py) ----------------------------------------------------------
 
     SECTIONS = Sections({"processorTokens": array(STORED_PROCESSOR_TOKEN),
@@ -476,5 +472,4 @@ class _Stage:
         if "aggregatorError" not in changes and "stage" not in changes:
             raise LookupError("a stage's changes name a `stage` or an `aggregatorError`")
         link = context.processor_link(data["link"])
-        tenant = context.tenant
-        return cls(lambda: tenant.links, link, context.processor_token(link.token), dict(changes))
+        return cls(context.part("links"), link, context.processor_token(link.token), dict(changes))

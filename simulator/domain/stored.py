@@ -313,6 +313,12 @@ class Loading:
             raise LookupError(f"the event {event_id!r} has no delivery {number}")
         return deliveries[number - 1]
 
+    def part(self, attribute: str) -> Callable[[], Any]:
+        """How a restored scheduled action finds its part when it runs: through the tenant,
+        whose parts are made afresh after the jobs are rebuilt."""
+        tenant = self.tenant
+        return lambda: getattr(tenant, attribute)
+
     def step(self, scenario_name: str, index: int, kind: str) -> Any:
         scenario = self.rules.scenarios.get(scenario_name)
         if scenario is None or scenario.kind != kind:

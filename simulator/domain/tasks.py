@@ -399,10 +399,6 @@ class Tasks(Held[Task]):
         # burst of running tasks costs one scan per batch, not one per task.
         self.next_eviction = len(self._by_id) + max(1, limit // 10)
 
-    def itself(self) -> Tasks:
-        """The part a scheduled step runs on (`_StepAction.tasks`)."""
-        return self
-
     # -- creation ---------------------------------------------------------------------------
 
     def create_task(self, command: CreateTask) -> tuple[Workflow, list[Task]]:
@@ -1059,6 +1055,5 @@ class _StepAction:
 
     @classmethod
     def rebuild(cls, data: dict[str, Any], context: Any) -> _StepAction:
-        tenant = context.tenant
-        return cls(lambda: tenant.tasks, context.task(data["task"]),
+        return cls(context.part("tasks"), context.task(data["task"]),
                    context.step(data["scenario"], data["step"], "task"))

@@ -74,7 +74,9 @@ def _drop_unknown_fields(document: Any, schema: dict, ignored: list[str]
     pruned in one pass that builds the objects anew (deleting 75,000 keys from a dict
     leaves its table 75,000 wide); what only jsonschema can tell is removed after, again
     and again, because a field dropped from an object may let jsonschema look inside a
-    sibling it had not reached."""
+    sibling it had not reached. A valid body (the common case) is left as it is."""
+    if is_valid(document, schema):
+        return document, []
     document = _pruned(document, schema, [], ignored)
     faults = _schema_faults(document, schema)
     removed = False
@@ -368,7 +370,7 @@ def json_in_pieces(text: str, walk: int = 3, *,
                 if not text.startswith(":", index):
                     raise ValueError(f"expecting ':' (char {index})")
                 container[key], index = value(index + 1, depth + 1,
-                                              key if depth == 0 and container is top else None)
+                                              key if container is top else None)
             else:
                 item, index = value(index, depth + 1)
                 if seen is not None:
