@@ -1,22 +1,23 @@
-"""JSON Schemas of request bodies, query parameters and responses (draft 2020-12).
+"""The shapes of request bodies, query parameters and answers, as typed structs
+(domain/shapes.py), and their JSON Schemas (draft 2020-12), derived from them.
 
-Handlers validate against these and the OpenAPI document publishes the same
-objects, so what is documented is what is enforced.
+Handlers validate against these schemas and the OpenAPI document publishes the same
+objects, so what is documented is what is enforced. A struct is the one declaration of
+its shape; the UPPER_CASE schema beside it is `schema_of(struct)`.
 """
 
-from __future__ import annotations
+from typing import Any
 
 from ..domain.data_profiles import PROFILE_SCHEMA
-
+from ..domain.shapes import (UNSET, Command, Maybe, View, choice, field, names, of, raw,
+                             schema_of)
 from ..domain.states import AUTHENTICATION_METHODS as TASK_AUTHENTICATION_METHODS
 from ..domain.states import DAYS_REQUESTED, DEEPLINK_STEPS, FAILURE_REASONS
-from ..domain.task_fields import STEP_FIELDS, step_field_schemas
+from ..domain.task_fields import step_field_schemas
+from .dates import DATE_TIME, date_time_field
 from .fixtures import (AUTHENTICATION_METHODS, COMPANY_SCHEMA, COMPANY_STATUSES,
                        CONTINUOUS_ACCESS, DERIVED_TAGS, MANUAL_DEPOSITS, SCOPES, STORED_TAGS)
-from .dates import DATE_TIME, date_time_field
 from .scenarios import PAYMENT_METHOD, WRITTEN_PAYMENT_METHOD
-
-_NAME = {"type": "string", "minLength": 1, "maxLength": 200}
 
 # No C0 or C1 control character: in a user's identifier (these schemas), a path segment or
 # a query value (the pipeline's check, schemas/validate.py: text_problem; the document
@@ -33,342 +34,327 @@ EVENT_TYPES = "event-types"
 PRODUCTS = "products"
 PROCESSOR_TOKENS = "processor-tokens"  # not a list: the pattern processor-<environment>-<uuid>
 
-_STRINGS = {"type": "array", "items": {"type": "string", "minLength": 1}, "maxItems": 50}
-_TAG = {"enum": STORED_TAGS + DERIVED_TAGS}
+Text = of(str, min_length=1)
+Name = of(str, min_length=1, max_length=200)
+Identifier = of(str, "The user's id in the customer's system.", min_length=1, max_length=256,
+                pattern=NO_CONTROL_CHARACTER)
+UserIdentifier = of(str, min_length=1, pattern=NO_CONTROL_CHARACTER)
+Texts = list[Text]
+Tag = choice(*STORED_TAGS, *DERIVED_TAGS)
+Metadata = of(dict[str, Any], "Customer context, echoed in the task's events.")
+DateTime = raw(DATE_TIME)  # the one form answers write (schemas/dates.py)
 
-ERROR = {
-    "type": "object",
-    "required": ["error"],
-    "properties": {
-        "error": {
-            "type": "object",
-            "required": ["code", "message", "details"],
-            "properties": {
-                "code": {"type": "string", "description": "kebab-case, stable"},
-                "message": {"type": "string"},
-                "details": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "location": {"enum": ["body", "query", "path", "header"]},
-                            "path": {"type": "string", "description": "JSON path, e.g. $.products[0]"},
-                            "message": {"type": "string"},
-                        },
-                    },
-                },
-            },
-        },
-    },
-}
 
-SEARCH_REQUEST = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["query"],
-    "properties": {
-        "query": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"\S",
-                  "description": "Fuzzy match on company names. Required also with franchiseParent."},
-        "scopes": {"type": "array", "items": {"enum": SCOPES}, "uniqueItems": True},
-        "product": {"type": "string", "minLength": 1,
-                    "description": "Only companies supporting this product. Not with `products`."},
-        "products": {**_STRINGS, "minItems": 1,
-                     "description": "Only companies supporting all of these. Not with `product`."},
-        "tags": {"type": "array", "items": _TAG, "uniqueItems": True,
-                 "description": "Only companies having every listed tag (derived ones included)."},
-        "excludedTags": {"type": "array", "items": _TAG, "uniqueItems": True,
-                         "description": "Exclude by stored tags only; never removes manual-deposits."},
-        "franchiseParent": {"type": "string", "minLength": 1,
-                            "description": "Only the franchise children of this parent company."},
-        "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20},
-    },
-}
+def text(description: str, **meta: Any) -> Any:
+    return of(str, description, min_length=1, **meta)
 
-ACCESS_TOKEN_REQUEST = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["identifier"],
-    "properties": {
-        "identifier": {"type": "string", "minLength": 1, "maxLength": 256,
-                       "pattern": NO_CONTROL_CHARACTER,
-                       "description": "The user's id in the customer's system."},
-        "tokenLifetime": {"type": "integer", "minimum": 1800, "maximum": 2592000, "default": 86400,
-                          "description": "Seconds until the public token expires (virtual clock)."},
-    },
-}
 
-COMPANY_LIST_QUERY = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "product": {"type": "string", "minLength": 1},
-        "scope": {"enum": SCOPES},
-        "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100},
-        # Bounded: a query's integers are read up to 18 digits (validate.parse_query).
-        "skip": {"type": "integer", "minimum": 0, "maximum": 1_000_000_000, "default": 0},
-    },
-}
+def after_cursor(what: str) -> Any:
+    """The `after` query parameter of incremental reads (domain/changes.py)."""
+    return of(int, f"A revision (the envelope's `revision`): only the {what} after it, in "
+              "the order of their latest change; `reset: true` when the tenant was reset or "
+              "restored since (start over).", ge=0, le=2**53 - 1)  # a safe JavaScript number
 
-JOURNAL_QUERY = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "path": {"type": "string", "description": "Only requests whose path starts with this."},
-        "method": {"type": "string"},
-        "status": {"type": "integer", "minimum": 100, "maximum": 599},
-        "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100},
-    },
-}
 
-TENANT_REQUEST = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "name": {"type": "string", "pattern": r"^[A-Za-z0-9_.-]{1,64}$"},
-        "products": _STRINGS,
-        "manualDeposits": MANUAL_DEPOSITS,
-        "signing": {"type": "boolean", "default": True,
-                    "description": "Sign webhooks with x-hmac-signature-sha-256 (the real "
-                                   "service signs every webhook); false turns it off."},
-        "continuousAccess": CONTINUOUS_ACCESS,
-    },
-}
+class ErrorDetail(View, kw_only=True):
+    location: Maybe[choice("body", "query", "path", "header")] = UNSET
+    path: Maybe[of(str, "JSON path, e.g. $.products[0]")] = UNSET
+    message: Maybe[str] = UNSET
 
-BRANDING = {
-    "type": "object",
-    "properties": {
-        "color": {"type": "string"},
-        "logo": {"type": "object", "properties": {"url": {"type": "string"},
-                                                  "backgroundColor": {"type": "string"}}},
-    },
-}
 
-SEARCH_COMPANY = {
-    "type": "object",
-    "required": ["_id", "name", "status", "branding", "tags", "connector"],
-    "properties": {
-        "_id": {"type": "string"},
-        "name": _NAME,
-        "status": {"enum": COMPANY_STATUSES},
-        "branding": BRANDING,
-        "tags": {"type": "array", "items": _TAG},
-        "franchiseParent": {"type": "string"},
-        "connector": {
-            "type": "object",
-            "required": ["_id", "availableProducts", "capabilities"],
-            "properties": {
-                "_id": {"type": "string"},
-                "availableProducts": {"type": "array", "items": {"type": "string"}},
-                "capabilities": {
-                    "type": "object",
-                    "properties": {
-                        "distributionTypes": {"type": "array", "items": {"type": "string"}},
-                        "supportedPaymentMethods": {"type": "array", "items": {"type": "string"}},
-                    },
-                },
-            },
-        },
-    },
-}
+class ErrorBody(View, kw_only=True):
+    code: of(str, "kebab-case, stable")
+    message: str
+    details: list[ErrorDetail]
 
-FULL_COMPANY = {
-    **SEARCH_COMPANY,
-    "properties": {
-        **SEARCH_COMPANY["properties"],
-        "scopes": {"type": "array", "items": {"enum": SCOPES}},
-        "connector": {
-            "type": "object",
-            "required": ["_id", "availableProducts", "capabilities"],
-            "properties": {
-                "_id": {"type": "string"},
-                "availableProducts": {"type": "array", "items": {"type": "string"}},
-                "capabilities": {
-                    "type": "object",
-                    "properties": {
-                        "headlessAuthentication": {"type": "boolean"},
-                        "ssoAuthentication": {"type": "boolean"},
-                        "authenticationMethods": {"type": "array",
-                                                  "items": {"enum": AUTHENTICATION_METHODS}},
-                        "distributionActions": {"type": "array", "items": {"type": "string"}},
-                        "distributionTypes": {"type": "array", "items": {"type": "string"}},
-                        "supportedPaymentMethods": {"type": "array", "items": {"type": "string"}},
-                    },
-                },
-            },
-        },
-    },
-}
 
-_ID = {"type": "string", "minLength": 1}
+class Error(View, kw_only=True):
+    error: ErrorBody
+
+
+ERROR = schema_of(Error)
+
+
+class SearchRequest(Command, kw_only=True):
+    query: of(str, "Fuzzy match on company names. Required also with franchiseParent.",
+              min_length=1, max_length=200, pattern=r"\S")
+    scopes: Maybe[of(list[choice(*SCOPES)], unique=True)] = UNSET
+    product: Maybe[text("Only companies supporting this product. Not with `products`.")] = UNSET
+    products: Maybe[of(Texts, "Only companies supporting all of these. Not with `product`.",
+                       min_length=1, max_length=50)] = UNSET
+    tags: Maybe[of(list[Tag], "Only companies having every listed tag (derived ones included).",
+                   unique=True)] = UNSET
+    excluded_tags: Maybe[of(list[Tag], "Exclude by stored tags only; never removes "
+                            "manual-deposits.", unique=True)] = UNSET
+    franchise_parent: Maybe[text("Only the franchise children of this parent company.")] = UNSET
+    limit: of(int, ge=1, le=100) = 20
+
+
+SEARCH_REQUEST = schema_of(SearchRequest)
+
+
+class AccessTokenRequest(Command, kw_only=True):
+    identifier: Identifier
+    token_lifetime: of(int, "Seconds until the public token expires (virtual clock).",
+                       ge=1800, le=2592000) = 86400
+
+
+ACCESS_TOKEN_REQUEST = schema_of(AccessTokenRequest)
+
+
+class CompanyListQuery(Command, kw_only=True):
+    product: Maybe[Text] = UNSET
+    scope: Maybe[choice(*SCOPES)] = UNSET
+    limit: of(int, ge=1, le=1000) = 100
+    # Bounded: a query's integers are read up to 18 digits (validate.parse_query).
+    skip: of(int, ge=0, le=1_000_000_000) = 0
+
+
+COMPANY_LIST_QUERY = schema_of(CompanyListQuery)
+
+
+class JournalQuery(Command, kw_only=True):
+    path: Maybe[of(str, "Only requests whose path starts with this.")] = UNSET
+    method: Maybe[str] = UNSET
+    status: Maybe[of(int, ge=100, le=599)] = UNSET
+    limit: of(int, ge=1, le=1000) = 100
+
+
+JOURNAL_QUERY = schema_of(JournalQuery)
+
+
+class TenantRequest(Command, kw_only=True):
+    name: Maybe[of(str, pattern=r"^[A-Za-z0-9_.-]{1,64}$")] = UNSET
+    products: Maybe[of(Texts, max_length=50)] = UNSET
+    manual_deposits: Maybe[raw(MANUAL_DEPOSITS)] = UNSET
+    signing: of(bool, "Sign webhooks with x-hmac-signature-sha-256 (the real service signs "
+                "every webhook); false turns it off.") = True
+    continuous_access: Maybe[raw(CONTINUOUS_ACCESS)] = UNSET
+
+
+TENANT_REQUEST = schema_of(TenantRequest)
+
+
+class Logo(View, kw_only=True):
+    url: Maybe[str] = UNSET
+    background_color: Maybe[str] = UNSET
+
+
+class Branding(View, kw_only=True):
+    color: Maybe[str] = UNSET
+    logo: Maybe[Logo] = UNSET
+
+
+BRANDING = schema_of(Branding)
+
+
+class SearchCapabilities(View, kw_only=True):
+    distribution_types: Maybe[list[str]] = UNSET
+    supported_payment_methods: Maybe[list[str]] = UNSET
+
+
+class SearchConnector(View, kw_only=True):
+    id: str = field(name="_id")
+    available_products: list[str]
+    capabilities: SearchCapabilities
+
+
+class SearchCompany(View, kw_only=True):
+    id: str = field(name="_id")
+    name: Name
+    status: choice(*COMPANY_STATUSES)
+    branding: Branding
+    tags: list[Tag]
+    franchise_parent: Maybe[str] = UNSET
+    connector: SearchConnector
+
+
+SEARCH_COMPANY = schema_of(SearchCompany)
+
+
+class Capabilities(SearchCapabilities, kw_only=True):
+    headless_authentication: Maybe[bool] = UNSET
+    sso_authentication: Maybe[bool] = UNSET
+    authentication_methods: Maybe[list[choice(*AUTHENTICATION_METHODS)]] = UNSET
+    distribution_actions: Maybe[list[str]] = UNSET
+
+
+class Connector(SearchConnector, kw_only=True):
+    capabilities: Capabilities
+
+
+class FullCompany(SearchCompany, kw_only=True):
+    scopes: Maybe[list[choice(*SCOPES)]] = UNSET
+    connector: Connector
+
+
+FULL_COMPANY = schema_of(FullCompany)
+
 
 # The user and the company as task events (schemas/events.py) and task records name them.
-USER = {
-    "type": "object",
-    "required": ["_id", "identifier"],
-    "properties": {"_id": _ID, "identifier": _ID, "connected": {"type": "boolean"}},
-}
-COMPANY_SUMMARY = {
-    "type": "object",
-    "required": ["_id", "name", "branding"],
-    "properties": {"_id": _ID, "name": {"type": "string"}, "branding": BRANDING},
-}
+class User(View, kw_only=True):
+    id: Text = field(name="_id")
+    identifier: Text
+    connected: Maybe[bool] = UNSET
 
-ACCESS_TOKEN = {
-    "type": "object",
-    "required": ["publicToken", "token"],
-    "properties": {"publicToken": {"type": "string"}, "token": {"type": "string"},
-                   "expiresAt": date_time_field("When the public token expires (virtual time).")},
-}
 
-_METADATA = {"type": "object", "description": "Customer context, echoed in the task's events."}
+USER = schema_of(User)
+
+
+class CompanySummary(View, kw_only=True):
+    id: Text = field(name="_id")
+    name: str
+    branding: Branding
+
+
+COMPANY_SUMMARY = schema_of(CompanySummary)
+
+
+class AccessToken(View, kw_only=True):
+    public_token: str
+    token: str
+    expires_at: Maybe[raw(date_time_field("When the public token expires (virtual time)."))] = UNSET
+
+
+ACCESS_TOKEN = schema_of(AccessToken)
 
 # A workflow's next step after a task ends (the SDK's and the real service's task options):
 # `continue` runs the next task, `finish` ends the workflow there.
 CONTINUE, FINISH = "continue", "finish"
-_NEXT = {"enum": [CONTINUE, FINISH], "default": CONTINUE}
-DISTRIBUTION = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["type"],
-    "properties": {
-        "type": {"enum": ["total", "fixed", "percent"],
-                 "description": "total: the entire paycheck; fixed: `amount` dollars; "
-                                "percent: `amount` per cent of it."},
-        "amount": {"type": "number", "exclusiveMinimum": 0, "maximum": 1_000_000},
-    },
-    "allOf": [
+
+
+def next_step(description: str) -> Any:
+    return choice(CONTINUE, FINISH, description=description)
+
+
+class Distribution(Command, kw_only=True):
+    """How the deposit is split (a deposit task; the deposit accounts' distributionType and
+    distributionAmount). A type the company's connector cannot set up
+    (capabilities.distributionTypes) fails the task."""
+
+    __schema_extra__ = {"allOf": [
         {"if": {"properties": {"type": {"const": "percent"}}},
          "then": {"required": ["amount"], "properties": {"amount": {"maximum": 100}}}},
-        {"if": {"properties": {"type": {"const": "fixed"}}}, "then": {"required": ["amount"]}},
-    ],
-    "description": "How the deposit is split (a deposit task; the deposit accounts' "
-                   "distributionType and distributionAmount). A type the company's connector "
-                   "cannot set up (capabilities.distributionTypes) fails the task.",
-}
-TASK_OPTIONS = {
-    "onComplete": {**_NEXT, "description": "After this task completes: `continue` with the "
-                                           "next task (default) or `finish` the workflow."},
-    "onFail": {**_NEXT, "description": "After this task fails: `continue` with the next task "
-                                       "(default) or `finish` the workflow."},
-    "distribution": DISTRIBUTION,
-}
+        {"if": {"properties": {"type": {"const": "fixed"}}}, "then": {"required": ["amount"]}}]}
 
-TASK_CREATE_REQUEST = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "identifier": {"type": "string", "minLength": 1, "maxLength": 256,
-                       "pattern": NO_CONTROL_CHARACTER,
-                       "description": "The user (with API keys); a public token names it itself."},
-        "company": {"type": "string", "minLength": 1, "description": "A company `_id`."},
-        "linkedAccount": {"type": "string", "minLength": 1,
-                          "description": "Refresh this linked account (pull refresh flow)."},
-        "linkedAccountId": {"type": "string", "minLength": 1,
-                            "description": "The spec's name for `linkedAccount`."},
-        "product": {"type": "string", "minLength": 1},
-        "operation": {"type": "string", "minLength": 1, "description": "Same as `product`."},
-        "tasks": {
-            "type": "array", "minItems": 1, "maxItems": 10,
-            "items": {
-                "type": "object",
-                "additionalProperties": False,
-                "anyOf": [{"required": ["operation"]}, {"required": ["product"]}],
-                "properties": {
-                    "operation": {"type": "string", "minLength": 1},
-                    "product": {"type": "string", "minLength": 1},
-                    "metadata": _METADATA,
-                    "paymentMethod": PAYMENT_METHOD,
-                    **TASK_OPTIONS,
-                },
-            },
-            "description": "Several operations in one task workflow. A task after one whose "
-                           "onComplete or onFail is `finish` starts only when that one ended "
-                           "the way that goes on.",
-        },
-        "metadata": _METADATA,
-        "scenario": {"type": "string", "minLength": 1, "x-names": TASK_SCENARIOS,
-                     "description": "The scenario that drives the task (see GET /_sandbox/scenarios)."},
-        "paymentMethod": PAYMENT_METHOD,
-        "distribution": {**DISTRIBUTION, "description": "The legacy top-level split "
-                         "(real-service-facts 8): every task of the request that names none."},
-    },
-    "not": {"anyOf": [{"required": ["product", "operation"]}, {"required": ["product", "tasks"]},
-                      {"required": ["operation", "tasks"]},
-                      {"required": ["linkedAccount", "linkedAccountId"]}]},
-}
-
-CLOCK_ADVANCE_REQUEST = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["seconds"],
-    "properties": {"seconds": {"type": "number", "minimum": 0, "maximum": 31_536_000,
-                               "description": "Virtual seconds to move forward (at most a year)."}},
-}
+    type: choice("total", "fixed", "percent", description="total: the entire paycheck; fixed: "
+                 "`amount` dollars; percent: `amount` per cent of it.")
+    amount: Maybe[of(float, gt=0, le=1_000_000)] = UNSET
 
 
-def after_cursor(what: str) -> dict:
-    """The `after` query parameter of incremental reads (domain/changes.py)."""
-    return {"type": "integer", "minimum": 0, "maximum": 2**53 - 1,  # a safe JavaScript number
-            "description": f"A revision (the envelope's `revision`): only the {what} after "
-                           "it, in the order of their latest change; `reset: true` when the "
-                           "tenant was reset or restored since (start over)."}
+DISTRIBUTION = schema_of(Distribution)
+ON_COMPLETE = ("After this task completes: `continue` with the next task (default) or "
+               "`finish` the workflow.")
+ON_FAIL = ("After this task fails: `continue` with the next task (default) or `finish` the "
+           "workflow.")
 
 
-EVENTS_QUERY = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "type": {"type": "string", "description": "eventType"},
-        "user": {"type": "string", "description": "The user's identifier."},
-        "task": {"type": "string"},
-        "since": {"type": "string", "format": "date-time", "description": "Virtual time, ISO 8601."},
-        "delivery": {"enum": ["pending", "delivered", "failed", "interrupted", "none"]},
-        "after": after_cursor("events emitted or delivered"),
-        "limit": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 1000},
-    },
-}
+class TaskOptions(Command, kw_only=True):
+    # What each task of a workflow may say about itself.
+    on_complete: next_step(ON_COMPLETE) = CONTINUE
+    on_fail: next_step(ON_FAIL) = CONTINUE
+    distribution: Maybe[Distribution] = UNSET
 
-PROFILE_BINDING_REQUEST = {
-    "type": "object",
-    "additionalProperties": False,
-    "minProperties": 1,
-    "description": "A named profile (GET /_sandbox/profiles), data of your own, or both: the "
-                   "data merged over the named profile.",
-    "properties": {"profile": {"type": "string", "minLength": 1, "maxLength": 64},
-                   "data": PROFILE_SCHEMA},
-}
 
-SCENARIO_BINDING_REQUEST = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["scenario"],
-    "properties": {"scenario": {"type": ["string", "null"], "minLength": 1,
-                                "x-names": TASK_SCENARIOS,
-                                "description": "null removes the binding."}},
-}
+class TaskItem(TaskOptions, kw_only=True):
+    __schema_extra__ = {"anyOf": [{"required": ["operation"]}, {"required": ["product"]}]}
 
-CARD_TOKEN_RECREATION_REQUEST = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["enabled"],
-    "properties": {"enabled": {
-        "type": "boolean",
-        "description": "false: the user's card tokens are not recreated after their 24 hours, "
-                       "so the next task with such a card fails payment-token-expired. "
-                       "true (the default, as on the real service): recreated automatically."}},
-}
+    operation: Maybe[Text] = UNSET
+    product: Maybe[Text] = UNSET
+    metadata: Maybe[Metadata] = UNSET
+    payment_method: Maybe[raw(PAYMENT_METHOD)] = UNSET
 
-COMPANY_STATUS_REQUEST = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["status"],
-    "properties": {
-        "status": {"enum": ["operational", "under-maintenance", "disabled"]},
-        "products": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": True,
-                     "description": "Products under maintenance (default: all of the company's)."},
-    },
-}
 
+TaskItems = of(list[TaskItem], "Several operations in one task workflow. A task after one "
+               "whose onComplete or onFail is `finish` starts only when that one ended the way "
+               "that goes on.", min_length=1, max_length=10)
+Scenario = of(str, "The scenario that drives the task (see GET /_sandbox/scenarios).",
+              min_length=1, extra_json_schema={"x-names": TASK_SCENARIOS})
+
+
+class TaskCreateRequest(Command, kw_only=True):
+    __schema_extra__ = {"not": {"anyOf": [
+        {"required": ["product", "operation"]}, {"required": ["product", "tasks"]},
+        {"required": ["operation", "tasks"]}, {"required": ["linkedAccount", "linkedAccountId"]}]}}
+
+    identifier: Maybe[of(str, "The user (with API keys); a public token names it itself.",
+                         min_length=1, max_length=256, pattern=NO_CONTROL_CHARACTER)] = UNSET
+    company: Maybe[text("A company `_id`.")] = UNSET
+    linked_account: Maybe[text("Refresh this linked account (pull refresh flow).")] = UNSET
+    linked_account_id: Maybe[text("The spec's name for `linkedAccount`.")] = UNSET
+    product: Maybe[Text] = UNSET
+    operation: Maybe[text("Same as `product`.")] = UNSET
+    tasks: Maybe[TaskItems] = UNSET
+    metadata: Maybe[Metadata] = UNSET
+    scenario: Maybe[Scenario] = UNSET
+    payment_method: Maybe[raw(PAYMENT_METHOD)] = UNSET
+    distribution: Maybe[of(Distribution, "The legacy top-level split (real-service-facts 8): "
+                           "every task of the request that names none.")] = UNSET
+
+
+TASK_CREATE_REQUEST = schema_of(TaskCreateRequest)
+
+
+class ClockAdvanceRequest(Command, kw_only=True):
+    seconds: of(float, "Virtual seconds to move forward (at most a year).", ge=0, le=31_536_000)
+
+
+CLOCK_ADVANCE_REQUEST = schema_of(ClockAdvanceRequest)
+
+
+class EventsQuery(Command, kw_only=True):
+    type: Maybe[of(str, "eventType")] = UNSET
+    user: Maybe[of(str, "The user's identifier.")] = UNSET
+    task: Maybe[str] = UNSET
+    since: Maybe[of(str, "Virtual time, ISO 8601.", extra_json_schema={"format": "date-time"})] = UNSET
+    delivery: Maybe[choice("pending", "delivered", "failed", "interrupted", "none")] = UNSET
+    after: Maybe[after_cursor("events emitted or delivered")] = UNSET
+    limit: of(int, ge=1, le=10000) = 1000
+
+
+EVENTS_QUERY = schema_of(EventsQuery)
+
+
+class ProfileBindingRequest(Command, kw_only=True):
+    """A named profile (GET /_sandbox/profiles), data of your own, or both: the data merged
+    over the named profile."""
+
+    __schema_extra__ = {"minProperties": 1}
+
+    profile: Maybe[of(str, min_length=1, max_length=64)] = UNSET
+    data: Maybe[raw(PROFILE_SCHEMA)] = UNSET
+
+
+PROFILE_BINDING_REQUEST = schema_of(ProfileBindingRequest)
+
+
+class ScenarioBindingRequest(Command, kw_only=True):
+    scenario: of(of(str, min_length=1, extra_json_schema={"x-names": TASK_SCENARIOS}) | None,
+                 "null removes the binding.")
+
+
+SCENARIO_BINDING_REQUEST = schema_of(ScenarioBindingRequest)
+
+
+class CardTokenRecreationRequest(Command, kw_only=True):
+    enabled: of(bool, "false: the user's card tokens are not recreated after their 24 hours, "
+                "so the next task with such a card fails payment-token-expired. true (the "
+                "default, as on the real service): recreated automatically.")
+
+
+CARD_TOKEN_RECREATION_REQUEST = schema_of(CardTokenRecreationRequest)
+
+
+class CompanyStatusRequest(Command, kw_only=True):
+    status: choice("operational", "under-maintenance", "disabled")
+    products: Maybe[of(Texts, "Products under maintenance (default: all of the company's).",
+                       unique=True)] = UNSET
+
+
+COMPANY_STATUS_REQUEST = schema_of(CompanyStatusRequest)
+
+# A company as a request writes it: the fixture files' shape (schemas/fixtures.py), with
+# the names only the running app knows marked.
 _CONNECTOR = COMPANY_SCHEMA["properties"]["connector"]
 _COMPANY_FIELDS = {
     **COMPANY_SCHEMA["properties"],
@@ -388,254 +374,270 @@ COMPANY_UPDATE_REQUEST = {
     "description": "Fields to replace. The status changes through /_sandbox/companies/{id}/status.",
 }
 
-WEBHOOK_ENDPOINTS_REQUEST = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["endpoints"],
-    "properties": {"endpoints": {"type": "array", "maxItems": 50, "items": {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["url"],
-        "properties": {
-            "_id": {"type": "string", "minLength": 1, "maxLength": 100,
-                    "description": "Keep this endpoint's id (as GET shows it); omitted: the id "
-                                   "of the endpoint with this URL, or a new one."},
-            "url": {"type": "string", "pattern": r"^https?://[^\s]+$"},
-            "eventTypes": {"type": "array", "items": {"type": "string", "x-names": EVENT_TYPES},
-                           "minItems": 1,
-                           "uniqueItems": True, "description": "Omitted: every event type."},
-            "secretId": {"type": "string", "minLength": 1,
-                         "description": "Sign this endpoint's webhooks with this signing secret "
-                                        "(GET /secrets) instead of the API secret."},
-        },
-    }}},
-}
+WebhookUrl = of(str, pattern=r"^https?://[^\s]+$")
+EventTypes = list[of(str, extra_json_schema={"x-names": EVENT_TYPES})]
 
-WEBHOOK_FAULTS_REQUEST = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "duplicate": {"type": "number", "minimum": 0, "maximum": 1,
-                      "description": "Probability that a delivered event is sent once more."},
-        "outOfOrder": {"type": "number", "minimum": 0, "maximum": 1,
-                       "description": "Probability that an event is held back behind the next one."},
-        "delay": {"type": "number", "minimum": 0, "maximum": 1,
-                  "description": "Probability that the first attempt waits `delaySeconds`."},
-        "delaySeconds": {"type": "number", "minimum": 0, "maximum": 86400},
-    },
-}
 
-REPLAY_REQUEST = {
-    "type": "object",
-    "additionalProperties": False,
-    "minProperties": 1,
-    "properties": {
-        "userIdentifier": {"type": "string", "minLength": 1, "pattern": NO_CONTROL_CHARACTER},
-        "taskId": {"type": "string", "minLength": 1},
-        "eventId": {"type": "string", "minLength": 1,
-                    "description": "One event (the dashboard's resend)."},
-        "from": {"type": "string", "format": "date-time"},
-        "to": {"type": "string", "format": "date-time"},
-    },
-    "dependentRequired": {"from": ["to"], "to": ["from"]},
-    # One selector, said as "at least one, and no two" (the task request's form, below):
-    # the same rule as a oneOf, which schemathesis's negative cases took 9 s to draw.
-    "anyOf": [{"required": ["userIdentifier"]}, {"required": ["taskId"]},
-              {"required": ["eventId"]}, {"required": ["from", "to"]}],
-    "not": {"anyOf": [{"required": pair} for pair in (
-        ["userIdentifier", "taskId"], ["userIdentifier", "eventId"], ["userIdentifier", "from"],
-        ["taskId", "eventId"], ["taskId", "from"], ["eventId", "from"])]},
-}
+class WebhookEndpointRequest(Command, kw_only=True):
+    url: WebhookUrl
+    event_types: of(EventTypes, min_length=1, unique=True)
+    secret_id: Maybe[text("A signing secret (GET /secrets) to sign this endpoint's webhooks "
+                          "with, instead of the API secret.")] = UNSET
 
-TRIGGER_REQUEST = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["eventType"],
-    "properties": {
-        "eventType": {"type": "string", "minLength": 1, "x-names": EVENT_TYPES},
-        "identifier": {"type": "string", "minLength": 1, "pattern": NO_CONTROL_CHARACTER},
-        "taskId": {"type": "string", "minLength": 1},
-        "companyId": {"type": "string", "minLength": 1},
-        "data": {"type": "object", "description": "Merged over the generated data."},
-    },
-}
 
-DATA_QUERY = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "identifier": {"type": "string", "minLength": 1,
-                       "description": "The user (required, here or in the path)."},
-        "linkedAccount": {"type": "string", "minLength": 1, "description": "Only this linked account."},
-    },
-}
+WEBHOOK_ENDPOINT_REQUEST = schema_of(WebhookEndpointRequest)
 
-DISCONNECT_REQUEST = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {"reason": {"enum": ["timeout", "credentials-changed", "system-update"],
-                              "default": "timeout"}},
-}
 
-PROCESSOR_LINK_REQUEST = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["processorToken"],
-    "properties": {"processorToken": {"type": "string", "minLength": 1, "maxLength": 200,
-                                      "x-names": PROCESSOR_TOKENS,
-                                      "description": "Minted by the aggregator for this service."}},
-}
+class EndpointWrite(Command, kw_only=True):
+    id: Maybe[of(str, "Keep this endpoint's id (as GET shows it); omitted: the id of the "
+                 "endpoint with this URL, or a new one.", min_length=1, max_length=100)
+              ] = field(default=UNSET, name="_id")
+    url: WebhookUrl
+    event_types: Maybe[of(EventTypes, "Omitted: every event type.", min_length=1,
+                          unique=True)] = UNSET
+    secret_id: Maybe[text("Sign this endpoint's webhooks with this signing secret (GET "
+                          "/secrets) instead of the API secret.")] = UNSET
 
-PROCESSOR_TOKEN_REQUEST = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "identifier": {"type": "string", "minLength": 1, "pattern": NO_CONTROL_CHARACTER,
-                       "description": "The user the token is for (else: the user-identifier header "
-                                      "at registration)."},
-        "daysRequested": {**DAYS_REQUESTED, "default": 90,
-                          "description": "transactions.days_requested of the link token."},
-        "products": {"type": "array", "minItems": 1, "uniqueItems": True,
-                     "items": {"enum": ["transactions", "auth"]}, "default": ["transactions"],
-                     "description": "Products the link token requested; only auth fails the pipeline."},
-        "scenario": {"type": "string", "minLength": 1, "x-names": PROCESSOR_LINK_SCENARIOS,
-                     "description": "A processor-link scenario, e.g. item-login-required."},
-    },
-}
 
-_SDK_PRODUCT = {"type": "string", "minLength": 1,
-                "description": "A product (`deposit`, `verify`, ...; the SDK's Product constants)."}
+class WebhookEndpointsRequest(Command, kw_only=True):
+    endpoints: of(list[EndpointWrite], max_length=50)
+
+
+WEBHOOK_ENDPOINTS_REQUEST = schema_of(WebhookEndpointsRequest)
+
+Probability = of(float, ge=0, le=1)
+
+
+class WebhookFaultsRequest(Command, kw_only=True):
+    duplicate: Maybe[of(Probability, "Probability that a delivered event is sent once more.")] = UNSET
+    out_of_order: Maybe[of(Probability, "Probability that an event is held back behind the "
+                           "next one.")] = UNSET
+    delay: Maybe[of(Probability, "Probability that the first attempt waits `delaySeconds`.")] = UNSET
+    delay_seconds: Maybe[of(float, ge=0, le=86400)] = UNSET
+
+
+WEBHOOK_FAULTS_REQUEST = schema_of(WebhookFaultsRequest)
+AnyDateTime = of(str, extra_json_schema={"format": "date-time"})
+
+
+class ReplayRequest(Command, kw_only=True):
+    # One selector, said as "at least one, and no two" (the task request's form): the same
+    # rule as a oneOf, which schemathesis's negative cases took 9 s to draw.
+    __schema_extra__ = {
+        "minProperties": 1,
+        "dependentRequired": {"from": ["to"], "to": ["from"]},
+        "anyOf": [{"required": ["userIdentifier"]}, {"required": ["taskId"]},
+                  {"required": ["eventId"]}, {"required": ["from", "to"]}],
+        "not": {"anyOf": [{"required": pair} for pair in (
+            ["userIdentifier", "taskId"], ["userIdentifier", "eventId"],
+            ["userIdentifier", "from"], ["taskId", "eventId"], ["taskId", "from"],
+            ["eventId", "from"])]}}
+
+    user_identifier: Maybe[UserIdentifier] = UNSET
+    task_id: Maybe[Text] = UNSET
+    event_id: Maybe[text("One event (the dashboard's resend).")] = UNSET
+    since: Maybe[AnyDateTime] = field(default=UNSET, name="from")
+    until: Maybe[AnyDateTime] = field(default=UNSET, name="to")
+
+
+REPLAY_REQUEST = schema_of(ReplayRequest)
+
+
+class TriggerRequest(Command, kw_only=True):
+    event_type: of(str, min_length=1, extra_json_schema={"x-names": EVENT_TYPES})
+    identifier: Maybe[UserIdentifier] = UNSET
+    task_id: Maybe[Text] = UNSET
+    company_id: Maybe[Text] = UNSET
+    data: Maybe[of(dict[str, Any], "Merged over the generated data.")] = UNSET
+
+
+TRIGGER_REQUEST = schema_of(TriggerRequest)
+
+
+class DataQuery(Command, kw_only=True):
+    identifier: Maybe[text("The user (required, here or in the path).")] = UNSET
+    linked_account: Maybe[text("Only this linked account.")] = UNSET
+
+
+DATA_QUERY = schema_of(DataQuery)
+
+
+class DisconnectRequest(Command, kw_only=True):
+    reason: choice("timeout", "credentials-changed", "system-update") = "timeout"
+
+
+DISCONNECT_REQUEST = schema_of(DisconnectRequest)
+
+
+class ProcessorLinkRequest(Command, kw_only=True):
+    processor_token: of(str, "Minted by the aggregator for this service.", min_length=1,
+                        max_length=200, extra_json_schema={"x-names": PROCESSOR_TOKENS})
+
+
+PROCESSOR_LINK_REQUEST = schema_of(ProcessorLinkRequest)
+
+
+class ProcessorTokenRequest(Command, kw_only=True):
+    identifier: Maybe[of(str, "The user the token is for (else: the user-identifier header at "
+                         "registration).", min_length=1, pattern=NO_CONTROL_CHARACTER)] = UNSET
+    days_requested: of(int, "transactions.days_requested of the link token.",
+                       ge=DAYS_REQUESTED["minimum"], le=DAYS_REQUESTED["maximum"]) = 90
+    products: of(list[choice("transactions", "auth")], "Products the link token requested; "
+                 "only auth fails the pipeline.", min_length=1, unique=True,
+                 extra_json_schema={"default": ["transactions"]}) = field(default_factory=lambda: ["transactions"])
+    scenario: Maybe[of(str, "A processor-link scenario, e.g. item-login-required.",
+                       min_length=1, extra_json_schema={"x-names": PROCESSOR_LINK_SCENARIOS})
+                    ] = UNSET
+
+
+PROCESSOR_TOKEN_REQUEST = schema_of(ProcessorTokenRequest)
+
+
+SdkProduct = text("A product (`deposit`, `verify`, ...; the SDK's Product constants).")
 SDK_HANDOFFS = ("exit-prompt", "authentication-success", "high-latency")
 SDK_LANGUAGES = ("en", "es")
-_STRINGS = {"type": "array", "items": {"type": "string", "minLength": 1}}
-SDK_CONFIG = {
-    "type": "object",
-    "description": "The SDK's configuration (real-service-facts 12): keys the flow does not "
-                   "know are the SDK's own and are ignored.",
-    "properties": {
-        "publicToken": {"type": "string", "minLength": 1,
-                        "description": "Optional here: the token reaches the flow through the "
-                                       "handshake; when both are there they must match."},
-        "scope": {"enum": ["user-link", "pay-link"]},
-        "tasks": {"type": "array", "minItems": 1, "maxItems": 10, "items": {
-            "type": "object",
-            "anyOf": [{"required": ["operation"]}, {"required": ["product"]}],
-            "properties": {"operation": _SDK_PRODUCT,
-                           "product": {**_SDK_PRODUCT, "description": "The SDK docs' name "
-                                                                      "for `operation`."},
-                           **TASK_OPTIONS}}},
-        "product": {**_SDK_PRODUCT, "deprecated": True,
-                    "description": "Deprecated: one task of this product (now `tasks`)."},
-        "distribution": {**DISTRIBUTION, "deprecated": True,
-                         "description": "Deprecated: the split of the top-level `product`."},
-        "additionalProduct": {**_SDK_PRODUCT, "description": "A second task after the first."},
-        "language": {"enum": list(SDK_LANGUAGES), "default": "en"},
-        "handoff": {"type": "array", "uniqueItems": True, "items": {"enum": list(SDK_HANDOFFS)},
-                    "description": "Views the host page shows itself (real-service-facts 13)."},
-        "search": {"type": "object", "description": "Enforced search: the flow's company "
-                   "search keeps to these tags and leaves out the excluded ones.",
-                   "properties": {"tags": _STRINGS, "excludedTags": _STRINGS}},
-        "experiments": {"type": "object", "description": "Feature-flag overrides (accepted; "
-                                                         "the sandbox has none to flip)."},
-        "customer": {"type": "object", "properties": {"name": {"type": "string", "minLength": 1,
-                                                               "maxLength": 100}},
-                     "description": "The app the user connects for: its name in the flow."},
-        "deeplink": {
-            "type": "object",
-            "properties": {
-                "step": {"enum": list(DEEPLINK_STEPS)},
-                "companyId": {"type": "string"},
-                "companyName": {"type": "string", "maxLength": 200},
-                "connectorId": {"type": "string"},
-            },
-        },
-        "theme": {"type": "object", "properties": {
-            "dark": {"type": "boolean", "description": "The flow's dark theme."},
-            "navigationOptions": {
-                "type": "object",
-                "properties": {"showBackButton": {"type": "boolean"},
-                               "showBackButtonText": {"type": "boolean"},
-                               "showCloseButton": {"type": "boolean"}}}}},
-        "linkedAccount": {"type": "string", "minLength": 1},
-        "metadata": {"type": "object", "description": "Customer context: every event of the "
-                                                      "tasks the flow starts carries it."},
-    },
-}
 
-SDK_SESSION_REQUEST = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["config"],
-    "properties": {"config": SDK_CONFIG},
-}
 
-SDK_LOGIN_REQUEST = {
-    "type": "object",
-    "additionalProperties": False,
-    "description": "`username` and `password` are required, except to reconnect a linked "
-                   "account whose session resumes without them (`linkedAccount`, spec: it "
-                   "often does not require re-entering credentials).",
-    "required": ["companyId"],
-    "properties": {
-        "companyId": {"type": "string", "minLength": 1},
-        "username": {"type": "string", "minLength": 1, "maxLength": 200},
-        "password": {"type": "string", "minLength": 1, "maxLength": 200},
-        "tasks": {**TASK_CREATE_REQUEST["properties"]["tasks"]},
-        "linkedAccount": {"type": "string", "minLength": 1},
-        "metadata": {"type": "object"},
-        "paymentMethod": PAYMENT_METHOD,
-        "distribution": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["type"],
-            "properties": {"type": {"enum": ["total", "percent", "fixed"]},
-                           "amount": {"type": "number", "exclusiveMinimum": 0}},
-            "description": "The split chosen on the direct-deposit-setup screen (the real "
-                           "deposit accounts' distributionType and distributionAmount).",
-        },
-        "mfaAnswer": {"type": "string", "minLength": 1, "maxLength": 200,
-                      "description": "The answer to the MFA challenge a previous login returned."},
-    },
-}
+class SdkTask(TaskOptions, forbid_unknown_fields=False, kw_only=True):
+    __schema_extra__ = TaskItem.__schema_extra__
 
-SDK_MFA_CHALLENGE = {
-    "type": "object",
-    "required": ["mfa"],
-    "properties": {"mfa": {
-        "type": "object", "required": ["type", "prompt"],
-        "properties": {"type": {"enum": ["code", "question"]}, "prompt": {"type": "string"}},
-        "description": "The sandbox usernames test-code-mfa and test-question-mfa: answer with "
-                       "`mfaAnswer` (any answer passes) to start the tasks."}},
-}
+    operation: Maybe[SdkProduct] = UNSET
+    product: Maybe[of(SdkProduct, "The SDK docs' name for `operation`.")] = UNSET
 
-SDK_COMPANY_REQUEST = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["companyId"],
-    "properties": {
-        "companyId": {"type": "string", "minLength": 1},
-        "tasks": {**TASK_CREATE_REQUEST["properties"]["tasks"]},
-    },
-}
 
-SDK_LEAVE_REQUEST = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["taskId"],
-    "properties": {"taskId": {"type": "string", "minLength": 1,
-                              "description": "A task the flow started (its workflow is left)."}},
-}
+class SdkSearch(View, kw_only=True):
+    tags: Maybe[Texts] = UNSET
+    excluded_tags: Maybe[Texts] = UNSET
 
-TASKS_QUERY = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "status": {"enum": ["queued", "processing", "completed", "failed"]},
-        "user": {"type": "string", "description": "The user's identifier."},
-        "after": after_cursor("tasks created or moved"),
-        "limit": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 100},
-    },
-}
+
+class SdkCustomer(View, kw_only=True):
+    name: Maybe[of(str, min_length=1, max_length=100)] = UNSET
+
+
+class Deeplink(View, kw_only=True):
+    step: Maybe[choice(*DEEPLINK_STEPS)] = UNSET
+    company_id: Maybe[str] = UNSET
+    company_name: Maybe[of(str, max_length=200)] = UNSET
+    connector_id: Maybe[str] = UNSET
+
+
+class NavigationOptions(View, kw_only=True):
+    show_back_button: Maybe[bool] = UNSET
+    show_back_button_text: Maybe[bool] = UNSET
+    show_close_button: Maybe[bool] = UNSET
+
+
+class Theme(View, kw_only=True):
+    dark: Maybe[of(bool, "The flow's dark theme.")] = UNSET
+    navigation_options: Maybe[NavigationOptions] = UNSET
+
+
+class SdkConfig(View, kw_only=True):
+    """The SDK's configuration (real-service-facts 12): keys the flow does not know are the
+    SDK's own and are ignored."""
+
+    public_token: Maybe[text("Optional here: the token reaches the flow through the handshake; "
+                             "when both are there they must match.")] = UNSET
+    scope: Maybe[choice("user-link", "pay-link")] = UNSET
+    tasks: Maybe[of(list[SdkTask], min_length=1, max_length=10)] = UNSET
+    product: Maybe[of(SdkProduct, "Deprecated: one task of this product (now `tasks`).",
+                      extra_json_schema={"deprecated": True})] = UNSET
+    distribution: Maybe[of(Distribution, "Deprecated: the split of the top-level `product`.",
+                           extra_json_schema={"deprecated": True})] = UNSET
+    additional_product: Maybe[of(SdkProduct, "A second task after the first.")] = UNSET
+    language: choice(*SDK_LANGUAGES) = "en"
+    handoff: Maybe[of(list[choice(*SDK_HANDOFFS)], "Views the host page shows itself "
+                      "(real-service-facts 13).", unique=True)] = UNSET
+    search: Maybe[of(SdkSearch, "Enforced search: the flow's company search keeps to these "
+                     "tags and leaves out the excluded ones.")] = UNSET
+    experiments: Maybe[of(dict[str, Any], "Feature-flag overrides (accepted; the sandbox has "
+                          "none to flip).")] = UNSET
+    customer: Maybe[of(SdkCustomer, "The app the user connects for: its name in the flow.")] = UNSET
+    deeplink: Maybe[Deeplink] = UNSET
+    theme: Maybe[Theme] = UNSET
+    linked_account: Maybe[Text] = UNSET
+    metadata: Maybe[of(dict[str, Any], "Customer context: every event of the tasks the flow "
+                       "starts carries it.")] = UNSET
+
+
+SDK_CONFIG = schema_of(SdkConfig)
+
+
+class SdkSessionRequest(Command, kw_only=True):
+    config: SdkConfig
+
+
+SDK_SESSION_REQUEST = schema_of(SdkSessionRequest)
+
+
+class ChosenDistribution(Command, kw_only=True):
+    """The split chosen on the direct-deposit-setup screen (the real deposit accounts'
+    distributionType and distributionAmount)."""
+
+    type: choice("total", "percent", "fixed")
+    amount: Maybe[of(float, gt=0)] = UNSET
+
+
+class SdkLoginRequest(Command, kw_only=True):
+    """`username` and `password` are required, except to reconnect a linked account whose
+    session resumes without them (`linkedAccount`, spec: it often does not require
+    re-entering credentials)."""
+
+    company_id: Text
+    username: Maybe[Name] = UNSET
+    password: Maybe[Name] = UNSET
+    tasks: Maybe[TaskItems] = UNSET
+    linked_account: Maybe[Text] = UNSET
+    metadata: Maybe[dict[str, Any]] = UNSET
+    payment_method: Maybe[raw(PAYMENT_METHOD)] = UNSET
+    distribution: Maybe[ChosenDistribution] = UNSET
+    mfa_answer: Maybe[of(str, "The answer to the MFA challenge a previous login returned.",
+                         min_length=1, max_length=200)] = UNSET
+
+
+SDK_LOGIN_REQUEST = schema_of(SdkLoginRequest)
+
+
+class MfaPrompt(View, kw_only=True):
+    """The sandbox usernames test-code-mfa and test-question-mfa: answer with `mfaAnswer`
+    (any answer passes) to start the tasks."""
+
+    type: choice("code", "question")
+    prompt: str
+
+
+class SdkMfaChallenge(View, kw_only=True):
+    mfa: MfaPrompt
+
+
+SDK_MFA_CHALLENGE = schema_of(SdkMfaChallenge)
+
+
+class SdkCompanyRequest(Command, kw_only=True):
+    company_id: Text
+    tasks: Maybe[TaskItems] = UNSET
+
+
+SDK_COMPANY_REQUEST = schema_of(SdkCompanyRequest)
+
+
+class SdkLeaveRequest(Command, kw_only=True):
+    task_id: text("A task the flow started (its workflow is left).")
+
+
+SDK_LEAVE_REQUEST = schema_of(SdkLeaveRequest)
+TASK_STATUSES = ["queued", "processing", "completed", "failed"]
+TaskStatus = choice(*TASK_STATUSES)
+
+
+class TasksQuery(Command, kw_only=True):
+    status: Maybe[TaskStatus] = UNSET
+    user: Maybe[of(str, "The user's identifier.")] = UNSET
+    after: Maybe[after_cursor("tasks created or moved")] = UNSET
+    limit: of(int, ge=1, le=10000) = 100
+
+
+TASKS_QUERY = schema_of(TasksQuery)
 
 
 # -- the real service's published operations (docs/spec/real-api-surface.md) ------------
@@ -645,350 +647,331 @@ TASKS_QUERY = {
 # a bare shape there "probably just leaves the wrapper out"); generate-url, which the old
 # docs show bare, answers `url` beside `data` as well.
 
-_STRING = {"type": "string"}
-_DATE_TIME = DATE_TIME  # the one form answers write (schemas/dates.py)
-TASK_STATUSES = ["queued", "processing", "completed", "failed"]
+class SuccessResult(View, kw_only=True):
+    success: bool
 
-SUCCESS = {
-    "type": "object",
-    "required": ["success", "result"],
-    "properties": {"success": {"type": "boolean"},
-                   "result": {"type": "object", "required": ["success"],
-                              "properties": {"success": {"type": "boolean"}}}},
-    "description": "The real service's Success object.",
-}
 
-TASK_FILE = {
-    "type": "object",
-    "required": ["_id", "name", "contentType"],
-    "properties": {"_id": _STRING, "name": _STRING, "contentType": _STRING},
-}
+class Success(View, kw_only=True):
+    """The real service's Success object."""
 
-_REASON = {"enum": list(FAILURE_REASONS)}
+    success: bool
+    result: SuccessResult
+
+
+SUCCESS = schema_of(Success)
+
+
+class TaskFile(View, kw_only=True):
+    id: str = field(name="_id")
+    name: str
+    content_type: str
+
+
+TASK_FILE = schema_of(TaskFile)
+Reason = choice(*FAILURE_REASONS)
 # Spec (Task): authenticationMethod, "For pay-link Tasks: `true-auth`, `smart-auth`"; a task
 # of another scope has none of those values: null.
-_TASK_AUTHENTICATION = {"enum": [*TASK_AUTHENTICATION_METHODS, None],
-                        "description": "A pay-link task's: true-auth or smart-auth. Any "
-                                       "other task's: null."}
+TASK_AUTHENTICATION = ("A pay-link task's: true-auth or smart-auth. Any other task's: null.")
 
-TASK_TRANSITION = {
-    "type": "object",
-    "required": ["status", "at"],
-    "properties": {
-        "status": {"enum": TASK_STATUSES},
-        "previousStatus": {"enum": TASK_STATUSES},
-        "at": _DATE_TIME,
-        "patch": {"type": "boolean",
-                  "description": "A correction of a final status (task-status-patched)."},
-        "reason": _REASON,
-    },
-    "description": "One move of a task; the first is its creation (`queued`, no "
-                   "previousStatus).",
-}
 
-# A task's fields as GET /task/{taskId} shows them (domain/tasks.py: Task.record); the
-# real Task (TASK_DETAILS) and the answers that name a task take theirs from here.
-_TASK_FIELDS = {
-    "id": _STRING,
-    "taskWorkflow": _STRING,
-    "status": {"enum": TASK_STATUSES},
-    "previousStatus": {"enum": [None, "queued", "processing", "failed"]},
-    "product": _STRING,
-    "company": {**_STRING, "description": "The company's `_id`."},
-    "user": {**USER, "required": ["_id", "identifier", "connected"]},
-    "authenticated": {"type": "boolean"},
-    "authenticationMethod": _TASK_AUTHENTICATION,
-    "scenario": {**_STRING, "description": "The scenario that drives it (`trigger`: a task "
-                                           "made for POST /_sandbox/events/trigger)."},
-    "createdAt": _DATE_TIME,
-    "history": {"type": "array", "minItems": 1, "items": TASK_TRANSITION,
-                "description": "Every transition, oldest first."},
-    "reason": {**_REASON, "description": "The failure reason, when failed."},
-    **step_field_schemas(),  # flow, meta, ... (domain/task_fields.py)
-    "metadata": _METADATA,
-    "paymentMethod": WRITTEN_PAYMENT_METHOD,
-    "linkedAccount": {**_STRING, "description": "The linked account a refresh acts on."},
-    "distribution": DISTRIBUTION,
-    "onComplete": TASK_OPTIONS["onComplete"],
-    "onFail": TASK_OPTIONS["onFail"],
-}
-_OPTIONAL_TASK_FIELDS = ("reason", *STEP_FIELDS, "metadata", "paymentMethod",
-                         "linkedAccount", "distribution", "onComplete", "onFail")
+class TaskTransition(View, kw_only=True):
+    """One move of a task; the first is its creation (`queued`, no previousStatus)."""
 
-TASK_RECORD = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": [name for name in _TASK_FIELDS if name not in _OPTIONAL_TASK_FIELDS],
-    "properties": _TASK_FIELDS,
-    "description": "A task: its outcome and every transition it made (`onComplete` and "
-                   "`onFail` only when one of them is not `continue`).",
-}
+    status: TaskStatus
+    previous_status: Maybe[TaskStatus] = UNSET
+    at: DateTime
+    patch: Maybe[of(bool, "A correction of a final status (task-status-patched).")] = UNSET
+    reason: Maybe[Reason] = UNSET
 
-TASK_CREATED = {
-    "type": "object",
-    "required": ["id", "status", "taskWorkflow", "tasks"],
-    "properties": {
-        "id": _STRING, "status": {"const": "queued"}, "taskWorkflow": _STRING,
-        "tasks": {"type": "array", "minItems": 1, "items": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["id", "product", "status", "scenario"],
-            "properties": {name: _TASK_FIELDS[name]
-                           for name in ("id", "product", "status", "scenario")}},
-            "description": "Every task started (one after a task whose onComplete or onFail "
-                           "is `finish` starts when that one ends)."},
-    },
-}
 
-_REAL_TASK_FIELDS = {
-    "_id": _STRING,
-    "status": _TASK_FIELDS["status"],
-    "product": _STRING,
-    "authentication": {**_TASK_AUTHENTICATION,
-                       "description": "The task's authenticationMethod, by the real Task's "
-                                      "name (null: not a pay-link task)."},
-    "company": {**SEARCH_COMPANY, "required": ["_id"],
-                "description": "The Company (a company deleted since: its `_id` only)."},
-    "payrollDataAvailable": {
-        "type": "boolean",
-        "description": "The task completed and left payroll data to read: a completed "
-                       "deposit or verify task (or a refresh) whose linked account holds "
-                       "data (not deleted as PII)."},
-    "createdAt": _DATE_TIME,
-}
-_SANDBOX_TASK_FIELDS = {name: spec for name, spec in _TASK_FIELDS.items()
-                        if name not in ("id", "company")}
-TASK_DETAILS = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": list(dict.fromkeys([
-        *_REAL_TASK_FIELDS,
-        *(name for name in TASK_RECORD["required"] if name in _SANDBOX_TASK_FIELDS),
-        "files"])),
-    "properties": {
-        **_REAL_TASK_FIELDS,
-        "failReason": {**_REASON, "description": "The failure reason, when failed."},
-        **_SANDBOX_TASK_FIELDS,
-        "files": {"type": "array", "items": TASK_FILE,
-                  "description": "The task's files (GET /task/{taskId}/file/{fileId}/generate-url)."},
-    },
-    "description": "The real service's Task, with the sandbox's fields (GET /task/{taskId}) "
-                   "beside it.",
-}
+TASK_TRANSITION = schema_of(TaskTransition)
+_STEP_FIELDS = step_field_schemas()  # flow, meta, ... (domain/task_fields.py)
 
-TASK_STATUS = {
-    "type": "object",
-    "required": ["task"],
-    "properties": {"task": {
-        "type": "object",
-        "required": ["createdAt", "status", "payrollDataAvailable"],
-        "properties": {"createdAt": _DATE_TIME, "status": {"enum": TASK_STATUSES},
-                       "payrollDataAvailable": {"type": "boolean"},
-                       "failReason": {**_STRING, "description": "Present when failed."}},
-    }},
-}
 
-TASK_WORKFLOW_REQUEST = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["linkedAccount", "tasks"],
-    "properties": {
-        "linkedAccount": {"type": "string", "minLength": 1,
-                          "description": "The linked account to act on (pull refresh)."},
-        "tasks": {
-            "type": "array", "minItems": 1, "maxItems": 10,
-            "items": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["operation"],
-                "properties": {"operation": {"enum": ["deposit", "verify", "tax"]},
-                               "metadata": _METADATA, **TASK_OPTIONS},
-            },
-        },
-        "metadata": _METADATA,
-        "scenario": TASK_CREATE_REQUEST["properties"]["scenario"],
-    },
-}
+class TaskUser(User, kw_only=True):
+    connected: bool
 
-TASK_WORKFLOW_CREATED = {
-    "type": "object",
-    "required": ["task", "taskWorkflow"],
-    "properties": {"task": TASK_DETAILS, "taskWorkflow": _STRING},
-}
 
-PRESCREEN_REQUEST = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["company", "product"],
-    "properties": {
-        "company": {
-            "type": "object",
-            "additionalProperties": False,
-            "minProperties": 1,
-            "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 200,
-                                    "pattern": r"\S"},
-                           "id": {"type": "string", "minLength": 1}},
-            "description": "The employer: its `_id` (`id`), or its name (the exact name, "
-                           "case and punctuation aside).",
-        },
-        "product": {"enum": ["deposit", "verify", "tax"]},
-    },
-}
+class TaskFields(Command, kw_only=True):
+    # A task's fields as GET /task/{taskId} shows them (domain/tasks.py: Task.record), but
+    # `id` and `company`: the real Task (TaskDetails) takes its own.
+    task_workflow: str
+    status: TaskStatus
+    previous_status: choice(None, "queued", "processing", "failed")
+    product: str
+    user: TaskUser
+    authenticated: bool
+    authentication_method: choice(*TASK_AUTHENTICATION_METHODS, None,
+                                  description=TASK_AUTHENTICATION)
+    scenario: of(str, "The scenario that drives it (`trigger`: a task made for POST "
+                 "/_sandbox/events/trigger).")
+    created_at: DateTime
+    history: of(list[TaskTransition], "Every transition, oldest first.", min_length=1)
+    reason: Maybe[of(Reason, "The failure reason, when failed.")] = UNSET
+    flow: Maybe[raw(_STEP_FIELDS["flow"])] = UNSET
+    meta: Maybe[raw(_STEP_FIELDS["meta"])] = UNSET
+    metadata: Maybe[Metadata] = UNSET
+    payment_method: Maybe[raw(WRITTEN_PAYMENT_METHOD)] = UNSET
+    linked_account: Maybe[of(str, "The linked account a refresh acts on.")] = UNSET
+    distribution: Maybe[Distribution] = UNSET
+    on_complete: Maybe[of(next_step(ON_COMPLETE), extra_json_schema={"default": CONTINUE})] = UNSET
+    on_fail: Maybe[of(next_step(ON_FAIL), extra_json_schema={"default": CONTINUE})] = UNSET
 
-PRESCREEN = {
-    "type": "object",
-    "required": ["confidence"],
-    "properties": {
-        "confidence": {"enum": ["HIGH", "LOW"]},
-        "companyId": {"type": ["string", "null"],
-                      "description": "The company the request named, if the catalog has it."},
-    },
-    "description": "HIGH when the company is known, operational, offers the product, has "
-                   "headless (username and password) authentication, and the account's "
-                   "manual-deposit rule does not cover it; LOW otherwise.",
-}
 
-FILE_URL = {
-    "type": "object",
-    "required": ["url"],
-    "properties": {"url": {"type": "string", "pattern": "^https?://"}, "expiresAt": _DATE_TIME},
-}
+class TaskRecord(TaskFields, kw_only=True):
+    """A task: its outcome and every transition it made (`onComplete` and `onFail` only when
+    one of them is not `continue`)."""
 
-FILE_QUERY = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["tenant", "expires", "signature"],
-    "properties": {"tenant": {"type": "string", "minLength": 1},
-                   "expires": {"type": "integer", "minimum": 0, "maximum": 253_402_300_799},
-                   "signature": {"type": "string", "pattern": "^[0-9a-f]{64}$"}},
-}
+    id: str
+    company: of(str, "The company's `_id`.")
 
-_BANK_ACCOUNT = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "_id": {"type": "string", "minLength": 1, "maxLength": 100},
-        "title": {"type": "string", "maxLength": 200},
-        "accountNumber": {"type": "string", "pattern": r"^[0-9]{4,17}$",
-                          "description": "Only its last four digits are kept."},
-        "routingNumber": {"type": "string", "pattern": r"^[0-9]{9}$"},
-        "accountType": {"enum": ["checking", "savings"]},
-        "externalId": {"type": "string", "maxLength": 200},
-    },
-}
-_CARD = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "_id": {"type": "string", "minLength": 1, "maxLength": 100},
-        "title": {"type": "string", "maxLength": 200},
-        "brand": {"type": "string", "maxLength": 50},
-        "lastFour": {"type": "string", "pattern": r"^[0-9]{4}$"},
-        "expiry": {"type": "string", "format": "date-time"},
-        "externalId": {"type": "string", "maxLength": 200},
-    },
-}
-USER_REQUEST = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["identifier"],
-    "properties": {
-        "identifier": ACCESS_TOKEN_REQUEST["properties"]["identifier"],
-        "data": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {
-                "bankAccounts": {"type": "array", "maxItems": 20, "items": _BANK_ACCOUNT},
-                "cards": {"type": "array", "maxItems": 20, "items": _CARD},
-            },
-            "description": "The destination accounts and cards a task workflow can offer the "
-                           "user; replaces what was stored (absent: none).",
-        },
-    },
-}
 
-USER_TASKS_QUERY = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "status": {"enum": TASK_STATUSES},
-        "payrollDataAvailable": {"enum": ["true", "false"]},
-    },
-}
+TASK_RECORD = schema_of(TaskRecord)
 
-STORED_PAYMENT_METHODS = {
-    "type": "object",
-    "required": ["identifier", "bankAccounts", "cards"],
-    "properties": {"identifier": _STRING,
-                   "bankAccounts": {"type": "array", "items": WRITTEN_PAYMENT_METHOD},
-                   "cards": {"type": "array", "items": WRITTEN_PAYMENT_METHOD}},
-}
 
-WEBHOOK_ENDPOINT_REQUEST = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["url", "eventTypes"],
-    "properties": {
-        "url": WEBHOOK_ENDPOINTS_REQUEST["properties"]["endpoints"]["items"]["properties"]["url"],
-        "eventTypes": {"type": "array", "minItems": 1, "uniqueItems": True,
-                       "items": {"type": "string", "x-names": EVENT_TYPES}},
-        "secretId": {"type": "string", "minLength": 1,
-                     "description": "A signing secret (GET /secrets) to sign this endpoint's "
-                                    "webhooks with, instead of the API secret."},
-    },
-}
+class StartedTask(Command, kw_only=True):
+    id: str
+    product: str
+    status: TaskStatus
+    scenario: str
 
-WEBHOOK_ENDPOINT = {
-    "type": "object",
-    "required": ["_id", "url", "eventTypes"],
-    "properties": {"_id": _STRING, "url": _STRING,
-                   "eventTypes": {"type": "array", "items": _STRING}},
-}
 
-SECRET_REQUEST = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["name"],
-    "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 200}},
-}
+class TaskCreated(View, kw_only=True):
+    id: str
+    status: choice("queued")
+    task_workflow: str
+    tasks: of(list[StartedTask], "Every task started (one after a task whose onComplete or "
+              "onFail is `finish` starts when that one ends).", min_length=1)
 
-SECRET = {
-    "type": "object",
-    "required": ["_id", "name", "token", "createdAt"],
-    "properties": {"_id": _STRING, "name": _STRING, "token": _STRING, "createdAt": _DATE_TIME},
-}
 
-PAY_LINK_ACTION = {
-    "type": "object",
-    "required": ["type", "product"],
-    "properties": {
-        "type": {"enum": ["connect-account", "refresh", "view-account", "pause-plan",
-                          "change-plan", "switch", "pay-now"],
-                 "description": "The flow a task runs for it (spec: Task, flow)."},
-        "product": _STRING,
-        "actionId": _STRING,
-    },
-}
+TASK_CREATED = schema_of(TaskCreated)
 
-PAY_LINK_ACCOUNTS = {
-    "type": "object",
-    "required": ["accounts"],
-    "properties": {"accounts": {"type": "array", "items": {
-        "type": "object",
-        "required": ["_id", "company", "actions", "bills", "updatedAt"],
-        "properties": {
-            "_id": _STRING,
-            "company": COMPANY_SUMMARY,
-            "actions": {"type": "array", "items": PAY_LINK_ACTION},
-            "bills": {"type": "array", "items": {
-                "type": "object",
-                "required": ["_id", "name", "actions"],
-                "properties": {"_id": _STRING, "name": _STRING,
-                               "actions": {"type": "array", "items": PAY_LINK_ACTION}}}},
-            "paymentMethod": WRITTEN_PAYMENT_METHOD,
-            "updatedAt": _DATE_TIME,
-        }}}},
-}
+
+class TaskCompany(SearchCompany, kw_only=True):
+    """The Company (a company deleted since: its `_id` only)."""
+
+    name: Maybe[Name] = UNSET
+    status: Maybe[choice(*COMPANY_STATUSES)] = UNSET
+    branding: Maybe[Branding] = UNSET
+    tags: Maybe[list[Tag]] = UNSET
+    connector: Maybe[SearchConnector] = UNSET
+
+
+class TaskDetails(TaskFields, kw_only=True):
+    """The real service's Task, with the sandbox's fields (GET /task/{taskId}) beside it."""
+
+    id: str = field(name="_id")
+    product: str
+    authentication: choice(*TASK_AUTHENTICATION_METHODS, None, description="The task's "
+                           "authenticationMethod, by the real Task's name (null: not a "
+                           "pay-link task).")
+    company: TaskCompany
+    payroll_data_available: of(bool, "The task completed and left payroll data to read: a "
+                               "completed deposit or verify task (or a refresh) whose linked "
+                               "account holds data (not deleted as PII).")
+    fail_reason: Maybe[of(Reason, "The failure reason, when failed.")] = UNSET
+    files: of(list[TaskFile], "The task's files "
+              "(GET /task/{taskId}/file/{fileId}/generate-url).")
+
+
+TASK_DETAILS = schema_of(TaskDetails)
+
+
+class StatusOfTask(View, kw_only=True):
+    created_at: DateTime
+    status: TaskStatus
+    payroll_data_available: bool
+    fail_reason: Maybe[of(str, "Present when failed.")] = UNSET
+
+
+class TaskStatusAnswer(View, kw_only=True):
+    task: StatusOfTask
+
+
+TASK_STATUS = schema_of(TaskStatusAnswer)
+
+
+class WorkflowTask(TaskOptions, kw_only=True):
+    operation: choice("deposit", "verify", "tax")
+    metadata: Maybe[Metadata] = UNSET
+
+
+class TaskWorkflowRequest(Command, kw_only=True):
+    linked_account: text("The linked account to act on (pull refresh).")
+    tasks: of(list[WorkflowTask], min_length=1, max_length=10)
+    metadata: Maybe[Metadata] = UNSET
+    scenario: Maybe[Scenario] = UNSET
+
+
+TASK_WORKFLOW_REQUEST = schema_of(TaskWorkflowRequest)
+
+
+class TaskWorkflowCreated(View, kw_only=True):
+    task: TaskDetails
+    task_workflow: str
+
+
+TASK_WORKFLOW_CREATED = schema_of(TaskWorkflowCreated)
+
+
+class PrescreenCompany(Command, kw_only=True):
+    """The employer: its `_id` (`id`), or its name (the exact name, case and punctuation
+    aside)."""
+
+    __schema_extra__ = {"minProperties": 1}
+
+    name: Maybe[of(str, min_length=1, max_length=200, pattern=r"\S")] = UNSET
+    id: Maybe[Text] = UNSET
+
+
+class PrescreenRequest(Command, kw_only=True):
+    company: PrescreenCompany
+    product: choice("deposit", "verify", "tax")
+
+
+PRESCREEN_REQUEST = schema_of(PrescreenRequest)
+
+
+class Prescreen(View, kw_only=True):
+    """HIGH when the company is known, operational, offers the product, has headless
+    (username and password) authentication, and the account's manual-deposit rule does not
+    cover it; LOW otherwise."""
+
+    confidence: choice("HIGH", "LOW")
+    company_id: Maybe[of(str | None, "The company the request named, if the catalog has it.")
+                      ] = UNSET
+
+
+PRESCREEN = schema_of(Prescreen)
+
+
+class FileUrl(View, kw_only=True):
+    url: of(str, pattern="^https?://")
+    expires_at: Maybe[DateTime] = UNSET
+
+
+FILE_URL = schema_of(FileUrl)
+
+
+class FileQuery(Command, kw_only=True):
+    tenant: Text
+    expires: of(int, ge=0, le=253_402_300_799)
+    signature: of(str, pattern="^[0-9a-f]{64}$")
+
+
+FILE_QUERY = schema_of(FileQuery)
+
+
+class OwnMethod(Command, kw_only=True):
+    # A destination a user stores (POST /user): a bank account or a card.
+    id: Maybe[of(str, min_length=1, max_length=100)] = field(default=UNSET, name="_id")
+    title: Maybe[of(str, max_length=200)] = UNSET
+    external_id: Maybe[of(str, max_length=200)] = UNSET
+
+
+class OwnBankAccount(OwnMethod, kw_only=True):
+    account_number: Maybe[of(str, "Only its last four digits are kept.",
+                             pattern=r"^[0-9]{4,17}$")] = UNSET
+    routing_number: Maybe[of(str, pattern=r"^[0-9]{9}$")] = UNSET
+    account_type: Maybe[choice("checking", "savings")] = UNSET
+
+
+class OwnCard(OwnMethod, kw_only=True):
+    brand: Maybe[of(str, max_length=50)] = UNSET
+    last_four: Maybe[of(str, pattern=r"^[0-9]{4}$")] = UNSET
+    expiry: Maybe[AnyDateTime] = UNSET
+
+
+class OwnMethods(Command, kw_only=True):
+    """The destination accounts and cards a task workflow can offer the user; replaces what
+    was stored (absent: none)."""
+
+    bank_accounts: Maybe[of(list[OwnBankAccount], max_length=20)] = UNSET
+    cards: Maybe[of(list[OwnCard], max_length=20)] = UNSET
+
+
+class UserRequest(Command, kw_only=True):
+    identifier: Identifier
+    data: Maybe[OwnMethods] = UNSET
+
+
+USER_REQUEST = schema_of(UserRequest)
+
+
+class UserTasksQuery(Command, kw_only=True):
+    status: Maybe[TaskStatus] = UNSET
+    payroll_data_available: Maybe[choice("true", "false")] = UNSET
+
+
+USER_TASKS_QUERY = schema_of(UserTasksQuery)
+WrittenMethods = list[raw(WRITTEN_PAYMENT_METHOD)]
+
+
+class StoredPaymentMethods(View, kw_only=True):
+    identifier: str
+    bank_accounts: WrittenMethods
+    cards: WrittenMethods
+
+
+STORED_PAYMENT_METHODS = schema_of(StoredPaymentMethods)
+
+
+class WebhookEndpoint(View, kw_only=True):
+    id: str = field(name="_id")
+    url: str
+    event_types: list[str]
+
+
+WEBHOOK_ENDPOINT = schema_of(WebhookEndpoint)
+
+
+class SecretRequest(Command, kw_only=True):
+    name: Name
+
+
+SECRET_REQUEST = schema_of(SecretRequest)
+
+
+class Secret(View, kw_only=True):
+    id: str = field(name="_id")
+    name: str
+    token: str
+    created_at: DateTime
+
+
+SECRET = schema_of(Secret)
+
+
+class PayLinkAction(View, kw_only=True):
+    type: choice("connect-account", "refresh", "view-account", "pause-plan", "change-plan",
+                 "switch", "pay-now", description="The flow a task runs for it (spec: Task, flow).")
+    product: str
+    action_id: Maybe[str] = UNSET
+
+
+PAY_LINK_ACTION = schema_of(PayLinkAction)
+
+
+class Bill(View, kw_only=True):
+    id: str = field(name="_id")
+    name: str
+    actions: list[PayLinkAction]
+
+
+class PayLinkAccount(View, kw_only=True):
+    id: str = field(name="_id")
+    company: CompanySummary
+    actions: list[PayLinkAction]
+    bills: list[Bill]
+    payment_method: Maybe[raw(WRITTEN_PAYMENT_METHOD)] = UNSET
+    updated_at: DateTime
+
+
+class PayLinkAccounts(View, kw_only=True):
+    accounts: list[PayLinkAccount]
+
+
+PAY_LINK_ACCOUNTS = schema_of(PayLinkAccounts)
 
 
 # How a snapshot writes the state these operations add (snapshot.py: Record shapes), so
@@ -1002,25 +985,27 @@ TASK_SNAPSHOT_SHAPES = {
     "onComplete": {"enum": [CONTINUE, FINISH]},
     "onFail": {"enum": [CONTINUE, FINISH]},
 }
-WORKFLOW_SNAPSHOT_SHAPES = {"pending": {"type": "array", "items": {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["product", "onComplete", "onFail", "scenario"],
-    "properties": {"product": {"type": "string", "minLength": 1},
-                   "metadata": {"type": ["object", "null"]},
-                   "paymentMethod": {"anyOf": [PAYMENT_METHOD, _OPTIONAL]},
-                   "distribution": {"anyOf": [DISTRIBUTION, _OPTIONAL]},
-                   "onComplete": {"enum": [CONTINUE, FINISH]},
-                   "onFail": {"enum": [CONTINUE, FINISH]},
-                   "scenario": {"type": "string", "minLength": 1}},
-}}}
-USER_SNAPSHOT_SHAPES = {"paymentMethods": {"anyOf": [_OPTIONAL, {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["bankAccounts", "cards"],
-    "properties": {"bankAccounts": {"type": "array", "maxItems": 20, "items": PAYMENT_METHOD},
-                   "cards": {"type": "array", "maxItems": 20, "items": PAYMENT_METHOD}},
-}]}}
+
+
+class PendingTask(Command, kw_only=True):
+    product: Text
+    metadata: Maybe[dict[str, Any] | None] = UNSET
+    payment_method: Maybe[raw({"anyOf": [PAYMENT_METHOD, _OPTIONAL]})] = UNSET
+    distribution: Maybe[Distribution | None] = UNSET
+    on_complete: choice(CONTINUE, FINISH)
+    on_fail: choice(CONTINUE, FINISH)
+    scenario: Text
+
+
+WORKFLOW_SNAPSHOT_SHAPES = {"pending": schema_of(list[PendingTask])}
+
+
+class StoredMethods(Command, kw_only=True):
+    bank_accounts: of(list[raw(PAYMENT_METHOD)], max_length=20)
+    cards: of(list[raw(PAYMENT_METHOD)], max_length=20)
+
+
+USER_SNAPSHOT_SHAPES = {"paymentMethods": schema_of(StoredMethods | None)}
 
 
 # -- what the document adds to the enforced schemas ----------------------------------------

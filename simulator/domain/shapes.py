@@ -1,0 +1,139 @@
+"""Shapes declared once, as msgspec structs: a body a request sends (`Command`) or an answer
+shows (`View`) is a typed struct whose fields carry their constraints (`Meta(ge=...,
+max_length=..., pattern=...)`, `choice(...)`) and whose JSON names come from the struct's
+camelCase rename. The JSON Schema the server enforces and `/openapi.json` publishes is
+derived from it (`schema_of`), and a checked body decodes into it (`decoded`), so a field
+is written in one place.
+
+What no annotation says (fields that exclude each other, `minProperties`, the names only
+the running app knows) is the struct's `__schema_extra__`, merged into its object schema.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union
+
+import msgspec
+from msgspec import UNSET, Meta, UnsetType, field
+
+__all__ = ["UNSET", "Command", "Maybe", "Meta", "View", "choice", "decoded", "field",
+           "names", "of", "raw", "schema_of"]
+
+T = TypeVar("T")
+Maybe = Union[T, UnsetType]  # an optional field: absent (UNSET) or a value, never null
+
+
+class View(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
+    """An object an answer shows: fields in camelCase, other fields allowed."""
+
+    __schema_extra__: ClassVar[dict[str, Any]] = {}
+
+
+class Command(View, forbid_unknown_fields=True):
+    """An object a request sends: fields in camelCase and no others."""
+
+
+def of(kind: Any, description: str | None = None, *, unique: bool = False,
+       **meta: Any) -> Any:
+    """`kind` with its constraints (msgspec's Meta: ge, le, min_length, pattern, ...), its
+    description, and `unique` items for a list that keeps its order (a set would not)."""
+    extra = {**meta.pop("extra_json_schema", {}), **({"uniqueItems": True} if unique else {})}
+    if description is not None:
+        meta["description"] = description
+    return Annotated[kind, Meta(**meta, **({"extra_json_schema": extra} if extra else {}))]
+
+
+def raw(schema: dict[str, Any]) -> Any:
+    """Any JSON value, checked by a schema written by hand (a project file's, such as a
+    payment method or a company, which the fixtures and scenario files share)."""
+    return Annotated[Any, Meta(extra_json_schema=schema)]
+
+
+def choice(*values: Any, **meta: Any) -> Any:
+    """A field that takes one of `values`, published in this order (msgspec sorts a
+    Literal's)."""
+    extra = {**meta.pop("extra_json_schema", {}), _ORDER: list(values)}
+    return Annotated[Literal[values], Meta(extra_json_schema=extra, **meta)]
+
+
+def names(kind: str, **meta: Any) -> Meta:
+    """A string's Meta for names only the running app knows (`x-names`: openapi.py lists
+    them; the server refuses others with its own code)."""
+    return Meta(extra_json_schema={"x-names": kind, **meta.pop("extra_json_schema", {})}, **meta)
+
+
+_ORDER = "x-enum-order"  # choice's values in order, put back as `enum` (_inlined)
+_SCHEMAS: dict[Any, dict[str, Any]] = {}
+
+
+def schema_of(shape: Any) -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a struct or annotated type, every object inline
+    (no `$ref`), without msgspec's titles. Made once per shape; each call gives a copy."""
+    made = _SCHEMAS.get(shape)
+    if made is None:
+        (top,), components = msgspec.json.schema_components(
+            [shape], ref_template="#/$defs/{name}")
+        # A struct's docstring is its description, as one paragraph.
+        extras = {name: {**getattr(struct, "__schema_extra__", {}), **(
+                      {"description": " ".join(struct.__doc__.split())} if struct.__doc__ else {})}
+                  for name, struct in _structs(shape).items()}
+        made = _SCHEMAS[shape] = _inlined(top, components, extras)
+    return copy.deepcopy(made)
+
+
+def _structs(shape: Any) -> dict[str, Any]:
+    """Every struct type reachable from `shape`, by the name msgspec gives its component."""
+    found: dict[str, Any] = {}
+    stack = [msgspec.inspect.type_info(shape)]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, msgspec.inspect.StructType):
+            if node.cls.__name__ in found:
+                continue
+            found[node.cls.__name__] = node.cls
+            stack += [f.type for f in node.fields]
+        for attr in ("type", "item_type", "key_type", "value_type"):
+            inner = getattr(node, attr, None)
+            if isinstance(inner, msgspec.inspect.Type):
+                stack.append(inner)
+        stack += [*getattr(node, "types", ()), *getattr(node, "item_types", ())]
+    return found
+
+
+def _inlined(schema: Any, components: dict[str, Any], extras: dict[str, Any]) -> Any:
+    """`schema` with each `$ref` replaced by its component (and the struct's extras), and
+    without msgspec's titles."""
+    if isinstance(schema, list):
+        return [_inlined(item, components, extras) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    ref = schema.get("$ref")
+    if ref is not None:
+        name = ref.rsplit("/", 1)[1]
+        rest = {k: v for k, v in schema.items() if k != "$ref"}
+        return _inlined({**components[name], **extras.get(name, {}), **rest}, components, extras)
+    if _ORDER in schema:
+        schema = {**schema, "enum": schema[_ORDER]}
+        del schema[_ORDER]
+    either = schema.get("anyOf")
+    if either and len(either) == 2 and {"type": "null"} in either:
+        # X | None, said as JSON Schema says it: `"type": [X's type, "null"]`.
+        value = either[0] if either[1] == {"type": "null"} else either[1]
+        if isinstance(value.get("type"), str) and "$ref" not in value and "enum" not in value:
+            rest = {k: v for k, v in schema.items() if k != "anyOf"}
+            schema = {**value, **rest, "type": [value["type"], "null"]}
+    inlined = {}
+    for key, value in schema.items():
+        if key in ("properties", "$defs", "dependentSchemas", "patternProperties"):
+            inlined[key] = {name: _inlined(sub, components, extras) for name, sub in value.items()}
+        elif key in ("enum", "const", "default", "examples", "dependentRequired"):
+            inlined[key] = value
+        elif key != "title" and not (key == "required" and value == []):
+            inlined[key] = _inlined(value, components, extras)
+    return inlined
+
+
+def decoded(body: Any, shape: type[T]) -> T:
+    """A body its schema has checked, as the struct (no second check of its own fields)."""
+    return msgspec.convert(body, shape)
