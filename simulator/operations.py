@@ -24,6 +24,7 @@ from typing import Any
 
 from aiohttp import web
 
+from .domain.shapes import schema_of
 from .errors import ApiError
 from .static import static_text
 
@@ -84,9 +85,11 @@ class Operation:
     # The real API's default (real-api-surface.md, Conventions): API key and secret; an
     # operation the end user's public token may call says so.
     auth: Auth = Auth.API_KEYS
-    body: dict[str, Any] | None = None       # JSON Schema of the request body
-    query: dict[str, Any] | None = None      # JSON Schema of the query parameters
-    response: dict[str, Any] | None = None   # JSON Schema of `data`
+    # JSON Schemas (`operation` takes a struct's, derived) of the request body, the query
+    # parameters and `data`
+    body: dict[str, Any] | None = None
+    query: dict[str, Any] | None = None
+    response: dict[str, Any] | None = None
     envelope: dict[str, Any] = field(default_factory=dict)  # fields beside `data`: schemas
     status: int = 200
     errors: tuple[int, ...] = ()             # besides 401 (auth), 413 and 422 (body, query)
@@ -132,8 +135,12 @@ def operation(method: str, path: str, summary: str, **declared: Any) -> Callable
     `@operation("POST", "/task/create", "Create a task", body=TASK_CREATE_REQUEST)`."""
 
     def declare(handler: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+        # A shape given as its struct (domain/shapes.py) is declared by its derived schema.
+        schemas = {key: value if value is None or isinstance(value, dict) else schema_of(value)
+                   for key, value in declared.items() if key in ("body", "query", "response")}
         OPERATIONS.append(Operation(method, path, handler, summary,
-                                    description=inspect.getdoc(handler) or "", **declared))
+                                    description=inspect.getdoc(handler) or "",
+                                    **{**declared, **schemas}))
         return handler
 
     return declare

@@ -11,14 +11,13 @@ the running app knows) is the struct's `__schema_extra__`, merged into its objec
 
 from __future__ import annotations
 
-import copy
 from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType, field
 
 __all__ = ["UNSET", "Command", "Maybe", "Meta", "View", "choice", "decoded", "field",
-           "names", "of", "raw", "schema_of"]
+           "of", "raw", "schema_of"]
 
 T = TypeVar("T")
 Maybe = Union[T, UnsetType]  # an optional field: absent (UNSET) or a value, never null
@@ -57,19 +56,14 @@ def choice(*values: Any, **meta: Any) -> Any:
     return Annotated[Literal[values], Meta(extra_json_schema=extra, **meta)]
 
 
-def names(kind: str, **meta: Any) -> Meta:
-    """A string's Meta for names only the running app knows (`x-names`: openapi.py lists
-    them; the server refuses others with its own code)."""
-    return Meta(extra_json_schema={"x-names": kind, **meta.pop("extra_json_schema", {})}, **meta)
-
-
 _ORDER = "x-enum-order"  # choice's values in order, put back as `enum` (_inlined)
 _SCHEMAS: dict[Any, dict[str, Any]] = {}
 
 
 def schema_of(shape: Any) -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of a struct or annotated type, every object inline
-    (no `$ref`), without msgspec's titles. Made once per shape; each call gives a copy."""
+    (no `$ref`), without msgspec's titles. Made once per shape: every call gives the same
+    object (read it, never change it: copy it to make another)."""
     made = _SCHEMAS.get(shape)
     if made is None:
         (top,), components = msgspec.json.schema_components(
@@ -79,7 +73,7 @@ def schema_of(shape: Any) -> dict[str, Any]:
                       {"description": " ".join(struct.__doc__.split())} if struct.__doc__ else {})}
                   for name, struct in _structs(shape).items()}
         made = _SCHEMAS[shape] = _inlined(top, components, extras)
-    return copy.deepcopy(made)
+    return made
 
 
 def _structs(shape: Any) -> dict[str, Any]:

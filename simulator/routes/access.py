@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from ..domain.identity import DEFAULT_TOKEN_LIFETIME, token_record
 from ..domain.users import success
-from ..schemas.api import ACCESS_TOKEN, ACCESS_TOKEN_REQUEST, SUCCESS
+from ..schemas.api import AccessToken, ACCESS_TOKEN_REQUEST, Success
 from ..operations import Auth, operation
 
 
 @operation("POST", "/access-token", "Create a user's public token (and the user, if new)",
-           auth=Auth.API_KEYS, body=ACCESS_TOKEN_REQUEST, response=ACCESS_TOKEN, errors=(400, 429))
+           auth=Auth.API_KEYS, body=ACCESS_TOKEN_REQUEST, response=AccessToken, errors=(400, 429))
 async def access_token(tenant, body) -> dict:
     token = tenant.identity.create_access_token(body["identifier"],
                                 body.get("tokenLifetime", DEFAULT_TOKEN_LIFETIME))
@@ -18,7 +18,7 @@ async def access_token(tenant, body) -> dict:
 
 
 @operation("PUT", "/access-token/{publicToken}/revoke", "Revoke a public token at once",
-           auth=Auth.API_KEYS, response=SUCCESS,
+           auth=Auth.API_KEYS, response=Success,
            errors=(404,))
 async def revoke(tenant, params) -> dict:
     tenant.identity.revoke(params["publicToken"])

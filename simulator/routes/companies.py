@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..domain.companies import full_record, search_record
 from ..domain.search import SearchQuery, company_filter, search_companies
-from ..schemas.api import COMPANY_LIST_QUERY, SEARCH_REQUEST
+from ..schemas.api import CompanyListQuery, SEARCH_REQUEST
 from ..operations import Auth, Reply, operation
 
 SEARCH_COMPANIES = {"type": "array", "items": {"$ref": "#/components/schemas/SearchCompany"}}
@@ -22,7 +22,7 @@ async def search(tenant, body) -> list:
 
 
 @operation("GET", "/company/list", "List the catalog (disabled companies too)",
-           query=COMPANY_LIST_QUERY,
+           query=CompanyListQuery,
            response=COMPANIES, envelope={"total": {"type": "integer"}})
 async def list_companies(tenant, query) -> Reply:
     keep = company_filter(tenant.manual_deposits, include_disabled=True,

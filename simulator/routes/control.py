@@ -12,11 +12,11 @@ from ..domain import company_admin
 from ..domain.changes import EVENT, TASK
 from ..domain.companies import full_record
 from ..errors import ValidationFailed, field_detail
-from ..schemas.api import (CARD_TOKEN_RECREATION_REQUEST, CLOCK_ADVANCE_REQUEST,
-                           COMPANY_CREATE_REQUEST, COMPANY_STATUS_REQUEST, COMPANY_UPDATE_REQUEST,
-                           EVENTS_QUERY, JOURNAL_QUERY, PROFILE_BINDING_REQUEST,
+from ..schemas.api import (CARD_TOKEN_RECREATION_REQUEST, ClockAdvanceRequest,
+                           COMPANY_CREATE_REQUEST, CompanyStatusRequest, COMPANY_UPDATE_REQUEST,
+                           EVENTS_QUERY, JournalQuery, ProfileBindingRequest,
                            SCENARIO_BINDING_REQUEST, TASK_RECORD,
-                           TASKS_QUERY, TENANT_REQUEST)
+                           TasksQuery, TenantRequest)
 from ..schemas.responses import (CARD_TOKEN_RECREATION, CLOCK, CLOCK_ADVANCED, CLOCK_RUN,
                                  COMPANY_DELETED, COMPANY_WITH_STATUS, EVENT_RECORD,
                                  JOURNAL_ENTRY, PROFILE_BINDING, PROFILE_SUMMARY,
@@ -35,7 +35,7 @@ CURSOR = {**TOTAL, "revision": {"type": "integer", "description": "With `after`:
 
 
 @operation("POST", "/_sandbox/tenants", "Create a tenant (its own keys and state)",
-           body=TENANT_REQUEST, status=201, response=TENANT, errors=(429,), **CONTROL)
+           body=TenantRequest, status=201, response=TENANT, errors=(429,), **CONTROL)
 async def create_tenant(tenant, body, sandbox) -> dict:
     return sandbox.registry.create_tenant(body, creator=tenant).describe()
 
@@ -61,7 +61,7 @@ async def reset(tenant, sandbox) -> dict:
 
 
 @operation("GET", "/_sandbox/requests", "Requests received, newest first",
-           query=JOURNAL_QUERY, response={"type": "array", "items": JOURNAL_ENTRY}, **CONTROL)
+           query=JournalQuery, response={"type": "array", "items": JOURNAL_ENTRY}, **CONTROL)
 async def requests_journal(tenant, query) -> list:
     entries = tenant.journal.query(path=query.get("path"), method=query.get("method"),
                                    status=query.get("status"), limit=query["limit"])
@@ -101,7 +101,7 @@ async def clock(tenant) -> dict:
 
 
 @operation("POST", "/_sandbox/clock/advance", "Move the clock forward (what falls due "
-           "runs, in order)", body=CLOCK_ADVANCE_REQUEST, response=CLOCK_ADVANCED, **CONTROL)
+           "runs, in order)", body=ClockAdvanceRequest, response=CLOCK_ADVANCED, **CONTROL)
 async def advance_clock(tenant, body) -> dict:
     """Stops at the work limit (README: Limits) with `complete: false` and the
     `remainingSeconds` to ask for next; the clock stands at the last job it ran."""
@@ -195,7 +195,7 @@ async def list_profiles(tenant) -> list:
 
 
 @operation("PUT", "/_sandbox/users/{identifier}/profile", "Bind a data profile to a user's "
-           "next linked accounts", body=PROFILE_BINDING_REQUEST, response=PROFILE_BINDING,
+           "next linked accounts", body=ProfileBindingRequest, response=PROFILE_BINDING,
            **CONTROL)
 async def bind_profile(tenant, params, body) -> dict:
     """`profile` names one of GET /_sandbox/profiles, `data` gives records of your own (over
@@ -265,7 +265,7 @@ async def delete_company(tenant, params) -> dict:
 
 
 @operation("POST", "/_sandbox/companies/{companyId}/status", "Put a company under maintenance, "
-           "disable it or bring it back", body=COMPANY_STATUS_REQUEST, settles=True,
+           "disable it or bring it back", body=CompanyStatusRequest, settles=True,
            response=COMPANY_WITH_STATUS,
            errors=(404,), **CONTROL)
 async def company_status(tenant, params, body) -> dict:
@@ -280,7 +280,7 @@ async def company_status(tenant, params, body) -> dict:
 
 # -- tasks and the dashboard ----------------------------------------------------------------
 
-@operation("GET", "/_sandbox/tasks", "Tasks of this tenant, newest first", query=TASKS_QUERY,
+@operation("GET", "/_sandbox/tasks", "Tasks of this tenant, newest first", query=TasksQuery,
            response={"type": "array", "items": TASK_RECORD}, envelope=CURSOR, **CONTROL)
 async def list_tasks(tenant, query) -> Reply:
     """Every task of the tenant, newest first (`status`, `user`, `limit` filters); with

@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 from ..domain.pay_link import actions_for_company, pay_link_accounts
-from ..schemas.api import PAY_LINK_ACCOUNTS, PAY_LINK_ACTION
+from ..schemas.api import PayLinkAccounts, PayLinkAction
 from ..operations import Auth, operation
 
 
 @operation("GET", "/pay-link/accounts", "A user's pay-link accounts, with actions and bills",
-           auth=Auth.PUBLIC_TOKEN, response=PAY_LINK_ACCOUNTS,
+           auth=Auth.PUBLIC_TOKEN, response=PayLinkAccounts,
            headers=(("x-api-version", False),))
 async def list_pay_link_accounts(tenant, token, sandbox) -> dict:
     """The user is the public token's. The vendor's client sends `x-api-version: v2`; the
@@ -19,7 +19,7 @@ async def list_pay_link_accounts(tenant, token, sandbox) -> dict:
 
 @operation("GET", "/pay-link/actions-for-company/{companyId}", "The pay-link actions a company "
            "supports", auth=Auth.API_KEYS,
-           response={"type": "array", "items": PAY_LINK_ACTION}, errors=(404,))
+           response=list[PayLinkAction], errors=(404,))
 async def list_company_actions(tenant, params, sandbox) -> list:
     return actions_for_company(tenant.companies.require(params["companyId"]),
                                tenant.rules.scope_of)

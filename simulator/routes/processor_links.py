@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..domain.processor_links import CLASSIFY, DETECT
 from ..errors import ValidationFailed, field_detail
-from ..schemas.api import PROCESSOR_LINK_REQUEST, PROCESSOR_TOKEN_REQUEST
+from ..schemas.api import ProcessorLinkRequest, ProcessorTokenRequest
 from ..schemas.responses import (EMPLOYER_MATCH, PROCESSING_RESULTS, PROCESSOR_LINK_REGISTERED,
                                  PROCESSOR_LINKS_REMOVED, PROCESSOR_TOKEN,
                                  RECURRING_TRANSACTION)
@@ -20,7 +20,7 @@ USER_HEADER = ((IDENTIFIER_HEADER, True),)
 
 
 @operation("POST", f"/{AGGREGATOR}/processor-links", "Register a processor token (processing "
-           "starts)", auth=Auth.API_KEYS, body=PROCESSOR_LINK_REQUEST, status=202,
+           "starts)", auth=Auth.API_KEYS, body=ProcessorLinkRequest, status=202,
            response=PROCESSOR_LINK_REGISTERED, errors=(400, 404, 409, 429),
            headers=((IDENTIFIER_HEADER, False),))
 async def register(tenant, body, headers, sandbox) -> dict:
@@ -58,7 +58,7 @@ def _results(document: dict) -> Reply:
 
 
 @operation("POST", f"/_sandbox/{AGGREGATOR}/processor-token", "Mint a processor token, as the "
-           "aggregator would", auth=Auth.API_KEYS, body=PROCESSOR_TOKEN_REQUEST, status=201,
+           "aggregator would", auth=Auth.API_KEYS, body=ProcessorTokenRequest, status=201,
            response=PROCESSOR_TOKEN, tags=("control plane",))
 async def mint(tenant, body, sandbox) -> dict:
     """What the aggregator's processor-token creation answers."""

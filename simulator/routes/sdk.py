@@ -11,8 +11,8 @@ from ..domain import sdk
 from ..domain.companies import full_record, search_record
 from ..domain.flow_words import flow_page
 from ..errors import ApiError, CompanyNotFound, InvalidConfig, LinkedAccountNotYours, field_detail
-from ..schemas.api import (SDK_COMPANY_REQUEST, SDK_CONFIG, SDK_LEAVE_REQUEST, SDK_LOGIN_REQUEST,
-                           SDK_MFA_CHALLENGE, SDK_SESSION_REQUEST, TASK_CREATED,
+from ..schemas.api import (SdkCompanyRequest, SDK_CONFIG, SdkLeaveRequest, SdkLoginRequest,
+                           SDK_MFA_CHALLENGE, SdkSessionRequest, TASK_CREATED,
                            TASK_CREATE_REQUEST, TASK_RECORD)
 from ..schemas.validate import schema_errors
 from ..schemas.records import LINKED_ACCOUNT_RECORD
@@ -108,7 +108,7 @@ def checked_config(config: dict) -> dict:
 
 @operation("POST", "/sdk/session", "Start the hosted flow (its deeplink resolved)",
            auth=Auth.PUBLIC_TOKEN,
-           body=SDK_SESSION_REQUEST, response=SDK_SESSION, errors=(404,))
+           body=SdkSessionRequest, response=SDK_SESSION, errors=(404,))
 async def session(tenant, token, body, sandbox) -> dict:
     """Where the flow starts, with the token of the handshake (a configuration that still
     carries one must carry the same); the deeplink is resolved (invalid-company-id) and a
@@ -133,7 +133,7 @@ async def session(tenant, token, body, sandbox) -> dict:
 
 
 @operation("POST", "/sdk/company", "The company the user picked, and "
-           "whether the tasks can start there", auth=Auth.PUBLIC_TOKEN, body=SDK_COMPANY_REQUEST,
+           "whether the tasks can start there", auth=Auth.PUBLIC_TOKEN, body=SdkCompanyRequest,
            response=SDK_COMPANY, errors=(404,))
 async def company(tenant, body) -> dict:
     """The company the user picked in the flow, with `refusal` (the API's error code and
@@ -178,7 +178,7 @@ async def logo(params, request, sandbox) -> web.Response:
 
 
 @operation("POST", "/sdk/login", "Sign in at the company (the tasks start)",
-           auth=Auth.PUBLIC_TOKEN, body=SDK_LOGIN_REQUEST,
+           auth=Auth.PUBLIC_TOKEN, body=SdkLoginRequest,
            response={"oneOf": [TASK_CREATED, SDK_MFA_CHALLENGE]}, errors=(403, 404))
 async def login(tenant, token, body, sandbox) -> dict:
     """Sign in with sandbox credentials: starts the configured tasks, or answers an MFA
@@ -191,7 +191,7 @@ async def login(tenant, token, body, sandbox) -> dict:
 
 
 @operation("POST", "/sdk/leave", "The user leaves the flow before the outcome",
-           auth=Auth.PUBLIC_TOKEN, body=SDK_LEAVE_REQUEST,
+           auth=Auth.PUBLIC_TOKEN, body=SdkLeaveRequest,
            response=SDK_LEFT, errors=(404,))
 async def leave(tenant, token, body, sandbox) -> dict:
     """The user left the hosted flow before its task resolved (close button, page gone):

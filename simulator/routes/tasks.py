@@ -11,9 +11,9 @@ from ..domain import tasks as domain
 from ..domain.payroll_records import paystub_lines
 from ..domain.sdk import deposit_form_pdf
 from ..pdf import text_pdf
-from ..schemas.api import (FILE_QUERY, FILE_URL, PRESCREEN, PRESCREEN_REQUEST, TASK_CREATE_REQUEST,
+from ..schemas.api import (FileQuery, FileUrl, Prescreen, PrescreenRequest, TASK_CREATE_REQUEST,
                            TASK_CREATED, TASK_DETAILS, TASK_RECORD, TASK_STATUS,
-                           TASK_WORKFLOW_CREATED, TASK_WORKFLOW_REQUEST)
+                           TaskWorkflowCreated, TaskWorkflowRequest)
 from ..operations import Auth, Reply, operation
 
 REAL = {"auth": Auth.API_KEYS}  # the reconstruction's default: API key and secret
@@ -58,7 +58,7 @@ async def task_status(tenant, params, sandbox) -> dict:
 
 
 @operation("POST", "/task/prescreen", "Prescreen: how likely a task at a company is to work",
-           body=PRESCREEN_REQUEST, response=PRESCREEN, **REAL)
+           body=PrescreenRequest, response=Prescreen, **REAL)
 async def prescreen(tenant, body) -> dict:
     """HIGH when the company is known, operational, offers the product and has headless
     authentication, and the account's manual-deposit rule does not cover it; else LOW."""
@@ -66,8 +66,8 @@ async def prescreen(tenant, body) -> dict:
 
 
 @operation("POST", "/task-workflow/from-linked-account", "Refresh a linked account (tasks on it)",
-           body=TASK_WORKFLOW_REQUEST,
-           response=TASK_WORKFLOW_CREATED, errors=(400, 403, 404, 429), **REAL)
+           body=TaskWorkflowRequest,
+           response=TaskWorkflowCreated, errors=(400, 403, 404, 429), **REAL)
 async def create_task_workflow(tenant, body, sandbox) -> dict:
     """The spec's pull refresh (a linked account passed to task creation), one task per
     `tasks` entry, in one workflow; the user and the company are the linked account's."""
@@ -76,7 +76,7 @@ async def create_task_workflow(tenant, body, sandbox) -> dict:
 
 
 @operation("GET", "/task/{taskId}/file/{fileId}/generate-url", "A signed URL for a task's file",
-           response=FILE_URL,
+           response=FileUrl,
            envelope={"url": {"type": "string", "format": "uri",
                              "description": "The same URL, bare, as the old docs show it."}},
            errors=(404,), **REAL)
@@ -90,7 +90,7 @@ async def generate_file_url(tenant, params, request, sandbox) -> Reply:
 
 
 @operation("GET", "/task/{taskId}/file/{fileId}", "A task's file, by its signed URL",
-           auth=Auth.NONE, query=FILE_QUERY,
+           auth=Auth.NONE, query=FileQuery,
            content_type="application/pdf", errors=(401, 404))
 async def task_file(params, query, sandbox) -> web.Response:
     """The URL's signature (HMAC keyed by the tenant's API secret) and expiry stand in for

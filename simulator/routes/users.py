@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from ..domain import users
 from ..domain.tasks import user_tasks
-from ..schemas.api import (STORED_PAYMENT_METHODS, SUCCESS, TASK_DETAILS, USER_REQUEST,
-                           USER_TASKS_QUERY)
+from ..schemas.api import (StoredPaymentMethods, Success, TaskDetails, UserRequest,
+                           UserTasksQuery)
 from ..schemas.responses import USER_REMOVED
 from ..operations import Auth, operation
 
@@ -14,7 +14,7 @@ REAL = {"auth": Auth.API_KEYS}
 
 
 @operation("PUT", "/user", "Store the bank accounts and cards a user's tasks can offer",
-           body=USER_REQUEST, response=SUCCESS,
+           body=UserRequest, response=Success,
            errors=(429,), **REAL)
 async def put_user(tenant, body) -> dict:
     """What is stored replaces what was; GET /_sandbox/users/{identifier}/payment-methods
@@ -24,7 +24,7 @@ async def put_user(tenant, body) -> dict:
 
 
 @operation("GET", "/user/{identifier}/tasks", "A user's tasks, oldest first",
-           query=USER_TASKS_QUERY, response={"type": "array", "items": TASK_DETAILS},
+           query=UserTasksQuery, response=list[TaskDetails],
            errors=(404,), **REAL)
 async def list_user_tasks(tenant, params, query) -> list:
     available = query.get("payrollDataAvailable")
@@ -34,14 +34,14 @@ async def list_user_tasks(tenant, params, query) -> list:
 
 @operation("PUT", "/user/{identifier}/end-monitoring", "End continuous access to a user's "
            "linked accounts",
-           response=SUCCESS, settles=True, errors=(404,), **REAL)
+           response=Success, settles=True, errors=(404,), **REAL)
 async def end_monitoring(tenant, params, sandbox) -> dict:
     users.end_monitoring(tenant, params["identifier"])
     return users.success()
 
 
 @operation("GET", "/_sandbox/users/{identifier}/payment-methods",
-           "A user's stored bank accounts and cards", response=STORED_PAYMENT_METHODS,
+           "A user's stored bank accounts and cards", response=StoredPaymentMethods,
            errors=(404,), tags=("control plane",),
            **REAL)
 async def stored_payment_methods(tenant, params) -> dict:

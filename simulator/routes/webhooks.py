@@ -11,8 +11,8 @@ from ..domain.identity import unguessable
 from ..domain.triggers import trigger_event
 from ..domain.users import success
 from ..errors import EventTypeNotFound, UnknownEventType, ValidationFailed, field_detail
-from ..schemas.api import (REPLAY_REQUEST, SECRET, SECRET_REQUEST, SUCCESS, TRIGGER_REQUEST,
-                           WEBHOOK_ENDPOINT, WEBHOOK_ENDPOINT_REQUEST, WEBHOOK_ENDPOINTS_REQUEST,
+from ..schemas.api import (ReplayRequest, SECRET, SecretRequest, Success, TriggerRequest,
+                           WebhookEndpoint, WEBHOOK_ENDPOINT_REQUEST, WEBHOOK_ENDPOINTS_REQUEST,
                            WEBHOOK_FAULTS_REQUEST)
 from ..schemas.events import event_schema, event_types
 from ..schemas.responses import (EVENT_RECORD, REPLAYED, WEBHOOK_ENDPOINT_STORED,
@@ -66,27 +66,27 @@ def _endpoint_record(endpoint: dict, sandbox) -> dict:
 
 
 @operation("GET", "/webhooks/endpoints", "List webhook endpoints",
-           response={"type": "array", "items": WEBHOOK_ENDPOINT}, **REAL)
+           response=list[WebhookEndpoint], **REAL)
 async def list_webhook_endpoints(tenant, sandbox) -> list:
     return [_endpoint_record(e, sandbox) for e in tenant.webhooks.endpoints]
 
 
 @operation("POST", "/webhooks/endpoints", "Register a webhook endpoint",
-           body=WEBHOOK_ENDPOINT_REQUEST, response=WEBHOOK_ENDPOINT, errors=(404,), **REAL)
+           body=WEBHOOK_ENDPOINT_REQUEST, response=WebhookEndpoint, errors=(404,), **REAL)
 async def create_webhook_endpoint(tenant, body, sandbox) -> dict:
     _check_endpoints([body], "$", sandbox)
     return _endpoint_record(tenant.webhooks.add_endpoint(body, tenant.ids.object_id()), sandbox)
 
 
 @operation("PUT", "/webhooks/endpoints/{id}", "Change a webhook endpoint",
-           body=WEBHOOK_ENDPOINT_REQUEST, response=WEBHOOK_ENDPOINT,
+           body=WEBHOOK_ENDPOINT_REQUEST, response=WebhookEndpoint,
            errors=(404,), **REAL)
 async def update_webhook_endpoint(tenant, params, body, sandbox) -> dict:
     _check_endpoints([body], "$", sandbox)
     return _endpoint_record(tenant.webhooks.replace_endpoint(params["id"], body), sandbox)
 
 
-@operation("DELETE", "/webhooks/endpoints/{id}", "Delete a webhook endpoint", response=SUCCESS,
+@operation("DELETE", "/webhooks/endpoints/{id}", "Delete a webhook endpoint", response=Success,
            errors=(404,), **REAL)
 async def delete_webhook_endpoint(tenant, params) -> dict:
     tenant.webhooks.remove_endpoint(params["id"])
@@ -99,7 +99,7 @@ async def list_secrets(tenant) -> list:
     return list(tenant.webhooks.secrets.values())
 
 
-@operation("POST", "/secrets", "Create a signing secret", body=SECRET_REQUEST, response=SECRET,
+@operation("POST", "/secrets", "Create a signing secret", body=SecretRequest, response=SECRET,
            **REAL)
 async def create_secret(tenant, body) -> dict:
     """The token is random (never from the seed), as the API secret is."""
@@ -109,7 +109,7 @@ async def create_secret(tenant, body) -> dict:
 
 
 @operation("DELETE", "/secrets/{id}", "Delete a signing secret no endpoint uses",
-           response=SUCCESS, errors=(404, 409), **REAL)
+           response=Success, errors=(404, 409), **REAL)
 async def delete_secret(tenant, params) -> dict:
     tenant.webhooks.remove_secret(params["id"])
     return success()
@@ -132,7 +132,7 @@ async def put_faults(tenant, body, sandbox) -> dict:
 
 
 @operation("POST", "/_sandbox/webhooks/replay", "Send events again (same ce-id)",
-           body=REPLAY_REQUEST, settles=True, response={"type": "array", "items": REPLAYED},
+           body=ReplayRequest, settles=True, response={"type": "array", "items": REPLAYED},
            envelope={"total": {"type": "integer"}}, errors=(404,), **CONTROL)
 async def replay(tenant, body, sandbox) -> Reply:
     since = until = None
@@ -154,7 +154,7 @@ async def replay(tenant, body, sandbox) -> Reply:
 
 
 @operation("POST", "/_sandbox/events/trigger", "Send any event now, with realistic data",
-           body=TRIGGER_REQUEST, status=201, settles=True, response=EVENT_RECORD,
+           body=TriggerRequest, status=201, settles=True, response=EVENT_RECORD,
            errors=(404, 429), **CONTROL)
 async def trigger(tenant, body, sandbox):
     event = trigger_event(tenant, sandbox.registry.service.aggregator, body)

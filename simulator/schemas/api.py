@@ -9,8 +9,7 @@ its shape; the UPPER_CASE schema beside it is `schema_of(struct)`.
 from typing import Any
 
 from ..domain.data_profiles import PROFILE_SCHEMA
-from ..domain.shapes import (UNSET, Command, Maybe, View, choice, field, names, of, raw,
-                             schema_of)
+from ..domain.shapes import UNSET, Command, Maybe, View, choice, field, of, raw, schema_of
 from ..domain.states import AUTHENTICATION_METHODS as TASK_AUTHENTICATION_METHODS
 from ..domain.states import DAYS_REQUESTED, DEEPLINK_STEPS, FAILURE_REASONS
 from ..domain.task_fields import step_field_schemas
@@ -43,6 +42,7 @@ Texts = list[Text]
 Tag = choice(*STORED_TAGS, *DERIVED_TAGS)
 Metadata = of(dict[str, Any], "Customer context, echoed in the task's events.")
 DateTime = raw(DATE_TIME)  # the one form answers write (schemas/dates.py)
+AnyDateTime = of(str, extra_json_schema={"format": "date-time"})  # any a caller sends
 
 
 def text(description: str, **meta: Any) -> Any:
@@ -110,8 +110,6 @@ class CompanyListQuery(Command, kw_only=True):
     skip: of(int, ge=0, le=1_000_000_000) = 0
 
 
-COMPANY_LIST_QUERY = schema_of(CompanyListQuery)
-
 
 class JournalQuery(Command, kw_only=True):
     path: Maybe[of(str, "Only requests whose path starts with this.")] = UNSET
@@ -119,8 +117,6 @@ class JournalQuery(Command, kw_only=True):
     status: Maybe[of(int, ge=100, le=599)] = UNSET
     limit: of(int, ge=1, le=1000) = 100
 
-
-JOURNAL_QUERY = schema_of(JournalQuery)
 
 
 class TenantRequest(Command, kw_only=True):
@@ -132,8 +128,6 @@ class TenantRequest(Command, kw_only=True):
     continuous_access: Maybe[raw(CONTINUOUS_ACCESS)] = UNSET
 
 
-TENANT_REQUEST = schema_of(TenantRequest)
-
 
 class Logo(View, kw_only=True):
     url: Maybe[str] = UNSET
@@ -144,8 +138,6 @@ class Branding(View, kw_only=True):
     color: Maybe[str] = UNSET
     logo: Maybe[Logo] = UNSET
 
-
-BRANDING = schema_of(Branding)
 
 
 class SearchCapabilities(View, kw_only=True):
@@ -215,8 +207,6 @@ class AccessToken(View, kw_only=True):
     token: str
     expires_at: Maybe[raw(date_time_field("When the public token expires (virtual time)."))] = UNSET
 
-
-ACCESS_TOKEN = schema_of(AccessToken)
 
 # A workflow's next step after a task ends (the SDK's and the real service's task options):
 # `continue` runs the next task, `finish` ends the workflow there.
@@ -299,14 +289,12 @@ class ClockAdvanceRequest(Command, kw_only=True):
     seconds: of(float, "Virtual seconds to move forward (at most a year).", ge=0, le=31_536_000)
 
 
-CLOCK_ADVANCE_REQUEST = schema_of(ClockAdvanceRequest)
-
 
 class EventsQuery(Command, kw_only=True):
     type: Maybe[of(str, "eventType")] = UNSET
     user: Maybe[of(str, "The user's identifier.")] = UNSET
     task: Maybe[str] = UNSET
-    since: Maybe[of(str, "Virtual time, ISO 8601.", extra_json_schema={"format": "date-time"})] = UNSET
+    since: Maybe[of(AnyDateTime, "Virtual time, ISO 8601.")] = UNSET
     delivery: Maybe[choice("pending", "delivered", "failed", "interrupted", "none")] = UNSET
     after: Maybe[after_cursor("events emitted or delivered")] = UNSET
     limit: of(int, ge=1, le=10000) = 1000
@@ -324,8 +312,6 @@ class ProfileBindingRequest(Command, kw_only=True):
     profile: Maybe[of(str, min_length=1, max_length=64)] = UNSET
     data: Maybe[raw(PROFILE_SCHEMA)] = UNSET
 
-
-PROFILE_BINDING_REQUEST = schema_of(ProfileBindingRequest)
 
 
 class ScenarioBindingRequest(Command, kw_only=True):
@@ -350,8 +336,6 @@ class CompanyStatusRequest(Command, kw_only=True):
     products: Maybe[of(Texts, "Products under maintenance (default: all of the company's).",
                        unique=True)] = UNSET
 
-
-COMPANY_STATUS_REQUEST = schema_of(CompanyStatusRequest)
 
 # A company as a request writes it: the fixture files' shape (schemas/fixtures.py), with
 # the names only the running app knows marked.
@@ -409,15 +393,16 @@ Probability = of(float, ge=0, le=1)
 
 
 class WebhookFaultsRequest(Command, kw_only=True):
-    duplicate: Maybe[of(Probability, "Probability that a delivered event is sent once more.")] = UNSET
-    out_of_order: Maybe[of(Probability, "Probability that an event is held back behind the "
-                           "next one.")] = UNSET
-    delay: Maybe[of(Probability, "Probability that the first attempt waits `delaySeconds`.")] = UNSET
+    duplicate: Maybe[of(Probability, "Probability that a delivered event is sent once "
+                        "more.")] = UNSET
+    out_of_order: Maybe[of(Probability, "Probability that an event is held back behind "
+                           "the next one.")] = UNSET
+    delay: Maybe[of(Probability, "Probability that the first attempt waits "
+                    "`delaySeconds`.")] = UNSET
     delay_seconds: Maybe[of(float, ge=0, le=86400)] = UNSET
 
 
 WEBHOOK_FAULTS_REQUEST = schema_of(WebhookFaultsRequest)
-AnyDateTime = of(str, extra_json_schema={"format": "date-time"})
 
 
 class ReplayRequest(Command, kw_only=True):
@@ -440,8 +425,6 @@ class ReplayRequest(Command, kw_only=True):
     until: Maybe[AnyDateTime] = field(default=UNSET, name="to")
 
 
-REPLAY_REQUEST = schema_of(ReplayRequest)
-
 
 class TriggerRequest(Command, kw_only=True):
     event_type: of(str, min_length=1, extra_json_schema={"x-names": EVENT_TYPES})
@@ -450,8 +433,6 @@ class TriggerRequest(Command, kw_only=True):
     company_id: Maybe[Text] = UNSET
     data: Maybe[of(dict[str, Any], "Merged over the generated data.")] = UNSET
 
-
-TRIGGER_REQUEST = schema_of(TriggerRequest)
 
 
 class DataQuery(Command, kw_only=True):
@@ -474,8 +455,6 @@ class ProcessorLinkRequest(Command, kw_only=True):
                         max_length=200, extra_json_schema={"x-names": PROCESSOR_TOKENS})
 
 
-PROCESSOR_LINK_REQUEST = schema_of(ProcessorLinkRequest)
-
 
 class ProcessorTokenRequest(Command, kw_only=True):
     identifier: Maybe[of(str, "The user the token is for (else: the user-identifier header at "
@@ -484,13 +463,12 @@ class ProcessorTokenRequest(Command, kw_only=True):
                        ge=DAYS_REQUESTED["minimum"], le=DAYS_REQUESTED["maximum"]) = 90
     products: of(list[choice("transactions", "auth")], "Products the link token requested; "
                  "only auth fails the pipeline.", min_length=1, unique=True,
-                 extra_json_schema={"default": ["transactions"]}) = field(default_factory=lambda: ["transactions"])
+                 extra_json_schema={"default": ["transactions"]}
+                 ) = field(default_factory=lambda: ["transactions"])
     scenario: Maybe[of(str, "A processor-link scenario, e.g. item-login-required.",
                        min_length=1, extra_json_schema={"x-names": PROCESSOR_LINK_SCENARIOS})
                     ] = UNSET
 
-
-PROCESSOR_TOKEN_REQUEST = schema_of(ProcessorTokenRequest)
 
 
 SdkProduct = text("A product (`deposit`, `verify`, ...; the SDK's Product constants).")
@@ -567,8 +545,6 @@ class SdkSessionRequest(Command, kw_only=True):
     config: SdkConfig
 
 
-SDK_SESSION_REQUEST = schema_of(SdkSessionRequest)
-
 
 class ChosenDistribution(Command, kw_only=True):
     """The split chosen on the direct-deposit-setup screen (the real deposit accounts'
@@ -595,8 +571,6 @@ class SdkLoginRequest(Command, kw_only=True):
                          min_length=1, max_length=200)] = UNSET
 
 
-SDK_LOGIN_REQUEST = schema_of(SdkLoginRequest)
-
 
 class MfaPrompt(View, kw_only=True):
     """The sandbox usernames test-code-mfa and test-question-mfa: answer with `mfaAnswer`
@@ -618,14 +592,10 @@ class SdkCompanyRequest(Command, kw_only=True):
     tasks: Maybe[TaskItems] = UNSET
 
 
-SDK_COMPANY_REQUEST = schema_of(SdkCompanyRequest)
-
 
 class SdkLeaveRequest(Command, kw_only=True):
     task_id: text("A task the flow started (its workflow is left).")
 
-
-SDK_LEAVE_REQUEST = schema_of(SdkLeaveRequest)
 TASK_STATUSES = ["queued", "processing", "completed", "failed"]
 TaskStatus = choice(*TASK_STATUSES)
 
@@ -636,8 +606,6 @@ class TasksQuery(Command, kw_only=True):
     after: Maybe[after_cursor("tasks created or moved")] = UNSET
     limit: of(int, ge=1, le=10000) = 100
 
-
-TASKS_QUERY = schema_of(TasksQuery)
 
 
 # -- the real service's published operations (docs/spec/real-api-surface.md) ------------
@@ -658,16 +626,12 @@ class Success(View, kw_only=True):
     result: SuccessResult
 
 
-SUCCESS = schema_of(Success)
-
 
 class TaskFile(View, kw_only=True):
     id: str = field(name="_id")
     name: str
     content_type: str
 
-
-TASK_FILE = schema_of(TaskFile)
 Reason = choice(*FAILURE_REASONS)
 # Spec (Task): authenticationMethod, "For pay-link Tasks: `true-auth`, `smart-auth`"; a task
 # of another scope has none of those values: null.
@@ -683,8 +647,6 @@ class TaskTransition(View, kw_only=True):
     patch: Maybe[of(bool, "A correction of a final status (task-status-patched).")] = UNSET
     reason: Maybe[Reason] = UNSET
 
-
-TASK_TRANSITION = schema_of(TaskTransition)
 _STEP_FIELDS = step_field_schemas()  # flow, meta, ... (domain/task_fields.py)
 
 
@@ -803,15 +765,11 @@ class TaskWorkflowRequest(Command, kw_only=True):
     scenario: Maybe[Scenario] = UNSET
 
 
-TASK_WORKFLOW_REQUEST = schema_of(TaskWorkflowRequest)
-
 
 class TaskWorkflowCreated(View, kw_only=True):
     task: TaskDetails
     task_workflow: str
 
-
-TASK_WORKFLOW_CREATED = schema_of(TaskWorkflowCreated)
 
 
 class PrescreenCompany(Command, kw_only=True):
@@ -829,8 +787,6 @@ class PrescreenRequest(Command, kw_only=True):
     product: choice("deposit", "verify", "tax")
 
 
-PRESCREEN_REQUEST = schema_of(PrescreenRequest)
-
 
 class Prescreen(View, kw_only=True):
     """HIGH when the company is known, operational, offers the product, has headless
@@ -842,15 +798,11 @@ class Prescreen(View, kw_only=True):
                       ] = UNSET
 
 
-PRESCREEN = schema_of(Prescreen)
-
 
 class FileUrl(View, kw_only=True):
     url: of(str, pattern="^https?://")
     expires_at: Maybe[DateTime] = UNSET
 
-
-FILE_URL = schema_of(FileUrl)
 
 
 class FileQuery(Command, kw_only=True):
@@ -858,8 +810,6 @@ class FileQuery(Command, kw_only=True):
     expires: of(int, ge=0, le=253_402_300_799)
     signature: of(str, pattern="^[0-9a-f]{64}$")
 
-
-FILE_QUERY = schema_of(FileQuery)
 
 
 class OwnMethod(Command, kw_only=True):
@@ -895,15 +845,11 @@ class UserRequest(Command, kw_only=True):
     data: Maybe[OwnMethods] = UNSET
 
 
-USER_REQUEST = schema_of(UserRequest)
-
 
 class UserTasksQuery(Command, kw_only=True):
     status: Maybe[TaskStatus] = UNSET
     payroll_data_available: Maybe[choice("true", "false")] = UNSET
 
-
-USER_TASKS_QUERY = schema_of(UserTasksQuery)
 WrittenMethods = list[raw(WRITTEN_PAYMENT_METHOD)]
 
 
@@ -912,8 +858,6 @@ class StoredPaymentMethods(View, kw_only=True):
     bank_accounts: WrittenMethods
     cards: WrittenMethods
 
-
-STORED_PAYMENT_METHODS = schema_of(StoredPaymentMethods)
 
 
 class WebhookEndpoint(View, kw_only=True):
@@ -928,8 +872,6 @@ WEBHOOK_ENDPOINT = schema_of(WebhookEndpoint)
 class SecretRequest(Command, kw_only=True):
     name: Name
 
-
-SECRET_REQUEST = schema_of(SecretRequest)
 
 
 class Secret(View, kw_only=True):
@@ -970,8 +912,6 @@ class PayLinkAccount(View, kw_only=True):
 class PayLinkAccounts(View, kw_only=True):
     accounts: list[PayLinkAccount]
 
-
-PAY_LINK_ACCOUNTS = schema_of(PayLinkAccounts)
 
 
 # How a snapshot writes the state these operations add (snapshot.py: Record shapes), so

@@ -14,6 +14,7 @@ import random
 import pytest
 from jsonschema import Draft202012Validator
 
+from payroll_sandbox.domain.shapes import View, schema_of
 from payroll_sandbox.schemas import api, fixtures, scenarios
 from payroll_sandbox.schemas.validate import _validity, schema_errors
 
@@ -82,6 +83,8 @@ def named_schemas():
         for name, value in vars(module).items():
             if name.isupper() and isinstance(value, dict) and ("type" in value or "enum" in value):
                 yield pytest.param(value, id=f"{module.__name__.rsplit('.', 1)[-1]}.{name}")
+            elif isinstance(value, type) and issubclass(value, View) and value.__module__ == api.__name__:
+                yield pytest.param(schema_of(value), id=f"api.{name}")  # a struct's, derived
 
 
 EDGE_SCHEMAS = [
