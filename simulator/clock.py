@@ -25,7 +25,7 @@ MANUAL = "manual"
 REAL = "real"
 
 # The one form of a date-time, and of a calendar day, as patterns (the answers' and
-# events' JSON Schemas use them: schemas/dates.py).
+# events' JSON Schemas use them: dates.py).
 DATE_TIME_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$"
 CALENDAR_DAY_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
 

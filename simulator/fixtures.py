@@ -14,7 +14,7 @@ from typing import Any
 
 from .domain.rules import ServiceProfile
 from .schemas.fixtures import (ACCOUNTS_SCHEMA, COMPANIES_SCHEMA, SERVICE_SCHEMA)
-from .schemas.validate import schema_errors
+from .validate import schema_errors
 
 # The files of a fixtures folder (companies.yaml and profiles.yaml may be left out).
 FIXTURE_FILES = ("service.yaml", "accounts.yaml", "companies.yaml", "profiles.yaml")

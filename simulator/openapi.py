@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import __version__
+from .domain.companies import FULL_COMPANY, SEARCH_COMPANY
 from .domain.linked_accounts import DATA_KINDS
 from .domain.processor_links import TOKEN_PATTERN
 from .domain.tasks import DEPOSIT_FORM
@@ -30,9 +31,9 @@ from .domain.rules import ServiceProfile
 from .operations import AGGREGATOR, CLIENT_ID, CLIENT_SECRET, Auth, Operation
 from .scenarios.loader import load_all_scenarios, scenario_folders
 from .schemas import api
-from .schemas.dates import date_time_field
-from .schemas.events import event_schema, event_types
-from .schemas.validate import schema_errors
+from .dates import date_time_field
+from .domain.event_types import event_schema, event_types
+from .validate import schema_errors
 from .settings import Settings, bundled_dir
 
 _ERROR_RESPONSES = {
@@ -68,7 +69,7 @@ _METHOD_NOT_ALLOWED = {
                           "required": True, "schema": {"type": "string"}}},
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
 }
-# Path segments and query values: what `text_problem` lets through (schemas/validate.py).
+# Path segments and query values: what `text_problem` lets through (validate.py).
 _PATH_SEGMENT = {"type": "string", "minLength": 1, "pattern": api.NO_CONTROL_CHARACTER}
 
 
@@ -569,7 +570,7 @@ def _named(schema: Any, names: dict[str, dict[str, Any]]) -> Any:
 
 def _text_value(spec: dict[str, Any]) -> dict[str, Any]:
     """A query value's schema as the pipeline reads it: no control character, whatever the
-    schema says (schemas/validate.py: text_problem)."""
+    schema says (validate.py: text_problem)."""
     if spec.get("type") == "string" and "pattern" not in spec and "format" not in spec:
         return {**spec, "pattern": api.NO_CONTROL_CHARACTER}
     return spec
@@ -716,8 +717,8 @@ def build_openapi(operations: list[Operation], service: ServiceProfile,
                 "aggregatorClientId": {"type": "apiKey", "in": "header", "name": CLIENT_ID[0]},
                 "aggregatorSecret": {"type": "apiKey", "in": "header", "name": CLIENT_SECRET[0]},
             },
-            "schemas": {"Error": api.ERROR, "SearchCompany": api.SEARCH_COMPANY,
-                        "Company": api.FULL_COMPANY},
+            "schemas": {"Error": api.ERROR, "SearchCompany": SEARCH_COMPANY,
+                        "Company": FULL_COMPANY},
             "responses": {"MethodNotAllowed": _METHOD_NOT_ALLOWED},
         },
     }

@@ -187,7 +187,7 @@ def _check_choices(settings: Settings, source: str) -> None:
         except ValueError as error:
             raise ConfigError(source, f"$.{name}", str(error)) from None
     if settings.webhook_url is not None:
-        from .schemas.validate import webhook_url_problem
+        from .validate import webhook_url_problem
 
         problem = webhook_url_problem(settings.webhook_url)
         if problem is not None:

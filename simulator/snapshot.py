@@ -56,7 +56,7 @@ from .fixtures import ConfigError
 from .domain.journal import Journal
 from .render import read_within_time
 from .schemas.fixtures import ACCOUNT_SCHEMA
-from .schemas.validate import (DETAILS_KEPT, bounded_details, check_json_type, is_valid,
+from .validate import (DETAILS_KEPT, bounded_details, check_json_type, is_valid,
                                json_in_pieces, parse_json_body, schema_errors,
                                webhook_url_problem)
 

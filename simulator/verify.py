@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from .schemas.validate import http_url_problem
+from .validate import http_url_problem
 from .testing import is_loopback
 
 # -- published enums (real-api-surface.md, service-spec.md) --------------------------------------

@@ -33,8 +33,8 @@ from payroll_sandbox.keys import Sandbox
 from payroll_sandbox.operations import Reply
 from payroll_sandbox.render import json_response
 from payroll_sandbox.routes import OPERATIONS
-from payroll_sandbox.schemas.events import event_schema
-from payroll_sandbox.schemas.validate import parse_query
+from payroll_sandbox.domain.event_types import event_schema
+from payroll_sandbox.validate import parse_query
 from payroll_sandbox.scheduler import RunResult
 from payroll_sandbox.settings import Settings
 from payroll_sandbox.webhooks.dispatcher import ATTEMPT_TIMEOUT, Dispatcher

@@ -461,7 +461,7 @@ async def test_a_body_of_many_unknown_fields_keeps_a_bounded_number_of_warnings(
 
 async def test_strict_bodies_name_a_bounded_number_of_unknown_fields(make_client):
     """Point 2 under --strict-bodies: the 422 names the first faults and how many more."""
-    from payroll_sandbox.schemas.validate import DETAILS_KEPT
+    from payroll_sandbox.validate import DETAILS_KEPT
 
     client = await make_client(strict_bodies=True)
     response = await client.post("/access-token", headers=ACME,
@@ -555,7 +555,7 @@ def test_a_body_of_many_unknown_fields_is_pruned_in_one_pass_into_a_small_object
     import sys
 
     import payroll_sandbox.app  # noqa: F401 (the operations)
-    from payroll_sandbox.schemas.validate import parse_json_body
+    from payroll_sandbox.validate import parse_json_body
 
     op = next(op for op in OPERATIONS if (op.method, op.path) == ("POST", "/task/create"))
     body = {"identifier": "bulk", "company": WALMART, "product": "deposit",

@@ -530,7 +530,7 @@ async def test_a_long_array_checked_item_by_item_names_the_same_faults(aiohttp_c
     """The restore checks long arrays one item at a time (short holds of the interpreter):
     the faults it names are those of one check of the whole document."""
     from payroll_sandbox import snapshot
-    from payroll_sandbox.schemas.validate import schema_errors
+    from payroll_sandbox.validate import schema_errors
 
     _, original = await snapshot_client(aiohttp_client, loaded)
     user = original["users"][0]

@@ -204,7 +204,7 @@ from calls import call, error_of, run_until_idle  # noqa: E402
 from conftest import ACME, WALMART  # noqa: E402
 from jsonschema import Draft202012Validator  # noqa: E402
 
-from payroll_sandbox.schemas.records import DATA_RECORDS  # noqa: E402
+from payroll_sandbox.domain.data_records import DATA_RECORDS  # noqa: E402
 
 TARGET = "6410a0000000000000000003"  # a second employer (deposit, verify)
 KINDS = ("income", "employment", "deposit-accounts", "statements", "identity", "taxes",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..client import default_credentials
-from ..schemas.validate import http_url_problem
+from ..validate import http_url_problem
 
 
 class CheckerError(ValueError):

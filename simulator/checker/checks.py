@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..domain.events import Event
-from ..schemas.events import TASK_EVENTS
+from ..domain.event_types import TASK_EVENTS
 from ..webhooks.cloudevents import SIGNATURE_HEADER
 from .delivering import NONE, VALID, WRONG, Deliverer
 from .report import FAIL, PASS, SKIP, CheckResult, Delivery, excerpt, grouped, listed, ms

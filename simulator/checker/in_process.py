@@ -8,7 +8,7 @@ from typing import Any
 from ..domain.companies import OPERATIONAL
 from ..domain.events import Event
 from ..domain.tasks import CreateTask
-from ..schemas.events import event_types
+from ..domain.event_types import event_types
 from .sources import EventSource
 
 

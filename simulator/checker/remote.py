@@ -11,7 +11,7 @@ from urllib.parse import quote
 from ..client import CannotReach, NotASandbox, SandboxClient, SandboxError
 from ..domain.companies import OPERATIONAL
 from ..domain.events import Event, event_body
-from ..schemas.validate import parse_time
+from ..validate import parse_time
 from .arguments import CheckerError
 from .sources import CARRIER_SCENARIO, EventSource
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..domain.events import Event
 from ..domain.states import FAILURE_REASONS
-from ..schemas.events import TASK_EVENTS
+from ..domain.event_types import TASK_EVENTS
 from .arguments import CheckerError, names_of
 
 CARRIER_SCENARIO = "happy-path"   # the real task a triggered task event names (fits every product)

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import CompanyNotFound
 from ..loadcache import set_attributes
+from .shapes import UNSET, Maybe, View, choice, field, of, schema_of
 from .stored import STRING, LoadError, Record, Sections, obj
 
 OPERATIONAL = "operational"
@@ -27,6 +28,14 @@ MANUAL_DEPOSITS = "manual-deposits"
 SLIM_CAPABILITIES = ("distributionTypes", "supportedPaymentMethods")
 
 UNKNOWN_COMPANY = "No company has the id {company_id!r}."
+
+# The values a company's fields take (the fixture files' schema, schemas/fixtures.py, and
+# the answers' say the same).
+STORED_TAGS = ["payroll-provider", "gig-economy", "franchise-parent", "franchise-child"]
+DERIVED_TAGS = ["manual-deposits"]
+COMPANY_STATUSES = ["operational", "under-maintenance", "disabled"]
+SCOPES = ["user-link", "pay-link"]
+AUTHENTICATION_METHODS = ["standard-auth", "true-auth", "true-auth-desktop"]
 
 
 @dataclass(slots=True)
@@ -304,3 +313,69 @@ _SLUG = re.compile(r"[^a-z0-9]+")
 
 def slug(text: str) -> str:
     return _SLUG.sub("-", text.lower()).strip("-")
+
+
+# -- how a company is shown (the API's Company; domain/shapes.py derives the schemas) ------
+
+Name = of(str, min_length=1, max_length=200)
+Tag = choice(*STORED_TAGS, *DERIVED_TAGS)
+
+
+class Logo(View, kw_only=True):
+    url: Maybe[str] = UNSET
+    background_color: Maybe[str] = UNSET
+
+
+class Branding(View, kw_only=True):
+    color: Maybe[str] = UNSET
+    logo: Maybe[Logo] = UNSET
+
+
+class SearchCapabilities(View, kw_only=True):
+    distribution_types: Maybe[list[str]] = UNSET
+    supported_payment_methods: Maybe[list[str]] = UNSET
+
+
+class SearchConnector(View, kw_only=True):
+    id: str = field(name="_id")
+    available_products: list[str]
+    capabilities: SearchCapabilities
+
+
+class SearchCompany(View, kw_only=True):
+    id: str = field(name="_id")
+    name: Name
+    status: choice(*COMPANY_STATUSES)
+    branding: Branding
+    tags: list[Tag]
+    franchise_parent: Maybe[str] = UNSET
+    connector: SearchConnector
+
+
+class Capabilities(SearchCapabilities, kw_only=True):
+    headless_authentication: Maybe[bool] = UNSET
+    sso_authentication: Maybe[bool] = UNSET
+    authentication_methods: Maybe[list[choice(*AUTHENTICATION_METHODS)]] = UNSET
+    distribution_actions: Maybe[list[str]] = UNSET
+
+
+class Connector(SearchConnector, kw_only=True):
+    capabilities: Capabilities
+
+
+class FullCompany(SearchCompany, kw_only=True):
+    scopes: Maybe[list[choice(*SCOPES)]] = UNSET
+    connector: Connector
+
+
+class CompanySummary(View, kw_only=True):
+    """The company as task events and task records name it."""
+
+    id: of(str, min_length=1) = field(name="_id")
+    name: str
+    branding: Branding
+
+
+SEARCH_COMPANY = schema_of(SearchCompany)
+FULL_COMPANY = schema_of(FullCompany)
+COMPANY_SUMMARY = schema_of(CompanySummary)

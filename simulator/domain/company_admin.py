@@ -15,7 +15,7 @@ from .rules import ServiceProfile
 from .companies import (DISABLED, OPERATIONAL, UNDER_MAINTENANCE, UNKNOWN_COMPANY, Company,
                         CompanyDirectory, company_from_fixture)
 from .owner import Owner
-from ..schemas.events import COMPANY_CREATED, COMPANY_DELETED, COMPANY_UPDATED, MAINTENANCE_MODE
+from .event_types import COMPANY_CREATED, COMPANY_DELETED, COMPANY_UPDATED, MAINTENANCE_MODE
 
 ALREADY_EXISTS = "A company with the id {company_id!r} already exists."
 NOT_A_PARENT = "Company {company_id!r} is not tagged franchise-parent."

@@ -18,7 +18,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from ..errors import ValidationFailed, field_detail
-from ..schemas.validate import schema_errors
+from ..validate import schema_errors
 from .pay_calendar import PAY_CYCLES, Profile
 
 # A day in a profile: an ISO date, or days from the day the account links ("-30d", "+0d"),

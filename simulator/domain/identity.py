@@ -14,7 +14,8 @@ from typing import Any
 
 from ..clock import Clock, isoformat
 from ..errors import NotFound, UserLimitReached, UserNotFound, ValidationFailed, field_detail
-from ..schemas.api import USER_SNAPSHOT_SHAPES
+from .payment_methods import PAYMENT_METHOD
+from .shapes import UNSET, Command, Maybe, View, field, of, raw, schema_of
 from .stored import (COUNT, RANDOM_STATE, STRING, LoadError, Record, Sections, array,
                      checked_random_state, obj, random_state, unique)
 
@@ -25,6 +26,24 @@ USER_LIMIT = ("This tenant already has {limit} users (--max-users); reset it or 
               "tenant.")
 UNKNOWN_TOKEN = "This tenant has no public token {token!r} (revoked already, or never issued)."
 UNKNOWN_USER = "No user has the identifier {identifier!r}."
+
+
+class UserView(View, kw_only=True):
+    """The user as task events and task records name it."""
+
+    id: of(str, min_length=1) = field(name="_id")
+    identifier: of(str, min_length=1)
+    connected: Maybe[bool] = UNSET
+
+
+USER = schema_of(UserView)
+
+
+class StoredMethods(Command, kw_only=True):
+    """The payment methods PUT /user stored for a user, as a snapshot keeps them."""
+
+    bank_accounts: of(list[raw(PAYMENT_METHOD)], max_length=20)
+    cards: of(list[raw(PAYMENT_METHOD)], max_length=20)
 
 
 class PublicTokenNotFound(NotFound):
@@ -88,7 +107,7 @@ class PublicToken:
     expires_at: float
 
 
-STORED_USER = Record(User, shapes=USER_SNAPSHOT_SHAPES)
+STORED_USER = Record(User, shapes={"paymentMethods": schema_of(StoredMethods | None)})
 STORED_PUBLIC_TOKEN = Record(PublicToken)
 
 

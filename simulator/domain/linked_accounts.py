@@ -24,8 +24,8 @@ from typing import Any, ClassVar
 from ..clock import Clock, isoformat
 from ..errors import (DepositAccountNotFound, LinkedAccountNotFound,
                       StatementNotFound, ValidationFailed, field_detail)
-from ..schemas.events import CONTINUOUS_ACCESS, PII_DATA_DELETED
-from ..schemas.records import DATA_RECORDS
+from .event_types import CONTINUOUS_ACCESS, PII_DATA_DELETED
+from .data_records import DATA_RECORDS
 from . import data_profiles
 from . import payroll_records as records
 from .companies import Company, CompanyDirectory, ManualDepositRule, search_record
@@ -123,7 +123,7 @@ _RENDERED = {"linkedAccount", "paystub"}
 
 def _stored(kind: str) -> dict[str, Any]:
     """A list of a linked account's stored data records (statements, ...): the API's record
-    shape (schemas/records.py), which the reads render, less the fields they add."""
+    shape (domain/data_records.py), which the reads render, less the fields they add."""
     record = DATA_RECORDS[kind]
     return {"type": "array", "items": {
         **record, "required": [name for name in record["required"] if name not in _RENDERED]}}

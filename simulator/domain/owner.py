@@ -18,7 +18,7 @@ from .changes import Changes
 from .companies import CompanyDirectory, ManualDepositRule
 from .events import Event, EventLog
 from .timeline import Timeline
-from ..schemas.events import Draft
+from .event_types import Draft
 
 
 @dataclass

@@ -22,7 +22,7 @@ from ..errors import (ApiError, IdentifierMismatch, InvalidProcessorToken, Other
                       ValidationFailed, field_detail)
 from rapidfuzz import fuzz
 
-from ..schemas.events import processor_link_events
+from .event_types import processor_link_events
 from .aggregator_data import PAYROLL_WORDS, checking_history
 from .companies import OPERATIONAL, Company, CompanyDirectory, ManualDepositRule
 from .states import DAYS_REQUESTED

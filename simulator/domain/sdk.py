@@ -22,7 +22,7 @@ from typing import Any
 from ..errors import (ApiError, CredentialsRefused, InvalidCompanyId, InvalidConfig,
                       PublicTokenMismatch, TaskNotFound, ValidationFailed, field_detail)
 from ..pdf import text_pdf
-from ..schemas.validate import parse_time, strict_json
+from ..validate import parse_time, strict_json
 from .companies import Company, CompanyDirectory, ManualDepositRule
 from .flow_words import ENGLISH, flow_language, flow_words
 from .search import company_filter

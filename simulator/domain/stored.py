@@ -22,7 +22,7 @@ from functools import cached_property
 from datetime import date
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
-from ..schemas.dates import calendar_day_field
+from ..dates import calendar_day_field
 
 # Every restored number in a range that no later read or run can trip over (issue 22):
 # times within the clock's range, other numbers finite, not negative and bounded.

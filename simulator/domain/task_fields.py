@@ -4,7 +4,7 @@ Each entry here is all it takes (beside the Task attribute of the same name in t
 for such a field: the scenario files' schema lets a step set it (schemas/scenarios.py),
 the engine copies it onto the task (Tasks.apply_step), GET /task/{taskId} shows it and its
 schema says so (Task.record, schemas/api.py), task-status-updated carries it and its
-schema says so (Tasks._move, schemas/events.py), and snapshots keep it (the Task record).
+schema says so (Tasks._move, domain/event_types.py), and snapshots keep it (the Task record).
 """
 
 from __future__ import annotations

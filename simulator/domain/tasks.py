@@ -22,23 +22,22 @@ from ..errors import (CompanyDisabled, CompanyManualDeposits, CompanyMismatch, C
                       CompanyUnderMaintenance, IdentifierMismatch, IllegalTransition,
                       LinkedAccountNotFound, NotFound, ProductNotOffered, ScenarioDoesNotFit,
                       TaskNotFound, Unauthorized, UnknownScenario, ValidationFailed, field_detail)
-from ..schemas.api import TASK_SNAPSHOT_SHAPES, WORKFLOW_SNAPSHOT_SHAPES
-from ..schemas.events import (PAY_LINK_ACCOUNTS_UPDATED, TASK_AUTHENTICATION_STATUS_UPDATED,
-                              TASK_STATUS_PATCHED, TASK_STATUS_UPDATED, TASK_WORKFLOW_FINISHED,
-                              Draft)
-from ..schemas.scenarios import written_payment_method
-from ..schemas.validate import check_metadata
+from ..validate import check_metadata
 from .changes import TASK, Changes
 from .companies import (DISABLED, OPERATIONAL, UNKNOWN_COMPANY, Company, CompanyDirectory,
                         search_record)
 from .company_admin import set_company_status
+from .event_types import (PAY_LINK_ACCOUNTS_UPDATED, TASK_AUTHENTICATION_STATUS_UPDATED,
+                          TASK_STATUS_PATCHED, TASK_STATUS_UPDATED, TASK_WORKFLOW_FINISHED, Draft)
 from .linked_accounts import USER_LINK_PRODUCTS
-from .search import SearchQuery, normalize, search_companies
-from .states import (COMPLETED, FAILED, FINAL, PROCESSING, QUEUED, Scenario, Step, emits_status_update,
-                     transition_error)
-from .rules import Rules
 from .owner import Held, Owner, TenantSettings
 from .pay_link import PAY_LINK
+from .payment_methods import PAYMENT_METHOD, written_payment_method
+from .rules import Rules
+from .search import SearchQuery, normalize, search_companies
+from .shapes import UNSET, Command, Maybe, choice, of, raw, schema_of
+from .states import (COMPLETED, FAILED, FINAL, PROCESSING, QUEUED, Scenario, Step,
+                     emits_status_update, transition_error)
 from .stored import COUNT, STRING, STRINGS, TIME, LoadError, Record, Sections, array, obj, unique
 from .task_fields import STEP_FIELDS
 from .timeline import Timeline, action_kind
@@ -154,8 +153,42 @@ class Workflow:
     pending: list[dict[str, Any]] = field(default_factory=list)
 
 
-STORED_TASK = Record(Task, shapes=TASK_SNAPSHOT_SHAPES)
-STORED_WORKFLOW = Record(Workflow, shapes=WORKFLOW_SNAPSHOT_SHAPES)
+class Distribution(Command, kw_only=True):
+    """How the deposit is split (a deposit task; the deposit accounts' distributionType and
+    distributionAmount). A type the company's connector cannot set up
+    (capabilities.distributionTypes) fails the task."""
+
+    __schema_extra__ = {"allOf": [
+        {"if": {"properties": {"type": {"const": "percent"}}},
+         "then": {"required": ["amount"], "properties": {"amount": {"maximum": 100}}}},
+        {"if": {"properties": {"type": {"const": "fixed"}}}, "then": {"required": ["amount"]}}]}
+
+    type: choice("total", "fixed", "percent", description="total: the entire paycheck; fixed: "
+                 "`amount` dollars; percent: `amount` per cent of it.")
+    amount: Maybe[of(float, gt=0, le=1_000_000)] = UNSET
+
+
+class PendingTask(Command, kw_only=True):
+    """A task a workflow holds until the one before it ends (TaskRequest.pending)."""
+
+    product: of(str, min_length=1)
+    metadata: Maybe[dict[str, Any] | None] = UNSET
+    payment_method: Maybe[raw({"anyOf": [PAYMENT_METHOD, {"type": "null"}]})] = UNSET
+    distribution: Maybe[Distribution | None] = UNSET
+    on_complete: choice(CONTINUE, FINISH)
+    on_fail: choice(CONTINUE, FINISH)
+    scenario: of(str, min_length=1)
+
+
+TASK_STATUSES = [QUEUED, PROCESSING, COMPLETED, FAILED]
+# How a snapshot writes a task and a workflow (snapshot.py: Record shapes), so a restored
+# one is one the engine can run and the reads can render: a task moves only along the
+# spec's transitions, from the statuses it has.
+STORED_TASK = Record(Task, shapes={
+    "status": {"enum": TASK_STATUSES}, "previousStatus": {"enum": [*TASK_STATUSES, None]},
+    "distribution": schema_of(Distribution | None),
+    "onComplete": {"enum": [CONTINUE, FINISH]}, "onFail": {"enum": [CONTINUE, FINISH]}})
+STORED_WORKFLOW = Record(Workflow, shapes={"pending": schema_of(list[PendingTask])})
 
 
 def _as_written_now(task: Task, scope_of: Callable[[str], str | None]) -> None:

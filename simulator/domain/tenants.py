@@ -21,7 +21,7 @@ from .aggregator import Aggregator
 from .changes import EVENT, TASK, Changes
 from .companies import CompanyDirectory, ManualDepositRule
 from .events import Event, EventLog, event_body
-from ..schemas.events import Draft
+from .event_types import Draft
 from .faults import ApiFaults
 from .identity import Identity, Ids, PublicToken
 from .linked_accounts import LinkedAccounts
@@ -275,7 +275,7 @@ class Tenant:
              task_id: str | None = None, at: float | None = None, **body: Any) -> Event:
         """Store a new event in the ledger (listeners such as the dispatcher see it next).
 
-        `event` is what its type made (`COMPANY_CREATED(companyId=...)`, schemas/events.py),
+        `event` is what its type made (`COMPANY_CREATED(companyId=...)`, domain/event_types.py),
         or a type's name with `data` among `body`. `identifier` and `task_id` index the
         event for filters and replay; `body` holds the body's other fields (`user`, and for
         task events `task`, `company`, ...).

@@ -11,7 +11,7 @@ import itertools
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..schemas.validate import schema_errors
+from ..validate import schema_errors
 from .stored import COUNT, STRING, TIME, LoadError, Sections, obj
 
 # Every kind of scheduled action, by the name it gives itself in a snapshot (snapshot.py):

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import (CompanyNotFound, TaskNotFound, UnknownEventType, ValidationFailed,
                       field_detail)
-from ..schemas.events import CONTINUOUS_ACCESS, EventType, Family, declared
+from .event_types import CONTINUOUS_ACCESS, EventType, Family, declared
 from .companies import OPERATIONAL, UNKNOWN_COMPANY, Company
 from .events import Event
 from ..clock import isoformat
@@ -211,7 +211,7 @@ def _checked_emit(tenant: Owner, declaration: EventType, data: dict[str, Any] | 
                   fields: dict[str, Any], *, identifier: str | None = None,
                   task_id: str | None = None) -> Event:
     """Emits the event once the whole body, overrides merged, matches its type's schema."""
-    from ..schemas.validate import schema_errors
+    from ..validate import schema_errors
 
     candidate = {"eventType": declaration.name, "eventTime": "2000-01-01T00:00:00.000Z",
                  **fields, **({"data": data} if data is not None else {})}

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import Conflict, field_detail
-from ..schemas.scenarios import written_payment_method
+from .payment_methods import written_payment_method
 from .owner import Owner
 
 # Why continuous access ended, as linked-account-disconnected says it: its published reasons

@@ -23,7 +23,7 @@ from ..domain import aggregator
 from ..errors import (ApiError, Forbidden, MethodNotAllowed, MissingCredentials, RouteNotFound,
                       Unauthorized, ValidationFailed)
 from ..schemas.api import NO_CONTROL_CHARACTER
-from ..schemas.validate import UNKNOWN_FIELD, check_webhook_urls
+from ..validate import UNKNOWN_FIELD, check_webhook_urls
 from ..operations import Auth, Dialect, operation
 
 PREFIX = "/aggregator-api"

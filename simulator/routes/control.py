@@ -23,7 +23,7 @@ from ..schemas.responses import (CARD_TOKEN_RECREATION, CLOCK, CLOCK_ADVANCED, C
                                  PROFILE_UNBOUND, SCENARIO, SCENARIO_BINDING, SCENARIO_BINDINGS,
                                  SNAPSHOT_RESTORED, STATS, TENANT, TENANT_DELETED)
 from ..static import static_text
-from ..schemas.validate import parse_time
+from ..validate import parse_time
 from ..operations import NO_STORE, Auth, Reply, operation, serve_file
 from .webhooks import event_record
 

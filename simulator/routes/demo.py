@@ -29,7 +29,7 @@ from ..clock import isoformat
 from ..domain.tenants import DEMO_TENANT, Tenant
 from ..errors import Forbidden, MalformedJson, TenantNotFound, Unauthorized
 from ..render import read_within_time
-from ..schemas.dates import date_time_field
+from ..dates import date_time_field
 from ..schemas.responses import DEMO_RESET, PROFILE_SUMMARY, answer
 from ..static import static_text
 from ..webhooks.cloudevents import SIGNATURE_HEADER, sign

@@ -12,7 +12,7 @@ from ..domain.payroll_records import paystub_lines
 from ..errors import ValidationFailed, field_detail
 from ..pdf import text_pdf
 from ..schemas.api import DATA_QUERY, DISCONNECT_REQUEST
-from ..schemas.records import DATA_RECORDS, LINKED_ACCOUNT_LIST_RECORD
+from ..domain.data_records import DATA_RECORDS, LINKED_ACCOUNT_LIST_RECORD
 from ..schemas.responses import LINKED_ACCOUNT_ACTIONS, PII_DELETED
 from ..operations import Auth, operation
 

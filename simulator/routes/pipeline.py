@@ -24,7 +24,7 @@ from ..domain.journal import journal_body
 from ..keys import DIALECTS, FIXED_PATHS, FIXED_SIBLINGS, SANDBOX, Exchange, exchange_of
 from ..operations import CLIENT_ID, CLIENT_SECRET, Auth, Operation, Reply
 from ..render import json_response, read_within_time, wrong_method
-from ..schemas.validate import (INVALID_TEXT, check_json_type, parse_json_body, parse_query,
+from ..validate import (INVALID_TEXT, check_json_type, parse_json_body, parse_query,
                                 text_problem)
 
 CONTROL_PLANE = "/_sandbox/"

@@ -14,8 +14,8 @@ from ..errors import ApiError, CompanyNotFound, InvalidConfig, LinkedAccountNotY
 from ..schemas.api import (SdkCompanyRequest, SDK_CONFIG, SdkLeaveRequest, SdkLoginRequest,
                            SDK_MFA_CHALLENGE, SdkSessionRequest, TASK_CREATED,
                            TASK_CREATE_REQUEST, TASK_RECORD)
-from ..schemas.validate import schema_errors
-from ..schemas.records import LINKED_ACCOUNT_RECORD
+from ..validate import schema_errors
+from ..domain.data_records import LINKED_ACCOUNT_RECORD
 from ..schemas.responses import SDK_COMPANY, SDK_LEFT, SDK_SESSION, SDK_WORKFLOW
 from ..static import static_text
 from ..operations import NO_STORE, Auth, operation, serve_file

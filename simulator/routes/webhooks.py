@@ -14,10 +14,10 @@ from ..errors import EventTypeNotFound, UnknownEventType, ValidationFailed, fiel
 from ..schemas.api import (ReplayRequest, SECRET, SecretRequest, Success, TriggerRequest,
                            WebhookEndpoint, WEBHOOK_ENDPOINT_REQUEST, WEBHOOK_ENDPOINTS_REQUEST,
                            WEBHOOK_FAULTS_REQUEST)
-from ..schemas.events import event_schema, event_types
+from ..domain.event_types import event_schema, event_types
 from ..schemas.responses import (EVENT_RECORD, REPLAYED, WEBHOOK_ENDPOINT_STORED,
                                  WEBHOOK_FAULTS)
-from ..schemas.validate import check_webhook_urls, parse_time
+from ..validate import check_webhook_urls, parse_time
 from ..domain.outbox import FaultPlan
 from ..webhooks.dispatcher import request_headers
 from ..operations import Auth, Reply, operation

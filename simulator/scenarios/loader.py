@@ -22,7 +22,8 @@ from typing import Any
 from ..domain.states import (FAILED, FINAL, PROCESSING, QUEUED, Scenario, Step,
                              transition_error)
 from ..fixtures import ConfigError, load_yaml, validate_document
-from ..schemas.scenarios import SCENARIO_SCHEMA, written_payment_method
+from ..domain.payment_methods import written_payment_method
+from ..schemas.scenarios import SCENARIO_SCHEMA
 
 TASK_FIELDS = ("status", "patch", "authenticated", "reason", "meta", "flow", "product",
                "authenticationMethod", "paymentMethod", "connected", "accounts")

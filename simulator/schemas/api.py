@@ -8,18 +8,22 @@ its shape; the UPPER_CASE schema beside it is `schema_of(struct)`.
 
 from typing import Any
 
+from ..domain.companies import (COMPANY_STATUSES, SCOPES, Branding, CompanySummary,
+                                SearchCompany, SearchConnector, Tag)
 from ..domain.data_profiles import PROFILE_SCHEMA
+from ..domain.identity import UserView
+from ..domain.tasks import CONTINUE, FINISH, Distribution
+from ..domain.payment_methods import PAYMENT_METHOD, WRITTEN_PAYMENT_METHOD
 from ..domain.shapes import UNSET, Command, Maybe, View, choice, field, of, raw, schema_of
 from ..domain.states import AUTHENTICATION_METHODS as TASK_AUTHENTICATION_METHODS
 from ..domain.states import DAYS_REQUESTED, DEEPLINK_STEPS, FAILURE_REASONS
 from ..domain.task_fields import step_field_schemas
-from .dates import DATE_TIME, date_time_field
-from .fixtures import (AUTHENTICATION_METHODS, COMPANY_SCHEMA, COMPANY_STATUSES,
-                       CONTINUOUS_ACCESS, DERIVED_TAGS, MANUAL_DEPOSITS, SCOPES, STORED_TAGS)
-from .scenarios import PAYMENT_METHOD, WRITTEN_PAYMENT_METHOD
+from ..dates import DATE_TIME, date_time_field
+from .fixtures import COMPANY_SCHEMA, CONTINUOUS_ACCESS, MANUAL_DEPOSITS
+
 
 # No C0 or C1 control character: in a user's identifier (these schemas), a path segment or
-# a query value (the pipeline's check, schemas/validate.py: text_problem; the document
+# a query value (the pipeline's check, validate.py: text_problem; the document
 # states it there, openapi.py).
 NO_CONTROL_CHARACTER = r"^[^\x00-\x1f\x7f-\x9f]*$"
 
@@ -39,9 +43,8 @@ Identifier = of(str, "The user's id in the customer's system.", min_length=1, ma
                 pattern=NO_CONTROL_CHARACTER)
 UserIdentifier = of(str, min_length=1, pattern=NO_CONTROL_CHARACTER)
 Texts = list[Text]
-Tag = choice(*STORED_TAGS, *DERIVED_TAGS)
 Metadata = of(dict[str, Any], "Customer context, echoed in the task's events.")
-DateTime = raw(DATE_TIME)  # the one form answers write (schemas/dates.py)
+DateTime = raw(DATE_TIME)  # the one form answers write (dates.py)
 AnyDateTime = of(str, extra_json_schema={"format": "date-time"})  # any a caller sends
 
 
@@ -129,79 +132,6 @@ class TenantRequest(Command, kw_only=True):
 
 
 
-class Logo(View, kw_only=True):
-    url: Maybe[str] = UNSET
-    background_color: Maybe[str] = UNSET
-
-
-class Branding(View, kw_only=True):
-    color: Maybe[str] = UNSET
-    logo: Maybe[Logo] = UNSET
-
-
-
-class SearchCapabilities(View, kw_only=True):
-    distribution_types: Maybe[list[str]] = UNSET
-    supported_payment_methods: Maybe[list[str]] = UNSET
-
-
-class SearchConnector(View, kw_only=True):
-    id: str = field(name="_id")
-    available_products: list[str]
-    capabilities: SearchCapabilities
-
-
-class SearchCompany(View, kw_only=True):
-    id: str = field(name="_id")
-    name: Name
-    status: choice(*COMPANY_STATUSES)
-    branding: Branding
-    tags: list[Tag]
-    franchise_parent: Maybe[str] = UNSET
-    connector: SearchConnector
-
-
-SEARCH_COMPANY = schema_of(SearchCompany)
-
-
-class Capabilities(SearchCapabilities, kw_only=True):
-    headless_authentication: Maybe[bool] = UNSET
-    sso_authentication: Maybe[bool] = UNSET
-    authentication_methods: Maybe[list[choice(*AUTHENTICATION_METHODS)]] = UNSET
-    distribution_actions: Maybe[list[str]] = UNSET
-
-
-class Connector(SearchConnector, kw_only=True):
-    capabilities: Capabilities
-
-
-class FullCompany(SearchCompany, kw_only=True):
-    scopes: Maybe[list[choice(*SCOPES)]] = UNSET
-    connector: Connector
-
-
-FULL_COMPANY = schema_of(FullCompany)
-
-
-# The user and the company as task events (schemas/events.py) and task records name them.
-class User(View, kw_only=True):
-    id: Text = field(name="_id")
-    identifier: Text
-    connected: Maybe[bool] = UNSET
-
-
-USER = schema_of(User)
-
-
-class CompanySummary(View, kw_only=True):
-    id: Text = field(name="_id")
-    name: str
-    branding: Branding
-
-
-COMPANY_SUMMARY = schema_of(CompanySummary)
-
-
 class AccessToken(View, kw_only=True):
     public_token: str
     token: str
@@ -209,30 +139,13 @@ class AccessToken(View, kw_only=True):
 
 
 # A workflow's next step after a task ends (the SDK's and the real service's task options):
-# `continue` runs the next task, `finish` ends the workflow there.
-CONTINUE, FINISH = "continue", "finish"
+# `continue` runs the next task, `finish` ends the workflow there (domain/tasks.py).
 
 
 def next_step(description: str) -> Any:
     return choice(CONTINUE, FINISH, description=description)
 
 
-class Distribution(Command, kw_only=True):
-    """How the deposit is split (a deposit task; the deposit accounts' distributionType and
-    distributionAmount). A type the company's connector cannot set up
-    (capabilities.distributionTypes) fails the task."""
-
-    __schema_extra__ = {"allOf": [
-        {"if": {"properties": {"type": {"const": "percent"}}},
-         "then": {"required": ["amount"], "properties": {"amount": {"maximum": 100}}}},
-        {"if": {"properties": {"type": {"const": "fixed"}}}, "then": {"required": ["amount"]}}]}
-
-    type: choice("total", "fixed", "percent", description="total: the entire paycheck; fixed: "
-                 "`amount` dollars; percent: `amount` per cent of it.")
-    amount: Maybe[of(float, gt=0, le=1_000_000)] = UNSET
-
-
-DISTRIBUTION = schema_of(Distribution)
 ON_COMPLETE = ("After this task completes: `continue` with the next task (default) or "
                "`finish` the workflow.")
 ON_FAIL = ("After this task fails: `continue` with the next task (default) or `finish` the "
@@ -650,7 +563,7 @@ class TaskTransition(View, kw_only=True):
 _STEP_FIELDS = step_field_schemas()  # flow, meta, ... (domain/task_fields.py)
 
 
-class TaskUser(User, kw_only=True):
+class TaskUser(UserView, kw_only=True):
     connected: bool
 
 
@@ -912,40 +825,6 @@ class PayLinkAccount(View, kw_only=True):
 class PayLinkAccounts(View, kw_only=True):
     accounts: list[PayLinkAccount]
 
-
-
-# How a snapshot writes the state these operations add (snapshot.py: Record shapes), so
-# a restored task, workflow or user is one the engine can run and the reads can render.
-_OPTIONAL = {"type": "null"}
-TASK_SNAPSHOT_SHAPES = {
-    # A task moves only along the spec's transitions, from the statuses it has.
-    "status": {"enum": TASK_STATUSES},
-    "previousStatus": {"enum": [*TASK_STATUSES, None]},
-    "distribution": {"anyOf": [DISTRIBUTION, _OPTIONAL]},
-    "onComplete": {"enum": [CONTINUE, FINISH]},
-    "onFail": {"enum": [CONTINUE, FINISH]},
-}
-
-
-class PendingTask(Command, kw_only=True):
-    product: Text
-    metadata: Maybe[dict[str, Any] | None] = UNSET
-    payment_method: Maybe[raw({"anyOf": [PAYMENT_METHOD, _OPTIONAL]})] = UNSET
-    distribution: Maybe[Distribution | None] = UNSET
-    on_complete: choice(CONTINUE, FINISH)
-    on_fail: choice(CONTINUE, FINISH)
-    scenario: Text
-
-
-WORKFLOW_SNAPSHOT_SHAPES = {"pending": schema_of(list[PendingTask])}
-
-
-class StoredMethods(Command, kw_only=True):
-    bank_accounts: of(list[raw(PAYMENT_METHOD)], max_length=20)
-    cards: of(list[raw(PAYMENT_METHOD)], max_length=20)
-
-
-USER_SNAPSHOT_SHAPES = {"paymentMethods": schema_of(StoredMethods | None)}
 
 
 # -- what the document adds to the enforced schemas ----------------------------------------

@@ -6,11 +6,8 @@ a fault names the file and the JSON path.
 
 from __future__ import annotations
 
-STORED_TAGS = ["payroll-provider", "gig-economy", "franchise-parent", "franchise-child"]
-DERIVED_TAGS = ["manual-deposits"]
-COMPANY_STATUSES = ["operational", "under-maintenance", "disabled"]
-SCOPES = ["user-link", "pay-link"]
-AUTHENTICATION_METHODS = ["standard-auth", "true-auth", "true-auth-desktop"]
+from ..domain.companies import AUTHENTICATION_METHODS, COMPANY_STATUSES, SCOPES, STORED_TAGS
+
 ENVIRONMENTS = ["sandbox", "production"]
 
 _ID = {"type": "string", "pattern": r"^[A-Za-z0-9_-]{1,64}$"}

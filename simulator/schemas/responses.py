@@ -18,16 +18,17 @@ from ..domain.states import DEEPLINK_STEPS
 from ..domain.data_profiles import PROFILE_SCHEMA
 from .api import (CARD_TOKEN_RECREATION_REQUEST, EVENTS_QUERY, SCENARIO_BINDING_REQUEST,
                   TASK_RECORD, WEBHOOK_ENDPOINTS_REQUEST, WEBHOOK_FAULTS_REQUEST)
-from .dates import DATE_TIME, calendar_day_field, date_time_field
+from ..dates import DATE_TIME, calendar_day_field, date_time_field
 from .fixtures import ENVIRONMENTS
-from .records import LINKED_ACCOUNT_RECORD
-from .scenarios import SCENARIO_SCHEMA, STEP, WRITTEN_PAYMENT_METHOD
+from ..domain.data_records import LINKED_ACCOUNT_RECORD
+from ..domain.payment_methods import WRITTEN_PAYMENT_METHOD
+from .scenarios import SCENARIO_SCHEMA, STEP
 
 _STRING = {"type": "string"}
 _STRINGS = {"type": "array", "items": _STRING}
 _ID = {"type": "string", "minLength": 1}
 _COUNT = {"type": "integer", "minimum": 0}
-_DATE_TIME = DATE_TIME  # the one form answers write (schemas/dates.py)
+_DATE_TIME = DATE_TIME  # the one form answers write (dates.py)
 _OR_NULL = {"type": "null"}
 COMPANY = {"$ref": "#/components/schemas/Company"}
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from payroll_sandbox.errors import MalformedJson, ValidationFailed
-from payroll_sandbox.schemas.validate import FAST_BRACKETS, parse_json_body
+from payroll_sandbox.validate import FAST_BRACKETS, parse_json_body
 
 BODIES = [
     b'{"query": "walmart"}', b'{"a": [1, 2.5, -0.0, 1e308, 5e-324, null, true, false]}',

@@ -1,15 +1,15 @@
-"""Each event type is declared once (schemas/events.py): called with its data's fields it
+"""Each event type is declared once (domain/event_types.py): called with its data's fields it
 builds the draft the domain emits, and the same declaration gives its published schema."""
 
 from __future__ import annotations
 
 import pytest
 
-from payroll_sandbox.schemas.events import (COMPANY_CREATED, CONTINUOUS_ACCESS, MAINTENANCE_MODE,
+from payroll_sandbox.domain.event_types import (COMPANY_CREATED, CONTINUOUS_ACCESS, MAINTENANCE_MODE,
                                             PII_DATA_DELETED, TASK_STATUS_UPDATED, Family,
                                             declared, event_schema, event_types,
                                             processor_link_events)
-from payroll_sandbox.schemas.validate import schema_errors
+from payroll_sandbox.validate import schema_errors
 
 
 def test_a_type_builds_its_data_from_the_declared_fields_leaving_out_none():

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from payroll_sandbox.schemas.validate import json_in_pieces, strict_json
+from payroll_sandbox.validate import json_in_pieces, strict_json
 
 DOCUMENTS = [
     {}, [], {"a": []}, {"a": {}}, {"users": [{"id": "x", "n": 1}] * 200, "clock": {"t": 1.5}},

@@ -51,17 +51,14 @@ def test_no_import_circles():
     assert _circles(_imports()) == []
 
 
-# Issue 36 takes the folder-level circles away one at a time; none may come back or grow.
-KNOWN_FOLDER_CIRCLES = [["domain", "schemas"]]
-
-
-def test_no_folder_level_import_circle_but_the_known_ones():
-    """`snapshot` no longer imports `routes` (the fault targets come from the Sandbox); the
-    domain no longer imports the catalog, the fixtures, the journal or the scenarios (the
-    types it needs live in it), the transport no longer the settings, the scenarios'
-    table not the start-up load."""
-    found = sorted(sorted(c) for c in _circles(architecture.folder_graph(_imports())))
-    assert found == KNOWN_FOLDER_CIRCLES
+def test_no_folder_level_import_circle():
+    """The folders show the rings: `snapshot` does not import `routes` (the fault targets
+    come from the Sandbox); the domain imports none of `schemas`, the catalog, the
+    fixtures, the journal or the scenarios (the types it needs live in it: the event
+    types, the data records, the company and user views), and `schemas` imports the
+    domain's; the transport does not import the settings, nor the scenarios' table the
+    start-up load."""
+    assert _circles(architecture.folder_graph(_imports())) == []
 
 
 def test_the_check_finds_a_circle():
@@ -70,10 +67,10 @@ def test_the_check_finds_a_circle():
 
 def test_the_domain_imports_no_web_or_transport_module():
     """The domain holds the rules and the state; it never imports the edge (aiohttp's
-    routes, the middleware, rendering) or the transport that sends webhooks and runs the
-    clock."""
+    routes, the middleware, rendering, the request and answer schemas), or the transport
+    that sends webhooks and runs the clock."""
     outside = ("routes", "middleware", "render", "webhooks", "app", "keys", "server",
-               "snapshot", "scheduler")
+               "snapshot", "scheduler", "schemas")
     leaks = {module: sorted(t for t in targets if t.split(".")[0] in outside)
              for module, targets in _imports().items() if module.startswith("domain")}
     assert {module: found for module, found in leaks.items() if found} == {}

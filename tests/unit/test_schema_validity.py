@@ -1,4 +1,4 @@
-"""The fast validity check of schemas/validate.py (jsonschema-rs) decides exactly as
+"""The fast validity check of validate.py (jsonschema-rs) decides exactly as
 jsonschema does.
 
 A valid request is accepted by the fast check alone; jsonschema only runs to name the
@@ -16,7 +16,7 @@ from jsonschema import Draft202012Validator
 
 from payroll_sandbox.domain.shapes import View, schema_of
 from payroll_sandbox.schemas import api, fixtures, scenarios
-from payroll_sandbox.schemas.validate import _validity, schema_errors
+from payroll_sandbox.validate import _validity, schema_errors
 
 ODD_VALUES = [None, True, False, 0, 1, -1, 1.0, 1.5, 2 ** 40, "", "a", " ", [], {}, ["a", "a"],
               [1, True], [0, False], [1, 1.0], {"a": 1}, [{"a": 1}, {"a": 1}]]

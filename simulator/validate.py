@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from ..errors import MalformedJson, UnsupportedMediaType, ValidationFailed, field_detail
+from .errors import MalformedJson, UnsupportedMediaType, ValidationFailed, field_detail
 
 
 def json_path(parts: Any) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..clock import CALENDAR_DAY_PATTERN, DATE_TIME_PATTERN
+from .clock import CALENDAR_DAY_PATTERN, DATE_TIME_PATTERN
 
 DATE_TIME_FORM = ("A date-time: UTC with milliseconds and a Z, as the real service writes "
                   "them (2020-06-30T12:00:00.000Z).")

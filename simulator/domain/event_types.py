@@ -19,12 +19,14 @@ from enum import Enum
 from functools import cached_property, lru_cache
 from typing import Any, NamedTuple
 
-from ..domain.states import AUTHENTICATION_METHODS, CHANGED_FIELDS, FAILURE_REASONS, UPDATE_TYPES
-from ..domain.task_fields import step_field_schemas
-from .api import COMPANY_SUMMARY, USER
-from .dates import date_time_field
-from .records import payroll_day
-from .scenarios import WRITTEN_PAYMENT_METHOD
+from .states import AUTHENTICATION_METHODS, CHANGED_FIELDS, FAILURE_REASONS, UPDATE_TYPES
+from .payment_methods import WRITTEN_PAYMENT_METHOD
+from .task_fields import step_field_schemas
+from .companies import COMPANY_SUMMARY
+from .identity import USER
+from ..dates import date_time_field
+from .data_records import payroll_day
+
 
 
 class Family(Enum):

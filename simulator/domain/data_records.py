@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .api import SEARCH_COMPANY
-from .dates import date_time_field
+from .companies import SEARCH_COMPANY
+from ..dates import date_time_field
 
 
 def payroll_day(what: str) -> dict[str, Any]:
