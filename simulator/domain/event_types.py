@@ -19,13 +19,14 @@ from enum import Enum
 from functools import cached_property, lru_cache
 from typing import Any, NamedTuple
 
-from .states import AUTHENTICATION_METHODS, CHANGED_FIELDS, FAILURE_REASONS, UPDATE_TYPES
-from .payment_methods import WRITTEN_PAYMENT_METHOD
-from .task_fields import step_field_schemas
-from .companies import COMPANY_SUMMARY
-from .identity import USER
 from ..dates import date_time_field
+from .companies import COMPANY_SUMMARY
 from .data_records import payroll_day
+from .identity import USER
+from .payment_methods import WRITTEN_PAYMENT_METHOD
+from .shapes import UNSET, Maybe, View, choice, field, of, raw, schema_of
+from .states import AUTHENTICATION_METHODS, CHANGED_FIELDS, FAILURE_REASONS, UPDATE_TYPES
+from .task_fields import step_field_schemas
 
 
 
@@ -51,7 +52,13 @@ class EventType:
 
     name: str
     family: Family
-    data: dict[str, Any] | None  # the JSON Schema of `data`; None: the type has no data
+    # The JSON Schema of `data`, given as the struct that declares it (domain/shapes.py);
+    # None: the type has no data.
+    data: dict[str, Any] | None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.data, type):
+            object.__setattr__(self, "data", schema_of(self.data))
 
     def __call__(self, **fields: Any) -> Draft:
         """The event's `data` from its fields (a field given as None is left out). A field
@@ -127,167 +134,195 @@ _TASK_FIELDS = {
     "company": COMPANY_SUMMARY,
     "metadata": {"type": "object"},
 }
-_STATUS = {"enum": ["queued", "processing", "completed", "failed"]}
+Id = of(str, min_length=1)
+Status = choice("queued", "processing", "completed", "failed")
 
 
-def _declare(family: Family, data: dict[str, dict[str, Any] | None]) -> dict[str, EventType]:
-    return {name: EventType(name, family, schema) for name, schema in data.items()}
+def _declare(family: Family, data: dict[str, Any]) -> dict[str, EventType]:
+    return {name: EventType(name, family, shape) for name, shape in data.items()}
+
+
+class TaskStatusUpdated(View, kw_only=True):
+    """Emitted when a Task resolves (spec: Task events): the status is final; previousStatus
+    is processing, or queued for a task that failed before it ever started processing. A
+    failure carries its reason."""
+
+    __schema_extra__ = {
+        "allOf": [{"if": {"properties": {"status": {"const": "failed"}}},
+                   "then": {"required": ["reason"]}},
+                  {"if": {"properties": {"previousStatus": {"const": "queued"}}},
+                   "then": {"properties": {"status": {"const": "failed"}}}}],
+        "properties": step_field_schemas()}  # flow, meta, ... (domain/task_fields.py)
+
+    previous_status: choice("queued", "processing")
+    status: choice("completed", "failed")
+    authenticated: bool
+    payment_method: Maybe[raw(WRITTEN_PAYMENT_METHOD)] = UNSET
+    reason: Maybe[choice(*FAILURE_REASONS)] = UNSET
+
+
+class Authenticated(View, kw_only=True):
+    authenticated: bool
+
+
+class TaskStatusPatched(Authenticated, kw_only=True):
+    status: Status
+    previous_status: Status
+    payment_method: Maybe[raw(WRITTEN_PAYMENT_METHOD)] = UNSET
+
+
+class WorkflowTask(View, kw_only=True):
+    task: Id
+    status: Status
+    product: Maybe[str] = UNSET
+    reason: Maybe[str] = UNSET
+
+
+class WorkflowFinished(View, kw_only=True):
+    """The spec shows only a failure reason; the sandbox adds the outcome and the workflow's
+    tasks."""
+
+    status: choice("completed", "failed")
+    failure_reason: Maybe[str] = UNSET
+    tasks: Maybe[list[WorkflowTask]] = UNSET
 
 
 TASK_EVENTS = _declare(Family.TASK, {
-    "task-status-updated": {
-        "type": "object",
-        "description": "Emitted when a Task resolves (spec: Task events): the status is final; "
-                       "previousStatus is processing, or queued for a task that failed before "
-                       "it ever started processing. A failure carries its reason.",
-        "required": ["previousStatus", "status", "authenticated"],
-        "allOf": [
-            {"if": {"properties": {"status": {"const": "failed"}}},
-             "then": {"required": ["reason"]}},
-            {"if": {"properties": {"previousStatus": {"const": "queued"}}},
-             "then": {"properties": {"status": {"const": "failed"}}}},
-        ],
-        "properties": {
-            "previousStatus": {"enum": ["queued", "processing"]},
-            "status": {"enum": ["completed", "failed"]},
-            "authenticated": {"type": "boolean"},
-            "paymentMethod": WRITTEN_PAYMENT_METHOD,
-            "reason": {"enum": list(FAILURE_REASONS)},
-            **step_field_schemas(),  # flow, meta, ... (domain/task_fields.py)
-        },
-    },
-    "task-authentication-status-updated": {
-        "type": "object", "required": ["authenticated"],
-        "properties": {"authenticated": {"type": "boolean"}},
-    },
-    "task-status-patched": {
-        "type": "object",
-        "required": ["authenticated", "status", "previousStatus"],
-        "properties": {"authenticated": {"type": "boolean"}, "status": _STATUS,
-                       "previousStatus": _STATUS, "paymentMethod": WRITTEN_PAYMENT_METHOD},
-    },
-    "task-workflow-finished": {
-        "type": "object",
-        "description": "The spec shows only a failure reason; the sandbox adds the outcome "
-                       "and the workflow's tasks.",
-        "required": ["status"],
-        "properties": {
-            "status": {"enum": ["completed", "failed"]},
-            "failureReason": {"type": "string"},
-            "tasks": {"type": "array", "items": {"type": "object", "required": ["task", "status"],
-                                                 "properties": {"task": _ID, "status": _STATUS,
-                                                                "product": {"type": "string"},
-                                                                "reason": {"type": "string"}}}},
-        },
-    },
+    "task-status-updated": TaskStatusUpdated,
+    "task-authentication-status-updated": Authenticated,
+    "task-status-patched": TaskStatusPatched,
+    "task-workflow-finished": WorkflowFinished,
 })
 TASK_STATUS_UPDATED = TASK_EVENTS["task-status-updated"]
 TASK_AUTHENTICATION_STATUS_UPDATED = TASK_EVENTS["task-authentication-status-updated"]
 TASK_STATUS_PATCHED = TASK_EVENTS["task-status-patched"]
 TASK_WORKFLOW_FINISHED = TASK_EVENTS["task-workflow-finished"]
 
-_COMPANY_ID_DATA = {"type": "object", "required": ["companyId"], "properties": {"companyId": _ID}}
+
+class CompanyId(View, kw_only=True):
+    company_id: Id
+
+
+class MaintenanceMode(CompanyId, kw_only=True):
+    __schema_extra__ = {"if": {"properties": {"status": {"const": "operational"}}},
+                        "then": {"properties": {"products": {"maxItems": 0}}}}
+
+    status: choice("maintenance", "operational")
+    products: list[str]
+
+
 COMPANY_EVENTS = _declare(Family.COMPANY, {
-    "company-created": _COMPANY_ID_DATA,
-    "company-updated": _COMPANY_ID_DATA,
-    "company-deleted": _COMPANY_ID_DATA,
-    "maintenance-mode": {
-        "type": "object",
-        "required": ["companyId", "status", "products"],
-        "properties": {"companyId": _ID, "status": {"enum": ["maintenance", "operational"]},
-                       "products": {"type": "array", "items": {"type": "string"}}},
-        "if": {"properties": {"status": {"const": "operational"}}},
-        "then": {"properties": {"products": {"maxItems": 0}}},
-    },
+    "company-created": CompanyId,
+    "company-updated": CompanyId,
+    "company-deleted": CompanyId,
+    "maintenance-mode": MaintenanceMode,
 })
 COMPANY_CREATED = COMPANY_EVENTS["company-created"]
 COMPANY_UPDATED = COMPANY_EVENTS["company-updated"]
 COMPANY_DELETED = COMPANY_EVENTS["company-deleted"]
 MAINTENANCE_MODE = COMPANY_EVENTS["maintenance-mode"]
 
+
+class Bill(View, kw_only=True):
+    id: Id = field(name="_id")
+    changed_fields: Maybe[list[choice(*CHANGED_FIELDS)]] = UNSET
+
+
+class PayLinkAccount(View, kw_only=True):
+    id: Id = field(name="_id")
+    update_type: choice(*UPDATE_TYPES)
+    bills: list[Bill]
+
+
+class PayLinkAccounts(View, kw_only=True):
+    accounts: list[PayLinkAccount]
+
+
 # A pay-link task's event: it carries the task's fields too, though its schema asks only
 # for the user and the data.
-PAY_LINK_ACCOUNTS_UPDATED = EventType("pay-link-accounts-updated", Family.USER, {
-    "type": "object",
-    "required": ["accounts"],
-    "properties": {"accounts": {"type": "array", "items": {
-        "type": "object",
-        "required": ["_id", "updateType", "bills"],
-        "properties": {
-            "_id": _ID, "updateType": {"enum": list(UPDATE_TYPES)},
-            "bills": {"type": "array", "items": {
-                "type": "object", "required": ["_id"],
-                "properties": {"_id": _ID, "changedFields": {
-                    "type": "array", "items": {"enum": list(CHANGED_FIELDS)}}}}},
-        }}}},
-})
+PAY_LINK_ACCOUNTS_UPDATED = EventType("pay-link-accounts-updated", Family.USER, PayLinkAccounts)
 PII_DATA_DELETED = EventType("pii-data-deleted", Family.PRIVACY, None)
 
-_LINKED = {"linkedAccount": _ID, "companyId": _ID,
-           "task": {**_ID, "description": "The refresh task whose completion synced the data "
-                                          "(a pull refresh, or a sign-in again); absent for a "
-                                          "push refresh."}}
-_SYNCED = {
-    "type": "object", "required": ["linkedAccount", "companyId"], "properties": _LINKED,
-    "description": "Not shown by the spec: the sandbox names the linked account and company, "
-                   "and the task of a pull refresh.",
-}
-_CHANGED = {
-    "type": "object", "required": ["linkedAccount", "companyId", "records"],
-    "properties": {**_LINKED, "records": {"type": "array", "items": _ID,
-                                          "description": "Ids of the records that changed."}},
-    "description": "Not shown by the spec: the sandbox names the linked account, company and "
-                   "the changed records; fetch them from the data endpoints.",
-}
+
+class Linked(View, kw_only=True):
+    linked_account: Id
+    company_id: Id
+    task: Maybe[of(Id, "The refresh task whose completion synced the data (a pull refresh, "
+                   "or a sign-in again); absent for a push refresh.")] = UNSET
+
+
+class Synced(Linked, kw_only=True):
+    """Not shown by the spec: the sandbox names the linked account and company, and the task
+    of a pull refresh."""
+
+
+class Changed(Linked, kw_only=True):
+    """Not shown by the spec: the sandbox names the linked account, company and the changed
+    records; fetch them from the data endpoints."""
+
+    records: of(list[Id], "Ids of the records that changed.")
+
+
+class DepositSwitchRemoved(Linked, kw_only=True):
+    deposit_account: Id
+
+
+class Disconnected(Linked, kw_only=True):
+    reason: choice("timeout", "credentials-changed", "system-update")
+
+
+class EarnUserData(Linked, kw_only=True):
+    net_hourly_rate: float
+    unpaid_hours_in_pay_period: float
+    # Dates in payroll data are date-times (real-service-facts).
+    current_pay_period_start: raw(payroll_day("The first day of the current pay period"))
+    linked_account: Maybe[Id] = UNSET
+    company_id: Maybe[Id] = UNSET
+
+
 CONTINUOUS_ACCESS = _declare(Family.USER, {
-    **{f"{kind}-synced": _SYNCED for kind in
+    **{f"{kind}-synced": Synced for kind in
        ("statements", "income", "timesheets", "employment", "identity", "taxes", "deposit-accounts")},
-    **{name: _CHANGED for name in
+    **{name: Changed for name in
        ("statements-added", "income-updated", "timesheets-added", "employment-updated",
         "identity-updated", "taxes-added", "deposit-accounts-added", "deposit-accounts-updated",
         "deposit-accounts-removed")},
-    "deposit-switch-removed": {
-        "type": "object", "required": ["linkedAccount", "companyId", "depositAccount"],
-        "properties": {**_LINKED, "depositAccount": _ID},
-    },
-    "linked-account-connected": _SYNCED,
-    "linked-account-disconnected": {
-        "type": "object", "required": ["linkedAccount", "companyId", "reason"],
-        "properties": {**_LINKED, "reason": {"enum": ["timeout", "credentials-changed",
-                                                      "system-update"]}},
-    },
-    "earn-user-data": {
-        "type": "object",
-        "required": ["netHourlyRate", "unpaidHoursInPayPeriod", "currentPayPeriodStart"],
-        "properties": {**_LINKED, "netHourlyRate": {"type": "number"},
-                       "unpaidHoursInPayPeriod": {"type": "number"},
-                       # Dates in payroll data are date-times (real-service-facts).
-                       "currentPayPeriodStart": payroll_day(
-                           "The first day of the current pay period")},
-    },
+    "deposit-switch-removed": DepositSwitchRemoved,
+    "linked-account-connected": Synced,
+    "linked-account-disconnected": Disconnected,
+    "earn-user-data": EarnUserData,
 })
+
+
+class LinkEvent(View, kw_only=True):
+    processor_link: Id
+
+
+class ClassificationCompleted(LinkEvent, kw_only=True):
+    """Not shown by the spec: fetch results from employer-matches."""
+
+    matches: of(int, ge=0)
+
+
+class DetectionCompleted(LinkEvent, kw_only=True):
+    """Not shown by the spec: fetch results from recurring-transactions."""
+
+    recurring_transactions: of(int, ge=0)
+
+
+class AggregatorError(LinkEvent, kw_only=True):
+    error_type: str
+    error_code: str
+    error_message: Maybe[str] = UNSET
 
 
 @lru_cache(maxsize=64)
 def processor_link_events(aggregator: str) -> dict[str, EventType]:
     """The processor-link events, the aggregator's error named after it."""
-    link = {"processorLink": _ID}
     return _declare(Family.USER, {
-        "employer-classification-completed": {
-            "type": "object", "required": ["processorLink", "matches"],
-            "properties": {**link, "matches": {"type": "integer", "minimum": 0}},
-            "description": "Not shown by the spec: fetch results from employer-matches.",
-        },
-        "recurring-transaction-detection-completed": {
-            "type": "object", "required": ["processorLink", "recurringTransactions"],
-            "properties": {**link, "recurringTransactions": {"type": "integer", "minimum": 0}},
-            "description": "Not shown by the spec: fetch results from recurring-transactions.",
-        },
-        f"{aggregator}-error": {
-            "type": "object", "required": ["processorLink", "errorType", "errorCode"],
-            "properties": {**link, "errorType": {"type": "string"}, "errorCode": {"type": "string"},
-                           "errorMessage": {"type": "string"}},
-        },
+        "employer-classification-completed": ClassificationCompleted,
+        "recurring-transaction-detection-completed": DetectionCompleted,
+        f"{aggregator}-error": AggregatorError,
     })
 
 

@@ -6,7 +6,8 @@ derived from it (`schema_of`), and a checked body decodes into it (`decoded`), s
 is written in one place.
 
 What no annotation says (fields that exclude each other, `minProperties`, the names only
-the running app knows) is the struct's `__schema_extra__`, merged into its object schema.
+the running app knows) is the struct's `__schema_extra__`, merged into its object schema
+(its `properties` added to the struct's fields).
 """
 
 from __future__ import annotations
@@ -106,7 +107,12 @@ def _inlined(schema: Any, components: dict[str, Any], extras: dict[str, Any]) ->
     if ref is not None:
         name = ref.rsplit("/", 1)[1]
         rest = {k: v for k, v in schema.items() if k != "$ref"}
-        return _inlined({**components[name], **extras.get(name, {}), **rest}, components, extras)
+        extra = extras.get(name, {})
+        target = {**components[name], **extra, **rest}
+        if "properties" in extra:  # more fields, written as schemas (a table's, say)
+            target["properties"] = {**components[name].get("properties", {}),
+                                    **extra["properties"]}
+        return _inlined(target, components, extras)
     if _ORDER in schema:
         schema = {**schema, "enum": schema[_ORDER]}
         del schema[_ORDER]
