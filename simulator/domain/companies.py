@@ -369,8 +369,7 @@ class FullCompany(SearchCompany, kw_only=True):
 
 
 class CompanySummary(View, kw_only=True):
-    """The company as task events and task records name it."""
-
+    # The company as task events and task records name it.
     id: of(str, min_length=1) = field(name="_id")
     name: str
     branding: Branding

@@ -29,8 +29,7 @@ UNKNOWN_USER = "No user has the identifier {identifier!r}."
 
 
 class UserView(View, kw_only=True):
-    """The user as task events and task records name it."""
-
+    # The user as task events and task records name it.
     id: of(str, min_length=1) = field(name="_id")
     identifier: of(str, min_length=1)
     connected: Maybe[bool] = UNSET

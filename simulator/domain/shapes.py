@@ -17,7 +17,7 @@ from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union
 import msgspec
 from msgspec import UNSET, Meta, UnsetType, field
 
-__all__ = ["UNSET", "Command", "Maybe", "Meta", "View", "choice", "decoded", "field",
+__all__ = ["UNSET", "Answer", "Command", "Maybe", "Meta", "View", "choice", "decoded", "field",
            "of", "raw", "schema_of"]
 
 T = TypeVar("T")
@@ -32,6 +32,10 @@ class View(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
 
 class Command(View, forbid_unknown_fields=True):
     """An object a request sends: fields in camelCase and no others."""
+
+
+class Answer(View, forbid_unknown_fields=True):
+    """An object an answer shows whole: its fields and no others."""
 
 
 def of(kind: Any, description: str | None = None, *, unique: bool = False,
@@ -59,6 +63,7 @@ def choice(*values: Any, **meta: Any) -> Any:
 
 _ORDER = "x-enum-order"  # choice's values in order, put back as `enum` (_inlined)
 _SCHEMAS: dict[Any, dict[str, Any]] = {}
+_DEFS = "#/$defs/"
 
 
 def schema_of(shape: Any) -> dict[str, Any]:
@@ -68,7 +73,7 @@ def schema_of(shape: Any) -> dict[str, Any]:
     made = _SCHEMAS.get(shape)
     if made is None:
         (top,), components = msgspec.json.schema_components(
-            [shape], ref_template="#/$defs/{name}")
+            [shape], ref_template=_DEFS + "{name}")
         # A struct's docstring is its description, as one paragraph.
         extras = {name: {**getattr(struct, "__schema_extra__", {}), **(
                       {"description": " ".join(struct.__doc__.split())} if struct.__doc__ else {})}
@@ -104,7 +109,7 @@ def _inlined(schema: Any, components: dict[str, Any], extras: dict[str, Any]) ->
     if not isinstance(schema, dict):
         return schema
     ref = schema.get("$ref")
-    if ref is not None:
+    if ref is not None and ref.startswith(_DEFS):  # msgspec's; not the document's own
         name = ref.rsplit("/", 1)[1]
         rest = {k: v for k, v in schema.items() if k != "$ref"}
         extra = extras.get(name, {})

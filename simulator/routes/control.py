@@ -17,11 +17,11 @@ from ..schemas.api import (CARD_TOKEN_RECREATION_REQUEST, ClockAdvanceRequest,
                            EVENTS_QUERY, JournalQuery, ProfileBindingRequest,
                            SCENARIO_BINDING_REQUEST, TASK_RECORD,
                            TasksQuery, TenantRequest)
-from ..schemas.responses import (CARD_TOKEN_RECREATION, CLOCK, CLOCK_ADVANCED, CLOCK_RUN,
-                                 COMPANY_DELETED, COMPANY_WITH_STATUS, EVENT_RECORD,
-                                 JOURNAL_ENTRY, PROFILE_BINDING, PROFILE_SUMMARY,
-                                 PROFILE_UNBOUND, SCENARIO, SCENARIO_BINDING, SCENARIO_BINDINGS,
-                                 SNAPSHOT_RESTORED, STATS, TENANT, TENANT_DELETED)
+from ..schemas.responses import (CardTokenRecreation, ClockState, ClockAdvanced, ClockRun,
+                                 CompanyDeleted, CompanyWithStatus, EventRecord,
+                                 JournalEntry, ProfileBinding, ProfileSummary,
+                                 ProfileUnbound, Scenario, ScenarioBinding, SCENARIO_BINDINGS,
+                                 SnapshotRestored, Stats, TenantView, TenantDeleted)
 from ..static import static_text
 from ..validate import parse_time
 from ..operations import NO_STORE, Auth, Reply, operation, serve_file
@@ -35,33 +35,33 @@ CURSOR = {**TOTAL, "revision": {"type": "integer", "description": "With `after`:
 
 
 @operation("POST", "/_sandbox/tenants", "Create a tenant (its own keys and state)",
-           body=TenantRequest, status=201, response=TENANT, errors=(429,), **CONTROL)
+           body=TenantRequest, status=201, response=TenantView, errors=(429,), **CONTROL)
 async def create_tenant(tenant, body, sandbox) -> dict:
     return sandbox.registry.create_tenant(body, creator=tenant).describe()
 
 
 @operation("GET", "/_sandbox/tenant", "The tenant these keys belong to",
-           response=TENANT, **CONTROL)
+           response=TenantView, **CONTROL)
 async def current_tenant(tenant) -> dict:
     """Which tenant these keys are (the pytest plugin's tenants, scripts that got keys)."""
     return tenant.describe()
 
 
 @operation("DELETE", "/_sandbox/tenants/{name}", "Delete a tenant (one these keys made, "
-           "or their own)", response=TENANT_DELETED, errors=(404, 409), **CONTROL)
+           "or their own)", response=TenantDeleted, errors=(404, 409), **CONTROL)
 async def delete_tenant(tenant, params, sandbox) -> dict:
     sandbox.registry.delete(params["name"], caller=tenant)
     return {"name": params["name"], "deleted": True}
 
 
-@operation("POST", "/_sandbox/reset", "Reset this tenant to its fixtures", response=TENANT,
+@operation("POST", "/_sandbox/reset", "Reset this tenant to its fixtures", response=TenantView,
            **CONTROL)
 async def reset(tenant, sandbox) -> dict:
     return sandbox.registry.reset(tenant).describe()
 
 
 @operation("GET", "/_sandbox/requests", "Requests received, newest first",
-           query=JournalQuery, response={"type": "array", "items": JOURNAL_ENTRY}, **CONTROL)
+           query=JournalQuery, response=list[JournalEntry], **CONTROL)
 async def requests_journal(tenant, query) -> list:
     entries = tenant.journal.query(path=query.get("path"), method=query.get("method"),
                                    status=query.get("status"), limit=query["limit"])
@@ -82,7 +82,7 @@ async def get_snapshot(tenant, sandbox) -> dict:
 
 
 @operation("POST", "/_sandbox/snapshot", "Restore an exported state, exactly",
-           response=SNAPSHOT_RESTORED, errors=(400, 409, 413, 415, 422, 429), **CONTROL)
+           response=SnapshotRestored, errors=(400, 409, 413, 415, 422, 429), **CONTROL)
 async def restore_snapshot(tenant, request, sandbox) -> dict:
     """The body is a document of GET /_sandbox/snapshot, up to the largest the server's
     bounds allow (152 MiB at the defaults); one large restore at a time (429
@@ -95,13 +95,13 @@ async def restore_snapshot(tenant, request, sandbox) -> dict:
 
 # -- the clock ----------------------------------------------------------------------------
 
-@operation("GET", "/_sandbox/clock", "The virtual clock", response=CLOCK, **CONTROL)
+@operation("GET", "/_sandbox/clock", "The virtual clock", response=ClockState, **CONTROL)
 async def clock(tenant) -> dict:
     return _clock_record(tenant)
 
 
 @operation("POST", "/_sandbox/clock/advance", "Move the clock forward (what falls due "
-           "runs, in order)", body=ClockAdvanceRequest, response=CLOCK_ADVANCED, **CONTROL)
+           "runs, in order)", body=ClockAdvanceRequest, response=ClockAdvanced, **CONTROL)
 async def advance_clock(tenant, body) -> dict:
     """Stops at the work limit (README: Limits) with `complete: false` and the
     `remainingSeconds` to ask for next; the clock stands at the last job it ran."""
@@ -112,7 +112,7 @@ async def advance_clock(tenant, body) -> dict:
 
 
 @operation("POST", "/_sandbox/clock/run-until-idle", "Run the clock until nothing is pending",
-           response=CLOCK_RUN, **CONTROL)
+           response=ClockRun, **CONTROL)
 async def run_until_idle(tenant) -> dict:
     result = await tenant.runner.run_until_idle()
     return {**_clock_record(tenant), **_run_record(result)}
@@ -123,7 +123,7 @@ def _run_record(result) -> dict:
 
 
 @operation("GET", "/_sandbox/stats", "What this tenant stores, and its limits",
-           response=STATS, **CONTROL)
+           response=Stats, **CONTROL)
 async def stats(tenant, sandbox) -> dict:
     """Every bound of README > Limits with what is stored and how many items went."""
     registry = sandbox.registry
@@ -141,7 +141,7 @@ def _clock_record(tenant) -> dict:
 # -- events -------------------------------------------------------------------------------
 
 @operation("GET", "/_sandbox/events", "Events sent, with their deliveries",
-           query=EVENTS_QUERY, response={"type": "array", "items": EVENT_RECORD}, envelope=CURSOR,
+           query=EVENTS_QUERY, response=list[EventRecord], envelope=CURSOR,
            **CONTROL)
 async def list_events(tenant, query, sandbox) -> Reply:
     """Filters combine. Without `after`, the newest `limit` events, oldest first. With
@@ -163,7 +163,7 @@ async def list_events(tenant, query, sandbox) -> Reply:
 
 
 @operation("GET", "/_sandbox/events/{eventId}", "An event and its deliveries",
-           response=EVENT_RECORD, errors=(404,), **CONTROL)
+           response=EventRecord, errors=(404,), **CONTROL)
 async def get_event(tenant, params, sandbox) -> dict:
     return event_record(sandbox.dispatcher, tenant, tenant.events.get(params["eventId"]))
 
@@ -171,7 +171,7 @@ async def get_event(tenant, params, sandbox) -> dict:
 # -- scenarios ----------------------------------------------------------------------------
 
 @operation("GET", "/_sandbox/scenarios", "Scenarios, and the users bound to one",
-           response={"type": "array", "items": SCENARIO},
+           response=list[Scenario],
            envelope={"bindings": SCENARIO_BINDINGS}, **CONTROL)
 async def list_scenarios(tenant, sandbox) -> Reply:
     return Reply([s.describe() for s in tenant.rules.scenarios.values()],
@@ -179,7 +179,7 @@ async def list_scenarios(tenant, sandbox) -> Reply:
 
 
 @operation("PUT", "/_sandbox/users/{identifier}/scenario", "Bind a scenario to a user's next "
-           "tasks", body=SCENARIO_BINDING_REQUEST, response=SCENARIO_BINDING, **CONTROL)
+           "tasks", body=SCENARIO_BINDING_REQUEST, response=ScenarioBinding, **CONTROL)
 async def bind_scenario(tenant, params, body, sandbox) -> dict:
     identifier = params["identifier"]
     tenant.tasks.bind(identifier, body["scenario"])
@@ -189,13 +189,13 @@ async def bind_scenario(tenant, params, body, sandbox) -> dict:
 # -- data profiles (DESIGN.md: Payroll data you choose) ------------------------------------------
 
 @operation("GET", "/_sandbox/profiles", "The named data profiles, a line each",
-           response={"type": "array", "items": PROFILE_SUMMARY}, **CONTROL)
+           response=list[ProfileSummary], **CONTROL)
 async def list_profiles(tenant) -> list:
     return tenant.accounts.profile_names()
 
 
 @operation("PUT", "/_sandbox/users/{identifier}/profile", "Bind a data profile to a user's "
-           "next linked accounts", body=ProfileBindingRequest, response=PROFILE_BINDING,
+           "next linked accounts", body=ProfileBindingRequest, response=ProfileBinding,
            **CONTROL)
 async def bind_profile(tenant, params, body) -> dict:
     """`profile` names one of GET /_sandbox/profiles, `data` gives records of your own (over
@@ -207,13 +207,13 @@ async def bind_profile(tenant, params, body) -> dict:
 
 
 @operation("GET", "/_sandbox/users/{identifier}/profile", "The data profile bound to a user",
-           response=PROFILE_BINDING, **CONTROL)
+           response=ProfileBinding, **CONTROL)
 async def read_profile(tenant, params) -> dict:
     return tenant.accounts.profile_binding(params["identifier"])
 
 
 @operation("DELETE", "/_sandbox/users/{identifier}/profile", "Unbind a user's data profile "
-           "(the next linked accounts come from the seed)", response=PROFILE_UNBOUND, **CONTROL)
+           "(the next linked accounts come from the seed)", response=ProfileUnbound, **CONTROL)
 async def unbind_profile(tenant, params) -> dict:
     identifier = params["identifier"]
     return {"identifier": identifier, "removed": tenant.accounts.unbind_profile(identifier)}
@@ -221,7 +221,7 @@ async def unbind_profile(tenant, params) -> dict:
 
 @operation("PUT", "/_sandbox/users/{identifier}/card-token-recreation", "Turn a user's card "
            "token recreation off (payment-token-expired) or on",
-           body=CARD_TOKEN_RECREATION_REQUEST, response=CARD_TOKEN_RECREATION, **CONTROL)
+           body=CARD_TOKEN_RECREATION_REQUEST, response=CardTokenRecreation, **CONTROL)
 async def card_token_recreation(tenant, params, body) -> dict:
     """Card tokens are recreated automatically (spec: payment-token-expired, "Recreation is
     normally automatic"); switched off, a card older than 24 hours fails the task."""
@@ -258,7 +258,7 @@ def _check_default_scenario(tenant, body: dict) -> None:
 
 
 @operation("DELETE", "/_sandbox/companies/{companyId}", "Remove a company (company-deleted)",
-           settles=True, response=COMPANY_DELETED, errors=(404,), **CONTROL)
+           settles=True, response=CompanyDeleted, errors=(404,), **CONTROL)
 async def delete_company(tenant, params) -> dict:
     company_admin.delete_company(tenant, params["companyId"])
     return {"_id": params["companyId"], "deleted": True}
@@ -266,7 +266,7 @@ async def delete_company(tenant, params) -> dict:
 
 @operation("POST", "/_sandbox/companies/{companyId}/status", "Put a company under maintenance, "
            "disable it or bring it back", body=CompanyStatusRequest, settles=True,
-           response=COMPANY_WITH_STATUS,
+           response=CompanyWithStatus,
            errors=(404,), **CONTROL)
 async def company_status(tenant, params, body) -> dict:
     company = company_admin.set_company_status(tenant.companies, tenant.emit,

@@ -30,7 +30,8 @@ from ..domain.tenants import DEMO_TENANT, Tenant
 from ..errors import Forbidden, MalformedJson, TenantNotFound, Unauthorized
 from ..render import read_within_time
 from ..dates import date_time_field
-from ..schemas.responses import DEMO_RESET, PROFILE_SUMMARY, answer
+from ..domain.shapes import UNSET, Answer, Command, Maybe, View, choice, of, raw
+from ..schemas.responses import DemoReset, ProfileSummary
 from ..static import static_text
 from ..webhooks.cloudevents import SIGNATURE_HEADER, sign
 from ..webhooks.policy import RECEIVER_PATH
@@ -47,34 +48,58 @@ BAD_SIGNATURE = ("The demo receiver takes only webhooks signed by the `demo` ten
                  f"({SIGNATURE_HEADER}: HMAC-SHA256 of the body with its secret).")
 NOT_JSON = "The demo receiver takes CloudEvents whose body is a JSON object."
 
-TOKEN = {"type": "object", "required": ["publicToken", "identifier"],
-         "properties": {"publicToken": {"type": "string"}, "identifier": {"type": "string"}}}
-RECEIVED = {"type": "object", "required": ["sequence", "eventType", "ceId", "summary",
-                                           "signature", "headers", "body"],
-            "properties": {
-                "sequence": {"type": "integer", "description": "1, 2, ... in arrival order."},
-                "receivedAt": date_time_field("On the demo tenant's clock."),
-                "eventType": {"type": "string"}, "ceId": {"type": "string"},
-                "user": {"type": ["string", "null"]},
-                "summary": {"type": "string", "description": "What happened, in plain words."},
-                "signature": {"enum": ["valid", "unsigned"],
-                              "description": "`unsigned`: the tenant signs nothing."},
-                "repeat": {"type": "boolean",
-                           "description": "An earlier delivery had this ce-id (a retry that "
-                                          "arrived after all, a resend, a duplicate)."},
-                "headers": {"type": "object", "additionalProperties": {"type": "string"}},
-                "body": {"type": "object"}}}
-PROFILE_CHOICE = {"type": "object", "required": ["profile"], "additionalProperties": False,
-                  "properties": {"profile": {
-                      "type": ["string", "null"], "minLength": 1, "maxLength": 64,
-                      "description": "One of GET /demo/profiles; null: generated from the "
-                                     "seed (no profile)."}}}
-PROFILE_CHOSEN = answer("The profile the demo visitor's next linked accounts take.",
-                        identifier={"type": "string"},
-                        profile=PROFILE_CHOICE["properties"]["profile"])
-INBOX_QUERY = {"type": "object", "additionalProperties": False, "properties": {
-    "after": {"type": "integer", "minimum": 0, "maximum": 2**53 - 1,
-              "description": "Only the deliveries after this `sequence`."}}}
+class DemoToken(View, kw_only=True):
+    public_token: str
+    identifier: str
+
+
+Sequence = of(int, "1, 2, ... in arrival order.")
+CeId = str
+Signature = choice("valid", "unsigned", description="`unsigned`: the tenant signs nothing.")
+
+
+class Received(View, kw_only=True):
+    sequence: Sequence
+    received_at: Maybe[raw(date_time_field("On the demo tenant's clock."))] = UNSET
+    event_type: str
+    ce_id: CeId
+    user: Maybe[str | None] = UNSET
+    summary: of(str, "What happened, in plain words.")
+    signature: Signature
+    repeat: Maybe[of(bool, "An earlier delivery had this ce-id (a retry that arrived after "
+                     "all, a resend, a duplicate).")] = UNSET
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+ProfileName = of(of(str, min_length=1, max_length=64) | None, "One of GET /demo/profiles; "
+                 "null: generated from the seed (no profile).")
+
+
+class ProfileChoice(Command, kw_only=True):
+    profile: ProfileName
+
+
+class ProfileChosen(Answer, kw_only=True):
+    """The profile the demo visitor's next linked accounts take."""
+
+    identifier: str
+    profile: ProfileName
+
+
+class Kept(Answer, kw_only=True):
+    """The delivery kept: its ce-id, place and signature."""
+
+    received: CeId
+    sequence: Sequence
+    signature: Signature
+
+
+class InboxQuery(Command, kw_only=True):
+    after: Maybe[of(int, "Only the deliveries after this `sequence`.", ge=0,
+                    le=2**53 - 1)] = UNSET
+
+
 INBOX_ENVELOPE = {"inbox": {"type": "integer", "description": "Changes when the demo is reset: "
                                                               "start over."},
                   "last": {"type": "integer", "description": "The newest `sequence`."}}
@@ -106,7 +131,7 @@ async def demo_style() -> web.Response:
 
 
 @operation("POST", "/demo/token", "A public token for the demo visitor of the `demo` tenant "
-           "(the demo page's own origin only)", response=TOKEN, errors=(403, 404), **DEMO)
+           "(the demo page's own origin only)", response=DemoToken, errors=(403, 404), **DEMO)
 async def demo_token(request, sandbox) -> dict:
     tenant = _demo_tenant(request, sandbox)
     token = tenant.identity.create_access_token(DEMO_VISITOR)
@@ -115,7 +140,7 @@ async def demo_token(request, sandbox) -> dict:
 
 @operation("POST", "/demo/reset", "The `demo` tenant back to its fixtures, and the demo "
            "receiver emptied (the demo page's own origin only)",
-           response=DEMO_RESET, errors=(403, 404), **DEMO)
+           response=DemoReset, errors=(403, 404), **DEMO)
 async def demo_reset(request, sandbox) -> dict:
     """What the demo page's reset button calls, so the page never holds the tenant's keys."""
     tenant = _demo_tenant(request, sandbox)
@@ -125,7 +150,7 @@ async def demo_reset(request, sandbox) -> dict:
 
 @operation("GET", "/demo/profiles", "The named data profiles the demo page offers, and the one "
            "bound to the demo visitor (the demo page's own origin only)",
-           response={"type": "array", "items": PROFILE_SUMMARY},
+           response=list[ProfileSummary],
            envelope={"bound": {"type": ["string", "null"],
                                "description": "The demo visitor's profile (null: none)."}},
            errors=(403, 404), **DEMO)
@@ -137,7 +162,7 @@ async def demo_profiles(request, sandbox) -> Reply:
 
 @operation("PUT", "/demo/profile", "Whose payroll the demo visitor has: a data profile bound "
            "to their next linked accounts, or none (the demo page's own origin only)",
-           body=PROFILE_CHOICE, response=PROFILE_CHOSEN, errors=(403, 404), **DEMO)
+           body=ProfileChoice, response=ProfileChosen, errors=(403, 404), **DEMO)
 async def choose_demo_profile(request, body, sandbox) -> dict:
     """What the demo page's "Whose payroll" select sends before it opens the flow, so the
     linked account the flow makes takes the profile (PUT /_sandbox/users/{identifier}/profile
@@ -154,10 +179,7 @@ async def choose_demo_profile(request, body, sandbox) -> dict:
 
 @operation("POST", RECEIVER_PATH, "The demo's built-in webhook receiver: takes the `demo` "
            "tenant's signed CloudEvents and keeps the last ones for the demo page",
-           response=answer("The delivery kept: its ce-id, place and signature.",
-                           received=RECEIVED["properties"]["ceId"],
-                           sequence=RECEIVED["properties"]["sequence"],
-                           signature=RECEIVED["properties"]["signature"]),
+           response=Kept,
            errors=(400, 401, 404), **DEMO)
 async def receive_demo_webhook(request, sandbox) -> dict:
     """Plays the customer's backend: the signature is checked with the demo tenant's secret
@@ -185,8 +207,8 @@ async def receive_demo_webhook(request, sandbox) -> dict:
 
 
 @operation("GET", RECEIVER_PATH, "What the demo receiver received, oldest first (the demo "
-           "page's own origin only)", query=INBOX_QUERY,
-           response={"type": "array", "items": RECEIVED}, envelope=INBOX_ENVELOPE,
+           "page's own origin only)", query=InboxQuery,
+           response=list[Received], envelope=INBOX_ENVELOPE,
            errors=(403, 404), **DEMO)
 async def demo_webhooks(request, query, sandbox) -> Reply:
     tenant = _demo_tenant(request, sandbox)

@@ -13,7 +13,7 @@ from ..errors import ValidationFailed, field_detail
 from ..pdf import text_pdf
 from ..schemas.api import DATA_QUERY, DISCONNECT_REQUEST
 from ..domain.data_records import DATA_RECORDS, LINKED_ACCOUNT_LIST_RECORD
-from ..schemas.responses import LINKED_ACCOUNT_ACTIONS, PII_DELETED
+from ..schemas.responses import LINKED_ACCOUNT_ACTIONS, PiiDeleted
 from ..operations import Auth, operation
 
 IDENTIFIER_REQUIRED = "Name the user: ?identifier=... or /<resource>/{identifier}."
@@ -134,7 +134,7 @@ _on_account("remove-deposit-switch", "Remove the deposit switch (deposit-switch-
 
 
 @operation("POST", "/_sandbox/users/{identifier}/delete-pii", "Delete the user's personal data "
-           "now (pii-data-deleted)", auth=Auth.API_KEYS, settles=True, response=PII_DELETED,
+           "now (pii-data-deleted)", auth=Auth.API_KEYS, settles=True, response=PiiDeleted,
            errors=(404,), tags=("control plane",))
 async def delete_pii(tenant, params, sandbox) -> dict:
     """The PII deletion cadence, now."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from .. import SPEC_REVISION, __version__
-from ..schemas.responses import INDEX
+from ..schemas.responses import Index
 from ..operations import Auth, operation
 
 HEALTH = {"type": "object", "required": ["status"],
@@ -36,7 +36,7 @@ async def openapi(sandbox) -> web.Response:
 
 
 @operation("GET", "/", "Where to go: the dashboard, the docs, the demo, the SDK",
-           auth=Auth.NONE, response=INDEX)
+           auth=Auth.NONE, response=Index)
 async def index() -> dict:
     return {"dashboard": "/_sandbox/", "openapi": "/openapi.json", "docs": "/docs",
             "demo": "/demo", "health": "/health", "sdk": "/sdk/transact.js"}

@@ -9,9 +9,9 @@ from __future__ import annotations
 from ..domain.processor_links import CLASSIFY, DETECT
 from ..errors import ValidationFailed, field_detail
 from ..schemas.api import ProcessorLinkRequest, ProcessorTokenRequest
-from ..schemas.responses import (EMPLOYER_MATCH, PROCESSING_RESULTS, PROCESSOR_LINK_REGISTERED,
-                                 PROCESSOR_LINKS_REMOVED, PROCESSOR_TOKEN,
-                                 RECURRING_TRANSACTION)
+from ..schemas.responses import (EmployerMatch, PROCESSING_RESULTS, ProcessorLinkRegistered,
+                                 ProcessorLinksRemoved, ProcessorToken,
+                                 RecurringTransaction)
 from ..operations import AGGREGATOR, Auth, Reply, operation
 
 IDENTIFIER_HEADER = "user-identifier"
@@ -21,7 +21,7 @@ USER_HEADER = ((IDENTIFIER_HEADER, True),)
 
 @operation("POST", f"/{AGGREGATOR}/processor-links", "Register a processor token (processing "
            "starts)", auth=Auth.API_KEYS, body=ProcessorLinkRequest, status=202,
-           response=PROCESSOR_LINK_REGISTERED, errors=(400, 404, 409, 429),
+           response=ProcessorLinkRegistered, errors=(400, 404, 409, 429),
            headers=((IDENTIFIER_HEADER, False),))
 async def register(tenant, body, headers, sandbox) -> dict:
     link = tenant.links.register(body["processorToken"],
@@ -30,7 +30,7 @@ async def register(tenant, body, headers, sandbox) -> dict:
 
 
 @operation("DELETE", f"/{AGGREGATOR}/processor-links", "Remove a user's processor links "
-           "(processing stops)", auth=Auth.API_KEYS, response=PROCESSOR_LINKS_REMOVED,
+           "(processing stops)", auth=Auth.API_KEYS, response=ProcessorLinksRemoved,
            errors=(404,), headers=USER_HEADER)
 async def remove(tenant, headers, sandbox) -> dict:
     links = tenant.links.remove_links(_identifier(headers))
@@ -39,14 +39,14 @@ async def remove(tenant, headers, sandbox) -> dict:
 
 @operation("GET", f"/{AGGREGATOR}/employer-matches", "A user's employer matches",
            auth=Auth.API_KEYS,
-           response={"type": "array", "items": EMPLOYER_MATCH}, envelope=PROCESSING_RESULTS,
+           response=list[EmployerMatch], envelope=PROCESSING_RESULTS,
            errors=(404,), headers=USER_HEADER)
 async def employer_matches(tenant, headers, sandbox) -> Reply:
     return _results(tenant.links.results(_identifier(headers), CLASSIFY))
 
 
 @operation("GET", f"/{AGGREGATOR}/recurring-transactions", "A user's recurring transactions",
-           auth=Auth.API_KEYS, response={"type": "array", "items": RECURRING_TRANSACTION},
+           auth=Auth.API_KEYS, response=list[RecurringTransaction],
            envelope=PROCESSING_RESULTS, errors=(404,),
            headers=USER_HEADER)
 async def recurring_transactions(tenant, headers, sandbox) -> Reply:
@@ -59,7 +59,7 @@ def _results(document: dict) -> Reply:
 
 @operation("POST", f"/_sandbox/{AGGREGATOR}/processor-token", "Mint a processor token, as the "
            "aggregator would", auth=Auth.API_KEYS, body=ProcessorTokenRequest, status=201,
-           response=PROCESSOR_TOKEN, tags=("control plane",))
+           response=ProcessorToken, tags=("control plane",))
 async def mint(tenant, body, sandbox) -> dict:
     """What the aggregator's processor-token creation answers."""
     return tenant.links.mint_token(body).record()
@@ -67,7 +67,7 @@ async def mint(tenant, body, sandbox) -> dict:
 
 @operation("POST", f"/_sandbox/{AGGREGATOR}/processor-token/{{token}}/revoke", "Revoke a "
            "processor token at the aggregator", auth=Auth.API_KEYS, settles=True,
-           response=PROCESSOR_TOKEN, errors=(404,), tags=("control plane",))
+           response=ProcessorToken, errors=(404,), tags=("control plane",))
 async def revoke(tenant, params, sandbox) -> dict:
     return tenant.links.revoke_token(params["token"]).record()
 

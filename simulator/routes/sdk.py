@@ -16,7 +16,7 @@ from ..schemas.api import (SdkCompanyRequest, SDK_CONFIG, SdkLeaveRequest, SdkLo
                            TASK_CREATE_REQUEST, TASK_RECORD)
 from ..validate import schema_errors
 from ..domain.data_records import LINKED_ACCOUNT_RECORD
-from ..schemas.responses import SDK_COMPANY, SDK_LEFT, SDK_SESSION, SDK_WORKFLOW
+from ..schemas.responses import SdkCompany, SdkLeft, SdkSession, SdkWorkflow
 from ..static import static_text
 from ..operations import NO_STORE, Auth, operation, serve_file
 from .tasks import created_record
@@ -108,7 +108,7 @@ def checked_config(config: dict) -> dict:
 
 @operation("POST", "/sdk/session", "Start the hosted flow (its deeplink resolved)",
            auth=Auth.PUBLIC_TOKEN,
-           body=SdkSessionRequest, response=SDK_SESSION, errors=(404,))
+           body=SdkSessionRequest, response=SdkSession, errors=(404,))
 async def session(tenant, token, body, sandbox) -> dict:
     """Where the flow starts, with the token of the handshake (a configuration that still
     carries one must carry the same); the deeplink is resolved (invalid-company-id) and a
@@ -134,7 +134,7 @@ async def session(tenant, token, body, sandbox) -> dict:
 
 @operation("POST", "/sdk/company", "The company the user picked, and "
            "whether the tasks can start there", auth=Auth.PUBLIC_TOKEN, body=SdkCompanyRequest,
-           response=SDK_COMPANY, errors=(404,))
+           response=SdkCompany, errors=(404,))
 async def company(tenant, body) -> dict:
     """The company the user picked in the flow, with `refusal` (the API's error code and
     message) when the configured tasks cannot start there, e.g. a product under
@@ -192,7 +192,7 @@ async def login(tenant, token, body, sandbox) -> dict:
 
 @operation("POST", "/sdk/leave", "The user leaves the flow before the outcome",
            auth=Auth.PUBLIC_TOKEN, body=SdkLeaveRequest,
-           response=SDK_LEFT, errors=(404,))
+           response=SdkLeft, errors=(404,))
 async def leave(tenant, token, body, sandbox) -> dict:
     """The user left the hosted flow before its task resolved (close button, page gone):
     the tasks' events carry user.connected false from now on."""
@@ -211,7 +211,7 @@ async def flow_task(tenant, token, params, sandbox) -> dict:
 
 
 @operation("GET", "/sdk/workflow/{taskWorkflow}", "Every task the flow's sign-in started",
-           auth=Auth.PUBLIC_TOKEN, response=SDK_WORKFLOW, errors=(404,))
+           auth=Auth.PUBLIC_TOKEN, response=SdkWorkflow, errors=(404,))
 async def flow_workflow(tenant, token, params, sandbox) -> dict:
     """The hosted flow follows its workflow here: each task as GET /task/{taskId} shows it,
     with `highLatency` once it has signed in for longer than the flow waits quietly; a

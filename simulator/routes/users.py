@@ -7,7 +7,7 @@ from ..domain import users
 from ..domain.tasks import user_tasks
 from ..schemas.api import (StoredPaymentMethods, Success, TaskDetails, UserRequest,
                            UserTasksQuery)
-from ..schemas.responses import USER_REMOVED
+from ..schemas.responses import UserRemoved
 from ..operations import Auth, operation
 
 REAL = {"auth": Auth.API_KEYS}
@@ -49,7 +49,7 @@ async def stored_payment_methods(tenant, params) -> dict:
 
 
 @operation("DELETE", "/_sandbox/users/{identifier}", "Remove a user who has no tasks, linked "
-           "accounts or processor links", response=USER_REMOVED, errors=(409,),
+           "accounts or processor links", response=UserRemoved, errors=(409,),
            tags=("control plane",), **REAL)
 async def remove_user(tenant, params) -> dict:
     """Their public tokens and stored payment methods go with them (`removed`: false when

@@ -15,7 +15,7 @@ from ..schemas.api import (ReplayRequest, SECRET, SecretRequest, Success, Trigge
                            WebhookEndpoint, WEBHOOK_ENDPOINT_REQUEST, WEBHOOK_ENDPOINTS_REQUEST,
                            WEBHOOK_FAULTS_REQUEST)
 from ..domain.event_types import event_schema, event_types
-from ..schemas.responses import (EVENT_RECORD, REPLAYED, WEBHOOK_ENDPOINT_STORED,
+from ..schemas.responses import (EventRecord, Replayed, StoredEndpoint,
                                  WEBHOOK_FAULTS)
 from ..validate import check_webhook_urls, parse_time
 from ..domain.outbox import FaultPlan
@@ -29,7 +29,7 @@ SECRET_PREFIX = "whsec-"
 
 
 @operation("GET", "/_sandbox/webhooks/endpoints", "The webhook endpoints",
-           response={"type": "array", "items": WEBHOOK_ENDPOINT_STORED},
+           response=list[StoredEndpoint],
            **CONTROL)
 async def get_endpoints(tenant, sandbox) -> list:
     return tenant.webhooks.endpoints
@@ -37,7 +37,7 @@ async def get_endpoints(tenant, sandbox) -> list:
 
 @operation("PUT", "/_sandbox/webhooks/endpoints", "Replace the webhook endpoints",
            body=WEBHOOK_ENDPOINTS_REQUEST,
-           response={"type": "array", "items": WEBHOOK_ENDPOINT_STORED}, errors=(404,), **CONTROL)
+           response=list[StoredEndpoint], errors=(404,), **CONTROL)
 async def put_endpoints(tenant, body, sandbox) -> list:
     """The whole list; each endpoint keeps its `_id` (the one it names, else the one its URL
     had), so /webhooks/endpoints/{id} goes on naming it."""
@@ -132,7 +132,7 @@ async def put_faults(tenant, body, sandbox) -> dict:
 
 
 @operation("POST", "/_sandbox/webhooks/replay", "Send events again (same ce-id)",
-           body=ReplayRequest, settles=True, response={"type": "array", "items": REPLAYED},
+           body=ReplayRequest, settles=True, response=list[Replayed],
            envelope={"total": {"type": "integer"}}, errors=(404,), **CONTROL)
 async def replay(tenant, body, sandbox) -> Reply:
     since = until = None
@@ -154,7 +154,7 @@ async def replay(tenant, body, sandbox) -> Reply:
 
 
 @operation("POST", "/_sandbox/events/trigger", "Send any event now, with realistic data",
-           body=TriggerRequest, status=201, settles=True, response=EVENT_RECORD,
+           body=TriggerRequest, status=201, settles=True, response=EventRecord,
            errors=(404, 429), **CONTROL)
 async def trigger(tenant, body, sandbox):
     event = trigger_event(tenant, sandbox.registry.service.aggregator, body)

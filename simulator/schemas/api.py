@@ -203,12 +203,16 @@ class ClockAdvanceRequest(Command, kw_only=True):
 
 
 
+# An event's delivery: `none` when no endpoint takes it, else its deliveries' state.
+DELIVERY_STATES = ("pending", "delivered", "failed", "interrupted", "none")
+
+
 class EventsQuery(Command, kw_only=True):
     type: Maybe[of(str, "eventType")] = UNSET
     user: Maybe[of(str, "The user's identifier.")] = UNSET
     task: Maybe[str] = UNSET
     since: Maybe[of(AnyDateTime, "Virtual time, ISO 8601.")] = UNSET
-    delivery: Maybe[choice("pending", "delivered", "failed", "interrupted", "none")] = UNSET
+    delivery: Maybe[choice(*DELIVERY_STATES)] = UNSET
     after: Maybe[after_cursor("events emitted or delivered")] = UNSET
     limit: of(int, ge=1, le=10000) = 1000
 
@@ -285,10 +289,12 @@ class WebhookEndpointRequest(Command, kw_only=True):
 WEBHOOK_ENDPOINT_REQUEST = schema_of(WebhookEndpointRequest)
 
 
+EndpointId = of(str, "Keep this endpoint's id (as GET shows it); omitted: the id of the "
+                "endpoint with this URL, or a new one.", min_length=1, max_length=100)
+
+
 class EndpointWrite(Command, kw_only=True):
-    id: Maybe[of(str, "Keep this endpoint's id (as GET shows it); omitted: the id of the "
-                 "endpoint with this URL, or a new one.", min_length=1, max_length=100)
-              ] = field(default=UNSET, name="_id")
+    id: Maybe[EndpointId] = field(default=UNSET, name="_id")
     url: WebhookUrl
     event_types: Maybe[of(EventTypes, "Omitted: every event type.", min_length=1,
                           unique=True)] = UNSET
