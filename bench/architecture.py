@@ -71,7 +71,12 @@ TENANT_ATTRIBUTES = ("tenant", "_tenant")  # on `self`
 MUTATORS = frozenset({"append", "extend", "pop", "popitem", "add", "discard", "remove", "clear",
                       "update", "setdefault", "insert"})
 SNAPSHOT_WORDS = ("snapshot", "persist")
-PROJECT_FILE_SCHEMAS = ("simulator/schemas/fixtures.py", "simulator/schemas/scenarios.py")
+# The schemas of the files the project reads (fixtures, scenarios, config, data profiles),
+# which stay hand-written: the payment method and the step fields are parts of a scenario
+# file, written once for it and for the API.
+PROJECT_FILE_SCHEMAS = ("simulator/schemas/fixtures.py", "simulator/schemas/scenarios.py",
+                        "simulator/domain/payment_methods.py", "simulator/domain/task_fields.py",
+                        "simulator/domain/data_profiles.py")
 
 # The default fixture account (fixtures: acme) and a task of the happy-path scenario: its
 # first step (processing, 1 s after creation) emits nothing (queued -> processing is not
