@@ -118,9 +118,10 @@ def _inlined(schema: Any, components: dict[str, Any], extras: dict[str, Any]) ->
             target["properties"] = {**components[name].get("properties", {}),
                                     **extra["properties"]}
         return _inlined(target, components, extras)
-    if _ORDER in schema:
-        schema = {**schema, "enum": schema[_ORDER]}
-        del schema[_ORDER]
+    if _ORDER in schema:  # one value is a `const`
+        values = schema[_ORDER]
+        schema = {key: value for key, value in schema.items() if key not in (_ORDER, "enum")}
+        schema.update({"const": values[0]} if len(values) == 1 else {"enum": values})
     either = schema.get("anyOf")
     if either and len(either) == 2 and {"type": "null"} in either:
         # X | None, said as JSON Schema says it: `"type": [X's type, "null"]`.

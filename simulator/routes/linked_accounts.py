@@ -11,15 +11,14 @@ from ..domain.linked_accounts import DATA_KINDS
 from ..domain.payroll_records import paystub_lines
 from ..errors import ValidationFailed, field_detail
 from ..pdf import text_pdf
-from ..schemas.api import DATA_QUERY, DISCONNECT_REQUEST
+from ..domain.shapes import UNSET, Command, Maybe, of
+from ..schemas.api import DISCONNECT_REQUEST, DataQuery
 from ..domain.data_records import DATA_RECORDS, LINKED_ACCOUNT_LIST_RECORD
 from ..schemas.responses import LINKED_ACCOUNT_ACTIONS, PiiDeleted
 from ..operations import Auth, operation
 
 IDENTIFIER_REQUIRED = "Name the user: ?identifier=... or /<resource>/{identifier}."
 RESOURCES = ("linked-accounts", *DATA_KINDS)  # spec: Linked-account data endpoints
-LINKED_ACCOUNT_QUERY = {**DATA_QUERY, "properties": {
-    name: spec for name, spec in DATA_QUERY["properties"].items() if name != "identifier"}}
 
 
 def _user_of(named: str | None) -> str:
@@ -51,19 +50,27 @@ def _data_of(kind: str):
     return data
 
 
-# Real-api-surface (Data): `GET /statements/{identifier}` takes `limit` (default 10).
-STATEMENTS_LIMIT = {"limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 10,
-                              "description": "The newest this many statements, in date order."}}
+class AccountQuery(Command, kw_only=True):  # the user in the path
+    linked_account: Maybe[of(str, "Only this linked account.", min_length=1)] = UNSET
+
+
+class StatementsQuery(DataQuery, kw_only=True):
+    # Real-api-surface (Data): `GET /statements/{identifier}` takes `limit` (default 10).
+    limit: of(int, "The newest this many statements, in date order.", ge=1, le=1000) = 10
+
+
+class AccountStatementsQuery(AccountQuery, kw_only=True):
+    limit: of(int, "The newest this many statements, in date order.", ge=1, le=1000) = 10
+
 
 for _kind in RESOURCES:
     _records = {"type": "array", "items": DATA_RECORDS[_kind]}
-    _extra = STATEMENTS_LIMIT if _kind == "statements" else {}
+    _statements = _kind == "statements"
     operation("GET", f"/{_kind}", f"A user's {_kind.replace('-', ' ')}",
-              query={**DATA_QUERY, "properties": {**DATA_QUERY["properties"], **_extra}},
+              query=StatementsQuery if _statements else DataQuery,
               response=_records, errors=(404,))(_data_of(_kind))
     operation("GET", f"/{_kind}/{{identifier}}", f"A user's {_kind.replace('-', ' ')}",
-              query={**LINKED_ACCOUNT_QUERY,
-                     "properties": {**LINKED_ACCOUNT_QUERY["properties"], **_extra}},
+              query=AccountStatementsQuery if _statements else AccountQuery,
               response=_records, errors=(404,))(_data_of(_kind))
 
 

@@ -5,23 +5,24 @@ from __future__ import annotations
 from aiohttp import web
 
 from .. import SPEC_REVISION, __version__
+from ..domain.shapes import UNSET, Maybe, View, choice, of
 from ..schemas.responses import Index
 from ..operations import Auth, operation
 
-HEALTH = {"type": "object", "required": ["status"],
-          "properties": {"status": {"const": "ok"}, "environment": {"type": "string"},
-                         "vendor": {"type": "string",
-                                    "description": "The service profile's vendor: webhooks "
-                                                   "carry ce-source com.<vendor>."},
-                         "companies": {"type": "integer"},
-                         "version": {"type": "string", "description": "payroll-sandbox's version."},
-                         "spec": {"type": "string",
-                                  "description": "The revision of the service spec it follows: "
-                                                 "the first 12 hex digits of the SHA-256 of "
-                                                 "service-spec.md."}}}
 
 
-@operation("GET", "/health", "Health check", auth=Auth.NONE, response=HEALTH)
+class Health(View, kw_only=True):
+    status: choice("ok")
+    environment: Maybe[str] = UNSET
+    vendor: Maybe[of(str, "The service profile's vendor: webhooks carry ce-source "
+                     "com.<vendor>.")] = UNSET
+    companies: Maybe[int] = UNSET
+    version: Maybe[of(str, "payroll-sandbox's version.")] = UNSET
+    spec: Maybe[of(str, "The revision of the service spec it follows: the first 12 hex digits "
+                   "of the SHA-256 of service-spec.md.")] = UNSET
+
+
+@operation("GET", "/health", "Health check", auth=Auth.NONE, response=Health)
 async def health(sandbox) -> dict:
     registry = sandbox.registry
     return {"status": "ok", "environment": registry.tenants.environment,

@@ -11,9 +11,10 @@ from ..domain import sdk
 from ..domain.companies import full_record, search_record
 from ..domain.flow_words import flow_page
 from ..errors import ApiError, CompanyNotFound, InvalidConfig, LinkedAccountNotYours, field_detail
-from ..schemas.api import (SdkCompanyRequest, SDK_CONFIG, SdkLeaveRequest, SdkLoginRequest,
-                           SDK_MFA_CHALLENGE, SdkSessionRequest, TASK_CREATED,
-                           TASK_CREATE_REQUEST, TASK_RECORD)
+from ..domain.shapes import UNSET, Command, Maybe, View, of, raw
+from ..schemas.api import (SDK_CONFIG, SDK_MFA_CHALLENGE, TASK_CREATED, TASK_RECORD,
+                           SdkCompanyRequest, SdkLeaveRequest, SdkLoginRequest, SdkSessionRequest,
+                           TaskItems)
 from ..validate import schema_errors
 from ..domain.data_records import LINKED_ACCOUNT_RECORD
 from ..schemas.responses import SdkCompany, SdkLeft, SdkSession, SdkWorkflow
@@ -21,33 +22,25 @@ from ..static import static_text
 from ..operations import NO_STORE, Auth, operation, serve_file
 from .tasks import created_record
 
-DEPOSIT_FORM_QUERY = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["companyId"],
-    "properties": {"companyId": {"type": "string", "minLength": 1},
-                   "publicToken": {"type": "string",
-                                   "description": "The user's public token (the form opens in "
-                                                  "a new tab, so it comes in the query)."}},
-}
+class DepositFormQuery(Command, kw_only=True):
+    company_id: of(str, min_length=1)
+    public_token: Maybe[of(str, "The user's public token (the form opens in a new tab, so it "
+                           "comes in the query).")] = UNSET
 
-SDK_POPULAR_REQUEST = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "scope": {"type": "string", "minLength": 1,
-                  "description": "The configuration's scope (as the flow's search sends it)."},
-        "tasks": {**TASK_CREATE_REQUEST["properties"]["tasks"]},
-        "payrollOnly": {"type": "boolean", "default": False,
-                        "description": "Payroll providers only (deeplink step search-payroll)."},
-    },
-}
-_SEARCH_COMPANIES = {"type": "array", "items": {"$ref": "#/components/schemas/SearchCompany"}}
-SDK_POPULAR = {
-    "type": "object",
-    "required": ["companies", "payrollProviders"],
-    "properties": {"companies": _SEARCH_COMPANIES, "payrollProviders": _SEARCH_COMPANIES},
-}
+
+class SdkPopularRequest(Command, kw_only=True):
+    scope: Maybe[of(str, "The configuration's scope (as the flow's search sends it).",
+                    min_length=1)] = UNSET
+    tasks: Maybe[TaskItems] = UNSET
+    payroll_only: of(bool, "Payroll providers only (deeplink step search-payroll).") = False
+
+
+SearchCompanies = list[raw({"$ref": "#/components/schemas/SearchCompany"})]
+
+
+class SdkPopular(View, kw_only=True):
+    companies: SearchCompanies
+    payroll_providers: SearchCompanies
 UNKNOWN_LOGO = ("No company of the shared catalog has the id {company_id!r} (a tenant's own "
                 "companies have no generated logo).")
 # A logo is a pure function of the catalog, which does not change while the server runs.
@@ -145,7 +138,7 @@ async def company(tenant, body) -> dict:
 
 @operation("POST", "/sdk/popular", "Popular employers and payroll providers, before the user types",
            auth=Auth.PUBLIC_TOKEN,
-           body=SDK_POPULAR_REQUEST, response=SDK_POPULAR)
+           body=SdkPopularRequest, response=SdkPopular)
 async def popular(tenant, body) -> dict:
     """Filtered as the flow's own search: the configured scope and operations, never a
     disabled company. `payrollOnly` (the search-payroll step) leaves `companies` empty."""
@@ -233,7 +226,7 @@ async def flow_linked_accounts(tenant, token, sandbox) -> list:
 
 @operation("GET", "/sdk/deposit-form.pdf", "A direct deposit form for the user's employer (PDF)",
            auth=Auth.NONE,
-           query=DEPOSIT_FORM_QUERY, content_type="application/pdf", errors=(401, 404))
+           query=DepositFormQuery, content_type="application/pdf", errors=(401, 404))
 async def deposit_form(query, sandbox) -> web.Response:
     """Opened in a new tab, so the public token comes in the query."""
     tenant, token = sandbox.registry.tenants.authenticate_public_token(query.get("publicToken", ""))

@@ -359,7 +359,6 @@ class DataQuery(Command, kw_only=True):
     linked_account: Maybe[text("Only this linked account.")] = UNSET
 
 
-DATA_QUERY = schema_of(DataQuery)
 
 
 class DisconnectRequest(Command, kw_only=True):
