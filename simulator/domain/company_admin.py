@@ -14,7 +14,6 @@ from ..errors import CompanyExists, CompanyNotFound, UnknownProducts, Validation
 from .rules import ServiceProfile
 from .companies import (DISABLED, OPERATIONAL, UNDER_MAINTENANCE, UNKNOWN_COMPANY, Company,
                         CompanyDirectory, company_from_fixture)
-from .owner import Owner
 from .event_types import COMPANY_CREATED, COMPANY_DELETED, COMPANY_UPDATED, MAINTENANCE_MODE
 
 ALREADY_EXISTS = "A company with the id {company_id!r} already exists."
@@ -24,40 +23,41 @@ CHILD_TAG = "A company with franchiseParent must be tagged franchise-child."
 PARENT_NEEDED = "A franchise-child needs franchiseParent."
 
 
-def create_company(tenant: Owner, service: ServiceProfile, body: dict[str, Any]) -> Company:
+def create_company(companies: CompanyDirectory, emit: Callable[..., Any], new_id: Callable[[], str],
+                   service: ServiceProfile, body: dict[str, Any]) -> Company:
     """POST /_sandbox/companies: emits company-created."""
     if "_id" not in body:
-        body = {**body, "_id": tenant.ids.object_id()}
-    if tenant.companies.get(body["_id"]) is not None:
+        body = {**body, "_id": new_id()}
+    if companies.get(body["_id"]) is not None:
         raise CompanyExists(ALREADY_EXISTS.format(company_id=body["_id"]),
                             details=[field_detail("$._id", "already exists")])
-    _check_references(tenant, service, body)
+    _check_references(companies, service, body)
     company = company_from_fixture(body, service)
-    tenant.companies.put(company)
-    tenant.emit(COMPANY_CREATED(companyId=company.id))
+    companies.put(company)
+    emit(COMPANY_CREATED(companyId=company.id))
     return company
 
 
-def update_company(tenant: Owner, service: ServiceProfile, company_id: str,
-                   body: dict[str, Any]) -> Company:
+def update_company(companies: CompanyDirectory, emit: Callable[..., Any], service: ServiceProfile,
+                   company_id: str, body: dict[str, Any]) -> Company:
     """PATCH /_sandbox/companies/{id}: the given fields replaced; emits company-updated."""
-    current = tenant.companies.require(company_id)
+    current = companies.require(company_id)
     merged = {**fixture_of(current), **body, "_id": current.id}
-    _check_references(tenant, service, merged)
+    _check_references(companies, service, merged)
     company = replace(company_from_fixture(merged, service),
                       maintenance_products=current.maintenance_products)
     if company == current:
         return current  # nothing changed: no event (spec: "A company was updated")
-    tenant.companies.put(company)
-    tenant.emit(COMPANY_UPDATED(companyId=company.id))
+    companies.put(company)
+    emit(COMPANY_UPDATED(companyId=company.id))
     return company
 
 
-def delete_company(tenant: Owner, company_id: str) -> None:
+def delete_company(companies: CompanyDirectory, emit: Callable[..., Any], company_id: str) -> None:
     """DELETE /_sandbox/companies/{id}: emits company-deleted."""
-    company = tenant.companies.require(company_id)
-    tenant.companies.delete(company.id)
-    tenant.emit(COMPANY_DELETED(companyId=company.id))
+    company = companies.require(company_id)
+    companies.delete(company.id)
+    emit(COMPANY_DELETED(companyId=company.id))
 
 
 def set_company_status(companies: CompanyDirectory, emit: Callable[..., Any], company_id: str,
@@ -106,11 +106,12 @@ def raise_unknown_products(unknown: list[str]) -> None:
                                     for p in unknown])
 
 
-def _check_references(tenant: Owner, service: ServiceProfile, body: dict[str, Any]) -> None:
+def _check_references(companies: CompanyDirectory, service: ServiceProfile,
+                      body: dict[str, Any]) -> None:
     parent_id = body.get("franchiseParent")
     child = "franchise-child" in body.get("tags", [])
     if parent_id is not None:
-        parent = tenant.companies.get(parent_id) if parent_id != body.get("_id") else None
+        parent = companies.get(parent_id) if parent_id != body.get("_id") else None
         if parent is None and parent_id != body.get("_id"):  # unknown: a 404 as everywhere
             raise CompanyNotFound(UNKNOWN_COMPANY.format(company_id=parent_id),
                                   details=[field_detail("$.franchiseParent", "unknown company id")])

@@ -31,7 +31,7 @@ from . import payroll_records as records
 from .companies import Company, CompanyDirectory, ManualDepositRule, search_record
 from .states import COMPLETED, FAILED
 from .rules import Rules
-from .owner import Held, TenantSettings
+from .parts import Held, TenantSettings
 from .pay_calendar import Profile, day
 from .stored import Record, Sections, array, unique
 from .timeline import Timeline, action_kind

@@ -13,13 +13,12 @@ Ids are derived from the account, so they are the same on every read.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from hashlib import sha256
 from typing import Any
 
-from .companies import Company
+from .companies import Company, CompanyDirectory
 from .states import COMPLETED, FLOWS
-from .owner import Owner
 
 PAY_LINK = "pay-link"
 FLOWS_OF_PRODUCT = {"switch": ("switch",), "present": ("view-account", "pay-now"),
@@ -45,17 +44,19 @@ def actions_for_company(company: Company, scope_of: ScopeOf) -> list[dict[str, s
     return [{"type": flow, "product": offered[flow]} for flow in FLOWS if flow in offered]
 
 
-def pay_link_accounts(tenant: Owner, identifier: str, scope_of: ScopeOf) -> dict[str, Any]:
+def pay_link_accounts(tasks: Iterable[Any], companies: CompanyDirectory, identifier: str,
+                      scope_of: ScopeOf) -> dict[str, Any]:
     """GET /pay-link/accounts: `{accounts: [...]}`, the user's account at each company where
-    one of their pay-link tasks completed, in the order they were first made."""
+    one of their pay-link tasks (of the tenant's `tasks`) completed, in the order they were
+    first made."""
     latest: dict[str, Any] = {}  # company id -> the latest completed pay-link task there
-    for task in tenant.tasks.values():
+    for task in tasks:
         if (task.identifier == identifier and task.status == COMPLETED
                 and scope_of(task.product) == PAY_LINK):
             latest[task.company_id] = task
     accounts = []
     for company_id, task in latest.items():
-        company = tenant.companies.get(company_id)
+        company = companies.get(company_id)
         if company is not None:  # a deleted company takes its accounts with it
             accounts.append(_account(company, task, scope_of))
     return {"accounts": accounts}

@@ -29,7 +29,7 @@ from .states import DAYS_REQUESTED
 from .search import SearchQuery, normalize, search_companies
 from .rules import Rules
 from .identity import unguessable
-from .owner import Held, TenantSettings
+from .parts import Held, TenantSettings
 from .stored import LoadError, Record, Sections, array, unique
 from .timeline import Timeline, action_kind
 

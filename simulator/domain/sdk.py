@@ -29,7 +29,7 @@ from .search import company_filter
 from .states import PROCESSING
 from .tasks import HAPPY_PATH, CreateTask, Task, Workflow
 from .identity import PublicToken
-from .owner import Owner
+from .tenants import Tenant
 
 # Spec (Client SDK configuration): "`login-company` (requires `companyId`)". The other
 # company steps let the user pick the company first when the deeplink names none.
@@ -361,7 +361,7 @@ def check_token(config: dict[str, Any], token: PublicToken) -> None:
 HIGH_LATENCY_SECONDS = 30.0
 
 
-def flow_workflow(tenant: Owner, token: PublicToken, workflow_id: str) -> dict[str, Any]:
+def flow_workflow(tenant: Tenant, token: PublicToken, workflow_id: str) -> dict[str, Any]:
     """GET /sdk/workflow/{id}: every task the flow's sign-in started (those a `finish`
     option held back appear when they start), whether more may start, and which tasks
     are signing in for longer than HIGH_LATENCY_SECONDS."""
@@ -381,7 +381,7 @@ def _slow(task: Task, now: float) -> bool:
     return started is not None and now - parse_time(started, "$.history") >= HIGH_LATENCY_SECONDS
 
 
-def deeplink_company(tenant: Owner, config: dict[str, Any]) -> Company | None:
+def deeplink_company(tenant: Tenant, config: dict[str, Any]) -> Company | None:
     """The deeplinked company, or the invalid-company-id condition (spec: API and SDK
     errors 3): a given id must be non-empty and be a company's `_id`; only
     `login-company` requires one. A disabled company is a company: the flow ends with the
@@ -409,7 +409,7 @@ def operations_of(tasks: list[dict[str, Any]] | None, company: Company) -> list[
     return [{"operation": company.available_products[0]}]
 
 
-def check_flow_can_start(tenant: Owner, company: Company,
+def check_flow_can_start(tenant: Tenant, company: Company,
                          operations: Iterable[dict[str, Any]]) -> None:
     """Spec (Company status): under maintenance, "Users cannot start an authentication
     flow", per product listed. The task engine's own rule, so the API and the hosted flow
@@ -419,7 +419,7 @@ def check_flow_can_start(tenant: Owner, company: Company,
         tenant.tasks.check_company_accepts(company, operation[name], f"$.tasks[{n}].{name}")
 
 
-def refusal(tenant: Owner, company: Company | None,
+def refusal(tenant: Tenant, company: Company | None,
             operations: list[dict[str, Any]] | None) -> dict[str, Any] | None:
     """Why the flow cannot sign in at `company` (the API's error code and message), or None."""
     if company is None:
@@ -431,7 +431,7 @@ def refusal(tenant: Owner, company: Company | None,
     return None
 
 
-def company_for_flow(tenant: Owner, company_id: str,
+def company_for_flow(tenant: Tenant, company_id: str,
                      tasks: list[dict[str, Any]] | None) -> tuple[Company, dict[str, Any] | None]:
     """POST /sdk/company: the company the user picked, and why the configured tasks
     cannot start there (None when they can)."""
@@ -439,7 +439,7 @@ def company_for_flow(tenant: Owner, company_id: str,
     return company, refusal(tenant, company, tasks)
 
 
-def _company(tenant: Owner, company_id: str) -> Company:
+def _company(tenant: Tenant, company_id: str) -> Company:
     company = tenant.companies.get(company_id)
     if company is None:
         raise InvalidCompanyId(INVALID_COMPANY_ID,
@@ -578,7 +578,7 @@ class SignIn:
                    payment_method=body.get("paymentMethod"))
 
 
-def login(tenant: Owner, token: PublicToken, sign_in: SignIn) -> LoginOutcome:
+def login(tenant: Tenant, token: PublicToken, sign_in: SignIn) -> LoginOutcome:
     """POST /sdk/login: the user's credentials at a company start the configured tasks
     (watched: the hosted flow's page is open), after an MFA step for the MFA usernames."""
     company = _company(tenant, sign_in.company_id)
@@ -612,7 +612,7 @@ def login(tenant: Owner, token: PublicToken, sign_in: SignIn) -> LoginOutcome:
     return LoginOutcome(workflow=workflow, tasks=tuple(tasks))
 
 
-def leave(tenant: Owner, token: PublicToken, task_id: str) -> list[Task]:
+def leave(tenant: Tenant, token: PublicToken, task_id: str) -> list[Task]:
     """POST /sdk/leave: the user left the hosted flow (closed it, or the page went away)
     before the outcome. Every task of the workflow the flow started is left: their events
     carry user.connected false (spec: User object, connected)."""

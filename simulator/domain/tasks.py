@@ -10,12 +10,9 @@ when it resolved.
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from hashlib import sha256
 from typing import Any
-from urllib.parse import quote, urlencode
 
 from ..clock import Clock, isoformat
 from ..errors import (CompanyDisabled, CompanyManualDeposits, CompanyMismatch, CompanyNotFound,
@@ -30,7 +27,7 @@ from .company_admin import set_company_status
 from .event_types import (PAY_LINK_ACCOUNTS_UPDATED, TASK_AUTHENTICATION_STATUS_UPDATED,
                           TASK_STATUS_PATCHED, TASK_STATUS_UPDATED, TASK_WORKFLOW_FINISHED, Draft)
 from .linked_accounts import USER_LINK_PRODUCTS
-from .owner import Held, Owner, TenantSettings
+from .parts import Held, TenantSettings
 from .pay_link import PAY_LINK
 from .payment_methods import PAYMENT_METHOD, written_payment_method
 from .rules import Rules
@@ -836,6 +833,125 @@ class Tasks(Held[Task]):
             raise TaskNotFound(UNKNOWN_TASK.format(task_id=task_id))
         return task
 
+    # -- the task as the real service shows it ---------------------------------------------
+
+    def _accounts_by_company(self, identifier: str) -> dict[str, Any]:
+        """The user's linked accounts by company (the first one of each, as the engine finds)."""
+        accounts: dict[str, Any] = {}
+        for account in self.accounts.values():
+            if account.identifier == identifier:
+                accounts.setdefault(account.company_id, account)
+        return accounts
+
+    def _data_account(self, task: Task, accounts: dict[str, Any] | None) -> Any:
+        """The linked account whose data a completed task left or refreshed, if any."""
+        if task.status != COMPLETED:
+            return None
+        if task.linked_account is not None:
+            account = self.accounts.get(task.linked_account)
+        elif task.product in USER_LINK_PRODUCTS:
+            if accounts is None:
+                accounts = self._accounts_by_company(task.identifier)
+            account = accounts.get(task.company_id)
+        else:
+            return None
+        return None if account is None or account.pii_deleted else account
+
+    def payroll_data_available(self, task: Task, accounts: dict[str, Any] | None = None) -> bool:
+        """The real Task's `payrollDataAvailable`: the task completed and left payroll data
+        to read (a completed deposit or verify task, or a refresh of a linked account, whose
+        account still holds its data: not deleted as PII)."""
+        return self._data_account(task, accounts) is not None
+
+    def files(self, task: Task, accounts: dict[str, Any] | None = None) -> list[TaskFile]:
+        """A task's files: the direct deposit authorization form of a deposit task, and the
+        paystubs of the payroll data it left."""
+        files = []
+        if task.product == DEPOSIT:
+            files.append(TaskFile(DEPOSIT_FORM, f"direct-deposit-{task.company_id}.pdf"))
+        account = self._data_account(task, accounts)
+        if account is not None:
+            files += [TaskFile(s["_id"], f"paystub-{s['date'][:10]}.pdf", statement=s,
+                               account=account) for s in account.statements]
+        return files
+
+    def file_of(self, task: Task, file_id: str) -> TaskFile:
+        for file in self.files(task):
+            if file.id == file_id:
+                return file
+        raise FileNotFound(UNKNOWN_FILE.format(task_id=task.id, file_id=file_id),
+                           details=[field_detail("$.fileId", "unknown", location="path")])
+
+    def details(self, task: Task, accounts: dict[str, Any] | None = None) -> dict:
+        """GET /task/{taskId}/details: the real service's Task (`_id`, `status`, `product`,
+        `authentication`, `company` as a Company, `payrollDataAvailable`, `createdAt`), then
+        the sandbox's own fields (GET /task/{taskId}) and the task's `files`."""
+        if accounts is None:
+            accounts = self._accounts_by_company(task.identifier)
+        company = self.companies.get(task.company_id)
+        record = task.record()
+        details: dict[str, Any] = {
+            "_id": task.id, "status": task.status, "product": task.product,
+            "authentication": task.authentication_method,
+            "company": (search_record(company, self.settings.manual_deposits)
+                        if company is not None else {"_id": task.company_id}),
+            "payrollDataAvailable": self.payroll_data_available(task, accounts),
+            "createdAt": record["createdAt"],
+        }
+        if task.status == FAILED and task.reason:
+            details["failReason"] = task.reason
+        details.update((k, v) for k, v in record.items() if k not in ("id", "company"))
+        details["files"] = [f.record() for f in self.files(task, accounts)]
+        return details
+
+    def status_of(self, task: Task) -> dict[str, Any]:
+        """GET /task/{taskId}/status: `{task: {createdAt, status, payrollDataAvailable,
+        failReason}}` (failReason only when failed)."""
+        status: dict[str, Any] = {"createdAt": isoformat(task.created_at), "status": task.status,
+                                  "payrollDataAvailable": self.payroll_data_available(task)}
+        if task.status == FAILED:
+            status["failReason"] = task.reason or "unknown-failure"
+        return {"task": status}
+
+    def of_user(self, identifier: str, *, status: str | None = None,
+                payroll_data: bool | None = None) -> list[dict[str, Any]]:
+        """GET /user/{identifier}/tasks: the user's tasks as Task records, oldest first."""
+        self.identity.require(identifier)
+        accounts = self._accounts_by_company(identifier)
+        found = []
+        for task in self.values():
+            if task.identifier != identifier or status is not None and task.status != status:
+                continue
+            if (payroll_data is not None
+                    and self.payroll_data_available(task, accounts) != payroll_data):
+                continue
+            found.append(self.details(task, accounts))
+        return found
+
+    def prescreen(self, named: dict[str, str], product: str) -> dict[str, Any]:
+        """POST /task/prescreen: HIGH when a task for `product` at the company would start
+        and run headless (username and password): the company is known, operational,
+        offers the product and has headless authentication, and the account's
+        manual-deposit rule does not cover it; LOW otherwise (an unknown company too)."""
+        company = self._prescreened_company(named)
+        high = (company is not None and company.status == OPERATIONAL
+                and product in company.available_products
+                and bool(company.capabilities.get("headlessAuthentication"))
+                and not self.settings.manual_deposits.applies_to(company))
+        return {"confidence": HIGH if high else LOW,
+                "companyId": company.id if company is not None else None}
+
+    def _prescreened_company(self, named: dict[str, str]) -> Company | None:
+        """The company by `id`, else the one whose name is `name` (case, spaces and
+        punctuation aside, as the search's exact tier compares them)."""
+        company = self.companies.get(named["id"]) if "id" in named else None
+        if company is None and "name" in named:
+            wanted = normalize(named["name"])
+            found = search_companies(self.companies, self.settings.manual_deposits,
+                                     SearchQuery(query=named["name"], limit=5))
+            company = next((c for c in found if normalize(c.name) == wanted), None)
+        return company
+
 
 def task_event_fields(task: Task, company: Company | None) -> dict[str, Any]:
     """What every task event carries beside its `data` (spec: Task events): the user (with
@@ -888,166 +1004,6 @@ class TaskFile:
 
     def record(self) -> dict[str, str]:
         return {"_id": self.id, "name": self.name, "contentType": self.content_type}
-
-
-def _accounts_by_company(tenant: Owner, identifier: str) -> dict[str, Any]:
-    """The user's linked accounts by company (the first one of each, as the engine finds)."""
-    accounts: dict[str, Any] = {}
-    for account in tenant.accounts.values():
-        if account.identifier == identifier:
-            accounts.setdefault(account.company_id, account)
-    return accounts
-
-
-def _data_account(tenant: Owner, task: Task, accounts: dict[str, Any] | None) -> Any:
-    """The linked account whose data a completed task left or refreshed, if any."""
-    if task.status != COMPLETED:
-        return None
-    if task.linked_account is not None:
-        account = tenant.accounts.get(task.linked_account)
-    elif task.product in USER_LINK_PRODUCTS:
-        if accounts is None:
-            accounts = _accounts_by_company(tenant, task.identifier)
-        account = accounts.get(task.company_id)
-    else:
-        return None
-    return None if account is None or account.pii_deleted else account
-
-
-def payroll_data_available(tenant: Owner, task: Task,
-                           accounts: dict[str, Any] | None = None) -> bool:
-    """The real Task's `payrollDataAvailable`: the task completed and left payroll data to
-    read (a completed deposit or verify task, or a refresh of a linked account, whose
-    account still holds its data: not deleted as PII)."""
-    return _data_account(tenant, task, accounts) is not None
-
-
-def task_files(tenant: Owner, task: Task,
-               accounts: dict[str, Any] | None = None) -> list[TaskFile]:
-    """A task's files: the direct deposit authorization form of a deposit task, and the
-    paystubs of the payroll data it left."""
-    files = []
-    if task.product == DEPOSIT:
-        files.append(TaskFile(DEPOSIT_FORM, f"direct-deposit-{task.company_id}.pdf"))
-    account = _data_account(tenant, task, accounts)
-    if account is not None:
-        files += [TaskFile(s["_id"], f"paystub-{s['date'][:10]}.pdf", statement=s, account=account)
-                  for s in account.statements]
-    return files
-
-
-def task_file(tenant: Owner, task: Task, file_id: str) -> TaskFile:
-    for file in task_files(tenant, task):
-        if file.id == file_id:
-            return file
-    raise FileNotFound(UNKNOWN_FILE.format(task_id=task.id, file_id=file_id),
-                       details=[field_detail("$.fileId", "unknown", location="path")])
-
-
-def task_details(tenant: Owner, task: Task, accounts: dict[str, Any] | None = None) -> dict:
-    """GET /task/{taskId}/details: the real service's Task (`_id`, `status`, `product`,
-    `authentication`, `company` as a Company, `payrollDataAvailable`, `createdAt`), then the
-    sandbox's own fields (GET /task/{taskId}) and the task's `files`."""
-    if accounts is None:
-        accounts = _accounts_by_company(tenant, task.identifier)
-    company = tenant.companies.get(task.company_id)
-    record = task.record()
-    details: dict[str, Any] = {
-        "_id": task.id, "status": task.status, "product": task.product,
-        "authentication": task.authentication_method,
-        "company": (search_record(company, tenant.manual_deposits) if company is not None
-                    else {"_id": task.company_id}),
-        "payrollDataAvailable": payroll_data_available(tenant, task, accounts),
-        "createdAt": record["createdAt"],
-    }
-    if task.status == FAILED and task.reason:
-        details["failReason"] = task.reason
-    details.update((k, v) for k, v in record.items() if k not in ("id", "company"))
-    details["files"] = [f.record() for f in task_files(tenant, task, accounts)]
-    return details
-
-
-def task_status(tenant: Owner, task: Task) -> dict[str, Any]:
-    """GET /task/{taskId}/status: `{task: {createdAt, status, payrollDataAvailable,
-    failReason}}` (failReason only when failed)."""
-    status: dict[str, Any] = {"createdAt": isoformat(task.created_at), "status": task.status,
-                              "payrollDataAvailable": payroll_data_available(tenant, task)}
-    if task.status == FAILED:
-        status["failReason"] = task.reason or "unknown-failure"
-    return {"task": status}
-
-
-def user_tasks(tenant: Owner, identifier: str, *, status: str | None = None,
-               payroll_data: bool | None = None) -> list[dict[str, Any]]:
-    """GET /user/{identifier}/tasks: the user's tasks as Task records, oldest first."""
-    tenant.identity.require(identifier)
-    accounts = _accounts_by_company(tenant, identifier)
-    found = []
-    for task in tenant.tasks.values():
-        if task.identifier != identifier or status is not None and task.status != status:
-            continue
-        if payroll_data is not None and payroll_data_available(tenant, task, accounts) != payroll_data:
-            continue
-        found.append(task_details(tenant, task, accounts))
-    return found
-
-
-def prescreen(tenant: Owner, named: dict[str, str], product: str) -> dict[str, Any]:
-    """POST /task/prescreen: HIGH when a task for `product` at the company would start and
-    run headless (username and password): the company is known, operational, offers the
-    product and has headless authentication, and the account's manual-deposit rule does
-    not cover it; LOW otherwise (an unknown company too)."""
-    company = _prescreened_company(tenant, named)
-    high = (company is not None and company.status == OPERATIONAL
-            and product in company.available_products
-            and bool(company.capabilities.get("headlessAuthentication"))
-            and not tenant.manual_deposits.applies_to(company))
-    return {"confidence": HIGH if high else LOW,
-            "companyId": company.id if company is not None else None}
-
-
-def _prescreened_company(tenant: Owner, named: dict[str, str]) -> Company | None:
-    """The company by `id`, else the one whose name is `name` (case, spaces and punctuation
-    aside, as the search's exact tier compares them)."""
-    company = tenant.companies.get(named["id"]) if "id" in named else None
-    if company is None and "name" in named:
-        wanted = normalize(named["name"])
-        found = search_companies(tenant.companies, tenant.manual_deposits,
-                                 SearchQuery(query=named["name"], limit=5))
-        company = next((c for c in found if normalize(c.name) == wanted), None)
-    return company
-
-
-def file_signature(tenant: Owner, task_id: str, file_id: str, expires: int) -> str:
-    """The signature of a generated file URL: HMAC-SHA256 keyed by the tenant's API secret,
-    as a presigned URL is (it opens without credentials until it expires)."""
-    message = "\n".join((tenant.name, task_id, file_id, str(expires))).encode()
-    return hmac.new(tenant.api_secret.encode(), message, sha256).hexdigest()
-
-
-def generate_file_url(tenant: Owner, task: Task, file_id: str) -> tuple[str, float]:
-    """GET /task/{taskId}/file/{fileId}/generate-url: the path and query of a URL that
-    serves the file without credentials for FILE_URL_LIFETIME virtual seconds, and when it
-    expires."""
-    file = task_file(tenant, task, file_id)
-    expires = int(tenant.clock.timestamp()) + FILE_URL_LIFETIME
-    query = urlencode({"tenant": tenant.name, "expires": expires,
-                       "signature": file_signature(tenant, task.id, file.id, expires)})
-    return f"/task/{quote(task.id, safe='')}/file/{quote(file.id, safe='')}?{query}", expires
-
-
-def open_task_file(tenant: Owner | None, task_id: str, file_id: str, expires: int,
-                   signature: str) -> tuple[Owner, Task, TaskFile]:
-    """A generated file URL opened: its signature and expiry checked, then the file."""
-    if tenant is None or not hmac.compare_digest(
-            file_signature(tenant, task_id, file_id, expires), signature):
-        raise InvalidFileUrl(INVALID_FILE_URL,
-                             details=[field_detail("$.signature", "does not match", location="query")])
-    if tenant.clock.timestamp() >= expires:
-        raise FileUrlExpired(EXPIRED_FILE_URL.format(expires=isoformat(expires)),
-                             details=[field_detail("$.expires", "in the past", location="query")])
-    task = tenant.tasks.get_task(task_id)
-    return tenant, task, task_file(tenant, task, file_id)
 
 
 @action_kind("task-step")

@@ -9,13 +9,15 @@ from __future__ import annotations
 import hmac
 import random
 import time
+from hashlib import sha256
+from urllib.parse import quote, urlencode
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ..clock import Clock, isoformat
 from ..errors import (InvalidCredentials, InvalidPublicToken, MissingCredentials,
-                      PublicTokenExpired, WrongEnvironment)
+                      PublicTokenExpired, WrongEnvironment, field_detail)
 from .journal import Journal
 from .aggregator import Aggregator
 from .changes import EVENT, TASK, Changes
@@ -25,11 +27,12 @@ from .event_types import Draft
 from .faults import ApiFaults
 from .identity import Identity, Ids, PublicToken
 from .linked_accounts import LinkedAccounts
-from .owner import TenantSettings
+from .parts import TenantSettings
 from .processor_links import ProcessorLinks
 from .rules import Rules
 from .stored import STRING, STRINGS, TIME, Sections, obj
-from .tasks import Tasks
+from .tasks import (EXPIRED_FILE_URL, FILE_URL_LIFETIME, INVALID_FILE_URL, FileUrlExpired,
+                    InvalidFileUrl, Task, TaskFile, Tasks)
 from .timeline import Timeline
 
 DEFAULT_PRODUCTS = ("deposit", "verify", "switch", "present", "employer-classification",
@@ -329,6 +332,38 @@ class Tenant:
         return {"name": self.name, "environment": self.environment, "apiKey": self.api_key,
                 "apiSecret": self.api_secret, "products": list(self.products),
                 "signing": self.signing}
+
+    # -- a task's files, by a signed URL (GET /task/{taskId}/file/{fileId}/generate-url) --
+
+    def _file_signature(self, task_id: str, file_id: str, expires: int) -> str:
+        """HMAC-SHA256 keyed by the tenant's API secret, as a presigned URL is (it opens
+        without credentials until it expires)."""
+        message = "\n".join((self.name, task_id, file_id, str(expires))).encode()
+        return hmac.new(self.api_secret.encode(), message, sha256).hexdigest()
+
+    def file_url(self, task: Task, file_id: str) -> tuple[str, float]:
+        """The path and query of a URL that serves the file without credentials for
+        FILE_URL_LIFETIME virtual seconds, and when it expires."""
+        file = self.tasks.file_of(task, file_id)
+        expires = int(self.clock.timestamp()) + FILE_URL_LIFETIME
+        query = urlencode({"tenant": self.name, "expires": expires,
+                           "signature": self._file_signature(task.id, file.id, expires)})
+        return f"/task/{quote(task.id, safe='')}/file/{quote(file.id, safe='')}?{query}", expires
+
+
+
+def open_task_file(tenant: Tenant | None, task_id: str, file_id: str, expires: int,
+                   signature: str) -> tuple[Tenant, Task, TaskFile]:
+    """A generated file URL opened: its signature and expiry checked, then the file."""
+    if tenant is None or not hmac.compare_digest(
+            tenant._file_signature(task_id, file_id, expires), signature):
+        raise InvalidFileUrl(INVALID_FILE_URL, details=[
+            field_detail("$.signature", "does not match", location="query")])
+    if tenant.clock.timestamp() >= expires:
+        raise FileUrlExpired(EXPIRED_FILE_URL.format(expires=isoformat(expires)), details=[
+            field_detail("$.expires", "in the past", location="query")])
+    task = tenant.tasks.get_task(task_id)
+    return tenant, task, tenant.tasks.file_of(task, file_id)
 
 
 class Tenants:

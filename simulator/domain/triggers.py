@@ -27,14 +27,14 @@ from .states import COMPLETED, FINAL, PROCESSING, QUEUED
 from . import payroll_records
 from .tasks import UNKNOWN_TASK, Task, Workflow, task_event_fields
 from .identity import DEFAULT_TOKEN_LIFETIME
-from .owner import Owner
+from .tenants import Tenant
 
 DEFAULT_IDENTIFIER = "sandbox-user"
 UNKNOWN_TYPE = "Unknown event type {event_type!r}. Known: {known}."
 NO_DATA = "pii-data-deleted has no data (spec: Privacy event)."
 
 
-def trigger_event(tenant: Owner, aggregator: str, request: dict[str, Any]) -> Event:
+def trigger_event(tenant: Tenant, aggregator: str, request: dict[str, Any]) -> Event:
     event_type = request["eventType"]
     known = declared(aggregator)
     declaration = known.get(event_type)
@@ -72,7 +72,7 @@ def trigger_event(tenant: Owner, aggregator: str, request: dict[str, Any]) -> Ev
                          identifier=identifier, task_id=task.id if task else None)
 
 
-def _task(tenant: Owner, request: dict[str, Any], identifier: str | None,
+def _task(tenant: Tenant, request: dict[str, Any], identifier: str | None,
           declaration: EventType) -> Task | None:
     if "taskId" in request:
         task = tenant.tasks.get(request["taskId"])
@@ -86,7 +86,7 @@ def _task(tenant: Owner, request: dict[str, Any], identifier: str | None,
                         _company(tenant, request, None))
 
 
-def _stored_task(tenant: Owner, identifier: str, company: Company) -> Task:
+def _stored_task(tenant: Tenant, identifier: str, company: Company) -> Task:
     """A completed task made for the event and stored with its workflow, so the ids the
     event names answer on GET /task/{id}; its public token is the user's own."""
     user = tenant.identity.user(identifier)
@@ -107,7 +107,7 @@ def _stored_task(tenant: Owner, identifier: str, company: Company) -> Task:
     return task
 
 
-def _public_token(tenant: Owner, identifier: str) -> str:
+def _public_token(tenant: Tenant, identifier: str) -> str:
     """The user's latest public token while it lives, else a new one (real-service-facts 2:
     24 hours by default)."""
     latest = tenant.identity.tokens.get(tenant.identity.latest_token.get(identifier, ""))
@@ -116,7 +116,7 @@ def _public_token(tenant: Owner, identifier: str) -> str:
     return tenant.identity.create_access_token(identifier, DEFAULT_TOKEN_LIFETIME).public_token
 
 
-def _company(tenant: Owner, request: dict[str, Any], task: Task | None) -> Company:
+def _company(tenant: Tenant, request: dict[str, Any], task: Task | None) -> Company:
     if "companyId" in request:
         company = tenant.companies.get(request["companyId"])
         if company is None:
@@ -151,7 +151,7 @@ def _task_data(event_type: str, task: Task) -> dict[str, Any]:
     return data
 
 
-def _user_data(tenant: Owner, event_type: str, aggregator: str,
+def _user_data(tenant: Tenant, event_type: str, aggregator: str,
                identifier: str, company: Company, rng: random.Random) -> dict[str, Any]:
     if event_type == "pay-link-accounts-updated":
         return {"accounts": [{"_id": tenant.ids.object_id(), "updateType": "updated",
@@ -184,7 +184,7 @@ def _user_data(tenant: Owner, event_type: str, aggregator: str,
     return linked
 
 
-def _linked_account(tenant: Owner, identifier: str, company: Company) -> Any:
+def _linked_account(tenant: Tenant, identifier: str, company: Company) -> Any:
     """The user's linked account at the company (else the user's latest one), linked now
     without an event when the user has none: the ids a triggered event names resolve."""
     found = tenant.accounts.find(identifier, company.id)
@@ -207,7 +207,7 @@ def _record_ids(account: Any, event_type: str, rng: random.Random) -> list[str]:
     return [record["_id"] for record in held[-rng.randint(1, 3):]]
 
 
-def _checked_emit(tenant: Owner, declaration: EventType, data: dict[str, Any] | None,
+def _checked_emit(tenant: Tenant, declaration: EventType, data: dict[str, Any] | None,
                   fields: dict[str, Any], *, identifier: str | None = None,
                   task_id: str | None = None) -> Event:
     """Emits the event once the whole body, overrides merged, matches its type's schema."""

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import Conflict, field_detail
 from .payment_methods import written_payment_method
-from .owner import Owner
+from .tenants import Tenant
 
 # Why continuous access ended, as linked-account-disconnected says it: its published reasons
 # are timeout, credentials-changed and system-update; the service stopping the monitoring
@@ -30,7 +30,7 @@ def success() -> dict[str, Any]:
     return {"success": True, "result": {"success": True}}
 
 
-def put_user(tenant: Owner, identifier: str, data: dict[str, Any] | None) -> dict[str, Any]:
+def put_user(tenant: Tenant, identifier: str, data: dict[str, Any] | None) -> dict[str, Any]:
     """PUT /user: the user (created if new) with the destination bank accounts and cards
     a task workflow can offer them, stored as the spec's payment method objects (replacing
     what was stored; a bank account keeps the last four digits of its number only)."""
@@ -43,7 +43,7 @@ def put_user(tenant: Owner, identifier: str, data: dict[str, Any] | None) -> dic
     return payment_methods(tenant, identifier)
 
 
-def payment_methods(tenant: Owner, identifier: str) -> dict[str, Any]:
+def payment_methods(tenant: Tenant, identifier: str) -> dict[str, Any]:
     """What PUT /user stored for the user: `{identifier, bankAccounts, cards}`."""
     user = tenant.identity.require(identifier)
     stored = user.payment_methods or {"bankAccounts": [], "cards": []}
@@ -52,7 +52,7 @@ def payment_methods(tenant: Owner, identifier: str) -> dict[str, Any]:
             "cards": [written_payment_method(card) for card in stored["cards"]]}
 
 
-def _bank_account(tenant: Owner, raw: dict[str, Any]) -> dict[str, Any]:
+def _bank_account(tenant: Tenant, raw: dict[str, Any]) -> dict[str, Any]:
     number = raw.get("accountNumber")
     account_type = raw.get("accountType", "checking")
     method: dict[str, Any] = {
@@ -69,7 +69,7 @@ def _bank_account(tenant: Owner, raw: dict[str, Any]) -> dict[str, Any]:
     return method
 
 
-def _card(tenant: Owner, raw: dict[str, Any]) -> dict[str, Any]:
+def _card(tenant: Tenant, raw: dict[str, Any]) -> dict[str, Any]:
     brand, last_four = raw.get("brand"), raw.get("lastFour")
     title = raw.get("title") or " ".join(
         part for part in (brand or "Card", f"ending in {last_four}" if last_four else "") if part)
@@ -81,7 +81,7 @@ def _card(tenant: Owner, raw: dict[str, Any]) -> dict[str, Any]:
     return written_payment_method(method)
 
 
-def end_monitoring(tenant: Owner, identifier: str) -> list[Any]:
+def end_monitoring(tenant: Tenant, identifier: str) -> list[Any]:
     """PUT /user/{identifier}/end-monitoring: continuous access ends for every linked
     account of the user. Each connected one is disconnected (linked-account-disconnected,
     reason END_OF_MONITORING): push refreshes stop (they run only while connected) and a
@@ -95,7 +95,7 @@ def end_monitoring(tenant: Owner, identifier: str) -> list[Any]:
     return ended
 
 
-def remove_user(tenant: Owner, identifier: str) -> bool:
+def remove_user(tenant: Tenant, identifier: str) -> bool:
     """DELETE /_sandbox/users/{identifier}: a user who has only what POST /access-token and
     PUT /user make (public tokens, stored payment methods) and the control plane's bindings
     is forgotten whole, as if never made (404 for them afterwards); True. A user who does

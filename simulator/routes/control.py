@@ -240,7 +240,8 @@ COMPANY = {"$ref": "#/components/schemas/Company"}
            errors=(404, 409), **CONTROL)
 async def create_company(tenant, body, sandbox) -> dict:
     _check_default_scenario(tenant, body)
-    company = company_admin.create_company(tenant, sandbox.registry.service, body)
+    company = company_admin.create_company(tenant.companies, tenant.emit, tenant.ids.object_id,
+                                           sandbox.registry.service, body)
     return full_record(company, tenant.manual_deposits)
 
 
@@ -248,7 +249,8 @@ async def create_company(tenant, body, sandbox) -> dict:
            body=COMPANY_UPDATE_REQUEST, settles=True, response=COMPANY, errors=(404,), **CONTROL)
 async def update_company(tenant, params, body, sandbox) -> dict:
     _check_default_scenario(tenant, body)
-    company = company_admin.update_company(tenant, sandbox.registry.service, params["companyId"], body)
+    company = company_admin.update_company(tenant.companies, tenant.emit, sandbox.registry.service,
+                                           params["companyId"], body)
     return full_record(company, tenant.manual_deposits)
 
 
@@ -260,7 +262,7 @@ def _check_default_scenario(tenant, body: dict) -> None:
 @operation("DELETE", "/_sandbox/companies/{companyId}", "Remove a company (company-deleted)",
            settles=True, response=CompanyDeleted, errors=(404,), **CONTROL)
 async def delete_company(tenant, params) -> dict:
-    company_admin.delete_company(tenant, params["companyId"])
+    company_admin.delete_company(tenant.companies, tenant.emit, params["companyId"])
     return {"_id": params["companyId"], "deleted": True}
 
 

@@ -14,7 +14,8 @@ from ..operations import Auth, operation
 async def list_pay_link_accounts(tenant, token, sandbox) -> dict:
     """The user is the public token's. The vendor's client sends `x-api-version: v2`; the
     sandbox knows that version's shape only and answers it whatever the header says."""
-    return pay_link_accounts(tenant, token.identifier, tenant.rules.scope_of)
+    return pay_link_accounts(tenant.tasks.values(), tenant.companies, token.identifier,
+                             tenant.rules.scope_of)
 
 
 @operation("GET", "/pay-link/actions-for-company/{companyId}", "The pay-link actions a company "

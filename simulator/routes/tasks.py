@@ -10,6 +10,7 @@ from ..clock import isoformat
 from ..domain import tasks as domain
 from ..domain.payroll_records import paystub_lines
 from ..domain.sdk import deposit_form_pdf
+from ..domain.tenants import open_task_file
 from ..pdf import text_pdf
 from ..schemas.api import (FileQuery, FileUrl, Prescreen, PrescreenRequest, TASK_CREATE_REQUEST,
                            TASK_CREATED, TASK_DETAILS, TASK_RECORD, TASK_STATUS,
@@ -48,13 +49,13 @@ async def get_task(tenant, token, params, sandbox) -> dict:
 async def task_details(tenant, params, sandbox) -> dict:
     """The real Task (`_id`, `status`, `product`, `authentication`, `company`,
     `payrollDataAvailable`, `createdAt`), then the sandbox's own fields and `files`."""
-    return domain.task_details(tenant, tenant.tasks.get_task(params["taskId"]))
+    return tenant.tasks.details(tenant.tasks.get_task(params["taskId"]))
 
 
 @operation("GET", "/task/{taskId}/status", "A task's status",
            response=TASK_STATUS, errors=(404,), **REAL)
 async def task_status(tenant, params, sandbox) -> dict:
-    return domain.task_status(tenant, tenant.tasks.get_task(params["taskId"]))
+    return tenant.tasks.status_of(tenant.tasks.get_task(params["taskId"]))
 
 
 @operation("POST", "/task/prescreen", "Prescreen: how likely a task at a company is to work",
@@ -62,7 +63,7 @@ async def task_status(tenant, params, sandbox) -> dict:
 async def prescreen(tenant, body) -> dict:
     """HIGH when the company is known, operational, offers the product and has headless
     authentication, and the account's manual-deposit rule does not cover it; else LOW."""
-    return domain.prescreen(tenant, body["company"], body["product"])
+    return tenant.tasks.prescreen(body["company"], body["product"])
 
 
 @operation("POST", "/task-workflow/from-linked-account", "Refresh a linked account (tasks on it)",
@@ -72,7 +73,7 @@ async def create_task_workflow(tenant, body, sandbox) -> dict:
     """The spec's pull refresh (a linked account passed to task creation), one task per
     `tasks` entry, in one workflow; the user and the company are the linked account's."""
     workflow, tasks = tenant.tasks.create_task(domain.CreateTask.read(body))
-    return {"task": domain.task_details(tenant, tasks[0]), "taskWorkflow": workflow.id}
+    return {"task": tenant.tasks.details(tasks[0]), "taskWorkflow": workflow.id}
 
 
 @operation("GET", "/task/{taskId}/file/{fileId}/generate-url", "A signed URL for a task's file",
@@ -84,7 +85,7 @@ async def generate_file_url(tenant, params, request, sandbox) -> Reply:
     """The old docs show this answer bare (`{url}`): the sandbox answers `url` beside its
     `data` envelope, so readers of either form find it."""
     task = tenant.tasks.get_task(params["taskId"])
-    path, expires = domain.generate_file_url(tenant, task, params["fileId"])
+    path, expires = tenant.file_url(task, params["fileId"])
     url = _origin(request) + path
     return Reply({"url": url, "expiresAt": isoformat(expires)}, extra={"url": url})
 
@@ -95,7 +96,7 @@ async def generate_file_url(tenant, params, request, sandbox) -> Reply:
 async def task_file(params, query, sandbox) -> web.Response:
     """The URL's signature (HMAC keyed by the tenant's API secret) and expiry stand in for
     credentials, as a presigned URL's do."""
-    tenant, task, file = domain.open_task_file(
+    tenant, task, file = open_task_file(
         sandbox.registry.tenants.get(query["tenant"]), params["taskId"], params["fileId"],
         query["expires"], query["signature"])
     if file.statement is not None:

@@ -4,7 +4,6 @@ payment methods a workflow can offer, a user's tasks, and the end of continuous 
 from __future__ import annotations
 
 from ..domain import users
-from ..domain.tasks import user_tasks
 from ..schemas.api import (StoredPaymentMethods, Success, TaskDetails, UserRequest,
                            UserTasksQuery)
 from ..schemas.responses import UserRemoved
@@ -28,8 +27,8 @@ async def put_user(tenant, body) -> dict:
            errors=(404,), **REAL)
 async def list_user_tasks(tenant, params, query) -> list:
     available = query.get("payrollDataAvailable")
-    return user_tasks(tenant, params["identifier"], status=query.get("status"),
-                      payroll_data=None if available is None else available == "true")
+    return tenant.tasks.of_user(params["identifier"], status=query.get("status"),
+                                payroll_data=None if available is None else available == "true")
 
 
 @operation("PUT", "/user/{identifier}/end-monitoring", "End continuous access to a user's "
