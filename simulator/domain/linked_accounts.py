@@ -33,6 +33,7 @@ from .states import COMPLETED, FAILED
 from .rules import Rules
 from .parts import Held, TenantSettings
 from .pay_calendar import Profile, day
+from .shapes import UNSET, Command, Maybe, choice, of, schema_of
 from .stored import Record, Sections, array, unique
 from .timeline import Timeline, action_kind
 
@@ -44,9 +45,17 @@ RAISE_CHANCE = 0.04
 NEW_DEPOSIT_ACCOUNT_CHANCE = 0.02
 
 UNKNOWN_PROFILE = "No data profile is named {name!r} (known: {known})."
-PROFILE_BINDING = {"type": "object", "additionalProperties": False, "required": ["document"],
-                   "properties": {"profile": {"type": "string"}, "data": {"type": "object"},
-                                  "document": {"type": "object"}}}
+
+
+class ProfileBinding(Command, kw_only=True):
+    """A user's bound data profile, as a snapshot keeps it."""
+
+    profile: Maybe[str] = UNSET
+    data: Maybe[dict[str, Any]] = UNSET
+    document: dict[str, Any]
+
+
+PROFILE_BINDING = schema_of(ProfileBinding)
 
 
 UNKNOWN_LINKED_ACCOUNT = "No linked account has the id {account_id!r}."
@@ -644,10 +653,12 @@ class _PushRefresh:
     account: LinkedAccount
     interval: float
 
-    schema = {"type": "object", "additionalProperties": False,
-              "required": ["kind", "account", "interval"],
-              "properties": {"kind": {"const": "push-refresh"}, "account": {"type": "string"},
-                             "interval": {"type": "number", "exclusiveMinimum": 0}}}
+    class Stored(Command, kw_only=True):
+        kind: choice("push-refresh")
+        account: str
+        interval: of(float, gt=0)
+
+    schema = schema_of(Stored)
 
     def __call__(self) -> None:
         accounts, account = self.accounts(), self.account
@@ -676,10 +687,11 @@ class _PiiDeletion:
     accounts: Callable[[], LinkedAccounts]  # as _PushRefresh's
     identifier: str
 
-    schema = {"type": "object", "additionalProperties": False,
-              "required": ["kind", "identifier"],
-              "properties": {"kind": {"const": "pii-deletion"},
-                             "identifier": {"type": "string"}}}
+    class Stored(Command, kw_only=True):
+        kind: choice("pii-deletion")
+        identifier: str
+
+    schema = schema_of(Stored)
 
     def __call__(self) -> None:
         self.accounts().delete_pii(self.identifier)

@@ -23,6 +23,7 @@ from ..clock import Clock, isoformat
 from ..errors import Conflict, NotFound, ValidationFailed, field_detail
 from .changes import EVENT, Changes
 from .events import Event
+from .shapes import Command, choice, of, schema_of
 from .stored import (COUNT, PROBABILITY, RANDOM_STATE, STRING, STRINGS, LoadError, Record,
                      Sections, array, checked_random_state, obj, random_state)
 from .timeline import Timeline, action_kind
@@ -590,10 +591,12 @@ class _AttemptAction:
     event: Event
 
     # In a snapshot: the delivery, by its event and its number among the event's deliveries.
-    schema = {"type": "object", "additionalProperties": False,
-              "required": ["kind", "event", "delivery"],
-              "properties": {"kind": {"const": "webhook-attempt"}, "event": {"type": "string"},
-                             "delivery": {"type": "integer", "minimum": 1}}}
+    class Stored(Command, kw_only=True):
+        kind: choice("webhook-attempt")
+        event: str
+        delivery: of(int, ge=1)
+
+    schema = schema_of(Stored)
 
     def __call__(self) -> None:
         self.outbox().start_attempt(self.delivery, self.event)
@@ -614,8 +617,10 @@ class _ReleaseHeld:
 
     outbox: Callable[[], Outbox]  # as _AttemptAction's
 
-    schema = {"type": "object", "additionalProperties": False, "required": ["kind"],
-              "properties": {"kind": {"const": "release-held"}}}
+    class Stored(Command, kw_only=True):
+        kind: choice("release-held")
+
+    schema = schema_of(Stored)
 
     def __call__(self) -> None:
         self.outbox().release_held()

@@ -30,6 +30,7 @@ from .search import SearchQuery, normalize, search_companies
 from .rules import Rules
 from .identity import unguessable
 from .parts import Held, TenantSettings
+from .shapes import UNSET, Command, Maybe, View, choice, of, schema_of
 from .stored import LoadError, Record, Sections, array, unique
 from .timeline import Timeline, action_kind
 
@@ -79,14 +80,16 @@ class ProcessorToken:
 
 # One transaction a link pulled from the aggregator (ProcessorLink.transactions), as the
 # pipeline's later stages read it: a snapshot's are checked against it.
-TRANSACTION = {"type": "object", "additionalProperties": False,
-               "required": ["transaction_id", "account_id", "date", "amount", "name", "category"],
-               "properties": {"transaction_id": {"type": "string"},
-                              "account_id": {"type": "string"},
-                              "date": {"type": "string", "format": "date"},
-                              "amount": {"type": "number"}, "name": {"type": "string"},
-                              "category": {"enum": ["payroll", "subscription", "purchase",
-                                                    "transfer", "interest"]}}}
+class PulledTransaction(Command, rename=None, kw_only=True):
+    transaction_id: str
+    account_id: str
+    date: of(str, extra_json_schema={"format": "date"})
+    amount: float
+    name: str
+    category: choice("payroll", "subscription", "purchase", "transfer", "interest")
+
+
+TRANSACTION = schema_of(PulledTransaction)
 
 
 @dataclass
@@ -434,6 +437,18 @@ def _cadence(dates: list[date]) -> str:
     return "monthly"
 
 
+class _StageChanges(View, kw_only=True):
+    stage: Maybe[choice(PULL, CLASSIFY, DETECT)] = UNSET
+    aggregator_error: Maybe[dict[str, Any]] = UNSET
+    last: Maybe[bool] = UNSET
+
+
+class _StoredStage(Command, kw_only=True):
+    kind: choice("processor-link-stage")
+    link: str
+    changes: _StageChanges
+
+
 @action_kind("processor-link-stage")
 @dataclass(frozen=True)
 class _Stage:
@@ -447,14 +462,7 @@ class _Stage:
     changes: dict[str, Any]
 
     # In a snapshot: the link (its token follows) and the step's changes as they are.
-    schema = {"type": "object", "additionalProperties": False,
-              "required": ["kind", "link", "changes"],
-              "properties": {"kind": {"const": "processor-link-stage"},
-                             "link": {"type": "string"},
-                             "changes": {"type": "object", "properties": {
-                                 "stage": {"enum": [PULL, CLASSIFY, DETECT]},
-                                 "aggregatorError": {"type": "object"},
-                                 "last": {"type": "boolean"}}}}}
+    schema = schema_of(_StoredStage)
 
     def __call__(self) -> None:
         self.links().run_step(self.link, self.token, self.changes)

@@ -1020,11 +1020,13 @@ class _StepAction:
         self.tasks, self.task, self.step = tasks, task, step
 
     # In a snapshot a step is a scenario cursor: the task, its scenario, the step's place.
-    schema = {"type": "object", "additionalProperties": False,
-              "required": ["kind", "task", "scenario", "step"],
-              "properties": {"kind": {"const": "task-step"}, "task": {"type": "string"},
-                             "scenario": {"type": "string"},
-                             "step": {"type": "integer", "minimum": 0}}}
+    class Stored(Command, kw_only=True):
+        kind: choice("task-step")
+        task: str
+        scenario: str
+        step: of(int, ge=0)
+
+    schema = schema_of(Stored)
 
     def __call__(self) -> None:
         self.tasks().apply_step(self.task, self.step)

@@ -568,6 +568,10 @@ class TaskTransition(View, kw_only=True):
 _STEP_FIELDS = step_field_schemas()  # flow, meta, ... (domain/task_fields.py)
 
 
+TaskScenario = of(str, "The scenario that drives it (`trigger`: a task made for POST "
+                  "/_sandbox/events/trigger).")
+
+
 class TaskUser(UserView, kw_only=True):
     connected: bool
 
@@ -583,8 +587,7 @@ class TaskFields(Command, kw_only=True):
     authenticated: bool
     authentication_method: choice(*TASK_AUTHENTICATION_METHODS, None,
                                   description=TASK_AUTHENTICATION)
-    scenario: of(str, "The scenario that drives it (`trigger`: a task made for POST "
-                 "/_sandbox/events/trigger).")
+    scenario: TaskScenario
     created_at: DateTime
     history: of(list[TaskTransition], "Every transition, oldest first.", min_length=1)
     reason: Maybe[of(Reason, "The failure reason, when failed.")] = UNSET
@@ -613,7 +616,7 @@ class StartedTask(Command, kw_only=True):
     id: str
     product: str
     status: TaskStatus
-    scenario: str
+    scenario: TaskScenario
 
 
 class TaskCreated(View, kw_only=True):
@@ -870,15 +873,22 @@ WEBHOOK_URL_PATTERN = (rf"^https?://(?:[A-Za-z0-9._~!$&'()*+,;=:-]+@)?"
                        rf"(?::{_PORT})?(?:[/?#][!-~]*)?$")
 
 SEARCH_REQUEST_PUBLISHED = {**SEARCH_REQUEST, "not": {"required": ["product", "products"]}}
-_ENDPOINT = WEBHOOK_ENDPOINTS_REQUEST["properties"]["endpoints"]["items"]
-WEBHOOK_ENDPOINTS_REQUEST_PUBLISHED = {
-    **WEBHOOK_ENDPOINTS_REQUEST,
-    "properties": {"endpoints": {
-        **WEBHOOK_ENDPOINTS_REQUEST["properties"]["endpoints"],
-        "items": {**_ENDPOINT, "properties": {
-            **_ENDPOINT["properties"],
-            "url": {"type": "string", "pattern": WEBHOOK_URL_PATTERN}}}}},
-}
+PublishedUrl = of(str, pattern=WEBHOOK_URL_PATTERN)
+
+
+class PublishedEndpointWrite(EndpointWrite, kw_only=True):
+    url: PublishedUrl
+
+
+class PublishedEndpointsRequest(Command, kw_only=True):
+    endpoints: of(list[PublishedEndpointWrite], max_length=50)
+
+
+class PublishedEndpointRequest(WebhookEndpointRequest, kw_only=True):
+    url: PublishedUrl
+
+
+WEBHOOK_ENDPOINTS_REQUEST_PUBLISHED = schema_of(PublishedEndpointsRequest)
 
 TASK_CREATE_REQUEST_PUBLISHED = {
     **TASK_CREATE_REQUEST,
@@ -895,11 +905,7 @@ COMPANY_CREATE_REQUEST_PUBLISHED = {
               {"properties": {"tags": {"items": {"not": _FRANCHISE_CHILD}}}}],
 }
 
-WEBHOOK_ENDPOINT_REQUEST_PUBLISHED = {
-    **WEBHOOK_ENDPOINT_REQUEST,
-    "properties": {**WEBHOOK_ENDPOINT_REQUEST["properties"],
-                   "url": {"type": "string", "pattern": WEBHOOK_URL_PATTERN}},
-}
+WEBHOOK_ENDPOINT_REQUEST_PUBLISHED = schema_of(PublishedEndpointRequest)
 
 _PUBLISHED = ((SEARCH_REQUEST, SEARCH_REQUEST_PUBLISHED),
               (TASK_CREATE_REQUEST, TASK_CREATE_REQUEST_PUBLISHED),
