@@ -12,6 +12,9 @@ from typing import Any
 
 from ..loadcache import set_attributes
 
+# What a scenario drives, and the statuses its steps may set (schemas/scenarios.py).
+SCENARIO_KINDS = ("task", "processor-link")
+STEP_STATUSES = ("processing", "completed", "failed")
 QUEUED = "queued"
 PROCESSING = "processing"
 COMPLETED = "completed"

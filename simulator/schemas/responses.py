@@ -20,11 +20,11 @@ from ..domain.data_records import LINKED_ACCOUNT_RECORD
 from ..domain.faults import FAULTS_RECORD
 from ..domain.payment_methods import WRITTEN_PAYMENT_METHOD
 from ..domain.shapes import UNSET, Answer, Maybe, View, choice, field, of, raw, schema_of
-from ..domain.states import DEEPLINK_STEPS
+from ..domain.states import DEEPLINK_STEPS, SCENARIO_KINDS, STEP_STATUSES
 from .api import (DELIVERY_STATES, CardTokenRecreationRequest, EndpointId, EndpointWrite,
                   ScenarioBindingRequest, TaskRecord, TaskStatus, WebhookFaultsRequest)
 from .fixtures import ENVIRONMENTS
-from .scenarios import SCENARIO_SCHEMA, STEP
+from .scenarios import STEP
 
 Id = of(str, min_length=1)
 Count = of(int, ge=0)
@@ -251,9 +251,9 @@ class Scenario(Answer, kw_only=True):
 
     name: Id
     description: str
-    kind: choice(*SCENARIO_SCHEMA["properties"]["kind"]["enum"])
+    kind: choice(*SCENARIO_KINDS)
     products: of(list[str] | None, "The products whose tasks may run it (null: any).")
-    outcome: choice(*STEP["properties"]["status"]["enum"], "n/a",
+    outcome: choice(*STEP_STATUSES, "n/a",
                     description="The last status its steps set.")
     duration: of(float, ge=0)
     steps: list[raw(SCENARIO_STEP)]

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..domain.payment_methods import PAYMENT_METHOD
-from ..domain.states import AUTHENTICATION_METHODS, CHANGED_FIELDS, FAILURE_REASONS, UPDATE_TYPES
+from ..domain.states import (AUTHENTICATION_METHODS, CHANGED_FIELDS, FAILURE_REASONS,
+                             SCENARIO_KINDS, STEP_STATUSES, UPDATE_TYPES)
 from ..domain.task_fields import step_field_schemas
 
 ACCOUNT_UPDATE = {
@@ -36,7 +37,7 @@ STEP = {
     "properties": {
         "after": {"type": "number", "minimum": 0,
                   "description": "Seconds of virtual time after the previous step (default 0)."},
-        "status": {"enum": ["processing", "completed", "failed"]},
+        "status": {"enum": list(STEP_STATUSES)},
         "patch": {"type": "boolean",
                   "description": "A correction of a final status: task-status-patched."},
         "authenticated": {"type": "boolean"},
@@ -95,7 +96,7 @@ SCENARIO_SCHEMA = {
     "properties": {
         "description": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"^[^\n]*$",
                         "description": "One line a demo presenter can read."},
-        "kind": {"enum": ["task", "processor-link"], "default": "task"},
+        "kind": {"enum": list(SCENARIO_KINDS), "default": "task"},
         "products": {"type": "array", "items": {"type": "string", "minLength": 1},
                      "minItems": 1, "uniqueItems": True,
                      "description": "The products whose tasks may run it (service.yaml "
