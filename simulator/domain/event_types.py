@@ -26,7 +26,7 @@ from .identity import USER
 from .payment_methods import WRITTEN_PAYMENT_METHOD
 from .shapes import UNSET, Maybe, View, choice, field, of, raw, schema_of
 from .states import AUTHENTICATION_METHODS, CHANGED_FIELDS, FAILURE_REASONS, UPDATE_TYPES
-from .task_fields import step_field_schemas
+from .task_fields import request_field_schemas, step_field_schemas
 
 
 
@@ -133,6 +133,7 @@ _TASK_FIELDS = {
                                             "Any other task's: null."},
     "company": COMPANY_SUMMARY,
     "metadata": {"type": "object"},
+    **request_field_schemas(),  # given by the task's create request (task_fields.py)
 }
 Id = of(str, min_length=1)
 Status = choice("queued", "processing", "completed", "failed")

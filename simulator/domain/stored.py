@@ -172,7 +172,8 @@ class Record:
     @cached_property
     def _sparse(self) -> dict[str, Any]:
         """The fields a dump leaves out while at their defaults (the class's SPARSE)."""
-        return {f.name: f.default for f in dataclasses.fields(self.cls)
+        return {f.name: f.default if f.default_factory is dataclasses.MISSING
+                else f.default_factory() for f in dataclasses.fields(self.cls)
                 if f.name in getattr(self.cls, "SPARSE", ())}
 
     def dump(self, obj: Any) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""The task fields a scenario step sets and the task's events carry, declared once.
+"""The task fields a scenario step sets and the task's events carry, and those a create
+request gives, declared once.
 
 Each entry here is all it takes (beside the Task attribute of the same name in tasks.py)
 for such a field: the scenario files' schema lets a step set it (schemas/scenarios.py),
@@ -43,6 +44,32 @@ STEP_FIELDS: dict[str, StepField] = {
                                   "account (spec: task-status-updated, meta); `dataRequest`: "
                                   "data the task needs from the app (the SDK's onDataRequest)."),
 }
+
+
+@dataclass(frozen=True)
+class RequestField:
+    """A task field a create request gives (at the top for every task, or in one of
+    `tasks`), which GET /task/{taskId} shows, snapshots keep and every event of the task
+    carries, as it was given: its schema (checked with the request) and what it is."""
+
+    schema: dict[str, Any]
+    description: str = ""
+
+
+# Each entry is all it takes for such a field (tasks.py carries `Task.fields` through;
+# the request, task and event schemas add these): none is needed today.
+REQUEST_FIELDS: dict[str, RequestField] = {}
+
+
+def request_field_schemas() -> dict[str, dict[str, Any]]:
+    """Each request field's JSON Schema, with its description."""
+    return {name: {**field.schema, "description": field.description} if field.description
+            else field.schema for name, field in REQUEST_FIELDS.items()}
+
+
+def given_fields(body: dict[str, Any]) -> dict[str, Any]:
+    """The request fields a body (or one of its `tasks`) gives."""
+    return {name: body[name] for name in REQUEST_FIELDS if name in body}
 
 
 def step_field_schemas() -> dict[str, dict[str, Any]]:

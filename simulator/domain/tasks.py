@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from ..clock import Clock, isoformat
 from ..errors import (CompanyDisabled, CompanyManualDeposits, CompanyMismatch, CompanyNotFound,
@@ -36,7 +36,7 @@ from .shapes import UNSET, Command, Maybe, choice, of, raw, schema_of
 from .states import (COMPLETED, FAILED, FINAL, PROCESSING, QUEUED, Scenario, Step,
                      emits_status_update, transition_error)
 from .stored import COUNT, STRING, STRINGS, TIME, LoadError, Record, Sections, array, obj, unique
-from .task_fields import STEP_FIELDS
+from .task_fields import STEP_FIELDS, given_fields, request_field_schemas
 from .timeline import Timeline, action_kind
 
 HAPPY_PATH = "happy-path"
@@ -101,6 +101,8 @@ class Task:
     distribution: dict[str, Any] | None = None  # {type, amount}: the deposit's split
     on_complete: str = CONTINUE
     on_fail: str = CONTINUE
+    fields: dict[str, Any] = field(default_factory=dict)  # the request's (REQUEST_FIELDS)
+    SPARSE: ClassVar[tuple[str, ...]] = ("fields",)  # a snapshot's, when given
 
     @property
     def ends_workflow(self) -> bool:
@@ -134,6 +136,7 @@ class Task:
         record.update({k: v for k, v in optional.items() if v is not None})
         if self.on_complete != CONTINUE or self.on_fail != CONTINUE:
             record.update(onComplete=self.on_complete, onFail=self.on_fail)
+        record.update(self.fields)
         return record
 
 
@@ -168,6 +171,8 @@ class Distribution(Command, kw_only=True):
 class PendingTask(Command, kw_only=True):
     """A task a workflow holds until the one before it ends (TaskRequest.pending)."""
 
+    __schema_extra__ = {"properties": request_field_schemas()}
+
     product: of(str, min_length=1)
     metadata: Maybe[dict[str, Any] | None] = UNSET
     payment_method: Maybe[raw({"anyOf": [PAYMENT_METHOD, {"type": "null"}]})] = UNSET
@@ -184,7 +189,9 @@ TASK_STATUSES = [QUEUED, PROCESSING, COMPLETED, FAILED]
 STORED_TASK = Record(Task, shapes={
     "status": {"enum": TASK_STATUSES}, "previousStatus": {"enum": [*TASK_STATUSES, None]},
     "distribution": schema_of(Distribution | None),
-    "onComplete": {"enum": [CONTINUE, FINISH]}, "onFail": {"enum": [CONTINUE, FINISH]}})
+    "onComplete": {"enum": [CONTINUE, FINISH]}, "onFail": {"enum": [CONTINUE, FINISH]},
+    "fields": {**schema_of(dict[str, Any]), "additionalProperties": False,
+               "properties": request_field_schemas()}})
 STORED_WORKFLOW = Record(Workflow, shapes={"pending": schema_of(list[PendingTask])})
 
 
@@ -208,6 +215,7 @@ class TaskRequest:
     distribution: dict[str, Any] | None = None
     on_complete: str = CONTINUE
     on_fail: str = CONTINUE
+    fields: dict[str, Any] = field(default_factory=dict)  # REQUEST_FIELDS given
 
     @property
     def gates(self) -> bool:
@@ -218,7 +226,8 @@ class TaskRequest:
         """The request as a workflow keeps it until it starts (JSON: snapshots hold it)."""
         return {"product": self.product, "metadata": self.metadata,
                 "paymentMethod": self.payment_method, "distribution": self.distribution,
-                "onComplete": self.on_complete, "onFail": self.on_fail, "scenario": scenario}
+                "onComplete": self.on_complete, "onFail": self.on_fail, "scenario": scenario,
+                **self.fields}
 
     @classmethod
     def from_pending(cls, pending: dict[str, Any]) -> TaskRequest:
@@ -226,7 +235,7 @@ class TaskRequest:
                    payment_method=written_payment_method(pending.get("paymentMethod")),
                    distribution=pending.get("distribution"),
                    on_complete=pending.get("onComplete", CONTINUE),
-                   on_fail=pending.get("onFail", CONTINUE))
+                   on_fail=pending.get("onFail", CONTINUE), fields=given_fields(pending))
 
 
 @dataclass(frozen=True)
@@ -253,6 +262,7 @@ class CreateTask:
     public_token: str | None = None
     login_scenario: str | None = None
     watched: bool = False
+    fields: dict[str, Any] = field(default_factory=dict)  # REQUEST_FIELDS given at the top
 
     @classmethod
     def read(cls, body: dict[str, Any], *, token: Any = None) -> CreateTask:
@@ -268,7 +278,8 @@ class CreateTask:
                    metadata=body.get("metadata"), payment_method=body.get("paymentMethod"),
                    distribution=body.get("distribution"), scenario=body.get("scenario"),
                    token_identifier=token.identifier if token else None,
-                   public_token=token.public_token if token else None)
+                   public_token=token.public_token if token else None,
+                   fields=given_fields(body))
 
 
 def first_batch(requests: list[TaskRequest]) -> tuple[list[TaskRequest], list[TaskRequest]]:
@@ -508,7 +519,7 @@ class Tasks(Held[Task]):
             payment_method=request.payment_method, linked_account=linked_account,
             payment_method_given=request.payment_method is not None, watched=watched,
             distribution=request.distribution, on_complete=request.on_complete,
-            on_fail=request.on_fail)
+            on_fail=request.on_fail, fields=request.fields)
         task.history.append({"status": QUEUED, "at": isoformat(task.created_at)})
         self._by_id[task.id] = task
         self.changes.touch(TASK, task.id)
@@ -610,14 +621,16 @@ class Tasks(Held[Task]):
                                 path=f"$.tasks[{n}].{'product' if 'product' in t else 'operation'}",
                                 distribution=t.get("distribution", command.distribution),
                                 on_complete=t.get("onComplete", CONTINUE),
-                                on_fail=t.get("onFail", CONTINUE))
+                                on_fail=t.get("onFail", CONTINUE),
+                                fields={**command.fields, **given_fields(t)})
                     for n, t in enumerate(command.tasks)]
         if command.product is None:
             raise ValidationFailed(PRODUCT_REQUIRED,
                                    details=[field_detail("$.product", PRODUCT_REQUIRED)])
         return [TaskRequest(product=command.product, metadata=command.metadata,
                             payment_method=written_payment_method(command.payment_method),
-                            path=f"$.{command.product_field}", distribution=command.distribution)]
+                            path=f"$.{command.product_field}", distribution=command.distribution,
+                            fields=command.fields)]
 
     def check_company_accepts(self, company: Company, product: str, path: str) -> None:
         """Spec: "Starting an authentication flow against an under-maintenance or disabled
@@ -965,6 +978,7 @@ def task_event_fields(task: Task, company: Company | None) -> dict[str, Any]:
               "company": company.branding_summary() if company else {"_id": task.company_id}}
     if task.metadata is not None:
         fields["metadata"] = task.metadata
+    fields.update(task.fields)
     return fields
 
 

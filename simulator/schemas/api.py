@@ -17,7 +17,7 @@ from ..domain.payment_methods import PAYMENT_METHOD, WRITTEN_PAYMENT_METHOD
 from ..domain.shapes import UNSET, Command, Maybe, View, choice, field, of, raw, schema_of
 from ..domain.states import AUTHENTICATION_METHODS as TASK_AUTHENTICATION_METHODS
 from ..domain.states import DAYS_REQUESTED, DEEPLINK_STEPS, FAILURE_REASONS
-from ..domain.task_fields import step_field_schemas
+from ..domain.task_fields import request_field_schemas, step_field_schemas
 from ..dates import DATE_TIME, date_time_field
 from .fixtures import COMPANY_SCHEMA, CONTINUOUS_ACCESS, MANUAL_DEPOSITS
 
@@ -160,7 +160,8 @@ class TaskOptions(Command, kw_only=True):
 
 
 class TaskItem(TaskOptions, kw_only=True):
-    __schema_extra__ = {"anyOf": [{"required": ["operation"]}, {"required": ["product"]}]}
+    __schema_extra__ = {"anyOf": [{"required": ["operation"]}, {"required": ["product"]}],
+                        "properties": request_field_schemas()}
 
     operation: Maybe[Text] = UNSET
     product: Maybe[Text] = UNSET
@@ -178,7 +179,8 @@ Scenario = of(str, "The scenario that drives the task (see GET /_sandbox/scenari
 class TaskCreateRequest(Command, kw_only=True):
     __schema_extra__ = {"not": {"anyOf": [
         {"required": ["product", "operation"]}, {"required": ["product", "tasks"]},
-        {"required": ["operation", "tasks"]}, {"required": ["linkedAccount", "linkedAccountId"]}]}}
+        {"required": ["operation", "tasks"]}, {"required": ["linkedAccount", "linkedAccountId"]}]},
+        "properties": request_field_schemas()}
 
     identifier: Maybe[of(str, "The user (with API keys); a public token names it itself.",
                          min_length=1, max_length=256, pattern=NO_CONTROL_CHARACTER)] = UNSET
@@ -577,6 +579,8 @@ class TaskUser(UserView, kw_only=True):
 
 
 class TaskFields(Command, kw_only=True):
+    __schema_extra__ = {"properties": request_field_schemas()}
+
     # A task's fields as GET /task/{taskId} shows them (domain/tasks.py: Task.record), but
     # `id` and `company`: the real Task (TaskDetails) takes its own.
     task_workflow: str
