@@ -58,7 +58,9 @@ def choice(*values: Any, **meta: Any) -> Any:
     """A field that takes one of `values`, published in this order (msgspec sorts a
     Literal's)."""
     extra = {**meta.pop("extra_json_schema", {}), _ORDER: list(values)}
-    return Annotated[Literal[values], Meta(extra_json_schema=extra, **meta)]
+    given = tuple(value for value in values if value is not None)  # msgspec < 0.19 sorts
+    kind = Literal[given] if len(given) == len(values) else Literal[given] | None  # them
+    return Annotated[kind, Meta(extra_json_schema=extra, **meta)]
 
 
 _ORDER = "x-enum-order"  # choice's values in order, put back as `enum` (_inlined)
@@ -120,7 +122,8 @@ def _inlined(schema: Any, components: dict[str, Any], extras: dict[str, Any]) ->
         return _inlined(target, components, extras)
     if _ORDER in schema:  # one value is a `const`
         values = schema[_ORDER]
-        schema = {key: value for key, value in schema.items() if key not in (_ORDER, "enum")}
+        schema = {key: value for key, value in schema.items()
+                  if key not in (_ORDER, "enum", "anyOf")}
         schema.update({"const": values[0]} if len(values) == 1 else {"enum": values})
     either = schema.get("anyOf")
     if either and len(either) == 2 and {"type": "null"} in either:
