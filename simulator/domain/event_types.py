@@ -52,13 +52,12 @@ class EventType:
 
     name: str
     family: Family
-    # The JSON Schema of `data`, given as the struct that declares it (domain/shapes.py);
-    # None: the type has no data.
-    data: dict[str, Any] | None
+    shape: type | None  # the struct that declares `data` (domain/shapes.py); None: no data
 
-    def __post_init__(self) -> None:
-        if isinstance(self.data, type):
-            object.__setattr__(self, "data", schema_of(self.data))
+    @cached_property
+    def data(self) -> dict[str, Any] | None:
+        """The JSON Schema of `data` (derived on first use, not at import)."""
+        return None if self.shape is None else schema_of(self.shape)
 
     def __call__(self, **fields: Any) -> Draft:
         """The event's `data` from its fields (a field given as None is left out). A field

@@ -21,6 +21,10 @@ __all__ = ["UNSET", "Answer", "Command", "Maybe", "Meta", "View", "choice", "dec
            "of", "raw", "schema_of"]
 
 T = TypeVar("T")
+_ORDER = "x-enum-order"  # choice's values in order, put back as `enum` (_inlined)
+_SCHEMAS: dict[Any, dict[str, Any]] = {}
+_DEFS = "#/$defs/"
+_NAMED: dict[str, list[type]] = {}  # every struct class by its name (msgspec names components so)
 Maybe = Union[T, UnsetType]  # an optional field: absent (UNSET) or a value, never null
 
 
@@ -28,6 +32,10 @@ class View(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
     """An object an answer shows: fields in camelCase, other fields allowed."""
 
     __schema_extra__: ClassVar[dict[str, Any]] = {}
+
+    def __init_subclass__(cls, **config: Any) -> None:
+        super().__init_subclass__()
+        _NAMED.setdefault(cls.__name__, []).append(cls)
 
 
 class Command(View, forbid_unknown_fields=True):
@@ -63,9 +71,6 @@ def choice(*values: Any, **meta: Any) -> Any:
     return Annotated[kind, Meta(extra_json_schema=extra, **meta)]
 
 
-_ORDER = "x-enum-order"  # choice's values in order, put back as `enum` (_inlined)
-_SCHEMAS: dict[Any, dict[str, Any]] = {}
-_DEFS = "#/$defs/"
 
 
 def schema_of(shape: Any) -> dict[str, Any]:
@@ -76,12 +81,19 @@ def schema_of(shape: Any) -> dict[str, Any]:
     if made is None:
         (top,), components = msgspec.json.schema_components(
             [shape], ref_template=_DEFS + "{name}")
-        # A struct's docstring is its description, as one paragraph.
-        extras = {name: {**getattr(struct, "__schema_extra__", {}), **(
-                      {"description": " ".join(struct.__doc__.split())} if struct.__doc__ else {})}
-                  for name, struct in _structs(shape).items()}
+        extras = {name: _extra(name, shape) for name in components}
         made = _SCHEMAS[shape] = _inlined(top, components, extras)
     return made
+
+
+def _extra(name: str, shape: Any) -> dict[str, Any]:
+    """What a component adds to msgspec's: its struct's `__schema_extra__`, and its
+    docstring (msgspec's description) as one paragraph."""
+    named = _NAMED.get(name, [])
+    struct = named[0] if len(named) == 1 else _structs(shape).get(name)  # a name used twice
+    doc = struct.__doc__ if struct is not None else None
+    return {**getattr(struct, "__schema_extra__", {}),
+            **({"description": " ".join(doc.split())} if doc else {})}
 
 
 def _structs(shape: Any) -> dict[str, Any]:
