@@ -2,8 +2,7 @@
 shows (`View`) is a typed struct whose fields carry their constraints (`Meta(ge=...,
 max_length=..., pattern=...)`, `choice(...)`) and whose JSON names come from the struct's
 camelCase rename. The JSON Schema the server enforces and `/openapi.json` publishes is
-derived from it (`schema_of`), and a checked body decodes into it (`decoded`), so a field
-is written in one place.
+derived from it (`schema_of`), so a field is written in one place.
 
 What no annotation says (fields that exclude each other, `minProperties`, the names only
 the running app knows) is the struct's `__schema_extra__`, merged into its object schema
@@ -17,8 +16,8 @@ from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union
 import msgspec
 from msgspec import UNSET, Meta, UnsetType, field
 
-__all__ = ["UNSET", "Answer", "Command", "Maybe", "Meta", "View", "choice", "decoded", "field",
-           "of", "raw", "schema_of"]
+__all__ = ["UNSET", "Answer", "Command", "Maybe", "Meta", "View", "choice", "field", "of", "raw",
+           "schema_of"]
 
 T = TypeVar("T")
 _ORDER = "x-enum-order"  # choice's values in order, put back as `enum` (_inlined)
@@ -66,8 +65,9 @@ def choice(*values: Any, **meta: Any) -> Any:
     """A field that takes one of `values`, published in this order (msgspec sorts a
     Literal's)."""
     extra = {**meta.pop("extra_json_schema", {}), _ORDER: list(values)}
-    given = tuple(value for value in values if value is not None)  # msgspec < 0.19 sorts
-    kind = Literal[given] if len(given) == len(values) else Literal[given] | None  # them
+    # null apart: msgspec below 0.19 sorts a Literal's values, and None among strings fails.
+    given = tuple(value for value in values if value is not None)
+    kind = Literal[given] if len(given) == len(values) else Literal[given] | None
     return Annotated[kind, Meta(extra_json_schema=extra, **meta)]
 
 
@@ -153,8 +153,3 @@ def _inlined(schema: Any, components: dict[str, Any], extras: dict[str, Any]) ->
         elif key != "title" and not (key == "required" and value == []):
             inlined[key] = _inlined(value, components, extras)
     return inlined
-
-
-def decoded(body: Any, shape: type[T]) -> T:
-    """A body its schema has checked, as the struct (no second check of its own fields)."""
-    return msgspec.convert(body, shape)

@@ -232,8 +232,8 @@ class StoredEndpoint(EndpointWrite, kw_only=True):
     id: EndpointId = field(name="_id")
 
 
-WEBHOOK_FAULTS = {**schema_of(WebhookFaultsRequest),
-                  "required": [f.encode_name for f in msgspec.structs.fields(WebhookFaultsRequest)]}
+_FAULTS = schema_of(WebhookFaultsRequest)
+WEBHOOK_FAULTS = {**_FAULTS, "required": list(_FAULTS["properties"])}  # each one, answered
 
 # -- scenarios and users ------------------------------------------------------------------
 
