@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import __version__
-from .domain.companies import FULL_COMPANY, SEARCH_COMPANY
+from .domain.companies import FullCompany, SearchCompany
 from .domain.linked_accounts import DATA_KINDS
 from .domain.processor_links import TOKEN_PATTERN
 from .domain.tasks import DEPOSIT_FORM
@@ -33,6 +33,7 @@ from .scenarios.loader import load_all_scenarios, scenario_folders
 from .schemas import api
 from .dates import date_time_field
 from .domain.event_types import event_schema, event_types
+from .domain.shapes import schema_of
 from .validate import schema_errors
 from .settings import Settings, bundled_dir
 
@@ -525,7 +526,7 @@ def describe(op: Operation, names: dict[str, dict[str, Any]] | None = None,
     if parameters:
         document["parameters"] = parameters
     if op.body is not None:
-        schema = api.published(op.body)
+        schema = api.published(op.body_shape)
         shown = schema if strict or op.strict else _open(schema)
         document["requestBody"] = _json_body(_named(shown, names or {}),
                                              required=bool(schema_errors({}, schema)))
@@ -717,8 +718,8 @@ def build_openapi(operations: list[Operation], service: ServiceProfile,
                 "aggregatorClientId": {"type": "apiKey", "in": "header", "name": CLIENT_ID[0]},
                 "aggregatorSecret": {"type": "apiKey", "in": "header", "name": CLIENT_SECRET[0]},
             },
-            "schemas": {"Error": api.ERROR, "SearchCompany": SEARCH_COMPANY,
-                        "Company": FULL_COMPANY},
+            "schemas": {"Error": schema_of(api.Error), "SearchCompany": schema_of(SearchCompany),
+                        "Company": schema_of(FullCompany)},
             "responses": {"MethodNotAllowed": _METHOD_NOT_ALLOWED},
         },
     }

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from enum import Enum
+from types import FunctionType
 from typing import Any
 
 from aiohttp import web
@@ -86,8 +87,9 @@ class Operation:
     # The real API's default (real-api-surface.md, Conventions): API key and secret; an
     # operation the end user's public token may call says so.
     auth: Auth = Auth.API_KEYS
-    # The request body, the query parameters and `data`: each a struct (domain/shapes.py)
-    # or a JSON Schema; `body`, `query` and `response` are their schemas.
+    # The request body, the query parameters and `data`: each a struct (domain/shapes.py),
+    # a JSON Schema, or a function that makes one; `body`, `query` and `response` are their
+    # schemas.
     body_shape: Any = None
     query_shape: Any = None
     response_shape: Any = None
@@ -137,7 +139,9 @@ class Operation:
 
 
 def _schema(shape: Any) -> dict[str, Any] | None:
-    return shape if shape is None or isinstance(shape, dict) else schema_of(shape)
+    if shape is None or isinstance(shape, dict):
+        return shape
+    return shape() if isinstance(shape, FunctionType) else schema_of(shape)
 
 
 def parameters(handler: Callable[..., Any]) -> tuple[str, ...]:

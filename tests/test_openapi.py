@@ -5,6 +5,7 @@ from __future__ import annotations
 from openapi_spec_validator import validate
 
 from conftest import ACME
+from payroll_sandbox.domain.shapes import schema_of
 from payroll_sandbox.schemas import api
 
 
@@ -24,13 +25,13 @@ async def test_openapi_publishes_the_schemas_the_handlers_enforce(client):
     document = await (await client.get("/openapi.json")).json()
     search = document["paths"]["/company/search"]["post"]
     assert search["requestBody"]["content"]["application/json"]["schema"] == _open({
-        **api.SEARCH_REQUEST, "not": {"required": ["product", "products"]}})
+        **schema_of(api.SearchRequest), "not": {"required": ["product", "products"]}})
     token = document["paths"]["/access-token"]["post"]
     assert token["requestBody"]["content"]["application/json"]["schema"] == \
-        _open(api.ACCESS_TOKEN_REQUEST)
+        _open(schema_of(api.AccessTokenRequest))
     assert "additionalProperties" not in str(
         token["requestBody"]["content"]["application/json"]["schema"])
-    assert document["components"]["schemas"]["Error"] == api.ERROR
+    assert document["components"]["schemas"]["Error"] == schema_of(api.Error)
 
 
 async def test_openapi_search_responses_match_the_published_item_schema(client):

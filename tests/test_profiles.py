@@ -205,6 +205,7 @@ from conftest import ACME, WALMART  # noqa: E402
 from jsonschema import Draft202012Validator  # noqa: E402
 
 from payroll_sandbox.domain.data_records import DATA_RECORDS  # noqa: E402
+from payroll_sandbox.domain.shapes import schema_of  # noqa: E402
 
 TARGET = "6410a0000000000000000003"  # a second employer (deposit, verify)
 KINDS = ("income", "employment", "deposit-accounts", "statements", "identity", "taxes",
@@ -225,7 +226,7 @@ async def linked(client, identifier: str, company: str = WALMART) -> dict[str, l
         params = {"linkedAccount": account, **({"limit": "1000"} if kind == "statements" else {})}
         found[kind] = (await call(client, "GET", f"/{kind}/{identifier}", params=params))["data"]
         for record in found[kind]:
-            errors = list(Draft202012Validator(DATA_RECORDS[kind]).iter_errors(record))
+            errors = list(Draft202012Validator(schema_of(DATA_RECORDS[kind])).iter_errors(record))
             assert not errors, (kind, record, errors[0].message)
     return found
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import CompanyNotFound
 from ..loadcache import set_attributes
-from .shapes import UNSET, Maybe, View, choice, field, of, schema_of
+from .shapes import UNSET, Maybe, View, choice, field, of
 from .stored import STRING, LoadError, Record, Sections, obj
 
 OPERATIONAL = "operational"
@@ -374,7 +374,3 @@ class CompanySummary(View, kw_only=True):
     name: str
     branding: Branding
 
-
-SEARCH_COMPANY = schema_of(SearchCompany)
-FULL_COMPANY = schema_of(FullCompany)
-COMPANY_SUMMARY = schema_of(CompanySummary)

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..dates import date_time_field
 from .companies import SearchCompany
-from .shapes import UNSET, Answer, Maybe, View, choice, field, of, raw, schema_of
+from .shapes import UNSET, Answer, Maybe, View, choice, field, of, raw
 
 
 def payroll_day(what: str) -> dict[str, Any]:
@@ -147,12 +147,8 @@ class Tax(DataRecord, kw_only=True):
     employer: Maybe[str] = UNSET
 
 
-LINKED_ACCOUNT_LIST_RECORD = schema_of(LinkedAccountListRecord)
-LINKED_ACCOUNT_RECORD = schema_of(LinkedAccountRecord)
-DATA_RECORDS: dict[str, dict[str, Any]] = {
-    "linked-accounts": LINKED_ACCOUNT_RECORD,
-    **{kind: schema_of(record) for kind, record in (
-        ("income", Income), ("statements", Statement), ("timesheets", Timesheet),
-        ("deposit-accounts", DepositAccount), ("employment", Employment),
-        ("identity", Identity), ("taxes", Tax))},
-}
+# Each GET /<kind>'s record (its schema is schema_of(record), derived on first use).
+DATA_RECORDS: dict[str, type[View]] = {
+    "linked-accounts": LinkedAccountRecord, "income": Income, "statements": Statement,
+    "timesheets": Timesheet, "deposit-accounts": DepositAccount, "employment": Employment,
+    "identity": Identity, "taxes": Tax}

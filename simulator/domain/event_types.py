@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from functools import cached_property, lru_cache
+from functools import cache, cached_property, lru_cache
 from typing import Any, NamedTuple
 
 from ..dates import date_time_field
-from .companies import COMPANY_SUMMARY
+from .companies import CompanySummary
 from .data_records import payroll_day
-from .identity import USER
+from .identity import UserView
 from .payment_methods import WRITTEN_PAYMENT_METHOD
 from .shapes import UNSET, Maybe, View, choice, field, of, raw, schema_of
 from .states import AUTHENTICATION_METHODS, CHANGED_FIELDS, FAILURE_REASONS, UPDATE_TYPES
@@ -99,9 +99,10 @@ class EventType:
             "required": ["eventType", "eventTime"],
         }
         properties, required = base["properties"], base["required"]
+        user = schema_of(UserView)
         if self.family is Family.TASK:
-            properties.update(user={**USER, "required": ["_id", "identifier", "connected"]},
-                              data=self.data, **_TASK_FIELDS)
+            properties.update(user={**user, "required": ["_id", "identifier", "connected"]},
+                              data=self.data, **_task_fields())
             required += ["user", "data", "publicToken", "product", "task", "taskWorkflow",
                          "authenticationMethod", "company"]
         elif self.family is Family.COMPANY:
@@ -109,31 +110,33 @@ class EventType:
             required.append("data")
             base["not"] = {"required": ["user"]}  # company events have no user
         elif self.family is Family.PRIVACY:
-            properties.update(user=USER, task=_ID)
+            properties.update(user=user, task=_ID)
             required += ["user", "task"]
             base["not"] = {"required": ["data"]}  # the spec: it has no data
         else:
-            properties.update(user=USER, data=self.data)
+            properties.update(user=user, data=self.data)
             required += ["user", "data"]
         return base
 
 
 _TIME = date_time_field("When it happened, on the tenant's clock (the ce-time header too).")
 _ID = {"type": "string", "minLength": 1}
-_TASK_FIELDS = {
-    "publicToken": {"type": "string"},
-    "product": {"type": "string"},
-    "task": _ID,
-    "taskWorkflow": _ID,
-    # Spec: every task event carries it (Task events), with the values the Task table lists
-    # for pay-link tasks; a task of another scope has none of them: null.
-    "authenticationMethod": {"enum": [*AUTHENTICATION_METHODS, None],
-                             "description": "A pay-link task's: true-auth or smart-auth. "
-                                            "Any other task's: null."},
-    "company": COMPANY_SUMMARY,
-    "metadata": {"type": "object"},
-    **request_field_schemas(),  # given by the task's create request (task_fields.py)
-}
+@cache
+def _task_fields() -> dict[str, Any]:
+    return {
+        "publicToken": {"type": "string"},
+        "product": {"type": "string"},
+        "task": _ID,
+        "taskWorkflow": _ID,
+        # Spec: every task event carries it (Task events), with the values the Task table
+        # lists for pay-link tasks; a task of another scope has none of them: null.
+        "authenticationMethod": {"enum": [*AUTHENTICATION_METHODS, None],
+                                 "description": "A pay-link task's: true-auth or smart-auth. "
+                                                "Any other task's: null."},
+        "company": schema_of(CompanySummary),
+        "metadata": {"type": "object"},
+        **request_field_schemas(),  # given by the task's create request (task_fields.py)
+    }
 Id = of(str, min_length=1)
 Status = choice("queued", "processing", "completed", "failed")
 

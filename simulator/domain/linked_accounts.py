@@ -133,7 +133,7 @@ _RENDERED = {"linkedAccount", "paystub"}
 def _stored(kind: str) -> dict[str, Any]:
     """A list of a linked account's stored data records (statements, ...): the API's record
     shape (domain/data_records.py), which the reads render, less the fields they add."""
-    record = DATA_RECORDS[kind]
+    record = schema_of(DATA_RECORDS[kind])
     return {"type": "array", "items": {
         **record, "required": [name for name in record["required"] if name not in _RENDERED]}}
 
@@ -658,8 +658,6 @@ class _PushRefresh:
         account: str
         interval: of(float, gt=0)
 
-    schema = schema_of(Stored)
-
     def __call__(self) -> None:
         accounts, account = self.accounts(), self.account
         if accounts.get(account.id) is not account:
@@ -690,8 +688,6 @@ class _PiiDeletion:
     class Stored(Command, kw_only=True):
         kind: choice("pii-deletion")
         identifier: str
-
-    schema = schema_of(Stored)
 
     def __call__(self) -> None:
         self.accounts().delete_pii(self.identifier)

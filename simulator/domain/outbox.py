@@ -23,7 +23,7 @@ from ..clock import Clock, isoformat
 from ..errors import Conflict, NotFound, ValidationFailed, field_detail
 from .changes import EVENT, Changes
 from .events import Event
-from .shapes import Command, choice, of, schema_of
+from .shapes import Command, choice, of
 from .stored import (COUNT, PROBABILITY, RANDOM_STATE, STRING, STRINGS, LoadError, Record,
                      Sections, array, checked_random_state, obj, random_state)
 from .timeline import Timeline, action_kind
@@ -596,8 +596,6 @@ class _AttemptAction:
         event: str
         delivery: of(int, ge=1)
 
-    schema = schema_of(Stored)
-
     def __call__(self) -> None:
         self.outbox().start_attempt(self.delivery, self.event)
 
@@ -619,8 +617,6 @@ class _ReleaseHeld:
 
     class Stored(Command, kw_only=True):
         kind: choice("release-held")
-
-    schema = schema_of(Stored)
 
     def __call__(self) -> None:
         self.outbox().release_held()

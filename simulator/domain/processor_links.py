@@ -462,7 +462,7 @@ class _Stage:
     changes: dict[str, Any]
 
     # In a snapshot: the link (its token follows) and the step's changes as they are.
-    schema = schema_of(_StoredStage)
+    Stored = _StoredStage
 
     def __call__(self) -> None:
         self.links().run_step(self.link, self.token, self.changes)

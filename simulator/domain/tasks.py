@@ -1040,8 +1040,6 @@ class _StepAction:
         scenario: str
         step: of(int, ge=0)
 
-    schema = schema_of(Stored)
-
     def __call__(self) -> None:
         self.tasks().apply_step(self.task, self.step)
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..validate import schema_errors
+from .shapes import schema_of
 from .stored import COUNT, STRING, TIME, LoadError, Sections, obj
 
 # Every kind of scheduled action, by the name it gives itself in a snapshot (snapshot.py):
@@ -22,7 +23,8 @@ ACTION_KINDS: dict[str, type] = {}
 
 
 def action_kind(kind: str) -> Callable[[type], type]:
-    """Class decorator: registers a kind of scheduled action under `kind`."""
+    """Class decorator: registers a kind of scheduled action under `kind`. The class says
+    how a snapshot keeps it: its struct `Stored`, `describe()` and `rebuild(data, context)`."""
 
     def register(cls: type) -> type:
         if ACTION_KINDS.get(kind, cls) is not cls:
@@ -191,8 +193,8 @@ class Timeline:
         problems = []
         for number, raw in enumerate(document["jobs"]):
             kind = ACTION_KINDS[raw["action"]["kind"]]
-            problems += [(f"$.jobs[{number}].action{path[1:]}", message)
-                         for path, message in schema_errors(raw["action"], kind.schema)]
+            problems += [(f"$.jobs[{number}].action{path[1:]}", message) for path, message
+                         in schema_errors(raw["action"], schema_of(kind.Stored))]
         if problems:
             raise LoadError(*problems[0], problems[1:])
         next_sequence = document["counters"]["nextJobSequence"]

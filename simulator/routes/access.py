@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from ..domain.identity import DEFAULT_TOKEN_LIFETIME, token_record
 from ..domain.users import success
-from ..schemas.api import AccessToken, ACCESS_TOKEN_REQUEST, Success
+from ..schemas.api import AccessToken, AccessTokenRequest, Success
 from ..operations import Auth, operation
 
 
 @operation("POST", "/access-token", "Create a user's public token (and the user, if new)",
-           auth=Auth.API_KEYS, body=ACCESS_TOKEN_REQUEST, response=AccessToken, errors=(400, 429))
+           auth=Auth.API_KEYS, body=AccessTokenRequest, response=AccessToken, errors=(400, 429))
 async def access_token(tenant, body) -> dict:
     token = tenant.identity.create_access_token(body["identifier"],
                                 body.get("tokenLifetime", DEFAULT_TOKEN_LIFETIME))

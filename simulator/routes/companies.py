@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..domain.companies import full_record, search_record
 from ..domain.search import SearchQuery, company_filter, search_companies
-from ..schemas.api import CompanyListQuery, SEARCH_REQUEST
+from ..schemas.api import CompanyListQuery, SearchRequest
 from ..operations import Auth, Reply, operation
 
 SEARCH_COMPANIES = {"type": "array", "items": {"$ref": "#/components/schemas/SearchCompany"}}
@@ -15,7 +15,7 @@ COMPANY = {"$ref": "#/components/schemas/Company"}
 
 @operation("POST", "/company/search", "Search companies, most relevant first",
            auth=Auth.EITHER,  # the one operation the real API also opens to a public token
-           body=SEARCH_REQUEST, response=SEARCH_COMPANIES, errors=(400, 404))
+           body=SearchRequest, response=SEARCH_COMPANIES, errors=(400, 404))
 async def search(tenant, body) -> list:
     found = search_companies(tenant.companies, tenant.manual_deposits, SearchQuery.from_body(body))
     return [search_record(c, tenant.manual_deposits) for c in found]

@@ -12,10 +12,10 @@ from ..domain import company_admin
 from ..domain.changes import EVENT, TASK
 from ..domain.companies import full_record
 from ..errors import ValidationFailed, field_detail
-from ..schemas.api import (CARD_TOKEN_RECREATION_REQUEST, ClockAdvanceRequest,
+from ..schemas.api import (CardTokenRecreationRequest, ClockAdvanceRequest,
                            COMPANY_CREATE_REQUEST, CompanyStatusRequest, COMPANY_UPDATE_REQUEST,
-                           EVENTS_QUERY, JournalQuery, ProfileBindingRequest,
-                           SCENARIO_BINDING_REQUEST, TASK_RECORD,
+                           EventsQuery, JournalQuery, ProfileBindingRequest,
+                           ScenarioBindingRequest, TaskRecord,
                            TasksQuery, TenantRequest)
 from ..schemas.responses import (CardTokenRecreation, ClockState, ClockAdvanced, ClockRun,
                                  CompanyDeleted, CompanyWithStatus, EventRecord,
@@ -141,7 +141,7 @@ def _clock_record(tenant) -> dict:
 # -- events -------------------------------------------------------------------------------
 
 @operation("GET", "/_sandbox/events", "Events sent, with their deliveries",
-           query=EVENTS_QUERY, response=list[EventRecord], envelope=CURSOR,
+           query=EventsQuery, response=list[EventRecord], envelope=CURSOR,
            **CONTROL)
 async def list_events(tenant, query, sandbox) -> Reply:
     """Filters combine. Without `after`, the newest `limit` events, oldest first. With
@@ -179,7 +179,7 @@ async def list_scenarios(tenant, sandbox) -> Reply:
 
 
 @operation("PUT", "/_sandbox/users/{identifier}/scenario", "Bind a scenario to a user's next "
-           "tasks", body=SCENARIO_BINDING_REQUEST, response=ScenarioBinding, **CONTROL)
+           "tasks", body=ScenarioBindingRequest, response=ScenarioBinding, **CONTROL)
 async def bind_scenario(tenant, params, body, sandbox) -> dict:
     identifier = params["identifier"]
     tenant.tasks.bind(identifier, body["scenario"])
@@ -221,7 +221,7 @@ async def unbind_profile(tenant, params) -> dict:
 
 @operation("PUT", "/_sandbox/users/{identifier}/card-token-recreation", "Turn a user's card "
            "token recreation off (payment-token-expired) or on",
-           body=CARD_TOKEN_RECREATION_REQUEST, response=CardTokenRecreation, **CONTROL)
+           body=CardTokenRecreationRequest, response=CardTokenRecreation, **CONTROL)
 async def card_token_recreation(tenant, params, body) -> dict:
     """Card tokens are recreated automatically (spec: payment-token-expired, "Recreation is
     normally automatic"); switched off, a card older than 24 hours fails the task."""
@@ -283,7 +283,7 @@ async def company_status(tenant, params, body) -> dict:
 # -- tasks and the dashboard ----------------------------------------------------------------
 
 @operation("GET", "/_sandbox/tasks", "Tasks of this tenant, newest first", query=TasksQuery,
-           response={"type": "array", "items": TASK_RECORD}, envelope=CURSOR, **CONTROL)
+           response=list[TaskRecord], envelope=CURSOR, **CONTROL)
 async def list_tasks(tenant, query) -> Reply:
     """Every task of the tenant, newest first (`status`, `user`, `limit` filters); with
     `after`, the tasks created or moved since that revision, as GET /_sandbox/events."""

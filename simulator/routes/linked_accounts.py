@@ -12,8 +12,8 @@ from ..domain.payroll_records import paystub_lines
 from ..errors import ValidationFailed, field_detail
 from ..pdf import text_pdf
 from ..domain.shapes import UNSET, Command, Maybe, of
-from ..schemas.api import DISCONNECT_REQUEST, DataQuery
-from ..domain.data_records import DATA_RECORDS, LINKED_ACCOUNT_LIST_RECORD
+from ..schemas.api import DisconnectRequest, DataQuery
+from ..domain.data_records import DATA_RECORDS, LinkedAccountListRecord
 from ..schemas.responses import LINKED_ACCOUNT_ACTIONS, PiiDeleted
 from ..operations import Auth, operation
 
@@ -64,7 +64,7 @@ class AccountStatementsQuery(AccountQuery, kw_only=True):
 
 
 for _kind in RESOURCES:
-    _records = {"type": "array", "items": DATA_RECORDS[_kind]}
+    _records = list[DATA_RECORDS[_kind]]
     _statements = _kind == "statements"
     operation("GET", f"/{_kind}", f"A user's {_kind.replace('-', ' ')}",
               query=StatementsQuery if _statements else DataQuery,
@@ -75,7 +75,7 @@ for _kind in RESOURCES:
 
 
 @operation("GET", "/linked-account/list/{identifier}", "A user's linked accounts (the real "
-           "service's list)", response={"type": "array", "items": LINKED_ACCOUNT_LIST_RECORD},
+           "service's list)", response=list[LinkedAccountListRecord],
            errors=(404,))
 async def linked_account_list(tenant, params, sandbox) -> list:
     """The real service's path and record (real-service-facts 8, real-api-surface):
@@ -133,7 +133,7 @@ def _remove_deposit_switch(accounts, account, body):
 
 
 _on_account("disconnect", "Disconnect a linked account (linked-account-disconnected)",
-            _disconnect, DISCONNECT_REQUEST)
+            _disconnect, DisconnectRequest)
 _on_account("reconnect", "Reconnect a linked account (linked-account-connected)", _reconnect)
 _on_account("refresh", "Refresh a linked account now (a push refresh)", _push_refresh)
 _on_account("remove-deposit-switch", "Remove the deposit switch (deposit-switch-removed)",

@@ -11,12 +11,12 @@ from ..domain import sdk
 from ..domain.companies import full_record, search_record
 from ..domain.flow_words import flow_page
 from ..errors import ApiError, CompanyNotFound, InvalidConfig, LinkedAccountNotYours, field_detail
-from ..domain.shapes import UNSET, Command, Maybe, View, of, raw
-from ..schemas.api import (SDK_CONFIG, SDK_MFA_CHALLENGE, TASK_CREATED, TASK_RECORD,
+from ..domain.shapes import UNSET, Command, Maybe, View, of, raw, schema_of
+from ..schemas.api import (SdkConfig, SdkMfaChallenge, TaskCreated, TaskRecord,
                            SdkCompanyRequest, SdkLeaveRequest, SdkLoginRequest, SdkSessionRequest,
                            TaskItems)
 from ..validate import schema_errors
-from ..domain.data_records import LINKED_ACCOUNT_RECORD
+from ..domain.data_records import LinkedAccountRecord
 from ..schemas.responses import SdkCompany, SdkLeft, SdkSession, SdkWorkflow
 from ..static import static_text
 from ..operations import NO_STORE, Auth, operation, serve_file
@@ -91,7 +91,7 @@ async def initialize(params, sandbox) -> web.Response:
 
 def checked_config(config: dict) -> dict:
     """The configuration of /initialize/{config}, checked against the published fields."""
-    faults = schema_errors(config, SDK_CONFIG)
+    faults = schema_errors(config, schema_of(SdkConfig))
     if faults:
         raise InvalidConfig(sdk.INVALID_CONFIG_FIELDS,
                             details=[field_detail(path, message, location="path")
@@ -172,7 +172,8 @@ async def logo(params, request, sandbox) -> web.Response:
 
 @operation("POST", "/sdk/login", "Sign in at the company (the tasks start)",
            auth=Auth.PUBLIC_TOKEN, body=SdkLoginRequest,
-           response={"oneOf": [TASK_CREATED, SDK_MFA_CHALLENGE]}, errors=(403, 404))
+           response=lambda: {"oneOf": [schema_of(TaskCreated), schema_of(SdkMfaChallenge)]},
+           errors=(403, 404))
 async def login(tenant, token, body, sandbox) -> dict:
     """Sign in with sandbox credentials: starts the configured tasks, or answers an MFA
     challenge (`{mfa: {type, prompt}}`, no task yet) that the page re-submits with
@@ -195,7 +196,7 @@ async def leave(tenant, token, body, sandbox) -> dict:
 
 
 @operation("GET", "/sdk/task/{taskId}", "The progress of a task the flow started",
-           auth=Auth.PUBLIC_TOKEN, response=TASK_RECORD,
+           auth=Auth.PUBLIC_TOKEN, response=TaskRecord,
            errors=(404,))
 async def flow_task(tenant, token, params, sandbox) -> dict:
     """The hosted flow polls its task here with the user's public token: the real API's
@@ -213,7 +214,7 @@ async def flow_workflow(tenant, token, params, sandbox) -> dict:
 
 
 @operation("GET", "/sdk/linked-accounts", "The user's linked accounts (the account step)",
-           auth=Auth.PUBLIC_TOKEN, response={"type": "array", "items": LINKED_ACCOUNT_RECORD})
+           auth=Auth.PUBLIC_TOKEN, response=list[LinkedAccountRecord])
 async def flow_linked_accounts(tenant, token, sandbox) -> list:
     """The accounts the `account` deeplink step lists, for the token's own user (an unknown
     user has none yet)."""

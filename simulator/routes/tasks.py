@@ -12,8 +12,8 @@ from ..domain.payroll_records import paystub_lines
 from ..domain.sdk import deposit_form_pdf
 from ..domain.tenants import open_task_file
 from ..pdf import text_pdf
-from ..schemas.api import (FileQuery, FileUrl, Prescreen, PrescreenRequest, TASK_CREATE_REQUEST,
-                           TASK_CREATED, TASK_DETAILS, TASK_RECORD, TASK_STATUS,
+from ..schemas.api import (FileQuery, FileUrl, Prescreen, PrescreenRequest, TaskCreateRequest,
+                           TaskCreated, TaskDetails, TaskRecord, TaskStatusAnswer,
                            TaskWorkflowCreated, TaskWorkflowRequest)
 from ..operations import Auth, Reply, operation
 
@@ -21,7 +21,7 @@ REAL = {"auth": Auth.API_KEYS}  # the reconstruction's default: API key and secr
 
 
 @operation("POST", "/task/create", "Create a task (or a workflow of several)",
-           body=TASK_CREATE_REQUEST, response=TASK_CREATED, errors=(400, 403, 404, 429))
+           body=TaskCreateRequest, response=TaskCreated, errors=(400, 403, 404, 429))
 async def create_task(tenant, token, body, sandbox) -> dict:
     workflow, tasks = tenant.tasks.create_task(domain.CreateTask.read(body, token=token))
     return created_record(workflow, tasks)
@@ -37,7 +37,7 @@ def created_record(workflow, tasks) -> dict:
 
 
 @operation("GET", "/task/{taskId}", "A task, with its history",
-           response=TASK_RECORD, errors=(404,))
+           response=TaskRecord, errors=(404,))
 async def get_task(tenant, token, params, sandbox) -> dict:
     task = tenant.tasks.get_task(params["taskId"],
                                    identifier=token.identifier if token else None)
@@ -45,7 +45,7 @@ async def get_task(tenant, token, params, sandbox) -> dict:
 
 
 @operation("GET", "/task/{taskId}/details", "A task's details (the real Task)",
-           response=TASK_DETAILS, errors=(404,), **REAL)
+           response=TaskDetails, errors=(404,), **REAL)
 async def task_details(tenant, params, sandbox) -> dict:
     """The real Task (`_id`, `status`, `product`, `authentication`, `company`,
     `payrollDataAvailable`, `createdAt`), then the sandbox's own fields and `files`."""
@@ -53,7 +53,7 @@ async def task_details(tenant, params, sandbox) -> dict:
 
 
 @operation("GET", "/task/{taskId}/status", "A task's status",
-           response=TASK_STATUS, errors=(404,), **REAL)
+           response=TaskStatusAnswer, errors=(404,), **REAL)
 async def task_status(tenant, params, sandbox) -> dict:
     return tenant.tasks.status_of(tenant.tasks.get_task(params["taskId"]))
 

@@ -11,9 +11,9 @@ from ..domain.identity import unguessable
 from ..domain.triggers import trigger_event
 from ..domain.users import success
 from ..errors import EventTypeNotFound, UnknownEventType, ValidationFailed, field_detail
-from ..schemas.api import (ReplayRequest, SECRET, SecretRequest, Success, TriggerRequest,
-                           WebhookEndpoint, WEBHOOK_ENDPOINT_REQUEST, WEBHOOK_ENDPOINTS_REQUEST,
-                           WEBHOOK_FAULTS_REQUEST)
+from ..schemas.api import (ReplayRequest, Secret, SecretRequest, Success, TriggerRequest,
+                           WebhookEndpoint, WebhookEndpointRequest, WebhookEndpointsRequest,
+                           WebhookFaultsRequest)
 from ..domain.event_types import event_schema, event_types
 from ..schemas.responses import (EventRecord, Replayed, StoredEndpoint,
                                  WEBHOOK_FAULTS)
@@ -36,7 +36,7 @@ async def get_endpoints(tenant, sandbox) -> list:
 
 
 @operation("PUT", "/_sandbox/webhooks/endpoints", "Replace the webhook endpoints",
-           body=WEBHOOK_ENDPOINTS_REQUEST,
+           body=WebhookEndpointsRequest,
            response=list[StoredEndpoint], errors=(404,), **CONTROL)
 async def put_endpoints(tenant, body, sandbox) -> list:
     """The whole list; each endpoint keeps its `_id` (the one it names, else the one its URL
@@ -72,14 +72,14 @@ async def list_webhook_endpoints(tenant, sandbox) -> list:
 
 
 @operation("POST", "/webhooks/endpoints", "Register a webhook endpoint",
-           body=WEBHOOK_ENDPOINT_REQUEST, response=WebhookEndpoint, errors=(404,), **REAL)
+           body=WebhookEndpointRequest, response=WebhookEndpoint, errors=(404,), **REAL)
 async def create_webhook_endpoint(tenant, body, sandbox) -> dict:
     _check_endpoints([body], "$", sandbox)
     return _endpoint_record(tenant.webhooks.add_endpoint(body, tenant.ids.object_id()), sandbox)
 
 
 @operation("PUT", "/webhooks/endpoints/{id}", "Change a webhook endpoint",
-           body=WEBHOOK_ENDPOINT_REQUEST, response=WebhookEndpoint,
+           body=WebhookEndpointRequest, response=WebhookEndpoint,
            errors=(404,), **REAL)
 async def update_webhook_endpoint(tenant, params, body, sandbox) -> dict:
     _check_endpoints([body], "$", sandbox)
@@ -94,12 +94,12 @@ async def delete_webhook_endpoint(tenant, params) -> dict:
 
 
 @operation("GET", "/secrets", "List signing secrets",
-           response={"type": "array", "items": SECRET}, **REAL)
+           response=list[Secret], **REAL)
 async def list_secrets(tenant) -> list:
     return list(tenant.webhooks.secrets.values())
 
 
-@operation("POST", "/secrets", "Create a signing secret", body=SecretRequest, response=SECRET,
+@operation("POST", "/secrets", "Create a signing secret", body=SecretRequest, response=Secret,
            **REAL)
 async def create_secret(tenant, body) -> dict:
     """The token is random (never from the seed), as the API secret is."""
@@ -122,7 +122,7 @@ async def get_faults(tenant, sandbox) -> dict:
 
 
 @operation("PUT", "/_sandbox/webhooks/faults", "Make deliveries misbehave (duplicates, "
-           "out of order, delays)", body=WEBHOOK_FAULTS_REQUEST,
+           "out of order, delays)", body=WebhookFaultsRequest,
            response=WEBHOOK_FAULTS, **CONTROL)
 async def put_faults(tenant, body, sandbox) -> dict:
     faults = FaultPlan(duplicate=body.get("duplicate", 0.0), out_of_order=body.get("outOfOrder", 0.0),

@@ -3,7 +3,7 @@
 
 Handlers validate against these schemas and the OpenAPI document publishes the same
 objects, so what is documented is what is enforced. A struct is the one declaration of
-its shape; the UPPER_CASE schema beside it is `schema_of(struct)`.
+its shape; its schema is `schema_of(struct)`, derived when an operation first needs it.
 """
 
 from typing import Any
@@ -75,7 +75,6 @@ class Error(View, kw_only=True):
     error: ErrorBody
 
 
-ERROR = schema_of(Error)
 
 
 class SearchRequest(Command, kw_only=True):
@@ -93,7 +92,6 @@ class SearchRequest(Command, kw_only=True):
     limit: of(int, ge=1, le=100) = 20
 
 
-SEARCH_REQUEST = schema_of(SearchRequest)
 
 
 class AccessTokenRequest(Command, kw_only=True):
@@ -102,7 +100,6 @@ class AccessTokenRequest(Command, kw_only=True):
                        ge=1800, le=2592000) = 86400
 
 
-ACCESS_TOKEN_REQUEST = schema_of(AccessTokenRequest)
 
 
 class CompanyListQuery(Command, kw_only=True):
@@ -197,7 +194,6 @@ class TaskCreateRequest(Command, kw_only=True):
                            "every task of the request that names none.")] = UNSET
 
 
-TASK_CREATE_REQUEST = schema_of(TaskCreateRequest)
 
 
 class ClockAdvanceRequest(Command, kw_only=True):
@@ -219,7 +215,6 @@ class EventsQuery(Command, kw_only=True):
     limit: of(int, ge=1, le=10000) = 1000
 
 
-EVENTS_QUERY = schema_of(EventsQuery)
 
 
 class ProfileBindingRequest(Command, kw_only=True):
@@ -238,7 +233,6 @@ class ScenarioBindingRequest(Command, kw_only=True):
                  "null removes the binding.")
 
 
-SCENARIO_BINDING_REQUEST = schema_of(ScenarioBindingRequest)
 
 
 class CardTokenRecreationRequest(Command, kw_only=True):
@@ -247,7 +241,6 @@ class CardTokenRecreationRequest(Command, kw_only=True):
                 "default, as on the real service): recreated automatically.")
 
 
-CARD_TOKEN_RECREATION_REQUEST = schema_of(CardTokenRecreationRequest)
 
 
 class CompanyStatusRequest(Command, kw_only=True):
@@ -288,7 +281,6 @@ class WebhookEndpointRequest(Command, kw_only=True):
                           "with, instead of the API secret.")] = UNSET
 
 
-WEBHOOK_ENDPOINT_REQUEST = schema_of(WebhookEndpointRequest)
 
 
 EndpointId = of(str, "Keep this endpoint's id (as GET shows it); omitted: the id of the "
@@ -308,7 +300,6 @@ class WebhookEndpointsRequest(Command, kw_only=True):
     endpoints: of(list[EndpointWrite], max_length=50)
 
 
-WEBHOOK_ENDPOINTS_REQUEST = schema_of(WebhookEndpointsRequest)
 
 Probability = of(float, ge=0, le=1)
 
@@ -323,7 +314,6 @@ class WebhookFaultsRequest(Command, kw_only=True):
     delay_seconds: Maybe[of(float, ge=0, le=86400)] = UNSET
 
 
-WEBHOOK_FAULTS_REQUEST = schema_of(WebhookFaultsRequest)
 
 
 class ReplayRequest(Command, kw_only=True):
@@ -367,7 +357,6 @@ class DisconnectRequest(Command, kw_only=True):
     reason: choice("timeout", "credentials-changed", "system-update") = "timeout"
 
 
-DISCONNECT_REQUEST = schema_of(DisconnectRequest)
 
 
 class ProcessorLinkRequest(Command, kw_only=True):
@@ -458,7 +447,6 @@ class SdkConfig(View, kw_only=True):
                        "starts carries it.")] = UNSET
 
 
-SDK_CONFIG = schema_of(SdkConfig)
 
 
 class SdkSessionRequest(Command, kw_only=True):
@@ -504,7 +492,6 @@ class SdkMfaChallenge(View, kw_only=True):
     mfa: MfaPrompt
 
 
-SDK_MFA_CHALLENGE = schema_of(SdkMfaChallenge)
 
 
 class SdkCompanyRequest(Command, kw_only=True):
@@ -613,7 +600,6 @@ class TaskRecord(TaskFields, kw_only=True):
     company: of(str, "The company's `_id`.")
 
 
-TASK_RECORD = schema_of(TaskRecord)
 
 
 class StartedTask(Command, kw_only=True):
@@ -631,7 +617,6 @@ class TaskCreated(View, kw_only=True):
               "onFail is `finish` starts when that one ends).", min_length=1)
 
 
-TASK_CREATED = schema_of(TaskCreated)
 
 
 class TaskCompany(SearchCompany, kw_only=True):
@@ -661,7 +646,6 @@ class TaskDetails(TaskFields, kw_only=True):
               "(GET /task/{taskId}/file/{fileId}/generate-url).")
 
 
-TASK_DETAILS = schema_of(TaskDetails)
 
 
 class StatusOfTask(View, kw_only=True):
@@ -675,7 +659,6 @@ class TaskStatusAnswer(View, kw_only=True):
     task: StatusOfTask
 
 
-TASK_STATUS = schema_of(TaskStatusAnswer)
 
 
 class WorkflowTask(TaskOptions, kw_only=True):
@@ -791,7 +774,6 @@ class WebhookEndpoint(View, kw_only=True):
     event_types: list[str]
 
 
-WEBHOOK_ENDPOINT = schema_of(WebhookEndpoint)
 
 
 class SecretRequest(Command, kw_only=True):
@@ -806,7 +788,6 @@ class Secret(View, kw_only=True):
     created_at: DateTime
 
 
-SECRET = schema_of(Secret)
 
 
 class PayLinkAction(View, kw_only=True):
@@ -816,7 +797,6 @@ class PayLinkAction(View, kw_only=True):
     action_id: Maybe[str] = UNSET
 
 
-PAY_LINK_ACTION = schema_of(PayLinkAction)
 
 
 class Bill(View, kw_only=True):
@@ -876,7 +856,6 @@ WEBHOOK_URL_PATTERN = (rf"^https?://(?:[A-Za-z0-9._~!$&'()*+,;=:-]+@)?"
                        rf"(?:{_LABEL}(?:\.{_LABEL})*|\[(?:{_IPV6})\])"
                        rf"(?::{_PORT})?(?:[/?#][!-~]*)?$")
 
-SEARCH_REQUEST_PUBLISHED = {**SEARCH_REQUEST, "not": {"required": ["product", "products"]}}
 PublishedUrl = of(str, pattern=WEBHOOK_URL_PATTERN)
 
 
@@ -892,14 +871,7 @@ class PublishedEndpointRequest(WebhookEndpointRequest, kw_only=True):
     url: PublishedUrl
 
 
-WEBHOOK_ENDPOINTS_REQUEST_PUBLISHED = schema_of(PublishedEndpointsRequest)
 
-TASK_CREATE_REQUEST_PUBLISHED = {
-    **TASK_CREATE_REQUEST,
-    "anyOf": [{"required": ["linkedAccount"]}, {"required": ["linkedAccountId"]},
-              {"required": ["company", "product"]}, {"required": ["company", "operation"]},
-              {"required": ["company", "tasks"]}],
-}
 _FRANCHISE_CHILD = {"const": "franchise-child"}
 COMPANY_CREATE_REQUEST_PUBLISHED = {
     **COMPANY_CREATE_REQUEST,
@@ -908,20 +880,22 @@ COMPANY_CREATE_REQUEST_PUBLISHED = {
     "anyOf": [{"required": ["franchiseParent"]},
               {"properties": {"tags": {"items": {"not": _FRANCHISE_CHILD}}}}],
 }
+# What the document shows past an enforced body's own schema: the rules its operation
+# enforces in code, or another struct (a webhook URL's whole pattern).
+_PUBLISHED_RULES = {
+    SearchRequest: {"not": {"required": ["product", "products"]}},
+    TaskCreateRequest: {"anyOf": [
+        {"required": ["linkedAccount"]}, {"required": ["linkedAccountId"]},
+        {"required": ["company", "product"]}, {"required": ["company", "operation"]},
+        {"required": ["company", "tasks"]}]},
+}
+_PUBLISHED_AS = {WebhookEndpointsRequest: PublishedEndpointsRequest,
+                 WebhookEndpointRequest: PublishedEndpointRequest}
 
-WEBHOOK_ENDPOINT_REQUEST_PUBLISHED = schema_of(PublishedEndpointRequest)
 
-_PUBLISHED = ((SEARCH_REQUEST, SEARCH_REQUEST_PUBLISHED),
-              (TASK_CREATE_REQUEST, TASK_CREATE_REQUEST_PUBLISHED),
-              (COMPANY_CREATE_REQUEST, COMPANY_CREATE_REQUEST_PUBLISHED),
-              (WEBHOOK_ENDPOINTS_REQUEST, WEBHOOK_ENDPOINTS_REQUEST_PUBLISHED),
-              (WEBHOOK_ENDPOINT_REQUEST, WEBHOOK_ENDPOINT_REQUEST_PUBLISHED))
-
-
-def published(schema: dict) -> dict:
-    """The request body schema the OpenAPI document shows for an enforced one: the same
-    object, or that object with the rules its operation enforces past its schema."""
-    for enforced, shown in _PUBLISHED:
-        if schema is enforced:
-            return shown
-    return schema
+def published(shape: Any) -> dict:
+    """The request body schema the OpenAPI document shows for an operation's enforced body
+    (a struct, or a schema): its schema, with the rules its operation enforces past it."""
+    if isinstance(shape, dict):
+        return COMPANY_CREATE_REQUEST_PUBLISHED if shape is COMPANY_CREATE_REQUEST else shape
+    return {**schema_of(_PUBLISHED_AS.get(shape, shape)), **_PUBLISHED_RULES.get(shape, {})}

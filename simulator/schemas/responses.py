@@ -16,7 +16,7 @@ import msgspec
 
 from ..dates import DATE_TIME, calendar_day_field, date_time_field
 from ..domain.data_profiles import PROFILE_SCHEMA
-from ..domain.data_records import LINKED_ACCOUNT_RECORD
+from ..domain.data_records import LinkedAccountRecord
 from ..domain.faults import FAULTS_RECORD
 from ..domain.payment_methods import WRITTEN_PAYMENT_METHOD
 from ..domain.shapes import UNSET, Answer, Maybe, View, choice, field, of, raw, schema_of
@@ -325,9 +325,9 @@ class DepositSwitchRemoved(Answer, kw_only=True):
 
 
 # POST /_sandbox/linked-accounts/{accountId}/<action>: what each action answers.
-LINKED_ACCOUNT_ACTIONS = {"disconnect": LINKED_ACCOUNT_RECORD,
-                          "reconnect": LINKED_ACCOUNT_RECORD,
-                          "refresh": LINKED_ACCOUNT_RECORD,
+LINKED_ACCOUNT_ACTIONS = {"disconnect": LinkedAccountRecord,
+                          "reconnect": LinkedAccountRecord,
+                          "refresh": LinkedAccountRecord,
                           "remove-deposit-switch": DepositSwitchRemoved}
 
 # -- processor links ----------------------------------------------------------------------
@@ -425,8 +425,11 @@ class SessionUser(Answer, kw_only=True):
     identifier: Id
 
 
-_CREDENTIALS_REQUIRED = {"type": "boolean",
-                         "description": "Its session does not resume without them."}
+class SessionAccount(LinkedAccountRecord, kw_only=True):
+    """A linked account as GET /linked-accounts shows it: the real record (GET
+    /linked-account/list/{identifier}), with the sandbox's own fields beside it."""
+
+    credentials_required: of(bool, "Its session does not resume without them.")
 
 
 class SdkSession(Answer, kw_only=True):
@@ -437,11 +440,7 @@ class SdkSession(Answer, kw_only=True):
     company: raw({"anyOf": [COMPANY, NULL], "description": "The deeplink's company (or the "
                   "linked account's)."})
     refusal: Refusal | None
-    linked_account: raw({"anyOf": [{
-        **LINKED_ACCOUNT_RECORD,
-        "required": [*LINKED_ACCOUNT_RECORD["required"], "credentialsRequired"],
-        "properties": {**LINKED_ACCOUNT_RECORD["properties"],
-                       "credentialsRequired": _CREDENTIALS_REQUIRED}}, NULL]})
+    linked_account: SessionAccount | None
 
 
 class SdkCompany(Answer, kw_only=True):
