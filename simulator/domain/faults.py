@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ApiError, ValidationFailed, field_detail
+from .shapes import UNSET, Command, Maybe, View, choice, of, schema_of
 from .stored import (COUNT, RANDOM_STATE, LoadError, Record, Sections, checked_random_state, obj,
                      random_state as random_state_of)
 
@@ -46,56 +47,69 @@ OTHER_METHOD = "{path} takes {methods}, not {method}"
 NO_SUCH_PATH = ("no operation has the path {path!r}: name it as GET /openapi.json does, "
                 "e.g. /task/{{taskId}}")
 
-# One rule of the request body (and of a snapshot: snapshot.py takes these shapes).
-RULE_FIELDS: dict[str, dict[str, Any]] = {
-    "method": {"enum": list(METHODS), "description": "The operation's method (a GET rule "
-                                                     "also faults its HEAD)."},
-    "path": {"type": "string", "minLength": 1, "maxLength": 512,
-             "pattern": r"^/[^\x00-\x1f\x7f-\x9f]*$",
-             "description": "The operation's path as the OpenAPI document declares it, "
-                            "with its `{params}`: `/task/{taskId}`. Not the control plane."},
-    "status": {"type": "integer", "minimum": 400, "maximum": 599,
-               "description": "Answer this status with the error body (code `rate-limited` "
-                              "for 429, `service-unavailable` for 503, ...)."},
-    "retryAfter": {"type": "integer", "minimum": 0, "maximum": MAX_RETRY_AFTER,
-                   "description": "With `status`: the `retry-after` header, in seconds."},
-    "latencyMs": {"type": "integer", "minimum": 1, "maximum": MAX_LATENCY_MS,
-                  "description": "Wait this many wall milliseconds, then answer as usual."},
-    "reset": {"const": True, "description": "Close the connection without an answer."},
-    "count": {"type": "integer", "minimum": 1, "maximum": MAX_COUNT,
-              "description": "Fire this many times, then the rule is spent (omitted: "
-                             "no limit)."},
-    "probability": {"type": "number", "minimum": 0, "maximum": 1,
-                    "description": "Fire on this share of the matching requests, drawn from "
-                                   "the tenant's seeded generator (default 1)."},
-}
-RULE_SCHEMA: dict[str, Any] = {
-    "type": "object", "additionalProperties": False, "required": ["method", "path"],
-    "properties": RULE_FIELDS,
-    "oneOf": [{"required": [kind]} for kind in KINDS],  # exactly one fault kind
-    "dependentRequired": {"retryAfter": ["status"]},
-}
-FAULTS_REQUEST: dict[str, Any] = {
-    "type": "object", "additionalProperties": False, "required": ["rules"],
-    "properties": {"rules": {
-        "type": "array", "maxItems": MAX_RULES, "items": RULE_SCHEMA,
-        "description": f"Every rule of the tenant (at most {MAX_RULES}); replaces the "
-                       "rules it had, counts starting at 0. `[]` clears them."}},
-}
-_SHOWN = {name: {k: v for k, v in spec.items() if k != "description"}
-          for name, spec in RULE_FIELDS.items()}
-FAULTS_RECORD: dict[str, Any] = {
-    "type": "object", "required": ["rules"],
-    "properties": {"rules": {"type": "array", "items": {
-        "type": "object", "required": ["method", "path", "count", "probability", "fired",
-                                       "remaining"],
-        "properties": {**_SHOWN,
-                       "count": {"type": ["integer", "null"], "minimum": 1},
-                       "fired": {"type": "integer", "minimum": 0,
-                                 "description": "How many requests it faulted."},
-                       "remaining": {"type": ["integer", "null"], "minimum": 0,
-                                     "description": "Fires left (null: no limit)."}}}}},
-}
+Method = choice(*METHODS, description="The operation's method (a GET rule also faults its "
+                "HEAD).")
+OperationPath = of(str, "The operation's path as the OpenAPI document declares it, with its "
+                   "`{params}`: `/task/{taskId}`. Not the control plane.",
+                   min_length=1, max_length=512, pattern=r"^/[^\x00-\x1f\x7f-\x9f]*$")
+Status = of(int, "Answer this status with the error body (code `rate-limited` for 429, "
+            "`service-unavailable` for 503, ...).", ge=400, le=599)
+RetryAfter = of(int, "With `status`: the `retry-after` header, in seconds.", ge=0,
+                le=MAX_RETRY_AFTER)
+LatencyMs = of(int, "Wait this many wall milliseconds, then answer as usual.", ge=1,
+               le=MAX_LATENCY_MS)
+Reset = choice(True, description="Close the connection without an answer.")
+Probability = of(float, "Fire on this share of the matching requests, drawn from the "
+                 "tenant's seeded generator (default 1).", ge=0, le=1)
+
+
+class Fault(View, kw_only=True):
+    # A rule's operation and its fault (the request's, the answer's and the journal's).
+    method: Method
+    path: OperationPath
+    status: Maybe[Status] = UNSET
+    retry_after: Maybe[RetryAfter] = UNSET
+    latency_ms: Maybe[LatencyMs] = UNSET
+    reset: Maybe[Reset] = UNSET
+
+
+class RuleRequest(Fault, kw_only=True, forbid_unknown_fields=True):
+    """One rule of the request body: an operation and exactly one fault."""
+
+    __schema_extra__ = {"oneOf": [{"required": [kind]} for kind in KINDS],
+                        "dependentRequired": {"retryAfter": ["status"]}}
+
+    count: Maybe[of(int, "Fire this many times, then the rule is spent (omitted: no limit).",
+                    ge=1, le=MAX_COUNT)] = UNSET
+    probability: Maybe[Probability] = UNSET
+
+
+class FaultsRequest(Command, kw_only=True):
+    rules: of(list[RuleRequest], f"Every rule of the tenant (at most {MAX_RULES}); replaces "
+              "the rules it had, counts starting at 0. `[]` clears them.",
+              max_length=MAX_RULES)
+
+
+class RuleView(Fault, kw_only=True):
+    """A rule as the API writes it (FaultRule.record)."""
+
+    count: of(int, "Fires it may make (null: no limit).", ge=1) | None
+    probability: Probability
+
+
+class CountedRule(RuleView, kw_only=True):
+    fired: of(int, "How many requests it faulted.", ge=0)
+    remaining: of(int, "Fires left (null: no limit).", ge=0) | None
+
+
+class FaultsRecord(View, kw_only=True):
+    rules: list[CountedRule]
+
+
+class FiredRule(RuleView, kw_only=True, forbid_unknown_fields=True):
+    """The API fault rule that fired on the request (PUT /_sandbox/faults/api)."""
+
+    rule: of(int, "Its place in the rules.", ge=0)
 
 
 class InjectedFault(ApiError):
@@ -132,7 +146,7 @@ class FaultRule:
 
     @classmethod
     def from_request(cls, rule: dict[str, Any]) -> FaultRule:
-        """A rule of a checked request body (RULE_SCHEMA)."""
+        """A rule of a checked request body (RuleRequest)."""
         return cls(method=rule["method"], path=rule["path"], status=rule.get("status"),
                    retry_after=rule.get("retryAfter"), latency_ms=rule.get("latencyMs"),
                    reset=rule.get("reset", False), count=rule.get("count"),
@@ -163,14 +177,14 @@ class FaultRule:
 def _stored_shapes() -> dict[str, dict[str, Any]]:
     """A rule's fields as the request takes them, null where a rule may go without one."""
     shapes = {name: {k: v for k, v in spec.items() if k != "description"}
-              for name, spec in RULE_FIELDS.items()}
+              for name, spec in schema_of(RuleRequest)["properties"].items()}
     for name in ("status", "retryAfter", "latencyMs", "count"):
         shapes[name]["type"] = [shapes[name]["type"], "null"]
     shapes["reset"] = {"type": "boolean"}
     return shapes
 
 
-STORED_RULE = Record(FaultRule, shapes=_stored_shapes())
+STORED_RULE = Record(FaultRule, shapes=_stored_shapes)
 
 
 @dataclass(frozen=True)

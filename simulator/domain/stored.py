@@ -135,16 +135,21 @@ def _options(kind: Any) -> tuple[Any, ...] | None:
 class Record:
     """A dataclass as a JSON object: every field, named in camelCase, with the JSON Schema
     its annotation gives (a field whose type is a dataclass nests that class's record;
-    `shapes` gives a field's schema where its annotation says too little). A field with a
-    default may be missing (a snapshot written before the field existed): it loads as its
-    default."""
+    `shapes` gives a field's schema where its annotation says too little, or a function
+    that makes them). A field with a default may be missing (a snapshot written before the
+    field existed): it loads as its default."""
 
-    def __init__(self, cls: type, shapes: dict[str, dict[str, Any]] | None = None) -> None:
+    def __init__(self, cls: type, shapes: dict[str, dict[str, Any]]
+                 | Callable[[], dict[str, dict[str, Any]]] | None = None) -> None:
         # What the class's annotations give is worked out on first use (a snapshot, a
         # restore, the document's schemas), not when the module is imported: reading the
         # type hints of every stored class was a fifth of the package's import.
         self.cls = cls
-        self._shapes = shapes or {}
+        self._given = shapes or {}
+
+    @cached_property
+    def _shapes(self) -> dict[str, dict[str, Any]]:
+        return self._given() if callable(self._given) else self._given
 
     @cached_property
     def _fields(self) -> list[tuple[str, str, Any, bool]]:

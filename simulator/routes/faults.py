@@ -4,21 +4,21 @@
 
 from __future__ import annotations
 
-from ..domain.faults import FAULTS_RECORD, FAULTS_REQUEST, FaultRule
+from ..domain.faults import FaultRule, FaultsRecord, FaultsRequest
 from ..operations import Auth, operation
 
 CONTROL = {"auth": Auth.API_KEYS, "tags": ("control plane",)}
 
 
 @operation("GET", "/_sandbox/faults/api", "The API fault rules, with how often each fired",
-           response=FAULTS_RECORD, **CONTROL)
+           response=FaultsRecord, **CONTROL)
 async def get_api_faults(tenant) -> dict:
     return tenant.api_faults.record()
 
 
 @operation("PUT", "/_sandbox/faults/api", "Make the app's own API calls fail on purpose: an "
            "error status (with retry-after), a slow answer or a reset connection",
-           body=FAULTS_REQUEST, response=FAULTS_RECORD, **CONTROL)
+           body=FaultsRequest, response=FaultsRecord, **CONTROL)
 async def put_api_faults(tenant, body, sandbox) -> dict:
     """Each rule names an operation as this document does (`POST /task/create`,
     `GET /task/{taskId}`) and exactly one fault: `status` (with `retryAfter`), `latencyMs`
@@ -30,7 +30,7 @@ async def put_api_faults(tenant, body, sandbox) -> dict:
 
 
 @operation("DELETE", "/_sandbox/faults/api", "Clear the API fault rules",
-           response=FAULTS_RECORD, **CONTROL)
+           response=FaultsRecord, **CONTROL)
 async def delete_api_faults(tenant) -> dict:
     return tenant.api_faults.clear()
 

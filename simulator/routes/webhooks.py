@@ -16,7 +16,7 @@ from ..schemas.api import (ReplayRequest, Secret, SecretRequest, Success, Trigge
                            WebhookFaultsRequest)
 from ..domain.event_types import event_schema, event_types
 from ..schemas.responses import (EventRecord, Replayed, StoredEndpoint,
-                                 WEBHOOK_FAULTS)
+                                 WebhookFaults)
 from ..validate import check_webhook_urls, parse_time
 from ..domain.outbox import FaultPlan
 from ..webhooks.dispatcher import request_headers
@@ -116,14 +116,14 @@ async def delete_secret(tenant, params) -> dict:
 
 
 @operation("GET", "/_sandbox/webhooks/faults", "The delivery faults set",
-           response=WEBHOOK_FAULTS, **CONTROL)
+           response=WebhookFaults, **CONTROL)
 async def get_faults(tenant, sandbox) -> dict:
     return tenant.webhooks.faults.record()
 
 
 @operation("PUT", "/_sandbox/webhooks/faults", "Make deliveries misbehave (duplicates, "
            "out of order, delays)", body=WebhookFaultsRequest,
-           response=WEBHOOK_FAULTS, **CONTROL)
+           response=WebhookFaults, **CONTROL)
 async def put_faults(tenant, body, sandbox) -> dict:
     faults = FaultPlan(duplicate=body.get("duplicate", 0.0), out_of_order=body.get("outOfOrder", 0.0),
                        delay=body.get("delay", 0.0), delay_seconds=body.get("delaySeconds", 60.0))

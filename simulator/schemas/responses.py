@@ -17,7 +17,7 @@ import msgspec
 from ..dates import DATE_TIME, calendar_day_field, date_time_field
 from ..domain.data_profiles import PROFILE_SCHEMA
 from ..domain.data_records import LinkedAccountRecord
-from ..domain.faults import FAULTS_RECORD
+from ..domain.faults import FiredRule
 from ..domain.payment_methods import WRITTEN_PAYMENT_METHOD
 from ..domain.shapes import UNSET, Answer, Maybe, View, choice, field, of, raw, schema_of
 from ..domain.states import DEEPLINK_STEPS, SCENARIO_KINDS, STEP_STATUSES
@@ -127,19 +127,6 @@ class Stats(Answer, kw_only=True):
     tenants: TenantsKept
 
 
-_RULE = FAULTS_RECORD["properties"]["rules"]["items"]
-FIRED_FAULT = {  # a fault rule as the journal names it (domain/faults.py's shape)
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["rule", *(name for name in _RULE["required"]
-                           if name not in ("fired", "remaining"))],
-    "properties": {"rule": {**schema_of(Count), "description": "Its place in the rules."},
-                   **{name: spec for name, spec in _RULE["properties"].items()
-                      if name not in ("fired", "remaining")}},
-    "description": "The API fault rule that fired on the request (PUT /_sandbox/faults/api).",
-}
-
-
 class JournalEntry(Answer, kw_only=True):
     """A request received (domain/journal.py: JournalEntry.record)."""
 
@@ -154,7 +141,7 @@ class JournalEntry(Answer, kw_only=True):
     body: of(Any, "The request body as it came: any JSON (a refused one's text; one longer "
              "than 16 KiB as `{truncated: <its first characters>}`).")
     warnings: of(list[str], "What was ignored (x-sandbox-warning).")
-    fault: raw({"anyOf": [FIRED_FAULT, NULL]})
+    fault: FiredRule | None
 
 
 # -- events and their deliveries ----------------------------------------------------------
@@ -232,8 +219,10 @@ class StoredEndpoint(EndpointWrite, kw_only=True):
     id: EndpointId = field(name="_id")
 
 
-_FAULTS = schema_of(WebhookFaultsRequest)
-WEBHOOK_FAULTS = {**_FAULTS, "required": list(_FAULTS["properties"])}  # each one, answered
+class WebhookFaults(WebhookFaultsRequest, kw_only=True):
+    # The plan as answered: each of its fields.
+    __schema_extra__ = {"required": [f.encode_name
+                                     for f in msgspec.structs.fields(WebhookFaultsRequest)]}
 
 # -- scenarios and users ------------------------------------------------------------------
 
