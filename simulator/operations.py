@@ -21,8 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from enum import Enum
-from types import FunctionType
-from typing import Any
+from typing import Any, get_origin
 
 from aiohttp import web
 
@@ -141,7 +140,9 @@ class Operation:
 def _schema(shape: Any) -> dict[str, Any] | None:
     if shape is None or isinstance(shape, dict):
         return shape
-    return shape() if isinstance(shape, FunctionType) else schema_of(shape)
+    if isinstance(shape, type) or get_origin(shape) is not None:  # a struct, list[...], ...
+        return schema_of(shape)
+    return shape()  # a function that makes it
 
 
 def parameters(handler: Callable[..., Any]) -> tuple[str, ...]:

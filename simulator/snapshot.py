@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -150,28 +151,29 @@ class Fault(Exception):
 
 @dataclass(frozen=True)
 class Part:
-    """One part of a tenant as a snapshot keeps it: its sections (their schema), how it
+    """One part of a tenant as a snapshot keeps it: its sections (their schema, made when
+    first needed), how it
     writes them, how it loads them from a checked document (off the event loop, touching
     nothing) and how it restores what it loaded into the fresh tenant (on the loop)."""
 
-    sections: Sections
+    sections: Callable[[], Sections]
     dump: Callable[[Tenant], dict[str, Any]]
     load: Callable[[dict[str, Any], Loading], dict[str, Any]]
     restore: Callable[[Tenant, dict[str, Any]], None]
 
 
-def _held(attribute: str, cls: Any, sections: Sections | None = None,
+def _held(attribute: str, cls: Any,
           dump: Callable[[Tenant], dict[str, Any]] | None = None) -> Part:
-    """A part the tenant holds as `attribute`: its class's SECTIONS and load, the part's
+    """A part the tenant holds as `attribute`: its class's sections() and load, the part's
     own dump() and restore(**loaded)."""
-    return Part(sections or cls.SECTIONS, dump or (lambda t: getattr(t, attribute).dump()),
+    return Part(cls.sections, dump or (lambda t: getattr(t, attribute).dump()),
                 cls.load, lambda t, loaded: getattr(t, attribute).restore(**loaded))
 
 
 # The parts of a tenant, in the order they load and restore: a part's references are to
 # the parts before it (workflows name tasks, deliveries events, jobs any of them).
 PARTS: tuple[Part, ...] = (
-    Part(Tenant.SECTIONS, Tenant.dump_settings, Tenant.load_settings,
+    Part(Tenant.sections, Tenant.dump_settings, Tenant.load_settings,
          lambda t, loaded: t.restore_settings(**loaded)),
     _held("identity", Identity),
     _held("companies", CompanyDirectory),
@@ -184,7 +186,7 @@ PARTS: tuple[Part, ...] = (
     _held("journal", Journal),
     _held("api_faults", ApiFaults),
     # The outbox's attempts in flight become jobs: a restore sends them again.
-    _held("timeline", Timeline, Timeline.sections(),
+    _held("timeline", Timeline,
           dump=lambda t: t.timeline.dump(t.webhooks.in_flight_jobs())),
 )
 
@@ -194,7 +196,7 @@ def _sections(optional: bool) -> dict[str, Any]:
     (counters, rng) holds the fields of both."""
     found: dict[str, Any] = {}
     for part in PARTS:
-        sections = part.sections.optional if optional else part.sections.required
+        sections = part.sections().optional if optional else part.sections().required
         for name, schema in sections.items():
             if name in found:
                 schema = {**found[name], "required": found[name]["required"] + schema["required"],
@@ -203,16 +205,20 @@ def _sections(optional: bool) -> dict[str, Any]:
     return found
 
 
-SNAPSHOT_SCHEMA: dict[str, Any] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "title": "A tenant's snapshot (GET and POST /_sandbox/snapshot)",
-    **obj({"format": {"const": FORMAT},
-           "version": {"const": VERSION},
-           "environment": {"enum": ["sandbox", "production"]},
-           "seed": {"type": "integer"},
-           "takenAt": {**STRING, "description": "The tenant's virtual time (informative)."},
-           **_sections(optional=False)}, _sections(optional=True)),
-}
+@cache
+def snapshot_schema() -> dict[str, Any]:
+    """The whole document's schema (GET /_sandbox/snapshot's answer), made when first
+    needed: every part's records' schemas are worked out then, not at import."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "A tenant's snapshot (GET and POST /_sandbox/snapshot)",
+        **obj({"format": {"const": FORMAT},
+               "version": {"const": VERSION},
+               "environment": {"enum": ["sandbox", "production"]},
+               "seed": {"type": "integer"},
+               "takenAt": {**STRING, "description": "The tenant's virtual time (informative)."},
+               **_sections(optional=False)}, _sections(optional=True)),
+    }
 STATE_SCHEMA: dict[str, Any] = obj({
     "format": {"const": STATE_FORMAT}, "version": {"const": VERSION},
     "environment": {"enum": ["sandbox", "production"]}, "seed": {"type": "integer"},
@@ -349,7 +355,7 @@ HEADER = ("format", "version", "environment", "seed")
 def section_bounds(limits: Any) -> dict[str, tuple[int, str]]:
     """Every part's bounded sections: name -> (the most records this server keeps, the
     setting that says so)."""
-    return {name: bound(limits) for part in PARTS for name, bound in part.sections.bounds.items()}
+    return {name: bound(limits) for part in PARTS for name, bound in part.sections().bounds.items()}
 
 
 def _check_counts(document: dict[str, Any], bounds: dict[str, tuple[int, str]]) -> None:
@@ -359,8 +365,11 @@ def _check_counts(document: dict[str, Any], bounds: dict[str, tuple[int, str]]) 
         raise Fault(InvalidSnapshot, INVALID, problems)
 
 
-_ITEMS = {name: schema["items"] for name, schema in SNAPSHOT_SCHEMA["properties"].items()
-          if schema.get("type") == "array" and isinstance(schema.get("items"), dict)}
+@cache
+def _items() -> dict[str, Any]:
+    """The schema of each record of an array section."""
+    return {name: schema["items"] for name, schema in snapshot_schema()["properties"].items()
+            if schema.get("type") == "array" and isinstance(schema.get("items"), dict)}
 
 
 class Screen:
@@ -386,11 +395,11 @@ class Screen:
             if self.header is None and all(name in document for name in HEADER):
                 check_header(document, self.sandbox, environment=self.tenant.environment)
                 self.header = document["version"] == VERSION
-            if self.header and section in _ITEMS:
+            if self.header and section in _items():
                 self.screened.add(section)
             else:
                 self.screened.discard(section)  # a section named twice: the last one counts
-        if section in self.screened and not is_valid(item, schema := _ITEMS[section]):
+        if section in self.screened and not is_valid(item, schema := _items()[section]):
             self.problems += _prefixed(schema_errors(item, schema), f"$.{section}[{number}]")
             if len(self.problems) >= DETAILS_KEPT:
                 raise Fault(InvalidSnapshot, INVALID, self.problems)
@@ -400,13 +409,14 @@ _SCREENED: dict[frozenset[str], dict[str, Any]] = {}
 
 
 def _screened_schema(sections: frozenset[str]) -> dict[str, Any]:
-    """SNAPSHOT_SCHEMA with the records of `sections` taking anything (the screen checked
+    """snapshot_schema() with the records of `sections` taking anything (the screen checked
     them); made once per set."""
+    whole = snapshot_schema()
     if not sections:
-        return SNAPSHOT_SCHEMA
+        return whole
     if sections not in _SCREENED:
-        properties = SNAPSHOT_SCHEMA["properties"]
-        _SCREENED[sections] = {**SNAPSHOT_SCHEMA, "properties": {
+        properties = whole["properties"]
+        _SCREENED[sections] = {**whole, "properties": {
             name: {**schema, "items": {}} if name in sections else schema
             for name, schema in properties.items()}}
     return _SCREENED[sections]

@@ -46,7 +46,7 @@ FREE_FORM = {
 FREE_DOCUMENTS: dict[Key, str] = {
     ("GET", "/openapi.json"): "this OpenAPI 3.1 document",
     ("GET", "/_sandbox/schemas/events/{eventType}"): "a JSON Schema (draft 2020-12)",
-    ("GET", "/_sandbox/snapshot"): "a snapshot: snapshot.py's SNAPSHOT_SCHEMA, which keeps "
+    ("GET", "/_sandbox/snapshot"): "a snapshot: snapshot.py's snapshot_schema(), which keeps "
                                    "stored documents (event bodies, journal queries) as they are",
 }
 

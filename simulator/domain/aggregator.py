@@ -28,8 +28,9 @@ from __future__ import annotations
 import base64
 import binascii
 import random
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from ..clock import Clock, isoformat
@@ -575,7 +576,10 @@ class Aggregator:
     # -- snapshot (domain/stored.py): a section added later; a snapshot without it has no
     # items at the aggregator's API.
 
-    SECTIONS = Sections({}, {"aggregatorItems": array(STORED_ITEM)}, bounds={
+    @staticmethod
+    @cache
+    def sections() -> Sections:
+        return Sections({}, {"aggregatorItems": array(STORED_ITEM)}, bounds={
         "aggregatorItems": lambda limits: (limits.max_aggregator_items,
                                            "the aggregator's items bound")})
 

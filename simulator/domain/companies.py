@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass, replace
+from functools import cache
 from typing import Any
 
 from ..errors import CompanyNotFound
@@ -226,7 +227,10 @@ class CompanyDirectory:
 
     # -- snapshot (domain/stored.py) ----------------------------------------------------------
 
-    SECTIONS = Sections({"companies": {"type": "array", "items": obj(
+    @staticmethod
+    @cache
+    def sections() -> Sections:
+        return Sections({"companies": {"type": "array", "items": obj(
         {"id": STRING, "company": {"anyOf": [STORED_COMPANY.schema, {"type": "null"}]}})}})
 
     def dump(self) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterable
+from functools import cache
 from typing import Any
 
 import orjson
@@ -157,7 +158,10 @@ class EventLog:
 
     # -- snapshot (domain/stored.py) ----------------------------------------------------------
 
-    SECTIONS = Sections({"events": {"type": "array", "items": STORED_EVENT},
+    @staticmethod
+    @cache
+    def sections() -> Sections:
+        return Sections({"events": {"type": "array", "items": STORED_EVENT},
                          "counters": obj({"eventsEmitted": COUNT, "eventsEvicted": COUNT,
                                           "eventsNextEviction": {"type": ["integer", "null"],
                                                                  "minimum": 0}})})

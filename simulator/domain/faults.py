@@ -16,6 +16,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from ..errors import ApiError, ValidationFailed, field_detail
@@ -236,7 +237,10 @@ class ApiFaults:
     # -- snapshot (domain/stored.py) ----------------------------------------------------------
 
     # Added later (issue 23): a snapshot without it has no API fault rules.
-    SECTIONS = Sections({}, {"apiFaults": obj({
+    @staticmethod
+    @cache
+    def sections() -> Sections:
+        return Sections({}, {"apiFaults": obj({
         "rules": {"type": "array", "items": STORED_RULE.schema, "maxItems": MAX_RULES},
         "fired": {"type": "array", "items": COUNT, "maxItems": MAX_RULES},
         "random": RANDOM_STATE})})

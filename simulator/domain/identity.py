@@ -10,6 +10,7 @@ import json
 import random
 import uuid
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from ..clock import Clock, isoformat
@@ -204,7 +205,10 @@ class Identity:
 
     # -- snapshot (domain/stored.py): the users, their tokens and the tenant's seeded ids ----
 
-    SECTIONS = Sections({"rng": obj({"ids": RANDOM_STATE}),
+    @staticmethod
+    @cache
+    def sections() -> Sections:
+        return Sections({"rng": obj({"ids": RANDOM_STATE}),
                          "counters": obj({"tokensEvicted": COUNT}),
                          "users": array(STORED_USER), "tokens": array(STORED_PUBLIC_TOKEN),
                          "latestTokens": {"type": "object", "additionalProperties": STRING}},

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections import deque
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from .stored import COUNT, Record, Sections, array, obj
@@ -87,7 +88,10 @@ class Journal:
 
     # -- snapshot (domain/stored.py) ----------------------------------------------------------
 
-    SECTIONS = Sections({"journal": array(STORED_ENTRY),
+    @staticmethod
+    @cache
+    def sections() -> Sections:
+        return Sections({"journal": array(STORED_ENTRY),
                          "counters": obj({"journalNextId": COUNT, "journalEvicted": COUNT})},
                         bounds={"journal": lambda limits: (MAX_ENTRIES, "the journal's bound")})
 

@@ -19,6 +19,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
+from functools import cache
 from typing import Any, ClassVar
 
 from ..clock import Clock, isoformat
@@ -164,7 +165,10 @@ class LinkedAccounts(Held[LinkedAccount]):
 
     # -- snapshot (domain/stored.py) ----------------------------------------------------------
 
-    SECTIONS = Sections({"linkedAccounts": array(STORED_LINKED_ACCOUNT)},
+    @staticmethod
+    @cache
+    def sections() -> Sections:
+        return Sections({"linkedAccounts": array(STORED_LINKED_ACCOUNT)},
                         optional={"profileBindings": {"type": "object",
                                                       "additionalProperties": PROFILE_BINDING}})
 

@@ -17,6 +17,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from ..clock import Clock, isoformat
@@ -292,18 +293,21 @@ class Outbox:
 
     # -- snapshot (domain/stored.py) ----------------------------------------------------------
 
-    SECTIONS = Sections({
-        "webhooks": obj({
-            "endpoints": {"type": "array", "items": obj(
-                {"url": STRING}, {"_id": STRING, "eventTypes": STRINGS, "secretId": STRING})},
-            "faults": obj({"duplicate": PROBABILITY, "outOfOrder": PROBABILITY,
-                           "delay": PROBABILITY,
-                           "delaySeconds": {"type": "number", "minimum": 0, "maximum": 86400}}),
-            "deliveries": array(STORED_DELIVERY),
-            "held": {"type": "array", "items": obj({"event": STRING, "delivery": COUNT})}}, {
-            "secrets": {"type": "array", "items": obj(
-                {"_id": STRING, "name": STRING, "token": STRING, "createdAt": STRING})}}),
-        "rng": obj({"webhookFaults": RANDOM_STATE})})
+    @staticmethod
+    @cache
+    def sections() -> Sections:
+        return Sections({
+            "webhooks": obj({
+                "endpoints": {"type": "array", "items": obj(
+                    {"url": STRING}, {"_id": STRING, "eventTypes": STRINGS, "secretId": STRING})},
+                "faults": obj({"duplicate": PROBABILITY, "outOfOrder": PROBABILITY,
+                               "delay": PROBABILITY,
+                               "delaySeconds": {"type": "number", "minimum": 0, "maximum": 86400}}),
+                "deliveries": array(STORED_DELIVERY),
+                "held": {"type": "array", "items": obj({"event": STRING, "delivery": COUNT})}}, {
+                "secrets": {"type": "array", "items": obj(
+                    {"_id": STRING, "name": STRING, "token": STRING, "createdAt": STRING})}}),
+            "rng": obj({"webhookFaults": RANDOM_STATE})})
 
     def dump(self) -> dict[str, Any]:
         """The outbox as it is now. An attempt still in flight is left out of its delivery

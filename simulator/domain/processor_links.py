@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
+from functools import cache
 from typing import Any
 
 from ..clock import Clock, calendar_day, isoformat
@@ -142,7 +143,10 @@ class ProcessorLinks(Held[ProcessorLink]):
 
     # -- snapshot (domain/stored.py) ----------------------------------------------------------
 
-    SECTIONS = Sections({"processorTokens": array(STORED_PROCESSOR_TOKEN),
+    @staticmethod
+    @cache
+    def sections() -> Sections:
+        return Sections({"processorTokens": array(STORED_PROCESSOR_TOKEN),
                          "processorLinks": array(STORED_PROCESSOR_LINK)})
 
     def dump(self) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any, ClassVar
 
 from ..clock import Clock, isoformat
@@ -353,16 +354,19 @@ class Tasks(Held[Task]):
 
     # -- snapshot (domain/stored.py) ----------------------------------------------------------
 
-    SECTIONS = Sections({
-        "tasks": array(STORED_TASK), "workflows": array(STORED_WORKFLOW),
-        "scenarioBindings": {"type": "object", "additionalProperties": STRING},
-        "payLink": obj({
-            "paymentTokens": {"type": "array", "items": obj(
-                {"identifier": STRING, "paymentMethod": STRING, "createdAt": TIME})},
-            "merchantPaymentMethods": {"type": "array", "items": obj(
-                {"identifier": STRING, "company": STRING, "paymentMethods": STRINGS})},
-            "cardTokenRecreationOff": STRINGS}),
-        "counters": obj({"tasksEvicted": COUNT, "nextTaskEviction": COUNT})})
+    @staticmethod
+    @cache
+    def sections() -> Sections:
+        return Sections({
+            "tasks": array(STORED_TASK), "workflows": array(STORED_WORKFLOW),
+            "scenarioBindings": {"type": "object", "additionalProperties": STRING},
+            "payLink": obj({
+                "paymentTokens": {"type": "array", "items": obj(
+                    {"identifier": STRING, "paymentMethod": STRING, "createdAt": TIME})},
+                "merchantPaymentMethods": {"type": "array", "items": obj(
+                    {"identifier": STRING, "company": STRING, "paymentMethods": STRINGS})},
+                "cardTokenRecreationOff": STRINGS}),
+            "counters": obj({"tasksEvicted": COUNT, "nextTaskEviction": COUNT})})
 
     def dump(self) -> dict[str, Any]:
         return {

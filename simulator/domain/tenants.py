@@ -9,11 +9,12 @@ from __future__ import annotations
 import hmac
 import random
 import time
-from hashlib import sha256
-from urllib.parse import quote, urlencode
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
+from hashlib import sha256
 from typing import Any
+from urllib.parse import quote, urlencode
 
 from ..clock import Clock, isoformat
 from ..errors import (InvalidCredentials, InvalidPublicToken, MissingCredentials,
@@ -212,17 +213,20 @@ class Tenant:
 
     # -- snapshot (domain/stored.py): the tenant's own settings and its clock ----------------
 
-    SECTIONS = Sections({
-        "tenant": obj({
-            "name": {**STRING, "description": "The tenant it was taken from (informative: a "
-                                              "restore keeps the caller's name and keys)."},
-            "products": STRINGS,
-            "manualDeposits": obj({"enabled": {"type": "boolean"}, "companies": STRINGS,
-                                   "withoutProgrammaticAuthentication": {"type": "boolean"}}),
-            "signing": {"type": "boolean"},
-            "refreshInterval": _INTERVAL,
-            "piiDeletionInterval": _INTERVAL}),
-        "clock": obj({"timestamp": TIME}, {"now": STRING})})
+    @staticmethod
+    @cache
+    def sections() -> Sections:
+        return Sections({
+            "tenant": obj({
+                "name": {**STRING, "description": "The tenant it was taken from (informative: a "
+                                                  "restore keeps the caller's name and keys)."},
+                "products": STRINGS,
+                "manualDeposits": obj({"enabled": {"type": "boolean"}, "companies": STRINGS,
+                                       "withoutProgrammaticAuthentication": {"type": "boolean"}}),
+                "signing": {"type": "boolean"},
+                "refreshInterval": _INTERVAL,
+                "piiDeletionInterval": _INTERVAL}),
+            "clock": obj({"timestamp": TIME}, {"now": STRING})})
 
     def dump_settings(self) -> dict[str, Any]:
         rule = self.manual_deposits

@@ -9,6 +9,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable, Iterable
+from functools import cache
 from typing import Any
 
 from ..validate import schema_errors
@@ -162,6 +163,7 @@ class Timeline:
     # -- snapshot (domain/stored.py) ----------------------------------------------------------
 
     @staticmethod
+    @cache
     def sections() -> Sections:
         """The jobs, their actions of the kinds registered (once every module that defines
         one is imported)."""

@@ -71,7 +71,7 @@ async def requests_journal(tenant, query) -> list:
 # -- snapshots ----------------------------------------------------------------------------
 
 @operation("GET", "/_sandbox/snapshot", "Export this tenant's whole state",
-           response=snapshot.SNAPSHOT_SCHEMA, **CONTROL)
+           response=snapshot.snapshot_schema, **CONTROL)
 async def get_snapshot(tenant, sandbox) -> dict:
     """Taken between two runs of the clock, once the webhook attempts in flight finished:
     users, tokens, tasks and workflows with their history, the pending jobs as data
