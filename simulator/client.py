@@ -20,8 +20,9 @@ import json
 import os
 import urllib.parse
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 if TYPE_CHECKING:
     import aiohttp
@@ -80,8 +81,7 @@ class NotASandbox(Exception):
         self.status = status
 
 
-@dataclass(frozen=True)
-class Answer:
+class Answer(msgspec.Struct, frozen=True):
     """A successful answer, read. From the sandbox's envelope: `data` and the envelope's
     other keys in `extra` (a ledger page's `revision`, `reset`, `total`). Otherwise
     (`enveloped` false): a JSON document of its own (/openapi.json, an event schema) as
@@ -90,7 +90,7 @@ class Answer:
 
     status: int
     data: Any
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Any] = msgspec.field(default_factory=dict)
     enveloped: bool = True
     warning: str | None = None
 

@@ -7,10 +7,11 @@ file and the JSON path; the CLI turns it into one message and exit code 2.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from .domain.rules import ServiceProfile
 from .schemas.fixtures import (ACCOUNTS_SCHEMA, COMPANIES_SCHEMA, SERVICE_SCHEMA)
@@ -62,8 +63,7 @@ def validate_document(document: Any, schema: dict, file: str) -> None:
         raise ConfigError.collected([(file, path, message) for path, message in errors])
 
 
-@dataclass(frozen=True)
-class Fixtures:
+class Fixtures(msgspec.Struct, frozen=True):
     """The checked fixture files: the service profile, accounts, companies and catalog settings."""
 
     directory: Path
@@ -72,7 +72,7 @@ class Fixtures:
     companies: list[dict[str, Any]]
     catalog: dict[str, Any]
     # The named data profiles: the bundled profiles.yaml, the folder's own over them by name.
-    profiles: dict[str, Any] = field(default_factory=dict)
+    profiles: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 def load_fixtures(directory: Path, *, vendor: str | None = None, aggregator: str | None = None,

@@ -4,9 +4,9 @@ app keeps: the sandbox's collaborators, which handlers receive as `sandbox`."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import msgspec
 from aiohttp import web
 
 from .domain.registry import TenantRegistry
@@ -18,17 +18,16 @@ from .settings import Settings
 from .webhooks.dispatcher import Dispatcher
 
 
-@dataclass
-class Sandbox:
+class Sandbox(msgspec.Struct):
     """Everything a handler may need besides its request: built once by create_app."""
 
     settings: Settings
     registry: TenantRegistry
     dispatcher: Dispatcher
-    operations: list[Operation] = field(default_factory=list)
+    operations: list[Operation] = msgspec.field(default_factory=list)
     host_policy: HostPolicy | None = None  # None: every Host (an app built in a test)
     # Held by the one large snapshot restore running (snapshot.restore_settled).
-    large_restore: asyncio.Lock = field(default_factory=asyncio.Lock)
+    large_restore: asyncio.Lock = msgspec.field(default_factory=asyncio.Lock)
     _openapi: dict[str, Any] | None = None
 
     def fault_targets(self) -> list[Target]:

@@ -4,8 +4,9 @@ and its search index. Nothing here needs aiohttp, so the commands that only read
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from .catalog import build_companies
 from .domain.companies import Catalog
@@ -20,8 +21,7 @@ from .settings import Settings, bundled_dir
 __all__ = ["LoadedFixtures", "load"]
 
 
-@dataclass(frozen=True)
-class LoadedFixtures:
+class LoadedFixtures(msgspec.Struct, frozen=True):
     """The read-only part of the state: checked fixtures, the catalog and its index."""
 
     fixtures: Fixtures

@@ -14,9 +14,10 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Protocol
+
+import msgspec
 
 from .clock import Clock
 from .domain.events import EventLog
@@ -50,8 +51,7 @@ async def _nothing(tenant: Timed, before: float = math.inf) -> None:
     return None
 
 
-@dataclass(frozen=True)
-class RunResult:
+class RunResult(msgspec.Struct, frozen=True):
     """What one advance or run-until-idle did. `complete` is false when it stopped at its
     work limit (MAX_EVENTS_PER_RUN events): the clock stands at the last job it ran, and
     the next call goes on from there."""

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import logging
 import resource
-from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import orjson
 from aiohttp import web
 from aiohttp.http_exceptions import ContentEncodingError, LineTooLong
@@ -41,8 +41,7 @@ def descriptor_limit() -> int | None:
     return None if soft == resource.RLIM_INFINITY else soft
 
 
-@dataclass(frozen=True)
-class ConnectionLimits:
+class ConnectionLimits(msgspec.Struct, frozen=True):
     request_timeout: float   # wall seconds for a request's head (and, elsewhere, body)
     idle_timeout: float      # an idle kept-alive connection
     max_connections: int     # open at once

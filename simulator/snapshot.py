@@ -30,11 +30,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import orjson
 from aiohttp import web
 
@@ -149,8 +149,7 @@ class Fault(Exception):
 
 # -- the parts ------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Part:
+class Part(msgspec.Struct, frozen=True):
     """One part of a tenant as a snapshot keeps it: its sections (their schema, made when
     first needed), how it
     writes them, how it loads them from a checked document (off the event loop, touching
@@ -304,8 +303,7 @@ def check_header(document: Any, sandbox: Any, expected: str = FORMAT,
                     [("$.seed", f"this server has --seed {seed}")])
 
 
-@dataclass(frozen=True)
-class Planned:
+class Planned(msgspec.Struct, frozen=True):
     """A checked document's objects, as each part loaded them, ready to go in place."""
 
     public_tokens: dict[str, Any]

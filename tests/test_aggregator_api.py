@@ -14,7 +14,7 @@ import json
 import re
 import urllib.error
 import urllib.request
-from dataclasses import replace
+from msgspec.structs import replace
 from typing import Any
 
 import pytest

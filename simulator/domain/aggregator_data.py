@@ -15,9 +15,10 @@ from __future__ import annotations
 import random
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
+
+import msgspec
 
 from .companies import OPERATIONAL, Catalog, Company
 
@@ -36,8 +37,7 @@ _PRODUCTS = ("assets", "auth", "balance", "identity", "income_verification", "in
              "liabilities", "transactions")
 
 
-@dataclass(frozen=True)
-class Institution:
+class Institution(msgspec.Struct, frozen=True):
     """A sandbox institution, as /institutions/get_by_id shows it."""
 
     institution_id: str
@@ -106,7 +106,7 @@ def item_history(item: Any, catalog: Catalog) -> list[dict[str, Any]]:
     account receives the pay of one or two employers of the catalog and pays a few
     merchants' subscriptions and everyday purchases; a savings account takes a monthly
     transfer and its interest. Each is one record as the pipeline reads it
-    (processor_links.TRANSACTION); `transaction_record` makes the aggregator's view."""
+    (processor_links.PulledTransaction); `transaction_record` makes the aggregator's view."""
     last = datetime.fromtimestamp(item.created_at, tz=timezone.utc).date()
     first = last - timedelta(days=item.days_requested - 1)
     employers, merchants = _candidates(catalog)

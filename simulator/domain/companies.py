@@ -12,6 +12,8 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
+import msgspec
+
 from ..errors import CompanyNotFound
 from ..loadcache import set_attributes
 from .shapes import UNSET, Maybe, View, choice, field, of
@@ -78,8 +80,7 @@ class Company:
 STORED_COMPANY = Record(Company)
 
 
-@dataclass(frozen=True)
-class ManualDepositRule:
+class ManualDepositRule(msgspec.Struct, frozen=True):
     """The account-level manual-deposit configuration (accounts.yaml `manualDeposits`)."""
 
     enabled: bool = False

@@ -14,10 +14,11 @@ shown", the sandbox's choice is documented in each schema's description.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 from functools import cache, cached_property, lru_cache
 from typing import Any, NamedTuple
+
+import msgspec
 
 from ..dates import date_time_field
 from .companies import CompanySummary
@@ -46,8 +47,7 @@ class Draft(NamedTuple):
     data: dict[str, Any] | None
 
 
-@dataclass(frozen=True, eq=False)
-class EventType:
+class EventType(msgspec.Struct, frozen=True, eq=False, dict=True):
     """One event type: the builder of its `data` and the JSON Schema of its body."""
 
     name: str

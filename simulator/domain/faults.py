@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+import msgspec
+
 from ..errors import ApiError, ValidationFailed, field_detail
 from .shapes import UNSET, Command, Maybe, View, choice, of, schema_of
 from .stored import (COUNT, RANDOM_STATE, LoadError, Record, Sections, checked_random_state, obj,
@@ -188,8 +190,7 @@ def _stored_shapes() -> dict[str, dict[str, Any]]:
 STORED_RULE = Record(FaultRule, shapes=_stored_shapes)
 
 
-@dataclass(frozen=True)
-class Fired:
+class Fired(msgspec.Struct, frozen=True):
     """A rule that fired on a request: its place in the list and the rule."""
 
     number: int
@@ -200,8 +201,7 @@ class Fired:
         return {"rule": self.number, **self.rule.record()}
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(msgspec.Struct, frozen=True):
     """An operation of the app, as a rule may name it."""
 
     method: str

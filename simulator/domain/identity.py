@@ -36,7 +36,6 @@ class UserView(View, kw_only=True):
     connected: Maybe[bool] = UNSET
 
 
-USER = schema_of(UserView)
 
 
 class StoredMethods(Command, kw_only=True):
@@ -107,7 +106,7 @@ class PublicToken:
     expires_at: float
 
 
-STORED_USER = Record(User, shapes={"paymentMethods": schema_of(StoredMethods | None)})
+STORED_USER = Record(User, shapes=lambda: {"paymentMethods": schema_of(StoredMethods | None)})
 STORED_PUBLIC_TOKEN = Record(PublicToken)
 
 

@@ -22,6 +22,8 @@ from datetime import date, timedelta
 from functools import cache
 from typing import Any, ClassVar
 
+import msgspec
+
 from ..clock import Clock, isoformat
 from ..errors import (DepositAccountNotFound, LinkedAccountNotFound,
                       StatementNotFound, ValidationFailed, field_detail)
@@ -55,8 +57,6 @@ class ProfileBinding(Command, kw_only=True):
     data: Maybe[dict[str, Any]] = UNSET
     document: dict[str, Any]
 
-
-PROFILE_BINDING = schema_of(ProfileBinding)
 
 
 UNKNOWN_LINKED_ACCOUNT = "No linked account has the id {account_id!r}."
@@ -139,7 +139,7 @@ def _stored(kind: str) -> dict[str, Any]:
         **record, "required": [name for name in record["required"] if name not in _RENDERED]}}
 
 
-STORED_LINKED_ACCOUNT = Record(LinkedAccount, shapes={
+STORED_LINKED_ACCOUNT = Record(LinkedAccount, shapes=lambda: {
     "statements": _stored("statements"), "timesheets": _stored("timesheets"),
     "taxes": _stored("taxes"), "depositAccounts": _stored("deposit-accounts")})
 
@@ -168,9 +168,9 @@ class LinkedAccounts(Held[LinkedAccount]):
     @staticmethod
     @cache
     def sections() -> Sections:
-        return Sections({"linkedAccounts": array(STORED_LINKED_ACCOUNT)},
-                        optional={"profileBindings": {"type": "object",
-                                                      "additionalProperties": PROFILE_BINDING}})
+        return Sections({"linkedAccounts": array(STORED_LINKED_ACCOUNT)}, optional={
+            "profileBindings": {"type": "object",
+                                "additionalProperties": schema_of(ProfileBinding)}})
 
     def dump(self) -> dict[str, Any]:
         document: dict[str, Any] = {
@@ -646,8 +646,7 @@ class LinkedAccounts(Held[LinkedAccount]):
 
 
 @action_kind("push-refresh")
-@dataclass(frozen=True)
-class _PushRefresh:
+class _PushRefresh(msgspec.Struct, frozen=True):
     """A push refresh of one linked account, which schedules the next one `interval`
     seconds later (a small object rather than a closure: a snapshot describes it)."""
 
@@ -682,8 +681,7 @@ class _PushRefresh:
 
 
 @action_kind("pii-deletion")
-@dataclass(frozen=True)
-class _PiiDeletion:
+class _PiiDeletion(msgspec.Struct, frozen=True):
     """The user's personal data deleted, `piiDeletionInterval` after an account linked."""
 
     accounts: Callable[[], LinkedAccounts]  # as _PushRefresh's

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+import msgspec
+
 from ..clock import Clock, isoformat
 from ..errors import Conflict, NotFound, ValidationFailed, field_detail
 from .changes import EVENT, Changes
@@ -81,8 +83,7 @@ class Attempt:
                 "latencyMs": self.latency_ms, "error": self.error, "fault": self.fault}
 
 
-@dataclass(frozen=True, slots=True)
-class Answer:
+class Answer(msgspec.Struct, frozen=True):
     """What the transport tells the outbox of one attempt (it writes no record itself):
     when the request left (wall clock), the receiver's status, why the attempt failed
     (None: a 2xx), and how long it took."""
@@ -124,8 +125,7 @@ class Delivery:
 STORED_DELIVERY = Record(Delivery)
 
 
-@dataclass(frozen=True)
-class FaultPlan:
+class FaultPlan(msgspec.Struct, frozen=True):
     """Delivery faults on purpose, per tenant, deterministic from the seed."""
 
     duplicate: float = 0.0      # probability that a delivered event is sent once more
@@ -138,8 +138,7 @@ class FaultPlan:
                 "delaySeconds": self.delay_seconds}
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class Send:
+class Send(msgspec.Struct, frozen=True, eq=False):
     """One attempt queued for the transport: the delivery, its event and the attempt's
     record (already on the delivery, unanswered). Each is itself (compared by identity)."""
 
@@ -584,8 +583,7 @@ class Outbox:
 
 
 @action_kind("webhook-attempt")
-@dataclass(frozen=True, slots=True)
-class _AttemptAction:
+class _AttemptAction(msgspec.Struct, frozen=True):
     """A scheduled attempt of a delivery: a retry, or a first attempt delayed by a fault."""
 
     # The outbox, found when the action runs: a restored action is rebuilt before the
@@ -613,8 +611,7 @@ class _AttemptAction:
 
 
 @action_kind("release-held")
-@dataclass(frozen=True, slots=True)
-class _ReleaseHeld:
+class _ReleaseHeld(msgspec.Struct, frozen=True):
     """Held (out-of-order) deliveries go out if no later event released them first."""
 
     outbox: Callable[[], Outbox]  # as _AttemptAction's

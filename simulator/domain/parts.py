@@ -9,14 +9,14 @@ calls), never the tenant.
 from __future__ import annotations
 
 from collections.abc import ItemsView, Iterator, Mapping, ValuesView
-from dataclasses import dataclass
 from typing import Any, TypeVar
+
+import msgspec
 
 from .companies import ManualDepositRule
 
 
-@dataclass
-class TenantSettings:
+class TenantSettings(msgspec.Struct):
     """The account's settings the parts read: its products, its manual-deposit rule and its
     continuous-access intervals. One object from a reset to the next; a restore changes it
     in place, so a part given it reads the current ones."""

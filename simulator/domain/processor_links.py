@@ -16,6 +16,8 @@ from datetime import date, timedelta
 from functools import cache
 from typing import Any
 
+import msgspec
+
 from ..clock import Clock, calendar_day, isoformat
 from ..errors import (ApiError, IdentifierMismatch, InvalidProcessorToken, OtherEnvironmentToken,
                       ProcessorLinksNotFound, ProcessorTokenAlreadyRegistered,
@@ -90,9 +92,6 @@ class PulledTransaction(Command, rename=None, kw_only=True):
     category: choice("payroll", "subscription", "purchase", "transfer", "interest")
 
 
-TRANSACTION = schema_of(PulledTransaction)
-
-
 @dataclass
 class ProcessorLink:
     """A bank link an aggregator made with a processor token, and its transactions."""
@@ -118,8 +117,8 @@ class ProcessorLink:
 
 
 STORED_PROCESSOR_TOKEN = Record(ProcessorToken, shapes={"daysRequested": DAYS_REQUESTED})
-STORED_PROCESSOR_LINK = Record(ProcessorLink, shapes={
-    "transactions": {"type": "array", "items": TRANSACTION}})
+STORED_PROCESSOR_LINK = Record(ProcessorLink, shapes=lambda: {
+    "transactions": {"type": "array", "items": schema_of(PulledTransaction)}})
 
 
 class ProcessorLinks(Held[ProcessorLink]):
@@ -454,8 +453,7 @@ class _StoredStage(Command, kw_only=True):
 
 
 @action_kind("processor-link-stage")
-@dataclass(frozen=True)
-class _Stage:
+class _Stage(msgspec.Struct, frozen=True):
     """A scenario step of a processor link, due on the timeline."""
 
     # The links, found when the stage runs (a restored stage is rebuilt before the restored

@@ -10,9 +10,11 @@ the bounds on what a tenant keeps, and the seed.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date
 from typing import Any, Protocol
+
+import msgspec
 
 from ..loadcache import set_attributes
 from .companies import Catalog
@@ -35,8 +37,7 @@ class ServiceProfile:
     def scopes_of(self, products: tuple[str, ...]) -> frozenset[str]:
         return frozenset(self.products[p] for p in products if p in self.products)
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(msgspec.Struct, frozen=True):
     """What one tenant keeps at most (README: Limits; settings --max-events, ...).
 
     Past a bound the oldest settled items go first (events whose deliveries are done,
@@ -58,8 +59,7 @@ class ProfileMaker(Protocol):
                 today: date) -> Any: ...
 
 
-@dataclass(frozen=True)
-class Rules:
+class Rules(msgspec.Struct, frozen=True):
     """What every tenant reads and none changes: scenarios, catalog, service profile, limits."""
 
     service: ServiceProfile
@@ -71,7 +71,7 @@ class Rules:
     limits: Limits = Limits()
     # The named data profiles (fixtures profiles.yaml, data_profiles.py): name -> document
     # with its `description`.
-    data_profiles: Mapping[str, Any] = field(default_factory=dict)
+    data_profiles: Mapping[str, Any] = msgspec.field(default_factory=dict)
 
     @property
     def aggregator(self) -> str:

@@ -16,8 +16,9 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from ..errors import (ApiError, CredentialsRefused, InvalidCompanyId, InvalidConfig,
                       PublicTokenMismatch, TaskNotFound, ValidationFailed, field_detail)
@@ -45,8 +46,7 @@ USERNAMES = {"test-good": HAPPY_PATH, "test-failure": "unknown-failure",
              "test-code-mfa": HAPPY_PATH, "test-question-mfa": HAPPY_PATH}
 
 
-@dataclass(frozen=True)
-class MfaChallenge:
+class MfaChallenge(msgspec.Struct, frozen=True):
     """A second sign-in step the flow shows before the task starts; any answer passes."""
 
     type: str  # "code" or "question"
@@ -62,8 +62,7 @@ MFA_CHALLENGES = {
 }
 
 
-@dataclass(frozen=True)
-class LoginOutcome:
+class LoginOutcome(msgspec.Struct, frozen=True):
     """POST /sdk/login: either the started workflow and tasks, or an MFA challenge."""
 
     workflow: Workflow | None = None
@@ -554,8 +553,7 @@ def scenario_for_username(scenarios: Mapping[str, Any], username: str,
     return None
 
 
-@dataclass(frozen=True)
-class SignIn:
+class SignIn(msgspec.Struct, frozen=True):
     """A sign-in at a company in the hosted flow (POST /sdk/login), typed: `read` makes it
     from a request body its schema has checked."""
 

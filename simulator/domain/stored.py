@@ -17,10 +17,11 @@ import dataclasses
 import random
 import types
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from functools import cached_property
 from datetime import date
 from typing import Any, Union, get_args, get_origin, get_type_hints
+
+import msgspec
 
 from ..dates import calendar_day_field
 
@@ -75,18 +76,17 @@ def checked_random_state(state: dict[str, Any], path: str) -> tuple[Any, ...]:
     return checked
 
 
-@dataclass(frozen=True)
-class Sections:
+class Sections(msgspec.Struct, frozen=True):
     """The top-level sections of the document a part writes, as JSON Schema. `optional`
     ones a document may lack (written before they existed). Parts may share an object
     section (`counters`, `rng`): each declares its own fields of it."""
 
     required: dict[str, Any]
-    optional: dict[str, Any] = field(default_factory=dict)
+    optional: dict[str, Any] = msgspec.field(default_factory=dict)
     # An array section's bound, from the server's limits (rules.Limits): the most records
     # of it this server ever keeps and the setting that says so. A restore counts them as
     # it parses, and refuses one more before building the rest (snapshot.py).
-    bounds: dict[str, Callable[[Any], tuple[int, str]]] = field(default_factory=dict)
+    bounds: dict[str, Callable[[Any], tuple[int, str]]] = msgspec.field(default_factory=dict)
 
 
 class LoadError(Exception):

@@ -10,14 +10,14 @@ schema says so (Tasks._move, domain/event_types.py), and snapshots keep it (the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from .states import FLOWS
 
 
-@dataclass(frozen=True)
-class StepField:
+class StepField(msgspec.Struct, frozen=True):
     """A task field scenario steps may set and task events carry: its schema and when it is sent."""
 
     schema: dict[str, Any]
@@ -46,8 +46,7 @@ STEP_FIELDS: dict[str, StepField] = {
 }
 
 
-@dataclass(frozen=True)
-class RequestField:
+class RequestField(msgspec.Struct, frozen=True):
     """A task field a create request gives (at the top for every task, or in one of
     `tasks`), which GET /task/{taskId} shows, snapshots keep and every event of the task
     carries, as it was given: its schema (checked with the request) and what it is."""

@@ -11,9 +11,11 @@ when it resolved.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, ClassVar
+
+import msgspec
 
 from ..clock import Clock, isoformat
 from ..errors import (CompanyDisabled, CompanyManualDeposits, CompanyMismatch, CompanyNotFound,
@@ -187,13 +189,13 @@ TASK_STATUSES = [QUEUED, PROCESSING, COMPLETED, FAILED]
 # How a snapshot writes a task and a workflow (snapshot.py: Record shapes), so a restored
 # one is one the engine can run and the reads can render: a task moves only along the
 # spec's transitions, from the statuses it has.
-STORED_TASK = Record(Task, shapes={
+STORED_TASK = Record(Task, shapes=lambda: {
     "status": {"enum": TASK_STATUSES}, "previousStatus": {"enum": [*TASK_STATUSES, None]},
     "distribution": schema_of(Distribution | None),
     "onComplete": {"enum": [CONTINUE, FINISH]}, "onFail": {"enum": [CONTINUE, FINISH]},
     "fields": {**schema_of(dict[str, Any]), "additionalProperties": False,
                "properties": request_field_schemas()}})
-STORED_WORKFLOW = Record(Workflow, shapes={"pending": schema_of(list[PendingTask])})
+STORED_WORKFLOW = Record(Workflow, shapes=lambda: {"pending": schema_of(list[PendingTask])})
 
 
 def _as_written_now(task: Task, scope_of: Callable[[str], str | None]) -> None:
@@ -205,8 +207,7 @@ def _as_written_now(task: Task, scope_of: Callable[[str], str | None]) -> None:
     task.payment_method = written_payment_method(task.payment_method)
 
 
-@dataclass(frozen=True)
-class TaskRequest:
+class TaskRequest(msgspec.Struct, frozen=True):
     """One task of a create request, after the request was checked."""
 
     product: str
@@ -216,7 +217,7 @@ class TaskRequest:
     distribution: dict[str, Any] | None = None
     on_complete: str = CONTINUE
     on_fail: str = CONTINUE
-    fields: dict[str, Any] = field(default_factory=dict)  # REQUEST_FIELDS given
+    fields: dict[str, Any] = msgspec.field(default_factory=dict)  # REQUEST_FIELDS given
 
     @property
     def gates(self) -> bool:
@@ -239,8 +240,7 @@ class TaskRequest:
                    on_fail=pending.get("onFail", CONTINUE), fields=given_fields(pending))
 
 
-@dataclass(frozen=True)
-class CreateTask:
+class CreateTask(msgspec.Struct, frozen=True):
     """A task creation, typed (POST /task/create, the hosted flow's sign-in, a pull refresh
     from a linked account): who, at which company, which tasks, and who asks. `read` makes
     it from a request body its schema has checked; the rules that need the tenant's state
@@ -263,7 +263,7 @@ class CreateTask:
     public_token: str | None = None
     login_scenario: str | None = None
     watched: bool = False
-    fields: dict[str, Any] = field(default_factory=dict)  # REQUEST_FIELDS given at the top
+    fields: dict[str, Any] = msgspec.field(default_factory=dict)  # REQUEST_FIELDS given at the top
 
     @classmethod
     def read(cls, body: dict[str, Any], *, token: Any = None) -> CreateTask:
@@ -461,7 +461,7 @@ class Tasks(Held[Task]):
             if (command.company or account.company_id) != account.company_id:
                 raise CompanyMismatch(REFRESH_COMPANY,
                                       details=[field_detail("$.company", REFRESH_COMPANY)])
-            command = replace(
+            command = msgspec.structs.replace(
                 command, company=account.company_id,
                 identifier=(command.identifier if command.identifier is not None
                             else command.token_identifier or account.identifier),
@@ -1009,8 +1009,7 @@ class FileUrlExpired(Unauthorized):
     code = "file-url-expired"
 
 
-@dataclass(frozen=True)
-class TaskFile:
+class TaskFile(msgspec.Struct, frozen=True):
     """A file of a task: a deposit task's direct deposit authorization form, or a paystub
     of the payroll data a task left (`statement` of the linked account `account`)."""
 

@@ -10,11 +10,12 @@ import hmac
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache
 from hashlib import sha256
 from typing import Any
 from urllib.parse import quote, urlencode
+
+import msgspec
 
 from ..clock import Clock, isoformat
 from ..errors import (InvalidCredentials, InvalidPublicToken, MissingCredentials,
@@ -58,8 +59,7 @@ WRONG_ENVIRONMENT_TOKEN = ("This public token belongs to the {theirs} environmen
                            "the {ours} environment.")
 
 
-@dataclass(frozen=True)
-class TenantServices:
+class TenantServices(msgspec.Struct, frozen=True):
     """What every tenant works with besides its rules, made once by the app factory and
     handed to each tenant's constructor: the webhook dispatcher (the transport of its
     outbox), the runner of each tenant's timeline (scheduler.Runner, made by `run`: the

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 from aiohttp import web
 
 from .. import snapshot
@@ -297,8 +297,7 @@ async def list_tasks(tenant, query) -> Reply:
                                                      **read.envelope(shown, tasks)})
 
 
-@dataclass(frozen=True)
-class _ChangesRead:
+class _ChangesRead(msgspec.Struct, frozen=True):
     """What an `after` read looks at (domain/changes.py); without `after`, everything."""
 
     tenant: Any

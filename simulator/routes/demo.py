@@ -20,9 +20,9 @@ import itertools
 import json
 import weakref
 from collections import Counter, deque
-from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 from aiohttp import web
 
 from ..clock import isoformat
@@ -231,15 +231,14 @@ def _signature(tenant: Tenant, raw: bytes, given: str | None) -> str:
     raise InvalidSignature(BAD_SIGNATURE)
 
 
-@dataclass
-class Inbox:
+class Inbox(msgspec.Struct):
     """What the demo receiver received: the last RECEIVED_KEPT deliveries."""
 
     generation: int
     webhooks: Any  # the tenant's webhook state it belongs to
-    received: deque = field(default_factory=lambda: deque(maxlen=RECEIVED_KEPT))
+    received: deque = msgspec.field(default_factory=lambda: deque(maxlen=RECEIVED_KEPT))
     count: int = 0
-    seen: Counter = field(default_factory=Counter)  # ce-id -> how many of `received` have it
+    seen: Counter = msgspec.field(default_factory=Counter)  # ce-id -> how many of `received` have it
 
     def add(self, *, ce_id: str, body: dict[str, Any], signature: str, headers: dict[str, str],
             summary: str, received_at: str) -> dict[str, Any]:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from dataclasses import dataclass
 from urllib.parse import quote
+
+import msgspec
 
 from ..clock import isoformat
 from ..domain.events import Event
@@ -17,8 +18,7 @@ from ..domain.events import Event
 SIGNATURE_HEADER = "x-hmac-signature-sha-256"
 
 
-@dataclass(frozen=True)
-class OutboundMessage:
+class OutboundMessage(msgspec.Struct, frozen=True):
     """A CloudEvent as it goes out: its headers and body bytes."""
 
     headers: dict[str, str]

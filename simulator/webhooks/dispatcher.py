@@ -19,8 +19,9 @@ import math
 import random
 import time
 import weakref
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from ..domain.events import Event
 from ..domain.outbox import (FAILED, INTERRUPTED, INTERRUPTED_ATTEMPT, PENDING,
@@ -43,13 +44,12 @@ __all__ = ["ATTEMPT_TIMEOUT", "Delivery", "Dispatcher", "FaultPlan",
            "INTERRUPTED_ATTEMPT", "PENDING", "SHUTDOWN_GRACE", "request_headers"]
 
 
-@dataclass
-class _Lane:
+class _Lane(msgspec.Struct):
     """One outbox's attempts: those in flight (their tasks, at most TENANT_CONNECTIONS) and,
     in order behind them, those waiting for a connection (not yet tasks)."""
 
-    tasks: dict[asyncio.Task, Send] = field(default_factory=dict)
-    waiting: collections.deque[tuple[Send, Any]] = field(default_factory=collections.deque)
+    tasks: dict[asyncio.Task, Send] = msgspec.field(default_factory=dict)
+    waiting: collections.deque[tuple[Send, Any]] = msgspec.field(default_factory=collections.deque)
     blocked: bool = False  # waiting for a connection of all tenants' (Dispatcher._blocked)
 
 

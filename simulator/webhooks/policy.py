@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 import yarl
 from aiohttp.abc import AbstractResolver
 
@@ -60,8 +61,7 @@ class OutboundRefused(OSError):
     """An attempt the policy refused before connecting (its message is the recorded error)."""
 
 
-@dataclass(frozen=True)
-class Rules:
+class Rules(msgspec.Struct, frozen=True):
     """Networks and host names (`name` exactly, `*.name` its subdomains)."""
 
     networks: tuple[Network, ...] = ()

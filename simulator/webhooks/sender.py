@@ -17,8 +17,9 @@ import asyncio
 import socket
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 ANSWER_READ = 4096   # bytes of an answer read; past them the connection closes
 
@@ -32,8 +33,7 @@ RESET = "reset"              # the connection closed before the whole answer cam
 OTHER = "other"
 
 
-@dataclass(frozen=True, slots=True)
-class Failure:
+class Failure(msgspec.Struct, frozen=True):
     """Why no answer came: its kind, a few words (`connection refused`, `DNS lookup failed
     for hooks.example`) and what the OS or aiohttp said, when it said more."""
 
@@ -46,8 +46,7 @@ class Failure:
         return self.reason if self.detail is None else f"{self.reason}: {self.detail}"
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+class Outcome(msgspec.Struct, frozen=True):
     """What came of one POST: the answer's status, a redirect's target and the first bytes
     of its body; or the failure. `latency_ms` from the request to the end of the read."""
 

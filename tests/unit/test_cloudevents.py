@@ -3,7 +3,6 @@ spec: Events, Delivery: binary content mode, signed with the tenant's API secret
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import hmac
 import json
@@ -103,5 +102,5 @@ def test_to_message_without_a_secret_is_unsigned():
 def test_to_message_is_pure_and_its_result_frozen():
     first, second = to_message(event(), "atomic", SECRET), to_message(event(), "atomic", SECRET)
     assert first == second
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError):  # frozen
         first.body = b"{}"  # type: ignore[misc]
