@@ -29,9 +29,10 @@ import base64
 import binascii
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
+
+import msgspec
 
 from ..clock import Clock, isoformat
 from ..errors import ApiError
@@ -145,8 +146,7 @@ class SandboxProductNotEnabled(AggregatorError):
 
 # -- records ----------------------------------------------------------------------------------
 
-@dataclass
-class Account:
+class Account(msgspec.Struct):
     """One account of an item, with its balances (the aggregator's AccountBase)."""
 
     account_id: str
@@ -167,8 +167,7 @@ class Account:
                              "unofficial_currency_code": None}}
 
 
-@dataclass
-class Item:
+class Item(msgspec.Struct):
     """A user's login at an institution, as the aggregator keeps it: the products its link
     asked for, its accounts, and its tokens (the public token until it is exchanged, then
     the access token)."""

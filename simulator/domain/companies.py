@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
 import msgspec
+from msgspec.structs import replace
 
 from ..errors import CompanyNotFound
 from ..loadcache import set_attributes
@@ -41,8 +41,7 @@ SCOPES = ["user-link", "pay-link"]
 AUTHENTICATION_METHODS = ["standard-auth", "true-auth", "true-auth-desktop"]
 
 
-@dataclass(slots=True)
-class Company:
+class Company(msgspec.Struct):
     """A catalog company: its connector, products, capabilities and branding."""
 
     id: str

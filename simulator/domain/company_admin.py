@@ -7,8 +7,9 @@ DESIGN.md: Tenancy). Company events carry no `user`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
+
+from msgspec.structs import replace
 
 from ..errors import CompanyExists, CompanyNotFound, UnknownProducts, ValidationFailed, field_detail
 from .rules import ServiceProfile

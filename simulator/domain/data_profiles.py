@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import copy
 import zlib
-from dataclasses import replace
 from datetime import date, timedelta
 from typing import Any
+
+from msgspec.structs import replace
 
 from ..errors import ValidationFailed, field_detail
 from ..validate import schema_errors

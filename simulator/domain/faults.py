@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -134,8 +133,7 @@ class UnknownOperation(ValidationFailed):
     code = "unknown-operation"
 
 
-@dataclass(frozen=True)
-class FaultRule:
+class FaultRule(msgspec.Struct, frozen=True):
     """One rule as set: the operation, its one fault, and how often it may fire."""
 
     method: str

@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import random
 import uuid
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
+
+import msgspec
 
 from ..clock import Clock, isoformat
 from ..errors import NotFound, UserLimitReached, UserNotFound, ValidationFailed, field_detail
@@ -84,8 +85,7 @@ def unguessable(prefix: str) -> str:
     return f"{prefix}{uuid.uuid4()}"
 
 
-@dataclass
-class User:
+class User(msgspec.Struct):
     """A user of the service, made by its first task or access token."""
 
     id: str
@@ -96,8 +96,7 @@ class User:
     payment_methods: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True)
-class PublicToken:
+class PublicToken(msgspec.Struct, frozen=True):
     """A public token handed to the client SDK and the access token it stands for."""
 
     public_token: str

@@ -17,12 +17,12 @@ import copy
 import random
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 from functools import cache
 from typing import Any, ClassVar
 
 import msgspec
+from msgspec.structs import replace
 
 from ..clock import Clock, isoformat
 from ..errors import (DepositAccountNotFound, LinkedAccountNotFound,
@@ -63,8 +63,7 @@ UNKNOWN_LINKED_ACCOUNT = "No linked account has the id {account_id!r}."
 UNKNOWN_STATEMENT = "No pay statement has the id {statement_id!r}."
 
 
-@dataclass
-class LinkedAccount:
+class LinkedAccount(msgspec.Struct, weakref=True):
     """An account a finished task linked: the employer, its records and their refreshes."""
 
     id: str
@@ -83,10 +82,10 @@ class LinkedAccount:
     # why the session ended: a reconnect needs the credentials again only after they changed.
     last_failure: float | None = None
     disconnect_reason: str | None = None
-    statements: list[dict[str, Any]] = field(default_factory=list)
-    timesheets: list[dict[str, Any]] = field(default_factory=list)
-    taxes: list[dict[str, Any]] = field(default_factory=list)
-    deposit_accounts: list[dict[str, Any]] = field(default_factory=list)
+    statements: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    timesheets: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    taxes: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    deposit_accounts: list[dict[str, Any]] = msgspec.field(default_factory=list)
     employment_id: str = ""
     identity_id: str = ""
     income_id: str = ""

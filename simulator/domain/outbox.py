@@ -16,7 +16,6 @@ import hashlib
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -60,8 +59,7 @@ class SecretInUse(Conflict):
     code = "secret-in-use"
 
 
-@dataclass(slots=True)
-class Attempt:
+class Attempt(msgspec.Struct):
     """One attempt to deliver a webhook: when, and what the receiver answered."""
 
     number: int
@@ -94,8 +92,7 @@ class Answer(msgspec.Struct, frozen=True):
     latency_ms: float | None = None
 
 
-@dataclass(slots=True, weakref_slot=True)
-class Delivery:
+class Delivery(msgspec.Struct, weakref=True):
     """One event on its way to one endpoint: its attempts and its state."""
 
     event_id: str
@@ -103,7 +100,7 @@ class Delivery:
     url: str
     state: str = PENDING
     replay: bool = False
-    attempts: list[Attempt] = field(default_factory=list)
+    attempts: list[Attempt] = msgspec.field(default_factory=list)
     next_attempt_at: str | None = None
     faults: tuple[str, ...] = ()  # the faults injected on purpose (most deliveries: none)
     secret_id: str | None = None  # the endpoint's signing secret (None: the API secret)

@@ -11,17 +11,17 @@ from __future__ import annotations
 import calendar
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from functools import lru_cache
 from typing import Any, ClassVar
+
+import msgspec
 
 PAY_CYCLES = ("weekly", "biweekly", "semimonthly", "monthly")
 PERIODS_PER_YEAR = {"weekly": 52, "biweekly": 26, "semimonthly": 24, "monthly": 12}
 
 
-@dataclass(frozen=True)
-class Profile:
+class Profile(msgspec.Struct, frozen=True):
     """The person and the job behind a linked account."""
 
     first_name: str

@@ -11,7 +11,6 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import date, timedelta
 from functools import cache
 from typing import Any
@@ -58,8 +57,7 @@ ONLY_AUTH = ("The link token requested only the auth product; request the transa
              "product so that transactions can be retrieved.")
 
 
-@dataclass
-class ProcessorToken:
+class ProcessorToken(msgspec.Struct):
     """A processor token the aggregator's client exchanges for a processor link."""
 
     token: str
@@ -92,8 +90,7 @@ class PulledTransaction(Command, rename=None, kw_only=True):
     category: choice("payroll", "subscription", "purchase", "transfer", "interest")
 
 
-@dataclass
-class ProcessorLink:
+class ProcessorLink(msgspec.Struct):
     """A bank link an aggregator made with a processor token, and its transactions."""
 
     id: str
@@ -102,8 +99,8 @@ class ProcessorLink:
     token: str
     created_at: float
     status: str = PROCESSING
-    stages: list[str] = field(default_factory=list)
-    transactions: list[dict[str, Any]] = field(default_factory=list)
+    stages: list[str] = msgspec.field(default_factory=list)
+    transactions: list[dict[str, Any]] = msgspec.field(default_factory=list)
     employer_matches: list[dict[str, Any]] | None = None
     recurring: list[dict[str, Any]] | None = None
     error: dict[str, str] | None = None

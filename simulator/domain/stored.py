@@ -1,6 +1,6 @@
 """How a tenant's parts are stored (snapshots, --state-file): one declaration per shape.
 
-A record's stored form is declared once, next to its dataclass (STORED_TASK beside Task,
+A record's stored form is declared once, next to its struct (STORED_TASK beside Task,
 STORED_DELIVERY beside Delivery, ...): `Record` writes every field in camelCase and
 derives the JSON Schema from the field annotations, with the range of every number (a
 time within the clock's, a count or amount finite and bounded), and `shapes` where an
@@ -13,13 +13,12 @@ snapshot.py adds the header, the migrations and the order of the parts.
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import types
 from collections.abc import Callable, Iterable
-from functools import cached_property
 from datetime import date
-from typing import Any, Union, get_args, get_origin, get_type_hints
+from functools import cached_property
+from typing import Any, Union, get_args, get_origin
 
 import msgspec
 
@@ -132,9 +131,13 @@ def _options(kind: Any) -> tuple[Any, ...] | None:
     return get_args(kind) if get_origin(kind) in (Union, types.UnionType) else None
 
 
+def _is_struct(kind: Any) -> bool:
+    return isinstance(kind, type) and issubclass(kind, msgspec.Struct)
+
+
 class Record:
-    """A dataclass as a JSON object: every field, named in camelCase, with the JSON Schema
-    its annotation gives (a field whose type is a dataclass nests that class's record;
+    """A record (a struct) as a JSON object: every field, named in camelCase, with the JSON
+    Schema its annotation gives (a field whose type is a struct nests that struct's record;
     `shapes` gives a field's schema where its annotation says too little, or a function
     that makes them). A field with a default may be missing (a snapshot written before the
     field existed): it loads as its default."""
@@ -154,10 +157,8 @@ class Record:
     @cached_property
     def _fields(self) -> list[tuple[str, str, Any, bool]]:
         """(attribute, JSON key, annotation, optional) of each field."""
-        hints = get_type_hints(self.cls)
-        return [(f.name, camel(f.name), hints[f.name],
-                 f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING)
-                for f in dataclasses.fields(self.cls)]
+        return [(f.name, camel(f.name), f.type, not f.required)
+                for f in msgspec.structs.fields(self.cls)]
 
     @cached_property
     def schema(self) -> dict[str, Any]:
@@ -177,8 +178,8 @@ class Record:
     @cached_property
     def _sparse(self) -> dict[str, Any]:
         """The fields a dump leaves out while at their defaults (the class's SPARSE)."""
-        return {f.name: f.default if f.default_factory is dataclasses.MISSING
-                else f.default_factory() for f in dataclasses.fields(self.cls)
+        return {f.name: f.default if f.default_factory is msgspec.NODEFAULT
+                else f.default_factory() for f in msgspec.structs.fields(self.cls)
                 if f.name in getattr(self.cls, "SPARSE", ())}
 
     def dump(self, obj: Any) -> dict[str, Any]:
@@ -204,7 +205,7 @@ class Record:
             return {}
         if kind is date:  # a profile's date of birth, a job's start
             return calendar_day_field()
-        if dataclasses.is_dataclass(kind):
+        if _is_struct(kind):
             return Record(kind).schema
         origin = get_origin(kind)
         if origin in _SEQUENCES:
@@ -219,7 +220,7 @@ class Record:
             kind = next(k for k in options if k is not type(None))
         if kind is date:
             convert: _Convert = date.isoformat
-        elif dataclasses.is_dataclass(kind):
+        elif _is_struct(kind):
             convert = Record(kind).dump
         elif get_origin(kind) in _SEQUENCES:
             item = self._dumper(get_args(kind)[0])
@@ -241,7 +242,7 @@ class Record:
             convert: _Convert = kind
         elif kind is date:
             convert = date.fromisoformat
-        elif dataclasses.is_dataclass(kind):
+        elif _is_struct(kind):
             convert = Record(kind).load
         elif get_origin(kind) in _SEQUENCES:
             container = _SEQUENCES[get_origin(kind)]

@@ -11,7 +11,6 @@ when it resolved.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, ClassVar
 
@@ -69,8 +68,7 @@ MANUAL_DEPOSITS_ONLY = ("Company {name!r} has no programmatic authentication for
                         "hosted flow shows them manual instructions.")
 
 
-@dataclass
-class Task:
+class Task(msgspec.Struct, weakref=True):
     """A task of a workflow: its status, scenario and the fields its steps set."""
 
     id: str
@@ -100,11 +98,11 @@ class Task:
     payment_method: dict[str, Any] | None = None
     linked_account: str | None = None
     payment_method_given: bool = False
-    history: list[dict[str, Any]] = field(default_factory=list)
+    history: list[dict[str, Any]] = msgspec.field(default_factory=list)
     distribution: dict[str, Any] | None = None  # {type, amount}: the deposit's split
     on_complete: str = CONTINUE
     on_fail: str = CONTINUE
-    fields: dict[str, Any] = field(default_factory=dict)  # the request's (REQUEST_FIELDS)
+    fields: dict[str, Any] = msgspec.field(default_factory=dict)  # the request's (REQUEST_FIELDS)
     SPARSE: ClassVar[tuple[str, ...]] = ("fields",)  # a snapshot's, when given
 
     @property
@@ -143,8 +141,7 @@ class Task:
         return record
 
 
-@dataclass
-class Workflow:
+class Workflow(msgspec.Struct):
     """The tasks one POST /task/create made, run one after another."""
 
     id: str
@@ -153,7 +150,7 @@ class Workflow:
     finished: bool = False
     # Tasks not started yet: those after a task whose onComplete or onFail is `finish`,
     # started when it ends the way that goes on (TaskRequest.pending form).
-    pending: list[dict[str, Any]] = field(default_factory=list)
+    pending: list[dict[str, Any]] = msgspec.field(default_factory=list)
 
 
 class Distribution(Command, kw_only=True):
