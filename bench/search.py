@@ -29,7 +29,9 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+
+from msgspec.structs import replace
 
 from payroll_sandbox.catalog import company_from_fixture, generate_companies
 from payroll_sandbox.domain.companies import (DISABLED, FRANCHISE_PARENT, Catalog, Company,

@@ -10,23 +10,18 @@ the bounds on what a tenant keeps, and the seed.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import date
 from typing import Any, Protocol
 
 import msgspec
 
-from ..loadcache import set_attributes
 from .companies import Catalog
 from .states import Scenario
 
 
 
-@dataclass(frozen=True)
-class ServiceProfile:
+class ServiceProfile(msgspec.Struct, frozen=True):
     """The service's names (vendor, aggregator, SDK prefix) and its products' scopes."""
-
-    __setstate__ = set_attributes  # read back from the start-up cache
 
     vendor: str
     aggregator: str

@@ -18,8 +18,8 @@ import heapq
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 
+import msgspec
 from rapidfuzz import fuzz, process
 from rapidfuzz.utils import default_process
 
@@ -50,8 +50,7 @@ FUZZY_CACHE = 512  # queries whose fuzzy matches an index keeps (per index; leas
 PRODUCT_AND_PRODUCTS = "Send either `product` or `products`, not both."
 
 
-@dataclass(slots=True)  # not frozen: made for every search, and a frozen __init__ is slow
-class SearchQuery:
+class SearchQuery(msgspec.Struct):
     """A company search: its text, filters and limit (POST /company/search)."""
 
     query: str

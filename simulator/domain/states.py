@@ -7,10 +7,10 @@ tasks only along them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from ..loadcache import set_attributes
+import msgspec
+
 
 # What a scenario drives, and the statuses its steps may set (schemas/scenarios.py).
 SCENARIO_KINDS = ("task", "processor-link")
@@ -86,11 +86,8 @@ DAYS_REQUESTED = {"type": "integer", "minimum": 1, "maximum": 730}
 
 # -- scenarios: a task's or a processor link's steps in time (scenarios/loader.py reads them)
 
-@dataclass(frozen=True)
-class Step:
+class Step(msgspec.Struct, frozen=True):
     """One step of a scenario: when it fires and what it changes."""
-
-    __setstate__ = set_attributes  # read back from the start-up cache
 
     at: float           # seconds after the task was created
     changes: dict[str, Any]
@@ -99,11 +96,8 @@ class Step:
         return self.changes.get(name, default)
 
 
-@dataclass(frozen=True)
-class Scenario:
+class Scenario(msgspec.Struct, frozen=True):
     """A checked scenario file: its kind, steps and the products it fits."""
-
-    __setstate__ = set_attributes  # read back from the start-up cache
 
     name: str
     description: str

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from msgspec.structs import replace
 
 from ..domain.states import (FAILED, FINAL, PROCESSING, QUEUED, Scenario, Step,
                              transition_error)
