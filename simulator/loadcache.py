@@ -66,10 +66,10 @@ def cached(inputs: Iterable[tuple[str, Path]], settings_key: tuple, build: Calla
 
 
 def set_attributes(instance: object, state: dict) -> None:
-    """`__setstate__` of what a cached load holds: the attributes back one at a time, as
-    __init__ sets them (object.__setattr__: frozen dataclasses too). Their values stay
-    inline; pickle's default, a filled-in __dict__, made every attribute read slower (a
-    search, 3%)."""
+    """`__setstate__` of a cached load's plain classes (the catalog, the search index): the
+    attributes back one at a time, as __init__ sets them. Their values stay inline;
+    pickle's default, a filled-in __dict__, made every attribute read slower (a search,
+    3%). The structs it holds pickle as they are."""
     for name, value in state.items():
         object.__setattr__(instance, name, value)
 

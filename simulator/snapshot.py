@@ -8,7 +8,7 @@ their keys) in one file: restored at start, saved on shutdown and periodically, 
 atomically.
 
 Nothing is pickled, and this module describes no record: each part of the tenant saves and
-loads itself (domain/stored.py), its records declared once next to their dataclasses, and
+loads itself (domain/stored.py), its records declared once next to their structs, and
 its scheduled jobs as data (domain/timeline.py ACTION_KINDS). Here are the document's
 header, the order of the parts, the migrations of older versions, the reading of a body
 and the state file. The seeded generators' states and the counters travel with it: a

@@ -65,7 +65,7 @@ Probability = of(float, "Fire on this share of the matching requests, drawn from
                  "tenant's seeded generator (default 1).", ge=0, le=1)
 
 
-class Fault(View, kw_only=True):
+class OperationFault(View, kw_only=True):
     # A rule's operation and its fault (the request's, the answer's and the journal's).
     method: Method
     path: OperationPath
@@ -75,7 +75,7 @@ class Fault(View, kw_only=True):
     reset: Maybe[Reset] = UNSET
 
 
-class RuleRequest(Fault, kw_only=True, forbid_unknown_fields=True):
+class RuleRequest(OperationFault, kw_only=True, forbid_unknown_fields=True):
     """One rule of the request body: an operation and exactly one fault."""
 
     __schema_extra__ = {"oneOf": [{"required": [kind]} for kind in KINDS],
@@ -92,7 +92,7 @@ class FaultsRequest(Command, kw_only=True):
               max_length=MAX_RULES)
 
 
-class RuleView(Fault, kw_only=True):
+class RuleView(OperationFault, kw_only=True):
     """A rule as the API writes it (FaultRule.record)."""
 
     count: of(int, "Fires it may make (null: no limit).", ge=1) | None

@@ -63,7 +63,7 @@ UNKNOWN_LINKED_ACCOUNT = "No linked account has the id {account_id!r}."
 UNKNOWN_STATEMENT = "No pay statement has the id {statement_id!r}."
 
 
-class LinkedAccount(msgspec.Struct, weakref=True):
+class LinkedAccount(msgspec.Struct, weakref=True):  # weakref: a deleted tenant's are followed
     """An account a finished task linked: the employer, its records and their refreshes."""
 
     id: str

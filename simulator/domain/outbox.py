@@ -92,7 +92,7 @@ class Answer(msgspec.Struct, frozen=True):
     latency_ms: float | None = None
 
 
-class Delivery(msgspec.Struct, weakref=True):
+class Delivery(msgspec.Struct, weakref=True):  # weakref: a deleted tenant's are followed
     """One event on its way to one endpoint: its attempts and its state."""
 
     event_id: str

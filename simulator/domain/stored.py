@@ -97,7 +97,7 @@ class LoadError(Exception):
         self.problems = [(path, message), *more]
 
 
-# -- records: a dataclass as a JSON object ----------------------------------------------------
+# -- records: a struct as a JSON object --------------------------------------------------------
 
 _JSON = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null"}
 _SEQUENCES: dict[Any, type] = {list: list, tuple: tuple, set: set, frozenset: frozenset}

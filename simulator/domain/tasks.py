@@ -68,7 +68,7 @@ MANUAL_DEPOSITS_ONLY = ("Company {name!r} has no programmatic authentication for
                         "hosted flow shows them manual instructions.")
 
 
-class Task(msgspec.Struct, weakref=True):
+class Task(msgspec.Struct, weakref=True):  # weakref: a deleted tenant's are followed
     """A task of a workflow: its status, scenario and the fields its steps set."""
 
     id: str
@@ -1021,17 +1021,14 @@ class TaskFile(msgspec.Struct, frozen=True):
 
 
 @action_kind("task-step")
-class _StepAction:
-    """A scheduled step (a small object rather than a closure: cheap at 10,000s of tasks;
-    slotted, not a frozen dataclass, whose __init__ cost a task creation 3 setattr calls
-    per step)."""
+class _StepAction(msgspec.Struct, eq=False):
+    """A scheduled step (a small object rather than a closure: cheap at 10,000s of tasks)."""
 
-    __slots__ = ("tasks", "task", "step")
-
-    def __init__(self, tasks: Callable[[], Tasks], task: Task, step: Step) -> None:
-        # The part, found when the step runs: a restored step is rebuilt before the
-        # restored tenant has its new Tasks, so it finds them through the tenant.
-        self.tasks, self.task, self.step = tasks, task, step
+    # The part, found when the step runs: a restored step is rebuilt before the restored
+    # tenant has its new Tasks, so it finds them through the tenant.
+    tasks: Callable[[], Tasks]
+    task: Task
+    step: Step
 
     # In a snapshot a step is a scenario cursor: the task, its scenario, the step's place.
     class Stored(Command, kw_only=True):
