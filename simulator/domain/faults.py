@@ -21,7 +21,7 @@ from typing import Any
 import msgspec
 
 from ..errors import ApiError, ValidationFailed, field_detail
-from .shapes import UNSET, Command, Maybe, View, choice, of, schema_of
+from .shapes import UNSET, Command, Maybe, View, choice, of, raw, schema_of
 from .stored import (COUNT, RANDOM_STATE, LoadError, Record, Sections, checked_random_state, obj,
                      random_state as random_state_of)
 
@@ -60,7 +60,8 @@ RetryAfter = of(int, "With `status`: the `retry-after` header, in seconds.", ge=
                 le=MAX_RETRY_AFTER)
 LatencyMs = of(int, "Wait this many wall milliseconds, then answer as usual.", ge=1,
                le=MAX_LATENCY_MS)
-Reset = choice(True, description="Close the connection without an answer.")
+# A const (msgspec below 0.19 takes no Literal[True]).
+Reset = raw({"const": True, "description": "Close the connection without an answer."})
 Probability = of(float, "Fire on this share of the matching requests, drawn from the "
                  "tenant's seeded generator (default 1).", ge=0, le=1)
 
