@@ -205,9 +205,6 @@ class Outbox:
         """An attempt is queued or in flight (its answer may still schedule a retry)."""
         return bool(self.queue or self.in_flight)
 
-    def endpoints_for(self, event_type: str) -> list[str]:
-        return list(self.targets_for(event_type))
-
     def targets_for(self, event_type: str) -> dict[str, str | None]:
         """URL -> the signing secret's id (None: the API secret) of every endpoint the
         event type goes to; a URL registered twice gets one delivery (the first's)."""

@@ -25,7 +25,7 @@ from ..errors import (ApiError, CredentialsRefused, InvalidCompanyId, InvalidCon
 from ..pdf import text_pdf
 from ..validate import parse_time, strict_json
 from .companies import Company, CompanyDirectory, ManualDepositRule
-from .flow_words import ENGLISH, flow_language, flow_words
+from .flow_words import ENGLISH, flow_words
 from .search import company_filter
 from .states import PROCESSING
 from .tasks import HAPPY_PATH, CreateTask, Task, Workflow
@@ -292,16 +292,6 @@ def user_messages(language: str = ENGLISH) -> dict[str, Any]:
     if words:
         messages["words"] = words
     return messages
-
-
-def page_language(encoded: str) -> str:
-    """The language of the page for /initialize/{encoded}: the configuration's, even when
-    another of its fields is wrong (its error screen is then in that language); English when
-    it cannot be decoded at all."""
-    try:
-        return flow_language(decode_config(encoded))
-    except ApiError:
-        return ENGLISH
 
 
 # -- configuration and session --------------------------------------------------------------

@@ -9,7 +9,7 @@ from aiohttp import web
 
 from ..domain import sdk
 from ..domain.companies import full_record, search_record
-from ..domain.flow_words import flow_page
+from ..domain.flow_words import flow_language, flow_page
 from ..errors import ApiError, CompanyNotFound, InvalidConfig, LinkedAccountNotYours, field_detail
 from ..domain.shapes import UNSET, Command, Maybe, View, of, raw, schema_of
 from ..schemas.api import (SdkConfig, SdkMfaChallenge, TaskCreated, TaskRecord,
@@ -81,7 +81,7 @@ async def initialize(params, sandbox) -> web.Response:
         bootstrap["error"] = {"code": error.code, "message": error.message}
         status = error.status
     # The config's language even when another field is wrong (its error screen speaks it).
-    language = sdk.flow_language(config)
+    language = flow_language(config)
     bootstrap["messages"] = sdk.user_messages(language)
     # Inside <script type="application/json">: nothing may close the element.
     embedded = json.dumps(bootstrap, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
