@@ -9,11 +9,13 @@ files use is checked against jsonschema on seeded random documents near its edge
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
 from jsonschema import Draft202012Validator
 
+import payroll_sandbox.app  # noqa: F401  (every module that declares a struct)
 from payroll_sandbox.domain.shapes import View, schema_of
 from payroll_sandbox.schemas import api, fixtures, scenarios
 from payroll_sandbox.validate import _validity, schema_errors
@@ -78,13 +80,33 @@ def sample(schema, rng: random.Random, depth: int = 0):
     return rng.choice(ODD_VALUES)
 
 
+def _structs(base: type) -> list[type]:
+    found = []
+    for struct in base.__subclasses__():
+        found += [struct, *_structs(struct)]
+    return found
+
+
 def named_schemas():
     for module in (api, fixtures, scenarios):
         for name, value in vars(module).items():
             if name.isupper() and isinstance(value, dict) and ("type" in value or "enum" in value):
                 yield pytest.param(value, id=f"{module.__name__.rsplit('.', 1)[-1]}.{name}")
-            elif isinstance(value, type) and issubclass(value, View) and value.__module__ == api.__name__:
-                yield pytest.param(schema_of(value), id=f"api.{name}")  # a struct's, derived
+    # Every struct of the app (each module that declares one is imported with it), derived;
+    # not the answers that name the document's own components (valid only inside it).
+    seen = set()
+    for struct in _structs(View):
+        if struct in seen or not struct.__module__.startswith("payroll_sandbox."):
+            continue
+        seen.add(struct)
+        schema = schema_of(struct)
+        if "#/components/" not in json.dumps(schema):
+            yield pytest.param(schema, id=f"{struct.__module__.rsplit('.', 1)[-1]}."
+                                          f"{struct.__qualname__}")
+    # And the bodies as /openapi.json shows them, with the rules their operations add.
+    for struct in (api.SearchRequest, api.TaskCreateRequest, api.WebhookEndpointsRequest,
+                   api.WebhookEndpointRequest):
+        yield pytest.param(api.published(struct), id=f"published.{struct.__name__}")
 
 
 EDGE_SCHEMAS = [
