@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 
 import pytest
+from aiohttp.test_utils import TestClient, TestServer
 from calls import run_until_idle
 from conftest import FEDEX, WALMART
 from test_flow_look_browser import axe_blocking
@@ -27,10 +28,12 @@ from test_sdk_browser import (FLOW, events, host_url, on_screen, open_flow, page
                               receiver, sandbox, shot, sign_in, started_task, token_of,
                               wait_for_event)
 
+from payroll_sandbox.app import create_app
 from payroll_sandbox.domain import sdk
 from payroll_sandbox.domain.flow_words import (ENGLISH, LANGUAGES, SPANISH, flow_language,
                                                flow_page)
 from payroll_sandbox.schemas.api import SDK_LANGUAGES
+from payroll_sandbox.settings import Settings
 from payroll_sandbox.static import static_text
 
 STATIC = Path(sdk.__file__).resolve().parent.parent / "static"
@@ -405,15 +408,20 @@ def test_spanish_flow_page_is_translated_before_the_first_paint():
     assert "<title>Conecta tu nómina</title>" in page_es
 
 
-def test_spanish_page_language_follows_the_configuration_and_english_is_the_default():
+async def test_spanish_page_language_follows_the_configuration_and_english_is_the_default():
     def encoded(config) -> str:
         return base64.b64encode(json.dumps(config).encode()).decode()
 
-    assert sdk.page_language(encoded({"language": "es"})) == "es"
-    assert sdk.page_language(encoded({"language": "es", "tasks": 5})) == "es"  # errs in Spanish
-    assert sdk.page_language(encoded({"language": "fr"})) == "en"
-    assert sdk.page_language(encoded({})) == "en"
-    assert sdk.page_language("not*base64") == "en"
+    async with TestClient(TestServer(create_app(Settings()))) as client:
+        async def language(config: str) -> str:
+            page = await (await client.get(f"/initialize/{config}")).text()
+            return re.search(r'<html lang="(\w+)">', page).group(1)
+
+        assert await language(encoded({"language": "es"})) == "es"
+        assert await language(encoded({"language": "es", "tasks": 5})) == "es"  # errs in Spanish
+        assert await language(encoded({"language": "fr"})) == "en"
+        assert await language(encoded({})) == "en"
+        assert await language("not*base64") == "en"
     assert flow_language(None) == flow_language({"language": ["es"]}) == "en"
 
 
