@@ -36,7 +36,7 @@ from .states import COMPLETED, FAILED
 from .rules import Rules
 from .parts import Held, TenantSettings
 from .pay_calendar import Profile, day
-from .shapes import UNSET, Command, Maybe, choice, of, schema_of
+from .shapes import UNSET, Command, Maybe, of, schema_of
 from .stored import Record, Sections, array, unique
 from .timeline import Timeline, action_kind
 
@@ -656,7 +656,6 @@ class _PushRefresh(msgspec.Struct, frozen=True):
     interval: float
 
     class Stored(Command, kw_only=True):
-        kind: choice("push-refresh")
         account: str
         interval: of(float, gt=0)
 
@@ -671,7 +670,7 @@ class _PushRefresh(msgspec.Struct, frozen=True):
                                    owner=account.id)
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": "push-refresh", "account": self.account.id, "interval": self.interval}
+        return {"account": self.account.id, "interval": self.interval}
 
     @classmethod
     def rebuild(cls, data: dict[str, Any], context: Any) -> _PushRefresh:
@@ -687,14 +686,13 @@ class _PiiDeletion(msgspec.Struct, frozen=True):
     identifier: str
 
     class Stored(Command, kw_only=True):
-        kind: choice("pii-deletion")
         identifier: str
 
     def __call__(self) -> None:
         self.accounts().delete_pii(self.identifier)
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": "pii-deletion", "identifier": self.identifier}
+        return {"identifier": self.identifier}
 
     @classmethod
     def rebuild(cls, data: dict[str, Any], context: Any) -> _PiiDeletion:

@@ -25,7 +25,7 @@ from ..clock import Clock, isoformat
 from ..errors import Conflict, NotFound, ValidationFailed, field_detail
 from .changes import EVENT, Changes
 from .events import Event
-from .shapes import Command, choice, of
+from .shapes import Command, of
 from .stored import (COUNT, PROBABILITY, RANDOM_STATE, STRING, STRINGS, LoadError, Record,
                      Sections, array, checked_random_state, obj, random_state)
 from .timeline import Timeline, action_kind
@@ -588,7 +588,6 @@ class _AttemptAction(msgspec.Struct, frozen=True):
 
     # In a snapshot: the delivery, by its event and its number among the event's deliveries.
     class Stored(Command, kw_only=True):
-        kind: choice("webhook-attempt")
         event: str
         delivery: of(int, ge=1)
 
@@ -596,7 +595,7 @@ class _AttemptAction(msgspec.Struct, frozen=True):
         self.outbox().start_attempt(self.delivery, self.event)
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": "webhook-attempt", "event": self.event.id, "delivery": self.delivery.number}
+        return {"event": self.event.id, "delivery": self.delivery.number}
 
     @classmethod
     def rebuild(cls, data: dict[str, Any], context: Any) -> _AttemptAction:
@@ -611,13 +610,13 @@ class _ReleaseHeld(msgspec.Struct, frozen=True):
     outbox: Callable[[], Outbox]  # as _AttemptAction's
 
     class Stored(Command, kw_only=True):
-        kind: choice("release-held")
+        pass  # nothing: the outbox's held deliveries are its own
 
     def __call__(self) -> None:
         self.outbox().release_held()
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": "release-held"}
+        return {}
 
     @classmethod
     def rebuild(cls, data: dict[str, Any], context: Any) -> _ReleaseHeld:

@@ -444,7 +444,6 @@ class _StageChanges(View, kw_only=True):
 
 
 class _StoredStage(Command, kw_only=True):
-    kind: choice("processor-link-stage")
     link: str
     changes: _StageChanges
 
@@ -471,7 +470,7 @@ class _Stage(msgspec.Struct, frozen=True):
         self.links().fail_broken(self.link)
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": "processor-link-stage", "link": self.link.id, "changes": self.changes}
+        return {"link": self.link.id, "changes": self.changes}
 
     @classmethod
     def rebuild(cls, data: dict[str, Any], context: Any) -> _Stage:

@@ -1032,7 +1032,6 @@ class _StepAction(msgspec.Struct, eq=False):
 
     # In a snapshot a step is a scenario cursor: the task, its scenario, the step's place.
     class Stored(Command, kw_only=True):
-        kind: choice("task-step")
         task: str
         scenario: str
         step: of(int, ge=0)
@@ -1050,7 +1049,7 @@ class _StepAction(msgspec.Struct, eq=False):
     def describe(self) -> dict[str, Any]:
         steps = self.tasks().scenarios[self.task.scenario].steps
         index = next((n for n, step in enumerate(steps) if step is self.step), None)
-        return {"kind": "task-step", "task": self.task.id, "scenario": self.task.scenario,
+        return {"task": self.task.id, "scenario": self.task.scenario,
                 "step": steps.index(self.step) if index is None else index}
 
     @classmethod

@@ -25,7 +25,8 @@ ACTION_KINDS: dict[str, type] = {}
 
 def action_kind(kind: str) -> Callable[[type], type]:
     """Class decorator: registers a kind of scheduled action under `kind`. The class says
-    how a snapshot keeps it: its struct `Stored`, `describe()` and `rebuild(data, context)`."""
+    how a snapshot keeps it, besides its kind (the timeline writes and reads that): its
+    struct `Stored`, `describe()` and `rebuild(data, context)`."""
 
     def register(cls: type) -> type:
         if ACTION_KINDS.get(kind, cls) is not cls:
@@ -73,7 +74,8 @@ class Job:
         """The job as data (snapshots): when, in which order, and what, as its action
         describes itself (an action without `describe` is not of a registered kind)."""
         return {"due": self.due, "sequence": self.sequence, "background": self.background,
-                "owner": self.owner, "label": self._label, "action": self.action.describe()}
+                "owner": self.owner, "label": self._label,
+                "action": {"kind": self.action.kind, **self.action.describe()}}
 
 
 class Timeline:
@@ -195,8 +197,9 @@ class Timeline:
         problems = []
         for number, raw in enumerate(document["jobs"]):
             kind = ACTION_KINDS[raw["action"]["kind"]]
+            rest = {name: value for name, value in raw["action"].items() if name != "kind"}
             problems += [(f"$.jobs[{number}].action{path[1:]}", message) for path, message
-                         in schema_errors(raw["action"], schema_of(kind.Stored))]
+                         in schema_errors(rest, schema_of(kind.Stored))]
         if problems:
             raise LoadError(*problems[0], problems[1:])
         next_sequence = document["counters"]["nextJobSequence"]
