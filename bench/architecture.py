@@ -75,7 +75,7 @@ SNAPSHOT_WORDS = ("snapshot", "persist")
 # which stay hand-written: the payment method and the step fields are parts of a scenario
 # file, written once for it and for the API.
 PROJECT_FILE_SCHEMAS = ("simulator/schemas/fixtures.py", "simulator/schemas/scenarios.py",
-                        "simulator/domain/payment_methods.py", "simulator/domain/task_fields.py",
+                        "simulator/domain/states.py",
                         "simulator/domain/data_profiles.py")
 
 # The default fixture account (fixtures: acme) and a task of the happy-path scenario: its

@@ -1,4 +1,4 @@
-"""A task field a create request gives is one entry of REQUEST_FIELDS (domain/task_fields.py):
+"""A task field a create request gives is one entry of REQUEST_FIELDS (domain/states.py):
 the request schema takes it (at the top or per task), GET /task/{taskId} shows it, a
 snapshot keeps it and every event of the task carries it. No such field is needed today,
 so each test adds one before the app is imported, in a process of its own, and drives the
@@ -13,8 +13,8 @@ import textwrap
 
 SCRIPT = textwrap.dedent('''
     import asyncio, json
-    from payroll_sandbox.domain import task_fields
-    task_fields.REQUEST_FIELDS["costCenter"] = task_fields.RequestField(
+    from payroll_sandbox.domain import states
+    states.REQUEST_FIELDS["costCenter"] = states.TaskField(
         {"type": "string", "minLength": 1, "maxLength": 20}, "The customer's cost center.")
 
     from aiohttp.test_utils import TestClient, TestServer

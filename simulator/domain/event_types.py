@@ -24,10 +24,9 @@ from ..dates import date_time_field
 from .companies import CompanySummary
 from .data_records import payroll_day
 from .identity import UserView
-from .payment_methods import WRITTEN_PAYMENT_METHOD
 from .shapes import UNSET, Maybe, View, choice, field, of, raw, schema_of
-from .states import AUTHENTICATION_METHODS, CHANGED_FIELDS, FAILURE_REASONS, UPDATE_TYPES
-from .task_fields import request_field_schemas, step_field_schemas
+from .states import (AUTHENTICATION_METHODS, CHANGED_FIELDS, FAILURE_REASONS, REQUEST_FIELDS,
+                     STEP_FIELDS, UPDATE_TYPES, WRITTEN_PAYMENT_METHOD, field_schemas)
 
 
 
@@ -135,7 +134,7 @@ def _task_fields() -> dict[str, Any]:
                                                 "Any other task's: null."},
         "company": schema_of(CompanySummary),
         "metadata": {"type": "object"},
-        **request_field_schemas(),  # given by the task's create request (task_fields.py)
+        **field_schemas(REQUEST_FIELDS),  # given by the task's create request (states.py)
     }
 Id = of(str, min_length=1)
 Status = choice("queued", "processing", "completed", "failed")
@@ -155,7 +154,7 @@ class TaskStatusUpdated(View, kw_only=True):
                    "then": {"required": ["reason"]}},
                   {"if": {"properties": {"previousStatus": {"const": "queued"}}},
                    "then": {"properties": {"status": {"const": "failed"}}}}],
-        "properties": step_field_schemas()}  # flow, meta, ... (domain/task_fields.py)
+        "properties": field_schemas(STEP_FIELDS)}  # flow, meta, ... (domain/states.py)
 
     previous_status: choice("queued", "processing")
     status: choice("completed", "failed")

@@ -16,7 +16,7 @@ import msgspec
 
 from ..clock import Clock, isoformat
 from ..errors import NotFound, UserLimitReached, UserNotFound, ValidationFailed, field_detail
-from .payment_methods import PAYMENT_METHOD
+from .states import PAYMENT_METHOD
 from .shapes import UNSET, Command, Maybe, View, field, of, raw, schema_of
 from .stored import (COUNT, RANDOM_STATE, STRING, LoadError, Record, Sections, array,
                      checked_random_state, obj, random_state, unique)

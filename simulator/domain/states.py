@@ -11,6 +11,9 @@ from typing import Any
 
 import msgspec
 
+from ..clock import written_time
+from ..dates import date_time_field
+
 
 # What a scenario drives, and the statuses its steps may set (schemas/scenarios.py).
 SCENARIO_KINDS = ("task", "processor-link")
@@ -78,6 +81,93 @@ def transition_error(current: str, new: str, *, patch: bool) -> str | None:
                 f"(failed -> completed) may follow")
     allowed = ", ".join(sorted(TASK_TRANSITIONS[current]))
     return f"illegal transition {current} -> {new}: from {current} only {allowed}"
+
+
+# -- the task fields a step sets or a create request gives, and the payment method they name
+
+# A payment method (spec: Payment method object), as requests, scenario files and PUT /user
+# give it and as answers and events write it.
+PAYMENT_METHOD = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["type", "_id", "title"],
+    "properties": {
+        "type": {"enum": list(PAYMENT_METHOD_TYPES)},
+        "_id": {"type": "string", "minLength": 1},
+        "title": {"type": "string"},
+        "expiry": {"type": "string", "format": "date-time",
+                   "description": "Card expiry: any ISO 8601 date-time with a zone; answers "
+                                  "and events write it 2020-06-30T12:00:00.000Z."},
+        "brand": {"type": "string"},
+        "lastFour": {"type": "string", "pattern": r"^[0-9]{4}$"},
+        "accountNumber": {"type": "string", "pattern": r"^[0-9]{4}$"},
+        "routingNumber": {"type": "string", "pattern": r"^[0-9]{9}$"},
+        "accountType": {"enum": ["checking", "savings"]},
+        "cardStatus": {"enum": ["frozen"]},
+        "externalId": {"type": "string"},
+    },
+}
+# A payment method as answers and events write it: its expiry in the one date-time form.
+WRITTEN_PAYMENT_METHOD = {**PAYMENT_METHOD, "properties": {
+    **PAYMENT_METHOD["properties"],
+    "expiry": date_time_field("Card expiry (spec: Payment method object)."),
+}}
+
+
+def written_payment_method(method: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A payment method as answers and events write it: its `expiry`, given in any ISO 8601
+    form (a request, a scenario file, PUT /user), in the one date-time form."""
+    if method is None or not isinstance(method.get("expiry"), str):
+        return method
+    return {**method, "expiry": written_time(method["expiry"])}
+
+
+class TaskField(msgspec.Struct, frozen=True):
+    """A task field declared once (STEP_FIELDS, REQUEST_FIELDS): its JSON Schema, what it is,
+    and for a step's field whether only a failure's event carries it."""
+
+    schema: dict[str, Any]
+    description: str = ""
+    on_failure_only: bool = False
+
+
+MANAGED_BY = {"type": "object", "additionalProperties": False, "required": ["companyId", "name"],
+              "properties": {"companyId": {"type": "string"}, "name": {"type": "string"}}}
+
+# Data only the app holds (real-service-facts 14: a data request {taskId, fields}).
+DATA_REQUEST = {"type": "object", "additionalProperties": False, "required": ["fields"],
+                "properties": {"fields": {"type": "array", "minItems": 1, "uniqueItems": True,
+                                          "items": {"enum": ["card", "bankAccount"]}}}}
+
+# The fields a scenario step sets and the task's events carry. An entry (and the Task
+# attribute of the same name) is all such a field takes: the scenario files' schema lets a
+# step set it, the engine copies it onto the task, GET /task/{taskId} and
+# task-status-updated show it, and snapshots keep it.
+STEP_FIELDS: dict[str, TaskField] = {
+    "flow": TaskField({"enum": list(FLOWS)},
+                      "The hosted flow's kind of work (spec: Task, flow)."),
+    "meta": TaskField({"type": "object", "additionalProperties": False,
+                       "properties": {"managedBy": MANAGED_BY, "dataRequest": DATA_REQUEST}},
+                      "Why a task failed, e.g. the partner that manages the account (spec: "
+                      "task-status-updated, meta); `dataRequest`: data the task needs from the "
+                      "app (the SDK's onDataRequest).", on_failure_only=True),
+}
+
+# The fields a create request gives (at the top, or in one of `tasks`), which GET
+# /task/{taskId} shows, snapshots keep and every event of the task carries as given
+# (Task.fields). An entry is all such a field takes: none is needed today.
+REQUEST_FIELDS: dict[str, TaskField] = {}
+
+
+def field_schemas(fields: dict[str, TaskField]) -> dict[str, dict[str, Any]]:
+    """Each field's JSON Schema, with its description."""
+    return {name: {**field.schema, "description": field.description} if field.description
+            else field.schema for name, field in fields.items()}
+
+
+def given_fields(body: dict[str, Any]) -> dict[str, Any]:
+    """The request fields a body (or one of its `tasks`) gives."""
+    return {name: body[name] for name in REQUEST_FIELDS if name in body}
 
 # transactions.days_requested of a link token, as POST /_sandbox/{aggregator}/processor-token
 # takes it and a snapshot may hold it (a huge one restored made a link's job raise).

@@ -31,14 +31,13 @@ from .event_types import (PAY_LINK_ACCOUNTS_UPDATED, TASK_AUTHENTICATION_STATUS_
 from .linked_accounts import USER_LINK_PRODUCTS
 from .parts import Held, TenantSettings
 from .pay_link import PAY_LINK
-from .payment_methods import PAYMENT_METHOD, written_payment_method
 from .rules import Rules
 from .search import SearchQuery, normalize, search_companies
 from .shapes import UNSET, Command, Maybe, choice, of, raw, schema_of
-from .states import (COMPLETED, FAILED, FINAL, PROCESSING, QUEUED, Scenario, Step,
-                     emits_status_update, transition_error)
+from .states import (COMPLETED, FAILED, FINAL, PAYMENT_METHOD, PROCESSING, QUEUED, REQUEST_FIELDS,
+                     STEP_FIELDS, Scenario, Step, emits_status_update, field_schemas,
+                     given_fields, transition_error, written_payment_method)
 from .stored import COUNT, STRING, STRINGS, TIME, LoadError, Record, Sections, array, obj, unique
-from .task_fields import STEP_FIELDS, given_fields, request_field_schemas
 from .timeline import Timeline, action_kind
 
 HAPPY_PATH = "happy-path"
@@ -171,7 +170,7 @@ class Distribution(Command, kw_only=True):
 class PendingTask(Command, kw_only=True):
     """A task a workflow holds until the one before it ends (TaskRequest.pending)."""
 
-    __schema_extra__ = {"properties": request_field_schemas()}
+    __schema_extra__ = {"properties": field_schemas(REQUEST_FIELDS)}
 
     product: of(str, min_length=1)
     metadata: Maybe[dict[str, Any] | None] = UNSET
@@ -191,7 +190,7 @@ STORED_TASK = Record(Task, shapes=lambda: {
     "distribution": schema_of(Distribution | None),
     "onComplete": {"enum": [CONTINUE, FINISH]}, "onFail": {"enum": [CONTINUE, FINISH]},
     "fields": {**schema_of(dict[str, Any]), "additionalProperties": False,
-               "properties": request_field_schemas()}})
+               "properties": field_schemas(REQUEST_FIELDS)}})
 STORED_WORKFLOW = Record(Workflow, shapes=lambda: {"pending": schema_of(list[PendingTask])})
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import Conflict, field_detail
-from .payment_methods import written_payment_method
+from .states import written_payment_method
 from .tenants import Tenant
 
 # Why continuous access ended, as linked-account-disconnected says it: its published reasons

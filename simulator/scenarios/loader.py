@@ -21,9 +21,8 @@ from typing import Any
 from msgspec.structs import replace
 
 from ..domain.states import (FAILED, FINAL, PROCESSING, QUEUED, Scenario, Step,
-                             transition_error)
+                             transition_error, written_payment_method)
 from ..fixtures import ConfigError, load_yaml, validate_document
-from ..domain.payment_methods import written_payment_method
 from ..schemas.scenarios import SCENARIO_SCHEMA
 
 TASK_FIELDS = ("status", "patch", "authenticated", "reason", "meta", "flow", "product",

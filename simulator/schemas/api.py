@@ -13,11 +13,10 @@ from ..domain.companies import (COMPANY_STATUSES, SCOPES, Branding, CompanySumma
 from ..domain.data_profiles import PROFILE_SCHEMA
 from ..domain.identity import UserView
 from ..domain.tasks import CONTINUE, FINISH, Distribution
-from ..domain.payment_methods import PAYMENT_METHOD, WRITTEN_PAYMENT_METHOD
 from ..domain.shapes import UNSET, Command, Maybe, View, choice, field, of, raw, schema_of
 from ..domain.states import AUTHENTICATION_METHODS as TASK_AUTHENTICATION_METHODS
-from ..domain.states import DAYS_REQUESTED, DEEPLINK_STEPS, FAILURE_REASONS
-from ..domain.task_fields import request_field_schemas, step_field_schemas
+from ..domain.states import (DAYS_REQUESTED, DEEPLINK_STEPS, FAILURE_REASONS, PAYMENT_METHOD,
+                             REQUEST_FIELDS, STEP_FIELDS, WRITTEN_PAYMENT_METHOD, field_schemas)
 from ..dates import DATE_TIME, date_time_field
 from .fixtures import COMPANY_SCHEMA, CONTINUOUS_ACCESS, MANUAL_DEPOSITS
 
@@ -158,7 +157,7 @@ class TaskOptions(Command, kw_only=True):
 
 class TaskItem(TaskOptions, kw_only=True):
     __schema_extra__ = {"anyOf": [{"required": ["operation"]}, {"required": ["product"]}],
-                        "properties": request_field_schemas()}
+                        "properties": field_schemas(REQUEST_FIELDS)}
 
     operation: Maybe[Text] = UNSET
     product: Maybe[Text] = UNSET
@@ -177,7 +176,7 @@ class TaskCreateRequest(Command, kw_only=True):
     __schema_extra__ = {"not": {"anyOf": [
         {"required": ["product", "operation"]}, {"required": ["product", "tasks"]},
         {"required": ["operation", "tasks"]}, {"required": ["linkedAccount", "linkedAccountId"]}]},
-        "properties": request_field_schemas()}
+        "properties": field_schemas(REQUEST_FIELDS)}
 
     identifier: Maybe[of(str, "The user (with API keys); a public token names it itself.",
                          min_length=1, max_length=256, pattern=NO_CONTROL_CHARACTER)] = UNSET
@@ -554,7 +553,7 @@ class TaskTransition(View, kw_only=True):
     patch: Maybe[of(bool, "A correction of a final status (task-status-patched).")] = UNSET
     reason: Maybe[Reason] = UNSET
 
-_STEP_FIELDS = step_field_schemas()  # flow, meta, ... (domain/task_fields.py)
+_STEP_FIELDS = field_schemas(STEP_FIELDS)  # flow, meta, ... (domain/states.py)
 
 
 TaskScenario = of(str, "The scenario that drives it (`trigger`: a task made for POST "
@@ -566,7 +565,7 @@ class TaskUser(UserView, kw_only=True):
 
 
 class TaskFields(Command, kw_only=True):
-    __schema_extra__ = {"properties": request_field_schemas()}
+    __schema_extra__ = {"properties": field_schemas(REQUEST_FIELDS)}
 
     # A task's fields as GET /task/{taskId} shows them (domain/tasks.py: Task.record), but
     # `id` and `company`: the real Task (TaskDetails) takes its own.

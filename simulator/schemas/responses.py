@@ -18,9 +18,9 @@ from ..dates import DATE_TIME, calendar_day_field, date_time_field
 from ..domain.data_profiles import PROFILE_SCHEMA
 from ..domain.data_records import LinkedAccountRecord
 from ..domain.faults import FiredRule
-from ..domain.payment_methods import WRITTEN_PAYMENT_METHOD
 from ..domain.shapes import UNSET, Answer, Maybe, View, choice, field, of, raw, schema_of
-from ..domain.states import DEEPLINK_STEPS, SCENARIO_KINDS, STEP_STATUSES
+from ..domain.states import (DEEPLINK_STEPS, SCENARIO_KINDS, STEP_STATUSES,
+                             WRITTEN_PAYMENT_METHOD)
 from .api import (DELIVERY_STATES, CardTokenRecreationRequest, EndpointId, EndpointWrite,
                   ScenarioBindingRequest, TaskRecord, TaskStatus, WebhookFaultsRequest)
 from .fixtures import ENVIRONMENTS

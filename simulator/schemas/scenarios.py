@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from ..domain.payment_methods import PAYMENT_METHOD
 from ..domain.states import (AUTHENTICATION_METHODS, CHANGED_FIELDS, FAILURE_REASONS,
-                             SCENARIO_KINDS, STEP_STATUSES, UPDATE_TYPES)
-from ..domain.task_fields import step_field_schemas
+                             PAYMENT_METHOD, SCENARIO_KINDS, STEP_FIELDS, STEP_STATUSES,
+                             UPDATE_TYPES, field_schemas)
 
 ACCOUNT_UPDATE = {
     "type": "object",
@@ -42,7 +41,7 @@ STEP = {
                   "description": "A correction of a final status: task-status-patched."},
         "authenticated": {"type": "boolean"},
         "reason": {"enum": list(FAILURE_REASONS)},
-        **step_field_schemas(),  # flow, meta, ... (domain/task_fields.py)
+        **field_schemas(STEP_FIELDS),  # flow, meta, ... (domain/states.py)
         "product": {"type": "string", "minLength": 1,
                     "description": "Older files: the one product the scenario fits (as "
                                    "`products: [it]`). It does not change the task's product."},
