@@ -17,10 +17,9 @@ from .fixtures import ConfigError
 from .datagen import ProfileFactory
 from .domain.rules import Limits, Rules
 from .domain.tenants import TenantServices
-from .keys import SANDBOX, Sandbox
+from .keys import SANDBOX, HostPolicy, Sandbox
 from .loading import LoadedFixtures, load
 from .middleware import MAX_BODY_BYTES, edge_middleware
-from .security import HostPolicy
 from .routes import OPERATIONS, add_routes
 from .scheduler import RealTimer, Runner
 from .settings import Settings
@@ -92,7 +91,7 @@ def tenant_services(dispatcher: Dispatcher, timer: RealTimer | None = None) -> T
 
     def run(tenant: Any) -> Runner:
         runner = Runner(tenant, dispatcher.settle)
-        runner.stopping = lambda: dispatcher.closing
+        runner.stopping = dispatcher.stopping
         return runner
 
     return TenantServices(dispatcher=dispatcher, run=run, timer=timer)

@@ -1,9 +1,11 @@
 """Typed keys for application and request state, declared once, and the one object the
-app keeps: the sandbox's collaborators, which handlers receive as `sandbox`."""
+app keeps: the sandbox's collaborators, which handlers receive as `sandbox`, with the Host
+names it answers (SECURITY.md)."""
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 from typing import Any, TypeVar
 
 import msgspec
@@ -13,9 +15,67 @@ from .domain.registry import TenantRegistry
 from .domain.tenants import Tenant
 from .domain.faults import Target
 from .operations import Auth, Operation
-from .security import HostPolicy
 from .settings import Settings
 from .webhooks.dispatcher import Dispatcher
+
+
+# -- which Host names the app answers (SECURITY.md: DNS rebinding)
+
+LOOPBACK_NAMES = ("localhost",)
+WILDCARD = "*"
+
+
+class HostPolicy:
+    """The Host names a request may carry (a DNS-rebinding page carries its own name).
+
+    Always allowed: IP literals (rebinding needs a name) and localhost (`*.localhost`
+    resolves to loopback only). Besides those: `--allowed-host` names; `*` allows any.
+    Every request asks, so the answer for each Host header seen is kept (CACHE of them).
+    """
+
+    CACHE = 256
+
+    def __init__(self, names: frozenset[str], any_name: bool) -> None:
+        self.names = names
+        self.any_name = any_name
+        self._seen: dict[str, bool] = {}
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> HostPolicy:
+        names = {n.strip().lower().rstrip(".") for n in settings.allowed_hosts.split(",")}
+        names.discard("")
+        return cls(names=frozenset(names - {WILDCARD}), any_name=WILDCARD in names)
+
+    def allows(self, host_header: str | None) -> bool:
+        if self.any_name:
+            return True
+        if not host_header:
+            return False  # HTTP/1.1 requires one; a browser always sends it
+        known = self._seen.get(host_header)
+        if known is None:
+            known = self._judge(_host_name(host_header))
+            if len(self._seen) < self.CACHE:
+                self._seen[host_header] = known
+        return known
+
+    def _judge(self, name: str) -> bool:
+        if name in self.names or name in LOOPBACK_NAMES or name.endswith(".localhost"):
+            return True
+        try:
+            ipaddress.ip_address(name)
+        except ValueError:
+            return False
+        return True
+
+
+def _host_name(host_header: str) -> str:
+    """`Host: name:port` or `[v6]:port` -> the name, lower case, without a final dot."""
+    host = host_header.strip().lower()
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    if host.count(":") == 1:
+        host = host.partition(":")[0]
+    return host.rstrip(".")
 
 
 class Sandbox(msgspec.Struct):

@@ -20,7 +20,6 @@ from .logs import access_log, log_access
 from .redact import loggable_path
 from .render import render_error, wrong_method
 from .routes.pipeline import fixed_paths_meant
-from .security import NOSNIFF, page_headers
 
 
 error_log = logging.getLogger("payroll_sandbox.error")
@@ -28,6 +27,15 @@ error_log = logging.getLogger("payroll_sandbox.error")
 MAX_BODY_BYTES = 1024 * 1024  # DESIGN.md, Errors: 413 over 1 MiB
 BODY_TOO_LARGE = "The request body is larger than {limit} bytes."
 NO_ROUTE = "No route matches {method} {path}."
+
+# Every answer: a browser never guesses a type other than the one given.
+NOSNIFF = ("x-content-type-options", "nosniff")
+
+# The pages load only their own scripts, styles and data; company logos may come from
+# anywhere over http(s) or data: URLs.
+_PAGE_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+                "img-src 'self' data: https: http:; font-src 'self'; frame-src 'self'; "
+                "base-uri 'none'; form-action 'self'; frame-ancestors {ancestors}")
 NO_ROUTE_MEANT = "No route matches {method} {path}; the {method} paths of its shape are {meant}."
 INTERNAL = "The sandbox failed to handle this request; see its log."
 HOST_REFUSED = ("This server does not answer the host name {host!r}: start it with "
@@ -149,3 +157,13 @@ def _http_error(request: web.Request, error: web.HTTPException) -> tuple[ApiErro
 
 def _kebab(text: str) -> str:
     return "-".join(text.lower().split())
+
+
+def page_headers(frame_ancestors: str) -> dict[str, str]:
+    """The headers of an HTML page: its Content-Security-Policy, framed only by
+    `frame_ancestors` (`'none'` for the dashboard), and no Referer sent from it."""
+    headers = {"content-security-policy": _PAGE_POLICY.format(ancestors=frame_ancestors),
+               "referrer-policy": "no-referrer"}
+    if frame_ancestors == "'none'":
+        headers["x-frame-options"] = "DENY"  # for browsers without frame-ancestors
+    return headers

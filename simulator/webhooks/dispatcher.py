@@ -93,6 +93,10 @@ class Dispatcher:
     async def start(self) -> None:
         self._session = new_session(limit=CONNECTIONS, resolver=PolicyResolver(self.policy))
 
+    def stopping(self) -> bool:
+        """Whether the server is stopping: a tenant's runner then stops between two jobs."""
+        return self.closing
+
     async def stop(self, tenants: Any = ()) -> None:
         """Stop sending: attempts in flight get `self.grace` seconds to finish; the rest, and
         every delivery of `tenants` still waiting for a retry, are recorded as interrupted."""
