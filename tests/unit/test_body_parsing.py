@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from payroll_sandbox import validate
 from payroll_sandbox.errors import MalformedJson, ValidationFailed
 from payroll_sandbox.validate import FAST_BRACKETS, parse_json_body
 
@@ -17,6 +18,9 @@ BODIES = [
     b'{"big": 18446744073709551616}',               # past 64 bits: json's integer, not a float
     b'{"small": -9223372036854775809}',
     b'{"huge": 1e400}',                             # json's infinity
+    b'[18446744073709551616, 1]', b'{"a":\n18446744073709551616}', b'18446744073709551616',
+    b' -18446744073709551616',
+    b'{"company": "6410a0000000000000000001", "digits": "123456789012345678901234"}',
     b'\xef\xbb\xbf{"bom": 1}',                      # a UTF-8 byte order mark, as json reads it
     '{"text": "\u00e9\u2028\U0001f600"}'.encode(),
     b'{"nested": ' + b"[" * (FAST_BRACKETS + 5) + b"]" * (FAST_BRACKETS + 5) + b"}",
@@ -29,6 +33,18 @@ def test_a_body_reads_as_json_reads_it(raw):
     document = parse_json_body(raw, None)
     assert document == expected
     assert json.dumps(document) == json.dumps(expected)  # the same types (int stays int)
+
+
+@pytest.mark.parametrize("raw, fast", [
+    (b'{"company": "6410a0000000000000000001"}', True),   # 19 digits in a string: no number
+    (b'{"id": "12345678901234567890123"}', True),
+    (b'{"big": 12345678901234567890}', False),            # json keeps the integer
+    (b'[1,12345678901234567890]', False), (b'{"a":-12345678901234567890}', False),
+    (b'{"a": 1.12345678901234567890}', True),             # a float either way
+    (b' 12345678901234567890', False), (b'-12345678901234567890', False),
+])
+def test_only_a_long_number_takes_the_slow_parser(raw, fast):
+    assert (validate._fast_loads(raw) is not validate._SLOW) is fast
 
 
 @pytest.mark.parametrize("raw, refused", [
