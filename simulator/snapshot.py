@@ -151,9 +151,9 @@ class Fault(Exception):
 
 class Part(msgspec.Struct, frozen=True):
     """One part of a tenant as a snapshot keeps it: its sections (their schema, made when
-    first needed), how it
-    writes them, how it loads them from a checked document (off the event loop, touching
-    nothing) and how it restores what it loaded into the fresh tenant (on the loop)."""
+    first needed), how it writes them, how it loads them from a checked document (off the
+    event loop, touching nothing) and how it restores what it loaded into the fresh
+    tenant (on the loop)."""
 
     sections: Callable[[], Sections]
     dump: Callable[[Tenant], dict[str, Any]]
@@ -218,6 +218,8 @@ def snapshot_schema() -> dict[str, Any]:
                "takenAt": {**STRING, "description": "The tenant's virtual time (informative)."},
                **_sections(optional=False)}, _sections(optional=True)),
     }
+
+
 STATE_SCHEMA: dict[str, Any] = obj({
     "format": {"const": STATE_FORMAT}, "version": {"const": VERSION},
     "environment": {"enum": ["sandbox", "production"]}, "seed": {"type": "integer"},

@@ -297,7 +297,7 @@ FAST_BRACKETS = 256
 # 19 digits starting a number: after what may precede a JSON number, or at the start (a
 # 19-digit run inside a string, such as a company id, is no number: it parses the fast way).
 _LONG_NUMBER = re.compile(rb"[\[:,\s-]\d{19}")
-_LONG_FIRST = re.compile(rb"\s*-?\d{19}")
+_LONG_FIRST = re.compile(rb"\d{19}")  # matched at the start only
 
 
 def _fast_loads(raw: bytes | bytearray) -> Any:

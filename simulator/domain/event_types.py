@@ -29,7 +29,6 @@ from .states import (AUTHENTICATION_METHODS, CHANGED_FIELDS, FAILURE_REASONS, RE
                      STEP_FIELDS, UPDATE_TYPES, WRITTEN_PAYMENT_METHOD, field_schemas)
 
 
-
 class Family(Enum):
     """What an event's body carries beside eventType, eventTime and `data`."""
 
@@ -120,6 +119,8 @@ class EventType(msgspec.Struct, frozen=True, eq=False, dict=True):
 
 _TIME = date_time_field("When it happened, on the tenant's clock (the ce-time header too).")
 _ID = {"type": "string", "minLength": 1}
+
+
 @cache
 def _task_fields() -> dict[str, Any]:
     return {
@@ -136,6 +137,8 @@ def _task_fields() -> dict[str, Any]:
         "metadata": {"type": "object"},
         **field_schemas(REQUEST_FIELDS),  # given by the task's create request (states.py)
     }
+
+
 Id = of(str, min_length=1)
 Status = choice("queued", "processing", "completed", "failed")
 

@@ -37,8 +37,6 @@ class UserView(View, kw_only=True):
     connected: Maybe[bool] = UNSET
 
 
-
-
 class StoredMethods(Command, kw_only=True):
     """The payment methods PUT /user stored for a user, as a snapshot keeps them."""
 

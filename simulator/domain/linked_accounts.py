@@ -58,7 +58,6 @@ class ProfileBinding(Command, kw_only=True):
     document: dict[str, Any]
 
 
-
 UNKNOWN_LINKED_ACCOUNT = "No linked account has the id {account_id!r}."
 UNKNOWN_STATEMENT = "No pay statement has the id {statement_id!r}."
 

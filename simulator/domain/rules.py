@@ -19,7 +19,6 @@ from .companies import Catalog
 from .states import Scenario
 
 
-
 class ServiceProfile(msgspec.Struct, frozen=True):
     """The service's names (vendor, aggregator, SDK prefix) and its products' scopes."""
 

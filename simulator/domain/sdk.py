@@ -82,8 +82,6 @@ CREDENTIALS_NEEDED = ("Send the username and password (only a reconnect whose se
                       "resumes goes without them).")
 
 
-
-
 # -- what the user reads --------------------------------------------------------------------
 # Spec (Errors): every task failure reason, and every error the hosted flow can meet,
 # as a plain sentence with a next step. The codes go to onClose / onInteraction only.

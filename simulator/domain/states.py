@@ -169,6 +169,7 @@ def given_fields(body: dict[str, Any]) -> dict[str, Any]:
     """The request fields a body (or one of its `tasks`) gives."""
     return {name: body[name] for name in REQUEST_FIELDS if name in body}
 
+
 # transactions.days_requested of a link token, as POST /_sandbox/{aggregator}/processor-token
 # takes it and a snapshot may hold it (a huge one restored made a link's job raise).
 DAYS_REQUESTED = {"type": "integer", "minimum": 1, "maximum": 730}

@@ -355,7 +355,6 @@ class Tenant:
         return f"/task/{quote(task.id, safe='')}/file/{quote(file.id, safe='')}?{query}", expires
 
 
-
 def open_task_file(tenant: Tenant | None, task_id: str, file_id: str, expires: int,
                    signature: str) -> tuple[Tenant, Task, TaskFile]:
     """A generated file URL opened: its signature and expiry checked, then the file."""

@@ -74,8 +74,6 @@ class Error(View, kw_only=True):
     error: ErrorBody
 
 
-
-
 class SearchRequest(Command, kw_only=True):
     query: of(str, "Fuzzy match on company names. Required also with franchiseParent.",
               min_length=1, max_length=200, pattern=r"\S")
@@ -91,14 +89,10 @@ class SearchRequest(Command, kw_only=True):
     limit: of(int, ge=1, le=100) = 20
 
 
-
-
 class AccessTokenRequest(Command, kw_only=True):
     identifier: Identifier
     token_lifetime: of(int, "Seconds until the public token expires (virtual clock).",
                        ge=1800, le=2592000) = 86400
-
-
 
 
 class CompanyListQuery(Command, kw_only=True):
@@ -109,13 +103,11 @@ class CompanyListQuery(Command, kw_only=True):
     skip: of(int, ge=0, le=1_000_000_000) = 0
 
 
-
 class JournalQuery(Command, kw_only=True):
     path: Maybe[of(str, "Only requests whose path starts with this.")] = UNSET
     method: Maybe[str] = UNSET
     status: Maybe[of(int, ge=100, le=599)] = UNSET
     limit: of(int, ge=1, le=1000) = 100
-
 
 
 class TenantRequest(Command, kw_only=True):
@@ -125,7 +117,6 @@ class TenantRequest(Command, kw_only=True):
     signing: of(bool, "Sign webhooks with x-hmac-signature-sha-256 (the real service signs "
                 "every webhook); false turns it off.") = True
     continuous_access: Maybe[raw(CONTINUOUS_ACCESS)] = UNSET
-
 
 
 class AccessToken(View, kw_only=True):
@@ -193,11 +184,8 @@ class TaskCreateRequest(Command, kw_only=True):
                            "every task of the request that names none.")] = UNSET
 
 
-
-
 class ClockAdvanceRequest(Command, kw_only=True):
     seconds: of(float, "Virtual seconds to move forward (at most a year).", ge=0, le=31_536_000)
-
 
 
 # An event's delivery: `none` when no endpoint takes it, else its deliveries' state.
@@ -214,8 +202,6 @@ class EventsQuery(Command, kw_only=True):
     limit: of(int, ge=1, le=10000) = 1000
 
 
-
-
 class ProfileBindingRequest(Command, kw_only=True):
     """A named profile (GET /_sandbox/profiles), data of your own, or both: the data merged
     over the named profile."""
@@ -226,20 +212,15 @@ class ProfileBindingRequest(Command, kw_only=True):
     data: Maybe[raw(PROFILE_SCHEMA)] = UNSET
 
 
-
 class ScenarioBindingRequest(Command, kw_only=True):
     scenario: of(of(str, min_length=1, extra_json_schema={"x-names": TASK_SCENARIOS}) | None,
                  "null removes the binding.")
-
-
 
 
 class CardTokenRecreationRequest(Command, kw_only=True):
     enabled: of(bool, "false: the user's card tokens are not recreated after their 24 hours, "
                 "so the next task with such a card fails payment-token-expired. true (the "
                 "default, as on the real service): recreated automatically.")
-
-
 
 
 class CompanyStatusRequest(Command, kw_only=True):
@@ -280,8 +261,6 @@ class WebhookEndpointRequest(Command, kw_only=True):
                           "with, instead of the API secret.")] = UNSET
 
 
-
-
 EndpointId = of(str, "Keep this endpoint's id (as GET shows it); omitted: the id of the "
                 "endpoint with this URL, or a new one.", min_length=1, max_length=100)
 
@@ -299,7 +278,6 @@ class WebhookEndpointsRequest(Command, kw_only=True):
     endpoints: of(list[EndpointWrite], max_length=50)
 
 
-
 Probability = of(float, ge=0, le=1)
 
 
@@ -311,8 +289,6 @@ class WebhookFaultsRequest(Command, kw_only=True):
     delay: Maybe[of(Probability, "Probability that the first attempt waits "
                     "`delaySeconds`.")] = UNSET
     delay_seconds: Maybe[of(float, ge=0, le=86400)] = UNSET
-
-
 
 
 class ReplayRequest(Command, kw_only=True):
@@ -335,7 +311,6 @@ class ReplayRequest(Command, kw_only=True):
     until: Maybe[AnyDateTime] = field(default=UNSET, name="to")
 
 
-
 class TriggerRequest(Command, kw_only=True):
     event_type: of(str, min_length=1, extra_json_schema={"x-names": EVENT_TYPES})
     identifier: Maybe[UserIdentifier] = UNSET
@@ -344,24 +319,18 @@ class TriggerRequest(Command, kw_only=True):
     data: Maybe[of(dict[str, Any], "Merged over the generated data.")] = UNSET
 
 
-
 class DataQuery(Command, kw_only=True):
     identifier: Maybe[text("The user (required, here or in the path).")] = UNSET
     linked_account: Maybe[text("Only this linked account.")] = UNSET
-
-
 
 
 class DisconnectRequest(Command, kw_only=True):
     reason: choice("timeout", "credentials-changed", "system-update") = "timeout"
 
 
-
-
 class ProcessorLinkRequest(Command, kw_only=True):
     processor_token: of(str, "Minted by the aggregator for this service.", min_length=1,
                         max_length=200, extra_json_schema={"x-names": PROCESSOR_TOKENS})
-
 
 
 class ProcessorTokenRequest(Command, kw_only=True):
@@ -376,7 +345,6 @@ class ProcessorTokenRequest(Command, kw_only=True):
     scenario: Maybe[of(str, "A processor-link scenario, e.g. item-login-required.",
                        min_length=1, extra_json_schema={"x-names": PROCESSOR_LINK_SCENARIOS})
                     ] = UNSET
-
 
 
 SdkProduct = text("A product (`deposit`, `verify`, ...; the SDK's Product constants).")
@@ -446,11 +414,8 @@ class SdkConfig(View, kw_only=True):
                        "starts carries it.")] = UNSET
 
 
-
-
 class SdkSessionRequest(Command, kw_only=True):
     config: SdkConfig
-
 
 
 class ChosenDistribution(Command, kw_only=True):
@@ -478,7 +443,6 @@ class SdkLoginRequest(Command, kw_only=True):
                          min_length=1, max_length=200)] = UNSET
 
 
-
 class MfaPrompt(View, kw_only=True):
     """The sandbox usernames test-code-mfa and test-question-mfa: answer with `mfaAnswer`
     (any answer passes) to start the tasks."""
@@ -491,12 +455,9 @@ class SdkMfaChallenge(View, kw_only=True):
     mfa: MfaPrompt
 
 
-
-
 class SdkCompanyRequest(Command, kw_only=True):
     company_id: Text
     tasks: Maybe[TaskItems] = UNSET
-
 
 
 class SdkLeaveRequest(Command, kw_only=True):
@@ -511,7 +472,6 @@ class TasksQuery(Command, kw_only=True):
     user: Maybe[of(str, "The user's identifier.")] = UNSET
     after: Maybe[after_cursor("tasks created or moved")] = UNSET
     limit: of(int, ge=1, le=10000) = 100
-
 
 
 # -- the real service's published operations (docs/spec/real-api-surface.md) ------------
@@ -530,7 +490,6 @@ class Success(View, kw_only=True):
 
     success: bool
     result: SuccessResult
-
 
 
 class TaskFile(View, kw_only=True):
@@ -599,8 +558,6 @@ class TaskRecord(TaskFields, kw_only=True):
     company: of(str, "The company's `_id`.")
 
 
-
-
 class StartedTask(Command, kw_only=True):
     id: str
     product: str
@@ -614,8 +571,6 @@ class TaskCreated(View, kw_only=True):
     task_workflow: str
     tasks: of(list[StartedTask], "Every task started (one after a task whose onComplete or "
               "onFail is `finish` starts when that one ends).", min_length=1)
-
-
 
 
 class TaskCompany(SearchCompany, kw_only=True):
@@ -645,8 +600,6 @@ class TaskDetails(TaskFields, kw_only=True):
               "(GET /task/{taskId}/file/{fileId}/generate-url).")
 
 
-
-
 class StatusOfTask(View, kw_only=True):
     created_at: DateTime
     status: TaskStatus
@@ -656,8 +609,6 @@ class StatusOfTask(View, kw_only=True):
 
 class TaskStatusAnswer(View, kw_only=True):
     task: StatusOfTask
-
-
 
 
 class WorkflowTask(TaskOptions, kw_only=True):
@@ -672,11 +623,9 @@ class TaskWorkflowRequest(Command, kw_only=True):
     scenario: Maybe[Scenario] = UNSET
 
 
-
 class TaskWorkflowCreated(View, kw_only=True):
     task: TaskDetails
     task_workflow: str
-
 
 
 class PrescreenCompany(Command, kw_only=True):
@@ -694,7 +643,6 @@ class PrescreenRequest(Command, kw_only=True):
     product: choice("deposit", "verify", "tax")
 
 
-
 class Prescreen(View, kw_only=True):
     """HIGH when the company is known, operational, offers the product, has headless
     (username and password) authentication, and the account's manual-deposit rule does not
@@ -705,18 +653,15 @@ class Prescreen(View, kw_only=True):
                       ] = UNSET
 
 
-
 class FileUrl(View, kw_only=True):
     url: of(str, pattern="^https?://")
     expires_at: Maybe[DateTime] = UNSET
-
 
 
 class FileQuery(Command, kw_only=True):
     tenant: Text
     expires: of(int, ge=0, le=253_402_300_799)
     signature: of(str, pattern="^[0-9a-f]{64}$")
-
 
 
 class OwnMethod(Command, kw_only=True):
@@ -752,7 +697,6 @@ class UserRequest(Command, kw_only=True):
     data: Maybe[OwnMethods] = UNSET
 
 
-
 class UserTasksQuery(Command, kw_only=True):
     status: Maybe[TaskStatus] = UNSET
     payroll_data_available: Maybe[choice("true", "false")] = UNSET
@@ -766,18 +710,14 @@ class StoredPaymentMethods(View, kw_only=True):
     cards: WrittenMethods
 
 
-
 class WebhookEndpoint(View, kw_only=True):
     id: str = field(name="_id")
     url: str
     event_types: list[str]
 
 
-
-
 class SecretRequest(Command, kw_only=True):
     name: Name
-
 
 
 class Secret(View, kw_only=True):
@@ -787,15 +727,11 @@ class Secret(View, kw_only=True):
     created_at: DateTime
 
 
-
-
 class PayLinkAction(View, kw_only=True):
     type: choice("connect-account", "refresh", "view-account", "pause-plan", "change-plan",
                  "switch", "pay-now", description="The flow a task runs for it (spec: Task, flow).")
     product: str
     action_id: Maybe[str] = UNSET
-
-
 
 
 class Bill(View, kw_only=True):
@@ -815,7 +751,6 @@ class PayLinkAccount(View, kw_only=True):
 
 class PayLinkAccounts(View, kw_only=True):
     accounts: list[PayLinkAccount]
-
 
 
 # -- what the document adds to the enforced schemas ----------------------------------------
@@ -870,24 +805,22 @@ class PublishedEndpointRequest(WebhookEndpointRequest, kw_only=True):
     url: PublishedUrl
 
 
-
+# What the document shows past an enforced body's own schema (a struct's, or one written by
+# hand): the rules its operation enforces in code, or another struct (a webhook URL's whole
+# pattern).
 _FRANCHISE_CHILD = {"const": "franchise-child"}
-COMPANY_CREATE_REQUEST_PUBLISHED = {
-    **COMPANY_CREATE_REQUEST,
-    "dependentSchemas": {"franchiseParent": {
-        "required": ["tags"], "properties": {"tags": {"contains": _FRANCHISE_CHILD}}}},
-    "anyOf": [{"required": ["franchiseParent"]},
-              {"properties": {"tags": {"items": {"not": _FRANCHISE_CHILD}}}}],
-}
-# What the document shows past an enforced body's own schema: the rules its operation
-# enforces in code, or another struct (a webhook URL's whole pattern).
-_PUBLISHED_RULES = {
-    SearchRequest: {"not": {"required": ["product", "products"]}},
-    TaskCreateRequest: {"anyOf": [
+_PUBLISHED_RULES = (
+    (SearchRequest, {"not": {"required": ["product", "products"]}}),
+    (TaskCreateRequest, {"anyOf": [
         {"required": ["linkedAccount"]}, {"required": ["linkedAccountId"]},
         {"required": ["company", "product"]}, {"required": ["company", "operation"]},
-        {"required": ["company", "tasks"]}]},
-}
+        {"required": ["company", "tasks"]}]}),
+    (COMPANY_CREATE_REQUEST, {
+        "dependentSchemas": {"franchiseParent": {
+            "required": ["tags"], "properties": {"tags": {"contains": _FRANCHISE_CHILD}}}},
+        "anyOf": [{"required": ["franchiseParent"]},
+                  {"properties": {"tags": {"items": {"not": _FRANCHISE_CHILD}}}}]}),
+)
 _PUBLISHED_AS = {WebhookEndpointsRequest: PublishedEndpointsRequest,
                  WebhookEndpointRequest: PublishedEndpointRequest}
 
@@ -895,6 +828,6 @@ _PUBLISHED_AS = {WebhookEndpointsRequest: PublishedEndpointsRequest,
 def published(shape: Any) -> dict:
     """The request body schema the OpenAPI document shows for an operation's enforced body
     (a struct, or a schema): its schema, with the rules its operation enforces past it."""
-    if isinstance(shape, dict):
-        return COMPANY_CREATE_REQUEST_PUBLISHED if shape is COMPANY_CREATE_REQUEST else shape
-    return {**schema_of(_PUBLISHED_AS.get(shape, shape)), **_PUBLISHED_RULES.get(shape, {})}
+    schema = shape if isinstance(shape, dict) else schema_of(_PUBLISHED_AS.get(shape, shape))
+    rules = next((rules for enforced, rules in _PUBLISHED_RULES if enforced is shape), None)
+    return schema if rules is None else {**schema, **rules}

@@ -104,9 +104,10 @@ def named_schemas():
             yield pytest.param(schema, id=f"{struct.__module__.rsplit('.', 1)[-1]}."
                                           f"{struct.__qualname__}")
     # And the bodies as /openapi.json shows them, with the rules their operations add.
-    for struct in (api.SearchRequest, api.TaskCreateRequest, api.WebhookEndpointsRequest,
-                   api.WebhookEndpointRequest):
-        yield pytest.param(api.published(struct), id=f"published.{struct.__name__}")
+    for shape in (api.SearchRequest, api.TaskCreateRequest, api.WebhookEndpointsRequest,
+                  api.WebhookEndpointRequest, api.COMPANY_CREATE_REQUEST):
+        name = getattr(shape, "__name__", "COMPANY_CREATE_REQUEST")
+        yield pytest.param(api.published(shape), id=f"published.{name}")
 
 
 EDGE_SCHEMAS = [
