@@ -36,7 +36,7 @@ from msgspec.structs import replace
 from payroll_sandbox.catalog import company_from_fixture, generate_companies
 from payroll_sandbox.domain.companies import (DISABLED, FRANCHISE_PARENT, Catalog, Company,
                                         CompanyDirectory, ManualDepositRule)
-from payroll_sandbox.domain.search import SearchIndex, SearchQuery, normalize, search_companies
+from payroll_sandbox.domain.search import SearchIndex, SearchRequest, normalize, search_companies
 from payroll_sandbox.fixtures import load_fixtures
 from payroll_sandbox.settings import bundled_dir
 
@@ -47,7 +47,7 @@ KINDS = ("exact", "prefix", "typo", "franchise", "franchise-scoped", "multi-word
 @dataclass(frozen=True)
 class Case:
     kind: str
-    query: SearchQuery
+    query: SearchRequest
     expected_first: str | None = None  # company id an exact-name query must return first
 
 
@@ -90,11 +90,11 @@ def make_cases(companies: list[Company], catalog: Catalog, count: int,
 
     def exact() -> Case:
         company = rng.choice(searchable)
-        return Case("exact", SearchQuery(company.name), expected_first=company.id)
+        return Case("exact", SearchRequest(query=company.name), expected_first=company.id)
 
     def prefix() -> Case:
         name = rng.choice(searchable).name
-        return Case("prefix", SearchQuery(name[:rng.randint(3, 6)]))
+        return Case("prefix", SearchRequest(query=name[:rng.randint(3, 6)]))
 
     def typo() -> Case:
         words = rng.choice(multi_word).name.split()
@@ -102,10 +102,10 @@ def make_cases(companies: list[Company], catalog: Catalog, count: int,
         if candidates:
             i = rng.choice(candidates)
             words[i] = misspell(words[i], rng)
-        return Case("typo", SearchQuery(" ".join(words)))
+        return Case("typo", SearchRequest(query=" ".join(words)))
 
     def franchise() -> Case:
-        return Case("franchise", SearchQuery(rng.choice(parents).name))
+        return Case("franchise", SearchRequest(query=rng.choice(parents).name))
 
     def franchise_scoped() -> Case:
         parent = rng.choice(parents)
@@ -113,7 +113,7 @@ def make_cases(companies: list[Company], catalog: Catalog, count: int,
         # "Brand - City": look for the city (or a typo of it) within the network.
         city = child.name.split(" - ", 1)[-1].split(" #")[0]
         text = city if rng.random() < 0.7 else misspell(city, rng)
-        return Case("franchise-scoped", SearchQuery(text, franchise_parent=parent.id))
+        return Case("franchise-scoped", SearchRequest(query=text, franchise_parent=parent.id))
 
     def multi() -> Case:
         words = rng.choice(multi_word).name.split()
@@ -121,7 +121,7 @@ def make_cases(companies: list[Company], catalog: Catalog, count: int,
         picked = [words[min(first, last)], words[max(first, last)]]
         if rng.random() < 0.4:  # the last word still being typed
             picked[-1] = picked[-1][:max(2, len(picked[-1]) // 2)]
-        return Case("multi-word", SearchQuery(" ".join(picked).lower()))
+        return Case("multi-word", SearchRequest(query=" ".join(picked).lower()))
 
     def filtered() -> Case:
         base = rng.choice((exact, prefix, typo, multi))().query
@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if args.strict and not (passed and loaded_ok) else 0
 
 
-def describe(query: SearchQuery, catalog: Catalog) -> str:
+def describe(query: SearchRequest, catalog: Catalog) -> str:
     parts = [repr(query.query)]
     for name in ("product", "products", "tags", "excluded_tags", "scopes"):
         value = getattr(query, name)

@@ -25,7 +25,7 @@ from typing import Any, get_origin
 import msgspec
 from aiohttp import web
 
-from .domain.shapes import schema_of
+from .domain.shapes import decoder, schema_of
 from .errors import ApiError
 from .static import static_text
 
@@ -89,6 +89,9 @@ class Operation(msgspec.Struct, frozen=True, dict=True):
     body_shape: Any = None
     query_shape: Any = None
     response_shape: Any = None
+    # The struct the checked body becomes, when it is not the body's own: a narrower
+    # request of a wider command (a refresh's body is a task creation's).
+    command: Any = None
     envelope: dict[str, Any] = msgspec.field(default_factory=dict)  # fields beside `data`: schemas
     status: int = 200
     errors: tuple[int, ...] = ()             # besides 401 (auth), 413 and 422 (body, query)
@@ -118,6 +121,16 @@ class Operation(msgspec.Struct, frozen=True, dict=True):
     @cached_property
     def response(self) -> dict[str, Any] | None:
         return _schema(self.response_shape)
+
+    @cached_property
+    def decode_body(self) -> Callable[[Any], Any] | None:
+        """What makes the checked body the handler's value: its struct (None: the body as
+        JSON data, for a body declared by a schema)."""
+        return decoder(self.command or self.body_shape)
+
+    @cached_property
+    def decode_query(self) -> Callable[[Any], Any] | None:
+        return decoder(self.query_shape)
 
     @property
     def strict(self) -> bool:

@@ -20,6 +20,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import msgspec
 import pytest
 from jsonschema import Draft202012Validator
 
@@ -27,7 +28,8 @@ from payroll_sandbox.app import LoadedFixtures, build_registry, load, tenant_ser
 from payroll_sandbox.clock import Clock
 from payroll_sandbox.domain import sdk
 from payroll_sandbox.domain.events import Event
-from payroll_sandbox.domain.tasks import CreateTask, Task, Workflow
+from payroll_sandbox.domain.tasks import CreateTask, Task, TaskCreateRequest, Workflow
+from payroll_sandbox.schemas.api import SdkLoginRequest
 from payroll_sandbox.domain.tenants import Tenant
 from payroll_sandbox.keys import Sandbox
 from payroll_sandbox.operations import Reply
@@ -109,7 +111,8 @@ class Engine:
     def api_task(self, body: dict[str, Any],
                  tenant: Tenant | None = None) -> tuple[Workflow, list[Task]]:
         """POST /task/create with API keys: the body read as the handler reads it."""
-        return (tenant or self.tenant).tasks.create_task(CreateTask.read(body))
+        return (tenant or self.tenant).tasks.create_task(
+            CreateTask(msgspec.convert(body, TaskCreateRequest)))
 
     def public_token(self, identifier: str, tenant: Tenant | None = None) -> Any:
         """POST /access-token: the user's PublicToken."""
@@ -120,7 +123,7 @@ class Engine:
         """POST /sdk/login with a fresh public token of the user: the hosted flow's tasks
         (watched: the page is open)."""
         tenant = tenant or self.tenant
-        return sdk.login(tenant, self.public_token(identifier, tenant), sdk.SignIn.read(body))
+        return sdk.login(tenant, self.public_token(identifier, tenant), msgspec.convert(body, SdkLoginRequest))
 
     # -- reads, as the routes answer them -----------------------------------------------------
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from ..domain.companies import OPERATIONAL
 from ..domain.events import Event
-from ..domain.tasks import CreateTask
+from ..domain.tasks import CreateTask, TaskCreateRequest
 from ..domain.event_types import event_types
 from .sources import EventSource
 
@@ -33,8 +35,9 @@ class InProcessSource(EventSource):
 
     async def _trigger(self, request: dict[str, Any]) -> Event:
         from ..domain.triggers import trigger_event
+        from ..schemas.api import TriggerRequest
 
-        return trigger_event(self.tenant, self.aggregator, request)
+        return trigger_event(self.tenant, self.aggregator, msgspec.convert(request, TriggerRequest))
 
     def emit(self, event_type: str, body: dict[str, Any]) -> Event:
         fields = {k: v for k, v in body.items() if k not in ("eventType", "eventTime")}
@@ -60,8 +63,8 @@ class InProcessSource(EventSource):
         return None
 
     async def run_task(self, scenario: str, product: str) -> tuple[str, list[Event]]:
-        _, tasks = self.tenant.tasks.create_task(CreateTask(
+        _, tasks = self.tenant.tasks.create_task(CreateTask(TaskCreateRequest(
             identifier=f"check-{product}", product=product,
-            company=await self.company_for(product), scenario=scenario))
+            company=await self.company_for(product), scenario=scenario)))
         await self.tenant.runner.run_until_idle()
         return tasks[0].id, list(self.tenant.events.query(task=tasks[0].id))

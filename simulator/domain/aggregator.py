@@ -40,7 +40,8 @@ from .aggregator_data import (INSTITUTIONS, Institution, institution_status, ite
                               transaction_record)
 from .identity import unguessable
 from .events import EventLog
-from .processor_links import ProcessorLinks
+from .processor_links import ProcessorLinks, ProcessorTokenRequest
+from .shapes import given
 from .stored import Record, Sections, array, unique
 
 PUBLIC_TOKEN_LIFETIME = 1800   # the aggregator's public tokens live 30 minutes, one exchange
@@ -306,9 +307,9 @@ class Aggregator:
         """/sandbox/public_token/create: a linked item at `institution_id` (one of the
         sandbox's institutions) with `initial_products`, and the public token its link flow
         would return; `options.webhook` is the URL its webhooks go to."""
-        institution(request["institution_id"])
-        options = request.get("options") or {}
-        transactions = options.get("transactions") or {}
+        institution(request.institution_id)
+        options = given(request.options)
+        transactions = given(options.transactions) if options else None
         item_id = self.ids.secret("")
         rng = random.Random(f"{item_id}:balances")
         accounts = []
@@ -320,10 +321,11 @@ class Aggregator:
                                     available=round(current * rng.uniform(0.9, 1.0), 2),
                                     current=current))
         now = self.clock.timestamp()
-        item = Item(item_id=item_id, institution_id=request["institution_id"],
-                    products=list(dict.fromkeys(request["initial_products"])),
-                    days_requested=transactions.get("days_requested", DEFAULT_DAYS_REQUESTED),
-                    webhook=options.get("webhook") or None, accounts=accounts, created_at=now,
+        item = Item(item_id=item_id, institution_id=request.institution_id,
+                    products=list(dict.fromkeys(request.initial_products)),
+                    days_requested=given(transactions.days_requested, DEFAULT_DAYS_REQUESTED)
+                    if transactions else DEFAULT_DAYS_REQUESTED,
+                    webhook=(given(options.webhook) if options else None) or None, accounts=accounts, created_at=now,
                     public_token=unguessable(f"public-{self.environment}-"),
                     public_token_expires_at=now + PUBLIC_TOKEN_LIFETIME)
         self.items[item.item_id] = item
@@ -365,12 +367,12 @@ class Aggregator:
         """/processor/token/create: a processor token for one account of the item, for the
         processor named (the service's key at the aggregator). The token carries the item,
         its products and days_requested to the service's pipeline."""
-        item = self.item_of(request["access_token"])
-        account = next((a for a in item.accounts if a.account_id == request["account_id"]), None)
+        item = self.item_of(request.access_token)
+        account = next((a for a in item.accounts if a.account_id == request.account_id), None)
         if account is None:
-            raise InvalidAccountId(UNKNOWN_ACCOUNT.format(account_id=request["account_id"]))
-        token = self.links.mint_token({"daysRequested": item.days_requested,
-                                       "products": item.products},
+            raise InvalidAccountId(UNKNOWN_ACCOUNT.format(account_id=request.account_id))
+        token = self.links.mint_token(ProcessorTokenRequest(days_requested=item.days_requested,
+                                                            products=list(item.products)),
                                       item_id=item.item_id, account_id=account.account_id)
         return {"processor_token": token.token, "request_id": self._request_id()}
 
@@ -410,8 +412,8 @@ class Aggregator:
         """/link/token/create: a link token for the aggregator's link flow (4 hours). The
         sandbox has no link flow of its own (/sandbox/public_token/create stands in for it), so
         the token only answers; an `access_token` (update mode) must be one of the tenant's."""
-        if request.get("access_token") is not None:
-            self.item_of(request["access_token"])
+        if given(request.access_token) is not None:
+            self.item_of(request.access_token)
         return {"link_token": unguessable(f"link-{self.environment}-"),
                 "expiration": isoformat(self.clock.timestamp() + LINK_TOKEN_LIFETIME),
                 "request_id": self._request_id()}
@@ -419,15 +421,16 @@ class Aggregator:
     def get_institution(self, request: dict[str, Any]) -> dict[str, Any]:
         """/institutions/get_by_id: one of the sandbox's institutions, in one of the countries
         asked for; its url, colour and logo, and its status, when the options ask."""
-        found = institution(request["institution_id"])
-        if not set(request["country_codes"]) & set(found.country_codes):
+        found = institution(request.institution_id)
+        if not set(request.country_codes) & set(found.country_codes):
             raise InvalidInstitution(OTHER_COUNTRY.format(
-                institution_id=found.institution_id, codes=", ".join(request["country_codes"])))
-        options = request.get("options") or {}
+                institution_id=found.institution_id, codes=", ".join(request.country_codes)))
+        options = given(request.options)
         status = (institution_status(isoformat(self.clock.timestamp() - 86_400))
-                  if options.get("include_status") else None)
+                  if options and given(options.include_status) else None)
         return {"institution": found.record(
-                    optional_metadata=bool(options.get("include_optional_metadata")), status=status),
+                    optional_metadata=bool(options and given(options.include_optional_metadata)),
+                    status=status),
                 "request_id": self._request_id()}
 
     def sync_transactions(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -437,15 +440,15 @@ class Aggregator:
         not grow, so once a cursor has reached its end the answer is empty, with that cursor
         again. They are the transactions the service's pipeline pulls through a processor
         token of the item (pulled_transactions)."""
-        item = self._transactions_item(request["access_token"])
-        options = request.get("options") or {}
-        account_id = options.get("account_id")
+        item = self._transactions_item(request.access_token)
+        options = given(request.options)
+        account_id = given(options.account_id) if options else None
         if account_id is not None and all(a.account_id != account_id for a in item.accounts):
             raise InvalidAccountId(UNKNOWN_ACCOUNT.format(account_id=account_id))
         history = [t for t in item_history(item, self.rules.catalog)
                    if account_id is None or t["account_id"] == account_id]
-        start = _cursor_offset(request.get("cursor") or "", item, account_id, len(history))
-        end = min(len(history), start + request.get("count", SYNC_COUNT))
+        start = _cursor_offset(given(request.cursor) or "", item, account_id, len(history))
+        end = min(len(history), start + given(request.count, SYNC_COUNT))
         return {"transactions_update_status": "HISTORICAL_UPDATE_COMPLETE",
                 "accounts": [a.record() for a in item.accounts
                              if account_id is None or a.account_id == account_id],
@@ -469,26 +472,26 @@ class Aggregator:
         `webhook_type`, by default the code's own) goes to the item's webhook URL, with the
         fields the aggregator sends for it. LOGIN_REPAIRED also repairs the item (a reset
         login no longer fails its calls or the service's pull)."""
-        item = self.item_of(request["access_token"])
-        code = request["webhook_code"]
+        item = self.item_of(request.access_token)
+        code = request.webhook_code
         if code in NOT_FIRED:
             raise SandboxProductNotEnabled(NOT_SERVED.format(code=code, what=NOT_FIRED[code],
                                                              fired=", ".join(FIRED)))
         webhook_type, product = FIRED[code]
-        given = request.get("webhook_type")
-        if code == "DEFAULT_UPDATE" and given is not None:
-            if given not in DEFAULT_UPDATE_TYPES:
+        asked = given(request.webhook_type)
+        if code == "DEFAULT_UPDATE" and asked is not None:
+            if asked not in DEFAULT_UPDATE_TYPES:
                 raise InvalidField(WRONG_WEBHOOK_TYPE.format(
-                    code=code, given=given, type=" or ".join(DEFAULT_UPDATE_TYPES)))
-            webhook_type, product = given, DEFAULT_UPDATE_TYPES[given]
-        elif given is not None and given != webhook_type:
-            raise InvalidField(WRONG_WEBHOOK_TYPE.format(code=code, given=given, type=webhook_type))
+                    code=code, given=asked, type=" or ".join(DEFAULT_UPDATE_TYPES)))
+            webhook_type, product = asked, DEFAULT_UPDATE_TYPES[asked]
+        elif asked is not None and asked != webhook_type:
+            raise InvalidField(WRONG_WEBHOOK_TYPE.format(code=code, given=asked, type=webhook_type))
         if product is not None and product not in item.products:
             raise SandboxProductNotEnabled(PRODUCT_NOT_ENABLED.format(
                 product=product, products=", ".join(item.products), type=webhook_type, code=code))
         if not item.webhook:
             raise SandboxWebhookInvalid(NO_WEBHOOK)
-        fields = self._webhook_fields(item, webhook_type, code, request.get("options") or {})
+        fields = self._webhook_fields(item, webhook_type, code, given(request.options))
         if code == "LOGIN_REPAIRED":
             item.login_required = False
         self._send_webhook(item, item.webhook, webhook_type, code, fields)
@@ -505,12 +508,13 @@ class Aggregator:
         return {"item": item.record(), "request_id": self._request_id()}
 
     def _webhook_fields(self, item: Item, webhook_type: str, code: str,
-                        options: dict[str, Any]) -> dict[str, Any]:
+                        options: Any) -> dict[str, Any]:
         """What the aggregator's webhook says beyond its type, code, item and environment."""
         account_ids = [a.account_id for a in item.accounts]
         if code == "DEFAULT_UPDATE" and webhook_type == "TRANSACTIONS":
-            return {"error": None, "new_transactions": options.get(
-                "new_transactions", len(item_history(item, self.rules.catalog)))}
+            asked = given(options.new_transactions) if options else None
+            return {"error": None, "new_transactions": asked if asked is not None
+                    else len(item_history(item, self.rules.catalog))}
         if code == "DEFAULT_UPDATE":
             return {"error": None, **DEFAULT_UPDATE_FIELDS[webhook_type]}
         if code == "SYNC_UPDATES_AVAILABLE":

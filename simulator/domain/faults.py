@@ -21,7 +21,7 @@ from typing import Any
 import msgspec
 
 from ..errors import ApiError, ValidationFailed, field_detail
-from .shapes import UNSET, Command, Maybe, View, choice, of, raw, schema_of
+from .shapes import UNSET, Command, Maybe, View, choice, given, of, raw, schema_of
 from .stored import (COUNT, RANDOM_STATE, LoadError, Record, Sections, checked_random_state, obj,
                      random_state as random_state_of)
 
@@ -147,12 +147,12 @@ class FaultRule(msgspec.Struct, frozen=True):
     probability: float = 1.0
 
     @classmethod
-    def from_request(cls, rule: dict[str, Any]) -> FaultRule:
-        """A rule of a checked request body (RuleRequest)."""
-        return cls(method=rule["method"], path=rule["path"], status=rule.get("status"),
-                   retry_after=rule.get("retryAfter"), latency_ms=rule.get("latencyMs"),
-                   reset=rule.get("reset", False), count=rule.get("count"),
-                   probability=float(rule.get("probability", 1.0)))
+    def from_request(cls, rule: RuleRequest) -> FaultRule:
+        """A rule of a checked request body."""
+        return cls(method=rule.method, path=rule.path, status=given(rule.status),
+                   retry_after=given(rule.retry_after), latency_ms=given(rule.latency_ms),
+                   reset=given(rule.reset, False), count=given(rule.count),
+                   probability=float(given(rule.probability, 1.0)))
 
     @property
     def kinds(self) -> list[str]:

@@ -28,11 +28,12 @@ from .event_types import processor_link_events
 from .aggregator_data import PAYROLL_WORDS, checking_history
 from .companies import OPERATIONAL, Company, CompanyDirectory, ManualDepositRule
 from .states import DAYS_REQUESTED
-from .search import SearchQuery, normalize, search_companies
+from .search import SearchRequest, normalize, search_companies
 from .rules import Rules
 from .identity import unguessable
 from .parts import Held, TenantSettings
-from .shapes import UNSET, Command, Maybe, View, choice, of, schema_of
+from .shapes import (NO_CONTROL_CHARACTER, PROCESSOR_LINK_SCENARIOS, UNSET, Command, Maybe, View,
+                     choice, field, given, of, schema_of)
 from .stored import LoadError, Record, Sections, array, unique
 from .timeline import Timeline, action_kind
 
@@ -113,6 +114,20 @@ class ProcessorLink(msgspec.Struct):
         return record
 
 
+class ProcessorTokenRequest(Command, kw_only=True):
+    identifier: Maybe[of(str, "The user the token is for (else: the user-identifier header at "
+                         "registration).", min_length=1, pattern=NO_CONTROL_CHARACTER)] = UNSET
+    days_requested: of(int, "transactions.days_requested of the link token.",
+                       ge=DAYS_REQUESTED["minimum"], le=DAYS_REQUESTED["maximum"]) = 90
+    products: of(list[choice("transactions", "auth")], "Products the link token requested; "
+                 "only auth fails the pipeline.", min_length=1, unique=True,
+                 extra_json_schema={"default": ["transactions"]}
+                 ) = field(default_factory=lambda: ["transactions"])
+    scenario: Maybe[of(str, "A processor-link scenario, e.g. item-login-required.",
+                       min_length=1, extra_json_schema={"x-names": PROCESSOR_LINK_SCENARIOS})
+                    ] = UNSET
+
+
 STORED_PROCESSOR_TOKEN = Record(ProcessorToken, shapes={"daysRequested": DAYS_REQUESTED})
 STORED_PROCESSOR_LINK = Record(ProcessorLink, shapes=lambda: {
     "transactions": {"type": "array", "items": schema_of(PulledTransaction)}})
@@ -167,12 +182,12 @@ class ProcessorLinks(Held[ProcessorLink]):
 
     # -- the aggregator's side --------------------------------------------------------------
 
-    def mint_token(self, request: dict[str, Any], *, item_id: str | None = None,
+    def mint_token(self, request: ProcessorTokenRequest, *, item_id: str | None = None,
                    account_id: str | None = None) -> ProcessorToken:
         """What the aggregator's processor-token creation returns: for the control plane's
         shortcut, or (`item_id`, `account_id`) for an account of an item of the aggregator
         API (domain/aggregator.py)."""
-        scenario = request.get("scenario")
+        scenario = given(request.scenario)
         if scenario is not None:
             found = self.scenarios.get(scenario)
             if found is None or found.kind != "processor-link":
@@ -182,9 +197,9 @@ class ProcessorLinks(Held[ProcessorLink]):
                                       details=[field_detail("$.scenario", "unknown")])
         token = ProcessorToken(
             token=unguessable(f"processor-{self.environment}-"),
-            environment=self.environment, identifier=request.get("identifier"),
-            days_requested=request.get("daysRequested", 90),
-            products=tuple(request.get("products", ("transactions",))), scenario=scenario,
+            environment=self.environment, identifier=given(request.identifier),
+            days_requested=request.days_requested, products=tuple(request.products),
+            scenario=scenario,
             account_id=account_id or self.ids.secret("acc_")[:28],
             request_id=self.ids.secret("req_")[:20], item_id=item_id)
         self.tokens[token.token] = token
@@ -415,7 +430,7 @@ class ProcessorLinks(Held[ProcessorLink]):
         """The catalog company a bank statement's text names, and how sure the match is."""
         try:
             found = search_companies(self.companies, ManualDepositRule(),
-                                     SearchQuery(query=text[:200], limit=1))
+                                     SearchRequest(query=text[:200], limit=1))
         except ApiError:
             return None
         if not found:

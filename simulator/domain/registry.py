@@ -18,6 +18,7 @@ from typing import Any
 from ..clock import Clock
 from ..errors import TenantLimitReached, TenantNotDeletable, TenantNotFound
 from .rules import Rules
+from .shapes import given
 from .tenants import DEFAULT_PRODUCTS, Tenant, Tenants, TenantServices
 
 UNKNOWN_TENANT = "No tenant is named {name!r}."
@@ -106,13 +107,13 @@ class TenantRegistry:
         self.tenants.add(tenant)
         return tenant
 
-    def create_tenant(self, request: dict[str, Any], creator: Tenant | None = None) -> Tenant:
+    def create_tenant(self, request: Any, creator: Tenant | None = None) -> Tenant:
         """POST /_sandbox/tenants: a fresh, isolated tenant with new, random keys."""
         if len(self._made_by) >= self.max_tenants:
             raise TenantLimitReached(TENANT_LIMIT.format(limit=self.max_tenants))
         if creator is not None and self._tree_size(self._root_of(creator)) >= self.max_per_maker:
             raise TenantLimitReached(MAKER_LIMIT.format(limit=self.max_per_maker))
-        name = request.get("name")
+        name = given(request.name)
         if name is None or self.tenants.get(name) is not None:
             base = name or "tenant"
             number = len(self.tenants) + 1
@@ -125,10 +126,10 @@ class TenantRegistry:
             "apiKey": f"{prefix}_key_{secrets.token_hex(16)}",
             "apiSecret": f"{prefix}_secret_{secrets.token_hex(16)}",
             "environment": self.tenants.environment,
-            "products": request.get("products", list(DEFAULT_PRODUCTS)),
-            "manualDeposits": request.get("manualDeposits", {}),
-            "webhooks": {"signing": request.get("signing", True), "endpoints": []},
-            "continuousAccess": request.get("continuousAccess", {}),
+            "products": given(request.products, list(DEFAULT_PRODUCTS)),
+            "manualDeposits": given(request.manual_deposits, {}),
+            "webhooks": {"signing": request.signing, "endpoints": []},
+            "continuousAccess": given(request.continuous_access, {}),
         }
         tenant = self._add(account, from_fixtures=False)
         self._made_by[name] = creator

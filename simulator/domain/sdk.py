@@ -27,8 +27,9 @@ from ..validate import parse_time, strict_json
 from .companies import Company, CompanyDirectory, ManualDepositRule
 from .flow_words import ENGLISH, flow_words
 from .search import company_filter
+from .shapes import UNSET, given
 from .states import PROCESSING
-from .tasks import HAPPY_PATH, CreateTask, Task, Workflow
+from .tasks import HAPPY_PATH, CreateTask, Task, TaskCreateRequest, Workflow, task_items
 from .identity import PublicToken
 from .tenants import Tenant
 
@@ -541,60 +542,39 @@ def scenario_for_username(scenarios: Mapping[str, Any], username: str,
     return None
 
 
-class SignIn(msgspec.Struct, frozen=True):
-    """A sign-in at a company in the hosted flow (POST /sdk/login), typed: `read` makes it
-    from a request body its schema has checked."""
-
-    company_id: str
-    tasks: tuple[dict[str, Any], ...] | None = None  # the configured tasks (None: the default)
-    linked_account: str | None = None                # a reconnect of this account
-    username: str = ""
-    password: str = ""
-    mfa_answer: str = ""
-    metadata: dict[str, Any] | None = None
-    payment_method: dict[str, Any] | None = None
-
-    @classmethod
-    def read(cls, body: dict[str, Any]) -> SignIn:
-        tasks = body.get("tasks")
-        return cls(company_id=body["companyId"], tasks=tuple(tasks) if tasks else None,
-                   linked_account=body.get("linkedAccount") or None,
-                   username=body.get("username") or "", password=body.get("password") or "",
-                   mfa_answer=body.get("mfaAnswer") or "", metadata=body.get("metadata"),
-                   payment_method=body.get("paymentMethod"))
-
-
-def login(tenant: Tenant, token: PublicToken, sign_in: SignIn) -> LoginOutcome:
-    """POST /sdk/login: the user's credentials at a company start the configured tasks
-    (watched: the hosted flow's page is open), after an MFA step for the MFA usernames."""
+def login(tenant: Tenant, token: PublicToken, sign_in: Any) -> LoginOutcome:
+    """POST /sdk/login (`sign_in`: its body's SdkLoginRequest): the user's credentials at a
+    company start the configured tasks (watched: the hosted flow's page is open), after an
+    MFA step for the MFA usernames."""
     company = _company(tenant, sign_in.company_id)
-    operations = operations_of(list(sign_in.tasks or ()), company)
+    operations = operations_of(given(sign_in.tasks), company)
     check_flow_can_start(tenant, company, operations)
     resumes = False  # a reconnect whose session resumes without the credentials
-    if sign_in.linked_account is not None:
+    if sign_in.linked_account is not UNSET:
         account = tenant.accounts.require(sign_in.linked_account, "$.linkedAccount")
         if account.company_id != company.id or account.identifier != token.identifier:
             raise ValidationFailed(LINKED_ACCOUNT_ELSEWHERE,
                                    details=[field_detail("$.linkedAccount", "not this user's")])
         resumes = not tenant.accounts.needs_credentials(account)
-    missing = [name for name in ("username", "password") if not getattr(sign_in, name)]
+    missing = [name for name in ("username", "password") if not given(getattr(sign_in, name))]
     if missing and not resumes:
         raise ValidationFailed(CREDENTIALS_NEEDED, details=[
             field_detail(f"$.{name}", "required") for name in missing])
-    name = sandbox_username(sign_in.username)
+    username = given(sign_in.username, "")
+    name = sandbox_username(username)
     if name == REFUSED_USERNAME:
         raise CredentialsRefused(CREDENTIALS_REFUSED,
                                  details=[field_detail("$.username", "refused by the company")])
     challenge = MFA_CHALLENGES.get(name)
-    if challenge is not None and not sign_in.mfa_answer:
+    if challenge is not None and not given(sign_in.mfa_answer):
         return LoginOutcome(mfa=challenge)
-    login_scenario = scenario_for_username(tenant.tasks.scenarios, sign_in.username, operations)
-    if sign_in.payment_method is not None:
+    login_scenario = scenario_for_username(tenant.tasks.scenarios, username, operations)
+    if sign_in.payment_method is not UNSET:
         operations = [{**t, "paymentMethod": sign_in.payment_method} for t in operations]
     workflow, tasks = tenant.tasks.create_task(CreateTask(
-        company=company.id, tasks=tuple(operations), metadata=sign_in.metadata,
-        token_identifier=token.identifier, public_token=token.public_token,
-        login_scenario=login_scenario, watched=True))
+        TaskCreateRequest(company=company.id, tasks=task_items(operations),
+                          metadata=sign_in.metadata),
+        token=token, login_scenario=login_scenario, watched=True))
     return LoginOutcome(workflow=workflow, tasks=tuple(tasks))
 
 

@@ -25,7 +25,8 @@ from rapidfuzz.utils import default_process
 
 from ..errors import CompanyNotFound, ProductAndProducts, field_detail
 from ..loadcache import set_attributes
-from .companies import (DISABLED, UNKNOWN_COMPANY, Company, CompanyDirectory,
+from .shapes import UNSET, Command, Maybe, Texts, choice, given, of, text
+from .companies import (DISABLED, SCOPES, UNKNOWN_COMPANY, Company, CompanyDirectory, Tag,
                         ManualDepositRule, effective_tags)
 
 DEFAULT_LIMIT = 20
@@ -50,30 +51,21 @@ FUZZY_CACHE = 512  # queries whose fuzzy matches an index keeps (per index; leas
 PRODUCT_AND_PRODUCTS = "Send either `product` or `products`, not both."
 
 
-class SearchQuery(msgspec.Struct):
-    """A company search: its text, filters and limit (POST /company/search)."""
+class SearchRequest(Command, kw_only=True):
+    # A company search: its text, filters and limit (POST /company/search's body).
 
-    query: str
-    scopes: tuple[str, ...] = ()
-    product: str | None = None
-    products: tuple[str, ...] = ()
-    tags: tuple[str, ...] = ()
-    excluded_tags: tuple[str, ...] = ()
-    franchise_parent: str | None = None
-    limit: int = DEFAULT_LIMIT
-
-    @classmethod
-    def from_body(cls, body: dict) -> SearchQuery:
-        if "product" in body and "products" in body:
-            raise ProductAndProducts(PRODUCT_AND_PRODUCTS,
-                                     details=[field_detail("$.product", PRODUCT_AND_PRODUCTS),
-                                      field_detail("$.products", PRODUCT_AND_PRODUCTS)])
-        return cls(query=body["query"], scopes=tuple(body.get("scopes", ())),
-                   product=body.get("product"), products=tuple(body.get("products", ())),
-                   tags=tuple(body.get("tags", ())),
-                   excluded_tags=tuple(body.get("excludedTags", ())),
-                   franchise_parent=body.get("franchiseParent"),
-                   limit=body.get("limit", DEFAULT_LIMIT))
+    query: of(str, "Fuzzy match on company names. Required also with franchiseParent.",
+              min_length=1, max_length=200, pattern=r"\S")
+    scopes: Maybe[of(list[choice(*SCOPES)], unique=True)] = UNSET
+    product: Maybe[text("Only companies supporting this product. Not with `products`.")] = UNSET
+    products: Maybe[of(Texts, "Only companies supporting all of these. Not with `product`.",
+                       min_length=1, max_length=50)] = UNSET
+    tags: Maybe[of(list[Tag], "Only companies having every listed tag (derived ones included).",
+                   unique=True)] = UNSET
+    excluded_tags: Maybe[of(list[Tag], "Exclude by stored tags only; never removes "
+                            "manual-deposits.", unique=True)] = UNSET
+    franchise_parent: Maybe[text("Only the franchise children of this parent company.")] = UNSET
+    limit: of(int, ge=1, le=MAX_LIMIT) = DEFAULT_LIMIT
 
 
 _DROPPED = str.maketrans("", "", "'\u2019&.")
@@ -247,13 +239,18 @@ def _deletion_variants(word: str) -> set[str]:
 
 
 def search_companies(companies: CompanyDirectory, rule: ManualDepositRule,
-                     query: SearchQuery) -> list[Company]:
+                     query: SearchRequest) -> list[Company]:
     """POST /company/search: rules 1-6 of the spec, most relevant first."""
+    if query.product is not UNSET and query.products is not UNSET:
+        raise ProductAndProducts(PRODUCT_AND_PRODUCTS,
+                                 details=[field_detail("$.product", PRODUCT_AND_PRODUCTS),
+                                          field_detail("$.products", PRODUCT_AND_PRODUCTS)])
     base_within = overlay_within = None
-    if query.franchise_parent is not None:
-        parent = companies.get(query.franchise_parent)
+    parent_id = given(query.franchise_parent)
+    if parent_id is not None:
+        parent = companies.get(parent_id)
         if parent is None:
-            raise CompanyNotFound(UNKNOWN_COMPANY.format(company_id=query.franchise_parent),
+            raise CompanyNotFound(UNKNOWN_COMPANY.format(company_id=parent_id),
                                   details=[field_detail("$.franchiseParent", "unknown company id")])
         children = companies.children_of(parent.id)
         base_within = companies.index.ordinals_of(c for c in children if c.id not in companies.changed)
@@ -261,15 +258,15 @@ def search_companies(companies: CompanyDirectory, rule: ManualDepositRule,
     ranked = companies.index.ranked(query.query, base_within, skip=companies.changed.__contains__)
     if companies.changed:
         overlay = companies.overlay_index()
-        if query.franchise_parent is not None:
-            overlay_within = overlay.ordinals_of(c for c in companies.children_of(query.franchise_parent)
+        if parent_id is not None:
+            overlay_within = overlay.ordinals_of(c for c in companies.children_of(parent_id)
                                                  if c.id in companies.changed)
         ranked = heapq.merge(ranked, overlay.ranked(query.query, overlay_within),
                              key=lambda pair: pair[0])
 
-    keep = company_filter(rule, scopes=query.scopes,
-                          products=(query.product,) if query.product else query.products,
-                          tags=query.tags, excluded_tags=query.excluded_tags)
+    keep = company_filter(rule, scopes=given(query.scopes, ()),
+                          products=(query.product,) if query.product else given(query.products, ()),
+                          tags=given(query.tags, ()), excluded_tags=given(query.excluded_tags, ()))
     results: list[Company] = []
     for _, company in ranked:
         if keep(company):

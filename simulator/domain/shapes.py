@@ -11,13 +11,15 @@ the running app knows) is the struct's `__schema_extra__`, merged into its objec
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union
+from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType, field
 
-__all__ = ["UNSET", "Answer", "Command", "Maybe", "Meta", "View", "choice", "field", "of", "raw",
-           "schema_of"]
+from ..dates import DATE_TIME
+
+__all__ = ["UNSET", "Answer", "Command", "Maybe", "Meta", "View", "choice", "decoder", "field", "given",
+           "of", "raw", "schema_of"]
 
 T = TypeVar("T")
 _ORDER = "x-enum-order"  # choice's values in order, put back as `enum` (_inlined)
@@ -43,6 +45,33 @@ class Command(View, forbid_unknown_fields=True):
 
 class Answer(View, forbid_unknown_fields=True):
     """An object an answer shows whole: its fields and no others."""
+
+
+def decoder(shape: Any) -> Any:
+    """How a request's checked document becomes its declared type: a struct (or a list of
+    them) is converted into one, in C (`msgspec.convert`: the JSON names by the struct's
+    rename); a document with no struct declared is given as it is (None). Fields a struct's
+    schema names past its own (`__schema_extra__`'s properties: taken, not used) are left
+    out first."""
+    if _is_struct(shape):
+        named = {f.encode_name for f in msgspec.structs.fields(shape)}
+        unused = frozenset(shape.__schema_extra__.get("properties", {})) - named
+        if unused:
+            return lambda document: msgspec.convert(
+                {k: v for k, v in document.items() if k not in unused}, shape)
+        return lambda document: msgspec.convert(document, shape)
+    if get_origin(shape) is list and _is_struct(get_args(shape)[0]):
+        return lambda document: msgspec.convert(document, shape)
+    return None
+
+
+def given(value: Any, default: Any = None) -> Any:
+    """A struct field's value, or `default` where the request left it out (UNSET)."""
+    return default if value is UNSET else value
+
+
+def _is_struct(kind: Any) -> bool:
+    return isinstance(kind, type) and issubclass(kind, msgspec.Struct)
 
 
 def of(kind: Any, description: str | None = None, *, unique: bool = False,
@@ -153,3 +182,42 @@ def _inlined(schema: Any, components: dict[str, Any], extras: dict[str, Any]) ->
         elif key != "title" and not (key == "required" and value == []):
             inlined[key] = _inlined(value, components, extras)
     return inlined
+
+
+# -- the vocabulary the shapes share ------------------------------------------------------------
+
+# No C0 or C1 control character: in a user's identifier (these schemas), a path segment or
+# a query value (the pipeline's check, validate.py: text_problem; the document
+# states it there, openapi.py).
+NO_CONTROL_CHARACTER = r"^[^\x00-\x1f\x7f-\x9f]*$"
+
+# Names only the running app knows, marked where a request takes them (`"x-names": kind`,
+# an annotation validators ignore): the document lists them (openapi.py), and the server
+# refuses any other with its own code (422 unknown-scenario, unknown-event-type,
+# unknown-products, invalid-processor-token).
+TASK_SCENARIOS = "task-scenarios"
+PROCESSOR_LINK_SCENARIOS = "processor-link-scenarios"
+EVENT_TYPES = "event-types"
+PRODUCTS = "products"
+PROCESSOR_TOKENS = "processor-tokens"  # not a list: the pattern processor-<environment>-<uuid>
+
+Text = of(str, min_length=1)
+Name = of(str, min_length=1, max_length=200)
+Identifier = of(str, "The user's id in the customer's system.", min_length=1, max_length=256,
+                pattern=NO_CONTROL_CHARACTER)
+UserIdentifier = of(str, min_length=1, pattern=NO_CONTROL_CHARACTER)
+Texts = list[Text]
+Metadata = of(dict[str, Any], "Customer context, echoed in the task's events.")
+DateTime = raw(DATE_TIME)  # the one form answers write (dates.py)
+AnyDateTime = of(str, extra_json_schema={"format": "date-time"})  # any a caller sends
+
+
+def text(description: str, **meta: Any) -> Any:
+    return of(str, description, min_length=1, **meta)
+
+
+def after_cursor(what: str) -> Any:
+    """The `after` query parameter of incremental reads (domain/changes.py)."""
+    return of(int, f"A revision (the envelope's `revision`): only the {what} after it, in "
+              "the order of their latest change; `reset: true` when the tenant was reset or "
+              "restored since (start over).", ge=0, le=2**53 - 1)  # a safe JavaScript number

@@ -165,9 +165,13 @@ def field_schemas(fields: dict[str, TaskField]) -> dict[str, dict[str, Any]]:
             else field.schema for name, field in fields.items()}
 
 
-def given_fields(body: dict[str, Any]) -> dict[str, Any]:
-    """The request fields a body (or one of its `tasks`) gives."""
-    return {name: body[name] for name in REQUEST_FIELDS if name in body}
+def given_fields(given: Any) -> dict[str, Any]:
+    """The request fields a request's struct (or one of its `tasks`) gives, or a task a
+    workflow holds (JSON data) names."""
+    if isinstance(given, dict):
+        return {name: given[name] for name in REQUEST_FIELDS if name in given}
+    return {name: value for name in REQUEST_FIELDS
+            if (value := getattr(given, name)) is not msgspec.UNSET}
 
 
 # transactions.days_requested of a link token, as POST /_sandbox/{aggregator}/processor-token

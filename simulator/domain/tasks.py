@@ -32,8 +32,9 @@ from .linked_accounts import USER_LINK_PRODUCTS
 from .parts import Held, TenantSettings
 from .pay_link import PAY_LINK
 from .rules import Rules
-from .search import SearchQuery, normalize, search_companies
-from .shapes import UNSET, Command, Maybe, choice, of, raw, schema_of
+from .search import SearchRequest, normalize, search_companies
+from .shapes import (NO_CONTROL_CHARACTER, TASK_SCENARIOS, UNSET, Command, Maybe, Metadata, Text,
+                     choice, given, of, raw, schema_of, text)
 from .states import (COMPLETED, FAILED, FINAL, PAYMENT_METHOD, PROCESSING, QUEUED, REQUEST_FIELDS,
                      STEP_FIELDS, Scenario, Step, emits_status_update, field_schemas,
                      given_fields, transition_error, written_payment_method)
@@ -181,6 +182,82 @@ class PendingTask(Command, kw_only=True):
     scenario: of(str, min_length=1)
 
 
+# -- what POST /task/create sends (its body's structs) -------------------------------------------
+
+# A workflow's next step after a task ends (the SDK's and the real service's task options):
+# `continue` runs the next task, `finish` ends the workflow there (below).
+
+
+def next_step(description: str) -> Any:
+    return choice(CONTINUE, FINISH, description=description)
+
+
+ON_COMPLETE = ("After this task completes: `continue` with the next task (default) or "
+               "`finish` the workflow.")
+ON_FAIL = ("After this task fails: `continue` with the next task (default) or `finish` the "
+           "workflow.")
+
+
+# The task fields a create request may give (domain/states.py: REQUEST_FIELDS, one entry
+# each), as fields of the request's structs, at the top and per task: a body's value
+# arrives on the struct (absent: UNSET), named as the table names it.
+RequestFields = msgspec.defstruct(
+    "RequestFields", [(name, Maybe[raw(schema)], UNSET)
+                      for name, schema in field_schemas(REQUEST_FIELDS).items()],
+    bases=(Command,), kw_only=True)
+
+
+class TaskOptions(RequestFields, kw_only=True):
+    # What each task of a workflow may say about itself.
+    on_complete: next_step(ON_COMPLETE) = CONTINUE
+    on_fail: next_step(ON_FAIL) = CONTINUE
+    distribution: Maybe[Distribution] = UNSET
+
+
+class TaskItem(TaskOptions, kw_only=True):
+    __schema_extra__ = {"anyOf": [{"required": ["operation"]}, {"required": ["product"]}]}
+
+    operation: Maybe[Text] = UNSET
+    product: Maybe[Text] = UNSET
+    metadata: Maybe[Metadata] = UNSET
+    payment_method: Maybe[raw(PAYMENT_METHOD)] = UNSET
+
+
+TaskItems = of(list[TaskItem], "Several operations in one task workflow. A task after one "
+               "whose onComplete or onFail is `finish` starts only when that one ended the way "
+               "that goes on.", min_length=1, max_length=10)
+ScenarioName = of(str, "The scenario that drives the task (see GET /_sandbox/scenarios).",
+              min_length=1, extra_json_schema={"x-names": TASK_SCENARIOS})
+
+
+def task_items(documents: Iterable[dict[str, Any]]) -> list[TaskItem]:
+    """Tasks as the hosted flow's documents give them (its configuration's, which may hold
+    fields of the SDK's that a task does not use: left out), as a create request's."""
+    known = {field.encode_name for field in msgspec.structs.fields(TaskItem)}
+    return msgspec.convert([{k: v for k, v in document.items() if k in known}
+                            for document in documents], list[TaskItem])
+
+
+class TaskCreateRequest(RequestFields, kw_only=True):
+    __schema_extra__ = {"not": {"anyOf": [
+        {"required": ["product", "operation"]}, {"required": ["product", "tasks"]},
+        {"required": ["operation", "tasks"]}, {"required": ["linkedAccount", "linkedAccountId"]}]}}
+
+    identifier: Maybe[of(str, "The user (with API keys); a public token names it itself.",
+                         min_length=1, max_length=256, pattern=NO_CONTROL_CHARACTER)] = UNSET
+    company: Maybe[text("A company `_id`.")] = UNSET
+    linked_account: Maybe[text("Refresh this linked account (pull refresh flow).")] = UNSET
+    linked_account_id: Maybe[text("The spec's name for `linkedAccount`.")] = UNSET
+    product: Maybe[Text] = UNSET
+    operation: Maybe[text("Same as `product`.")] = UNSET
+    tasks: Maybe[TaskItems] = UNSET
+    metadata: Maybe[Metadata] = UNSET
+    scenario: Maybe[ScenarioName] = UNSET
+    payment_method: Maybe[raw(PAYMENT_METHOD)] = UNSET
+    distribution: Maybe[of(Distribution, "The legacy top-level split (real-service-facts 8): "
+                           "every task of the request that names none.")] = UNSET
+
+
 TASK_STATUSES = [QUEUED, PROCESSING, COMPLETED, FAILED]
 # How a snapshot writes a task and a workflow (snapshot.py: Record shapes), so a restored
 # one is one the engine can run and the reads can render: a task moves only along the
@@ -237,46 +314,39 @@ class TaskRequest(msgspec.Struct, frozen=True):
 
 
 class CreateTask(msgspec.Struct, frozen=True):
-    """A task creation, typed (POST /task/create, the hosted flow's sign-in, a pull refresh
-    from a linked account): who, at which company, which tasks, and who asks. `read` makes
-    it from a request body its schema has checked; the rules that need the tenant's state
-    (the linked account's user, company and product; the company's products; the
-    scenarios) are `Tasks.create_task`'s."""
+    """A task creation: what was asked (POST /task/create's body as its struct, a pull
+    refresh's, or what the hosted flow's sign-in asks) and who asks. The rules that need
+    the tenant's state (the linked account's user, company and product; the company's
+    products; the scenarios) are `Tasks.create_task`'s."""
 
-    identifier: str | None = None
-    company: str | None = None
-    linked_account: str | None = None     # a pull refresh of this account
-    product: str | None = None            # one task: its product (or legacy operation) ...
-    product_field: str = "product"        # ... as the body named it, for errors
-    tasks: tuple[dict[str, Any], ...] | None = None  # several tasks, each with its options
-    metadata: dict[str, Any] | None = None
-    payment_method: dict[str, Any] | None = None
-    distribution: dict[str, Any] | None = None  # the legacy split of every task
-    scenario: str | None = None
+    request: TaskCreateRequest
     # Who asks: a public token's user and token (None under API keys); the hosted flow's
     # sign-in adds the scenario its username picks and that its page watches the tasks.
-    token_identifier: str | None = None
-    public_token: str | None = None
+    token: Any = None  # identity.PublicToken
     login_scenario: str | None = None
     watched: bool = False
-    fields: dict[str, Any] = msgspec.field(default_factory=dict)  # REQUEST_FIELDS given at the top
 
-    @classmethod
-    def read(cls, body: dict[str, Any], *, token: Any = None) -> CreateTask:
-        """The command a request body gives (`linkedAccountId`, the spec's name, read as
-        `linkedAccount`; the legacy `operation` as `product`), asked with `token` (a
-        PublicToken, or None under API keys)."""
-        field_name = "product" if "product" in body or "operation" not in body else "operation"
-        tasks = body.get("tasks")
-        return cls(identifier=body.get("identifier"), company=body.get("company"),
-                   linked_account=body.get("linkedAccount", body.get("linkedAccountId")),
-                   product=body.get(field_name), product_field=field_name,
-                   tasks=tuple(tasks) if tasks is not None else None,
-                   metadata=body.get("metadata"), payment_method=body.get("paymentMethod"),
-                   distribution=body.get("distribution"), scenario=body.get("scenario"),
-                   token_identifier=token.identifier if token else None,
-                   public_token=token.public_token if token else None,
-                   fields=given_fields(body))
+    @property
+    def token_identifier(self) -> str | None:
+        return self.token.identifier if self.token is not None else None
+
+    @property
+    def linked_account(self) -> str | None:
+        """The account a pull refresh acts on (`linkedAccountId` is the spec's name)."""
+        request = self.request
+        return given(request.linked_account, given(request.linked_account_id))
+
+    @property
+    def product_field(self) -> str:
+        """How the body named its one task's product (`operation`: the legacy name)."""
+        request = self.request
+        return "operation" if request.product is UNSET and request.operation is not UNSET \
+            else "product"
+
+
+def _split(distribution: Distribution | None) -> dict[str, Any] | None:
+    """A deposit's split as a task keeps it (JSON data: snapshots and answers show it)."""
+    return None if distribution is None else msgspec.to_builtins(distribution)
 
 
 def first_batch(requests: list[TaskRequest]) -> tuple[list[TaskRequest], list[TaskRequest]]:
@@ -452,34 +522,36 @@ class Tasks(Held[Task]):
         auth-expired (a refresh does not recover it; spec: Account update lifecycle).
         """
         account = None
+        asked = command.request
         if command.linked_account is not None:
             account = self.accounts.require(command.linked_account)
-            if (command.company or account.company_id) != account.company_id:
+            if given(asked.company, account.company_id) != account.company_id:
                 raise CompanyMismatch(REFRESH_COMPANY,
                                       details=[field_detail("$.company", REFRESH_COMPANY)])
-            command = msgspec.structs.replace(
-                command, company=account.company_id,
-                identifier=(command.identifier if command.identifier is not None
-                            else command.token_identifier or account.identifier),
-                product=command.product if command.product or command.tasks
-                else account.product)
+            asked = msgspec.structs.replace(
+                asked, company=account.company_id,
+                identifier=given(asked.identifier,
+                                 command.token_identifier or account.identifier),
+                product=asked.product if asked.product or asked.operation
+                or asked.tasks else account.product)
+            command = msgspec.structs.replace(command, request=asked)
         identifier = self._identifier(command)
         if account is not None and account.identifier != identifier:
             raise LinkedAccountNotFound(
                 f"No linked account of {identifier!r} has the id {account.id!r}.",
                 details=[field_detail("$.linkedAccount", "not this user's")])
-        if command.company is None:
+        if asked.company is UNSET:
             raise ValidationFailed(COMPANY_OR_LINKED_ACCOUNT,
                                    details=[field_detail("$.company", COMPANY_OR_LINKED_ACCOUNT)])
-        company = self.companies.get(command.company)
+        company = self.companies.get(asked.company)
         if company is None:
-            raise CompanyNotFound(UNKNOWN_COMPANY.format(company_id=command.company),
+            raise CompanyNotFound(UNKNOWN_COMPANY.format(company_id=asked.company),
                                   details=[field_detail("$.company", "unknown company id")])
         requests = self._task_requests(command)
         for request in requests:
             self.check_company_accepts(company, request.product, request.path)
         # Each task's own: a scenario must fit the task's product (DESIGN.md, Scenarios).
-        scenarios = [self.select_scenario(identifier, company, command.scenario,
+        scenarios = [self.select_scenario(identifier, company, given(asked.scenario),
                                           command.login_scenario, product=request.product,
                                           product_path=request.path)
                      for request in requests]
@@ -488,7 +560,8 @@ class Tasks(Held[Task]):
         user = self.identity.user(identifier)
         # Task events always carry the user's public token; a user who never had one
         # (tasks made with API keys) gets one, as the SDK flow would have issued.
-        token = (command.public_token or self.identity.latest_token.get(identifier)
+        token = ((command.token.public_token if command.token is not None else None)
+                 or self.identity.latest_token.get(identifier)
                  or self.identity.create_access_token(identifier).public_token)
         workflow = Workflow(id=self.ids.object_id(), identifier=identifier, tasks=[])
         starting, waiting = first_batch(requests)
@@ -598,39 +671,43 @@ class Tasks(Held[Task]):
                                    owner=task.id)
 
     def _identifier(self, command: CreateTask) -> str:
+        identifier = command.request.identifier
         if command.token_identifier is not None:
-            if command.identifier not in (None, command.token_identifier):
+            if identifier not in (UNSET, command.token_identifier):
                 raise IdentifierMismatch(IDENTIFIER_MISMATCH,
                                          details=[field_detail("$.identifier", IDENTIFIER_MISMATCH)])
             return command.token_identifier
-        if command.identifier is None:
+        if identifier is UNSET:
             raise ValidationFailed(IDENTIFIER_REQUIRED,
                                    details=[field_detail("$.identifier", IDENTIFIER_REQUIRED)])
-        return command.identifier
+        return identifier
 
     def _task_requests(self, command: CreateTask) -> list[TaskRequest]:
-        if command.metadata is not None:
-            check_metadata(command.metadata, "$.metadata")
-        for n, t in enumerate(command.tasks or ()):
-            if "metadata" in t:
-                check_metadata(t["metadata"], f"$.tasks[{n}].metadata")
-        if command.tasks is not None:
-            return [TaskRequest(product=t.get("product") or t["operation"],
-                                metadata=t.get("metadata", command.metadata),
-                                payment_method=written_payment_method(t.get("paymentMethod")),
-                                path=f"$.tasks[{n}].{'product' if 'product' in t else 'operation'}",
-                                distribution=t.get("distribution", command.distribution),
-                                on_complete=t.get("onComplete", CONTINUE),
-                                on_fail=t.get("onFail", CONTINUE),
-                                fields={**command.fields, **given_fields(t)})
-                    for n, t in enumerate(command.tasks)]
-        if command.product is None:
+        request = command.request
+        metadata, distribution = given(request.metadata), given(request.distribution)
+        if metadata is not None:
+            check_metadata(metadata, "$.metadata")
+        for n, item in enumerate(given(request.tasks, ())):
+            if item.metadata is not UNSET:
+                check_metadata(item.metadata, f"$.tasks[{n}].metadata")
+        top_fields = given_fields(request)
+        if request.tasks is not UNSET:
+            return [TaskRequest(product=item.product or item.operation,
+                                metadata=given(item.metadata, metadata),
+                                payment_method=written_payment_method(given(item.payment_method)),
+                                path=f"$.tasks[{n}].{'product' if item.product else 'operation'}",
+                                distribution=_split(given(item.distribution, distribution)),
+                                on_complete=item.on_complete, on_fail=item.on_fail,
+                                fields={**top_fields, **given_fields(item)})
+                    for n, item in enumerate(request.tasks)]
+        product = given(request.product, given(request.operation))
+        if product is None:
             raise ValidationFailed(PRODUCT_REQUIRED,
                                    details=[field_detail("$.product", PRODUCT_REQUIRED)])
-        return [TaskRequest(product=command.product, metadata=command.metadata,
-                            payment_method=written_payment_method(command.payment_method),
-                            path=f"$.{command.product_field}", distribution=command.distribution,
-                            fields=command.fields)]
+        return [TaskRequest(product=product, metadata=metadata,
+                            payment_method=written_payment_method(given(request.payment_method)),
+                            path=f"$.{command.product_field}", distribution=_split(distribution),
+                            fields=top_fields)]
 
     def check_company_accepts(self, company: Company, product: str, path: str) -> None:
         """Spec: "Starting an authentication flow against an under-maintenance or disabled
@@ -941,7 +1018,7 @@ class Tasks(Held[Task]):
             found.append(self.details(task, accounts))
         return found
 
-    def prescreen(self, named: dict[str, str], product: str) -> dict[str, Any]:
+    def prescreen(self, named: Any, product: str) -> dict[str, Any]:
         """POST /task/prescreen: HIGH when a task for `product` at the company would start
         and run headless (username and password): the company is known, operational,
         offers the product and has headless authentication, and the account's
@@ -954,14 +1031,14 @@ class Tasks(Held[Task]):
         return {"confidence": HIGH if high else LOW,
                 "companyId": company.id if company is not None else None}
 
-    def _prescreened_company(self, named: dict[str, str]) -> Company | None:
+    def _prescreened_company(self, named: Any) -> Company | None:
         """The company by `id`, else the one whose name is `name` (case, spaces and
-        punctuation aside, as the search's exact tier compares them)."""
-        company = self.companies.get(named["id"]) if "id" in named else None
-        if company is None and "name" in named:
-            wanted = normalize(named["name"])
+        punctuation aside, as the search's exact tier compares them): a PrescreenCompany."""
+        company = self.companies.get(named.id) if named.id is not UNSET else None
+        if company is None and named.name is not UNSET:
+            wanted = normalize(named.name)
             found = search_companies(self.companies, self.settings.manual_deposits,
-                                     SearchQuery(query=named["name"], limit=5))
+                                     SearchRequest(query=named.name, limit=5))
             company = next((c for c in found if normalize(c.name) == wanted), None)
         return company
 

@@ -27,6 +27,7 @@ from .states import COMPLETED, FINAL, PROCESSING, QUEUED
 from . import payroll_records
 from .tasks import UNKNOWN_TASK, Task, Workflow, task_event_fields
 from .identity import DEFAULT_TOKEN_LIFETIME
+from .shapes import UNSET, given
 from .tenants import Tenant
 
 DEFAULT_IDENTIFIER = "sandbox-user"
@@ -34,18 +35,18 @@ UNKNOWN_TYPE = "Unknown event type {event_type!r}. Known: {known}."
 NO_DATA = "pii-data-deleted has no data (spec: Privacy event)."
 
 
-def trigger_event(tenant: Tenant, aggregator: str, request: dict[str, Any]) -> Event:
-    event_type = request["eventType"]
+def trigger_event(tenant: Tenant, aggregator: str, request: Any) -> Event:
+    event_type = request.event_type
     known = declared(aggregator)
     declaration = known.get(event_type)
     if declaration is None:
         raise UnknownEventType(UNKNOWN_TYPE.format(event_type=event_type, known=", ".join(known)),
                                details=[field_detail("$.eventType", "unknown event type")])
-    overrides = request.get("data") or {}
+    overrides = given(request.data) or {}
     if declaration.family is Family.PRIVACY and overrides:
         raise ValidationFailed(NO_DATA, details=[field_detail("$.data", NO_DATA)])
     rng = random.Random(f"{tenant.name}:{tenant.events.emitted}")
-    identifier = request.get("identifier")
+    identifier = given(request.identifier)
     task = _task(tenant, request, identifier, declaration)
     company = _company(tenant, request, task)
 
@@ -72,12 +73,12 @@ def trigger_event(tenant: Tenant, aggregator: str, request: dict[str, Any]) -> E
                          identifier=identifier, task_id=task.id if task else None)
 
 
-def _task(tenant: Tenant, request: dict[str, Any], identifier: str | None,
+def _task(tenant: Tenant, request: Any, identifier: str | None,
           declaration: EventType) -> Task | None:
-    if "taskId" in request:
-        task = tenant.tasks.get(request["taskId"])
+    if request.task_id is not UNSET:
+        task = tenant.tasks.get(request.task_id)
         if task is None:
-            raise TaskNotFound(UNKNOWN_TASK.format(task_id=request["taskId"]),
+            raise TaskNotFound(UNKNOWN_TASK.format(task_id=request.task_id),
                                details=[field_detail("$.taskId", "unknown task")])
         return task
     if declaration.family is not Family.TASK:
@@ -116,11 +117,11 @@ def _public_token(tenant: Tenant, identifier: str) -> str:
     return tenant.identity.create_access_token(identifier, DEFAULT_TOKEN_LIFETIME).public_token
 
 
-def _company(tenant: Tenant, request: dict[str, Any], task: Task | None) -> Company:
-    if "companyId" in request:
-        company = tenant.companies.get(request["companyId"])
+def _company(tenant: Tenant, request: Any, task: Task | None) -> Company:
+    if request.company_id is not UNSET:
+        company = tenant.companies.get(request.company_id)
         if company is None:
-            raise CompanyNotFound(UNKNOWN_COMPANY.format(company_id=request["companyId"]),
+            raise CompanyNotFound(UNKNOWN_COMPANY.format(company_id=request.company_id),
                                   details=[field_detail("$.companyId", "unknown company")])
         return company
     if task is not None:

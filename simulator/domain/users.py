@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from ..errors import Conflict, field_detail
+from .shapes import given
 from .states import written_payment_method
 from .tenants import Tenant
 
@@ -30,16 +33,15 @@ def success() -> dict[str, Any]:
     return {"success": True, "result": {"success": True}}
 
 
-def put_user(tenant: Tenant, identifier: str, data: dict[str, Any] | None) -> dict[str, Any]:
+def put_user(tenant: Tenant, identifier: str, data: Any) -> dict[str, Any]:
     """PUT /user: the user (created if new) with the destination bank accounts and cards
-    a task workflow can offer them, stored as the spec's payment method objects (replacing
-    what was stored; a bank account keeps the last four digits of its number only)."""
+    a task workflow can offer them (`data`: the request's OwnMethods, or UNSET), stored as
+    the spec's payment method objects (replacing what was stored; a bank account keeps the
+    last four digits of its number only)."""
     user = tenant.identity.user(identifier)
-    data = data or {}
-    user.payment_methods = {
-        "bankAccounts": [_bank_account(tenant, raw) for raw in data.get("bankAccounts", ())],
-        "cards": [_card(tenant, raw) for raw in data.get("cards", ())],
-    }
+    banks, cards = (given(data.bank_accounts, ()), given(data.cards, ())) if data else ((), ())
+    user.payment_methods = {"bankAccounts": [_bank_account(tenant, own) for own in banks],
+                            "cards": [_card(tenant, own) for own in cards]}
     return payment_methods(tenant, identifier)
 
 
@@ -52,33 +54,34 @@ def payment_methods(tenant: Tenant, identifier: str) -> dict[str, Any]:
             "cards": [written_payment_method(card) for card in stored["cards"]]}
 
 
-def _bank_account(tenant: Tenant, raw: dict[str, Any]) -> dict[str, Any]:
-    number = raw.get("accountNumber")
-    account_type = raw.get("accountType", "checking")
+def _bank_account(tenant: Tenant, own: Any) -> dict[str, Any]:
+    number = given(own.account_number)
+    account_type = given(own.account_type, "checking")
     method: dict[str, Any] = {
-        "type": "bank", "_id": raw.get("_id") or tenant.ids.object_id(),
-        "title": raw.get("title") or (f"{account_type.title()} ending in {number[-4:]}"
+        "type": "bank", "_id": given(own.id) or tenant.ids.object_id(),
+        "title": given(own.title) or (f"{account_type.title()} ending in {number[-4:]}"
                                       if number else f"{account_type.title()} account"),
         "accountType": account_type,
     }
     if number:
         method["accountNumber"] = number[-4:]
-    for name in ("routingNumber", "externalId"):
-        if name in raw:
-            method[name] = raw[name]
-    return method
+    return {**method, **_given(own, "routingNumber", "externalId")}
 
 
-def _card(tenant: Tenant, raw: dict[str, Any]) -> dict[str, Any]:
-    brand, last_four = raw.get("brand"), raw.get("lastFour")
-    title = raw.get("title") or " ".join(
+def _card(tenant: Tenant, own: Any) -> dict[str, Any]:
+    brand, last_four = given(own.brand), given(own.last_four)
+    title = given(own.title) or " ".join(
         part for part in (brand or "Card", f"ending in {last_four}" if last_four else "") if part)
-    method: dict[str, Any] = {"type": "card", "_id": raw.get("_id") or tenant.ids.object_id(),
+    method: dict[str, Any] = {"type": "card", "_id": given(own.id) or tenant.ids.object_id(),
                               "title": title}
-    for name in ("brand", "lastFour", "expiry", "externalId"):
-        if name in raw:
-            method[name] = raw[name]
-    return written_payment_method(method)
+    return written_payment_method(
+        {**method, **_given(own, "brand", "lastFour", "expiry", "externalId")})
+
+
+def _given(own: Any, *names: str) -> dict[str, Any]:
+    """These fields of a request's struct, by their JSON names, where the request gave them."""
+    written = msgspec.to_builtins(own)
+    return {name: written[name] for name in names if name in written}
 
 
 def end_monitoring(tenant: Tenant, identifier: str) -> list[Any]:

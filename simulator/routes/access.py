@@ -3,7 +3,7 @@ real service's path (docs/spec/real-api-surface.md, Access tokens)."""
 
 from __future__ import annotations
 
-from ..domain.identity import DEFAULT_TOKEN_LIFETIME, token_record
+from ..domain.identity import token_record
 from ..domain.users import success
 from ..schemas.api import AccessToken, AccessTokenRequest, Success
 from ..operations import Auth, operation
@@ -12,8 +12,7 @@ from ..operations import Auth, operation
 @operation("POST", "/access-token", "Create a user's public token (and the user, if new)",
            auth=Auth.API_KEYS, body=AccessTokenRequest, response=AccessToken, errors=(400, 429))
 async def access_token(tenant, body) -> dict:
-    token = tenant.identity.create_access_token(body["identifier"],
-                                body.get("tokenLifetime", DEFAULT_TOKEN_LIFETIME))
+    token = tenant.identity.create_access_token(body.identifier, body.token_lifetime)
     return token_record(token)
 
 

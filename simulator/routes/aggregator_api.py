@@ -22,7 +22,7 @@ from typing import Any
 from ..domain import aggregator
 from ..errors import (ApiError, Forbidden, MethodNotAllowed, MissingCredentials, RouteNotFound,
                       Unauthorized, ValidationFailed)
-from ..domain.shapes import schema_of
+from ..domain.shapes import given, schema_of
 from ..schemas import aggregator as shapes
 from ..validate import UNKNOWN_FIELD, check_webhook_urls
 from ..operations import Auth, Dialect, operation
@@ -133,7 +133,8 @@ async def sandbox_public_token_create(tenant, body, sandbox) -> dict:
     sandbox's institutions with the products asked for (`options.transactions.days_requested`
     sets how much history the service gets, default 90; `options.webhook` where the item's
     webhooks go)."""
-    _check_webhook(((body.get("options") or {}).get("webhook"), "$.options.webhook"), sandbox)
+    _check_webhook((given(body.options.webhook) if body.options else None, "$.options.webhook"),
+                   sandbox)
     return tenant.aggregator.create_sandbox_public_token(body)
 
 
@@ -141,7 +142,7 @@ async def sandbox_public_token_create(tenant, body, sandbox) -> dict:
           body=shapes.PublicTokenExchange, response=shapes.PublicTokenExchanged)
 async def item_public_token_exchange(tenant, body) -> dict:
     """The spec's step 2 at the aggregator: the access token stays on the customer's server."""
-    return tenant.aggregator.exchange_public_token(body["public_token"])
+    return tenant.aggregator.exchange_public_token(body.public_token)
 
 
 @_declare("/accounts/get", "An item's accounts", body=shapes.AccountsGet,
@@ -149,8 +150,8 @@ async def item_public_token_exchange(tenant, body) -> dict:
 async def accounts_get(tenant, body) -> dict:
     """The accounts to choose one from for the processor token; ITEM_LOGIN_REQUIRED after
     /sandbox/item/reset_login."""
-    return tenant.aggregator.get_accounts(body["access_token"],
-                                   (body.get("options") or {}).get("account_ids"))
+    return tenant.aggregator.get_accounts(
+        body.access_token, given(body.options.account_ids) if body.options else None)
 
 
 @_declare("/processor/token/create", "Create a processor token for the service",
@@ -165,7 +166,7 @@ async def processor_token_create(tenant, body, sandbox) -> dict:
           response=shapes.Answer)
 async def item_remove(tenant, body) -> dict:
     """The access token stops working; processor tokens of the item are revoked."""
-    return tenant.aggregator.remove_item(body["access_token"])
+    return tenant.aggregator.remove_item(body.access_token)
 
 
 @_declare("/sandbox/item/reset_login", "Make a sandbox item need its user to log in again",
@@ -173,7 +174,7 @@ async def item_remove(tenant, body) -> dict:
 async def sandbox_item_reset_login(tenant, body) -> dict:
     """Processing of the item's processor links then ends in `<aggregator>-error` with
     ITEM_ERROR / ITEM_LOGIN_REQUIRED when it pulls transactions; a new item recovers."""
-    return tenant.aggregator.reset_login(body["access_token"])
+    return tenant.aggregator.reset_login(body.access_token)
 
 
 @_declare("/item/get", "An item and its status", body=shapes.ItemRequest,
@@ -182,7 +183,7 @@ async def item_get(tenant, body) -> dict:
     """The item: its products, webhook URL and `error` (ITEM_LOGIN_REQUIRED after
     /sandbox/item/reset_login, which this call reports rather than refuses), and when its
     transactions last updated and which webhook it last fired."""
-    return tenant.aggregator.get_item(body["access_token"])
+    return tenant.aggregator.get_item(body.access_token)
 
 
 @_declare("/item/webhook/update", "Change where an item's webhooks go",
@@ -190,8 +191,8 @@ async def item_get(tenant, body) -> dict:
 async def item_webhook_update(tenant, body, sandbox) -> dict:
     """The item's webhooks go to `webhook` from now on; the aggregator's
     WEBHOOK_UPDATE_ACKNOWLEDGED goes there first (answered once its first attempt is)."""
-    _check_webhook((body.get("webhook"), "$.webhook"), sandbox)
-    return tenant.aggregator.update_webhook(body["access_token"], body.get("webhook"))
+    _check_webhook((given(body.webhook), "$.webhook"), sandbox)
+    return tenant.aggregator.update_webhook(body.access_token, given(body.webhook))
 
 
 @_declare("/link/token/create", "Create a link token", body=shapes.LinkTokenCreate,
@@ -201,7 +202,7 @@ async def link_token_create(tenant, body, sandbox) -> dict:
     opening the aggregator's link flow. The sandbox has no link flow:
     /sandbox/public_token/create stands in for it. `access_token` (update mode) must be
     an item's, `webhook` a URL the sandbox may send to."""
-    _check_webhook((body.get("webhook"), "$.webhook"), sandbox)
+    _check_webhook((given(body.webhook), "$.webhook"), sandbox)
     return tenant.aggregator.create_link_token(body)
 
 

@@ -4,8 +4,8 @@ docs/spec/real-api-surface.md, Company)."""
 from __future__ import annotations
 
 from ..domain.companies import full_record, search_record
-from ..domain.search import SearchQuery, company_filter, search_companies
-from ..schemas.api import CompanyListQuery, SearchRequest
+from ..domain.search import SearchRequest, company_filter, search_companies
+from ..schemas.api import CompanyListQuery
 from ..operations import Auth, Reply, operation
 
 SEARCH_COMPANIES = {"type": "array", "items": {"$ref": "#/components/schemas/SearchCompany"}}
@@ -17,7 +17,7 @@ COMPANY = {"$ref": "#/components/schemas/Company"}
            auth=Auth.EITHER,  # the one operation the real API also opens to a public token
            body=SearchRequest, response=SEARCH_COMPANIES, errors=(400, 404))
 async def search(tenant, body) -> list:
-    found = search_companies(tenant.companies, tenant.manual_deposits, SearchQuery.from_body(body))
+    found = search_companies(tenant.companies, tenant.manual_deposits, body)
     return [search_record(c, tenant.manual_deposits) for c in found]
 
 
@@ -26,10 +26,10 @@ async def search(tenant, body) -> list:
            response=COMPANIES, envelope={"total": {"type": "integer"}})
 async def list_companies(tenant, query) -> Reply:
     keep = company_filter(tenant.manual_deposits, include_disabled=True,
-                          scopes=[query["scope"]] if "scope" in query else (),
-                          products=[query["product"]] if "product" in query else ())
+                          scopes=[query.scope] if query.scope else (),
+                          products=[query.product] if query.product else ())
     matching = [c for c in tenant.companies.ordered() if keep(c)]
-    page = matching[query["skip"]:query["skip"] + query["limit"]]
+    page = matching[query.skip:query.skip + query.limit]
     return Reply([full_record(c, tenant.manual_deposits) for c in page],
                  extra={"total": len(matching)})
 

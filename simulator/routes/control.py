@@ -11,6 +11,7 @@ from .. import snapshot
 from ..domain import company_admin
 from ..domain.changes import EVENT, TASK
 from ..domain.companies import full_record
+from ..domain.shapes import UNSET, given
 from ..errors import ValidationFailed, field_detail
 from ..schemas.api import (CardTokenRecreationRequest, ClockAdvanceRequest,
                            COMPANY_CREATE_REQUEST, CompanyStatusRequest, COMPANY_UPDATE_REQUEST,
@@ -63,8 +64,8 @@ async def reset(tenant, sandbox) -> dict:
 @operation("GET", "/_sandbox/requests", "Requests received, newest first",
            query=JournalQuery, response=list[JournalEntry], **CONTROL)
 async def requests_journal(tenant, query) -> list:
-    entries = tenant.journal.query(path=query.get("path"), method=query.get("method"),
-                                   status=query.get("status"), limit=query["limit"])
+    entries = tenant.journal.query(path=given(query.path), method=given(query.method),
+                                   status=given(query.status), limit=query.limit)
     return [e.record() for e in entries]
 
 
@@ -105,8 +106,8 @@ async def clock(tenant) -> dict:
 async def advance_clock(tenant, body) -> dict:
     """Stops at the work limit (README: Limits) with `complete: false` and the
     `remainingSeconds` to ask for next; the clock stands at the last job it ran."""
-    target = tenant.clock.timestamp() + body["seconds"]
-    result = await tenant.runner.advance(body["seconds"])
+    target = tenant.clock.timestamp() + body.seconds
+    result = await tenant.runner.advance(body.seconds)
     return {**_clock_record(tenant), **_run_record(result),
             "remainingSeconds": round(max(0.0, target - tenant.clock.timestamp()), 3)}
 
@@ -149,15 +150,15 @@ async def list_events(tenant, query, sandbox) -> Reply:
     order of their latest change, the first `limit` of them; the envelope's `revision` is
     the cursor of the next read (past `limit`, it goes on from the last one shown), and
     `reset: true` says the cursor predates a reset or restore: this read is a full one."""
-    since = parse_time(query["since"], "$.since") if "since" in query else None
+    since = parse_time(query.since, "$.since") if query.since is not UNSET else None
     ledger = tenant.events
     read = _changes_since(tenant, query, EVENT, ledger.by_id, changing="delivery")
-    events = ledger.query(event_type=query.get("type"), user=query.get("user"),
-                          task=query.get("task"), since=since, among=read.items)
-    if "delivery" in query:
+    events = ledger.query(event_type=given(query.type), user=given(query.user),
+                          task=given(query.task), since=since, among=read.items)
+    if query.delivery is not UNSET:
         state = tenant.webhooks
-        events = [e for e in events if state.state_of(e.id) == query["delivery"]]
-    shown = read.page(events, query["limit"])
+        events = [e for e in events if state.state_of(e.id) == query.delivery]
+    shown = read.page(events, query.limit)
     records = [event_record(sandbox.dispatcher, tenant, e) for e in shown]
     return Reply(records, extra={"total": len(events), **read.envelope(shown, events)})
 
@@ -182,8 +183,8 @@ async def list_scenarios(tenant, sandbox) -> Reply:
            "tasks", body=ScenarioBindingRequest, response=ScenarioBinding, **CONTROL)
 async def bind_scenario(tenant, params, body, sandbox) -> dict:
     identifier = params["identifier"]
-    tenant.tasks.bind(identifier, body["scenario"])
-    return {"identifier": identifier, "scenario": body["scenario"]}
+    tenant.tasks.bind(identifier, body.scenario)
+    return {"identifier": identifier, "scenario": body.scenario}
 
 
 # -- data profiles (DESIGN.md: Payroll data you choose) ------------------------------------------
@@ -202,8 +203,8 @@ async def bind_profile(tenant, params, body) -> dict:
     the named profile when both); the user's next linked accounts, through the API and the
     hosted flow alike, take it. A contradiction answers 422 with its JSON path and nothing
     changes."""
-    return tenant.accounts.bind_profile(params["identifier"], body.get("profile"),
-                                        body.get("data"))
+    return tenant.accounts.bind_profile(params["identifier"], given(body.profile),
+                                        given(body.data))
 
 
 @operation("GET", "/_sandbox/users/{identifier}/profile", "The data profile bound to a user",
@@ -226,8 +227,8 @@ async def card_token_recreation(tenant, params, body) -> dict:
     """Card tokens are recreated automatically (spec: payment-token-expired, "Recreation is
     normally automatic"); switched off, a card older than 24 hours fails the task."""
     identifier = params["identifier"]
-    tenant.tasks.recreate_card_tokens(identifier, body["enabled"])
-    return {"identifier": identifier, "enabled": body["enabled"]}
+    tenant.tasks.recreate_card_tokens(identifier, body.enabled)
+    return {"identifier": identifier, "enabled": body.enabled}
 
 
 # -- companies ----------------------------------------------------------------------------
@@ -272,8 +273,8 @@ async def delete_company(tenant, params) -> dict:
            errors=(404,), **CONTROL)
 async def company_status(tenant, params, body) -> dict:
     company = company_admin.set_company_status(tenant.companies, tenant.emit,
-                                               params["companyId"], body["status"],
-                                               body.get("products"))
+                                               params["companyId"], body.status,
+                                               given(body.products))
     record = full_record(company, tenant.manual_deposits)
     if company.maintenance_products:
         record["maintenanceProducts"] = list(company.maintenance_products)
@@ -290,9 +291,9 @@ async def list_tasks(tenant, query) -> Reply:
     read = _changes_since(tenant, query, TASK, tenant.tasks, changing="status")
     candidates = reversed(list(tenant.tasks.values())) if read.items is None else read.items
     tasks = [t for t in candidates
-             if ("status" not in query or t.status == query["status"])
-             and ("user" not in query or t.identifier == query["user"])]
-    shown = tasks[:query["limit"]]
+             if (query.status is UNSET or t.status == query.status)
+             and (query.user is UNSET or t.identifier == query.user)]
+    shown = tasks[:query.limit]
     return Reply([t.record() for t in shown], extra={"total": len(tasks),
                                                      **read.envelope(shown, tasks)})
 
@@ -321,23 +322,23 @@ class _ChangesRead(msgspec.Struct, frozen=True):
         return {"revision": revision, "reset": self.reset}
 
 
-def _changes_since(tenant, query: dict, kind: str, stored: dict, changing: str) -> _ChangesRead:
-    """The items of `stored` changed after `query["after"]`, if the cursor is current.
+def _changes_since(tenant, query: Any, kind: str, stored: dict, changing: str) -> _ChangesRead:
+    """The items of `stored` changed after `query.after`, if the cursor is current.
     `changing` names the filter on what a change moves (a delivery's state, a task's
     status): with `after` it is refused, since a reader would never hear that an item
     left it."""
-    if "after" not in query:
+    if query.after is UNSET:
         return _ChangesRead(tenant, kind, None, None, None)
-    if changing in query:
+    if getattr(query, changing) is not UNSET:
         raise ValidationFailed(f"`{changing}` cannot be combined with `after`.", details=[
             field_detail(f"$.{changing}", "filters on what a change moves: an item that "
                          "leaves it would never be read again; filter what comes back",
                          location="query")])
     changes = tenant.changes
-    if not changes.current(kind, query["after"]):
+    if not changes.current(kind, query.after):
         return _ChangesRead(tenant, kind, None, True, None)
-    items = [stored[key] for key in changes.since(kind, query["after"]) if key in stored]
-    return _ChangesRead(tenant, kind, query["after"], False, items)
+    items = [stored[key] for key in changes.since(kind, query.after) if key in stored]
+    return _ChangesRead(tenant, kind, query.after, False, items)
 
 
 @operation("GET", "/_sandbox/", "The dashboard (a page that asks for the keys)",

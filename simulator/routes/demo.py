@@ -30,7 +30,7 @@ from ..domain.tenants import DEMO_TENANT, Tenant
 from ..errors import Forbidden, MalformedJson, TenantNotFound, Unauthorized
 from ..render import read_within_time
 from ..dates import date_time_field
-from ..domain.shapes import UNSET, Answer, Command, Maybe, View, choice, of, raw
+from ..domain.shapes import UNSET, Answer, Command, Maybe, View, choice, given, of, raw
 from ..schemas.responses import DemoReset, ProfileSummary
 from ..static import static_text
 from ..webhooks.cloudevents import SIGNATURE_HEADER, sign
@@ -168,11 +168,11 @@ async def choose_demo_profile(request, body, sandbox) -> dict:
     linked account the flow makes takes the profile (PUT /_sandbox/users/{identifier}/profile
     without the tenant's keys); an unknown name is a 422 at $.profile."""
     tenant = _demo_tenant(request, sandbox)
-    if body["profile"] is None:
+    if body.profile is None:
         tenant.accounts.unbind_profile(DEMO_VISITOR)
     else:
-        tenant.accounts.bind_profile(DEMO_VISITOR, body["profile"], None)
-    return {"identifier": DEMO_VISITOR, "profile": body["profile"]}
+        tenant.accounts.bind_profile(DEMO_VISITOR, body.profile, None)
+    return {"identifier": DEMO_VISITOR, "profile": body.profile}
 
 
 # -- the built-in receiver ----------------------------------------------------------------
@@ -213,7 +213,7 @@ async def receive_demo_webhook(request, sandbox) -> dict:
 async def demo_webhooks(request, query, sandbox) -> Reply:
     tenant = _demo_tenant(request, sandbox)
     inbox = inbox_of(tenant)
-    return Reply(inbox.since(query.get("after", 0)),
+    return Reply(inbox.since(given(query.after, 0)),
                  extra={"inbox": inbox.generation, "last": inbox.count})
 
 

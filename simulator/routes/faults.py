@@ -25,7 +25,7 @@ async def put_api_faults(tenant, body, sandbox) -> dict:
     or `reset`; `count` and `probability` limit it. The rules replace the tenant's. A
     faulted request is journaled with the rule that fired and changes nothing (a slow
     one is then served as usual). The control plane cannot be faulted."""
-    rules = [FaultRule.from_request(rule) for rule in body["rules"]]
+    rules = [FaultRule.from_request(rule) for rule in body.rules]
     return tenant.api_faults.put_rules(rules, sandbox.fault_targets())
 
 

@@ -11,7 +11,7 @@ from ..domain.linked_accounts import DATA_KINDS
 from ..domain.payroll_records import paystub_lines
 from ..errors import ValidationFailed, field_detail
 from ..pdf import text_pdf
-from ..domain.shapes import UNSET, Command, Maybe, of
+from ..domain.shapes import UNSET, Command, Maybe, given, of
 from ..schemas.api import DisconnectRequest, DataQuery
 from ..domain.data_records import DATA_RECORDS, LinkedAccountListRecord
 from ..schemas.responses import LINKED_ACCOUNT_ACTIONS, PiiDeleted
@@ -34,16 +34,17 @@ def _data_of(kind: str):
     statements `limit`: the newest that many, in date order)."""
 
     async def data(tenant, query, params, request, sandbox) -> list:
-        identifier = _user_of(params.get("identifier") or query.get("identifier"))
+        identifier = _user_of(params.get("identifier") or given(getattr(query, "identifier", UNSET)))
         service = tenant.accounts
-        accounts = service.accounts_of(identifier, query.get("linkedAccount"))
+        accounts = service.accounts_of(identifier, given(query.linked_account))
         # Not request.url: aiohttp < 3.10.7 builds it with host="name:port", which today's
         # yarl refuses (ValueError); this is how later aiohttp builds it.
         base_url = str(URL.build(scheme=request.scheme, authority=request.host).origin())
         records = [record for account in accounts
                    for record in service.records(kind, account, base_url=base_url)]
-        if "limit" in query:
-            records = sorted(records, key=lambda r: (r["date"], r["_id"]))[-query["limit"]:]
+        limit = getattr(query, "limit", None)
+        if limit is not None:
+            records = sorted(records, key=lambda r: (r["date"], r["_id"]))[-limit:]
         return records
 
     data.__name__ = f"{kind.replace('-', '_')}_data"
@@ -111,7 +112,7 @@ def _on_account(action: str, summary: str, change, body: dict | None = None) -> 
 
 
 def _disconnect(accounts, account, body):
-    accounts.disconnect(account, body.get("reason", "timeout"))
+    accounts.disconnect(account, body.reason)
     return accounts.record(account)
 
 

@@ -16,6 +16,7 @@ from contextlib import suppress
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import msgspec
 from aiohttp import web
 
 from ..domain.faults import Fired, InjectedFault
@@ -24,8 +25,8 @@ from ..domain.journal import journal_body
 from ..keys import DIALECTS, FIXED_PATHS, FIXED_SIBLINGS, SANDBOX, Exchange, exchange_of
 from ..operations import CLIENT_ID, CLIENT_SECRET, Auth, Operation, Reply
 from ..render import json_response, read_within_time, wrong_method
-from ..validate import (INVALID_TEXT, check_json_type, parse_json_body, parse_query,
-                                text_problem)
+from ..validate import (INVALID_BODY, INVALID_QUERY, INVALID_TEXT, check_json_type, parse_json_body,
+                        parse_query, text_problem)
 
 CONTROL_PLANE = "/_sandbox/"
 # A parameter that takes the rest of the path, slashes and every other character included
@@ -169,6 +170,8 @@ def _endpoint(op: Operation, shadowed: dict[str, str] | None = None
             finally:
                 warnings += ignored_warnings("unknown field {} ignored", ignored or ())
             exchange.body = journal_body(_without_secret(body), len(raw))
+            if op.decode_body is not None:
+                body = _typed(op.decode_body, body, INVALID_BODY, "body")
         if op.query is not None:
             ignored = [] if lenient else None
             try:
@@ -176,6 +179,8 @@ def _endpoint(op: Operation, shadowed: dict[str, str] | None = None
             finally:
                 warnings += ignored_warnings("unknown query parameter {} ignored",
                                              [name[2:] for name in ignored or ()])
+            if op.decode_query is not None:
+                query = _typed(op.decode_query, query, INVALID_QUERY, "query")
         offered = (tenant, token, body, query, request.match_info, request.headers, sandbox,
                    request)
         try:
@@ -202,6 +207,18 @@ def _endpoint(op: Operation, shadowed: dict[str, str] | None = None
     handle.cors = op.auth in (Auth.EITHER, Auth.PUBLIC_TOKEN)  # type: ignore[attr-defined]
     handle.dialect = op.dialect  # type: ignore[attr-defined]  # the edge renders its errors
     return handle
+
+
+def _typed(decode: Callable[[Any], Any], document: Any, message: str, location: str) -> Any:
+    """A checked body or query as its operation's struct. The JSON Schema it passed is
+    derived from that struct, so a refusal here is a rule the two state differently: a
+    422 naming the field all the same, never a 500."""
+    try:
+        return decode(document)
+    except msgspec.ValidationError as error:
+        text, _, path = str(error).rpartition(" - at `")
+        raise ValidationFailed(message, details=[field_detail(
+            path.rstrip("`") if path else "$", text or str(error), location=location)]) from None
 
 
 def _without_secret(body: Any) -> Any:

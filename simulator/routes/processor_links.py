@@ -24,7 +24,7 @@ USER_HEADER = ((IDENTIFIER_HEADER, True),)
            response=ProcessorLinkRegistered, errors=(400, 404, 409, 429),
            headers=((IDENTIFIER_HEADER, False),))
 async def register(tenant, body, headers, sandbox) -> dict:
-    link = tenant.links.register(body["processorToken"],
+    link = tenant.links.register(body.processor_token,
                                             headers.get(IDENTIFIER_HEADER))
     return {"_id": link.id, "status": link.status}
 

@@ -11,10 +11,10 @@ from ..domain import sdk
 from ..domain.companies import full_record, search_record
 from ..domain.flow_words import flow_language, flow_page
 from ..errors import ApiError, CompanyNotFound, InvalidConfig, LinkedAccountNotYours, field_detail
-from ..domain.shapes import UNSET, Command, Maybe, View, of, raw, schema_of
+from ..domain.shapes import UNSET, Command, Maybe, View, given, of, raw, schema_of
 from ..schemas.api import (SdkConfig, SdkMfaChallenge, TaskCreated, TaskRecord,
                            SdkCompanyRequest, SdkLeaveRequest, SdkLoginRequest, SdkSessionRequest,
-                           TaskItems)
+                           FlowTasks)
 from ..validate import schema_errors
 from ..domain.data_records import LinkedAccountRecord
 from ..schemas.responses import SdkCompany, SdkLeft, SdkSession, SdkWorkflow
@@ -31,7 +31,7 @@ class DepositFormQuery(Command, kw_only=True):
 class SdkPopularRequest(Command, kw_only=True):
     scope: Maybe[of(str, "The configuration's scope (as the flow's search sends it).",
                     min_length=1)] = UNSET
-    tasks: Maybe[TaskItems] = UNSET
+    tasks: Maybe[FlowTasks] = UNSET
     payroll_only: of(bool, "Payroll providers only (deeplink step search-payroll).") = False
 
 
@@ -106,7 +106,7 @@ async def session(tenant, token, body, sandbox) -> dict:
     """Where the flow starts, with the token of the handshake (a configuration that still
     carries one must carry the same); the deeplink is resolved (invalid-company-id) and a
     linkedAccount opens its reconnect flow."""
-    config = body["config"]
+    config = body.config
     sdk.check_token(config, token)
     company = sdk.deeplink_company(tenant, config)
     linked = None
@@ -132,7 +132,7 @@ async def company(tenant, body) -> dict:
     """The company the user picked in the flow, with `refusal` (the API's error code and
     message) when the configured tasks cannot start there, e.g. a product under
     maintenance (spec: Company status)."""
-    chosen, refusal = sdk.company_for_flow(tenant, body["companyId"], body.get("tasks"))
+    chosen, refusal = sdk.company_for_flow(tenant, body.company_id, given(body.tasks))
     return {"company": full_record(chosen, tenant.manual_deposits), "refusal": refusal}
 
 
@@ -143,8 +143,8 @@ async def popular(tenant, body) -> dict:
     """Filtered as the flow's own search: the configured scope and operations, never a
     disabled company. `payrollOnly` (the search-payroll step) leaves `companies` empty."""
     found = sdk.popular_companies(tenant.companies, tenant.manual_deposits,
-                                  scope=body.get("scope"), tasks=body.get("tasks"),
-                                  payroll_only=body.get("payrollOnly", False))
+                                  scope=given(body.scope), tasks=given(body.tasks),
+                                  payroll_only=body.payroll_only)
     return {key: [search_record(c, tenant.manual_deposits) for c in companies]
             for key, companies in found.items()}
 
@@ -178,7 +178,7 @@ async def login(tenant, token, body, sandbox) -> dict:
     """Sign in with sandbox credentials: starts the configured tasks, or answers an MFA
     challenge (`{mfa: {type, prompt}}`, no task yet) that the page re-submits with
     `mfaAnswer`."""
-    outcome = sdk.login(tenant, token, sdk.SignIn.read(body))
+    outcome = sdk.login(tenant, token, body)
     if outcome.mfa is not None:
         return {"mfa": outcome.mfa.record()}
     return created_record(outcome.workflow, outcome.tasks)
@@ -190,7 +190,7 @@ async def login(tenant, token, body, sandbox) -> dict:
 async def leave(tenant, token, body, sandbox) -> dict:
     """The user left the hosted flow before its task resolved (close button, page gone):
     the tasks' events carry user.connected false from now on."""
-    tasks = sdk.leave(tenant, token, body["taskId"])
+    tasks = sdk.leave(tenant, token, body.task_id)
     return {"taskWorkflow": tasks[0].workflow,
             "tasks": [{"id": t.id, "status": t.status, "connected": t.connected} for t in tasks]}
 
@@ -230,8 +230,8 @@ async def flow_linked_accounts(tenant, token, sandbox) -> list:
            query=DepositFormQuery, content_type="application/pdf", errors=(401, 404))
 async def deposit_form(query, sandbox) -> web.Response:
     """Opened in a new tab, so the public token comes in the query."""
-    tenant, token = sandbox.registry.tenants.authenticate_public_token(query.get("publicToken", ""))
-    company = tenant.companies.require(query["companyId"])
+    tenant, token = sandbox.registry.tenants.authenticate_public_token(given(query.public_token, ""))
+    company = tenant.companies.require(query.company_id)
     pdf = sdk.deposit_form_pdf(company.name, token.identifier, tenant.clock.now().date())
     return web.Response(body=pdf, content_type="application/pdf", headers={
         "content-disposition": f'inline; filename="direct-deposit-{company.id}.pdf"'})

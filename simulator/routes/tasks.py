@@ -23,7 +23,7 @@ REAL = {"auth": Auth.API_KEYS}  # the reconstruction's default: API key and secr
 @operation("POST", "/task/create", "Create a task (or a workflow of several)",
            body=TaskCreateRequest, response=TaskCreated, errors=(400, 403, 404, 429))
 async def create_task(tenant, token, body, sandbox) -> dict:
-    workflow, tasks = tenant.tasks.create_task(domain.CreateTask.read(body, token=token))
+    workflow, tasks = tenant.tasks.create_task(domain.CreateTask(body, token=token))
     return created_record(workflow, tasks)
 
 
@@ -63,16 +63,16 @@ async def task_status(tenant, params, sandbox) -> dict:
 async def prescreen(tenant, body) -> dict:
     """HIGH when the company is known, operational, offers the product and has headless
     authentication, and the account's manual-deposit rule does not cover it; else LOW."""
-    return tenant.tasks.prescreen(body["company"], body["product"])
+    return tenant.tasks.prescreen(body.company, body.product)
 
 
 @operation("POST", "/task-workflow/from-linked-account", "Refresh a linked account (tasks on it)",
-           body=TaskWorkflowRequest,
+           body=TaskWorkflowRequest, command=domain.TaskCreateRequest,
            response=TaskWorkflowCreated, errors=(400, 403, 404, 429), **REAL)
 async def create_task_workflow(tenant, body, sandbox) -> dict:
     """The spec's pull refresh (a linked account passed to task creation), one task per
     `tasks` entry, in one workflow; the user and the company are the linked account's."""
-    workflow, tasks = tenant.tasks.create_task(domain.CreateTask.read(body))
+    workflow, tasks = tenant.tasks.create_task(domain.CreateTask(body))
     return {"task": tenant.tasks.details(tasks[0]), "taskWorkflow": workflow.id}
 
 
@@ -97,8 +97,8 @@ async def task_file(params, query, sandbox) -> web.Response:
     """The URL's signature (HMAC keyed by the tenant's API secret) and expiry stand in for
     credentials, as a presigned URL's do."""
     tenant, task, file = open_task_file(
-        sandbox.registry.tenants.get(query["tenant"]), params["taskId"], params["fileId"],
-        query["expires"], query["signature"])
+        sandbox.registry.tenants.get(query.tenant), params["taskId"], params["fileId"],
+        query.expires, query.signature)
     if file.statement is not None:
         pdf = text_pdf(paystub_lines(file.account, file.statement))
     else:

@@ -4,6 +4,7 @@ payment methods a workflow can offer, a user's tasks, and the end of continuous 
 from __future__ import annotations
 
 from ..domain import users
+from ..domain.shapes import given
 from ..schemas.api import (StoredPaymentMethods, Success, TaskDetails, UserRequest,
                            UserTasksQuery)
 from ..schemas.responses import UserRemoved
@@ -18,7 +19,7 @@ REAL = {"auth": Auth.API_KEYS}
 async def put_user(tenant, body) -> dict:
     """What is stored replaces what was; GET /_sandbox/users/{identifier}/payment-methods
     shows it."""
-    users.put_user(tenant, body["identifier"], body.get("data"))
+    users.put_user(tenant, body.identifier, body.data)
     return users.success()
 
 
@@ -26,8 +27,8 @@ async def put_user(tenant, body) -> dict:
            query=UserTasksQuery, response=list[TaskDetails],
            errors=(404,), **REAL)
 async def list_user_tasks(tenant, params, query) -> list:
-    available = query.get("payrollDataAvailable")
-    return tenant.tasks.of_user(params["identifier"], status=query.get("status"),
+    available = given(query.payroll_data_available)
+    return tenant.tasks.of_user(params["identifier"], status=given(query.status),
                                 payroll_data=None if available is None else available == "true")
 
 

@@ -4,11 +4,13 @@ plane); the same endpoints, and signing secrets, at the real service's paths
 
 from __future__ import annotations
 
+import msgspec
 from aiohttp import web
 
 from ..clock import isoformat
 from ..domain.identity import unguessable
 from ..domain.triggers import trigger_event
+from ..domain.shapes import UNSET, given
 from ..domain.users import success
 from ..errors import EventTypeNotFound, UnknownEventType, ValidationFailed, field_detail
 from ..schemas.api import (ReplayRequest, Secret, SecretRequest, Success, TriggerRequest,
@@ -41,20 +43,20 @@ async def get_endpoints(tenant, sandbox) -> list:
 async def put_endpoints(tenant, body, sandbox) -> list:
     """The whole list; each endpoint keeps its `_id` (the one it names, else the one its URL
     had), so /webhooks/endpoints/{id} goes on naming it."""
-    _check_endpoints(body["endpoints"], "$.endpoints[{n}]", sandbox)
-    return tenant.webhooks.set_endpoints(body["endpoints"], tenant.ids.object_id)
+    _check_endpoints(body.endpoints, "$.endpoints[{n}]", sandbox)
+    return tenant.webhooks.set_endpoints(msgspec.to_builtins(body.endpoints), tenant.ids.object_id)
 
 
-def _check_endpoints(endpoints: list[dict], path: str, sandbox) -> None:
+def _check_endpoints(endpoints: list, path: str, sandbox) -> None:
     """Every event type known (422 unknown-event-type) and every URL one the outbound
     policy lets webhooks go to (422), each fault at its JSON path."""
     known = set(event_types(sandbox.registry.service.aggregator))
     problems = [field_detail(f"{path.format(n=n)}.eventTypes[{j}]", f"unknown event type {t!r}")
                 for n, endpoint in enumerate(endpoints)
-                for j, t in enumerate(endpoint.get("eventTypes", [])) if t not in known]
+                for j, t in enumerate(given(endpoint.event_types, ())) if t not in known]
     if problems:
         raise UnknownEventType("Unknown event types.", details=problems)
-    check_webhook_urls([(f"{path.format(n=n)}.url", endpoint["url"])
+    check_webhook_urls([(f"{path.format(n=n)}.url", endpoint.url)
                         for n, endpoint in enumerate(endpoints)], sandbox.dispatcher.policy)
 
 
@@ -75,7 +77,8 @@ async def list_webhook_endpoints(tenant, sandbox) -> list:
            body=WebhookEndpointRequest, response=WebhookEndpoint, errors=(404,), **REAL)
 async def create_webhook_endpoint(tenant, body, sandbox) -> dict:
     _check_endpoints([body], "$", sandbox)
-    return _endpoint_record(tenant.webhooks.add_endpoint(body, tenant.ids.object_id()), sandbox)
+    return _endpoint_record(tenant.webhooks.add_endpoint(msgspec.to_builtins(body),
+                                                         tenant.ids.object_id()), sandbox)
 
 
 @operation("PUT", "/webhooks/endpoints/{id}", "Change a webhook endpoint",
@@ -83,7 +86,8 @@ async def create_webhook_endpoint(tenant, body, sandbox) -> dict:
            errors=(404,), **REAL)
 async def update_webhook_endpoint(tenant, params, body, sandbox) -> dict:
     _check_endpoints([body], "$", sandbox)
-    return _endpoint_record(tenant.webhooks.replace_endpoint(params["id"], body), sandbox)
+    return _endpoint_record(tenant.webhooks.replace_endpoint(params["id"],
+                                                             msgspec.to_builtins(body)), sandbox)
 
 
 @operation("DELETE", "/webhooks/endpoints/{id}", "Delete a webhook endpoint", response=Success,
@@ -103,7 +107,7 @@ async def list_secrets(tenant) -> list:
            **REAL)
 async def create_secret(tenant, body) -> dict:
     """The token is random (never from the seed), as the API secret is."""
-    return tenant.webhooks.add_secret({"_id": tenant.ids.object_id(), "name": body["name"],
+    return tenant.webhooks.add_secret({"_id": tenant.ids.object_id(), "name": body.name,
                                        "token": unguessable(SECRET_PREFIX),
                                        "createdAt": isoformat(tenant.clock.timestamp())})
 
@@ -125,8 +129,8 @@ async def get_faults(tenant, sandbox) -> dict:
            "out of order, delays)", body=WebhookFaultsRequest,
            response=WebhookFaults, **CONTROL)
 async def put_faults(tenant, body, sandbox) -> dict:
-    faults = FaultPlan(duplicate=body.get("duplicate", 0.0), out_of_order=body.get("outOfOrder", 0.0),
-                       delay=body.get("delay", 0.0), delay_seconds=body.get("delaySeconds", 60.0))
+    faults = FaultPlan(duplicate=given(body.duplicate, 0.0), out_of_order=given(body.out_of_order, 0.0),
+                       delay=given(body.delay, 0.0), delay_seconds=given(body.delay_seconds, 60.0))
     tenant.webhooks.set_faults(faults)
     return faults.record()
 
@@ -136,16 +140,16 @@ async def put_faults(tenant, body, sandbox) -> dict:
            envelope={"total": {"type": "integer"}}, errors=(404,), **CONTROL)
 async def replay(tenant, body, sandbox) -> Reply:
     since = until = None
-    if "from" in body:
-        since = parse_time(body["from"], "$.from", location="body")
-        until = parse_time(body["to"], "$.to", location="body")
+    if body.since is not UNSET:
+        since = parse_time(body.since, "$.from", location="body")
+        until = parse_time(body.until, "$.to", location="body")
         if since > until:
             raise ValidationFailed("`from` is later than `to`.",
                                    details=[field_detail("$.from", "later than $.to")])
-    if "eventId" in body:
-        events = [tenant.events.get(body["eventId"])]  # 404 when the ledger has no such event
+    if body.event_id is not UNSET:
+        events = [tenant.events.get(body.event_id)]  # 404 when the ledger has no such event
     else:
-        events = tenant.events.query(user=body.get("userIdentifier"), task=body.get("taskId"),
+        events = tenant.events.query(user=given(body.user_identifier), task=given(body.task_id),
                                      since=since, until=until)
     queued = [{"eventId": event.id, "eventType": event.type,
                "deliveries": [d.id for d in tenant.webhooks.deliver(event, replay=True)]}

@@ -8,54 +8,24 @@ its shape; its schema is `schema_of(struct)`, derived when an operation first ne
 
 from typing import Any
 
+
 from ..domain.companies import (COMPANY_STATUSES, SCOPES, Branding, CompanySummary,
                                 SearchCompany, SearchConnector, Tag)
 from ..domain.data_profiles import PROFILE_SCHEMA
+from ..domain.processor_links import ProcessorTokenRequest
+from ..domain.search import SearchRequest
 from ..domain.identity import UserView
-from ..domain.tasks import CONTINUE, FINISH, Distribution
-from ..domain.shapes import UNSET, Command, Maybe, View, choice, field, of, raw, schema_of
+from ..domain.tasks import (CONTINUE, FINISH, ON_COMPLETE, ON_FAIL, Distribution, ScenarioName,
+                            TaskCreateRequest, TaskItem, TaskItems, TaskOptions, next_step)
+from ..domain.shapes import (EVENT_TYPES, NO_CONTROL_CHARACTER, PROCESSOR_LINK_SCENARIOS,
+                             PROCESSOR_TOKENS, PRODUCTS, TASK_SCENARIOS, UNSET, AnyDateTime, Command,
+                             DateTime, Identifier, Maybe, Metadata, Name, Text, Texts, UserIdentifier,
+                             View, after_cursor, choice, field, of, raw, schema_of, text)
 from ..domain.states import AUTHENTICATION_METHODS as TASK_AUTHENTICATION_METHODS
 from ..domain.states import (DAYS_REQUESTED, DEEPLINK_STEPS, FAILURE_REASONS, PAYMENT_METHOD,
                              REQUEST_FIELDS, STEP_FIELDS, WRITTEN_PAYMENT_METHOD, field_schemas)
 from ..dates import DATE_TIME, date_time_field
 from .fixtures import COMPANY_SCHEMA, CONTINUOUS_ACCESS, MANUAL_DEPOSITS
-
-
-# No C0 or C1 control character: in a user's identifier (these schemas), a path segment or
-# a query value (the pipeline's check, validate.py: text_problem; the document
-# states it there, openapi.py).
-NO_CONTROL_CHARACTER = r"^[^\x00-\x1f\x7f-\x9f]*$"
-
-# Names only the running app knows, marked where a request takes them (`"x-names": kind`,
-# an annotation validators ignore): the document lists them (openapi.py), and the server
-# refuses any other with its own code (422 unknown-scenario, unknown-event-type,
-# unknown-products, invalid-processor-token).
-TASK_SCENARIOS = "task-scenarios"
-PROCESSOR_LINK_SCENARIOS = "processor-link-scenarios"
-EVENT_TYPES = "event-types"
-PRODUCTS = "products"
-PROCESSOR_TOKENS = "processor-tokens"  # not a list: the pattern processor-<environment>-<uuid>
-
-Text = of(str, min_length=1)
-Name = of(str, min_length=1, max_length=200)
-Identifier = of(str, "The user's id in the customer's system.", min_length=1, max_length=256,
-                pattern=NO_CONTROL_CHARACTER)
-UserIdentifier = of(str, min_length=1, pattern=NO_CONTROL_CHARACTER)
-Texts = list[Text]
-Metadata = of(dict[str, Any], "Customer context, echoed in the task's events.")
-DateTime = raw(DATE_TIME)  # the one form answers write (dates.py)
-AnyDateTime = of(str, extra_json_schema={"format": "date-time"})  # any a caller sends
-
-
-def text(description: str, **meta: Any) -> Any:
-    return of(str, description, min_length=1, **meta)
-
-
-def after_cursor(what: str) -> Any:
-    """The `after` query parameter of incremental reads (domain/changes.py)."""
-    return of(int, f"A revision (the envelope's `revision`): only the {what} after it, in "
-              "the order of their latest change; `reset: true` when the tenant was reset or "
-              "restored since (start over).", ge=0, le=2**53 - 1)  # a safe JavaScript number
 
 
 class ErrorDetail(View, kw_only=True):
@@ -72,21 +42,6 @@ class ErrorBody(View, kw_only=True):
 
 class Error(View, kw_only=True):
     error: ErrorBody
-
-
-class SearchRequest(Command, kw_only=True):
-    query: of(str, "Fuzzy match on company names. Required also with franchiseParent.",
-              min_length=1, max_length=200, pattern=r"\S")
-    scopes: Maybe[of(list[choice(*SCOPES)], unique=True)] = UNSET
-    product: Maybe[text("Only companies supporting this product. Not with `products`.")] = UNSET
-    products: Maybe[of(Texts, "Only companies supporting all of these. Not with `product`.",
-                       min_length=1, max_length=50)] = UNSET
-    tags: Maybe[of(list[Tag], "Only companies having every listed tag (derived ones included).",
-                   unique=True)] = UNSET
-    excluded_tags: Maybe[of(list[Tag], "Exclude by stored tags only; never removes "
-                            "manual-deposits.", unique=True)] = UNSET
-    franchise_parent: Maybe[text("Only the franchise children of this parent company.")] = UNSET
-    limit: of(int, ge=1, le=100) = 20
 
 
 class AccessTokenRequest(Command, kw_only=True):
@@ -123,65 +78,6 @@ class AccessToken(View, kw_only=True):
     public_token: str
     token: str
     expires_at: Maybe[raw(date_time_field("When the public token expires (virtual time)."))] = UNSET
-
-
-# A workflow's next step after a task ends (the SDK's and the real service's task options):
-# `continue` runs the next task, `finish` ends the workflow there (domain/tasks.py).
-
-
-def next_step(description: str) -> Any:
-    return choice(CONTINUE, FINISH, description=description)
-
-
-ON_COMPLETE = ("After this task completes: `continue` with the next task (default) or "
-               "`finish` the workflow.")
-ON_FAIL = ("After this task fails: `continue` with the next task (default) or `finish` the "
-           "workflow.")
-
-
-class TaskOptions(Command, kw_only=True):
-    # What each task of a workflow may say about itself.
-    on_complete: next_step(ON_COMPLETE) = CONTINUE
-    on_fail: next_step(ON_FAIL) = CONTINUE
-    distribution: Maybe[Distribution] = UNSET
-
-
-class TaskItem(TaskOptions, kw_only=True):
-    __schema_extra__ = {"anyOf": [{"required": ["operation"]}, {"required": ["product"]}],
-                        "properties": field_schemas(REQUEST_FIELDS)}
-
-    operation: Maybe[Text] = UNSET
-    product: Maybe[Text] = UNSET
-    metadata: Maybe[Metadata] = UNSET
-    payment_method: Maybe[raw(PAYMENT_METHOD)] = UNSET
-
-
-TaskItems = of(list[TaskItem], "Several operations in one task workflow. A task after one "
-               "whose onComplete or onFail is `finish` starts only when that one ended the way "
-               "that goes on.", min_length=1, max_length=10)
-Scenario = of(str, "The scenario that drives the task (see GET /_sandbox/scenarios).",
-              min_length=1, extra_json_schema={"x-names": TASK_SCENARIOS})
-
-
-class TaskCreateRequest(Command, kw_only=True):
-    __schema_extra__ = {"not": {"anyOf": [
-        {"required": ["product", "operation"]}, {"required": ["product", "tasks"]},
-        {"required": ["operation", "tasks"]}, {"required": ["linkedAccount", "linkedAccountId"]}]},
-        "properties": field_schemas(REQUEST_FIELDS)}
-
-    identifier: Maybe[of(str, "The user (with API keys); a public token names it itself.",
-                         min_length=1, max_length=256, pattern=NO_CONTROL_CHARACTER)] = UNSET
-    company: Maybe[text("A company `_id`.")] = UNSET
-    linked_account: Maybe[text("Refresh this linked account (pull refresh flow).")] = UNSET
-    linked_account_id: Maybe[text("The spec's name for `linkedAccount`.")] = UNSET
-    product: Maybe[Text] = UNSET
-    operation: Maybe[text("Same as `product`.")] = UNSET
-    tasks: Maybe[TaskItems] = UNSET
-    metadata: Maybe[Metadata] = UNSET
-    scenario: Maybe[Scenario] = UNSET
-    payment_method: Maybe[raw(PAYMENT_METHOD)] = UNSET
-    distribution: Maybe[of(Distribution, "The legacy top-level split (real-service-facts 8): "
-                           "every task of the request that names none.")] = UNSET
 
 
 class ClockAdvanceRequest(Command, kw_only=True):
@@ -333,20 +229,6 @@ class ProcessorLinkRequest(Command, kw_only=True):
                         max_length=200, extra_json_schema={"x-names": PROCESSOR_TOKENS})
 
 
-class ProcessorTokenRequest(Command, kw_only=True):
-    identifier: Maybe[of(str, "The user the token is for (else: the user-identifier header at "
-                         "registration).", min_length=1, pattern=NO_CONTROL_CHARACTER)] = UNSET
-    days_requested: of(int, "transactions.days_requested of the link token.",
-                       ge=DAYS_REQUESTED["minimum"], le=DAYS_REQUESTED["maximum"]) = 90
-    products: of(list[choice("transactions", "auth")], "Products the link token requested; "
-                 "only auth fails the pipeline.", min_length=1, unique=True,
-                 extra_json_schema={"default": ["transactions"]}
-                 ) = field(default_factory=lambda: ["transactions"])
-    scenario: Maybe[of(str, "A processor-link scenario, e.g. item-login-required.",
-                       min_length=1, extra_json_schema={"x-names": PROCESSOR_LINK_SCENARIOS})
-                    ] = UNSET
-
-
 SdkProduct = text("A product (`deposit`, `verify`, ...; the SDK's Product constants).")
 SDK_HANDOFFS = ("exit-prompt", "authentication-success", "high-latency")
 SDK_LANGUAGES = ("en", "es")
@@ -414,8 +296,13 @@ class SdkConfig(View, kw_only=True):
                        "starts carries it.")] = UNSET
 
 
+# The hosted flow's own documents (its configuration, the tasks it asks for) reach the
+# SDK's rules as the page wrote them: JSON data, checked by their structs' schemas.
+FlowTasks = raw(schema_of(TaskItems))
+
+
 class SdkSessionRequest(Command, kw_only=True):
-    config: SdkConfig
+    config: raw(schema_of(SdkConfig))
 
 
 class ChosenDistribution(Command, kw_only=True):
@@ -434,7 +321,7 @@ class SdkLoginRequest(Command, kw_only=True):
     company_id: Text
     username: Maybe[Name] = UNSET
     password: Maybe[Name] = UNSET
-    tasks: Maybe[TaskItems] = UNSET
+    tasks: Maybe[FlowTasks] = UNSET
     linked_account: Maybe[Text] = UNSET
     metadata: Maybe[dict[str, Any]] = UNSET
     payment_method: Maybe[raw(PAYMENT_METHOD)] = UNSET
@@ -457,7 +344,7 @@ class SdkMfaChallenge(View, kw_only=True):
 
 class SdkCompanyRequest(Command, kw_only=True):
     company_id: Text
-    tasks: Maybe[TaskItems] = UNSET
+    tasks: Maybe[FlowTasks] = UNSET
 
 
 class SdkLeaveRequest(Command, kw_only=True):
@@ -620,7 +507,7 @@ class TaskWorkflowRequest(Command, kw_only=True):
     linked_account: text("The linked account to act on (pull refresh).")
     tasks: of(list[WorkflowTask], min_length=1, max_length=10)
     metadata: Maybe[Metadata] = UNSET
-    scenario: Maybe[Scenario] = UNSET
+    scenario: Maybe[ScenarioName] = UNSET
 
 
 class TaskWorkflowCreated(View, kw_only=True):
