@@ -10,7 +10,8 @@ beside the same figures of another tree (`--root`). Nothing here is a PASS/FAIL 
       `list[X]` there included), named as an operation's `body=`/`query=` when the pipeline
       decodes bodies by type (routes/pipeline.py calls msgspec.json.decode or convert with
       the operation's shape), or nested as a field's type in a struct that is itself a value
-      (a value's fields are made with it).
+      (a value's fields are made with it). An operation's struct is counted where a call
+      names it as `body=`, `query=` or `command=`.
   hand_views_in_domain
       `def record/details/view/status_of/describe` in simulator/domain/.
   hand_body_readers
@@ -99,9 +100,9 @@ def values(trees: dict[Path, ast.AST], shapes: dict[str, dict[str, str]],
                     targets.append(node.args[1])
                 for target in targets:
                     used |= _names_in(target) & shapes.keys()
-            if pipeline_decodes and callee == "operation":
+            if pipeline_decodes:
                 for kw in node.keywords:
-                    if kw.arg in ("body", "query"):
+                    if kw.arg in ("body", "query", "command"):
                         used |= _names_in(kw.value) & shapes.keys()
     # A value's struct fields are made with it.
     changed = True
@@ -123,7 +124,7 @@ def figures(root: Path) -> dict:
     trees = {p: ast.parse(t) for p, t in texts.items()}
     shapes = shape_structs(trees)
     pipeline = next((t for p, t in texts.items() if p.name == "pipeline.py"), "")
-    pipeline_decodes = bool(re.search(r"msgspec\.(json\.decode|convert)\(|decode_as\(|\.decode\(raw", pipeline))
+    pipeline_decodes = bool(re.search(r"decode_body|msgspec\.(json\.decode|convert)\(", pipeline))
     used = values(trees, shapes, pipeline_decodes)
     hand_views = sorted(f"{p.relative_to(package)}:{n.lineno} {n.name}"
                         for p, tree in trees.items() if "domain" in p.relative_to(package).parts

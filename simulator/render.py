@@ -12,6 +12,7 @@ import json
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
+import msgspec
 import orjson
 from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
@@ -37,9 +38,9 @@ def json_response(data: Any, *, status: int = 200,
     search answer about as much as its validation. A value orjson refuses (an integer
     past 64 bits) goes through json.dumps, which raises on what is not JSON at all."""
     try:
-        body = orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS)
+        body = orjson.dumps(data, default=msgspec.to_builtins, option=orjson.OPT_NON_STR_KEYS)
     except TypeError:
-        body = json.dumps(data).encode()
+        body = json.dumps(data, default=msgspec.to_builtins).encode()
     # The content type as a header: web.Response's content_type and charset arguments
     # format it anew for every answer.
     return web.Response(body=body, status=status, headers=JSON_HEADERS if headers is None

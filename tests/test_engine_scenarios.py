@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import msgspec
 import pytest
 
 from conftest import REPO, WALMART
 from engine import DAY, Engine, engine  # noqa: F401  (engine: a fixture)
 from payroll_sandbox.clock import isoformat
 from payroll_sandbox.domain.events import Event
-from payroll_sandbox.domain.tasks import Task
+from payroll_sandbox.domain.tasks import Task, TaskRecord
 
 NETFLIX = "6410a0000000000000000060"
 
@@ -291,7 +292,7 @@ def test_scenario_task_events_carry_the_spec_fields(engine, scenario):
     target = expected.target
     workflow_id, created = create_task(engine, scenario, identifier="fields-user")
     engine.run_until_idle()
-    task = created.record()  # GET /task/{id}
+    task = msgspec.to_builtins(TaskRecord.of(created))  # GET /task/{id}
     events = task_events(engine, created.id)
     assert events
 
@@ -380,7 +381,7 @@ def test_task_status_patched_follows_failed_and_workflow_finished_only(engine):
     # The engine finishes the workflow in the same step as the failure; the patch comes
     # an hour later and is the only status event after the failure.
     assert types[failed_at + 1:] == ["task-workflow-finished", "task-status-patched"]
-    record = task.record()
+    record = msgspec.to_builtins(TaskRecord.of(task))
     assert (record["status"], record["previousStatus"]) == ("completed", "failed")
     assert "reason" not in record
 
@@ -413,7 +414,7 @@ def test_metadata_given_at_creation_is_in_every_task_event(engine):
     events = task_events(engine, task.id)
     assert len(events) == len(EXPECTED["pay-link-switch"].events)
     assert [e.body["metadata"] for e in events] == [metadata] * len(events)
-    assert task.record()["metadata"] == metadata
+    assert TaskRecord.of(task).metadata == metadata
 
 
 def test_a_task_carries_its_users_public_token_in_its_events(engine):

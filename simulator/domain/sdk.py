@@ -27,9 +27,10 @@ from ..validate import parse_time, strict_json
 from .companies import Company, CompanyDirectory, ManualDepositRule
 from .flow_words import ENGLISH, flow_words
 from .search import company_filter
-from .shapes import UNSET, given
+from .shapes import UNSET, given, of
 from .states import PROCESSING
-from .tasks import HAPPY_PATH, CreateTask, Task, TaskCreateRequest, Workflow, task_items
+from .tasks import (HAPPY_PATH, CreateTask, Task, TaskCreateRequest, TaskRecord, Workflow,
+                    task_items)
 from .identity import PublicToken
 from .tenants import Tenant
 
@@ -349,6 +350,11 @@ def check_token(config: dict[str, Any], token: PublicToken) -> None:
 HIGH_LATENCY_SECONDS = 30.0
 
 
+class FlowTask(TaskRecord, kw_only=True):
+    high_latency: of(bool, "Signing in for longer than the flow waits quietly (its "
+                     "high-latency view).")
+
+
 def flow_workflow(tenant: Tenant, token: PublicToken, workflow_id: str) -> dict[str, Any]:
     """GET /sdk/workflow/{id}: every task the flow's sign-in started (those a `finish`
     option held back appear when they start), whether more may start, and which tasks
@@ -359,7 +365,7 @@ def flow_workflow(tenant: Tenant, token: PublicToken, workflow_id: str) -> dict[
     now = tenant.clock.timestamp()
     tasks = [tenant.tasks[t] for t in workflow.tasks]
     return {"id": workflow.id, "pending": len(workflow.pending),
-            "tasks": [{**t.record(), "highLatency": _slow(t, now)} for t in tasks]}
+            "tasks": [FlowTask.of(t, high_latency=_slow(t, now)) for t in tasks]}
 
 
 def _slow(task: Task, now: float) -> bool:

@@ -11,6 +11,7 @@ the running app knows) is the struct's `__schema_extra__`, merged into its objec
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin
 
 import msgspec
@@ -19,9 +20,10 @@ from msgspec import UNSET, Meta, UnsetType, field
 from ..dates import DATE_TIME
 
 __all__ = ["UNSET", "Answer", "Command", "Maybe", "Meta", "View", "choice", "decoder", "field", "given",
-           "of", "raw", "schema_of"]
+           "of", "raw", "schema_of", "view_of"]
 
 T = TypeVar("T")
+S = TypeVar("S", bound=msgspec.Struct)
 _ORDER = "x-enum-order"  # choice's values in order, put back as `enum` (_inlined)
 _SCHEMAS: dict[Any, dict[str, Any]] = {}
 _DEFS = "#/$defs/"
@@ -63,6 +65,33 @@ def decoder(shape: Any) -> Any:
     if get_origin(shape) is list and _is_struct(get_args(shape)[0]):
         return lambda document: msgspec.convert(document, shape)
     return None
+
+
+def view_of(view: type[S], record: Any, **differing: Any) -> S:
+    """`view` made from a domain record: each field from the record's attribute of the same
+    name (its JSON name comes from the view's rename), those whose name or form differs
+    `differing`. A None where the view's type takes no null (a raw JSON value's does not:
+    say `| None`) is left out (UNSET), as an absent field is."""
+    values = {}
+    for name, nullable in _view_fields(view):
+        value = differing[name] if name in differing else getattr(record, name, UNSET)
+        values[name] = UNSET if value is None and not nullable else value
+    return view(**values)
+
+
+@functools.cache
+def _view_fields(view: type) -> tuple[tuple[str, bool], ...]:
+    """A view's fields, each with whether it takes null."""
+    return tuple((field.name, _nullable(field.type))
+                 for field in msgspec.inspect.type_info(view).fields)
+
+
+def _nullable(kind: Any) -> bool:
+    while isinstance(kind, msgspec.inspect.Metadata):
+        kind = kind.type
+    if isinstance(kind, msgspec.inspect.UnionType):
+        return any(_nullable(option) for option in kind.types)
+    return isinstance(kind, msgspec.inspect.NoneType)
 
 
 def given(value: Any, default: Any = None) -> Any:

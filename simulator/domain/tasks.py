@@ -23,7 +23,8 @@ from ..errors import (CompanyDisabled, CompanyManualDeposits, CompanyMismatch, C
                       TaskNotFound, Unauthorized, UnknownScenario, ValidationFailed, field_detail)
 from ..validate import check_metadata
 from .changes import TASK, Changes
-from .companies import (DISABLED, OPERATIONAL, UNKNOWN_COMPANY, Company, CompanyDirectory,
+from .companies import (COMPANY_STATUSES, DISABLED, OPERATIONAL, UNKNOWN_COMPANY, Branding,
+                        Company, CompanyDirectory, SearchCompany, SearchConnector, Tag,
                         search_record)
 from .company_admin import set_company_status
 from .event_types import (PAY_LINK_ACCOUNTS_UPDATED, TASK_AUTHENTICATION_STATUS_UPDATED,
@@ -33,11 +34,15 @@ from .parts import Held, TenantSettings
 from .pay_link import PAY_LINK
 from .rules import Rules
 from .search import SearchRequest, normalize, search_companies
-from .shapes import (NO_CONTROL_CHARACTER, TASK_SCENARIOS, UNSET, Command, Maybe, Metadata, Text,
-                     choice, given, of, raw, schema_of, text)
-from .states import (COMPLETED, FAILED, FINAL, PAYMENT_METHOD, PROCESSING, QUEUED, REQUEST_FIELDS,
-                     STEP_FIELDS, Scenario, Step, emits_status_update, field_schemas,
-                     given_fields, transition_error, written_payment_method)
+from .identity import UserView
+from .shapes import (NO_CONTROL_CHARACTER, TASK_SCENARIOS, UNSET, Command, DateTime, Maybe,
+                     Metadata, Name, Text, View, choice, field, given, of, raw, schema_of, text,
+                     view_of)
+from .states import AUTHENTICATION_METHODS as TASK_AUTHENTICATION_METHODS
+from .states import (COMPLETED, FAILED, FAILURE_REASONS, FINAL, PAYMENT_METHOD, PROCESSING, QUEUED,
+                     REQUEST_FIELDS, STEP_FIELDS, WRITTEN_PAYMENT_METHOD, Scenario, Step,
+                     emits_status_update, field_schemas, given_fields, transition_error,
+                     written_payment_method)
 from .stored import COUNT, STRING, STRINGS, TIME, LoadError, Record, Sections, array, obj, unique
 from .timeline import Timeline, action_kind
 
@@ -118,27 +123,6 @@ class Task(msgspec.Struct, weakref=True):  # weakref: a deleted tenant's are fol
         if self.saw_outcome is not None:
             return self.saw_outcome
         return self.watched and not self.user_left
-
-    def record(self) -> dict[str, Any]:
-        """GET /task/{id}: the task, its outcome and every transition it made."""
-        record: dict[str, Any] = {
-            "id": self.id, "taskWorkflow": self.workflow, "status": self.status,
-            "previousStatus": self.previous_status, "product": self.product,
-            "company": self.company_id, "user": {"_id": self.user_id, "identifier": self.identifier,
-                                                  "connected": self.connected},
-            "authenticated": self.authenticated, "authenticationMethod": self.authentication_method,
-            "scenario": self.scenario, "createdAt": isoformat(self.created_at),
-            "history": self.history,
-        }
-        optional = {"reason": self.reason,
-                    **{name: getattr(self, name) for name in STEP_FIELDS},
-                    "metadata": self.metadata, "paymentMethod": self.payment_method,
-                    "linkedAccount": self.linked_account, "distribution": self.distribution}
-        record.update({k: v for k, v in optional.items() if v is not None})
-        if self.on_complete != CONTINUE or self.on_fail != CONTINUE:
-            record.update(onComplete=self.on_complete, onFail=self.on_fail)
-        record.update(self.fields)
-        return record
 
 
 class Workflow(msgspec.Struct):
@@ -259,6 +243,171 @@ class TaskCreateRequest(RequestFields, kw_only=True):
 
 
 TASK_STATUSES = [QUEUED, PROCESSING, COMPLETED, FAILED]
+TaskStatus = choice(*TASK_STATUSES)
+
+
+# -- what the API shows of a task (its views) -----------------------------------------------------
+
+class TaskFileView(View, kw_only=True):
+    id: str = field(name="_id")
+    name: str
+    content_type: str
+
+Reason = choice(*FAILURE_REASONS)
+# Spec (Task): authenticationMethod, "For pay-link Tasks: `true-auth`, `smart-auth`"; a task
+# of another scope has none of those values: null.
+TASK_AUTHENTICATION = ("A pay-link task's: true-auth or smart-auth. Any other task's: null.")
+
+
+class TaskTransition(View, kw_only=True):
+    """One move of a task; the first is its creation (`queued`, no previousStatus)."""
+
+    status: TaskStatus
+    previous_status: Maybe[TaskStatus] = UNSET
+    at: DateTime
+    patch: Maybe[of(bool, "A correction of a final status (task-status-patched).")] = UNSET
+    reason: Maybe[Reason] = UNSET
+
+_STEP_FIELDS = field_schemas(STEP_FIELDS)  # flow, meta, ... (domain/states.py)
+
+
+TaskScenario = of(str, "The scenario that drives it (`trigger`: a task made for POST "
+                  "/_sandbox/events/trigger).")
+
+
+class TaskUser(UserView, kw_only=True):
+    connected: bool
+
+
+class TaskFields(RequestFields, kw_only=True):
+    # A task's fields as GET /task/{taskId} shows them (TaskRecord), but `id` and
+    # `company`: the real Task (TaskDetails) takes its own. Most are the Task's own, by
+    # name; `shown` gives the rest. The request fields it was given are shown too.
+    task_workflow: str
+    status: TaskStatus
+    previous_status: choice(None, "queued", "processing", "failed")
+    product: str
+    user: TaskUser
+    authenticated: bool
+    authentication_method: choice(*TASK_AUTHENTICATION_METHODS, None,
+                                  description=TASK_AUTHENTICATION)
+    scenario: TaskScenario
+    created_at: DateTime
+    history: of(list[TaskTransition], "Every transition, oldest first.", min_length=1)
+    reason: Maybe[of(Reason, "The failure reason, when failed.")] = UNSET
+    flow: Maybe[raw(_STEP_FIELDS["flow"])] = UNSET
+    meta: Maybe[raw(_STEP_FIELDS["meta"])] = UNSET
+    metadata: Maybe[Metadata] = UNSET
+    payment_method: Maybe[raw(WRITTEN_PAYMENT_METHOD)] = UNSET
+    linked_account: Maybe[of(str, "The linked account a refresh acts on.")] = UNSET
+    distribution: Maybe[Distribution] = UNSET
+    on_complete: Maybe[of(next_step(ON_COMPLETE), extra_json_schema={"default": CONTINUE})] = UNSET
+    on_fail: Maybe[of(next_step(ON_FAIL), extra_json_schema={"default": CONTINUE})] = UNSET
+
+
+    @staticmethod
+    def shown(task: Task) -> dict[str, Any]:
+        """The fields of a task's view whose names or forms are not the Task's own."""
+        options = task.on_complete != CONTINUE or task.on_fail != CONTINUE
+        return {"task_workflow": task.workflow, "created_at": isoformat(task.created_at),
+                "user": TaskUser(id=task.user_id, identifier=task.identifier,
+                                 connected=task.connected),
+                "on_complete": task.on_complete if options else UNSET,
+                "on_fail": task.on_fail if options else UNSET, **task.fields}
+
+
+class TaskRecord(TaskFields, kw_only=True):
+    """A task: its outcome and every transition it made (`onComplete` and `onFail` only when
+    one of them is not `continue`)."""
+
+    id: str
+    company: of(str, "The company's `_id`.")
+
+    @classmethod
+    def of(cls, task: Task, **more: Any) -> TaskRecord:
+        """GET /task/{id}: the task, its outcome and every transition it made (a view that
+        adds fields: `more`)."""
+        return view_of(cls, task, company=task.company_id, **cls.shown(task), **more)
+
+
+class StartedTask(Command, kw_only=True):
+    id: str
+    product: str
+    status: TaskStatus
+    scenario: TaskScenario
+
+
+class TaskCreated(View, kw_only=True):
+    id: str
+    status: choice("queued")
+    task_workflow: str
+    tasks: of(list[StartedTask], "Every task started (one after a task whose onComplete or "
+              "onFail is `finish` starts when that one ends).", min_length=1)
+
+    @classmethod
+    def of(cls, workflow: Workflow, tasks: list[Task]) -> TaskCreated:
+        """What task creation answers: the first task, its workflow, and every task started
+        (a task after one whose onComplete or onFail is `finish` starts when that one ends)."""
+        return cls(id=tasks[0].id, status=tasks[0].status, task_workflow=workflow.id,
+                   tasks=[view_of(StartedTask, task) for task in tasks])
+
+
+class TaskCompany(SearchCompany, kw_only=True):
+    """The Company (a company deleted since: its `_id` only)."""
+
+    name: Maybe[Name] = UNSET
+    status: Maybe[choice(*COMPANY_STATUSES)] = UNSET
+    branding: Maybe[Branding] = UNSET
+    tags: Maybe[list[Tag]] = UNSET
+    connector: Maybe[SearchConnector] = UNSET
+
+
+class TaskDetails(TaskFields, kw_only=True):
+    """The real service's Task, with the sandbox's fields (GET /task/{taskId}) beside it."""
+
+    id: str = field(name="_id")
+    product: str
+    authentication: choice(*TASK_AUTHENTICATION_METHODS, None, description="The task's "
+                           "authenticationMethod, by the real Task's name (null: not a "
+                           "pay-link task).")
+    company: TaskCompany
+    payroll_data_available: of(bool, "The task completed and left payroll data to read: a "
+                               "completed deposit or verify task (or a refresh) whose linked "
+                               "account holds data (not deleted as PII).")
+    fail_reason: Maybe[of(Reason, "The failure reason, when failed.")] = UNSET
+    files: of(list[TaskFileView], "The task's files "
+              "(GET /task/{taskId}/file/{fileId}/generate-url).")
+
+    @classmethod
+    def of(cls, task: Task, *, company: Any, payroll_data_available: bool,
+           files: list[TaskFile]) -> TaskDetails:
+        """GET /task/{taskId}/details: the real service's Task, then the sandbox's own
+        fields (GET /task/{taskId}) and the task's files."""
+        return view_of(cls, task, authentication=task.authentication_method, company=company,
+                       payroll_data_available=payroll_data_available,
+                       fail_reason=task.reason if task.status == FAILED else None,
+                       files=[view_of(TaskFileView, file) for file in files], **cls.shown(task))
+
+
+class StatusOfTask(View, kw_only=True):
+    created_at: DateTime
+    status: TaskStatus
+    payroll_data_available: bool
+    fail_reason: Maybe[of(str, "Present when failed.")] = UNSET
+
+    @classmethod
+    def of(cls, task: Task, payroll_data_available: bool) -> StatusOfTask:
+        return cls(created_at=isoformat(task.created_at), status=task.status,
+                   payroll_data_available=payroll_data_available,
+                   fail_reason=task.reason or "unknown-failure" if task.status == FAILED
+                   else UNSET)
+
+
+class TaskStatusAnswer(View, kw_only=True):
+    task: StatusOfTask
+
+
+
 # How a snapshot writes a task and a workflow (snapshot.py: Record shapes), so a restored
 # one is one the engine can run and the reads can render: a task moves only along the
 # spec's transitions, from the statuses it has.
@@ -972,39 +1121,20 @@ class Tasks(Held[Task]):
         raise FileNotFound(UNKNOWN_FILE.format(task_id=task.id, file_id=file_id),
                            details=[field_detail("$.fileId", "unknown", location="path")])
 
-    def details(self, task: Task, accounts: dict[str, Any] | None = None) -> dict:
-        """GET /task/{taskId}/details: the real service's Task (`_id`, `status`, `product`,
-        `authentication`, `company` as a Company, `payrollDataAvailable`, `createdAt`), then
-        the sandbox's own fields (GET /task/{taskId}) and the task's `files`."""
+    def details_of(self, task: Task, accounts: dict[str, Any] | None = None) -> TaskDetails:
+        """GET /task/{taskId}/details: the task with its company (a Company; one deleted
+        since: its `_id`), whether it left payroll data, and its files."""
         if accounts is None:
             accounts = self._accounts_by_company(task.identifier)
         company = self.companies.get(task.company_id)
-        record = task.record()
-        details: dict[str, Any] = {
-            "_id": task.id, "status": task.status, "product": task.product,
-            "authentication": task.authentication_method,
-            "company": (search_record(company, self.settings.manual_deposits)
-                        if company is not None else {"_id": task.company_id}),
-            "payrollDataAvailable": self.payroll_data_available(task, accounts),
-            "createdAt": record["createdAt"],
-        }
-        if task.status == FAILED and task.reason:
-            details["failReason"] = task.reason
-        details.update((k, v) for k, v in record.items() if k not in ("id", "company"))
-        details["files"] = [f.record() for f in self.files(task, accounts)]
-        return details
-
-    def status_of(self, task: Task) -> dict[str, Any]:
-        """GET /task/{taskId}/status: `{task: {createdAt, status, payrollDataAvailable,
-        failReason}}` (failReason only when failed)."""
-        status: dict[str, Any] = {"createdAt": isoformat(task.created_at), "status": task.status,
-                                  "payrollDataAvailable": self.payroll_data_available(task)}
-        if task.status == FAILED:
-            status["failReason"] = task.reason or "unknown-failure"
-        return {"task": status}
+        return TaskDetails.of(
+            task, company=(search_record(company, self.settings.manual_deposits)
+                           if company is not None else {"_id": task.company_id}),
+            payroll_data_available=self.payroll_data_available(task, accounts),
+            files=self.files(task, accounts))
 
     def of_user(self, identifier: str, *, status: str | None = None,
-                payroll_data: bool | None = None) -> list[dict[str, Any]]:
+                payroll_data: bool | None = None) -> list[TaskDetails]:
         """GET /user/{identifier}/tasks: the user's tasks as Task records, oldest first."""
         self.identity.require(identifier)
         accounts = self._accounts_by_company(identifier)
@@ -1015,7 +1145,7 @@ class Tasks(Held[Task]):
             if (payroll_data is not None
                     and self.payroll_data_available(task, accounts) != payroll_data):
                 continue
-            found.append(self.details(task, accounts))
+            found.append(self.details_of(task, accounts))
         return found
 
     def prescreen(self, named: Any, product: str) -> dict[str, Any]:
@@ -1091,9 +1221,6 @@ class TaskFile(msgspec.Struct, frozen=True):
     content_type: str = "application/pdf"
     statement: dict[str, Any] | None = None
     account: Any = None
-
-    def record(self) -> dict[str, str]:
-        return {"_id": self.id, "name": self.name, "contentType": self.content_type}
 
 
 @action_kind("task-step")

@@ -294,7 +294,7 @@ async def list_tasks(tenant, query) -> Reply:
              if (query.status is UNSET or t.status == query.status)
              and (query.user is UNSET or t.identifier == query.user)]
     shown = tasks[:query.limit]
-    return Reply([t.record() for t in shown], extra={"total": len(tasks),
+    return Reply([TaskRecord.of(t) for t in shown], extra={"total": len(tasks),
                                                      **read.envelope(shown, tasks)})
 
 

@@ -20,7 +20,6 @@ from ..domain.data_records import LinkedAccountRecord
 from ..schemas.responses import SdkCompany, SdkLeft, SdkSession, SdkWorkflow
 from ..static import static_text
 from ..operations import NO_STORE, Auth, operation, serve_file
-from .tasks import created_record
 
 class DepositFormQuery(Command, kw_only=True):
     company_id: of(str, min_length=1)
@@ -181,7 +180,7 @@ async def login(tenant, token, body, sandbox) -> dict:
     outcome = sdk.login(tenant, token, body)
     if outcome.mfa is not None:
         return {"mfa": outcome.mfa.record()}
-    return created_record(outcome.workflow, outcome.tasks)
+    return TaskCreated.of(outcome.workflow, outcome.tasks)
 
 
 @operation("POST", "/sdk/leave", "The user leaves the flow before the outcome",
@@ -201,7 +200,7 @@ async def leave(tenant, token, body, sandbox) -> dict:
 async def flow_task(tenant, token, params, sandbox) -> dict:
     """The hosted flow polls its task here with the user's public token: the real API's
     task reads need API keys (real-service-facts 1), which a browser never holds."""
-    return tenant.tasks.get_task(params["taskId"], identifier=token.identifier).record()
+    return TaskRecord.of(tenant.tasks.get_task(params["taskId"], identifier=token.identifier))
 
 
 @operation("GET", "/sdk/workflow/{taskWorkflow}", "Every task the flow's sign-in started",

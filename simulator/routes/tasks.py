@@ -24,16 +24,7 @@ REAL = {"auth": Auth.API_KEYS}  # the reconstruction's default: API key and secr
            body=TaskCreateRequest, response=TaskCreated, errors=(400, 403, 404, 429))
 async def create_task(tenant, token, body, sandbox) -> dict:
     workflow, tasks = tenant.tasks.create_task(domain.CreateTask(body, token=token))
-    return created_record(workflow, tasks)
-
-
-def created_record(workflow, tasks) -> dict:
-    """What task creation answers: the first task, its workflow, and every task started
-    (a task after one whose onComplete or onFail is `finish` starts when that one ends)."""
-    first = tasks[0]
-    return {"id": first.id, "status": first.status, "taskWorkflow": workflow.id,
-            "tasks": [{"id": t.id, "product": t.product, "status": t.status,
-                       "scenario": t.scenario} for t in tasks]}
+    return domain.TaskCreated.of(workflow, tasks)
 
 
 @operation("GET", "/task/{taskId}", "A task, with its history",
@@ -41,7 +32,7 @@ def created_record(workflow, tasks) -> dict:
 async def get_task(tenant, token, params, sandbox) -> dict:
     task = tenant.tasks.get_task(params["taskId"],
                                    identifier=token.identifier if token else None)
-    return task.record()
+    return domain.TaskRecord.of(task)
 
 
 @operation("GET", "/task/{taskId}/details", "A task's details (the real Task)",
@@ -49,13 +40,15 @@ async def get_task(tenant, token, params, sandbox) -> dict:
 async def task_details(tenant, params, sandbox) -> dict:
     """The real Task (`_id`, `status`, `product`, `authentication`, `company`,
     `payrollDataAvailable`, `createdAt`), then the sandbox's own fields and `files`."""
-    return tenant.tasks.details(tenant.tasks.get_task(params["taskId"]))
+    return tenant.tasks.details_of(tenant.tasks.get_task(params["taskId"]))
 
 
 @operation("GET", "/task/{taskId}/status", "A task's status",
            response=TaskStatusAnswer, errors=(404,), **REAL)
 async def task_status(tenant, params, sandbox) -> dict:
-    return tenant.tasks.status_of(tenant.tasks.get_task(params["taskId"]))
+    task = tenant.tasks.get_task(params["taskId"])
+    return domain.TaskStatusAnswer(task=domain.StatusOfTask.of(
+        task, tenant.tasks.payroll_data_available(task)))
 
 
 @operation("POST", "/task/prescreen", "Prescreen: how likely a task at a company is to work",
@@ -73,7 +66,7 @@ async def create_task_workflow(tenant, body, sandbox) -> dict:
     """The spec's pull refresh (a linked account passed to task creation), one task per
     `tasks` entry, in one workflow; the user and the company are the linked account's."""
     workflow, tasks = tenant.tasks.create_task(domain.CreateTask(body))
-    return {"task": tenant.tasks.details(tasks[0]), "taskWorkflow": workflow.id}
+    return TaskWorkflowCreated(task=tenant.tasks.details_of(tasks[0]), task_workflow=workflow.id)
 
 
 @operation("GET", "/task/{taskId}/file/{fileId}/generate-url", "A signed URL for a task's file",

@@ -16,7 +16,10 @@ from ..domain.processor_links import ProcessorTokenRequest
 from ..domain.search import SearchRequest
 from ..domain.identity import UserView
 from ..domain.tasks import (CONTINUE, FINISH, ON_COMPLETE, ON_FAIL, Distribution, ScenarioName,
-                            TaskCreateRequest, TaskItem, TaskItems, TaskOptions, next_step)
+                            StartedTask, StatusOfTask, TaskCompany, TaskCreated, TaskCreateRequest,
+                            TaskDetails, TaskFields, TaskFileView, TaskItem, TaskItems, TaskOptions,
+                            TaskRecord, TaskStatus, TaskStatusAnswer, TaskTransition, TaskUser,
+                            next_step)
 from ..domain.shapes import (EVENT_TYPES, NO_CONTROL_CHARACTER, PROCESSOR_LINK_SCENARIOS,
                              PROCESSOR_TOKENS, PRODUCTS, TASK_SCENARIOS, UNSET, AnyDateTime, Command,
                              DateTime, Identifier, Maybe, Metadata, Name, Text, Texts, UserIdentifier,
@@ -350,8 +353,6 @@ class SdkCompanyRequest(Command, kw_only=True):
 class SdkLeaveRequest(Command, kw_only=True):
     task_id: text("A task the flow started (its workflow is left).")
 
-TASK_STATUSES = ["queued", "processing", "completed", "failed"]
-TaskStatus = choice(*TASK_STATUSES)
 
 
 class TasksQuery(Command, kw_only=True):
@@ -377,125 +378,6 @@ class Success(View, kw_only=True):
 
     success: bool
     result: SuccessResult
-
-
-class TaskFile(View, kw_only=True):
-    id: str = field(name="_id")
-    name: str
-    content_type: str
-
-Reason = choice(*FAILURE_REASONS)
-# Spec (Task): authenticationMethod, "For pay-link Tasks: `true-auth`, `smart-auth`"; a task
-# of another scope has none of those values: null.
-TASK_AUTHENTICATION = ("A pay-link task's: true-auth or smart-auth. Any other task's: null.")
-
-
-class TaskTransition(View, kw_only=True):
-    """One move of a task; the first is its creation (`queued`, no previousStatus)."""
-
-    status: TaskStatus
-    previous_status: Maybe[TaskStatus] = UNSET
-    at: DateTime
-    patch: Maybe[of(bool, "A correction of a final status (task-status-patched).")] = UNSET
-    reason: Maybe[Reason] = UNSET
-
-_STEP_FIELDS = field_schemas(STEP_FIELDS)  # flow, meta, ... (domain/states.py)
-
-
-TaskScenario = of(str, "The scenario that drives it (`trigger`: a task made for POST "
-                  "/_sandbox/events/trigger).")
-
-
-class TaskUser(UserView, kw_only=True):
-    connected: bool
-
-
-class TaskFields(Command, kw_only=True):
-    __schema_extra__ = {"properties": field_schemas(REQUEST_FIELDS)}
-
-    # A task's fields as GET /task/{taskId} shows them (domain/tasks.py: Task.record), but
-    # `id` and `company`: the real Task (TaskDetails) takes its own.
-    task_workflow: str
-    status: TaskStatus
-    previous_status: choice(None, "queued", "processing", "failed")
-    product: str
-    user: TaskUser
-    authenticated: bool
-    authentication_method: choice(*TASK_AUTHENTICATION_METHODS, None,
-                                  description=TASK_AUTHENTICATION)
-    scenario: TaskScenario
-    created_at: DateTime
-    history: of(list[TaskTransition], "Every transition, oldest first.", min_length=1)
-    reason: Maybe[of(Reason, "The failure reason, when failed.")] = UNSET
-    flow: Maybe[raw(_STEP_FIELDS["flow"])] = UNSET
-    meta: Maybe[raw(_STEP_FIELDS["meta"])] = UNSET
-    metadata: Maybe[Metadata] = UNSET
-    payment_method: Maybe[raw(WRITTEN_PAYMENT_METHOD)] = UNSET
-    linked_account: Maybe[of(str, "The linked account a refresh acts on.")] = UNSET
-    distribution: Maybe[Distribution] = UNSET
-    on_complete: Maybe[of(next_step(ON_COMPLETE), extra_json_schema={"default": CONTINUE})] = UNSET
-    on_fail: Maybe[of(next_step(ON_FAIL), extra_json_schema={"default": CONTINUE})] = UNSET
-
-
-class TaskRecord(TaskFields, kw_only=True):
-    """A task: its outcome and every transition it made (`onComplete` and `onFail` only when
-    one of them is not `continue`)."""
-
-    id: str
-    company: of(str, "The company's `_id`.")
-
-
-class StartedTask(Command, kw_only=True):
-    id: str
-    product: str
-    status: TaskStatus
-    scenario: TaskScenario
-
-
-class TaskCreated(View, kw_only=True):
-    id: str
-    status: choice("queued")
-    task_workflow: str
-    tasks: of(list[StartedTask], "Every task started (one after a task whose onComplete or "
-              "onFail is `finish` starts when that one ends).", min_length=1)
-
-
-class TaskCompany(SearchCompany, kw_only=True):
-    """The Company (a company deleted since: its `_id` only)."""
-
-    name: Maybe[Name] = UNSET
-    status: Maybe[choice(*COMPANY_STATUSES)] = UNSET
-    branding: Maybe[Branding] = UNSET
-    tags: Maybe[list[Tag]] = UNSET
-    connector: Maybe[SearchConnector] = UNSET
-
-
-class TaskDetails(TaskFields, kw_only=True):
-    """The real service's Task, with the sandbox's fields (GET /task/{taskId}) beside it."""
-
-    id: str = field(name="_id")
-    product: str
-    authentication: choice(*TASK_AUTHENTICATION_METHODS, None, description="The task's "
-                           "authenticationMethod, by the real Task's name (null: not a "
-                           "pay-link task).")
-    company: TaskCompany
-    payroll_data_available: of(bool, "The task completed and left payroll data to read: a "
-                               "completed deposit or verify task (or a refresh) whose linked "
-                               "account holds data (not deleted as PII).")
-    fail_reason: Maybe[of(Reason, "The failure reason, when failed.")] = UNSET
-    files: of(list[TaskFile], "The task's files "
-              "(GET /task/{taskId}/file/{fileId}/generate-url).")
-
-
-class StatusOfTask(View, kw_only=True):
-    created_at: DateTime
-    status: TaskStatus
-    payroll_data_available: bool
-    fail_reason: Maybe[of(str, "Present when failed.")] = UNSET
-
-
-class TaskStatusAnswer(View, kw_only=True):
-    task: StatusOfTask
 
 
 class WorkflowTask(TaskOptions, kw_only=True):

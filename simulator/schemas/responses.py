@@ -16,6 +16,7 @@ import msgspec
 
 from ..dates import DATE_TIME, calendar_day_field, date_time_field
 from ..domain.data_profiles import PROFILE_SCHEMA
+from ..domain.sdk import FlowTask
 from ..domain.data_records import LinkedAccountRecord
 from ..domain.faults import FiredRule
 from ..domain.shapes import UNSET, Answer, Maybe, View, choice, field, of, raw, schema_of
@@ -435,11 +436,6 @@ class SdkSession(Answer, kw_only=True):
 class SdkCompany(Answer, kw_only=True):
     company: raw(COMPANY)
     refusal: Refusal | None
-
-
-class FlowTask(TaskRecord, kw_only=True):
-    high_latency: of(bool, "Signing in for longer than the flow waits quietly (its "
-                     "high-latency view).")
 
 
 class SdkWorkflow(Answer, kw_only=True):
