@@ -59,11 +59,6 @@ class Event:
     def body(self) -> dict[str, Any]:
         return orjson.loads(self.body_json)
 
-    def record(self) -> dict[str, Any]:
-        return {"id": self.id, "eventType": self.type, "time": isoformat(self.time),
-                "sequence": self.sequence, "userIdentifier": self.user, "task": self.task,
-                "body": self.body}
-
     def stored(self) -> dict[str, Any]:
         """The event as a snapshot keeps it (STORED_EVENT; `url` only where there is one)."""
         stored = {"id": self.id, "type": self.type, "time": self.time,

@@ -49,13 +49,6 @@ class JournalEntry(msgspec.Struct):
     # The API fault rule that fired on it (PUT /_sandbox/faults/api): its place and the rule.
     fault: dict[str, Any] | None = None
 
-    def record(self) -> dict[str, Any]:
-        """The entry as GET /_sandbox/requests shows it (camelCase, as the API writes)."""
-        return {"id": self.id, "time": self.time, "method": self.method, "path": self.path,
-                "query": self.query, "status": self.status, "durationMs": self.duration_ms,
-                "errorCode": self.error_code, "body": self.body, "warnings": self.warnings,
-                "fault": self.fault}
-
 
 STORED_ENTRY = Record(JournalEntry)
 

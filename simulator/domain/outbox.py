@@ -74,12 +74,6 @@ class Attempt(msgspec.Struct):
     def answered(self) -> bool:
         return self.latency_ms is not None or self.error is not None
 
-    def record(self, request_headers: dict[str, str]) -> dict[str, Any]:
-        return {"number": self.number, "time": isoformat(self.time),
-                "wallTime": isoformat(self.wall_time),
-                "requestHeaders": request_headers, "status": self.status,
-                "latencyMs": self.latency_ms, "error": self.error, "fault": self.fault}
-
 
 class Answer(msgspec.Struct, frozen=True):
     """What the transport tells the outbox of one attempt (it writes no record itself):
@@ -109,14 +103,6 @@ class Delivery(msgspec.Struct, weakref=True):  # weakref: a deleted tenant's are
     def id(self) -> str:
         """`<event id>.<number>`: unique, and made only when asked for (not stored)."""
         return f"{self.event_id}.{self.number}"
-
-    def record(self, request_headers: dict[str, str]) -> dict[str, Any]:
-        """The delivery as GET /_sandbox/events shows it (camelCase, as the API writes).
-        Every attempt sent the same headers (the event's message): kept once, by the caller."""
-        return {"id": self.id, "eventId": self.event_id, "url": self.url, "state": self.state,
-                "replay": self.replay,
-                "attempts": [a.record(request_headers) for a in self.attempts],
-                "nextAttemptAt": self.next_attempt_at, "faults": list(self.faults)}
 
 
 STORED_DELIVERY = Record(Delivery)

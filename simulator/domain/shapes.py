@@ -12,6 +12,7 @@ the running app knows) is the struct's `__schema_extra__`, merged into its objec
 from __future__ import annotations
 
 import functools
+import types
 from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin
 
 import msgspec
@@ -70,8 +71,8 @@ def decoder(shape: Any) -> Any:
 def view_of(view: type[S], record: Any, **differing: Any) -> S:
     """`view` made from a domain record: each field from the record's attribute of the same
     name (its JSON name comes from the view's rename), those whose name or form differs
-    `differing`. A None where the view's type takes no null (a raw JSON value's does not:
-    say `| None`) is left out (UNSET), as an absent field is."""
+    `differing`. A None where the view's field takes no null (an optional one, Maybe, that
+    does not say `| None`) is left out (UNSET), as an absent field is."""
     values = {}
     for name, nullable in _view_fields(view):
         value = differing[name] if name in differing else getattr(record, name, UNSET)
@@ -82,16 +83,21 @@ def view_of(view: type[S], record: Any, **differing: Any) -> S:
 @functools.cache
 def _view_fields(view: type) -> tuple[tuple[str, bool], ...]:
     """A view's fields, each with whether it takes null."""
-    return tuple((field.name, _nullable(field.type))
-                 for field in msgspec.inspect.type_info(view).fields)
+    return tuple((field.name, _nullable(field.type)) for field in msgspec.structs.fields(view))
 
 
 def _nullable(kind: Any) -> bool:
-    while isinstance(kind, msgspec.inspect.Metadata):
-        kind = kind.type
-    if isinstance(kind, msgspec.inspect.UnionType):
-        return any(_nullable(option) for option in kind.types)
-    return isinstance(kind, msgspec.inspect.NoneType)
+    """Whether a field of this type takes null: a type that says so (`X | None`), or any
+    JSON value (Any); an optional one (Maybe: absent or a value) does not, unless it says
+    so too."""
+    if get_origin(kind) is Annotated:
+        return _nullable(get_args(kind)[0])
+    if get_origin(kind) in (Union, types.UnionType):
+        options = get_args(kind)
+        if type(None) in options:
+            return True
+        return UnsetType not in options and any(_nullable(option) for option in options)
+    return kind is Any or kind is type(None)
 
 
 def given(value: Any, default: Any = None) -> Any:

@@ -11,7 +11,7 @@ from .. import snapshot
 from ..domain import company_admin
 from ..domain.changes import EVENT, TASK
 from ..domain.companies import full_record
-from ..domain.shapes import UNSET, given
+from ..domain.shapes import UNSET, given, view_of
 from ..errors import ValidationFailed, field_detail
 from ..schemas.api import (CardTokenRecreationRequest, ClockAdvanceRequest,
                            COMPANY_CREATE_REQUEST, CompanyStatusRequest, COMPANY_UPDATE_REQUEST,
@@ -66,7 +66,7 @@ async def reset(tenant, sandbox) -> dict:
 async def requests_journal(tenant, query) -> list:
     entries = tenant.journal.query(path=given(query.path), method=given(query.method),
                                    status=given(query.status), limit=query.limit)
-    return [e.record() for e in entries]
+    return [view_of(JournalEntry, entry) for entry in entries]
 
 
 # -- snapshots ----------------------------------------------------------------------------

@@ -10,14 +10,14 @@ from aiohttp import web
 from ..clock import isoformat
 from ..domain.identity import unguessable
 from ..domain.triggers import trigger_event
-from ..domain.shapes import UNSET, given
+from ..domain.shapes import UNSET, given, view_of
 from ..domain.users import success
 from ..errors import EventTypeNotFound, UnknownEventType, ValidationFailed, field_detail
 from ..schemas.api import (ReplayRequest, Secret, SecretRequest, Success, TriggerRequest,
                            WebhookEndpoint, WebhookEndpointRequest, WebhookEndpointsRequest,
                            WebhookFaultsRequest)
 from ..domain.event_types import event_schema, event_types
-from ..schemas.responses import (EventRecord, Replayed, StoredEndpoint,
+from ..schemas.responses import (Attempt, Delivery, EventRecord, Replayed, StoredEndpoint,
                                  WebhookFaults)
 from ..validate import check_webhook_urls, parse_time
 from ..domain.outbox import FaultPlan
@@ -182,13 +182,24 @@ async def get_event_schema(params, sandbox) -> web.Response:
     return web.json_response(schema, content_type="application/schema+json")
 
 
-def event_record(dispatcher, tenant, event) -> dict:
-    """An event with its deliveries and every attempt (GET /_sandbox/events)."""
+def event_record(dispatcher, tenant, event) -> EventRecord:
+    """An event with its deliveries and every attempt (GET /_sandbox/events). Every attempt
+    of a delivery sent the same headers (the event's message): made once per signing
+    secret, they differ in their signature only."""
     state = tenant.webhooks
     deliveries = state.deliveries.get(event.id, [])
-    headers: dict = {}  # by signing secret: the headers differ in their signature only
+    headers: dict = {}
     for d in deliveries:
         if d.secret_id not in headers:
             headers[d.secret_id] = request_headers(tenant, event, dispatcher.vendor, d)
-    return {**event.record(), "delivery": state.state_of(event.id),
-            "deliveries": [d.record(headers[d.secret_id]) for d in deliveries]}
+    return view_of(EventRecord, event, event_type=event.type, time=isoformat(event.time),
+                   user_identifier=event.user, body=event.body,
+                   delivery=state.state_of(event.id),
+                   deliveries=[_delivery(d, headers[d.secret_id]) for d in deliveries])
+
+
+def _delivery(delivery, headers: dict[str, str]) -> Delivery:
+    return view_of(Delivery, delivery, faults=list(delivery.faults), attempts=[
+        view_of(Attempt, attempt, time=isoformat(attempt.time),
+                wall_time=isoformat(attempt.wall_time), request_headers=headers)
+        for attempt in delivery.attempts])

@@ -129,7 +129,7 @@ class Stats(Answer, kw_only=True):
 
 
 class JournalEntry(Answer, kw_only=True):
-    """A request received (domain/journal.py: JournalEntry.record)."""
+    """A request received."""
 
     id: of(int, ge=1)
     time: DateTime
@@ -166,7 +166,7 @@ class AggregatorWebhookBody(View, rename=None, kw_only=True):
 
 
 class Attempt(Answer, kw_only=True):
-    """One attempt to deliver (webhooks/dispatcher.py: Attempt.record)."""
+    """One attempt to deliver."""
 
     number: of(int, ge=1)
     time: raw(date_time_field("Virtual time it started."))
@@ -179,7 +179,7 @@ class Attempt(Answer, kw_only=True):
 
 
 class Delivery(Answer, kw_only=True):
-    """An event's delivery to one endpoint (webhooks/dispatcher.py: Delivery.record)."""
+    """An event's delivery to one endpoint."""
 
     id: of(Id, "`<event id>.<number>`.")
     event_id: Id
@@ -194,7 +194,7 @@ class Delivery(Answer, kw_only=True):
 
 
 class EventRecord(Answer, kw_only=True):
-    """An event with its deliveries and every attempt (routes/webhooks.py: event_record)."""
+    """An event with its deliveries and every attempt."""
 
     id: of(Id, "Its ce-id.")
     event_type: str
