@@ -15,6 +15,7 @@ import pytest
 
 from conftest import ACME, GLOBEX, WALMART
 from payroll_sandbox.domain.faults import (MAX_LATENCY_MS, MAX_RULES, ApiFaults, FaultRule,
+                                           FaultsRecord,
                                            Target, UnknownOperation)
 from payroll_sandbox.testing import SandboxError
 
@@ -102,7 +103,7 @@ def test_fire_takes_the_first_live_rule_of_the_operation_and_counts_it():
         [(0, ["status"]), (2, ["latencyMs"]), (2, ["latencyMs"]), None]
     assert faults.fire("GET", "/task/{taskId}").number == 1
     assert faults.fire("GET", "/task/abc") is None  # the declared path, not the request's
-    assert [(r["fired"], r["remaining"]) for r in faults.record()["rules"]] == \
+    assert [(r.fired, r.remaining) for r in FaultsRecord.of(faults).rules] == \
         [(1, 0), (1, None), (2, 0)]
 
 
@@ -134,7 +135,7 @@ def test_put_rules_refuses_each_operation_that_cannot_be_faulted_and_keeps_the_r
         ("$.rules[3].path", "/task/create takes POST, not DELETE"),
         ("$.rules[4].path", ("no operation has the path '/nowhere': name it as GET /openapi.json "
                              "does, e.g. /task/{taskId}"))]
-    assert faults.record() == kept
+    assert FaultsRecord.of(faults) == kept
 
 
 # -- each fault kind, ridden out by a retrying client -------------------------------------------

@@ -21,7 +21,7 @@ from typing import Any
 import msgspec
 
 from ..errors import ApiError, ValidationFailed, field_detail
-from .shapes import UNSET, Command, Maybe, View, choice, given, of, raw, schema_of
+from .shapes import UNSET, Command, Maybe, View, choice, given, of, raw, schema_of, view_of
 from .stored import (COUNT, RANDOM_STATE, LoadError, Record, Sections, checked_random_state, obj,
                      random_state as random_state_of)
 
@@ -94,10 +94,16 @@ class FaultsRequest(Command, kw_only=True):
 
 
 class RuleView(OperationFault, kw_only=True):
-    """A rule as the API writes it (FaultRule.record)."""
+    """A rule as the API writes it."""
 
     count: of(int, "Fires it may make (null: no limit).", ge=1) | None
     probability: Probability
+
+    @classmethod
+    def of(cls, rule: FaultRule, /, **more: Any) -> RuleView:
+        """The rule: its operation, its one fault, count and probability (and what a view
+        of it adds: `more`)."""
+        return view_of(cls, rule, reset=True if rule.reset else UNSET, **more)
 
 
 class CountedRule(RuleView, kw_only=True):
@@ -107,6 +113,14 @@ class CountedRule(RuleView, kw_only=True):
 
 class FaultsRecord(View, kw_only=True):
     rules: list[CountedRule]
+
+    @classmethod
+    def of(cls, faults: ApiFaults) -> FaultsRecord:
+        """GET /_sandbox/faults/api: each rule, how often it fired and how often it may
+        still fire."""
+        return cls(rules=[CountedRule.of(rule, fired=fired, remaining=None if rule.count is None
+                                         else rule.count - fired)
+                          for rule, fired in zip(faults.rules, faults.fired)])
 
 
 class FiredRule(RuleView, kw_only=True, forbid_unknown_fields=True):
@@ -161,20 +175,6 @@ class FaultRule(msgspec.Struct, frozen=True):
                                          ("latencyMs", self.latency_ms is not None),
                                          ("reset", self.reset)) if given]
 
-    def record(self) -> dict[str, Any]:
-        """The rule as the API writes it: the operation, its fault, count and probability."""
-        fault: dict[str, Any]
-        if self.status is not None:
-            fault = {"status": self.status}
-            if self.retry_after is not None:
-                fault["retryAfter"] = self.retry_after
-        elif self.latency_ms is not None:
-            fault = {"latencyMs": self.latency_ms}
-        else:
-            fault = {"reset": True}
-        return {"method": self.method, "path": self.path, **fault, "count": self.count,
-                "probability": self.probability}
-
 
 def _stored_shapes() -> dict[str, dict[str, Any]]:
     """A rule's fields as the request takes them, null where a rule may go without one."""
@@ -195,10 +195,6 @@ class Fired(msgspec.Struct, frozen=True):
     number: int
     rule: FaultRule
 
-    def record(self) -> dict[str, Any]:
-        """What the journal keeps of it (GET /_sandbox/requests: `fault`)."""
-        return {"rule": self.number, **self.rule.record()}
-
 
 class Target(msgspec.Struct, frozen=True):
     """An operation of the app, as a rule may name it."""
@@ -217,7 +213,7 @@ class ApiFaults:
         self.rules: list[FaultRule] = []
         self.fired: list[int] = []
 
-    def put_rules(self, rules: list[FaultRule], targets: Iterable[Target]) -> dict[str, Any]:
+    def put_rules(self, rules: list[FaultRule], targets: Iterable[Target]) -> FaultsRecord:
         """PUT /_sandbox/faults/api: these rules in place of the tenant's, counts at 0; or
         422 unknown-operation naming each rule whose operation cannot be faulted, and
         nothing changed."""
@@ -226,12 +222,12 @@ class ApiFaults:
             raise UnknownOperation(NOT_FAULTABLE, details=[
                 field_detail(f"$.rules[{number}].path", problem) for number, problem in problems])
         self.rules, self.fired = list(rules), [0] * len(rules)
-        return self.record()
+        return FaultsRecord.of(self)
 
-    def clear(self) -> dict[str, Any]:
+    def clear(self) -> FaultsRecord:
         """DELETE /_sandbox/faults/api."""
         self.rules, self.fired = [], []
-        return self.record()
+        return FaultsRecord.of(self)
 
     # -- snapshot (domain/stored.py) ----------------------------------------------------------
 
@@ -293,13 +289,6 @@ class ApiFaults:
             self.fired[number] += 1
             return Fired(number, rule)
         return None
-
-    def record(self) -> dict[str, Any]:
-        """GET /_sandbox/faults/api: each rule, how often it fired and how often it may
-        still fire."""
-        return {"rules": [{**rule.record(), "fired": fired,
-                           "remaining": None if rule.count is None else rule.count - fired}
-                          for rule, fired in zip(self.rules, self.fired)]}
 
 
 def target_problems(rules: Iterable[FaultRule], targets: Iterable[Target]

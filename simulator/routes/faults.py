@@ -13,7 +13,7 @@ CONTROL = {"auth": Auth.API_KEYS, "tags": ("control plane",)}
 @operation("GET", "/_sandbox/faults/api", "The API fault rules, with how often each fired",
            response=FaultsRecord, **CONTROL)
 async def get_api_faults(tenant) -> dict:
-    return tenant.api_faults.record()
+    return FaultsRecord.of(tenant.api_faults)
 
 
 @operation("PUT", "/_sandbox/faults/api", "Make the app's own API calls fail on purpose: an "

@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-from ..domain.faults import Fired, InjectedFault
+from ..domain.faults import Fired, FiredRule, InjectedFault
 from ..errors import ApiError, ApiKeysRequired, PublicTokenRequired, ValidationFailed, field_detail
 from ..domain.journal import journal_body
 from ..keys import DIALECTS, FIXED_PATHS, FIXED_SIBLINGS, SANDBOX, Exchange, exchange_of
@@ -235,7 +235,7 @@ async def _inject(request: web.Request, fired: Fired) -> web.StreamResponse | No
     reads the request, closes the connection without an answer and gives the journal a
     response of status 0 that is never sent. The journal names the rule."""
     rule = fired.rule
-    exchange_of(request).fault = fired.record()
+    exchange_of(request).fault = msgspec.to_builtins(FiredRule.of(rule, rule=fired.number))
     if rule.latency_ms is not None:
         await asyncio.sleep(rule.latency_ms / 1000)
         return None
