@@ -33,7 +33,7 @@ from .scenarios.loader import load_all_scenarios, scenario_folders
 from .schemas import api
 from .dates import date_time_field
 from .domain.event_types import event_schema, event_types
-from .domain.shapes import schema_of
+from .domain.shapes import NO_CONTROL_CHARACTER, PROCESSOR_LINK_SCENARIOS, schema_of
 from .validate import schema_errors
 from .settings import Settings, bundled_dir
 
@@ -71,7 +71,7 @@ _METHOD_NOT_ALLOWED = {
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
 }
 # Path segments and query values: what `text_problem` lets through (validate.py).
-_PATH_SEGMENT = {"type": "string", "minLength": 1, "pattern": api.NO_CONTROL_CHARACTER}
+_PATH_SEGMENT = {"type": "string", "minLength": 1, "pattern": NO_CONTROL_CHARACTER}
 
 
 def _errors(codes: list[int], page: str | None = None) -> dict[str, Any]:
@@ -544,7 +544,7 @@ def profile_names(service: ServiceProfile, settings: Settings) -> dict[str, dict
 
     return {
         api.TASK_SCENARIOS: {"enum": named("task")},
-        api.PROCESSOR_LINK_SCENARIOS: {"enum": named("processor-link")},
+        PROCESSOR_LINK_SCENARIOS: {"enum": named("processor-link")},
         api.EVENT_TYPES: {"enum": event_types(service.aggregator)},
         api.PRODUCTS: {"enum": list(service.products)},
         # A token of this environment: one of the other is 400 wrong-environment.
@@ -573,7 +573,7 @@ def _text_value(spec: dict[str, Any]) -> dict[str, Any]:
     """A query value's schema as the pipeline reads it: no control character, whatever the
     schema says (validate.py: text_problem)."""
     if spec.get("type") == "string" and "pattern" not in spec and "format" not in spec:
-        return {**spec, "pattern": api.NO_CONTROL_CHARACTER}
+        return {**spec, "pattern": NO_CONTROL_CHARACTER}
     return spec
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from ..clock import Clock, calendar_day, isoformat
+from ..clock import Clock, calendar_day
 from ..errors import (ApiError, IdentifierMismatch, InvalidProcessorToken, OtherEnvironmentToken,
                       ProcessorLinksNotFound, ProcessorTokenAlreadyRegistered,
                       ProcessorTokenNotFound, ProcessorTokenRevoked, UnknownScenario,
@@ -73,12 +73,6 @@ class ProcessorToken(msgspec.Struct):
     link_id: str | None = None
     item_id: str | None = None  # the aggregator API's item it was made from (None: the shortcut)
 
-    def record(self) -> dict[str, Any]:
-        return {"processorToken": self.token, "requestId": self.request_id,
-                "accountId": self.account_id, "identifier": self.identifier,
-                "daysRequested": self.days_requested, "products": list(self.products),
-                "scenario": self.scenario, "revoked": self.revoked}
-
 
 # One transaction a link pulled from the aggregator (ProcessorLink.transactions), as the
 # pipeline's later stages read it: a snapshot's are checked against it.
@@ -105,13 +99,6 @@ class ProcessorLink(msgspec.Struct):
     employer_matches: list[dict[str, Any]] | None = None
     recurring: list[dict[str, Any]] | None = None
     error: dict[str, str] | None = None
-
-    def record(self) -> dict[str, Any]:
-        record = {"_id": self.id, "status": self.status, "createdAt": isoformat(self.created_at),
-                  "stages": self.stages, "transactions": len(self.transactions)}
-        if self.error:
-            record["error"] = self.error
-        return record
 
 
 class ProcessorTokenRequest(Command, kw_only=True):
@@ -278,7 +265,7 @@ class ProcessorLinks(Held[ProcessorLink]):
         # A relink still processing is what a polling client waits for, not the old error.
         status = PROCESSING if PROCESSING in statuses else (
             COMPLETED if COMPLETED in statuses else ERROR)
-        return {"data": data, "status": status, "links": [l.record() for l in links]}
+        return {"data": data, "status": status, "links": links}
 
     # -- the pipeline -----------------------------------------------------------------------
 

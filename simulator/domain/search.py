@@ -19,7 +19,6 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 
-import msgspec
 from rapidfuzz import fuzz, process
 from rapidfuzz.utils import default_process
 

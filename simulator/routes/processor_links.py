@@ -6,11 +6,14 @@ which the app fills in when it adds the routes.
 
 from __future__ import annotations
 
+from ..clock import isoformat
 from ..domain.processor_links import CLASSIFY, DETECT
+from ..domain.shapes import view_of
 from ..errors import ValidationFailed, field_detail
-from ..schemas.api import ProcessorLinkRequest, ProcessorTokenRequest
-from ..schemas.responses import (EmployerMatch, PROCESSING_RESULTS, ProcessorLinkRegistered,
-                                 ProcessorLinksRemoved, ProcessorToken,
+from ..schemas.api import ProcessorLinkRequest
+from ..domain.processor_links import ProcessorTokenRequest
+from ..schemas.responses import (EmployerMatch, PROCESSING_RESULTS, ProcessorLink,
+                                 ProcessorLinkRegistered, ProcessorLinksRemoved, ProcessorToken,
                                  RecurringTransaction)
 from ..operations import AGGREGATOR, Auth, Reply, operation
 
@@ -54,7 +57,13 @@ async def recurring_transactions(tenant, headers, sandbox) -> Reply:
 
 
 def _results(document: dict) -> Reply:
-    return Reply(document["data"], extra={k: v for k, v in document.items() if k != "data"})
+    return Reply(document["data"], extra={"status": document["status"], "links": [
+        view_of(ProcessorLink, link, created_at=isoformat(link.created_at),
+                transactions=len(link.transactions)) for link in document["links"]]})
+
+
+def _token(token) -> ProcessorToken:
+    return view_of(ProcessorToken, token, processor_token=token.token, products=list(token.products))
 
 
 @operation("POST", f"/_sandbox/{AGGREGATOR}/processor-token", "Mint a processor token, as the "
@@ -62,14 +71,14 @@ def _results(document: dict) -> Reply:
            response=ProcessorToken, tags=("control plane",))
 async def mint(tenant, body, sandbox) -> dict:
     """What the aggregator's processor-token creation answers."""
-    return tenant.links.mint_token(body).record()
+    return _token(tenant.links.mint_token(body))
 
 
 @operation("POST", f"/_sandbox/{AGGREGATOR}/processor-token/{{token}}/revoke", "Revoke a "
            "processor token at the aggregator", auth=Auth.API_KEYS, settles=True,
            response=ProcessorToken, errors=(404,), tags=("control plane",))
 async def revoke(tenant, params, sandbox) -> dict:
-    return tenant.links.revoke_token(params["token"]).record()
+    return _token(tenant.links.revoke_token(params["token"]))
 
 
 def _identifier(headers) -> str:

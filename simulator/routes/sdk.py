@@ -12,9 +12,9 @@ from ..domain.companies import full_record, search_record
 from ..domain.flow_words import flow_language, flow_page
 from ..errors import ApiError, CompanyNotFound, InvalidConfig, LinkedAccountNotYours, field_detail
 from ..domain.shapes import UNSET, Command, Maybe, View, given, of, raw, schema_of
-from ..schemas.api import (SdkConfig, SdkMfaChallenge, TaskCreated, TaskRecord,
-                           SdkCompanyRequest, SdkLeaveRequest, SdkLoginRequest, SdkSessionRequest,
-                           FlowTasks)
+from ..schemas.api import (SdkConfig, SdkMfaChallenge, SdkCompanyRequest, SdkLeaveRequest, SdkLoginRequest, SdkSessionRequest, FlowTasks)
+from ..domain.tasks import TaskRecord
+from ..domain.tasks import TaskCreated
 from ..validate import schema_errors
 from ..domain.data_records import LinkedAccountRecord
 from ..schemas.responses import SdkCompany, SdkLeft, SdkSession, SdkWorkflow

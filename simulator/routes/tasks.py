@@ -12,9 +12,11 @@ from ..domain.payroll_records import paystub_lines
 from ..domain.sdk import deposit_form_pdf
 from ..domain.tenants import open_task_file
 from ..pdf import text_pdf
-from ..schemas.api import (FileQuery, FileUrl, Prescreen, PrescreenRequest, TaskCreateRequest,
-                           TaskCreated, TaskDetails, TaskRecord, TaskStatusAnswer,
-                           TaskWorkflowCreated, TaskWorkflowRequest)
+from ..schemas.api import (FileQuery, FileUrl, Prescreen, PrescreenRequest, TaskDetails, TaskWorkflowCreated, TaskWorkflowRequest)
+from ..domain.tasks import TaskStatusAnswer
+from ..domain.tasks import TaskRecord
+from ..domain.tasks import TaskCreated
+from ..domain.tasks import TaskCreateRequest
 from ..operations import Auth, Reply, operation
 
 REAL = {"auth": Auth.API_KEYS}  # the reconstruction's default: API key and secret

@@ -9,25 +9,19 @@ its shape; its schema is `schema_of(struct)`, derived when an operation first ne
 from typing import Any
 
 
-from ..domain.companies import (COMPANY_STATUSES, SCOPES, Branding, CompanySummary,
-                                SearchCompany, SearchConnector, Tag)
+from ..domain.companies import (SCOPES, CompanySummary)
 from ..domain.data_profiles import PROFILE_SCHEMA
-from ..domain.processor_links import ProcessorTokenRequest
 from ..domain.search import SearchRequest
-from ..domain.identity import UserView
-from ..domain.tasks import (CONTINUE, FINISH, ON_COMPLETE, ON_FAIL, Distribution, ScenarioName,
-                            StartedTask, StatusOfTask, TaskCompany, TaskCreated, TaskCreateRequest,
-                            TaskDetails, TaskFields, TaskFileView, TaskItem, TaskItems, TaskOptions,
-                            TaskRecord, TaskStatus, TaskStatusAnswer, TaskTransition, TaskUser,
-                            next_step)
-from ..domain.shapes import (EVENT_TYPES, NO_CONTROL_CHARACTER, PROCESSOR_LINK_SCENARIOS,
-                             PROCESSOR_TOKENS, PRODUCTS, TASK_SCENARIOS, UNSET, AnyDateTime, Command,
+from ..domain.tasks import (Distribution, ScenarioName,
+                            TaskCreateRequest,
+                            TaskDetails, TaskItem, TaskItems, TaskOptions,
+                            TaskStatus)
+from ..domain.shapes import (EVENT_TYPES, PROCESSOR_TOKENS, PRODUCTS, TASK_SCENARIOS, UNSET, AnyDateTime, Command,
                              DateTime, Identifier, Maybe, Metadata, Name, Text, Texts, UserIdentifier,
                              View, after_cursor, choice, field, of, raw, schema_of, text)
-from ..domain.states import AUTHENTICATION_METHODS as TASK_AUTHENTICATION_METHODS
-from ..domain.states import (DAYS_REQUESTED, DEEPLINK_STEPS, FAILURE_REASONS, PAYMENT_METHOD,
-                             REQUEST_FIELDS, STEP_FIELDS, WRITTEN_PAYMENT_METHOD, field_schemas)
-from ..dates import DATE_TIME, date_time_field
+from ..domain.states import (DEEPLINK_STEPS, PAYMENT_METHOD,
+                             WRITTEN_PAYMENT_METHOD)
+from ..dates import date_time_field
 from .fixtures import COMPANY_SCHEMA, CONTINUOUS_ACCESS, MANUAL_DEPOSITS
 
 

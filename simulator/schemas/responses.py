@@ -22,8 +22,8 @@ from ..domain.faults import FiredRule
 from ..domain.shapes import UNSET, Answer, Maybe, View, choice, field, of, raw, schema_of
 from ..domain.states import (DEEPLINK_STEPS, SCENARIO_KINDS, STEP_STATUSES,
                              WRITTEN_PAYMENT_METHOD)
-from .api import (DELIVERY_STATES, CardTokenRecreationRequest, EndpointId, EndpointWrite,
-                  ScenarioBindingRequest, TaskRecord, TaskStatus, WebhookFaultsRequest)
+from .api import (DELIVERY_STATES, CardTokenRecreationRequest, EndpointId, EndpointWrite, ScenarioBindingRequest, WebhookFaultsRequest)
+from ..domain.tasks import TaskStatus
 from .fixtures import ENVIRONMENTS
 from .scenarios import STEP
 
@@ -335,8 +335,7 @@ class ProcessorLinksRemoved(Answer, kw_only=True):
 
 
 class ProcessorLink(Answer, kw_only=True):
-    """A processor link and how far its processing went (domain/processor_links.py:
-    ProcessorLink.record)."""
+    """A processor link and how far its processing went."""
 
     id: Id = field(name="_id")
     status: LinkStatus
@@ -389,8 +388,7 @@ class RecurringTransaction(Linked, kw_only=True):
 
 
 class ProcessorToken(Answer, kw_only=True):
-    """A processor token as the aggregator minted it (domain/processor_links.py:
-    ProcessorToken.record)."""
+    """A processor token as the aggregator minted it."""
 
     processor_token: Id
     request_id: Id
