@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..clock import isoformat
 from ..dates import date_time_field
-from .companies import SearchCompany
-from .shapes import UNSET, Answer, Maybe, View, choice, field, of, raw
+from .companies import Company, ManualDepositRule, SearchCompany, search_record
+from .shapes import UNSET, Answer, Maybe, View, choice, field, of, raw, view_of
 
 
 def payroll_day(what: str) -> dict[str, Any]:
@@ -49,6 +50,24 @@ class LinkedAccountListRecord(Answer, kw_only=True):
                                             "or a refresh task that failed (absent: "
                                             "never)."))] = UNSET
 
+    @classmethod
+    def of(cls, account: Any, company: Company | None, rule: ManualDepositRule, **more: Any
+           ) -> LinkedAccountListRecord:
+        """A LinkedAccount (domain/linked_accounts.py) with `company`, the catalog's current
+        record of its company (None: deleted since, shown as it was at the link) under the
+        account's manual-deposit rule (the Company's tags); a view that adds fields: `more`."""
+        company = company or account.company_at_link
+        return view_of(
+            cls, account, valid=account.connected,
+            # The user must go through the SDK again: only a disconnected account does.
+            transact_required=not account.connected, company=search_record(company, rule),
+            # Every company in this sandbox has a connector of its own, named after it.
+            connector=Connector(id=company.connector_id, name=company.name),
+            # Refreshes run only while connected: the last refresh is the last success.
+            last_success=isoformat(account.last_refresh),
+            last_failure=None if account.last_failure is None else isoformat(account.last_failure),
+            **more)
+
 
 class LinkedAccountRecord(LinkedAccountListRecord, kw_only=True):
     """A linked account as GET /linked-accounts shows it: the real record
@@ -61,6 +80,14 @@ class LinkedAccountRecord(LinkedAccountListRecord, kw_only=True):
     status: choice("connected", "disconnected")
     created_at: raw(date_time_field("When the account was linked."))
     last_refreshed_at: raw(date_time_field("When its data was last refreshed."))
+
+    @classmethod
+    def of(cls, account: Any, company: Company | None, rule: ManualDepositRule, **more: Any
+           ) -> LinkedAccountRecord:
+        return super().of(account, company, rule,
+                          status="connected" if account.connected else "disconnected",
+                          created_at=isoformat(account.created_at),
+                          last_refreshed_at=isoformat(account.last_refresh), **more)
 
 
 class DataRecord(View, kw_only=True):

@@ -24,14 +24,14 @@ from typing import Any, ClassVar
 import msgspec
 from msgspec.structs import replace
 
-from ..clock import Clock, isoformat
+from ..clock import Clock
 from ..errors import (DepositAccountNotFound, LinkedAccountNotFound,
                       StatementNotFound, ValidationFailed, field_detail)
 from .event_types import CONTINUOUS_ACCESS, PII_DATA_DELETED
-from .data_records import DATA_RECORDS
+from .data_records import DATA_RECORDS, LinkedAccountListRecord, LinkedAccountRecord
 from . import data_profiles
 from . import payroll_records as records
-from .companies import Company, CompanyDirectory, ManualDepositRule, search_record
+from .companies import Company, CompanyDirectory
 from .states import COMPLETED, FAILED
 from .rules import Rules
 from .parts import Held, TenantSettings
@@ -93,36 +93,6 @@ class LinkedAccount(msgspec.Struct, weakref=True):  # weakref: a deleted tenant'
     profile_document: dict[str, Any] | None = None
 
     SPARSE: ClassVar[tuple[str, ...]] = ("profile_document",)  # a snapshot's, when set
-
-    def list_record(self, company: Company | None = None,
-                    rule: ManualDepositRule | None = None) -> dict[str, Any]:
-        """The real service's linked-account record, exactly its fields (real-service-facts 8:
-        `GET /linked-account/list/{identifier}`; real-api-surface: `company` is a Company,
-        `lastFailure`). `company` is the catalog's current record of the company, if it
-        still has one; `rule` the account's manual-deposit rule (the Company's tags)."""
-        company = company or self.company_at_link
-        record = {"_id": self.id, "valid": self.connected,
-                  # The user must go through the SDK again: only a disconnected account does.
-                  "transactRequired": not self.connected,
-                  "company": search_record(company, rule or ManualDepositRule()),
-                  # Every company in this sandbox has a connector of its own, named after it.
-                  "connector": {"_id": company.connector_id, "name": company.name},
-                  # Refreshes run only while connected: the last refresh is the last success.
-                  "lastSuccess": isoformat(self.last_refresh)}
-        if self.last_failure is not None:  # a date-time once the connection failed, else absent
-            record["lastFailure"] = isoformat(self.last_failure)
-        return record
-
-    def record(self, company: Company | None = None,
-               rule: ManualDepositRule | None = None) -> dict[str, Any]:
-        """The record of GET /linked-accounts: the real record (one shape of `company`
-        wherever a linked account is shown) and the sandbox's own fields beside it."""
-        return {**self.list_record(company, rule), "identifier": self.identifier,
-                "companyId": self.company_id, "product": self.product,
-                "connected": self.connected,
-                "status": "connected" if self.connected else "disconnected",
-                "createdAt": isoformat(self.created_at),
-                "lastRefreshedAt": isoformat(self.last_refresh)}
 
 
 # What the reads add to a stored data record as they render it.
@@ -599,15 +569,17 @@ class LinkedAccounts(Held[LinkedAccount]):
                     details=[field_detail("$.linkedAccount", "not this user's", location="query")])
         return accounts
 
-    def record(self, account: LinkedAccount) -> dict[str, Any]:
-        """The account as GET /linked-accounts shows it, with its company as it is now."""
-        return account.record(self.companies.get(account.company_id), self.settings.manual_deposits)
+    def record(self, account: LinkedAccount, view: type[LinkedAccountListRecord]
+               = LinkedAccountRecord, **more: Any) -> LinkedAccountListRecord:
+        """The account as GET /linked-accounts shows it (or as `view` does), with its
+        company as it is now."""
+        return view.of(account, self.companies.get(account.company_id),
+                       self.settings.manual_deposits, **more)
 
-    def linked_account_list(self, identifier: str) -> list[dict[str, Any]]:
+    def linked_account_list(self, identifier: str) -> list[LinkedAccountListRecord]:
         """GET /linked-account/list/{identifier}: the real service's records
         (real-service-facts 8)."""
-        return [account.list_record(self.companies.get(account.company_id),
-                                    self.settings.manual_deposits)
+        return [self.record(account, LinkedAccountListRecord)
                 for account in self.accounts_of(identifier)]
 
     def records(self, kind: str, account: LinkedAccount, *,

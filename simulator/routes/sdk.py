@@ -17,7 +17,7 @@ from ..domain.tasks import TaskRecord
 from ..domain.tasks import TaskCreated
 from ..validate import schema_errors
 from ..domain.data_records import LinkedAccountRecord
-from ..schemas.responses import SdkCompany, SdkLeft, SdkSession, SdkWorkflow
+from ..schemas.responses import SdkCompany, SdkLeft, SdkSession, SdkWorkflow, SessionAccount
 from ..static import static_text
 from ..operations import NO_STORE, Auth, operation, serve_file
 
@@ -114,8 +114,9 @@ async def session(tenant, token, body, sandbox) -> dict:
                                                   "$.config.linkedAccount")
         if account.identifier != token.identifier:
             raise LinkedAccountNotYours("The linked account is not this user's.")
-        linked = {**tenant.accounts.record(account),
-                  "credentialsRequired": tenant.accounts.needs_credentials(account)}
+        linked = tenant.accounts.record(
+            account, SessionAccount,
+            credentials_required=tenant.accounts.needs_credentials(account))
         company = tenant.companies.require(account.company_id)
     step = (config.get("deeplink") or {}).get("step", "search-company")
     return {"step": step, "user": {"identifier": token.identifier},
