@@ -130,15 +130,17 @@ class Engine:
     async def answer(self, method: str, path: str, *, params: dict[str, str] | None = None,
                      query: dict[str, str] | None = None, tenant: Tenant | None = None) -> Any:
         """What an operation answers a server call (API keys), in-process: its handler called
-        as the route pipeline calls it (the query parsed with its schema and defaults), the
+        as the route pipeline calls it (the query parsed with its schema and made its struct), the
         answer rendered as JSON; the rendered body. An ApiError is the API's refusal (4xx)."""
         tenant = tenant or self.tenant
         op = next(op for op in self.sandbox.operations if (op.method, op.path) == (method, path))
         # What handlers read of the request itself: the base URL of links they render.
         request = SimpleNamespace(scheme="http", host="127.0.0.1", method=method, path=path)
+        parsed = None if op.query is None else parse_query(query or {}, op.query)
+        if parsed is not None and op.decode_query is not None:
+            parsed = op.decode_query(parsed)  # as the pipeline gives it: the query's struct
         offered = {"tenant": tenant, "token": None, "body": None, "params": params or {},
-                   "query": None if op.query is None else parse_query(query or {}, op.query),
-                   "headers": {}, "sandbox": self.sandbox, "request": request}
+                   "query": parsed, "headers": {}, "sandbox": self.sandbox, "request": request}
         wants = inspect.signature(op.handler).parameters
         result = await op.handler(**{name: offered[name] for name in wants})
         if callable(result):  # an answer rendered once the attempts it started settled

@@ -55,16 +55,17 @@ def decoder(shape: Any) -> Any:
     them) is converted into one, in C (`msgspec.convert`: the JSON names by the struct's
     rename); a document with no struct declared is given as it is (None). Fields a struct's
     schema names past its own (`__schema_extra__`'s properties: taken, not used) are left
-    out first."""
+    out first. Not strict: a number with no fraction (1.0) is an integer to JSON Schema,
+    so an integer field takes it (the schema has refused anything else already)."""
     if _is_struct(shape):
         named = {f.encode_name for f in msgspec.structs.fields(shape)}
         unused = frozenset(shape.__schema_extra__.get("properties", {})) - named
         if unused:
             return lambda document: msgspec.convert(
-                {k: v for k, v in document.items() if k not in unused}, shape)
-        return lambda document: msgspec.convert(document, shape)
+                {k: v for k, v in document.items() if k not in unused}, shape, strict=False)
+        return lambda document: msgspec.convert(document, shape, strict=False)
     if get_origin(shape) is list and _is_struct(get_args(shape)[0]):
-        return lambda document: msgspec.convert(document, shape)
+        return lambda document: msgspec.convert(document, shape, strict=False)
     return None
 
 
