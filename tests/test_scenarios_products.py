@@ -14,6 +14,7 @@ from engine import Engine, bundled
 from payroll_sandbox.cli import main
 from payroll_sandbox.fixtures import ConfigError
 from payroll_sandbox.scenarios.loader import load_scenario, resolve_products
+from payroll_sandbox.schemas.responses import Scenario as ScenarioView
 
 PROFILE = {"deposit": "user-link", "verify": "user-link", "switch": "pay-link",
            "present": "pay-link"}
@@ -52,7 +53,7 @@ def test_a_scenario_fits_the_products_its_file_names_or_its_steps_imply(
     scenario = load_scenario(write(tmp_path, steps, header=header))
     resolved = resolve_products({"case": scenario}, PROFILE)["case"]
     assert resolved.products == fits   # in the service profile's order
-    assert resolved.describe()["products"] == list(fits)
+    assert ScenarioView.of(resolved).products == list(fits)
     for product in PROFILE:
         assert resolved.fits(product) is (product in fits)
 

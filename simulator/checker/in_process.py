@@ -11,6 +11,7 @@ from ..domain.companies import OPERATIONAL
 from ..domain.events import Event
 from ..domain.tasks import CreateTask, TaskCreateRequest
 from ..domain.event_types import event_types
+from ..schemas.responses import Scenario
 from .sources import EventSource
 
 
@@ -31,7 +32,8 @@ class InProcessSource(EventSource):
         self.aggregator = sandbox.registry.service.aggregator
         self.types = event_types(self.aggregator)
         self.products = list(sandbox.registry.service.products)
-        self.scenarios = [s.describe() for s in self.tenant.rules.scenarios.values()]
+        self.scenarios = [msgspec.to_builtins(Scenario.of(s))
+                          for s in self.tenant.rules.scenarios.values()]
 
     async def _trigger(self, request: dict[str, Any]) -> Event:
         from ..domain.triggers import trigger_event

@@ -27,7 +27,7 @@ from ..validate import parse_time, strict_json
 from .companies import Company, CompanyDirectory, ManualDepositRule
 from .flow_words import ENGLISH, flow_words
 from .search import company_filter
-from .shapes import UNSET, given, of
+from .shapes import UNSET, View, choice, given, of
 from .states import PROCESSING
 from .tasks import (HAPPY_PATH, CreateTask, Task, TaskCreateRequest, TaskRecord, Workflow,
                     task_items)
@@ -48,19 +48,19 @@ USERNAMES = {"test-good": HAPPY_PATH, "test-failure": "unknown-failure",
              "test-code-mfa": HAPPY_PATH, "test-question-mfa": HAPPY_PATH}
 
 
-class MfaChallenge(msgspec.Struct, frozen=True):
-    """A second sign-in step the flow shows before the task starts; any answer passes."""
+# A second sign-in step the flow shows before the task starts: the challenge and its view.
+class MfaPrompt(View, kw_only=True):
+    """The sandbox usernames test-code-mfa and test-question-mfa: answer with `mfaAnswer`
+    (any answer passes) to start the tasks."""
 
-    type: str  # "code" or "question"
+    type: choice("code", "question")
     prompt: str
-
-    def record(self) -> dict[str, str]:
-        return {"type": self.type, "prompt": self.prompt}
 
 
 MFA_CHALLENGES = {
-    "test-code-mfa": MfaChallenge("code", "Enter the 6-digit code we sent to your phone."),
-    "test-question-mfa": MfaChallenge("question", "What was the name of your first pet?"),
+    "test-code-mfa": MfaPrompt(type="code", prompt="Enter the 6-digit code we sent to your phone."),
+    "test-question-mfa": MfaPrompt(type="question",
+                                   prompt="What was the name of your first pet?"),
 }
 
 
@@ -69,7 +69,7 @@ class LoginOutcome(msgspec.Struct, frozen=True):
 
     workflow: Workflow | None = None
     tasks: tuple[Task, ...] = ()
-    mfa: MfaChallenge | None = None
+    mfa: MfaPrompt | None = None
 
 
 INVALID_CONFIG = "The SDK configuration is not base64 of a JSON object."

@@ -221,9 +221,3 @@ class Scenario(msgspec.Struct, frozen=True):
     def outcome(self) -> str:
         statuses = [s.get("status") for s in self.steps if s.get("status")]
         return statuses[-1] if statuses else "n/a"
-
-    def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "kind": self.kind,
-                "products": None if self.products is None else list(self.products),
-                "outcome": self.outcome, "duration": self.duration,
-                "steps": [{"at": s.at, **s.changes} for s in self.steps]}

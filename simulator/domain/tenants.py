@@ -332,11 +332,6 @@ class Tenant:
             "pendingJobs": len(self.timeline),
         }
 
-    def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "environment": self.environment, "apiKey": self.api_key,
-                "apiSecret": self.api_secret, "products": list(self.products),
-                "signing": self.signing}
-
     # -- a task's files, by a signed URL (GET /task/{taskId}/file/{fileId}/generate-url) --
 
     def _file_signature(self, task_id: str, file_id: str, expires: int) -> str:

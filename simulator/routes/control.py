@@ -35,14 +35,14 @@ CURSOR = {**TOTAL, "revision": {"type": "integer", "description": "With `after`:
 @operation("POST", "/_sandbox/tenants", "Create a tenant (its own keys and state)",
            body=TenantRequest, status=201, response=TenantView, errors=(429,), **CONTROL)
 async def create_tenant(tenant, body, sandbox) -> dict:
-    return sandbox.registry.create_tenant(body, creator=tenant).describe()
+    return TenantView.of(sandbox.registry.create_tenant(body, creator=tenant))
 
 
 @operation("GET", "/_sandbox/tenant", "The tenant these keys belong to",
            response=TenantView, **CONTROL)
 async def current_tenant(tenant) -> dict:
     """Which tenant these keys are (the pytest plugin's tenants, scripts that got keys)."""
-    return tenant.describe()
+    return TenantView.of(tenant)
 
 
 @operation("DELETE", "/_sandbox/tenants/{name}", "Delete a tenant (one these keys made, "
@@ -55,7 +55,7 @@ async def delete_tenant(tenant, params, sandbox) -> dict:
 @operation("POST", "/_sandbox/reset", "Reset this tenant to its fixtures", response=TenantView,
            **CONTROL)
 async def reset(tenant, sandbox) -> dict:
-    return sandbox.registry.reset(tenant).describe()
+    return TenantView.of(sandbox.registry.reset(tenant))
 
 
 @operation("GET", "/_sandbox/requests", "Requests received, newest first",
@@ -172,7 +172,7 @@ async def get_event(tenant, params, sandbox) -> dict:
            response=list[Scenario],
            envelope={"bindings": SCENARIO_BINDINGS}, **CONTROL)
 async def list_scenarios(tenant, sandbox) -> Reply:
-    return Reply([s.describe() for s in tenant.rules.scenarios.values()],
+    return Reply([Scenario.of(s) for s in tenant.rules.scenarios.values()],
                  extra={"bindings": dict(tenant.tasks.bindings)})
 
 

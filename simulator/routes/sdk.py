@@ -180,7 +180,7 @@ async def login(tenant, token, body, sandbox) -> dict:
     `mfaAnswer`."""
     outcome = sdk.login(tenant, token, body)
     if outcome.mfa is not None:
-        return {"mfa": outcome.mfa.record()}
+        return SdkMfaChallenge(mfa=outcome.mfa)
     return TaskCreated.of(outcome.workflow, outcome.tasks)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..domain.companies import (SCOPES, CompanySummary)
 from ..domain.data_profiles import PROFILE_SCHEMA
+from ..domain.sdk import MfaPrompt
 from ..domain.search import SearchRequest
 from ..domain.tasks import (Distribution, ScenarioName,
                             TaskCreateRequest,
@@ -325,14 +326,6 @@ class SdkLoginRequest(Command, kw_only=True):
     distribution: Maybe[ChosenDistribution] = UNSET
     mfa_answer: Maybe[of(str, "The answer to the MFA challenge a previous login returned.",
                          min_length=1, max_length=200)] = UNSET
-
-
-class MfaPrompt(View, kw_only=True):
-    """The sandbox usernames test-code-mfa and test-question-mfa: answer with `mfaAnswer`
-    (any answer passes) to start the tasks."""
-
-    type: choice("code", "question")
-    prompt: str
 
 
 class SdkMfaChallenge(View, kw_only=True):

@@ -19,7 +19,7 @@ from ..domain.data_profiles import PROFILE_SCHEMA
 from ..domain.sdk import FlowTask
 from ..domain.data_records import LinkedAccountRecord
 from ..domain.faults import FiredRule
-from ..domain.shapes import UNSET, Answer, Maybe, View, choice, field, of, raw, schema_of
+from ..domain.shapes import UNSET, Answer, Maybe, View, choice, field, of, raw, schema_of, view_of
 from ..domain.states import (DEEPLINK_STEPS, SCENARIO_KINDS, STEP_STATUSES,
                              WRITTEN_PAYMENT_METHOD)
 from .api import (DELIVERY_STATES, CardTokenRecreationRequest, EndpointId, EndpointWrite, ScenarioBindingRequest, WebhookFaultsRequest)
@@ -45,7 +45,7 @@ def done(key: str, flag: str, description: str) -> type:
 # -- tenants ------------------------------------------------------------------------------
 
 class TenantView(Answer, kw_only=True):
-    """A tenant and its credentials (domain/tenants.py: Tenant.describe)."""
+    """A tenant and its credentials."""
 
     name: Id
     environment: choice(*ENVIRONMENTS)
@@ -53,6 +53,10 @@ class TenantView(Answer, kw_only=True):
     api_secret: Id
     products: list[str]
     signing: of(bool, "Webhooks carry x-hmac-signature-sha-256.")
+
+    @classmethod
+    def of(cls, tenant: Any) -> "TenantView":
+        return view_of(cls, tenant, products=list(tenant.products))
 
 
 TenantDeleted = done("name", "deleted", "The tenant is gone, with all of its state.")
@@ -237,7 +241,7 @@ SCENARIO_STEP = {
 
 
 class Scenario(Answer, kw_only=True):
-    """A scenario and its timeline (scenarios/loader.py: Scenario.describe)."""
+    """A scenario and its timeline."""
 
     name: Id
     description: str
@@ -247,6 +251,13 @@ class Scenario(Answer, kw_only=True):
                     description="The last status its steps set.")
     duration: of(float, ge=0)
     steps: list[raw(SCENARIO_STEP)]
+
+    @classmethod
+    def of(cls, scenario: Any) -> "Scenario":
+        """A checked scenario (domain/states.py), each step as its file writes it."""
+        return view_of(cls, scenario, products=None if scenario.products is None
+                       else list(scenario.products),
+                       steps=[{"at": step.at, **step.changes} for step in scenario.steps])
 
 
 SCENARIO_BINDINGS = {"type": "object", "additionalProperties": schema_of(Id),
