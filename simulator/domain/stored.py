@@ -1,14 +1,13 @@
 """How a tenant's parts are stored (snapshots, --state-file): one declaration per shape.
 
 A record (a task, a delivery, ...) is a `Stored` struct, and the struct is its stored form:
-msgspec writes and reads it (`stored`, `loaded`), fields in camelCase, and its JSON Schema
-comes from the same annotations (`schema`: shapes.schema_of of each field), each number's
-range declared on its field (`Time`, `Count`, `Amount`). Each part saves and loads itself:
-`dump()` gives its sections of the document, `load(document, loading)` builds its objects
-from a checked document and checks what a schema cannot (references to tasks, events,
-scenarios, ...), raising LoadError with the JSON path, and the fresh part's `restore(...)`
-takes what it built. snapshot.py adds the header, the migrations and the order of the parts.
-"""
+msgspec writes and reads it (`stored`, `loaded`), and its JSON Schema comes from the same
+annotations (`schema`), each number's range declared on its field (`Time`, `Count`,
+`Amount`). Each part saves and loads itself: `dump()` gives its sections of the document,
+`load(document, loading)` builds its objects from a checked document and checks what a
+schema cannot (references: snapshot.py `Loading`), raising LoadError with the JSON path,
+and the fresh part's `restore(...)` takes what it built. snapshot.py adds the header, the
+migrations and the order of the parts."""
 
 from __future__ import annotations
 
@@ -195,74 +194,3 @@ def _changed(cls: type, data: dict[str, Any]) -> dict[str, Any]:
     for key, kind in nested.items():
         _changed(kind, data[key])
     return data
-
-
-def too_many(limit: int, bound: str) -> str:
-    """Why a section holds more records than this server ever keeps of its kind (`bound`
-    names the setting or bound that says so)."""
-    return f"more than {limit} items: more than this server keeps ({bound} {limit})"
-
-
-# -- loading one document -------------------------------------------------------------------------
-
-class Loading:
-    """What the parts' loads of one document share: the tenant it goes into (read, never
-    changed: a load may run off the event loop), what the server checks it against, and
-    the objects loaded so far, by id, for the references of the parts after them and the
-    rebuild of the timeline's actions (domain/timeline.py ACTION_KINDS). A lookup raises
-    LookupError naming what is missing; the caller adds the path."""
-
-    def __init__(self, tenant: Any, *, url_problem: Callable[[str], str | None],
-                 fault_targets: Callable[[], Iterable[Any]]) -> None:
-        self.tenant = tenant
-        self.rules = tenant.rules
-        self.url_problem = url_problem        # a webhook URL's fault under the outbound policy
-        self.fault_targets = fault_targets    # the operations an API fault rule may name
-        self.public_tokens: dict[str, Any] = {}
-        self.tasks: dict[str, Any] = {}
-        self.accounts: dict[str, Any] = {}
-        self.processor_tokens: dict[str, Any] = {}
-        self.links: dict[str, Any] = {}
-        self.events: dict[str, Any] = {}
-        self.deliveries: dict[str, list[Any]] = {}  # event id -> its deliveries, in order
-
-    def task(self, task_id: str) -> Any:
-        return _find(self.tasks, task_id, "task")
-
-    def linked_account(self, account_id: str) -> Any:
-        return _find(self.accounts, account_id, "linked account")
-
-    def processor_link(self, link_id: str) -> Any:
-        return _find(self.links, link_id, "processor link")
-
-    def processor_token(self, token: str) -> Any:
-        return _find(self.processor_tokens, token, "processor token")
-
-    def event(self, event_id: str) -> Any:
-        return _find(self.events, event_id, "event")
-
-    def delivery(self, event_id: str, number: int) -> Any:
-        deliveries = self.deliveries.get(event_id, [])
-        if not 1 <= number <= len(deliveries):
-            raise LookupError(f"the event {event_id!r} has no delivery {number}")
-        return deliveries[number - 1]
-
-    def part(self, attribute: str) -> Callable[[], Any]:
-        """How a restored scheduled action finds its part when it runs: through the tenant,
-        whose parts are made afresh after the jobs are rebuilt."""
-        tenant = self.tenant
-        return lambda: getattr(tenant, attribute)
-
-    def step(self, scenario_name: str, index: int, kind: str) -> Any:
-        scenario = self.rules.scenarios.get(scenario_name)
-        if scenario is None or scenario.kind != kind:
-            raise LookupError(f"this server has no {kind} scenario named {scenario_name!r}")
-        if index >= len(scenario.steps):
-            raise LookupError(f"the scenario {scenario_name!r} has {len(scenario.steps)} steps")
-        return scenario.steps[index]
-
-
-def _find(found: dict[str, Any], key: str, what: str) -> Any:
-    if key not in found:
-        raise LookupError(f"the snapshot has no {what} {key!r}")
-    return found[key]
