@@ -24,14 +24,15 @@ from ..dates import calendar_day_field
 from .shapes import schema_of
 
 # Every restored number in a range that no later read or run can trip over (issue 22):
-# times within the clock's range, other numbers finite, not negative and bounded.
+# times within the clock's range, other numbers finite, not negative and bounded. A record
+# field says which it is (`created_at: Time`): its schema and its load hold it there.
 MAX_TIME = 253_402_300_799.0 - 4 * 31_536_000  # 9995-12-31: isoformat's year 9999, a margin
 MAX_COUNT = 2**53 - 1                          # a JavaScript-safe integer
 MAX_AMOUNT = 1e12
-Time = Annotated[float, Meta(ge=0, le=MAX_TIME)]  # virtual seconds since the epoch
+Time = Annotated[float, Meta(ge=0, le=MAX_TIME)]  # seconds since the epoch (virtual or wall)
 Count = Annotated[int, Meta(ge=0, le=MAX_COUNT)]
 Amount = Annotated[float, Meta(ge=0, le=MAX_AMOUNT)]
-Day = Annotated[date, Meta(extra_json_schema=calendar_day_field())]
+Day = Annotated[date, Meta(extra_json_schema=calendar_day_field())]  # written YYYY-MM-DD
 
 # The sections that are no records (counters, the pay-link state, ...), written as schemas.
 STRING = {"type": "string"}
