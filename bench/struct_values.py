@@ -9,7 +9,8 @@ beside the same figures of another tree (`--root`). Nothing here is a PASS/FAIL 
       counts as X), given as a decode or convert target (`type=X`, `convert(x, X)`,
       `list[X]` there included), named as an operation's `body=`/`query=` when the pipeline
       decodes bodies by type (routes/pipeline.py calls msgspec.json.decode or convert with
-      the operation's shape), or nested as a field's type in a struct that is itself a value
+      the operation's shape), made from a record (`view_of(X, record)`, `X.of(...)`), or
+      nested as a field's type in a struct that is itself a value
       (a value's fields are made with it). An operation's struct is counted where a call
       names it as `body=`, `query=` or `command=`.
   hand_views_in_domain
@@ -80,6 +81,10 @@ def _names_in(node: ast.AST) -> set[str]:
         n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
 
 
+def callee_name(func: ast.expr) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
 def values(trees: dict[Path, ast.AST], shapes: dict[str, dict[str, str]],
            pipeline_decodes: bool) -> set[str]:
     used: set[str] = set()
@@ -91,8 +96,11 @@ def values(trees: dict[Path, ast.AST], shapes: dict[str, dict[str, str]],
             if isinstance(func, ast.Name) and func.id in shapes:
                 used.add(func.id)
             elif (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
-                  and func.value.id in shapes and func.attr.startswith("from_")):
+                  and func.value.id in shapes and (func.attr == "of"
+                                                   or func.attr.startswith("from_"))):
                 used.add(func.value.id)
+            if callee_name(func) == "view_of" and node.args:
+                used |= _names_in(node.args[0]) & shapes.keys()
             callee = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
             if callee in ("decode", "convert"):
                 targets = [kw.value for kw in node.keywords if kw.arg == "type"]

@@ -28,7 +28,7 @@ import stat
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from functools import cache
 from pathlib import Path
@@ -48,7 +48,7 @@ from .domain.linked_accounts import LinkedAccounts
 from .domain.outbox import Outbox
 from .domain.processor_links import ProcessorLinks
 from .domain.registry import give_back_memory
-from .domain.stored import STRING, LoadError, Loading, Sections, obj, too_many
+from .domain.stored import STRING, LoadError, Sections, obj
 from .domain.tasks import Tasks
 from .domain.tenants import Tenant
 from .domain.timeline import Timeline
@@ -305,6 +305,69 @@ def check_header(document: Any, sandbox: Any, expected: str = FORMAT,
                     [("$.seed", f"this server has --seed {seed}")])
 
 
+class Loading:
+    """What the parts' loads of one document share: the tenant it goes into (read, never
+    changed: a load may run off the event loop), what the server checks it against, and
+    the objects loaded so far, by id, for the references of the parts after them and the
+    rebuild of the timeline's actions (domain/timeline.py ACTION_KINDS). A lookup raises
+    LookupError naming what is missing; the caller adds the path."""
+
+    def __init__(self, tenant: Any, *, url_problem: Callable[[str], str | None],
+                 fault_targets: Callable[[], Iterable[Any]]) -> None:
+        self.tenant = tenant
+        self.rules = tenant.rules
+        self.url_problem = url_problem        # a webhook URL's fault under the outbound policy
+        self.fault_targets = fault_targets    # the operations an API fault rule may name
+        self.public_tokens: dict[str, Any] = {}
+        self.tasks: dict[str, Any] = {}
+        self.accounts: dict[str, Any] = {}
+        self.processor_tokens: dict[str, Any] = {}
+        self.links: dict[str, Any] = {}
+        self.events: dict[str, Any] = {}
+        self.deliveries: dict[str, list[Any]] = {}  # event id -> its deliveries, in order
+
+    def task(self, task_id: str) -> Any:
+        return _find(self.tasks, task_id, "task")
+
+    def linked_account(self, account_id: str) -> Any:
+        return _find(self.accounts, account_id, "linked account")
+
+    def processor_link(self, link_id: str) -> Any:
+        return _find(self.links, link_id, "processor link")
+
+    def processor_token(self, token: str) -> Any:
+        return _find(self.processor_tokens, token, "processor token")
+
+    def event(self, event_id: str) -> Any:
+        return _find(self.events, event_id, "event")
+
+    def delivery(self, event_id: str, number: int) -> Any:
+        deliveries = self.deliveries.get(event_id, [])
+        if not 1 <= number <= len(deliveries):
+            raise LookupError(f"the event {event_id!r} has no delivery {number}")
+        return deliveries[number - 1]
+
+    def part(self, attribute: str) -> Callable[[], Any]:
+        """How a restored scheduled action finds its part when it runs: through the tenant,
+        whose parts are made afresh after the jobs are rebuilt."""
+        tenant = self.tenant
+        return lambda: getattr(tenant, attribute)
+
+    def step(self, scenario_name: str, index: int, kind: str) -> Any:
+        scenario = self.rules.scenarios.get(scenario_name)
+        if scenario is None or scenario.kind != kind:
+            raise LookupError(f"this server has no {kind} scenario named {scenario_name!r}")
+        if index >= len(scenario.steps):
+            raise LookupError(f"the scenario {scenario_name!r} has {len(scenario.steps)} steps")
+        return scenario.steps[index]
+
+
+def _find(found: dict[str, Any], key: str, what: str) -> Any:
+    if key not in found:
+        raise LookupError(f"the snapshot has no {what} {key!r}")
+    return found[key]
+
+
 class Planned(msgspec.Struct, frozen=True):
     """A checked document's objects, as each part loaded them, ready to go in place."""
 
@@ -356,6 +419,12 @@ def section_bounds(limits: Any) -> dict[str, tuple[int, str]]:
     """Every part's bounded sections: name -> (the most records this server keeps, the
     setting that says so)."""
     return {name: bound(limits) for part in PARTS for name, bound in part.sections().bounds.items()}
+
+
+def too_many(limit: int, bound: str) -> str:
+    """Why a section holds more records than this server ever keeps of its kind (`bound`
+    names the setting or bound that says so)."""
+    return f"more than {limit} items: more than this server keeps ({bound} {limit})"
 
 
 def _check_counts(document: dict[str, Any], bounds: dict[str, tuple[int, str]]) -> None:

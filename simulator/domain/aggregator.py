@@ -32,17 +32,15 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-import msgspec
-
 from ..clock import Clock, isoformat
 from ..errors import ApiError
 from .aggregator_data import (INSTITUTIONS, Institution, institution_status, item_history,
                               transaction_record)
 from .identity import unguessable
 from .events import EventLog
-from .processor_links import ProcessorLinks, ProcessorTokenRequest
+from .processor_links import DaysRequested, ProcessorLinks, ProcessorTokenRequest
 from .shapes import given
-from .stored import Record, Sections, array, unique
+from .stored import Amount, Sections, Stored, Time, array, stored, unique
 
 PUBLIC_TOKEN_LIFETIME = 1800   # the aggregator's public tokens live 30 minutes, one exchange
 LINK_TOKEN_LIFETIME = 4 * 3600  # its link tokens, 4 hours
@@ -147,7 +145,7 @@ class SandboxProductNotEnabled(AggregatorError):
 
 # -- records ----------------------------------------------------------------------------------
 
-class Account(msgspec.Struct):
+class Account(Stored):
     """One account of an item, with its balances (the aggregator's AccountBase)."""
 
     account_id: str
@@ -156,8 +154,8 @@ class Account(msgspec.Struct):
     mask: str
     type: str
     subtype: str
-    available: float
-    current: float
+    available: Amount
+    current: Amount
 
     def record(self) -> dict[str, Any]:
         return {"account_id": self.account_id, "name": self.name,
@@ -168,7 +166,7 @@ class Account(msgspec.Struct):
                              "unofficial_currency_code": None}}
 
 
-class Item(msgspec.Struct):
+class Item(Stored):
     """A user's login at an institution, as the aggregator keeps it: the products its link
     asked for, its accounts, and its tokens (the public token until it is exchanged, then
     the access token)."""
@@ -176,12 +174,12 @@ class Item(msgspec.Struct):
     item_id: str
     institution_id: str
     products: list[str]
-    days_requested: int
+    days_requested: DaysRequested
     webhook: str | None
     accounts: list[Account]
-    created_at: float
+    created_at: Time
     public_token: str | None
-    public_token_expires_at: float
+    public_token_expires_at: Time
     access_token: str | None = None
     login_required: bool = False   # /sandbox/item/reset_login: the user must log in again
 
@@ -199,10 +197,6 @@ class Item(msgspec.Struct):
                 "available_products": [], "billed_products": list(self.products),
                 "products": list(self.products), "consented_products": list(self.products),
                 "consent_expiration_time": None, "update_type": "background"}
-
-
-STORED_ITEM = Record(Item, shapes={"daysRequested": {"type": "integer", "minimum": 1,
-                                                     "maximum": 730}})
 
 
 # The two accounts every sandbox item has, as the aggregator's sandbox institutions give.
@@ -582,18 +576,18 @@ class Aggregator:
     @staticmethod
     @cache
     def sections() -> Sections:
-        return Sections({}, {"aggregatorItems": array(STORED_ITEM)}, bounds={
+        return Sections({}, {"aggregatorItems": array(Item)}, bounds={
         "aggregatorItems": lambda limits: (limits.max_aggregator_items,
                                            "the aggregator's items bound")})
 
     def dump(self) -> dict[str, Any]:
-        return {"aggregatorItems": [STORED_ITEM.dump(item) for item in self.items.values()]}
+        return {"aggregatorItems": [stored(item) for item in self.items.values()]}
 
     @staticmethod
     def load(document: dict[str, Any], loading: Any) -> dict[str, Any]:
         if "aggregatorItems" not in document:
             return {"items": {}}
-        return {"items": unique(document, "aggregatorItems", STORED_ITEM, "item_id")}
+        return {"items": unique(document, "aggregatorItems", Item, "item_id")}
 
     def restore(self, items: dict[str, Item]) -> None:
         self.items = items

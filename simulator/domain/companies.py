@@ -17,7 +17,7 @@ from msgspec.structs import replace
 from ..errors import CompanyNotFound
 from ..loadcache import set_attributes
 from .shapes import UNSET, Maybe, View, choice, field, of
-from .stored import STRING, LoadError, Record, Sections, obj
+from .stored import STRING, Count, LoadError, Sections, Stored, loaded, obj, schema, stored
 
 OPERATIONAL = "operational"
 UNDER_MAINTENANCE = "under-maintenance"
@@ -41,7 +41,7 @@ SCOPES = ["user-link", "pay-link"]
 AUTHENTICATION_METHODS = ["standard-auth", "true-auth", "true-auth-desktop"]
 
 
-class Company(msgspec.Struct):
+class Company(Stored):
     """A catalog company: its connector, products, capabilities and branding."""
 
     id: str
@@ -58,7 +58,7 @@ class Company(msgspec.Struct):
     # Products under maintenance when the status is under-maintenance (empty: all of them).
     maintenance_products: tuple[str, ...] = ()
     # The merchant's maximum number of payment methods per user (pay-link), if any.
-    max_payment_methods: int | None = None
+    max_payment_methods: Count | None = None
 
     def branding_summary(self) -> dict[str, Any]:
         """`company` in task events: `_id`, `name`, `branding` (spec: Task events)."""
@@ -74,9 +74,6 @@ class Company(msgspec.Struct):
 
     def supports_products(self, products: list[str]) -> bool:
         return all(p in self.available_products for p in products)
-
-
-STORED_COMPANY = Record(Company)
 
 
 class ManualDepositRule(msgspec.Struct, frozen=True):
@@ -231,19 +228,19 @@ class CompanyDirectory:
     @cache
     def sections() -> Sections:
         return Sections({"companies": {"type": "array", "items": obj(
-        {"id": STRING, "company": {"anyOf": [STORED_COMPANY.schema, {"type": "null"}]}})}})
+        {"id": STRING, "company": {"anyOf": [schema(Company), {"type": "null"}]}})}})
 
     def dump(self) -> dict[str, Any]:
         """The tenant's changes to the catalog (a deleted company: null)."""
         return {"companies": [{"id": company_id,
-                               "company": None if company is None else STORED_COMPANY.dump(company)}
+                               "company": None if company is None else stored(company)}
                               for company_id, company in self.changed.items()]}
 
     @staticmethod
     def load(document: dict[str, Any], loading: Any) -> dict[str, Any]:
         changed = []
         for number, entry in enumerate(document["companies"]):
-            company = None if entry["company"] is None else STORED_COMPANY.load(entry["company"])
+            company = loaded(entry["company"], Company | None, f"$.companies[{number}].company")
             if company is not None and company.id != entry["id"]:
                 raise LoadError(f"$.companies[{number}].company.id", "is not the entry's id")
             changed.append((entry["id"], company))

@@ -21,9 +21,9 @@ from typing import Any
 import msgspec
 
 from ..errors import ApiError, ValidationFailed, field_detail
-from .shapes import UNSET, Command, Maybe, View, choice, given, of, raw, schema_of, view_of
-from .stored import (COUNT, RANDOM_STATE, LoadError, Record, Sections, checked_random_state, obj,
-                     random_state as random_state_of)
+from .shapes import UNSET, Command, Maybe, View, choice, given, of, raw, view_of
+from .stored import (COUNT, RANDOM_STATE, LoadError, Sections, Stored, checked_random_state, loaded,
+                     obj, random_state as random_state_of, schema, stored)
 
 MAX_RULES = 100            # per tenant (README: Limits)
 MAX_LATENCY_MS = 30_000    # a slow answer waits at most 30 wall seconds
@@ -62,6 +62,8 @@ LatencyMs = of(int, "Wait this many wall milliseconds, then answer as usual.", g
                le=MAX_LATENCY_MS)
 # A const (msgspec below 0.19 takes no Literal[True]).
 Reset = raw({"const": True, "description": "Close the connection without an answer."})
+Fires = of(int, "Fire this many times, then the rule is spent (omitted: no limit).", ge=1,
+           le=MAX_COUNT)
 Probability = of(float, "Fire on this share of the matching requests, drawn from the "
                  "tenant's seeded generator (default 1).", ge=0, le=1)
 
@@ -82,8 +84,7 @@ class RuleRequest(OperationFault, kw_only=True, forbid_unknown_fields=True):
     __schema_extra__ = {"oneOf": [{"required": [kind]} for kind in KINDS],
                         "dependentRequired": {"retryAfter": ["status"]}}
 
-    count: Maybe[of(int, "Fire this many times, then the rule is spent (omitted: no limit).",
-                    ge=1, le=MAX_COUNT)] = UNSET
+    count: Maybe[Fires] = UNSET
     probability: Maybe[Probability] = UNSET
 
 
@@ -148,17 +149,18 @@ class UnknownOperation(ValidationFailed):
     code = "unknown-operation"
 
 
-class FaultRule(msgspec.Struct, frozen=True):
-    """One rule as set: the operation, its one fault, and how often it may fire."""
+class FaultRule(Stored, frozen=True):
+    """One rule as set: the operation, its one fault, and how often it may fire (a
+    snapshot keeps it as the request gives it, null where a rule may go without one)."""
 
-    method: str
-    path: str
-    status: int | None = None
-    retry_after: int | None = None
-    latency_ms: int | None = None
+    method: Method
+    path: OperationPath
+    status: Status | None = None
+    retry_after: RetryAfter | None = None
+    latency_ms: LatencyMs | None = None
     reset: bool = False
-    count: int | None = None       # None: no limit
-    probability: float = 1.0
+    count: Fires | None = None     # None: no limit
+    probability: Probability = 1.0
 
     @classmethod
     def from_request(cls, rule: RuleRequest) -> FaultRule:
@@ -174,19 +176,6 @@ class FaultRule(msgspec.Struct, frozen=True):
         return [kind for kind, given in (("status", self.status is not None),
                                          ("latencyMs", self.latency_ms is not None),
                                          ("reset", self.reset)) if given]
-
-
-def _stored_shapes() -> dict[str, dict[str, Any]]:
-    """A rule's fields as the request takes them, null where a rule may go without one."""
-    shapes = {name: {k: v for k, v in spec.items() if k != "description"}
-              for name, spec in schema_of(RuleRequest)["properties"].items()}
-    for name in ("status", "retryAfter", "latencyMs", "count"):
-        shapes[name]["type"] = [shapes[name]["type"], "null"]
-    shapes["reset"] = {"type": "boolean"}
-    return shapes
-
-
-STORED_RULE = Record(FaultRule, shapes=_stored_shapes)
 
 
 class Fired(msgspec.Struct, frozen=True):
@@ -236,12 +225,12 @@ class ApiFaults:
     @cache
     def sections() -> Sections:
         return Sections({}, {"apiFaults": obj({
-        "rules": {"type": "array", "items": STORED_RULE.schema, "maxItems": MAX_RULES},
+        "rules": {"type": "array", "items": schema(FaultRule), "maxItems": MAX_RULES},
         "fired": {"type": "array", "items": COUNT, "maxItems": MAX_RULES},
         "random": RANDOM_STATE})})
 
     def dump(self) -> dict[str, Any]:
-        return {"apiFaults": {"rules": [STORED_RULE.dump(rule) for rule in self.rules],
+        return {"apiFaults": {"rules": [stored(rule) for rule in self.rules],
                               "fired": list(self.fired), "random": random_state_of(self.random)}}
 
     @staticmethod
@@ -252,7 +241,7 @@ class ApiFaults:
         if section is None:
             return {}
         path = "$.apiFaults"
-        rules = [STORED_RULE.load(raw) for raw in section["rules"]]
+        rules = loaded(section["rules"], list[FaultRule], f"{path}.rules")
         if len(section["fired"]) != len(rules):
             raise LoadError(f"{path}.fired", "must count each rule once")
         for number, (rule, fired) in enumerate(zip(rules, section["fired"])):

@@ -12,14 +12,12 @@ import uuid
 from functools import cache
 from typing import Any
 
-import msgspec
-
 from ..clock import Clock, isoformat
 from ..errors import NotFound, UserLimitReached, UserNotFound, ValidationFailed, field_detail
 from .states import PAYMENT_METHOD
 from .shapes import UNSET, Command, Maybe, View, field, of, raw, schema_of
-from .stored import (COUNT, RANDOM_STATE, STRING, LoadError, Record, Sections, array,
-                     checked_random_state, obj, random_state, unique)
+from .stored import (COUNT, RANDOM_STATE, STRING, LoadError, Sections, Stored, Time, array,
+                     checked_random_state, described, obj, random_state, stored, unique)
 
 MIN_TOKEN_LIFETIME = 1800
 MAX_TOKEN_LIFETIME = 2_592_000
@@ -83,28 +81,24 @@ def unguessable(prefix: str) -> str:
     return f"{prefix}{uuid.uuid4()}"
 
 
-class User(msgspec.Struct):
+class User(Stored):
     """A user of the service, made by its first task or access token."""
 
     id: str
     identifier: str
-    created_at: float
+    created_at: Time
     # PUT /user: the destination bank accounts and cards a task workflow can offer the
     # user ({"bankAccounts": [...], "cards": [...]}, payment method objects), or None.
-    payment_methods: dict[str, Any] | None = None
+    payment_methods: described(dict[str, Any] | None, schema_of(StoredMethods | None)) = None
 
 
-class PublicToken(msgspec.Struct, frozen=True):
+class PublicToken(Stored, frozen=True):
     """A public token handed to the client SDK and the access token it stands for."""
 
     public_token: str
     access_token: str
     identifier: str
-    expires_at: float
-
-
-STORED_USER = Record(User, shapes=lambda: {"paymentMethods": schema_of(StoredMethods | None)})
-STORED_PUBLIC_TOKEN = Record(PublicToken)
+    expires_at: Time
 
 
 def token_record(token: PublicToken) -> dict[str, Any]:
@@ -206,7 +200,7 @@ class Identity:
     def sections() -> Sections:
         return Sections({"rng": obj({"ids": RANDOM_STATE}),
                          "counters": obj({"tokensEvicted": COUNT}),
-                         "users": array(STORED_USER), "tokens": array(STORED_PUBLIC_TOKEN),
+                         "users": array(User), "tokens": array(PublicToken),
                          "latestTokens": {"type": "object", "additionalProperties": STRING}},
                         bounds={"tokens": lambda limits: (limits.max_tokens, "--max-tokens"),
                                 "users": lambda limits: (limits.max_users, "--max-users")})
@@ -214,8 +208,8 @@ class Identity:
     def dump(self) -> dict[str, Any]:
         return {"rng": {"ids": self.ids.state()},
                 "counters": {"tokensEvicted": self.evicted},
-                "users": [STORED_USER.dump(user) for user in self.users.values()],
-                "tokens": [STORED_PUBLIC_TOKEN.dump(token) for token in self.tokens.values()],
+                "users": [stored(user) for user in self.users.values()],
+                "tokens": [stored(token) for token in self.tokens.values()],
                 "latestTokens": dict(self.latest_token)}
 
     @staticmethod
@@ -223,8 +217,8 @@ class Identity:
         """The users and tokens (no more than this server keeps), each once; every latest
         token one of the tokens."""
         ids = checked_random_state(document["rng"]["ids"], "$.rng.ids")
-        users = unique(document, "users", STORED_USER, "identifier")
-        tokens = unique(document, "tokens", STORED_PUBLIC_TOKEN, "public_token")
+        users = unique(document, "users", User, "identifier")
+        tokens = unique(document, "tokens", PublicToken, "public_token")
         for identifier, public_token in document["latestTokens"].items():
             if public_token not in tokens:
                 raise LoadError(f"$.latestTokens[{json.dumps(identifier)}]", "no such token")

@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from .stored import COUNT, Record, Sections, array, obj
+from .stored import COUNT, Amount, Count, Sections, Stored, array, loaded, obj, stored
 
 MAX_ENTRIES = 1000
 MAX_BODY_BYTES = 16 * 1024
@@ -32,16 +32,16 @@ def journal_body(body: Any, raw_size: int) -> Any:
     return body if len(text) <= MAX_BODY_BYTES else {"truncated": text[:MAX_BODY_BYTES]}
 
 
-class JournalEntry(msgspec.Struct):
+class JournalEntry(Stored):
     """One request in a tenant's journal (GET /_sandbox/requests)."""
 
-    id: int
+    id: Count
     time: str
     method: str
     path: str
     query: dict[str, str]
-    status: int
-    duration_ms: float
+    status: Count
+    duration_ms: Amount
     error_code: str | None
     body: Any
     # What the API ignored of the request (x-sandbox-warning): unknown fields, parameters.
@@ -49,8 +49,6 @@ class JournalEntry(msgspec.Struct):
     # The API fault rule that fired on it (PUT /_sandbox/faults/api): its place and the rule.
     fault: dict[str, Any] | None = None
 
-
-STORED_ENTRY = Record(JournalEntry)
 
 
 class Journal:
@@ -84,18 +82,18 @@ class Journal:
     @staticmethod
     @cache
     def sections() -> Sections:
-        return Sections({"journal": array(STORED_ENTRY),
+        return Sections({"journal": array(JournalEntry),
                          "counters": obj({"journalNextId": COUNT, "journalEvicted": COUNT})},
                         bounds={"journal": lambda limits: (MAX_ENTRIES, "the journal's bound")})
 
     def dump(self) -> dict[str, Any]:
-        return {"journal": [STORED_ENTRY.dump(entry) for entry in self._entries],
+        return {"journal": [stored(entry) for entry in self._entries],
                 "counters": {"journalNextId": self._next_id, "journalEvicted": self.evicted}}
 
     @staticmethod
     def load(document: dict[str, Any], loading: Any) -> dict[str, Any]:
         counters = document["counters"]
-        return {"entries": [STORED_ENTRY.load(entry) for entry in document["journal"]],
+        return {"entries": loaded(document["journal"], list[JournalEntry], "$.journal"),
                 "next_id": counters["journalNextId"], "evicted": counters["journalEvicted"]}
 
     def restore(self, entries: list[JournalEntry], next_id: int, evicted: int) -> None:

@@ -37,7 +37,7 @@ from .rules import Rules
 from .parts import Held, TenantSettings
 from .pay_calendar import Profile, day
 from .shapes import UNSET, Command, Maybe, of, schema_of
-from .stored import Record, Sections, array, unique
+from .stored import Count, Sections, Stored, Time, array, described, stored, unique
 from .timeline import Timeline, action_kind
 
 USER_LINK_PRODUCTS = ("deposit", "verify")
@@ -60,9 +60,21 @@ class ProfileBinding(Command, kw_only=True):
 
 UNKNOWN_LINKED_ACCOUNT = "No linked account has the id {account_id!r}."
 UNKNOWN_STATEMENT = "No pay statement has the id {statement_id!r}."
+# What the reads add to a stored data record as they render it.
+_RENDERED = {"linkedAccount", "paystub"}
 
 
-class LinkedAccount(msgspec.Struct, weakref=True):  # weakref: a deleted tenant's are followed
+def _data_records(kind: str) -> Any:
+    """A list of a linked account's stored data records (statements, ...): the API's record
+    shape (domain/data_records.py), which the reads render, less the fields they add. The
+    records are kept as the restore parsed them (the schema checked them): a full tenant's
+    260,000 are not copied again."""
+    record = schema_of(DATA_RECORDS[kind])
+    return described(list[Any], {"type": "array", "items": {
+        **record, "required": [name for name in record["required"] if name not in _RENDERED]}})
+
+
+class LinkedAccount(Stored, weakref=True):  # weakref: a deleted tenant's are followed
     """An account a finished task linked: the employer, its records and their refreshes."""
 
     id: str
@@ -72,19 +84,19 @@ class LinkedAccount(msgspec.Struct, weakref=True):  # weakref: a deleted tenant'
     product: str
     profile: Profile
     company_at_link: Company    # shown if the company is later deleted from the catalog
-    created_at: float
-    last_refresh: float         # the last successful sync: at the link, then each refresh
+    created_at: Time
+    last_refresh: Time          # the last successful sync: at the link, then each refresh
     connected: bool = True
-    refreshes: int = 0
+    refreshes: Count = 0
     pii_deleted: bool = False
     # The last time the connection failed (a disconnect, a refresh task that failed), and
     # why the session ended: a reconnect needs the credentials again only after they changed.
-    last_failure: float | None = None
+    last_failure: Time | None = None
     disconnect_reason: str | None = None
-    statements: list[dict[str, Any]] = msgspec.field(default_factory=list)
-    timesheets: list[dict[str, Any]] = msgspec.field(default_factory=list)
-    taxes: list[dict[str, Any]] = msgspec.field(default_factory=list)
-    deposit_accounts: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    statements: _data_records("statements") = msgspec.field(default_factory=list)
+    timesheets: _data_records("timesheets") = msgspec.field(default_factory=list)
+    taxes: _data_records("taxes") = msgspec.field(default_factory=list)
+    deposit_accounts: _data_records("deposit-accounts") = msgspec.field(default_factory=list)
     employment_id: str = ""
     identity_id: str = ""
     income_id: str = ""
@@ -93,23 +105,6 @@ class LinkedAccount(msgspec.Struct, weakref=True):  # weakref: a deleted tenant'
     profile_document: dict[str, Any] | None = None
 
     SPARSE: ClassVar[tuple[str, ...]] = ("profile_document",)  # a snapshot's, when set
-
-
-# What the reads add to a stored data record as they render it.
-_RENDERED = {"linkedAccount", "paystub"}
-
-
-def _stored(kind: str) -> dict[str, Any]:
-    """A list of a linked account's stored data records (statements, ...): the API's record
-    shape (domain/data_records.py), which the reads render, less the fields they add."""
-    record = schema_of(DATA_RECORDS[kind])
-    return {"type": "array", "items": {
-        **record, "required": [name for name in record["required"] if name not in _RENDERED]}}
-
-
-STORED_LINKED_ACCOUNT = Record(LinkedAccount, shapes=lambda: {
-    "statements": _stored("statements"), "timesheets": _stored("timesheets"),
-    "taxes": _stored("taxes"), "depositAccounts": _stored("deposit-accounts")})
 
 
 class LinkedAccounts(Held[LinkedAccount]):
@@ -136,21 +131,20 @@ class LinkedAccounts(Held[LinkedAccount]):
     @staticmethod
     @cache
     def sections() -> Sections:
-        return Sections({"linkedAccounts": array(STORED_LINKED_ACCOUNT)}, optional={
+        return Sections({"linkedAccounts": array(LinkedAccount)}, optional={
             "profileBindings": {"type": "object",
                                 "additionalProperties": schema_of(ProfileBinding)}})
 
     def dump(self) -> dict[str, Any]:
         document: dict[str, Any] = {
-            "linkedAccounts": [STORED_LINKED_ACCOUNT.dump(a) for a in self._by_id.values()]}
+            "linkedAccounts": [stored(a) for a in self._by_id.values()]}
         if self.profile_bindings:  # written only once used: older readers never saw it
             document["profileBindings"] = copy.deepcopy(self.profile_bindings)
         return document
 
     @staticmethod
     def load(document: dict[str, Any], loading: Any) -> dict[str, Any]:
-        accounts = loading.accounts = unique(document, "linkedAccounts", STORED_LINKED_ACCOUNT,
-                                             "id")
+        accounts = loading.accounts = unique(document, "linkedAccounts", LinkedAccount, "id")
         catalog = loading.rules.catalog
         for account in accounts.values():
             shared = catalog.get(account.company_at_link.id)

@@ -26,8 +26,9 @@ from ..errors import Conflict, NotFound, ValidationFailed, field_detail
 from .changes import EVENT, Changes
 from .events import Event
 from .shapes import Command, of
-from .stored import (COUNT, PROBABILITY, RANDOM_STATE, STRING, STRINGS, LoadError, Record,
-                     Sections, array, checked_random_state, obj, random_state)
+from .stored import (COUNT, PROBABILITY, RANDOM_STATE, STRING, STRINGS, Amount, Count, LoadError,
+                     Sections, Stored, Time, array, checked_random_state, loaded, obj,
+                     random_state, stored)
 from .timeline import Timeline, action_kind
 
 MAX_ATTEMPTS = 3          # the first plus two retries
@@ -59,14 +60,14 @@ class SecretInUse(Conflict):
     code = "secret-in-use"
 
 
-class Attempt(msgspec.Struct):
+class Attempt(Stored):
     """One attempt to deliver a webhook: when, and what the receiver answered."""
 
-    number: int
-    time: float          # virtual, when it started
-    wall_time: float     # wall clock, when it left (after waiting for a connection)
-    status: int | None = None
-    latency_ms: float | None = None
+    number: Count
+    time: Time           # virtual, when it started
+    wall_time: Time      # wall clock, when it left (after waiting for a connection)
+    status: Count | None = None
+    latency_ms: Amount | None = None
     error: str | None = None
     fault: str | None = None   # a delivery fault injected on purpose (duplicate, ...)
 
@@ -86,11 +87,11 @@ class Answer(msgspec.Struct, frozen=True):
     latency_ms: float | None = None
 
 
-class Delivery(msgspec.Struct, weakref=True):  # weakref: a deleted tenant's are followed
+class Delivery(Stored, weakref=True):  # weakref: a deleted tenant's are followed
     """One event on its way to one endpoint: its attempts and its state."""
 
     event_id: str
-    number: int          # 1, 2, ... among the event's deliveries (endpoints, replays)
+    number: Count        # 1, 2, ... among the event's deliveries (endpoints, replays)
     url: str
     state: str = PENDING
     replay: bool = False
@@ -104,8 +105,6 @@ class Delivery(msgspec.Struct, weakref=True):  # weakref: a deleted tenant's are
         """`<event id>.<number>`: unique, and made only when asked for (not stored)."""
         return f"{self.event_id}.{self.number}"
 
-
-STORED_DELIVERY = Record(Delivery)
 
 
 class FaultPlan(msgspec.Struct, frozen=True):
@@ -282,7 +281,7 @@ class Outbox:
                 "faults": obj({"duplicate": PROBABILITY, "outOfOrder": PROBABILITY,
                                "delay": PROBABILITY,
                                "delaySeconds": {"type": "number", "minimum": 0, "maximum": 86400}}),
-                "deliveries": array(STORED_DELIVERY),
+                "deliveries": array(Delivery),
                 "held": {"type": "array", "items": obj({"event": STRING, "delivery": COUNT})}}, {
                 "secrets": {"type": "array", "items": obj(
                     {"_id": STRING, "name": STRING, "token": STRING, "createdAt": STRING})}}),
@@ -295,7 +294,7 @@ class Outbox:
         deliveries = []
         for event_deliveries in self.deliveries.values():
             for delivery in event_deliveries:
-                record = STORED_DELIVERY.dump(delivery)
+                record = stored(delivery)
                 deliveries.append(record)
                 for number, attempt in enumerate(delivery.attempts):
                     if attempt.answered:
@@ -342,8 +341,8 @@ class Outbox:
                 raise LoadError(f"$.webhooks.endpoints[{number}].url", problem)
         deliveries: dict[str, list[Delivery]] = {}
         loading.deliveries = deliveries
-        for number, raw in enumerate(webhooks["deliveries"]):
-            delivery = STORED_DELIVERY.load(raw)
+        for number, delivery in enumerate(loaded(webhooks["deliveries"], list[Delivery],
+                                                 "$.webhooks.deliveries")):
             of_event = deliveries.setdefault(delivery.event_id, [])
             if delivery.event_id not in loading.events:
                 raise LoadError(f"$.webhooks.deliveries[{number}].eventId", "no such event")

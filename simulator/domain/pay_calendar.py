@@ -15,18 +15,18 @@ from datetime import date, datetime, timedelta, timezone
 from functools import lru_cache
 from typing import Any, ClassVar
 
-import msgspec
+from .stored import Amount, Count, Day, Stored
 
 PAY_CYCLES = ("weekly", "biweekly", "semimonthly", "monthly")
 PERIODS_PER_YEAR = {"weekly": 52, "biweekly": 26, "semimonthly": 24, "monthly": 12}
 
 
-class Profile(msgspec.Struct, frozen=True):
+class Profile(Stored, frozen=True):
     """The person and the job behind a linked account."""
 
     first_name: str
     last_name: str
-    date_of_birth: date
+    date_of_birth: Day
     email: str
     phone: str
     ssn_last4: str
@@ -38,20 +38,20 @@ class Profile(msgspec.Struct, frozen=True):
     employer_id: str
     job_title: str
     employee_type: str          # hourly | salaried
-    start_date: date
-    weekly_hours: int
-    annual_income: float
-    hourly_rate: float
+    start_date: Day
+    weekly_hours: Count
+    annual_income: Amount
+    hourly_rate: Amount
     pay_cycle: str
     deposit_accounts: list[dict[str, Any]]
-    tax_rate: float
+    tax_rate: Amount
     # What a data profile (data_profiles.py) may set besides: left out of a snapshot while
     # at their defaults, so an account no profile touched is written as before.
     employment_status: str = "active"       # active | terminated
-    end_date: date | None = None            # a terminated job's last day: no pay after it
-    hours_variation: float | None = None    # how far a day's hours stray (None: the usual)
-    statement_count: int | None = None      # the latest statements a first sign-in finds
-    first_pay_date: date | None = None      # no statement before it
+    end_date: Day | None = None             # a terminated job's last day: no pay after it
+    hours_variation: Amount | None = None   # how far a day's hours stray (None: the usual)
+    statement_count: Count | None = None    # the latest statements a first sign-in finds
+    first_pay_date: Day | None = None       # no statement before it
 
     SPARSE: ClassVar[tuple[str, ...]] = ("employment_status", "end_date", "hours_variation",
                                          "statement_count", "first_pay_date")

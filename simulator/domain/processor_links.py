@@ -34,7 +34,7 @@ from .identity import unguessable
 from .parts import Held, TenantSettings
 from .shapes import (NO_CONTROL_CHARACTER, PROCESSOR_LINK_SCENARIOS, UNSET, Command, Maybe, View,
                      choice, field, given, of, schema_of)
-from .stored import LoadError, Record, Sections, array, unique
+from .stored import LoadError, Sections, Stored, Time, array, described, stored, unique
 from .timeline import Timeline, action_kind
 
 TOKEN_PATTERN = re.compile(r"^processor-(sandbox|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-"
@@ -58,13 +58,16 @@ ONLY_AUTH = ("The link token requested only the auth product; request the transa
              "product so that transactions can be retrieved.")
 
 
-class ProcessorToken(msgspec.Struct):
+DaysRequested = of(int, ge=DAYS_REQUESTED["minimum"], le=DAYS_REQUESTED["maximum"])
+
+
+class ProcessorToken(Stored):
     """A processor token the aggregator's client exchanges for a processor link."""
 
     token: str
     environment: str
     identifier: str | None
-    days_requested: int
+    days_requested: DaysRequested
     products: tuple[str, ...]
     scenario: str | None
     account_id: str
@@ -85,17 +88,18 @@ class PulledTransaction(Command, rename=None, kw_only=True):
     category: choice("payroll", "subscription", "purchase", "transfer", "interest")
 
 
-class ProcessorLink(msgspec.Struct):
+class ProcessorLink(Stored):
     """A bank link an aggregator made with a processor token, and its transactions."""
 
     id: str
     identifier: str
     user_id: str
     token: str
-    created_at: float
+    created_at: Time
     status: str = PROCESSING
     stages: list[str] = msgspec.field(default_factory=list)
-    transactions: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    transactions: described(list[dict[str, Any]], schema_of(list[PulledTransaction])) = (
+        msgspec.field(default_factory=list))
     employer_matches: list[dict[str, Any]] | None = None
     recurring: list[dict[str, Any]] | None = None
     error: dict[str, str] | None = None
@@ -114,10 +118,6 @@ class ProcessorTokenRequest(Command, kw_only=True):
                        min_length=1, extra_json_schema={"x-names": PROCESSOR_LINK_SCENARIOS})
                     ] = UNSET
 
-
-STORED_PROCESSOR_TOKEN = Record(ProcessorToken, shapes={"daysRequested": DAYS_REQUESTED})
-STORED_PROCESSOR_LINK = Record(ProcessorLink, shapes=lambda: {
-    "transactions": {"type": "array", "items": schema_of(PulledTransaction)}})
 
 
 class ProcessorLinks(Held[ProcessorLink]):
@@ -144,20 +144,19 @@ class ProcessorLinks(Held[ProcessorLink]):
     @staticmethod
     @cache
     def sections() -> Sections:
-        return Sections({"processorTokens": array(STORED_PROCESSOR_TOKEN),
-                         "processorLinks": array(STORED_PROCESSOR_LINK)})
+        return Sections({"processorTokens": array(ProcessorToken),
+                         "processorLinks": array(ProcessorLink)})
 
     def dump(self) -> dict[str, Any]:
-        return {"processorTokens": [STORED_PROCESSOR_TOKEN.dump(t) for t in self.tokens.values()],
-                "processorLinks": [STORED_PROCESSOR_LINK.dump(link)
-                                   for link in self._by_id.values()]}
+        return {"processorTokens": [stored(token) for token in self.tokens.values()],
+                "processorLinks": [stored(link) for link in self._by_id.values()]}
 
     @staticmethod
     def load(document: dict[str, Any], loading: Any) -> dict[str, Any]:
         """The tokens and links, each once, every link's token among the tokens."""
-        tokens = loading.processor_tokens = unique(document, "processorTokens",
-                                                   STORED_PROCESSOR_TOKEN, "token")
-        links = loading.links = unique(document, "processorLinks", STORED_PROCESSOR_LINK, "id")
+        tokens = loading.processor_tokens = unique(document, "processorTokens", ProcessorToken,
+                                                   "token")
+        links = loading.links = unique(document, "processorLinks", ProcessorLink, "id")
         for number, link in enumerate(links.values()):
             if link.token not in tokens:
                 raise LoadError(f"$.processorLinks[{number}].token", "no such processor token")

@@ -43,7 +43,8 @@ from .states import (COMPLETED, FAILED, FAILURE_REASONS, FINAL, PAYMENT_METHOD, 
                      REQUEST_FIELDS, STEP_FIELDS, WRITTEN_PAYMENT_METHOD, Scenario, Step,
                      emits_status_update, field_schemas, given_fields, transition_error,
                      written_payment_method)
-from .stored import COUNT, STRING, STRINGS, TIME, LoadError, Record, Sections, array, obj, unique
+from .stored import (COUNT, STRING, STRINGS, TIME, LoadError, Sections, Stored, Time, array,
+                     described, obj, stored, unique)
 from .timeline import Timeline, action_kind
 
 HAPPY_PATH = "happy-path"
@@ -73,8 +74,10 @@ MANUAL_DEPOSITS_ONLY = ("Company {name!r} has no programmatic authentication for
                         "hosted flow shows them manual instructions.")
 
 
-class Task(msgspec.Struct, weakref=True):  # weakref: a deleted tenant's are followed
-    """A task of a workflow: its status, scenario and the fields its steps set."""
+class Task(Stored, weakref=True):  # weakref: a deleted tenant's are followed
+    """A task of a workflow: its status, scenario and the fields its steps set. A snapshot
+    keeps it as its fields say, so a restored one is one the engine can run and the reads
+    can render: a task moves only along the spec's transitions, from the statuses it has."""
 
     id: str
     workflow: str
@@ -83,11 +86,11 @@ class Task(msgspec.Struct, weakref=True):  # weakref: a deleted tenant's are fol
     company_id: str
     product: str
     scenario: str
-    created_at: float
+    created_at: Time
     authentication_method: str | None  # a pay-link task's only (Tasks.authentication_method)
     public_token: str
-    status: str = QUEUED
-    previous_status: str | None = None
+    status: choice(*TASK_STATUSES) = QUEUED
+    previous_status: choice(*TASK_STATUSES, None) = None
     authenticated: bool = False
     # user.connected (spec: User object): only a task started in the hosted flow can have
     # its user present; the page closing (or a scenario's `connected: false`) means the
@@ -104,10 +107,13 @@ class Task(msgspec.Struct, weakref=True):  # weakref: a deleted tenant's are fol
     linked_account: str | None = None
     payment_method_given: bool = False
     history: list[dict[str, Any]] = msgspec.field(default_factory=list)
-    distribution: dict[str, Any] | None = None  # {type, amount}: the deposit's split
-    on_complete: str = CONTINUE
-    on_fail: str = CONTINUE
-    fields: dict[str, Any] = msgspec.field(default_factory=dict)  # the request's (REQUEST_FIELDS)
+    # {type, amount}: the deposit's split
+    distribution: described(dict[str, Any] | None, schema_of(Distribution | None)) = None
+    on_complete: choice(CONTINUE, FINISH) = CONTINUE
+    on_fail: choice(CONTINUE, FINISH) = CONTINUE
+    fields: described(dict[str, Any], {  # the request's (REQUEST_FIELDS)
+        "type": "object", "additionalProperties": False,
+        "properties": field_schemas(REQUEST_FIELDS)}) = msgspec.field(default_factory=dict)
     SPARSE: ClassVar[tuple[str, ...]] = ("fields",)  # a snapshot's, when given
 
     @property
@@ -125,7 +131,7 @@ class Task(msgspec.Struct, weakref=True):  # weakref: a deleted tenant's are fol
         return self.watched and not self.user_left
 
 
-class Workflow(msgspec.Struct):
+class Workflow(Stored):
     """The tasks one POST /task/create made, run one after another."""
 
     id: str
@@ -134,7 +140,8 @@ class Workflow(msgspec.Struct):
     finished: bool = False
     # Tasks not started yet: those after a task whose onComplete or onFail is `finish`,
     # started when it ends the way that goes on (TaskRequest.pending form).
-    pending: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    pending: described(list[dict[str, Any]], schema_of(list[PendingTask])) = msgspec.field(
+        default_factory=list)
 
 
 class Distribution(Command, kw_only=True):
@@ -408,16 +415,6 @@ class TaskStatusAnswer(View, kw_only=True):
 
 
 
-# How a snapshot writes a task and a workflow (snapshot.py: Record shapes), so a restored
-# one is one the engine can run and the reads can render: a task moves only along the
-# spec's transitions, from the statuses it has.
-STORED_TASK = Record(Task, shapes=lambda: {
-    "status": {"enum": TASK_STATUSES}, "previousStatus": {"enum": [*TASK_STATUSES, None]},
-    "distribution": schema_of(Distribution | None),
-    "onComplete": {"enum": [CONTINUE, FINISH]}, "onFail": {"enum": [CONTINUE, FINISH]},
-    "fields": {**schema_of(dict[str, Any]), "additionalProperties": False,
-               "properties": field_schemas(REQUEST_FIELDS)}})
-STORED_WORKFLOW = Record(Workflow, shapes=lambda: {"pending": schema_of(list[PendingTask])})
 
 
 def _as_written_now(task: Task, scope_of: Callable[[str], str | None]) -> None:
@@ -573,7 +570,7 @@ class Tasks(Held[Task]):
     @cache
     def sections() -> Sections:
         return Sections({
-            "tasks": array(STORED_TASK), "workflows": array(STORED_WORKFLOW),
+            "tasks": array(Task), "workflows": array(Workflow),
             "scenarioBindings": {"type": "object", "additionalProperties": STRING},
             "payLink": obj({
                 "paymentTokens": {"type": "array", "items": obj(
@@ -585,8 +582,8 @@ class Tasks(Held[Task]):
 
     def dump(self) -> dict[str, Any]:
         return {
-            "tasks": [STORED_TASK.dump(task) for task in self._by_id.values()],
-            "workflows": [STORED_WORKFLOW.dump(workflow) for workflow in self.workflows.values()],
+            "tasks": [stored(task) for task in self._by_id.values()],
+            "workflows": [stored(workflow) for workflow in self.workflows.values()],
             "scenarioBindings": dict(self.bindings),
             "payLink": {
                 "paymentTokens": [
@@ -602,10 +599,10 @@ class Tasks(Held[Task]):
     @staticmethod
     def load(document: dict[str, Any], loading: Any) -> dict[str, Any]:
         """The tasks and workflows, each once, every workflow's tasks among them."""
-        tasks = loading.tasks = unique(document, "tasks", STORED_TASK, "id")
+        tasks = loading.tasks = unique(document, "tasks", Task, "id")
         for task in tasks.values():
             _as_written_now(task, loading.rules.scope_of)
-        workflows = unique(document, "workflows", STORED_WORKFLOW, "id")
+        workflows = unique(document, "workflows", Workflow, "id")
         for number_of, workflow in enumerate(workflows.values()):
             for number, task_id in enumerate(workflow.tasks):
                 if task_id not in tasks:
