@@ -9,7 +9,8 @@ beside the same figures of another tree (`--root`). Nothing here is a PASS/FAIL 
       counts as X), given as a decode or convert target (`type=X`, `convert(x, X)`,
       `list[X]` there included), named as an operation's `body=`/`query=` when the pipeline
       decodes bodies by type (routes/pipeline.py calls msgspec.json.decode or convert with
-      the operation's shape), made from a record (`view_of(X, record)`, `X.of(...)`), or
+      the operation's shape), made from a record (`view_of(X, record)`, `X.of(...)`), an
+      event type's data (declared with `EventType`/`_declare`: emitting one makes it), or
       nested as a field's type in a struct that is itself a value
       (a value's fields are made with it). An operation's struct is counted where a call
       names it as `body=`, `query=` or `command=`.
@@ -99,8 +100,10 @@ def values(trees: dict[Path, ast.AST], shapes: dict[str, dict[str, str]],
                   and func.value.id in shapes and (func.attr == "of"
                                                    or func.attr.startswith("from_"))):
                 used.add(func.value.id)
-            if callee_name(func) == "view_of" and node.args:
+            if callee_name(func) in ("view_of", "made", "example_of") and node.args:
                 used |= _names_in(node.args[0]) & shapes.keys()
+            if callee_name(func) in ("EventType", "_declare", "defstruct"):  # made when emitted
+                used |= _names_in(node) & shapes.keys()
             callee = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
             if callee in ("decode", "convert"):
                 targets = [kw.value for kw in node.keywords if kw.arg == "type"]

@@ -35,7 +35,7 @@ def create_company(companies: CompanyDirectory, emit: Callable[..., Any], new_id
     _check_references(companies, service, body)
     company = company_from_fixture(body, service)
     companies.put(company)
-    emit(COMPANY_CREATED(companyId=company.id))
+    emit(COMPANY_CREATED(company_id=company.id))
     return company
 
 
@@ -50,7 +50,7 @@ def update_company(companies: CompanyDirectory, emit: Callable[..., Any], servic
     if company == current:
         return current  # nothing changed: no event (spec: "A company was updated")
     companies.put(company)
-    emit(COMPANY_UPDATED(companyId=company.id))
+    emit(COMPANY_UPDATED(company_id=company.id))
     return company
 
 
@@ -58,7 +58,7 @@ def delete_company(companies: CompanyDirectory, emit: Callable[..., Any], compan
     """DELETE /_sandbox/companies/{id}: emits company-deleted."""
     company = companies.require(company_id)
     companies.delete(company.id)
-    emit(COMPANY_DELETED(companyId=company.id))
+    emit(COMPANY_DELETED(company_id=company.id))
 
 
 def set_company_status(companies: CompanyDirectory, emit: Callable[..., Any], company_id: str,
@@ -83,21 +83,21 @@ def set_company_status(companies: CompanyDirectory, emit: Callable[..., Any], co
             return company
         updated = companies.with_changes(company, status=status,
                                                 maintenance_products=maintenance_products)
-        emit(MAINTENANCE_MODE(companyId=company.id, status="maintenance",
+        emit(MAINTENANCE_MODE(company_id=company.id, status="maintenance",
                                      products=list(maintenance_products)))
     elif status == OPERATIONAL:
         if company.status == OPERATIONAL:
             return company
         updated = companies.with_changes(company, status=status, maintenance_products=())
         if company.status == UNDER_MAINTENANCE:
-            emit(MAINTENANCE_MODE(companyId=company.id, status="operational", products=[]))
+            emit(MAINTENANCE_MODE(company_id=company.id, status="operational", products=[]))
         elif company.status == DISABLED:
-            emit(COMPANY_UPDATED(companyId=company.id))
+            emit(COMPANY_UPDATED(company_id=company.id))
     else:
         if company.status == DISABLED:
             return company
         updated = companies.with_changes(company, status=DISABLED, maintenance_products=())
-        emit(COMPANY_UPDATED(companyId=company.id))
+        emit(COMPANY_UPDATED(company_id=company.id))
     return updated
 
 

@@ -1,10 +1,13 @@
 """Every event type of the spec (spec: Events), each declared once as an `EventType`: its
 name, its family (what the body carries beside `data`) and the JSON Schema of its `data`.
 
-The declaration is both the builder and the schema. The emitting code calls it with the
-data's fields (`COMPANY_CREATED(companyId=...)`), which checks them against the declared
-ones, and hands the draft to `tenant.emit`. The whole body's JSON Schema is derived from
-the same declaration (`EventType.schema`). It is published in the OpenAPI document's
+The declaration's struct is both the value and the schema. The emitting code calls the
+declaration with the data's fields (`COMPANY_CREATED(company_id=...)`), which makes its
+struct (an unknown field is a TypeError, as the struct's constructor says), and hands the
+draft to `tenant.emit`, whose body carries the struct as JSON. The whole body's JSON Schema
+is derived from the same declaration (`EventType.schema`). A trigger
+(POST /_sandbox/events/trigger) asks the struct for an example (`EventData.example`), so a
+new event type triggers with no code of its own. It is published in the OpenAPI document's
 `webhooks` section and at GET /_sandbox/schemas/events/{eventType}, so customers can
 check their handlers; the tests check every emitted event against it.
 
@@ -24,9 +27,10 @@ from ..dates import date_time_field
 from .companies import CompanySummary
 from .data_records import payroll_day
 from .identity import UserView
-from .shapes import UNSET, Maybe, View, choice, field, of, raw, schema_of
-from .states import (AUTHENTICATION_METHODS, CHANGED_FIELDS, FAILURE_REASONS, REQUEST_FIELDS,
-                     STEP_FIELDS, UPDATE_TYPES, WRITTEN_PAYMENT_METHOD, field_schemas)
+from .shapes import UNSET, Maybe, View, choice, field, made, of, raw, schema_of
+from .states import (AUTHENTICATION_METHODS, CHANGED_FIELDS, COMPLETED, FAILED, FAILURE_REASONS,
+                     FINAL, PROCESSING, REQUEST_FIELDS, STEP_FIELDS, UPDATE_TYPES,
+                     WRITTEN_PAYMENT_METHOD, field_schemas)
 
 
 class Family(Enum):
@@ -39,10 +43,11 @@ class Family(Enum):
 
 
 class Draft(NamedTuple):
-    """An event made by its type, not emitted yet: `tenant.emit(draft, ...)` stores it."""
+    """An event made by its type, not emitted yet: `tenant.emit(draft, ...)` stores it. Its
+    data is the type's struct (a trigger's, with overrides merged: the checked JSON)."""
 
     type: EventType
-    data: dict[str, Any] | None
+    data: Any
 
 
 class EventType(msgspec.Struct, frozen=True, eq=False, dict=True):
@@ -58,27 +63,20 @@ class EventType(msgspec.Struct, frozen=True, eq=False, dict=True):
         return None if self.shape is None else schema_of(self.shape)
 
     def __call__(self, **fields: Any) -> Draft:
-        """The event's `data` from its fields (a field given as None is left out). A field
-        the declaration does not have, or a required one missing, is a mistake of the
-        emitting code: TypeError, before anything is stored."""
-        data = {name: value for name, value in fields.items() if value is not None}
-        if self.data is None:
-            if data:
-                raise TypeError(f"{self.name} has no data, given {sorted(data)}")
+        """The event with its `data` struct made of these fields (their struct names; one
+        given as None is left out where the field takes no null). A field the struct does not
+        have, or a required one missing, is a mistake of the emitting code: TypeError,
+        before anything is stored."""
+        if self.shape is None:
+            if fields:
+                raise TypeError(f"{self.name} has no data, given {sorted(fields)}")
             return Draft(self, None)
-        declared, required = self._fields
-        unknown = data.keys() - declared
-        missing = required - data.keys()
-        if unknown or missing:
-            raise TypeError(f"{self.name}: fields not declared {sorted(unknown)}, "
-                            f"required fields missing {sorted(missing)}")
-        return Draft(self, data)
+        return Draft(self, made(self.shape, **fields))
 
-    @cached_property
-    def _fields(self) -> tuple[frozenset[str], frozenset[str]]:
-        """The data's declared and required fields, worked out once (every event is built
-        through `__call__`)."""
-        return (frozenset(self.data["properties"]), frozenset(self.data.get("required", ())))
+    def from_json(self, document: dict[str, Any]) -> Draft:
+        """The event with its `data` struct read from JSON data in its JSON names (a scenario
+        file's, say; a field it does not declare is dropped)."""
+        return Draft(self, msgspec.convert(document, self.shape))
 
     def draft(self, data: dict[str, Any] | None) -> Draft:
         """A draft of data made elsewhere (a trigger's overrides, a checker's body), which
@@ -147,18 +145,30 @@ def _declare(family: Family, data: dict[str, Any]) -> dict[str, EventType]:
     return {name: EventType(name, family, shape) for name, shape in data.items()}
 
 
-class TaskStatusUpdated(View, kw_only=True):
-    """Emitted when a Task resolves (spec: Task events): the status is final; previousStatus
-    is processing, or queued for a task that failed before it ever started processing. A
-    failure carries its reason."""
+def example_of(shape: type[msgspec.Struct], context: Any) -> Any:
+    """Realistic data of a struct for a trigger (domain/triggers.py: Example): each field the
+    context knows from the tenant's records (the user's linked account and its records, the
+    processor link, the task), each other required field made from its type; an optional
+    field it does not know is left out."""
+    fields = {}
+    for info in msgspec.structs.fields(shape):
+        value = context.known(info.encode_name)
+        fields[info.name] = context.made(info.type) if value is UNSET and info.required \
+            else value
+    return made(shape, **fields)
 
-    __schema_extra__ = {
-        "allOf": [{"if": {"properties": {"status": {"const": "failed"}}},
-                   "then": {"required": ["reason"]}},
-                  {"if": {"properties": {"previousStatus": {"const": "queued"}}},
-                   "then": {"properties": {"status": {"const": "failed"}}}}],
-        "properties": field_schemas(STEP_FIELDS)}  # flow, meta, ... (domain/states.py)
 
+class EventData(View, kw_only=True):
+    # An event type's `data`: the struct its emitter makes and its webhook carries.
+
+    @classmethod
+    def example(cls, context: Any) -> EventData:
+        """Realistic data for a trigger (example_of); a struct whose fields say more than
+        their types overrides it."""
+        return example_of(cls, context)
+
+
+class _TaskStatusUpdated(EventData, kw_only=True):
     previous_status: choice("queued", "processing")
     status: choice("completed", "failed")
     authenticated: bool
@@ -166,7 +176,34 @@ class TaskStatusUpdated(View, kw_only=True):
     reason: Maybe[choice(*FAILURE_REASONS)] = UNSET
 
 
-class Authenticated(View, kw_only=True):
+def _resolving(cls: type, context: Any) -> _TaskStatusUpdated:
+    """"Emitted when a Task resolves": a triggered one about a task not final yet shows it
+    completing now."""
+    task = context.task
+    final = task.status in FINAL
+    return cls(previous_status=task.previous_status if final and task.previous_status
+               else PROCESSING, status=task.status if final else COMPLETED,
+               authenticated=task.authenticated, reason=task.reason or UNSET)
+
+
+# The fields a scenario step sets (domain/states.py: STEP_FIELDS, one entry each; flow, meta,
+# ...) after the task's own.
+TaskStatusUpdated = msgspec.defstruct(
+    "TaskStatusUpdated", [(name, Maybe[raw(schema)], UNSET)
+                          for name, schema in field_schemas(STEP_FIELDS).items()],
+    bases=(_TaskStatusUpdated,), kw_only=True, module=__name__, namespace={
+        "__doc__": """Emitted when a Task resolves (spec: Task events): the status is final; previousStatus
+    is processing, or queued for a task that failed before it ever started processing. A
+    failure carries its reason.""",
+        "__schema_extra__": {"allOf": [
+            {"if": {"properties": {"status": {"const": "failed"}}},
+             "then": {"required": ["reason"]}},
+            {"if": {"properties": {"previousStatus": {"const": "queued"}}},
+             "then": {"properties": {"status": {"const": "failed"}}}}]},
+        "example": classmethod(_resolving)})
+
+
+class Authenticated(EventData, kw_only=True):
     authenticated: bool
 
 
@@ -174,6 +211,12 @@ class TaskStatusPatched(Authenticated, kw_only=True):
     status: Status
     previous_status: Status
     payment_method: Maybe[raw(WRITTEN_PAYMENT_METHOD)] = UNSET
+
+    @classmethod
+    def example(cls, context: Any) -> TaskStatusPatched:
+        """A failure corrected to completed, the patch the spec describes."""
+        return cls(authenticated=context.task.authenticated, status=COMPLETED,
+                   previous_status=FAILED)
 
 
 class WorkflowTask(View, kw_only=True):
@@ -183,13 +226,21 @@ class WorkflowTask(View, kw_only=True):
     reason: Maybe[str] = UNSET
 
 
-class WorkflowFinished(View, kw_only=True):
+class WorkflowFinished(EventData, kw_only=True):
     """The spec shows only a failure reason; the sandbox adds the outcome and the workflow's
     tasks."""
 
     status: choice("completed", "failed")
     failure_reason: Maybe[str] = UNSET
     tasks: Maybe[list[WorkflowTask]] = UNSET
+
+    @classmethod
+    def example(cls, context: Any) -> WorkflowFinished:
+        """The workflow of the trigger's task, ended as that task did."""
+        task = context.task
+        return made(cls, status=FAILED if task.status == FAILED else COMPLETED,
+                    failure_reason=task.reason,
+                    tasks=[WorkflowTask(task=task.id, product=task.product, status=task.status)])
 
 
 TASK_EVENTS = _declare(Family.TASK, {
@@ -204,7 +255,7 @@ TASK_STATUS_PATCHED = TASK_EVENTS["task-status-patched"]
 TASK_WORKFLOW_FINISHED = TASK_EVENTS["task-workflow-finished"]
 
 
-class CompanyId(View, kw_only=True):
+class CompanyId(EventData, kw_only=True):
     company_id: Id
 
 
@@ -214,6 +265,13 @@ class MaintenanceMode(CompanyId, kw_only=True):
 
     status: choice("maintenance", "operational")
     products: list[str]
+
+    @classmethod
+    def example(cls, context: Any) -> MaintenanceMode:
+        """The company under maintenance for every product it offers."""
+        company = context.company
+        return cls(company_id=company.id, status="maintenance",
+                   products=list(company.available_products))
 
 
 COMPANY_EVENTS = _declare(Family.COMPANY, {
@@ -239,8 +297,14 @@ class PayLinkAccount(View, kw_only=True):
     bills: list[Bill]
 
 
-class PayLinkAccounts(View, kw_only=True):
+class PayLinkAccounts(EventData, kw_only=True):
     accounts: list[PayLinkAccount]
+
+    @classmethod
+    def example(cls, context: Any) -> PayLinkAccounts:
+        """One account whose bill's amount and due date changed."""
+        return cls(accounts=[PayLinkAccount(id=context.new_id(), update_type="updated", bills=[
+            Bill(id=context.new_id(), changed_fields=["amount", "dueDate"])])])
 
 
 # A pay-link task's event: it carries the task's fields too, though its schema asks only
@@ -249,7 +313,7 @@ PAY_LINK_ACCOUNTS_UPDATED = EventType("pay-link-accounts-updated", Family.USER, 
 PII_DATA_DELETED = EventType("pii-data-deleted", Family.PRIVACY, None)
 
 
-class Linked(View, kw_only=True):
+class Linked(EventData, kw_only=True):
     linked_account: Id
     company_id: Id
     task: Maybe[of(Id, "The refresh task whose completion synced the data (a pull refresh, "
@@ -299,7 +363,7 @@ CONTINUOUS_ACCESS = _declare(Family.USER, {
 })
 
 
-class LinkEvent(View, kw_only=True):
+class LinkEvent(EventData, kw_only=True):
     processor_link: Id
 
 
@@ -319,6 +383,13 @@ class AggregatorError(LinkEvent, kw_only=True):
     error_type: str
     error_code: str
     error_message: Maybe[str] = UNSET
+
+    @classmethod
+    def example(cls, context: Any) -> AggregatorError:
+        """The aggregator's most common item error: the user must log in again."""
+        return cls(processor_link=context.known("processorLink"), error_type="ITEM_ERROR",
+                   error_code="ITEM_LOGIN_REQUIRED",
+                   error_message="the login details of this item have changed")
 
 
 @lru_cache(maxsize=64)

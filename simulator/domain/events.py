@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from functools import cache
 from typing import Any
 
+import msgspec
 import orjson
 
 from ..clock import isoformat
@@ -23,13 +24,14 @@ log = logging.getLogger("payroll_sandbox.events")
 UNKNOWN_EVENT = "No event has the id {event_id!r}."
 
 def compact_json(body: dict[str, Any]) -> bytes:
-    """The body as compact JSON: orjson's output copied to bytes of its own size (the
-    bytes it returns hold ~4 KB however short); json for what orjson refuses (integers
-    past 64 bits)."""
+    """The body as compact JSON (its `data` a struct: its JSON fields), orjson's output
+    copied to bytes of its own size (the bytes it returns hold ~4 KB however short); json
+    for what orjson refuses (integers past 64 bits)."""
     try:
-        return memoryview(orjson.dumps(body)).tobytes()
+        return memoryview(orjson.dumps(body, default=msgspec.to_builtins)).tobytes()
     except TypeError:
-        return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+        return json.dumps(body, separators=(",", ":"), ensure_ascii=False,
+                          default=msgspec.to_builtins).encode()
 
 
 class Event:

@@ -405,9 +405,9 @@ class LinkedAccounts(Held[LinkedAccount]):
                 self._emit(account, event_type, {"records": ids}, task_id=task_id)
         income = records.income(account, now)
         self._emit(account, "earn-user-data", {
-            "netHourlyRate": income["netHourlyRate"],
-            "unpaidHoursInPayPeriod": income["unpaidHoursInPayPeriod"],
-            "currentPayPeriodStart": income["currentPayPeriodStart"]}, task_id=task_id)
+            "net_hourly_rate": income["netHourlyRate"],
+            "unpaid_hours_in_pay_period": income["unpaidHoursInPayPeriod"],
+            "current_pay_period_start": income["currentPayPeriodStart"]}, task_id=task_id)
 
     def _follow_profile(self, account: LinkedAccount,
                         changes: dict[str, list[tuple[str, list[str]]]]) -> None:
@@ -509,7 +509,7 @@ class LinkedAccounts(Held[LinkedAccount]):
         if len(account.deposit_accounts) == 0:
             raise DepositAccountNotFound("This linked account has no deposit account to remove.")
         removed = account.deposit_accounts.pop()
-        self._emit(account, "deposit-switch-removed", {"depositAccount": removed["_id"]})
+        self._emit(account, "deposit-switch-removed", {"deposit_account": removed["_id"]})
         self._emit(account, "deposit-accounts-removed", {"records": [removed["_id"]]})
         return removed
 
@@ -602,8 +602,8 @@ class LinkedAccounts(Held[LinkedAccount]):
               task_id: str | None = None) -> None:
         # The task of a pull refresh is named in the data (README: the synced events of a
         # pull refresh carry its task id); the spec does not show these payloads.
-        self.emit(CONTINUOUS_ACCESS[event_type](linkedAccount=account.id,
-                                                  companyId=account.company_id, task=task_id,
+        self.emit(CONTINUOUS_ACCESS[event_type](linked_account=account.id,
+                                                  company_id=account.company_id, task=task_id,
                                                   **data),
                     identifier=account.identifier, task_id=task_id,
                     user={"_id": account.user_id, "identifier": account.identifier})

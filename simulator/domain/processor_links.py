@@ -328,7 +328,8 @@ class ProcessorLinks(Held[ProcessorLink]):
         self._emit(link, f"{self.aggregator}-error", dict(error))
 
     def _emit(self, link: ProcessorLink, event_type: str, data: dict[str, Any]) -> None:
-        draft = processor_link_events(self.aggregator)[event_type](processorLink=link.id, **data)
+        draft = processor_link_events(self.aggregator)[event_type].from_json(
+            {"processorLink": link.id, **data})
         self.emit(draft, identifier=link.identifier,
                   user={"_id": link.user_id, "identifier": link.identifier})
 

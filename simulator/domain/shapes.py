@@ -21,7 +21,7 @@ from msgspec import UNSET, Meta, UnsetType, field
 from ..dates import DATE_TIME
 
 __all__ = ["UNSET", "Answer", "Command", "Maybe", "Meta", "View", "choice", "decoder", "field", "given",
-           "of", "raw", "schema_of", "view_of"]
+           "made", "of", "raw", "schema_of", "view_of"]
 
 T = TypeVar("T")
 S = TypeVar("S", bound=msgspec.Struct)
@@ -74,11 +74,16 @@ def view_of(view: type[S], record: Any, **differing: Any) -> S:
     name (its JSON name comes from the view's rename), those whose name or form differs
     `differing`. A None where the view's field takes no null (an optional one, Maybe, that
     does not say `| None`) is left out (UNSET), as an absent field is."""
-    values = {}
-    for name, nullable in _view_fields(view):
-        value = differing[name] if name in differing else getattr(record, name, UNSET)
-        values[name] = UNSET if value is None and not nullable else value
-    return view(**values)
+    return made(view, **{name: differing[name] if name in differing
+                         else getattr(record, name, UNSET) for name, _ in _view_fields(view)})
+
+
+def made(view: type[S], **fields: Any) -> S:
+    """`view` with these fields (TypeError for one it does not have, as its constructor),
+    a None where the field takes no null left out (UNSET), as an absent field is."""
+    nullable = dict(_view_fields(view))
+    return view(**{name: UNSET if value is None and not nullable.get(name, True) else value
+                   for name, value in fields.items()})
 
 
 @functools.cache

@@ -28,7 +28,8 @@ from .companies import (COMPANY_STATUSES, DISABLED, OPERATIONAL, UNKNOWN_COMPANY
                         search_record)
 from .company_admin import set_company_status
 from .event_types import (PAY_LINK_ACCOUNTS_UPDATED, TASK_AUTHENTICATION_STATUS_UPDATED,
-                          TASK_STATUS_PATCHED, TASK_STATUS_UPDATED, TASK_WORKFLOW_FINISHED, Draft)
+                          TASK_STATUS_PATCHED, TASK_STATUS_UPDATED, TASK_WORKFLOW_FINISHED, Bill,
+                          Draft, PayLinkAccount, WorkflowTask)
 from .linked_accounts import USER_LINK_PRODUCTS
 from .parts import Held, TenantSettings
 from .pay_link import PAY_LINK
@@ -1018,27 +1019,25 @@ class Tasks(Held[Task]):
         if event_type == TASK_STATUS_PATCHED.name:
             self._emit_task_event(task, TASK_STATUS_PATCHED(
                 authenticated=task.authenticated, status=task.status,
-                previousStatus=task.previous_status, paymentMethod=task.payment_method or None))
+                previous_status=task.previous_status, payment_method=task.payment_method or None))
         elif event_type == TASK_STATUS_UPDATED.name:
             self._emit_task_event(task, TASK_STATUS_UPDATED(
-                previousStatus=task.previous_status, status=task.status,
-                authenticated=task.authenticated, paymentMethod=task.payment_method,
+                previous_status=task.previous_status, status=task.status,
+                authenticated=task.authenticated, payment_method=task.payment_method,
                 reason=task.reason,
                 **{name: getattr(task, name) for name, field in STEP_FIELDS.items()
                    if status == FAILED or not field.on_failure_only}))
 
-    def _accounts(self, task: Task, updates: list[dict[str, Any]]) -> list[dict]:
-        accounts = []
-        for update in updates:
-            account = {"_id": update.get("_id") or f"{task.company_id}-{task.user_id}",
-                       "updateType": update["updateType"], "bills": []}
-            for bill in update.get("bills", []):
-                entry = {"_id": bill.get("_id") or self.ids.object_id()}
-                if update["updateType"] == "updated" and bill.get("changedFields"):
-                    entry["changedFields"] = bill["changedFields"]
-                account["bills"].append(entry)
-            accounts.append(account)
-        return accounts
+    def _accounts(self, task: Task, updates: list[dict[str, Any]]) -> list[PayLinkAccount]:
+        """A step's `accounts` (its scenario file's) as the event says them: each account's
+        id (the task's company and user when the step names none) and its bills'."""
+        return [PayLinkAccount(
+            id=update.get("_id") or f"{task.company_id}-{task.user_id}",
+            update_type=update["updateType"],
+            bills=[Bill(id=bill.get("_id") or self.ids.object_id(),
+                        changed_fields=bill.get("changedFields") or UNSET
+                        if update["updateType"] == "updated" else UNSET)
+                   for bill in update.get("bills", [])]) for update in updates]
 
     def _finish_workflow_if_done(self, task: Task,
                                  failure_reason: str | None) -> None:
@@ -1052,9 +1051,9 @@ class Tasks(Held[Task]):
         failed = [t for t in tasks if t.status == FAILED]
         self._emit_task_event(task, TASK_WORKFLOW_FINISHED(
             status=FAILED if failed else COMPLETED,
-            tasks=[{"task": t.id, "product": t.product, "status": t.status,
-                    **({"reason": t.reason} if t.reason else {})} for t in tasks],
-            failureReason=(failure_reason or failed[0].reason) if failed else None))
+            tasks=[WorkflowTask(task=t.id, product=t.product, status=t.status,
+                                reason=t.reason or UNSET) for t in tasks],
+            failure_reason=(failure_reason or failed[0].reason) if failed else None))
 
     def _emit_task_event(self, task: Task, draft: Draft) -> None:
         self.emit(draft, identifier=task.identifier, task_id=task.id,

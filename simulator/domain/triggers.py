@@ -15,15 +15,17 @@ when there is one.
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Annotated, Any, Literal, get_args, get_origin
+
+import msgspec
 
 from ..errors import (CompanyNotFound, TaskNotFound, UnknownEventType, ValidationFailed,
                       field_detail)
-from .event_types import CONTINUOUS_ACCESS, EventType, Family, declared
+from .event_types import EventType, Family, declared, example_of
 from .companies import OPERATIONAL, UNKNOWN_COMPANY, Company
 from .events import Event
 from ..clock import isoformat
-from .states import COMPLETED, FINAL, PROCESSING, QUEUED
+from .states import COMPLETED, PROCESSING, QUEUED
 from . import payroll_records
 from .tasks import UNKNOWN_TASK, Task, Workflow, task_event_fields
 from .identity import DEFAULT_TOKEN_LIFETIME
@@ -45,32 +47,106 @@ def trigger_event(tenant: Tenant, aggregator: str, request: Any) -> Event:
     overrides = given(request.data) or {}
     if declaration.family is Family.PRIVACY and overrides:
         raise ValidationFailed(NO_DATA, details=[field_detail("$.data", NO_DATA)])
-    rng = random.Random(f"{tenant.name}:{tenant.events.emitted}")
     identifier = given(request.identifier)
     task = _task(tenant, request, identifier, declaration)
     company = _company(tenant, request, task)
-
     if declaration.family is Family.TASK:
-        data = {**_task_data(event_type, task), **overrides}
-        return _checked_emit(tenant, declaration, data, task_event_fields(task, company),
-                             identifier=task.identifier, task_id=task.id)
-    if declaration.family is Family.COMPANY:
-        data = {"companyId": company.id}
-        if event_type == "maintenance-mode":
-            data.update(status="maintenance", products=list(company.available_products))
-        return _checked_emit(tenant, declaration, {**data, **overrides}, {})
+        fields, identifier = task_event_fields(task, company), task.identifier
+    elif declaration.family is Family.COMPANY:
+        fields, identifier = {}, None
+    else:
+        identifier = identifier or (task.identifier if task else DEFAULT_IDENTIFIER)
+        user = tenant.identity.user(identifier)
+        fields = {"user": {"_id": user.id, "identifier": identifier}}
+        if declaration.family is Family.PRIVACY:
+            task = task or _stored_task(tenant, identifier, company)
+            fields["task"] = task.id
+    data = None
+    if declaration.shape is not None:
+        example = declaration.shape.example(Example(tenant, declaration, task, company,
+                                                    identifier))
+        data = {**msgspec.to_builtins(example), **overrides} if overrides else example
+    return _checked_emit(tenant, declaration, data, fields, identifier=identifier,
+                         task_id=task.id if task else None)
 
-    identifier = identifier or (task.identifier if task else DEFAULT_IDENTIFIER)
-    user = tenant.identity.user(identifier)
-    user_body = {"_id": user.id, "identifier": identifier}
-    if declaration.family is Family.PRIVACY:
-        task = task or _stored_task(tenant, identifier, company)
-        return _checked_emit(tenant, declaration, None, {"user": user_body, "task": task.id},
-                             identifier=identifier, task_id=task.id)
-    data = {**_user_data(tenant, event_type, aggregator, identifier, company, rng),
-            **overrides}
-    return _checked_emit(tenant, declaration, data, {"user": user_body},
-                         identifier=identifier, task_id=task.id if task else None)
+
+class Example:
+    """What a trigger knows for the example its event type's struct makes
+    (event_types.example_of): the task, the company and the user it names, the records of
+    theirs a field names (a linked account made when the user has none: the ids an event
+    names resolve), and a generator seeded by the tenant and its count of events."""
+
+    def __init__(self, tenant: Tenant, declaration: EventType, task: Task | None,
+                 company: Company, identifier: str | None) -> None:
+        self.tenant, self.event_type, self.family = tenant, declaration.name, declaration.family
+        self.task, self.company, self.identifier = task, company, identifier
+        self.rng = random.Random(f"{tenant.name}:{tenant.events.emitted}")
+        self._account: Any = None
+
+    def new_id(self) -> str:
+        return self.tenant.ids.object_id()
+
+    def known(self, name: str) -> Any:
+        """A field's value (by its JSON name) from the tenant's records, or UNSET."""
+        if self.family is Family.TASK:
+            return self.task.authenticated if name == "authenticated" else UNSET
+        if self.family is Family.COMPANY:
+            return self.company.id if name == "companyId" else UNSET
+        if name == "processorLink":
+            links = [link for link in self.tenant.links.values()
+                     if link.identifier == self.identifier]
+            return links[-1].id if links else self.new_id()
+        if name in ("linkedAccount", "companyId"):
+            return self.account.id if name == "linkedAccount" else self.account.company_id
+        if name == "records":
+            return _record_ids(self.account, self.event_type, self.rng)
+        if name == "depositAccount":
+            deposits = self.account.deposit_accounts
+            return deposits[-1]["_id"] if deposits else self.new_id()
+        if name in INCOME_FIELDS:
+            return payroll_records.income(self.account, self.tenant.clock.timestamp())[name]
+        return UNSET
+
+    @property
+    def account(self) -> Any:
+        """The user's linked account at the company (else the user's latest one), linked now
+        without an event when the user has none."""
+        if self._account is None:
+            accounts = self.tenant.accounts
+            found = accounts.find(self.identifier, self.company.id)
+            if found is None:
+                mine = [a for a in accounts.values() if a.identifier == self.identifier]
+                found = mine[-1] if mine else accounts.create(self.identifier, self.company,
+                                                              "deposit", emit=False)
+            self._account = found
+        return self._account
+
+    def made(self, kind: Any) -> Any:
+        """A realistic value of a required field the records do not give, by its type: the
+        first of its choices, a number in its range, a struct's example, an id."""
+        bounds: dict[str, Any] = {}
+        while get_origin(kind) is Annotated:
+            kind, *metas = get_args(kind)
+            bounds.update({name: getattr(meta, name) for meta in metas
+                           if isinstance(meta, msgspec.Meta) for name in ("ge", "le")
+                           if getattr(meta, name) is not None})
+        if get_origin(kind) is Literal:
+            return get_args(kind)[0]
+        if kind is bool:
+            return self.rng.random() < 0.5
+        if kind in (int, float):
+            low = max(bounds.get("ge", 1), 1)
+            value = self.rng.randint(low, min(bounds.get("le", low + 11), low + 11))
+            return value if kind is int else float(value)
+        if get_origin(kind) is list:
+            return [self.made(get_args(kind)[0])]
+        if isinstance(kind, type) and issubclass(kind, msgspec.Struct):
+            return kind.example(self) if hasattr(kind, "example") else example_of(kind, self)
+        return self.new_id()
+
+
+# The income record's fields an event may carry (earn-user-data), by their JSON names.
+INCOME_FIELDS = frozenset({"netHourlyRate", "unpaidHoursInPayPeriod", "currentPayPeriodStart"})
 
 
 def _task(tenant: Tenant, request: Any, identifier: str | None,
@@ -131,91 +207,27 @@ def _company(tenant: Tenant, request: Any, task: Task | None) -> Company:
     return next(c for c in tenant.companies.ordered() if c.status == OPERATIONAL)
 
 
-def _task_data(event_type: str, task: Task) -> dict[str, Any]:
-    if event_type == "task-authentication-status-updated":
-        return {"authenticated": task.authenticated}
-    if event_type == "task-workflow-finished":
-        data: dict[str, Any] = {"status": "failed" if task.status == "failed" else "completed",
-                                "tasks": [{"task": task.id, "product": task.product,
-                                           "status": task.status}]}
-        if task.reason:
-            data["failureReason"] = task.reason
-        return data
-    if event_type == "task-status-patched":
-        return {"authenticated": task.authenticated, "status": COMPLETED, "previousStatus": "failed"}
-    # "Emitted when a Task resolves": a task not yet final is shown as completing now.
-    final = task.status in FINAL
-    data = {"previousStatus": task.previous_status if final and task.previous_status else PROCESSING,
-            "status": task.status if final else COMPLETED, "authenticated": task.authenticated}
-    if task.reason:
-        data["reason"] = task.reason
-    return data
-
-
-def _user_data(tenant: Tenant, event_type: str, aggregator: str,
-               identifier: str, company: Company, rng: random.Random) -> dict[str, Any]:
-    if event_type == "pay-link-accounts-updated":
-        return {"accounts": [{"_id": tenant.ids.object_id(), "updateType": "updated",
-                              "bills": [{"_id": tenant.ids.object_id(),
-                                         "changedFields": ["amount", "dueDate"]}]}]}
-    if event_type in ("employer-classification-completed",
-                      "recurring-transaction-detection-completed", f"{aggregator}-error"):
-        links = [l for l in tenant.links.values() if l.identifier == identifier]
-        link = {"processorLink": links[-1].id if links else tenant.ids.object_id()}
-        if event_type == "employer-classification-completed":
-            return {**link, "matches": rng.randint(1, 3)}
-        if event_type == "recurring-transaction-detection-completed":
-            return {**link, "recurringTransactions": rng.randint(2, 12)}
-        return {**link, "errorType": "ITEM_ERROR", "errorCode": "ITEM_LOGIN_REQUIRED",
-                "errorMessage": "the login details of this item have changed"}
-    account = _linked_account(tenant, identifier, company)
-    linked = {"linkedAccount": account.id, "companyId": account.company_id}
-    if event_type == "earn-user-data":
-        income = payroll_records.income(account, tenant.clock.timestamp())
-        return {**linked, **{name: income[name] for name in (
-            "netHourlyRate", "unpaidHoursInPayPeriod", "currentPayPeriodStart")}}
-    if event_type == "linked-account-disconnected":
-        return {**linked, "reason": "timeout"}
-    if event_type == "deposit-switch-removed":
-        deposits = account.deposit_accounts
-        return {**linked, "depositAccount": deposits[-1]["_id"] if deposits
-                else tenant.ids.object_id()}
-    if "records" in CONTINUOUS_ACCESS[event_type].data["properties"]:
-        return {**linked, "records": _record_ids(account, event_type, rng)}
-    return linked
-
-
-def _linked_account(tenant: Tenant, identifier: str, company: Company) -> Any:
-    """The user's linked account at the company (else the user's latest one), linked now
-    without an event when the user has none: the ids a triggered event names resolve."""
-    found = tenant.accounts.find(identifier, company.id)
-    if found is None:
-        mine = [a for a in tenant.accounts.values() if a.identifier == identifier]
-        found = mine[-1] if mine else tenant.accounts.create(identifier, company, "deposit",
-                                                             emit=False)
-    return found
-
-
 def _record_ids(account: Any, event_type: str, rng: random.Random) -> list[str]:
-    """Ids of records the account holds, of the kind the event names (the newest few)."""
+    """Ids of records the account holds, of the kind the event names (the newest few); an
+    event whose name names no kind, its pay statements."""
     kind = event_type.rsplit("-", 1)[0]
     singles = {"income": account.income_id, "employment": account.employment_id,
                "identity": account.identity_id}
     if kind in singles:
         return [singles[kind]]
-    held = {"statements": account.statements, "timesheets": account.timesheets,
-            "taxes": account.taxes, "deposit-accounts": account.deposit_accounts}[kind]
+    held = {"timesheets": account.timesheets, "taxes": account.taxes,
+            "deposit-accounts": account.deposit_accounts}.get(kind, account.statements)
     return [record["_id"] for record in held[-rng.randint(1, 3):]]
 
 
-def _checked_emit(tenant: Tenant, declaration: EventType, data: dict[str, Any] | None,
+def _checked_emit(tenant: Tenant, declaration: EventType, data: Any,
                   fields: dict[str, Any], *, identifier: str | None = None,
                   task_id: str | None = None) -> Event:
     """Emits the event once the whole body, overrides merged, matches its type's schema."""
     from ..validate import schema_errors
 
     candidate = {"eventType": declaration.name, "eventTime": "2000-01-01T00:00:00.000Z",
-                 **fields, **({"data": data} if data is not None else {})}
+                 **fields, **({"data": msgspec.to_builtins(data)} if data is not None else {})}
     errors = schema_errors(candidate, declaration.schema)
     if errors:
         raise ValidationFailed(f"The overrides make an invalid {declaration.name} event.",
