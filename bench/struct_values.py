@@ -82,6 +82,13 @@ def _names_in(node: ast.AST) -> set[str]:
         n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
 
 
+# Calls that take a struct to declare or describe it, and the keywords that do.
+DECLARING = {"schema_of", "published", "of", "raw", "choice", "operation", "_declare_answer",
+             "isinstance", "issubclass", "defstruct", "type_info", "fields", "Record", "setdefault",
+             "append", "get", "Part", "Sections"}
+DECLARING_KEYWORDS = {"response", "shape", "bases", "response_shape", "body_shape", "query_shape"}
+
+
 def callee_name(func: ast.expr) -> str:
     return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
@@ -94,12 +101,18 @@ def values(trees: dict[Path, ast.AST], shapes: dict[str, dict[str, str]],
             if not isinstance(node, ast.Call):
                 continue
             func = node.func
-            if isinstance(func, ast.Name) and func.id in shapes:
-                used.add(func.id)
-            elif (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
-                  and func.value.id in shapes and (func.attr == "of"
-                                                   or func.attr.startswith("from_"))):
-                used.add(func.value.id)
+            if callee_name(func) in shapes:  # X(...), module.X(...)
+                used.add(callee_name(func))
+            elif (isinstance(func, ast.Attribute) and callee_name(func.value) in shapes
+                  and (func.attr == "of" or func.attr.startswith("from_"))):
+                used.add(callee_name(func.value))  # X.of(...), module.X.of(...)
+            # A struct handed to a call to be made there (`accounts.record(a, SessionAccount)`),
+            # not to one that declares or describes it (its schema, an operation's answer).
+            if callee_name(func) not in DECLARING:
+                handed = [*node.args, *(k.value for k in node.keywords
+                                        if k.arg not in DECLARING_KEYWORDS)]
+                used |= {callee_name(arg) for arg in handed
+                         if isinstance(arg, (ast.Name, ast.Attribute))} & shapes.keys()
             if callee_name(func) in ("view_of", "made", "example_of") and node.args:
                 used |= _names_in(node.args[0]) & shapes.keys()
             if callee_name(func) in ("EventType", "_declare", "defstruct"):  # made when emitted

@@ -28,11 +28,6 @@ class UserHasRecords(Conflict):
     code = "user-has-records"
 
 
-def success() -> dict[str, Any]:
-    """The real service's Success object."""
-    return {"success": True, "result": {"success": True}}
-
-
 def put_user(tenant: Tenant, identifier: str, data: Any) -> dict[str, Any]:
     """PUT /user: the user (created if new) with the destination bank accounts and cards
     a task workflow can offer them (`data`: the request's OwnMethods, or UNSET), stored as

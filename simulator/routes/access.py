@@ -4,8 +4,7 @@ real service's path (docs/spec/real-api-surface.md, Access tokens)."""
 from __future__ import annotations
 
 from ..domain.identity import token_record
-from ..domain.users import success
-from ..schemas.api import AccessToken, AccessTokenRequest, Success
+from ..schemas.api import SUCCEEDED, AccessToken, AccessTokenRequest, Success
 from ..operations import Auth, operation
 
 
@@ -21,4 +20,4 @@ async def access_token(tenant, body) -> dict:
            errors=(404,))
 async def revoke(tenant, params) -> dict:
     tenant.identity.revoke(params["publicToken"])
-    return success()
+    return SUCCEEDED

@@ -8,6 +8,7 @@ import msgspec
 from aiohttp import web
 
 from .. import snapshot
+from ..clock import isoformat
 from ..domain import company_admin
 from ..domain.changes import EVENT, TASK
 from ..domain.companies import full_record
@@ -49,7 +50,7 @@ async def current_tenant(tenant) -> dict:
            "or their own)", response=TenantDeleted, errors=(404, 409), **CONTROL)
 async def delete_tenant(tenant, params, sandbox) -> dict:
     sandbox.registry.delete(params["name"], caller=tenant)
-    return {"name": params["name"], "deleted": True}
+    return TenantDeleted(name=params["name"], deleted=True)
 
 
 @operation("POST", "/_sandbox/reset", "Reset this tenant to its fixtures", response=TenantView,
@@ -105,19 +106,20 @@ async def advance_clock(tenant, body) -> dict:
     `remainingSeconds` to ask for next; the clock stands at the last job it ran."""
     target = tenant.clock.timestamp() + body.seconds
     result = await tenant.runner.advance(body.seconds)
-    return {**_clock_record(tenant), **_run_record(result),
-            "remainingSeconds": round(max(0.0, target - tenant.clock.timestamp()), 3)}
+    return _clock_record(tenant, ClockAdvanced, **_run(result), remaining_seconds=round(
+        max(0.0, target - tenant.clock.timestamp()), 3))
 
 
 @operation("POST", "/_sandbox/clock/run-until-idle", "Run the clock until nothing is pending",
            response=ClockRun, **CONTROL)
 async def run_until_idle(tenant) -> dict:
     result = await tenant.runner.run_until_idle()
-    return {**_clock_record(tenant), **_run_record(result)}
+    return _clock_record(tenant, ClockRun, **_run(result))
 
 
-def _run_record(result) -> dict:
-    return {"jobsRun": result.jobs, "eventsEmitted": result.events, "complete": result.complete}
+def _run(result) -> dict:
+    """What a run of the clock did: a ClockRun's fields."""
+    return {"jobs_run": result.jobs, "events_emitted": result.events, "complete": result.complete}
 
 
 @operation("GET", "/_sandbox/stats", "What this tenant stores, and its limits",
@@ -130,10 +132,12 @@ async def stats(tenant, sandbox) -> dict:
                                           "expiredIdle": registry.expired}}
 
 
-def _clock_record(tenant) -> dict:
-    timeline = tenant.timeline
-    return {**tenant.clock.describe(), "pendingJobs": timeline.busy,
-            "backgroundJobs": len(timeline) - timeline.busy, "idle": timeline.idle}
+def _clock_record(tenant, view: type = ClockState, **more) -> ClockState:
+    """The tenant's clock and its timeline (and what a view of them adds: `more`)."""
+    clock, timeline = tenant.clock, tenant.timeline
+    return view_of(view, clock, now=isoformat(clock.timestamp()), timestamp=clock.timestamp(),
+                   pending_jobs=timeline.busy, background_jobs=len(timeline) - timeline.busy,
+                   idle=timeline.idle, **more)
 
 
 # -- events -------------------------------------------------------------------------------
@@ -181,7 +185,7 @@ async def list_scenarios(tenant, sandbox) -> Reply:
 async def bind_scenario(tenant, params, body, sandbox) -> dict:
     identifier = params["identifier"]
     tenant.tasks.bind(identifier, body.scenario)
-    return {"identifier": identifier, "scenario": body.scenario}
+    return ScenarioBinding(identifier=identifier, scenario=body.scenario)
 
 
 # -- data profiles (DESIGN.md: Payroll data you choose) ------------------------------------------
@@ -214,7 +218,7 @@ async def read_profile(tenant, params) -> dict:
            "(the next linked accounts come from the seed)", response=ProfileUnbound, **CONTROL)
 async def unbind_profile(tenant, params) -> dict:
     identifier = params["identifier"]
-    return {"identifier": identifier, "removed": tenant.accounts.unbind_profile(identifier)}
+    return ProfileUnbound(identifier=identifier, removed=tenant.accounts.unbind_profile(identifier))
 
 
 @operation("PUT", "/_sandbox/users/{identifier}/card-token-recreation", "Turn a user's card "
@@ -225,7 +229,7 @@ async def card_token_recreation(tenant, params, body) -> dict:
     normally automatic"); switched off, a card older than 24 hours fails the task."""
     identifier = params["identifier"]
     tenant.tasks.recreate_card_tokens(identifier, body.enabled)
-    return {"identifier": identifier, "enabled": body.enabled}
+    return CardTokenRecreation(identifier=identifier, enabled=body.enabled)
 
 
 # -- companies ----------------------------------------------------------------------------
@@ -261,7 +265,7 @@ def _check_default_scenario(tenant, body: dict) -> None:
            settles=True, response=CompanyDeleted, errors=(404,), **CONTROL)
 async def delete_company(tenant, params) -> dict:
     company_admin.delete_company(tenant.companies, tenant.emit, params["companyId"])
-    return {"_id": params["companyId"], "deleted": True}
+    return CompanyDeleted(_id=params["companyId"], deleted=True)
 
 
 @operation("POST", "/_sandbox/companies/{companyId}/status", "Put a company under maintenance, "

@@ -29,7 +29,7 @@ USER_HEADER = ((IDENTIFIER_HEADER, True),)
 async def register(tenant, body, headers, sandbox) -> dict:
     link = tenant.links.register(body.processor_token,
                                             headers.get(IDENTIFIER_HEADER))
-    return {"_id": link.id, "status": link.status}
+    return ProcessorLinkRegistered(id=link.id, status=link.status)
 
 
 @operation("DELETE", f"/{AGGREGATOR}/processor-links", "Remove a user's processor links "
@@ -37,7 +37,7 @@ async def register(tenant, body, headers, sandbox) -> dict:
            errors=(404,), headers=USER_HEADER)
 async def remove(tenant, headers, sandbox) -> dict:
     links = tenant.links.remove_links(_identifier(headers))
-    return {"removed": [link.id for link in links]}
+    return ProcessorLinksRemoved(removed=[link.id for link in links])
 
 
 @operation("GET", f"/{AGGREGATOR}/employer-matches", "A user's employer matches",

@@ -11,13 +11,14 @@ from ..domain import sdk
 from ..domain.companies import full_record, search_record
 from ..domain.flow_words import flow_language, flow_page
 from ..errors import ApiError, CompanyNotFound, InvalidConfig, LinkedAccountNotYours, field_detail
-from ..domain.shapes import UNSET, Command, Maybe, View, given, of, raw, schema_of
+from ..domain.shapes import UNSET, Command, Maybe, View, given, of, raw, schema_of, view_of
 from ..schemas.api import (SdkConfig, SdkMfaChallenge, SdkCompanyRequest, SdkLeaveRequest, SdkLoginRequest, SdkSessionRequest, FlowTasks)
 from ..domain.tasks import TaskRecord
 from ..domain.tasks import TaskCreated
 from ..validate import schema_errors
 from ..domain.data_records import LinkedAccountRecord
-from ..schemas.responses import SdkCompany, SdkLeft, SdkSession, SdkWorkflow, SessionAccount
+from ..schemas.responses import (LeftTask, Refusal, SdkCompany, SdkLeft, SdkSession, SdkWorkflow,
+                                 SessionAccount, SessionUser)
 from ..static import static_text
 from ..operations import NO_STORE, Auth, operation, serve_file
 
@@ -119,10 +120,10 @@ async def session(tenant, token, body, sandbox) -> dict:
             credentials_required=tenant.accounts.needs_credentials(account))
         company = tenant.companies.require(account.company_id)
     step = (config.get("deeplink") or {}).get("step", "search-company")
-    return {"step": step, "user": {"identifier": token.identifier},
-            "company": full_record(company, tenant.manual_deposits) if company else None,
-            "refusal": sdk.refusal(tenant, company, config.get("tasks")),
-            "linkedAccount": linked}
+    return SdkSession(step=step, user=SessionUser(identifier=token.identifier),
+                      company=full_record(company, tenant.manual_deposits) if company else None,
+                      refusal=_refusal(sdk.refusal(tenant, company, config.get("tasks"))),
+                      linked_account=linked)
 
 
 @operation("POST", "/sdk/company", "The company the user picked, and "
@@ -133,7 +134,13 @@ async def company(tenant, body) -> dict:
     message) when the configured tasks cannot start there, e.g. a product under
     maintenance (spec: Company status)."""
     chosen, refusal = sdk.company_for_flow(tenant, body.company_id, given(body.tasks))
-    return {"company": full_record(chosen, tenant.manual_deposits), "refusal": refusal}
+    return SdkCompany(company=full_record(chosen, tenant.manual_deposits),
+                      refusal=_refusal(refusal))
+
+
+def _refusal(refusal: dict | None) -> Refusal | None:
+    """Why the flow cannot start (the API's error code and message), or None."""
+    return None if refusal is None else Refusal(**refusal)
 
 
 @operation("POST", "/sdk/popular", "Popular employers and payroll providers, before the user types",
@@ -191,8 +198,8 @@ async def leave(tenant, token, body, sandbox) -> dict:
     """The user left the hosted flow before its task resolved (close button, page gone):
     the tasks' events carry user.connected false from now on."""
     tasks = sdk.leave(tenant, token, body.task_id)
-    return {"taskWorkflow": tasks[0].workflow,
-            "tasks": [{"id": t.id, "status": t.status, "connected": t.connected} for t in tasks]}
+    return SdkLeft(task_workflow=tasks[0].workflow,
+                   tasks=[view_of(LeftTask, task) for task in tasks])
 
 
 @operation("GET", "/sdk/task/{taskId}", "The progress of a task the flow started",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..domain import users
 from ..domain.shapes import given
-from ..schemas.api import (StoredPaymentMethods, Success, TaskDetails, UserRequest,
+from ..schemas.api import (SUCCEEDED, StoredPaymentMethods, Success, TaskDetails, UserRequest,
                            UserTasksQuery)
 from ..schemas.responses import UserRemoved
 from ..operations import Auth, operation
@@ -20,7 +20,7 @@ async def put_user(tenant, body) -> dict:
     """What is stored replaces what was; GET /_sandbox/users/{identifier}/payment-methods
     shows it."""
     users.put_user(tenant, body.identifier, body.data)
-    return users.success()
+    return SUCCEEDED
 
 
 @operation("GET", "/user/{identifier}/tasks", "A user's tasks, oldest first",
@@ -37,7 +37,7 @@ async def list_user_tasks(tenant, params, query) -> list:
            response=Success, settles=True, errors=(404,), **REAL)
 async def end_monitoring(tenant, params, sandbox) -> dict:
     users.end_monitoring(tenant, params["identifier"])
-    return users.success()
+    return SUCCEEDED
 
 
 @operation("GET", "/_sandbox/users/{identifier}/payment-methods",
@@ -57,4 +57,4 @@ async def remove_user(tenant, params) -> dict:
     processor links stays (409 user-has-records). verify-against removes the user it made
     for its run with it."""
     removed = users.remove_user(tenant, params["identifier"])
-    return {"identifier": params["identifier"], "removed": removed}
+    return UserRemoved(identifier=params["identifier"], removed=removed)

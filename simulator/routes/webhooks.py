@@ -11,9 +11,8 @@ from ..clock import isoformat
 from ..domain.identity import unguessable
 from ..domain.triggers import trigger_event
 from ..domain.shapes import UNSET, given, view_of
-from ..domain.users import success
 from ..errors import EventTypeNotFound, UnknownEventType, ValidationFailed, field_detail
-from ..schemas.api import (ReplayRequest, Secret, SecretRequest, Success, TriggerRequest,
+from ..schemas.api import (SUCCEEDED, ReplayRequest, Secret, SecretRequest, Success, TriggerRequest,
                            WebhookEndpoint, WebhookEndpointRequest, WebhookEndpointsRequest,
                            WebhookFaultsRequest)
 from ..domain.event_types import event_schema, event_types
@@ -60,11 +59,11 @@ def _check_endpoints(endpoints: list, path: str, sandbox) -> None:
                         for n, endpoint in enumerate(endpoints)], sandbox.dispatcher.policy)
 
 
-def _endpoint_record(endpoint: dict, sandbox) -> dict:
+def _endpoint_record(endpoint: dict, sandbox) -> WebhookEndpoint:
     """An endpoint as the real service shows it: `_id`, `url`, `eventTypes` (one registered
     for every type lists them all); `secretId` is not echoed."""
     types = endpoint.get("eventTypes") or event_types(sandbox.registry.service.aggregator)
-    return {"_id": endpoint["_id"], "url": endpoint["url"], "eventTypes": list(types)}
+    return WebhookEndpoint(id=endpoint["_id"], url=endpoint["url"], event_types=list(types))
 
 
 @operation("GET", "/webhooks/endpoints", "List webhook endpoints",
@@ -94,7 +93,7 @@ async def update_webhook_endpoint(tenant, params, body, sandbox) -> dict:
            errors=(404,), **REAL)
 async def delete_webhook_endpoint(tenant, params) -> dict:
     tenant.webhooks.remove_endpoint(params["id"])
-    return success()
+    return SUCCEEDED
 
 
 @operation("GET", "/secrets", "List signing secrets",
@@ -116,7 +115,7 @@ async def create_secret(tenant, body) -> dict:
            response=Success, errors=(404, 409), **REAL)
 async def delete_secret(tenant, params) -> dict:
     tenant.webhooks.remove_secret(params["id"])
-    return success()
+    return SUCCEEDED
 
 
 @operation("GET", "/_sandbox/webhooks/faults", "The delivery faults set",

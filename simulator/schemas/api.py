@@ -367,6 +367,9 @@ class Success(View, kw_only=True):
     result: SuccessResult
 
 
+SUCCEEDED = Success(success=True, result=SuccessResult(success=True))  # what an action answers
+
+
 class WorkflowTask(TaskOptions, kw_only=True):
     operation: choice("deposit", "verify", "tax")
     metadata: Maybe[Metadata] = UNSET
