@@ -192,9 +192,9 @@ TaskStatusUpdated = msgspec.defstruct(
     "TaskStatusUpdated", [(name, Maybe[raw(schema)], UNSET)
                           for name, schema in field_schemas(STEP_FIELDS).items()],
     bases=(_TaskStatusUpdated,), kw_only=True, module=__name__, namespace={
-        "__doc__": """Emitted when a Task resolves (spec: Task events): the status is final; previousStatus
-    is processing, or queued for a task that failed before it ever started processing. A
-    failure carries its reason.""",
+        "__doc__": "Emitted when a Task resolves (spec: Task events): the status is final; "
+                   "previousStatus is processing, or queued for a task that failed before it "
+                   "ever started processing. A failure carries its reason.",
         "__schema_extra__": {"allOf": [
             {"if": {"properties": {"status": {"const": "failed"}}},
              "then": {"required": ["reason"]}},

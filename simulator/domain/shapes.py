@@ -20,8 +20,8 @@ from msgspec import UNSET, Meta, UnsetType, field
 
 from ..dates import DATE_TIME
 
-__all__ = ["UNSET", "Answer", "Command", "Maybe", "Meta", "View", "choice", "decoder", "field", "given",
-           "made", "of", "raw", "schema_of", "view_of"]
+__all__ = ["UNSET", "Answer", "Command", "Maybe", "Meta", "View", "choice", "decoder", "field",
+           "given", "made", "of", "raw", "schema_of", "view_of"]
 
 T = TypeVar("T")
 S = TypeVar("S", bound=msgspec.Struct)

@@ -415,6 +415,16 @@ class TaskStatusAnswer(View, kw_only=True):
     task: StatusOfTask
 
 
+class Prescreen(View, kw_only=True):
+    """HIGH when the company is known, operational, offers the product, has headless
+    (username and password) authentication, and the account's manual-deposit rule does not
+    cover it; LOW otherwise."""
+
+    confidence: choice("HIGH", "LOW")
+    company_id: Maybe[of(str | None, "The company the request named, if the catalog has it.")
+                      ] = UNSET
+
+
 
 
 
@@ -1144,7 +1154,7 @@ class Tasks(Held[Task]):
             found.append(self.details_of(task, accounts))
         return found
 
-    def prescreen(self, named: Any, product: str) -> dict[str, Any]:
+    def prescreen(self, named: Any, product: str) -> Prescreen:
         """POST /task/prescreen: HIGH when a task for `product` at the company would start
         and run headless (username and password): the company is known, operational,
         offers the product and has headless authentication, and the account's
@@ -1154,8 +1164,8 @@ class Tasks(Held[Task]):
                 and product in company.available_products
                 and bool(company.capabilities.get("headlessAuthentication"))
                 and not self.settings.manual_deposits.applies_to(company))
-        return {"confidence": HIGH if high else LOW,
-                "companyId": company.id if company is not None else None}
+        return Prescreen(confidence=HIGH if high else LOW,
+                         company_id=company.id if company is not None else None)
 
     def _prescreened_company(self, named: Any) -> Company | None:
         """The company by `id`, else the one whose name is `name` (case, spaces and

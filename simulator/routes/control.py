@@ -14,8 +14,11 @@ from ..domain.changes import EVENT, TASK
 from ..domain.companies import full_record
 from ..domain.shapes import UNSET, given, view_of
 from ..errors import ValidationFailed, field_detail
-from ..schemas.api import (CardTokenRecreationRequest, ClockAdvanceRequest, COMPANY_CREATE_REQUEST, CompanyStatusRequest, COMPANY_UPDATE_REQUEST, EventsQuery, JournalQuery, ProfileBindingRequest, ScenarioBindingRequest, TasksQuery, TenantRequest)
 from ..domain.tasks import TaskRecord
+from ..schemas.api import (COMPANY_CREATE_REQUEST, COMPANY_UPDATE_REQUEST,
+                           CardTokenRecreationRequest, ClockAdvanceRequest, CompanyStatusRequest,
+                           EventsQuery, JournalQuery, ProfileBindingRequest,
+                           ScenarioBindingRequest, TasksQuery, TenantRequest)
 from ..schemas.responses import (CardTokenRecreation, ClockState, ClockAdvanced, ClockRun,
                                  CompanyDeleted, CompanyWithStatus, EventRecord,
                                  JournalEntry, ProfileBinding, ProfileSummary,

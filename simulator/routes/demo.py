@@ -135,7 +135,7 @@ async def demo_style() -> web.Response:
 async def demo_token(request, sandbox) -> dict:
     tenant = _demo_tenant(request, sandbox)
     token = tenant.identity.create_access_token(DEMO_VISITOR)
-    return {"publicToken": token.public_token, "identifier": DEMO_VISITOR}
+    return DemoToken(public_token=token.public_token, identifier=DEMO_VISITOR)
 
 
 @operation("POST", "/demo/reset", "The `demo` tenant back to its fixtures, and the demo "
@@ -145,7 +145,7 @@ async def demo_reset(request, sandbox) -> dict:
     """What the demo page's reset button calls, so the page never holds the tenant's keys."""
     tenant = _demo_tenant(request, sandbox)
     sandbox.registry.reset(tenant)  # a new webhook state: a new, empty inbox
-    return {"tenant": tenant.name, "reset": True}
+    return DemoReset(tenant=tenant.name, reset=True)
 
 
 @operation("GET", "/demo/profiles", "The named data profiles the demo page offers, and the one "
@@ -172,7 +172,7 @@ async def choose_demo_profile(request, body, sandbox) -> dict:
         tenant.accounts.unbind_profile(DEMO_VISITOR)
     else:
         tenant.accounts.bind_profile(DEMO_VISITOR, body.profile, None)
-    return {"identifier": DEMO_VISITOR, "profile": body.profile}
+    return ProfileChosen(identifier=DEMO_VISITOR, profile=body.profile)
 
 
 # -- the built-in receiver ----------------------------------------------------------------
@@ -202,8 +202,7 @@ async def receive_demo_webhook(request, sandbox) -> dict:
                  if name.lower().startswith("ce-") or name.lower() in KEPT_HEADERS},
         summary=summary(body, tenant, sandbox.registry.service.aggregator),
         received_at=isoformat(tenant.clock.timestamp()))
-    return {"received": received["ceId"], "sequence": received["sequence"],
-            "signature": signature}
+    return Kept(received=received["ceId"], sequence=received["sequence"], signature=signature)
 
 
 @operation("GET", RECEIVER_PATH, "What the demo receiver received, oldest first (the demo "

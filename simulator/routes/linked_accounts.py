@@ -34,7 +34,9 @@ def _data_of(kind: str):
     statements `limit`: the newest that many, in date order)."""
 
     async def data(tenant, query, params, request, sandbox) -> list:
-        identifier = _user_of(params.get("identifier") or given(getattr(query, "identifier", UNSET)))
+        # The user in the path, or (DataQuery) in the query.
+        identifier = _user_of(params.get("identifier")
+                              or given(getattr(query, "identifier", UNSET)))
         service = tenant.accounts
         accounts = service.accounts_of(identifier, given(query.linked_account))
         # Not request.url: aiohttp < 3.10.7 builds it with host="name:port", which today's

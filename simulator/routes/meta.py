@@ -25,9 +25,9 @@ class Health(View, kw_only=True):
 @operation("GET", "/health", "Health check", auth=Auth.NONE, response=Health)
 async def health(sandbox) -> dict:
     registry = sandbox.registry
-    return {"status": "ok", "environment": registry.tenants.environment,
-            "vendor": registry.service.vendor, "companies": len(registry.catalog),
-            "version": __version__, "spec": SPEC_REVISION}
+    return Health(status="ok", environment=registry.tenants.environment,
+                  vendor=registry.service.vendor, companies=len(registry.catalog),
+                  version=__version__, spec=SPEC_REVISION)
 
 
 @operation("GET", "/openapi.json", "The OpenAPI document (what this page shows)", auth=Auth.NONE,
@@ -36,8 +36,11 @@ async def openapi(sandbox) -> web.Response:
     return web.json_response(sandbox.openapi())
 
 
+INDEX = Index(dashboard="/_sandbox/", openapi="/openapi.json", docs="/docs", demo="/demo",
+              health="/health", sdk="/sdk/transact.js")
+
+
 @operation("GET", "/", "Where to go: the dashboard, the docs, the demo, the SDK",
            auth=Auth.NONE, response=Index)
 async def index() -> dict:
-    return {"dashboard": "/_sandbox/", "openapi": "/openapi.json", "docs": "/docs",
-            "demo": "/demo", "health": "/health", "sdk": "/sdk/transact.js"}
+    return INDEX

@@ -7,11 +7,10 @@ which the app fills in when it adds the routes.
 from __future__ import annotations
 
 from ..clock import isoformat
-from ..domain.processor_links import CLASSIFY, DETECT
+from ..domain.processor_links import CLASSIFY, DETECT, ProcessorTokenRequest
 from ..domain.shapes import view_of
 from ..errors import ValidationFailed, field_detail
 from ..schemas.api import ProcessorLinkRequest
-from ..domain.processor_links import ProcessorTokenRequest
 from ..schemas.responses import (EmployerMatch, PROCESSING_RESULTS, ProcessorLink,
                                  ProcessorLinkRegistered, ProcessorLinksRemoved, ProcessorToken,
                                  RecurringTransaction)
@@ -63,7 +62,8 @@ def _results(document: dict) -> Reply:
 
 
 def _token(token) -> ProcessorToken:
-    return view_of(ProcessorToken, token, processor_token=token.token, products=list(token.products))
+    return view_of(ProcessorToken, token, processor_token=token.token,
+                   products=list(token.products))
 
 
 @operation("POST", f"/_sandbox/{AGGREGATOR}/processor-token", "Mint a processor token, as the "

@@ -12,9 +12,9 @@ from ..domain.companies import full_record, search_record
 from ..domain.flow_words import flow_language, flow_page
 from ..errors import ApiError, CompanyNotFound, InvalidConfig, LinkedAccountNotYours, field_detail
 from ..domain.shapes import UNSET, Command, Maybe, View, given, of, raw, schema_of, view_of
-from ..schemas.api import (SdkConfig, SdkMfaChallenge, SdkCompanyRequest, SdkLeaveRequest, SdkLoginRequest, SdkSessionRequest, FlowTasks)
-from ..domain.tasks import TaskRecord
-from ..domain.tasks import TaskCreated
+from ..domain.tasks import TaskCreated, TaskRecord
+from ..schemas.api import (FlowTasks, SdkCompanyRequest, SdkConfig, SdkLeaveRequest,
+                           SdkLoginRequest, SdkMfaChallenge, SdkSessionRequest)
 from ..validate import schema_errors
 from ..domain.data_records import LinkedAccountRecord
 from ..schemas.responses import (LeftTask, Refusal, SdkCompany, SdkLeft, SdkSession, SdkWorkflow,
@@ -237,7 +237,8 @@ async def flow_linked_accounts(tenant, token, sandbox) -> list:
            query=DepositFormQuery, content_type="application/pdf", errors=(401, 404))
 async def deposit_form(query, sandbox) -> web.Response:
     """Opened in a new tab, so the public token comes in the query."""
-    tenant, token = sandbox.registry.tenants.authenticate_public_token(given(query.public_token, ""))
+    tenant, token = sandbox.registry.tenants.authenticate_public_token(
+        given(query.public_token, ""))
     company = tenant.companies.require(query.company_id)
     pdf = sdk.deposit_form_pdf(company.name, token.identifier, tenant.clock.now().date())
     return web.Response(body=pdf, content_type="application/pdf", headers={

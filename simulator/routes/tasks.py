@@ -12,11 +12,10 @@ from ..domain.payroll_records import paystub_lines
 from ..domain.sdk import deposit_form_pdf
 from ..domain.tenants import open_task_file
 from ..pdf import text_pdf
-from ..schemas.api import (FileQuery, FileUrl, Prescreen, PrescreenRequest, TaskDetails, TaskWorkflowCreated, TaskWorkflowRequest)
-from ..domain.tasks import TaskStatusAnswer
-from ..domain.tasks import TaskRecord
-from ..domain.tasks import TaskCreated
-from ..domain.tasks import TaskCreateRequest
+from ..domain.tasks import (Prescreen, TaskCreated, TaskCreateRequest, TaskDetails, TaskRecord,
+                            TaskStatusAnswer)
+from ..schemas.api import (FileQuery, FileUrl, PrescreenRequest, TaskWorkflowCreated,
+                           TaskWorkflowRequest)
 from ..operations import Auth, Reply, operation
 
 REAL = {"auth": Auth.API_KEYS}  # the reconstruction's default: API key and secret
@@ -82,7 +81,7 @@ async def generate_file_url(tenant, params, request, sandbox) -> Reply:
     task = tenant.tasks.get_task(params["taskId"])
     path, expires = tenant.file_url(task, params["fileId"])
     url = _origin(request) + path
-    return Reply({"url": url, "expiresAt": isoformat(expires)}, extra={"url": url})
+    return Reply(FileUrl(url=url, expires_at=isoformat(expires)), extra={"url": url})
 
 
 @operation("GET", "/task/{taskId}/file/{fileId}", "A task's file, by its signed URL",

@@ -121,17 +121,18 @@ async def delete_secret(tenant, params) -> dict:
 @operation("GET", "/_sandbox/webhooks/faults", "The delivery faults set",
            response=WebhookFaults, **CONTROL)
 async def get_faults(tenant, sandbox) -> dict:
-    return tenant.webhooks.faults.record()
+    return view_of(WebhookFaults, tenant.webhooks.faults)
 
 
 @operation("PUT", "/_sandbox/webhooks/faults", "Make deliveries misbehave (duplicates, "
            "out of order, delays)", body=WebhookFaultsRequest,
            response=WebhookFaults, **CONTROL)
 async def put_faults(tenant, body, sandbox) -> dict:
-    faults = FaultPlan(duplicate=given(body.duplicate, 0.0), out_of_order=given(body.out_of_order, 0.0),
-                       delay=given(body.delay, 0.0), delay_seconds=given(body.delay_seconds, 60.0))
+    faults = FaultPlan(duplicate=given(body.duplicate, 0.0),
+                       out_of_order=given(body.out_of_order, 0.0), delay=given(body.delay, 0.0),
+                       delay_seconds=given(body.delay_seconds, 60.0))
     tenant.webhooks.set_faults(faults)
-    return faults.record()
+    return view_of(WebhookFaults, faults)
 
 
 @operation("POST", "/_sandbox/webhooks/replay", "Send events again (same ce-id)",
@@ -150,8 +151,8 @@ async def replay(tenant, body, sandbox) -> Reply:
     else:
         events = tenant.events.query(user=given(body.user_identifier), task=given(body.task_id),
                                      since=since, until=until)
-    queued = [{"eventId": event.id, "eventType": event.type,
-               "deliveries": [d.id for d in tenant.webhooks.deliver(event, replay=True)]}
+    queued = [Replayed(event_id=event.id, event_type=event.type,
+                       deliveries=[d.id for d in tenant.webhooks.deliver(event, replay=True)])
               for event in events]
     return Reply(queued, extra={"total": len(queued)})
 

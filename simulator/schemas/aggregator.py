@@ -4,8 +4,8 @@ the tenant's credentials in the body too (`client_id`, `secret`), as the aggrega
 its nested objects and its answers are open (the aggregator adds fields)."""
 
 from ..domain import aggregator
-from ..domain.shapes import UNSET, Command, Maybe, View, choice, of, raw, schema_of
-from ..domain.shapes import NO_CONTROL_CHARACTER
+from ..domain.shapes import (NO_CONTROL_CHARACTER, UNSET, Command, Maybe, View, choice, of, raw,
+                             schema_of)
 
 Text = of(str, min_length=1, max_length=512, pattern=NO_CONTROL_CHARACTER)
 AccessToken = of(Text, "An access token of /item/public_token/exchange.")

@@ -8,20 +8,17 @@ its shape; its schema is `schema_of(struct)`, derived when an operation first ne
 
 from typing import Any
 
-
-from ..domain.companies import (SCOPES, CompanySummary)
+from ..domain.companies import SCOPES, CompanySummary
 from ..domain.data_profiles import PROFILE_SCHEMA
 from ..domain.sdk import MfaPrompt
 from ..domain.search import SearchRequest
-from ..domain.tasks import (Distribution, ScenarioName,
-                            TaskCreateRequest,
-                            TaskDetails, TaskItem, TaskItems, TaskOptions,
-                            TaskStatus)
-from ..domain.shapes import (EVENT_TYPES, PROCESSOR_TOKENS, PRODUCTS, TASK_SCENARIOS, UNSET, AnyDateTime, Command,
-                             DateTime, Identifier, Maybe, Metadata, Name, Text, Texts, UserIdentifier,
-                             View, after_cursor, choice, field, of, raw, schema_of, text)
-from ..domain.states import (DEEPLINK_STEPS, PAYMENT_METHOD,
-                             WRITTEN_PAYMENT_METHOD)
+from ..domain.shapes import (EVENT_TYPES, PROCESSOR_TOKENS, PRODUCTS, TASK_SCENARIOS, UNSET,
+                             AnyDateTime, Command, DateTime, Identifier, Maybe, Metadata, Name,
+                             Text, Texts, UserIdentifier, View, after_cursor, choice, field, of,
+                             raw, schema_of, text)
+from ..domain.states import DEEPLINK_STEPS, PAYMENT_METHOD, WRITTEN_PAYMENT_METHOD
+from ..domain.tasks import (Distribution, ScenarioName, TaskCreateRequest, TaskDetails, TaskItem,
+                            TaskItems, TaskOptions, TaskStatus)
 from ..dates import date_time_field
 from .fixtures import COMPANY_SCHEMA, CONTINUOUS_ACCESS, MANUAL_DEPOSITS
 
@@ -400,16 +397,6 @@ class PrescreenCompany(Command, kw_only=True):
 class PrescreenRequest(Command, kw_only=True):
     company: PrescreenCompany
     product: choice("deposit", "verify", "tax")
-
-
-class Prescreen(View, kw_only=True):
-    """HIGH when the company is known, operational, offers the product, has headless
-    (username and password) authentication, and the account's manual-deposit rule does not
-    cover it; LOW otherwise."""
-
-    confidence: choice("HIGH", "LOW")
-    company_id: Maybe[of(str | None, "The company the request named, if the catalog has it.")
-                      ] = UNSET
 
 
 class FileUrl(View, kw_only=True):

@@ -22,8 +22,9 @@ from ..domain.faults import FiredRule
 from ..domain.shapes import UNSET, Answer, Maybe, View, choice, field, of, raw, schema_of, view_of
 from ..domain.states import (DEEPLINK_STEPS, SCENARIO_KINDS, STEP_STATUSES,
                              WRITTEN_PAYMENT_METHOD)
-from .api import (DELIVERY_STATES, CardTokenRecreationRequest, EndpointId, EndpointWrite, ScenarioBindingRequest, WebhookFaultsRequest)
 from ..domain.tasks import TaskStatus
+from .api import (DELIVERY_STATES, CardTokenRecreationRequest, EndpointId, EndpointWrite,
+                  ScenarioBindingRequest, WebhookFaultsRequest)
 from .fixtures import ENVIRONMENTS
 from .scenarios import STEP
 
