@@ -634,13 +634,13 @@ class _PushRefresh(msgspec.Struct, frozen=True):
                                    background=True, label=f"push refresh of {account.id}",
                                    owner=account.id)
 
-    def describe(self) -> dict[str, Any]:
-        return {"account": self.account.id, "interval": self.interval}
+    def stored(self) -> Stored:
+        return self.Stored(account=self.account.id, interval=self.interval)
 
     @classmethod
-    def rebuild(cls, data: dict[str, Any], context: Any) -> _PushRefresh:
-        return cls(context.part("accounts"), context.linked_account(data["account"]),
-                   float(data["interval"]))
+    def rebuild(cls, data: Stored, context: Any) -> _PushRefresh:
+        return cls(context.part("accounts"), context.linked_account(data.account),
+                   float(data.interval))
 
 
 @action_kind("pii-deletion")
@@ -656,11 +656,11 @@ class _PiiDeletion(msgspec.Struct, frozen=True):
     def __call__(self) -> None:
         self.accounts().delete_pii(self.identifier)
 
-    def describe(self) -> dict[str, Any]:
-        return {"identifier": self.identifier}
+    def stored(self) -> Stored:
+        return self.Stored(identifier=self.identifier)
 
     @classmethod
-    def rebuild(cls, data: dict[str, Any], context: Any) -> _PiiDeletion:
-        return cls(context.part("accounts"), data["identifier"])
+    def rebuild(cls, data: Stored, context: Any) -> _PiiDeletion:
+        return cls(context.part("accounts"), data.identifier)
 
 

@@ -579,13 +579,13 @@ class _AttemptAction(msgspec.Struct, frozen=True):
     def __call__(self) -> None:
         self.outbox().start_attempt(self.delivery, self.event)
 
-    def describe(self) -> dict[str, Any]:
-        return {"event": self.event.id, "delivery": self.delivery.number}
+    def stored(self) -> Stored:
+        return self.Stored(event=self.event.id, delivery=self.delivery.number)
 
     @classmethod
-    def rebuild(cls, data: dict[str, Any], context: Any) -> _AttemptAction:
-        return cls(context.part("webhooks"), context.delivery(data["event"], data["delivery"]),
-                   context.event(data["event"]))
+    def rebuild(cls, data: Stored, context: Any) -> _AttemptAction:
+        return cls(context.part("webhooks"), context.delivery(data.event, data.delivery),
+                   context.event(data.event))
 
 
 @action_kind("release-held")
@@ -600,9 +600,9 @@ class _ReleaseHeld(msgspec.Struct, frozen=True):
     def __call__(self) -> None:
         self.outbox().release_held()
 
-    def describe(self) -> dict[str, Any]:
-        return {}
+    def stored(self) -> Stored:
+        return self.Stored()
 
     @classmethod
-    def rebuild(cls, data: dict[str, Any], context: Any) -> _ReleaseHeld:
+    def rebuild(cls, data: Stored, context: Any) -> _ReleaseHeld:
         return cls(context.part("webhooks"))

@@ -471,13 +471,13 @@ class _Stage(msgspec.Struct, frozen=True):
         """The step raised: the link ends in `error`, with its event."""
         self.links().fail_broken(self.link)
 
-    def describe(self) -> dict[str, Any]:
-        return {"link": self.link.id, "changes": self.changes}
+    def stored(self) -> _StoredStage:
+        return _StoredStage(link=self.link.id, changes=self.changes)
 
     @classmethod
-    def rebuild(cls, data: dict[str, Any], context: Any) -> _Stage:
-        changes = data["changes"]
+    def rebuild(cls, data: _StoredStage, context: Any) -> _Stage:
+        changes = msgspec.to_builtins(data.changes)  # as the step's changes are run
         if "aggregatorError" not in changes and "stage" not in changes:
             raise LookupError("a stage's changes name a `stage` or an `aggregatorError`")
-        link = context.processor_link(data["link"])
+        link = context.processor_link(data.link)
         return cls(context.part("links"), link, context.processor_token(link.token), dict(changes))

@@ -1255,13 +1255,13 @@ class _StepAction(msgspec.Struct, eq=False):
     def __str__(self) -> str:
         return f"{self.task.scenario} step for task {self.task.id}"
 
-    def describe(self) -> dict[str, Any]:
+    def stored(self) -> Stored:
         steps = self.tasks().scenarios[self.task.scenario].steps
         index = next((n for n, step in enumerate(steps) if step is self.step), None)
-        return {"task": self.task.id, "scenario": self.task.scenario,
-                "step": steps.index(self.step) if index is None else index}
+        return self.Stored(task=self.task.id, scenario=self.task.scenario,
+                           step=steps.index(self.step) if index is None else index)
 
     @classmethod
-    def rebuild(cls, data: dict[str, Any], context: Any) -> _StepAction:
-        return cls(context.part("tasks"), context.task(data["task"]),
-                   context.step(data["scenario"], data["step"], "task"))
+    def rebuild(cls, data: Stored, context: Any) -> _StepAction:
+        return cls(context.part("tasks"), context.task(data.task),
+                   context.step(data.scenario, data.step, "task"))

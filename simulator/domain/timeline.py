@@ -12,21 +12,24 @@ from collections.abc import Callable, Iterable
 from functools import cache
 from typing import Any
 
+import msgspec
+
 from ..validate import schema_errors
 from .shapes import schema_of
 from .stored import COUNT, STRING, TIME, LoadError, Sections, obj
 
 # Every kind of scheduled action, by the name it gives itself in a snapshot (snapshot.py):
-# a small tagged union. A registered class's instances `describe()` themselves as data
-# (`{"kind": ..., ...}`, ids rather than objects) and `rebuild(data, context)` makes one
-# from that data again, with the restored objects the context finds by id.
+# a small tagged union. A registered class's instances say what a snapshot keeps of them as
+# their struct `Stored` (`stored()`: ids rather than objects; written with the kind) and
+# `rebuild(stored, context)` makes one from it again, with the restored objects the context
+# finds by id.
 ACTION_KINDS: dict[str, type] = {}
 
 
 def action_kind(kind: str) -> Callable[[type], type]:
     """Class decorator: registers a kind of scheduled action under `kind`. The class says
     how a snapshot keeps it, besides its kind (the timeline writes and reads that): its
-    struct `Stored`, `describe()` and `rebuild(data, context)`."""
+    struct `Stored`, `stored()` and `rebuild(stored, context)`."""
 
     def register(cls: type) -> type:
         if ACTION_KINDS.get(kind, cls) is not cls:
@@ -72,10 +75,11 @@ class Job:
 
     def describe(self) -> dict[str, Any]:
         """The job as data (snapshots): when, in which order, and what, as its action
-        describes itself (an action without `describe` is not of a registered kind)."""
+        keeps it (an action without `stored` is not of a registered kind)."""
         return {"due": self.due, "sequence": self.sequence, "background": self.background,
                 "owner": self.owner, "label": self._label,
-                "action": {"kind": self.action.kind, **self.action.describe()}}
+                "action": {"kind": self.action.kind,
+                           **msgspec.to_builtins(self.action.stored())}}
 
 
 class Timeline:
@@ -211,8 +215,11 @@ class Timeline:
             if raw["sequence"] >= next_sequence:
                 raise LoadError(f"{path}.sequence", "must be below counters.nextJobSequence")
             sequences.add(raw["sequence"])
+            kind = ACTION_KINDS[raw["action"]["kind"]]
+            stored = msgspec.convert({name: value for name, value in raw["action"].items()
+                                      if name != "kind"}, kind.Stored, strict=False)
             try:
-                action = ACTION_KINDS[raw["action"]["kind"]].rebuild(raw["action"], loading)
+                action = kind.rebuild(stored, loading)
             except LookupError as error:
                 raise LoadError(f"{path}.action", str(error).strip("'\"")) from None
             jobs.append(Job(float(raw["due"]), raw["sequence"], action, raw["label"],
