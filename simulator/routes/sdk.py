@@ -217,7 +217,7 @@ async def flow_workflow(tenant, token, params, sandbox) -> dict:
     """The hosted flow follows its workflow here: each task as GET /task/{taskId} shows it,
     with `highLatency` once it has signed in for longer than the flow waits quietly; a
     task a `finish` option holds back is `pending` until it starts."""
-    return sdk.flow_workflow(tenant, token, params["taskWorkflow"])
+    return SdkWorkflow(**sdk.flow_workflow(tenant, token, params["taskWorkflow"]))
 
 
 @operation("GET", "/sdk/linked-accounts", "The user's linked accounts (the account step)",

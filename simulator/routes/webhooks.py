@@ -99,16 +99,17 @@ async def delete_webhook_endpoint(tenant, params) -> dict:
 @operation("GET", "/secrets", "List signing secrets",
            response=list[Secret], **REAL)
 async def list_secrets(tenant) -> list:
-    return list(tenant.webhooks.secrets.values())
+    return [msgspec.convert(secret, Secret) for secret in tenant.webhooks.secrets.values()]
 
 
 @operation("POST", "/secrets", "Create a signing secret", body=SecretRequest, response=Secret,
            **REAL)
 async def create_secret(tenant, body) -> dict:
     """The token is random (never from the seed), as the API secret is."""
-    return tenant.webhooks.add_secret({"_id": tenant.ids.object_id(), "name": body.name,
-                                       "token": unguessable(SECRET_PREFIX),
-                                       "createdAt": isoformat(tenant.clock.timestamp())})
+    secret = Secret(id=tenant.ids.object_id(), name=body.name, token=unguessable(SECRET_PREFIX),
+                    created_at=isoformat(tenant.clock.timestamp()))
+    tenant.webhooks.add_secret(msgspec.to_builtins(secret))  # kept as the snapshot writes it
+    return secret
 
 
 @operation("DELETE", "/secrets/{id}", "Delete a signing secret no endpoint uses",
