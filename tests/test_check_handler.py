@@ -29,6 +29,7 @@ from payroll_sandbox.checker import (BURST, CHECKS, DUPLICATE_DELIVERY, EVERY_EV
                                MISSING_SIGNATURE, NO_REDIRECT, OUT_OF_ORDER, PASS, SKIP,
                                STATE_URL, UNKNOWN_EVENT_TYPE, WRONG_SIGNATURE, CheckerError,
                                check_handler, check_handler_async)
+from payroll_sandbox.checker.checks import BURST_CONCURRENCY, BURST_DELIVERIES
 from payroll_sandbox.cli import default_credentials, main
 from payroll_sandbox.domain.event_types import event_types
 
@@ -275,7 +276,8 @@ async def test_naive_handler_fails_exactly_the_signature_duplicate_and_unknown_t
     assert "400" in report.check(UNKNOWN_EVENT_TYPE).received
     # The report reads as an assertion message: one line per check, then the summary.
     text = str(report)
-    assert text.splitlines()[0].startswith("PASS every-event-type: sent 33 deliveries")
+    assert text.splitlines()[0].startswith(
+        f"PASS every-event-type: sent {len(event_types('aggregator'))} deliveries")
     assert text.splitlines()[-1].endswith(
         "failed: wrong-signature, missing-signature, duplicate-delivery, unknown-event-type")
 
@@ -533,8 +535,9 @@ def test_cli_against_the_example_handler_prints_every_check_passing_and_exits_0(
     lines = result.stdout.splitlines()
     assert [line.split(":")[0] for line in lines[:-1]] == [f"PASS {name}" for name in CHECKS]
     burst = next(line for line in lines if line.startswith("PASS burst:"))
-    assert "sent 200 deliveries of 33 event types, 20 at a time; got 2xx to all 200" in burst
-    assert lines[-1].startswith("10 passed, 0 failed, 0 skipped in ")
+    assert (f"sent {BURST_DELIVERIES} deliveries of {len(event_types('aggregator'))} event "
+            f"types, {BURST_CONCURRENCY} at a time; got 2xx to all {BURST_DELIVERIES}") in burst
+    assert lines[-1].startswith(f"{len(CHECKS)} passed, 0 failed, 0 skipped in ")
 
 
 def test_cli_json_parses_and_exits_0_with_only_the_secret(example_process):
@@ -545,7 +548,7 @@ def test_cli_json_parses_and_exits_0_with_only_the_secret(example_process):
     assert {c["name"]: c["status"] for c in report["checks"]} == {
         **{name: PASS for name in CHECKS}, STATE_URL: SKIP}
     burst = next(c for c in report["checks"] if c["name"] == BURST)
-    assert len(burst["deliveries"]) == 200 and burst["p99Ms"] < 15_000
+    assert len(burst["deliveries"]) == BURST_DELIVERIES and burst["p99Ms"] < 15_000
 
 
 def test_cli_without_secret_says_first_it_signs_with_the_default_tenants_and_exits_1(
