@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
-from conftest import ACME
+from conftest import ACME, WALMART
 
 
 async def call(client, method: str, path: str, *, status: int = 200, headers: dict = ACME,
@@ -20,15 +20,39 @@ async def error_of(client, method: str, path: str, status: int, *, headers: dict
     return (await call(client, method, path, status=status, headers=headers, **kwargs))["error"]
 
 
-async def advance(client, seconds: float, *, headers: dict = ACME) -> None:
-    await call(client, "POST", "/_sandbox/clock/advance", json={"seconds": seconds}, headers=headers)
+async def advance(client, seconds: float, *, headers: dict = ACME) -> dict:
+    """POST /_sandbox/clock/advance: the clock moved `seconds` on; its answer's `data`."""
+    return (await call(client, "POST", "/_sandbox/clock/advance", json={"seconds": seconds},
+                       headers=headers))["data"]
 
 
-async def run_until_idle(client, *, headers: dict = ACME) -> None:
+async def run_until_idle(client, *, headers: dict = ACME) -> dict:
+    """POST /_sandbox/clock/run-until-idle, which must end idle; its answer's `data`."""
     body = await call(client, "POST", "/_sandbox/clock/run-until-idle", headers=headers)
     assert body["data"]["idle"] is True
+    return body["data"]
 
 
 async def today(client, *, headers: dict = ACME) -> date:
     body = await call(client, "GET", "/_sandbox/clock", headers=headers)
     return date.fromisoformat(body["data"]["now"][:10])
+
+
+def task_body(identifier: str | None = "user-1", *, company: str | None = WALMART,
+              product: str | None = "deposit", scenario: str | None = None,
+              **extra: Any) -> dict[str, Any]:
+    """A POST /task/create body: one `product` task at `company` for `identifier`, in
+    `scenario` (a field given None is left out: the server's default, or a refusal)."""
+    body = {"identifier": identifier, "company": company, "product": product,
+            "scenario": scenario, **extra}
+    return {name: value for name, value in body.items() if value is not None}
+
+
+async def create_task(client, identifier: str | None = "user-1", *, status: int = 200,
+                      headers: dict = ACME, **fields: Any) -> dict:
+    """POST /task/create with API keys (the body as `task_body` makes it): the answer's
+    `data`, the workflow (`id` is its first task's), or with a refusal's `status`, its
+    `error`."""
+    body = await call(client, "POST", "/task/create", status=status, headers=headers,
+                      json=task_body(identifier, **fields))
+    return body["data"] if status == 200 else body["error"]

@@ -24,6 +24,7 @@ import msgspec
 import pytest
 from jsonschema import Draft202012Validator
 
+from calls import task_body
 from payroll_sandbox.app import LoadedFixtures, build_registry, load, tenant_services
 from payroll_sandbox.clock import Clock
 from payroll_sandbox.domain import sdk
@@ -113,6 +114,11 @@ class Engine:
         """POST /task/create with API keys: the body read as the handler reads it."""
         return (tenant or self.tenant).tasks.create_task(
             CreateTask(msgspec.convert(body, TaskCreateRequest)))
+
+    def create_task(self, identifier: str | None = "user-1", *, tenant: Tenant | None = None,
+                    **fields: Any) -> tuple[Workflow, list[Task]]:
+        """POST /task/create with API keys, its body as calls.task_body makes it."""
+        return self.api_task(task_body(identifier, **fields), tenant)
 
     def public_token(self, identifier: str, tenant: Tenant | None = None) -> Any:
         """POST /access-token: the user's PublicToken."""

@@ -98,6 +98,10 @@ class Receiver:
     def received(self, path: str | None = None) -> list[Received]:
         return [r for r in self.requests if path is None or r.path == path]
 
+    def release(self) -> None:
+        """Every HANG reply, waiting or to come, answers 200 now (as on stop)."""
+        self._release.set()
+
     def clear(self) -> None:
         self.requests.clear()
         self._replies.clear()

@@ -85,10 +85,12 @@ def test_generated_catalog_has_franchise_networks_and_every_status(tmp_path: Pat
     (tmp_path / "accounts.yaml").write_text(
         "accounts: [{name: a, apiKey: key-a-123456, apiSecret: secret-a-123456, "
         "environment: sandbox}]\n")
-    (tmp_path / "companies.yaml").write_text("catalog: {generate: 3000, franchiseShare: 0.2}\n")
+    generate = 3000
+    (tmp_path / "companies.yaml").write_text(
+        f"catalog: {{generate: {generate}, franchiseShare: 0.2}}\n")
     catalog = load(Settings(fixtures=tmp_path)).catalog
     companies = catalog.ordered
-    assert len(companies) == 3000
+    assert len(companies) == generate
     parents = [c for c in companies if "franchise-parent" in c.tags]
     assert parents and all(len(catalog.children_of(p.id)) >= 1 for p in parents)
     assert {c.status for c in companies} == {"operational", "under-maintenance", "disabled"}

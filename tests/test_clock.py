@@ -12,33 +12,20 @@ from datetime import datetime, timezone
 
 import pytest
 import yaml
-from conftest import ACME, GLOBEX, WALMART, run_cli
+from calls import advance, create_task, task_body
+from conftest import ACME, GLOBEX, run_cli
 from test_cli import copy_fixtures, post, serving
 
 from payroll_sandbox.app import build_registry, create_app
 from payroll_sandbox.settings import Settings, bundled_dir
 
 START = 1_780_000_000  # the manual clock of conftest
-TASK = {"identifier": "user-1", "company": WALMART, "product": "deposit"}
 
 
 async def clock_of(client, headers=ACME) -> dict:
     response = await client.get("/_sandbox/clock", headers=headers)
     assert response.status == 200, await response.text()
     return (await response.json())["data"]
-
-
-async def advance(client, seconds, headers=ACME) -> dict:
-    response = await client.post("/_sandbox/clock/advance", json={"seconds": seconds},
-                                 headers=headers)
-    assert response.status == 200, await response.text()
-    return (await response.json())["data"]
-
-
-async def create_task(client, headers=ACME, **body) -> str:
-    response = await client.post("/task/create", json={**TASK, **body}, headers=headers)
-    assert response.status == 200, await response.text()
-    return (await response.json())["data"]["id"]
 
 
 async def status_of(client, task_id, headers=ACME) -> str:
@@ -72,7 +59,7 @@ async def test_clock_advance_moves_now_by_exactly_the_seconds(client):
 
 
 async def test_clock_advance_runs_the_steps_that_fall_due(client):
-    task_id = await create_task(client)
+    task_id = (await create_task(client))["id"]
     assert (await advance(client, 0))["jobsRun"] == 0
     assert await status_of(client, task_id) == "queued"
     data = await advance(client, 2)  # happy-path: processing at 1 s
@@ -86,7 +73,7 @@ async def test_clock_advance_runs_the_steps_that_fall_due(client):
 
 
 async def test_clock_advance_runs_each_step_at_its_own_virtual_time(client):
-    task_id = await create_task(client)
+    task_id = (await create_task(client))["id"]
     await advance(client, 3600)
     response = await client.get(f"/task/{task_id}", headers=ACME)
     history = (await response.json())["data"]["history"]
@@ -114,8 +101,8 @@ async def test_clock_advance_with_bad_seconds_is_422_and_does_not_move(client, b
 
 
 async def test_clock_run_until_idle_runs_every_task_to_its_end(client):
-    fast = await create_task(client)
-    slow = await create_task(client, scenario="slow-processing")
+    fast = (await create_task(client))["id"]
+    slow = (await create_task(client, scenario="slow-processing"))["id"]
     response = await client.post("/_sandbox/clock/run-until-idle", headers=ACME)
     assert response.status == 200
     data = (await response.json())["data"]
@@ -146,14 +133,14 @@ async def test_clock_is_per_tenant(aiohttp_client, loaded):
     settings = Settings(port=0, clock="manual")
     client = await aiohttp_client(create_app(settings, registry=build_registry(settings, loaded=loaded)))
     acme_before, globex_before = await clock_of(client, ACME), await clock_of(client, GLOBEX)
-    globex_task = await create_task(client, headers=GLOBEX)
-    data = await advance(client, 3600, ACME)
+    globex_task = (await create_task(client, headers=GLOBEX))["id"]
+    data = await advance(client, 3600, headers=ACME)
     assert data["timestamp"] == acme_before["timestamp"] + 3600
     globex_after = await clock_of(client, GLOBEX)
     assert globex_after["timestamp"] == globex_before["timestamp"]
     assert globex_after["pendingJobs"] == 3
     assert await status_of(client, globex_task, GLOBEX) == "queued"
-    await advance(client, 10, GLOBEX)
+    await advance(client, 10, headers=GLOBEX)
     assert await status_of(client, globex_task, GLOBEX) == "completed"
     assert (await clock_of(client, ACME))["timestamp"] == acme_before["timestamp"] + 3600
 
@@ -171,7 +158,7 @@ def test_real_clock_process_completes_a_happy_path_task_within_two_seconds():
         headers = {"x-api-key": key, "x-api-secret": secret}
         clock = get(f"{base_url}/_sandbox/clock", headers)["data"]
         assert clock["mode"] == "real" and clock["timeScale"] == 600
-        status, body = post(f"{base_url}/task/create", TASK, headers)
+        status, body = post(f"{base_url}/task/create", task_body(), headers)
         assert status == 200, body
         task_id = body["data"]["id"]
         # happy-path lasts 8 virtual seconds: about 13 ms of wall time at 600x.

@@ -1,12 +1,12 @@
-"""Compatibility with the behaviour pinned in tests/golden/ (made from commit 2745e81 by
-tests/golden/make.py, with the same driving code, tests/golden/drive.py).
+"""Compatibility with the behaviour pinned in tests/golden/ (made by tests/golden/make.py,
+with the same driving code, tests/golden/drive.py).
 
-- A version-1 snapshot of a tenant with a bit of everything restores into a fresh server
-  of the same seed and environment (migrated to this server's version), reads back as that
-  migrated document and through the API
-  as the same tenant, and once the clock is advanced runs its pending jobs (scenario steps,
-  pipeline stages, webhook retries, a patch, a push refresh) to the same events, deliveries
-  and records as the code that took it.
+- A version-1 snapshot of a tenant with a bit of everything (snapshot-v1.json, written by
+  the code of 2745e81 and frozen: make.py never writes it) restores into a fresh server of
+  the same seed and environment (migrated to this server's version), reads back as that
+  migrated document and through the API as snapshot-v1-reads.json says, and once the clock
+  is advanced runs its pending jobs (scenario steps, pipeline stages, webhook retries, a
+  patch, a push refresh) to the same events, deliveries and records.
 - Every bundled scenario, with the same seed, makes the same ids and the same events in the
   same order. A scenario file without a golden entry fails until the files are remade.
 
@@ -14,8 +14,9 @@ Left out of every comparison, because the seed does not decide them: unguessable
 (numbered placeholders keep "the same token" visible), the wall clock (attempts' wallTime
 and latencyMs, the journal's durationMs), HMAC signatures (keyed by a random tenant
 secret) and ports. A restored tenant's journal goes on with the requests made since, so the
-saved entries are compared as its beginning. What changed on purpose since the files were
-made is applied to their values before comparing (scenario_now, snapshot_now, reads_now).
+saved entries are compared as its beginning. What changed on purpose since the frozen
+document was written is applied to it before comparing (snapshot_now); a change of the
+other files is made by remaking them.
 """
 
 from __future__ import annotations
@@ -39,54 +40,33 @@ READS: dict[str, Any] = json.loads((GOLDEN / "snapshot-v1-reads.json")
 MIGRATED: dict[str, Any] = snapshot.migrated(SNAPSHOT)
 BUNDLED = drive.bundled_scenarios()
 REMAKE = ("remake the golden files with `python tests/golden/make.py` (run by the code whose "
-          "behaviour they should pin) and review their diff")
+          "behaviour they should pin; it leaves snapshot-v1.json as it is) and review their "
+          "diff")
 
 
-# -- what changed on purpose since the golden files were made ----------------------------------
+# -- what changed on purpose since the version-1 document was written ---------------------------
 #
-# The files stay as the older code wrote them (a version-1 snapshot cannot be made again);
-# each deliberate change of behaviour since is applied to their values here, before they are
-# compared, so everything else still pins what it did.
+# The document stays as the older code wrote it (a version-1 snapshot cannot be made again);
+# each deliberate change of behaviour since that shows in it is applied to its values here,
+# before they are compared, so everything else still pins what it did.
 
 SCOPES: dict[str, str] = yaml.safe_load(
     (REPO / "fixtures" / "service.yaml").read_text(encoding="utf-8"))["products"]
-# The events a restore brings back: the ledger keeps them as they were sent.
-RESTORED_EVENTS = max(event["sequence"] for event in SNAPSHOT["events"])
 
 
 def _pay_link_method_only(record: Any) -> Any:
     """Issue 33, point 12: the spec gives `authenticationMethod` values "For pay-link
-    Tasks" only (Task), so a task of another scope has it null, in its record and in the
-    task events made since (older code gave every task one)."""
+    Tasks" only (Task), so a task of another scope has it null (older code gave every task
+    one)."""
     if (isinstance(record, dict) and record.get("authenticationMethod") is not None
             and SCOPES.get(record.get("product")) != "pay-link"):
         return {**record, "authenticationMethod": None}
     return record
 
 
-def scenario_now(expected: dict[str, Any]) -> dict[str, Any]:
-    """A golden scenario run as this code makes it."""
-    now = {**expected, "events": [{**event, "body": _pay_link_method_only(event["body"])}
-                                  for event in expected["events"]]}
-    if "task" in expected:
-        now["task"] = _pay_link_method_only(expected["task"])
-    return now
-
-
 def snapshot_now(document: dict[str, Any]) -> dict[str, Any]:
     """The golden snapshot as this code takes it again after restoring it."""
     return {**document, "tasks": [_pay_link_method_only(task) for task in document["tasks"]]}
-
-
-def reads_now(reads: dict[str, Any]) -> dict[str, Any]:
-    """A golden tenant's reads as this code answers them: its tasks, and the events emitted
-    after the restore (those it brought back are as they were sent)."""
-    return {**reads, "tasks": [_pay_link_method_only(task) for task in reads["tasks"]],
-            "taskDetails": {task_id: _pay_link_method_only(task)
-                            for task_id, task in reads["taskDetails"].items()},
-            "events": [event if event["sequence"] <= RESTORED_EVENTS
-                       else {**event, "body": _pay_link_method_only(event["body"])}
-                       for event in reads["events"]]}
 
 
 @pytest.fixture(scope="module")
@@ -115,11 +95,7 @@ async def restored(aiohttp_client, golden_fixtures, receiver) -> tuple[Any, dict
     """A fresh server with the golden snapshot restored into a tenant of the same name,
     its webhooks going to `receiver`; the client and the tenant's keys."""
     client = await aiohttp_client(drive.new_app(golden_fixtures))
-    keys = await drive.make_golden_tenant(client)
-    document = drive.replaced(SNAPSHOT, {drive.RECEIVER: receiver.url})
-    answer = await drive.restore(client, keys, document)
-    assert answer["restored"] is True
-    return client, keys
+    return client, await drive.restore_golden(client, SNAPSHOT, receiver.url)
 
 
 async def test_v1_snapshot_restores_and_reads_as_it_was_taken(aiohttp_client, golden_fixtures,
@@ -133,20 +109,16 @@ async def test_v1_snapshot_restores_and_reads_as_it_was_taken(aiohttp_client, go
     assert_golden(again["journal"][:len(MIGRATED["journal"])], MIGRATED["journal"],
                   "the restored journal's saved entries")
 
-    document = drive.replaced(SNAPSHOT, {drive.RECEIVER: golden_receiver.url})
-    reads = await drive.reads(client, keys, document)
-    assert_golden(drive.normalized_reads(reads, client, golden_receiver.url),
-                  reads_now(READS["beforeSnapshot"]), "the restored tenant, read through the API,")
+    assert_golden(await drive.golden_reads(client, keys, SNAPSHOT, golden_receiver.url),
+                  READS["atRestore"], "the restored tenant, read through the API,")
 
 
 async def test_v1_snapshot_runs_its_pending_jobs_as_the_code_that_took_it(
         aiohttp_client, golden_fixtures, golden_receiver):
     client, keys = await restored(aiohttp_client, golden_fixtures, golden_receiver)
     await drive.advance(client, drive.ADVANCE_AFTER_RESTORE, keys)
-    document = drive.replaced(SNAPSHOT, {drive.RECEIVER: golden_receiver.url})
-    reads = await drive.reads(client, keys, document)
-    assert_golden(drive.normalized_reads(reads, client, golden_receiver.url),
-                  reads_now(READS["afterRestoreAndAdvance"]),
+    assert_golden(await drive.golden_reads(client, keys, SNAPSHOT, golden_receiver.url),
+                  READS["afterRestoreAndAdvance"],
                   f"the tenant {drive.ADVANCE_AFTER_RESTORE} s after the restore")
 
 
@@ -159,7 +131,7 @@ async def test_scenario_makes_the_golden_ids_and_events(aiohttp_client, golden_f
     if name not in BUNDLED:
         pytest.fail(f"tests/golden/scenarios.json has {name!r}, which scenarios/ no longer "
                     f"bundles: {REMAKE}")
-    expected = scenario_now(SCENARIOS[name])
+    expected = SCENARIOS[name]
     client = await aiohttp_client(drive.new_app(golden_fixtures))
     record = await drive.run_scenario(client, name)
 

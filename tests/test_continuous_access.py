@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from calls import advance, call, error_of, run_until_idle, today
+from calls import advance, call, create_task, error_of, run_until_idle, today
 from conftest import ACME, REPO, WALMART
 from receiver import assert_events_valid
 from payroll_sandbox.datagen import ProfileFactory
@@ -73,15 +73,6 @@ async def new_tenant(client, receiver, **request: Any) -> dict:
     return headers
 
 
-async def create_task(client, identifier: str | None = None, *, company: str | None = WALMART,
-                      product: str | None = "deposit", scenario: str | None = "happy-path",
-                      headers: dict = ACME, **extra: Any) -> str:
-    body = {"identifier": identifier, "company": company, "product": product,
-            "scenario": scenario, **extra}
-    body = {k: v for k, v in body.items() if v is not None}
-    return (await call(client, "POST", "/task/create", json=body, headers=headers))["data"]["id"]
-
-
 async def task(client, task_id: str, *, headers: dict = ACME) -> dict:
     return (await call(client, "GET", f"/task/{task_id}", headers=headers))["data"]
 
@@ -98,7 +89,8 @@ async def get_data(client, resource: str, identifier: str | None = None, *,
 async def link(client, identifier: str, *, company: str = WALMART, product: str = "deposit",
                headers: dict = ACME) -> dict:
     """A completed user-link task; the linked account it left."""
-    await create_task(client, identifier, company=company, product=product, headers=headers)
+    await create_task(client, identifier, company=company, product=product,
+                      scenario="happy-path", headers=headers)
     await run_until_idle(client, headers=headers)
     accounts = [a for a in await get_data(client, "linked-accounts", identifier, headers=headers)
                 if a["companyId"] == company]
@@ -134,7 +126,8 @@ async def changes_since(client, revision: int) -> tuple[list[dict], int]:
 
 @pytest.mark.parametrize("product", ["deposit", "verify"])
 async def test_completed_user_link_task_creates_one_linked_account(sandbox, receiver, product):
-    task_id = await create_task(sandbox, "link-user", product=product)
+    task_id = (await create_task(sandbox, "link-user", product=product,
+                                 scenario="happy-path"))["id"]
     await run_until_idle(sandbox)
     assert (await task(sandbox, task_id))["status"] == "completed"
 
@@ -156,7 +149,7 @@ async def test_completed_user_link_task_creates_one_linked_account(sandbox, rece
     assert connected[0]["sequence"] > completed[0]["sequence"]
 
     # A second completed task for the same user and company keeps the one account.
-    await create_task(sandbox, "link-user", product=product)
+    await create_task(sandbox, "link-user", product=product, scenario="happy-path")
     await run_until_idle(sandbox)
     assert [a["_id"] for a in await get_data(sandbox, "linked-accounts", "link-user")] \
         == [account["_id"]]
@@ -165,7 +158,7 @@ async def test_completed_user_link_task_creates_one_linked_account(sandbox, rece
 
 
 async def test_failed_user_link_task_creates_no_linked_account(sandbox, receiver):
-    task_id = await create_task(sandbox, "failed-user", scenario="connection-error")
+    task_id = (await create_task(sandbox, "failed-user", scenario="connection-error"))["id"]
     await run_until_idle(sandbox)
     assert (await task(sandbox, task_id))["status"] == "failed"
     assert await get_data(sandbox, "linked-accounts", "failed-user") == []
@@ -174,7 +167,8 @@ async def test_failed_user_link_task_creates_no_linked_account(sandbox, receiver
 
 
 async def test_switch_task_creates_no_linked_account(sandbox, receiver):
-    task_id = await create_task(sandbox, "switch-user", company=NETFLIX, product="switch")
+    task_id = (await create_task(sandbox, "switch-user", company=NETFLIX, product="switch",
+                                 scenario="happy-path"))["id"]
     await run_until_idle(sandbox)
     assert (await task(sandbox, task_id))["status"] == "completed"
     assert await get_data(sandbox, "linked-accounts", "switch-user") == []
@@ -523,8 +517,8 @@ async def test_pull_refresh_task_syncs_with_the_task_id(sandbox, receiver):
     assert [r for r in await ledger(sandbox, headers=headers)
             if r["eventType"].endswith("-synced")] == []  # no push on this tenant
 
-    task_id = await create_task(sandbox, company=None, product=None, scenario=None,
-                                linkedAccount=account["_id"], headers=headers)
+    task_id = (await create_task(sandbox, None, company=None, product=None,
+                                 linkedAccount=account["_id"], headers=headers))["id"]
     record = await task(sandbox, task_id, headers=headers)
     assert record["linkedAccount"] == account["_id"]
     assert record["company"] == WALMART
@@ -550,8 +544,8 @@ async def test_pull_refresh_task_syncs_with_the_task_id(sandbox, receiver):
     assert len(now) == len(before) + len(new_ids)
 
     # The identifier is optional; a wrong one is refused.
-    second = await create_task(sandbox, "pull-user", company=None, product=None, scenario=None,
-                               linkedAccount=account["_id"], headers=headers)
+    second = (await create_task(sandbox, "pull-user", company=None, product=None,
+                                linkedAccount=account["_id"], headers=headers))["id"]
     await run_until_idle(sandbox, headers=headers)
     assert (await task(sandbox, second, headers=headers))["status"] == "completed"
     assert of_type(await ledger(sandbox, headers=headers, task=second), "statements-synced")
@@ -591,8 +585,8 @@ async def test_disconnect_stops_refreshes_until_reconnect(sandbox, receiver):
     assert since(await ledger(sandbox), last) == []
 
     # A refresh does not recover it: the task fails with auth-expired.
-    task_id = await create_task(sandbox, company=None, product=None, scenario=None,
-                                linkedAccount=account_id)
+    task_id = (await create_task(sandbox, None, company=None, product=None,
+                                 linkedAccount=account_id))["id"]
     await run_until_idle(sandbox)
     record = await task(sandbox, task_id)
     assert record["status"] == "failed"
@@ -624,7 +618,7 @@ async def test_completed_user_link_task_reconnects_a_disconnected_account(sandbo
     await call(sandbox, "POST", f"/_sandbox/linked-accounts/{account['_id']}/disconnect")
     last = (await ledger(sandbox))[-1]["sequence"]
 
-    await create_task(sandbox, "relinker")
+    await create_task(sandbox, "relinker", scenario="happy-path")
     await run_until_idle(sandbox)
     (listed,) = await get_data(sandbox, "linked-accounts", "relinker")
     assert listed["_id"] == account["_id"] and listed["connected"] is True
@@ -673,7 +667,7 @@ async def test_linked_account_disconnected_scenario_disconnects_the_account(sand
 
 async def test_pii_data_deleted_scenario_deletes_the_users_data(sandbox, receiver):
     await link(sandbox, "scripted-erase")
-    task_id = await create_task(sandbox, "scripted-erase", scenario="pii-data-deleted")
+    task_id = (await create_task(sandbox, "scripted-erase", scenario="pii-data-deleted"))["id"]
     await run_until_idle(sandbox)
     (event,) = of_type(await ledger(sandbox), "pii-data-deleted")
     assert event["body"]["task"] == task_id

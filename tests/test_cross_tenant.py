@@ -78,9 +78,9 @@ async def sandbox(aiohttp_client, loaded, receiver):
 
 
 @pytest.fixture
-async def world(sandbox, receiver) -> dict[str, Any]:
+async def world(sandbox, receiver, loaded) -> dict[str, Any]:
     """A's objects, made through HTTP and run to the end on A's clock; B has one user."""
-    w: dict[str, Any] = {"endpoint": receiver.url(A_HOOKS)}
+    w: dict[str, Any] = {"endpoint": receiver.url(A_HOOKS), "catalog": len(loaded.catalog)}
     await call(sandbox, "PUT", "/_sandbox/webhooks/endpoints", headers=A,
                json={"endpoints": [{"url": w["endpoint"]}]})
     token = (await call(sandbox, "POST", "/access-token", headers=A,
@@ -207,8 +207,8 @@ def companies(w) -> list[Probe]:
             refused("POST", "/_sandbox/events/trigger",
                     json={"eventType": "company-updated", "companyId": company}),
             listing("POST", "/company/search", json={"query": A_COMPANY["name"], "limit": 100}),
-            *[listing("GET", "/company/list", params={"limit": "1000", "skip": skip})
-              for skip in ("0", "1000")],  # the catalog holds over 1000 companies
+            *[listing("GET", "/company/list", params={"limit": "1000", "skip": str(skip)})
+              for skip in range(0, w["catalog"] + 1, 1000)],  # every page of B's list
             refused("DELETE", f"/_sandbox/companies/{company}")]
 
 

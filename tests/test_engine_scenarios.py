@@ -247,14 +247,13 @@ def timestamp(iso: str) -> float:
     return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
-def create_task(engine: Engine, scenario: str, *, identifier: str = "e2e-user",
-                target: dict[str, str] | None = None, **extra: Any) -> tuple[str, Task]:
-    """POST /task/create with API keys, as the route calls it: the workflow's id and the
-    task, queued."""
-    target = target or EXPECTED[scenario].target
-    body = {"identifier": identifier, "company": target["company"], "product": target["product"],
-            "scenario": scenario, **extra}
-    workflow, tasks = engine.api_task(body)
+def scenario_task(engine: Engine, scenario: str, *, identifier: str = "e2e-user",
+                  **extra: Any) -> tuple[str, Task]:
+    """A task of `scenario` at its expected target (Engine.create_task, as the route calls
+    it): the workflow's id and the task, queued."""
+    target = EXPECTED[scenario].target
+    workflow, tasks = engine.create_task(identifier, company=target["company"],
+                                         product=target["product"], scenario=scenario, **extra)
     assert [(t.scenario, t.status) for t in tasks] == [(scenario, "queued")]
     return workflow.id, tasks[0]
 
@@ -275,7 +274,7 @@ def test_every_scenario_file_has_expected_events():
 def test_scenario_emits_exact_events(engine, scenario):
     expected = EXPECTED[scenario]
     start = engine.now()
-    _, task = create_task(engine, scenario)
+    _, task = scenario_task(engine, scenario)
     engine.run_until_idle()
 
     events = task_events(engine, task.id)
@@ -290,7 +289,7 @@ def test_scenario_emits_exact_events(engine, scenario):
 def test_scenario_task_events_carry_the_spec_fields(engine, scenario):
     expected = EXPECTED[scenario]
     target = expected.target
-    workflow_id, created = create_task(engine, scenario, identifier="fields-user")
+    workflow_id, created = scenario_task(engine, scenario, identifier="fields-user")
     engine.run_until_idle()
     task = msgspec.to_builtins(TaskRecord.of(created))  # GET /task/{id}
     events = task_events(engine, created.id)
@@ -338,7 +337,7 @@ def test_scenario_task_events_carry_the_spec_fields(engine, scenario):
 
 @pytest.mark.parametrize("scenario", SCENARIO_FILES)
 def test_scenario_emits_nothing_after_it_is_idle(engine, scenario):
-    _, task = create_task(engine, scenario)
+    _, task = scenario_task(engine, scenario)
     engine.run_until_idle()
     before = [e.id for e in task_events(engine, task.id)]
     engine.advance(DAY)
@@ -356,7 +355,7 @@ def test_scenario_emits_nothing_after_it_is_idle(engine, scenario):
 def test_happy_path_events_appear_at_their_step_times(engine):
     expected = EXPECTED["happy-path"].events
     start = engine.now()
-    _, task = create_task(engine, "happy-path")
+    _, task = scenario_task(engine, "happy-path")
     assert task_events(engine, task.id) == []  # nothing before the first step
 
     for elapsed in range(1, 11):
@@ -371,7 +370,7 @@ def test_happy_path_events_appear_at_their_step_times(engine):
 
 
 def test_task_status_patched_follows_failed_and_workflow_finished_only(engine):
-    _, task = create_task(engine, "task-status-patched")
+    _, task = scenario_task(engine, "task-status-patched")
     engine.run_until_idle()
     engine.advance(DAY)
     events = task_events(engine, task.id)
@@ -388,7 +387,7 @@ def test_task_status_patched_follows_failed_and_workflow_finished_only(engine):
 
 def test_maintenance_scenario_emits_company_events_without_user(engine):
     start = engine.now()
-    _, task = create_task(engine, "maintenance")
+    _, task = scenario_task(engine, "maintenance")
     engine.run_until_idle()
 
     events = engine.events(event_type="maintenance-mode")
@@ -409,7 +408,7 @@ def test_maintenance_scenario_emits_company_events_without_user(engine):
 
 def test_metadata_given_at_creation_is_in_every_task_event(engine):
     metadata = {"orderId": "A-17", "context": {"source": "e2e", "attempt": 2}}
-    _, task = create_task(engine, "pay-link-switch", metadata=metadata)
+    _, task = scenario_task(engine, "pay-link-switch", metadata=metadata)
     engine.run_until_idle()
     events = task_events(engine, task.id)
     assert len(events) == len(EXPECTED["pay-link-switch"].events)
@@ -419,7 +418,7 @@ def test_metadata_given_at_creation_is_in_every_task_event(engine):
 
 def test_a_task_carries_its_users_public_token_in_its_events(engine):
     token = engine.tenant.identity.create_access_token("token-user")  # POST /access-token
-    _, task = create_task(engine, "happy-path", identifier="token-user")
+    _, task = scenario_task(engine, "happy-path", identifier="token-user")
     engine.run_until_idle()
 
     events = task_events(engine, task.id)

@@ -20,6 +20,7 @@ from calls import advance, call
 from conftest import FEDEX, WALMART, page_errors
 
 from payroll_sandbox.app import build_registry, create_app
+from payroll_sandbox.domain.sdk import POPULAR_PAYROLL_LIMIT
 from payroll_sandbox.logos import company_logo_svg, contrast, ink_on, monogram
 from payroll_sandbox.settings import Settings
 
@@ -222,7 +223,7 @@ async def test_popular_route_without_the_bundled_payroll_providers_takes_the_cat
     token = await token_of(sandbox, "popular-fallback")
     found = (await call(sandbox, "POST", "/sdk/popular", headers={"x-public-token": token},
                         json={"payrollOnly": True}))["data"]["payrollProviders"]
-    assert len(found) == 6
+    assert len(found) == POPULAR_PAYROLL_LIMIT  # the catalog's first payroll providers
     assert ADP not in [c["_id"] for c in found]
     assert all("payroll-provider" in c["tags"] and c["status"] != "disabled" for c in found)
     assert [c["name"] for c in found] == sorted((c["name"] for c in found), key=str.casefold)

@@ -59,16 +59,14 @@ async def test_a_receiver_streaming_without_end_is_read_a_few_kilobytes_then_cut
     sent = {"bytes": 0, "cut": False}
     server = await aiohttp_server(streaming_receiver(sent))
     client = await make_client(webhook_url=str(server.make_url("/hook")), webhook_timeout=5)
-    started = time.monotonic()
     response = await client.post("/_sandbox/events/trigger", json={"eventType": "company-updated"},
                                  headers=ACME)
     assert response.status == 201, await response.text()
-    elapsed = time.monotonic() - started
     [event] = await events_of(client, "company-updated")
     [attempt] = event["deliveries"][0]["attempts"]
+    # A 2xx with no error: the answer was cut, not read until the 5 s timeout.
     assert attempt["status"] == 200 and attempt["error"] is None
     assert event["deliveries"][0]["state"] == "delivered"
-    assert elapsed < 3
     assert sent["bytes"] < 64 * 2**20  # the stream was cut long before its 256 MiB
 
 
@@ -77,18 +75,18 @@ async def test_the_attempt_timeout_bounds_a_slowly_trickling_answer_body(
     """Beside finding 1 (a guard, it held before): the timeout covers the answer's body too,
     so a receiver that sends its headers, then a byte now and then, times out."""
     sent = {"bytes": 0, "cut": False}
-    server = await aiohttp_server(streaming_receiver(sent, chunk=b"x", pause=0.2, limit=10**6))
-    client = await make_client(webhook_url=str(server.make_url("/hook")), webhook_timeout=0.5)
+    pause, timeout = 0.2, 0.5
+    server = await aiohttp_server(streaming_receiver(sent, chunk=b"x", pause=pause, limit=10**6))
+    client = await make_client(webhook_url=str(server.make_url("/hook")), webhook_timeout=timeout)
     monkeypatch.setattr(dispatcher, "ANSWER_READ", 10**6, raising=False)  # read the trickle
-    started = time.monotonic()
     response = await client.post("/_sandbox/events/trigger",
                                  json={"eventType": "company-updated"}, headers=ACME)
-    elapsed = time.monotonic() - started
     assert response.status == 201
     [event] = await events_of(client, "company-updated")
     [attempt] = event["deliveries"][0]["attempts"]
-    assert attempt["error"] == "timeout after 0.5s", attempt
-    assert elapsed < 2.5
+    assert attempt["error"] == f"timeout after {timeout:g}s", attempt
+    # Cut at the timeout: a byte every `pause` s (or fewer, on a loaded machine) until then.
+    assert sent["bytes"] <= timeout / pause + 1, sent
 
 
 # ---------------------------------------------------------------- 6. a state file's symlink

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from calls import create_task
 from conftest import ACME, WALMART
 from engine import DAY
 from test_engine_scenarios import EXPECTED, project, timestamp
@@ -22,11 +23,11 @@ async def call(client, method: str, path: str, **kwargs: Any) -> Any:
     return (await response.json())["data"]
 
 
-async def create_task(client, scenario: str, identifier: str) -> dict[str, Any]:
+async def scenario_task(client, scenario: str, identifier: str) -> dict[str, Any]:
+    """A task of `scenario` at its expected target, queued; the created workflow."""
     target = EXPECTED[scenario].target
-    created = await call(client, "POST", "/task/create", json={
-        "identifier": identifier, "company": target["company"], "product": target["product"],
-        "scenario": scenario})
+    created = await create_task(client, identifier, company=target["company"],
+                                product=target["product"], scenario=scenario)
     assert created["status"] == "queued"
     assert [t["scenario"] for t in created["tasks"]] == [scenario]
     return created
@@ -35,7 +36,7 @@ async def create_task(client, scenario: str, identifier: str) -> dict[str, Any]:
 async def test_happy_path_over_http_emits_its_events_with_the_spec_fields(client):
     expected = EXPECTED["happy-path"]
     start = (await call(client, "GET", "/_sandbox/clock"))["timestamp"]
-    created = await create_task(client, "happy-path", "e2e-user")
+    created = await scenario_task(client, "happy-path", "e2e-user")
     task_id = created["id"]
     assert (await call(client, "POST", "/_sandbox/clock/run-until-idle"))["idle"] is True
 
@@ -64,7 +65,7 @@ async def test_happy_path_over_http_emits_its_events_with_the_spec_fields(client
 
 async def test_maintenance_scenario_over_http_emits_company_events_without_user(client):
     start = (await call(client, "GET", "/_sandbox/clock"))["timestamp"]
-    task_id = (await create_task(client, "maintenance", "e2e-user"))["id"]
+    task_id = (await scenario_task(client, "maintenance", "e2e-user"))["id"]
     await call(client, "POST", "/_sandbox/clock/run-until-idle")
 
     records = await call(client, "GET", "/_sandbox/events?type=maintenance-mode")

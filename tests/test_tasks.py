@@ -7,6 +7,7 @@ Scenarios), public-token users and the pay-link rules of the spec's Limits table
 from __future__ import annotations
 
 import pytest
+from calls import advance, run_until_idle
 from conftest import ACME, FEDEX, SEARS, WALMART
 
 FLAKY_FREIGHT = "6410a0000000000000000012"  # defaultScenario: connection-error
@@ -31,17 +32,6 @@ async def get_task(client, task_id) -> dict:
     response = await client.get(f"/task/{task_id}", headers=ACME)
     assert response.status == 200, await response.text()
     return (await response.json())["data"]
-
-
-async def run_until_idle(client) -> dict:
-    response = await client.post("/_sandbox/clock/run-until-idle", headers=ACME)
-    assert response.status == 200, await response.text()
-    return (await response.json())["data"]
-
-
-async def advance(client, seconds) -> None:
-    response = await client.post("/_sandbox/clock/advance", json={"seconds": seconds}, headers=ACME)
-    assert response.status == 200, await response.text()
 
 
 async def events(client, **query) -> list[dict]:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
+from calls import advance, create_task, run_until_idle
 from conftest import ACME, WALMART
 from receiver import HANG, RESET, Received, Receiver, Redirect, closed_port, parse_time
 from payroll_sandbox.app import build_registry, create_app
@@ -55,27 +56,6 @@ async def trigger(client, event_type: str, *, headers: dict = ACME, **fields: An
                                  json={"eventType": event_type, **fields}, headers=headers)
     assert response.status == 201, await response.text()
     return (await response.json())["data"]
-
-
-async def advance(client, seconds: float, *, headers: dict = ACME) -> None:
-    response = await client.post("/_sandbox/clock/advance", json={"seconds": seconds},
-                                 headers=headers)
-    assert response.status == 200, await response.text()
-
-
-async def run_until_idle(client, *, headers: dict = ACME) -> None:
-    response = await client.post("/_sandbox/clock/run-until-idle", headers=headers)
-    assert response.status == 200, await response.text()
-    assert (await response.json())["data"]["idle"] is True
-
-
-async def create_task(client, scenario: str, *, identifier: str, company: str = WALMART,
-                      product: str = "deposit") -> str:
-    body = {"identifier": identifier, "company": company, "product": product,
-            "scenario": scenario}
-    response = await client.post("/task/create", json=body, headers=ACME)
-    assert response.status == 200, (scenario, await response.text())
-    return (await response.json())["data"]["id"]
 
 
 async def ledger_event(client, event_id: str, *, headers: dict = ACME) -> dict:
@@ -372,7 +352,7 @@ async def test_replay_by_user_identifier_resends_only_that_users_events(sandbox,
 
 
 async def test_replay_by_task_id_resends_only_that_tasks_events(sandbox, receiver):
-    task_id = await create_task(sandbox, "happy-path", identifier="ada")
+    task_id = (await create_task(sandbox, "ada", scenario="happy-path"))["id"]
     await run_until_idle(sandbox)
     other = [await trigger(sandbox, "task-status-updated", identifier="ada"),
              await trigger(sandbox, "income-synced", identifier="ada")]
@@ -518,8 +498,8 @@ async def test_scenario_events_match_their_served_schemas_and_arrive_as_cloud_ev
     that CloudEvent. Every scenario file's events are checked against the schemas on the
     engine (tests/test_engine_scenarios.py, tests/test_spec_rules.py)."""
     schemas = {t: validator(await schema_of(sandbox, t)) for t in await event_types(sandbox)}
-    await create_task(sandbox, "mfa-then-success", identifier="scenario-user-0")
-    await create_task(sandbox, "pay-link-switch", identifier="scenario-user-1", company=NETFLIX,
+    await create_task(sandbox, "scenario-user-0", scenario="mfa-then-success")
+    await create_task(sandbox, "scenario-user-1", scenario="pay-link-switch", company=NETFLIX,
                       product="switch")
     await run_until_idle(sandbox)
 

@@ -266,7 +266,7 @@ def test_load_scenario_refuses_a_broken_processor_pipeline(tmp_path, steps, path
 def test_load_scenarios_loads_every_bundled_scenario():
     files = sorted(path.stem for path in BUNDLED.glob("*.yaml"))
     scenarios = load_scenarios(BUNDLED)
-    assert len(files) >= 30 and sorted(scenarios) == files
+    assert files and sorted(scenarios) == files
     for name, scenario in scenarios.items():
         assert scenario.name == name and scenario.description
         if scenario.kind == "task":
