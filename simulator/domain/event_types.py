@@ -219,10 +219,13 @@ class TaskStatusPatched(Authenticated, kw_only=True):
                    previous_status=FAILED)
 
 
+# Declared in the order the bodies have always been sent in, published in their own.
 class WorkflowTask(View, kw_only=True):
+    __schema_order__ = ("task", "status", "product", "reason")
+
     task: Id
-    status: Status
     product: Maybe[str] = UNSET
+    status: Status
     reason: Maybe[str] = UNSET
 
 
@@ -230,9 +233,11 @@ class WorkflowFinished(EventData, kw_only=True):
     """The spec shows only a failure reason; the sandbox adds the outcome and the workflow's
     tasks."""
 
+    __schema_order__ = ("status", "failureReason", "tasks")
+
     status: choice("completed", "failed")
-    failure_reason: Maybe[str] = UNSET
     tasks: Maybe[list[WorkflowTask]] = UNSET
+    failure_reason: Maybe[str] = UNSET
 
     @classmethod
     def example(cls, context: Any) -> WorkflowFinished:

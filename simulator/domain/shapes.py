@@ -26,6 +26,7 @@ __all__ = ["UNSET", "Answer", "Command", "Maybe", "Meta", "View", "choice", "dec
 T = TypeVar("T")
 S = TypeVar("S", bound=msgspec.Struct)
 _ORDER = "x-enum-order"  # choice's values in order, put back as `enum` (_inlined)
+_PROPERTY_ORDER = "x-property-order"  # a struct's __schema_order__, applied by _inlined
 _SCHEMAS: dict[Any, dict[str, Any]] = {}
 _DEFS = "#/$defs/"
 _NAMED: dict[str, list[type]] = {}  # every struct class by its name (msgspec names components so)
@@ -36,6 +37,9 @@ class View(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
     """An object an answer shows: fields in camelCase, other fields allowed."""
 
     __schema_extra__: ClassVar[dict[str, Any]] = {}
+    # The order its schema lists its fields in, where the published order is not the order
+    # the struct is sent in (its fields'): kept so /openapi.json does not move.
+    __schema_order__: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **config: Any) -> None:
         super().__init_subclass__()
@@ -162,8 +166,10 @@ def _extra(name: str, shape: Any) -> dict[str, Any]:
     named = _NAMED.get(name, [])
     struct = named[0] if len(named) == 1 else _structs(shape).get(name)  # a name used twice
     doc = struct.__doc__ if struct is not None else None
+    order = getattr(struct, "__schema_order__", ())
     return {**getattr(struct, "__schema_extra__", {}),
-            **({"description": " ".join(doc.split())} if doc else {})}
+            **({"description": " ".join(doc.split())} if doc else {}),
+            **({_PROPERTY_ORDER: order} if order else {})}
 
 
 def _structs(shape: Any) -> dict[str, Any]:
@@ -196,11 +202,14 @@ def _inlined(schema: Any, components: dict[str, Any], extras: dict[str, Any]) ->
     if ref is not None and ref.startswith(_DEFS):  # msgspec's; not the document's own
         name = ref.rsplit("/", 1)[1]
         rest = {k: v for k, v in schema.items() if k != "$ref"}
-        extra = extras.get(name, {})
+        extra = dict(extras.get(name, {}))
+        order = extra.pop(_PROPERTY_ORDER, ())
         target = {**components[name], **extra, **rest}
         if "properties" in extra:  # more fields, written as schemas (a table's, say)
             target["properties"] = {**components[name].get("properties", {}),
                                     **extra["properties"]}
+        if order:
+            target["properties"] = {key: target["properties"][key] for key in order}
         return _inlined(target, components, extras)
     if _ORDER in schema:  # one value is a `const`
         values = schema[_ORDER]
