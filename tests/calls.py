@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from datetime import date
 from typing import Any
 
@@ -56,3 +59,12 @@ async def create_task(client, identifier: str | None = "user-1", *, status: int 
     body = await call(client, "POST", "/task/create", status=status, headers=headers,
                       json=task_body(identifier, **fields))
     return body["data"] if status == 200 else body["error"]
+
+
+def script_result(script: str) -> dict:
+    """What a script run in a Python process of its own printed last, as JSON: for a test
+    that changes a table of the package before the app is imported."""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])

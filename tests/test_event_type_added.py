@@ -6,10 +6,9 @@ process of its own, and drives the real app there."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
+
+from calls import script_result
 
 SCRIPT = textwrap.dedent('''
     import asyncio, json
@@ -61,10 +60,7 @@ SCRIPT = textwrap.dedent('''
 
 
 def test_a_new_event_type_triggers_from_its_struct_alone():
-    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    seen = script_result(SCRIPT)
     assert seen["trigger"][0] == 201, seen["trigger"]
     assert seen["errors"] == []  # the body matches the schema derived from the same struct
     data = seen["body"]["data"]

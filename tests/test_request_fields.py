@@ -6,10 +6,9 @@ real app there."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
+
+from calls import script_result
 
 SCRIPT = textwrap.dedent('''
     import asyncio, json
@@ -73,10 +72,7 @@ SCRIPT = textwrap.dedent('''
 
 
 def test_a_request_field_is_one_entry_of_the_table():
-    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    seen = script_result(SCRIPT)
     assert seen["one"][0] == 200
     assert seen["record"][1]["data"]["costCenter"] == "CC-7"
     # A task of `tasks` takes the top-level value unless it gives its own.
