@@ -241,6 +241,10 @@ async def readable_in_both_themes(page, context: str | None = None,
 
     for scheme, rules in (("dark", COLOUR_RULES), ("light", None)):
         await page.emulate_media(color_scheme=scheme)
+        # axe reads the colours the theme settles on, not a transition's midway frame (the
+        # docs page's buttons fade when the scheme switches).
+        await page.wait_for_function(
+            "() => document.getAnimations().every(a => a.playState !== 'running')")
         options = {"resultTypes": ["violations"], **({"runOnly": rules} if rules else {})}
         violations = (await Axe().run(page, context=context, options=options)).response["violations"]
         found = [(v["id"], v["impact"], [n["target"] for n in v["nodes"]][:3])
