@@ -21,7 +21,7 @@ from msgspec import UNSET, Meta, UnsetType, field
 from ..dates import DATE_TIME
 
 __all__ = ["UNSET", "Answer", "Command", "Maybe", "Meta", "View", "choice", "decoder", "field",
-           "given", "made", "of", "raw", "schema_of", "view_of"]
+           "given", "is_struct", "made", "of", "raw", "schema_of", "view_of"]
 
 T = TypeVar("T")
 S = TypeVar("S", bound=msgspec.Struct)
@@ -61,16 +61,14 @@ def decoder(shape: Any) -> Any:
     schema names past its own (`__schema_extra__`'s properties: taken, not used) are left
     out first. Not strict: a number with no fraction (1.0) is an integer to JSON Schema,
     so an integer field takes it (the schema has refused anything else already)."""
-    if _is_struct(shape):
-        named = {f.encode_name for f in msgspec.structs.fields(shape)}
-        unused = frozenset(shape.__schema_extra__.get("properties", {})) - named
-        if unused:
-            return lambda document: msgspec.convert(
-                {k: v for k, v in document.items() if k not in unused}, shape, strict=False)
-        return lambda document: msgspec.convert(document, shape, strict=False)
-    if get_origin(shape) is list and _is_struct(get_args(shape)[0]):
-        return lambda document: msgspec.convert(document, shape, strict=False)
-    return None
+    if not is_struct(get_args(shape)[0] if get_origin(shape) is list else shape):
+        return None
+    unused = frozenset(shape.__schema_extra__.get("properties", {})) - {
+        f.encode_name for f in msgspec.structs.fields(shape)} if is_struct(shape) else None
+    if unused:
+        return lambda document: msgspec.convert(
+            {k: v for k, v in document.items() if k not in unused}, shape, strict=False)
+    return lambda document: msgspec.convert(document, shape, strict=False)
 
 
 def view_of(view: type[S], record: Any, **differing: Any) -> S:
@@ -79,21 +77,21 @@ def view_of(view: type[S], record: Any, **differing: Any) -> S:
     `differing`. A None where the view's field takes no null (an optional one, Maybe, that
     does not say `| None`) is left out (UNSET), as an absent field is."""
     return made(view, **{name: differing[name] if name in differing
-                         else getattr(record, name, UNSET) for name, _ in _view_fields(view)})
+                         else getattr(record, name, UNSET) for name in _view_fields(view)})
 
 
 def made(view: type[S], **fields: Any) -> S:
     """`view` with these fields (TypeError for one it does not have, as its constructor),
     a None where the field takes no null left out (UNSET), as an absent field is."""
-    nullable = dict(_view_fields(view))
+    nullable = _view_fields(view)
     return view(**{name: UNSET if value is None and not nullable.get(name, True) else value
                    for name, value in fields.items()})
 
 
 @functools.cache
-def _view_fields(view: type) -> tuple[tuple[str, bool], ...]:
-    """A view's fields, each with whether it takes null."""
-    return tuple((field.name, _nullable(field.type)) for field in msgspec.structs.fields(view))
+def _view_fields(view: type) -> dict[str, bool]:
+    """A view's fields, each with whether it takes null (worked out once per view)."""
+    return {field.name: _nullable(field.type) for field in msgspec.structs.fields(view)}
 
 
 def _nullable(kind: Any) -> bool:
@@ -115,7 +113,7 @@ def given(value: Any, default: Any = None) -> Any:
     return default if value is UNSET else value
 
 
-def _is_struct(kind: Any) -> bool:
+def is_struct(kind: Any) -> bool:
     return isinstance(kind, type) and issubclass(kind, msgspec.Struct)
 
 

@@ -29,7 +29,7 @@ from .states import COMPLETED, PROCESSING, QUEUED
 from . import payroll_records
 from .tasks import UNKNOWN_TASK, Task, Workflow, task_event_fields
 from .identity import DEFAULT_TOKEN_LIFETIME
-from .shapes import UNSET, given
+from .shapes import UNSET, given, is_struct
 from .tenants import Tenant
 
 DEFAULT_IDENTIFIER = "sandbox-user"
@@ -140,7 +140,7 @@ class Example:
             return value if kind is int else float(value)
         if get_origin(kind) is list:
             return [self.made(get_args(kind)[0])]
-        if isinstance(kind, type) and issubclass(kind, msgspec.Struct):
+        if is_struct(kind):
             return kind.example(self) if hasattr(kind, "example") else example_of(kind, self)
         return self.new_id()
 
