@@ -32,7 +32,7 @@ from .accounts.linked_accounts import LinkedAccounts
 from .parts import TenantSettings
 from .links.processor_links import ProcessorLinks
 from .rules import Rules
-from .stored import STRING, STRINGS, TIME, Sections, obj
+from .sections import STRING, STRINGS, TIME, Sections, obj
 from .tasks.tasks import (EXPIRED_FILE_URL, FILE_URL_LIFETIME, INVALID_FILE_URL, FileUrlExpired,
                     InvalidFileUrl, Task, TaskFile, Tasks)
 from .timeline import Timeline

@@ -48,7 +48,8 @@ from ..domain.accounts.linked_accounts import LinkedAccounts
 from ..domain.webhooks.outbox import Outbox
 from ..domain.links.processor_links import ProcessorLinks
 from ..domain.registry import give_back_memory
-from ..domain.stored import STRING, LoadError, Sections, obj
+from ..domain.stored import LoadError
+from ..domain.sections import STRING, Sections, obj
 from ..domain.tasks.tasks import Tasks
 from ..domain.tenants import Tenant
 from ..domain.timeline import Timeline

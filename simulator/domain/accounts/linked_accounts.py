@@ -37,7 +37,8 @@ from ..rules import Rules
 from ..parts import Held, TenantSettings
 from .pay_calendar import Profile, day
 from ..shapes import UNSET, Command, Maybe, of, schema_of
-from ..stored import Count, Sections, Stored, Time, array, described, stored, unique
+from ..stored import Count, Stored, Time, array, described, stored
+from ..sections import Sections, unique
 from ..timeline import Timeline, action_kind
 
 USER_LINK_PRODUCTS = ("deposit", "verify")

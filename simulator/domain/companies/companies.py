@@ -16,7 +16,8 @@ from msgspec.structs import replace
 
 from ...errors import CompanyNotFound
 from ..shapes import UNSET, Maybe, View, choice, field, of
-from ..stored import STRING, Count, LoadError, Sections, Stored, loaded, obj, schema, stored
+from ..stored import Count, LoadError, Stored, loaded, schema, stored
+from ..sections import STRING, Sections, obj
 
 OPERATIONAL = "operational"
 UNDER_MAINTENANCE = "under-maintenance"

@@ -40,7 +40,8 @@ from ..identity.identity import unguessable
 from ..webhooks.events import EventLog
 from .processor_links import DaysRequested, ProcessorLinks, ProcessorTokenRequest
 from ..shapes import given
-from ..stored import Amount, Sections, Stored, Time, array, stored, unique
+from ..stored import Amount, Stored, Time, array, stored
+from ..sections import Sections, unique
 
 PUBLIC_TOKEN_LIFETIME = 1800   # the aggregator's public tokens live 30 minutes, one exchange
 LINK_TOKEN_LIFETIME = 4 * 3600  # its link tokens, 4 hours

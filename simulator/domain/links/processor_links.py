@@ -34,7 +34,8 @@ from ..identity.identity import unguessable
 from ..parts import Held, TenantSettings
 from ..shapes import (NO_CONTROL_CHARACTER, PROCESSOR_LINK_SCENARIOS, UNSET, Command, Maybe, View,
                      choice, field, given, of, schema_of)
-from ..stored import LoadError, Sections, Stored, Time, array, described, stored, unique
+from ..stored import LoadError, Stored, Time, array, described, stored
+from ..sections import Sections, unique
 from ..timeline import Timeline, action_kind
 
 TOKEN_PATTERN = re.compile(r"^processor-(sandbox|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-"

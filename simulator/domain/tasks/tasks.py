@@ -44,8 +44,8 @@ from .states import (COMPLETED, FAILED, FAILURE_REASONS, FINAL, PAYMENT_METHOD, 
                      REQUEST_FIELDS, STEP_FIELDS, WRITTEN_PAYMENT_METHOD, Scenario, Step,
                      emits_status_update, field_schemas, given_fields, transition_error,
                      written_payment_method)
-from ..stored import (COUNT, STRING, STRINGS, TIME, LoadError, Sections, Stored, Time, array,
-                     described, obj, stored, unique)
+from ..stored import LoadError, Stored, Time, array, described, stored
+from ..sections import COUNT, STRING, STRINGS, TIME, Sections, obj, unique
 from ..timeline import Timeline, action_kind
 
 HAPPY_PATH = "happy-path"

@@ -17,7 +17,8 @@ import orjson
 
 from ...clock import isoformat
 from ...errors import EventNotFound
-from ..stored import COUNT, STRING, TIME, LoadError, Sections, obj
+from ..stored import LoadError
+from ..sections import COUNT, STRING, TIME, Sections, obj
 
 log = logging.getLogger("payroll_sandbox.events")
 
