@@ -120,6 +120,13 @@ def tally(tasks: Iterable[Any], events: Iterable[Any], deliveries: dict[str, lis
                          profiles=dict(profiles))
 
 
+def of_tenant(tenant: Any) -> CoverageTally:
+    """A tenant's tally as it stands (attempts in flight are not waited for)."""
+    journal = tenant.journal
+    return tally(tenant.tasks.values(), tenant.events.by_id.values(), tenant.webhooks.deliveries,
+                 journal.query(limit=journal.max_entries))
+
+
 def is_profile_path(path: str) -> bool:
     """PUT /_sandbox/users/{identifier}/profile (the identifier may hold anything but /)."""
     head, _, tail = PROFILE_PATH.partition("{identifier}")

@@ -216,9 +216,7 @@ async def read_coverage(tenant, query, sandbox) -> dict:
     """Counted from what GET /_sandbox/tasks, /_sandbox/events and /_sandbox/requests show
     (domain/coverage.py), as it stands (attempts in flight are not waited for); with
     `catalog=true`, what there is to reach on this server as well."""
-    found = coverage.tally(tenant.tasks.values(), tenant.events.by_id.values(),
-                           tenant.webhooks.deliveries,
-                           tenant.journal.query(limit=tenant.journal.max_entries))
+    found = coverage.of_tenant(tenant)
     known = None
     if query.catalog == "true":
         known = coverage.catalog(tenant.rules, event_types(sandbox.registry.service.aggregator))
