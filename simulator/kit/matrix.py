@@ -131,15 +131,22 @@ class _Engine:
         registry = build_registry(settings, clock=Clock(mode="manual"), loaded=loaded)
         registry.open(tenant_services(Dispatcher(vendor=registry.service.vendor,
                                                  seed=settings.seed, timeout=ATTEMPT_TIMEOUT)))
-        self.tenant = registry.create_tenant(TenantRequest(name="payroll-sandbox-matrix"))
+        self.tenant = registry.create_tenant(TenantRequest(
+            name="payroll-sandbox-matrix", products=list(registry.service.products)))
         self._runs: dict[tuple[str, str], Case] = {}
 
-    def company_for(self, product: str) -> str:
+    def company_for(self, products: Iterable[str]) -> tuple[str, str] | None:
+        """(a company, the product) for the first of `products` an operational company
+        without a default scenario of its own offers."""
         from ..domain.companies.companies import OPERATIONAL
 
-        return next(c.id for c in self.tenant.companies.ordered()
-                    if c.status == OPERATIONAL and product in c.available_products
-                    and c.default_scenario is None)
+        companies = [c for c in self.tenant.companies.ordered()
+                     if c.status == OPERATIONAL and c.default_scenario is None]
+        for product in products:
+            for company in companies:
+                if product in company.available_products:
+                    return company.id, product
+        return None
 
     def run(self, scenario: str, product: str) -> Case:
         if (scenario, product) not in self._runs:
@@ -147,9 +154,15 @@ class _Engine:
 
             from ..domain.tasks.tasks import CreateTask, TaskCreateRequest
 
+            # A product no company of the catalog offers runs under another the scenario
+            # fits: its task's event types are the scenario's, whatever the product.
+            target = self.company_for([product, *self.rows[scenario]["products"]])
+            if target is None:
+                raise MatrixError(f"{MARKER}: no company of the catalog offers a product "
+                                  f"{scenario} fits ({', '.join(self.rows[scenario]['products'])})")
             tasks = self.tenant.tasks
-            body = {"identifier": MATRIX_USER, "company": self.company_for(product),
-                    "product": product, "scenario": scenario}
+            body = {"identifier": MATRIX_USER, "company": target[0], "product": target[1],
+                    "scenario": scenario}
             _, started = tasks.create_task(CreateTask(msgspec.convert(body, TaskCreateRequest)))
             _drive(self.tenant.runner.run_until_idle())
             task = started[0]
