@@ -474,6 +474,12 @@ def test_readme_plugin_examples_pass_as_written(pytester):
         pytester.makepyfile(**{f"test_readme_{number}": example})
     result = pytester.runpytest("-p", "no:cacheprovider", "-v")
     tests = sum(len(re.findall(r"^(?:async )?def test_", e, re.M)) for e in examples)
+    # A scenario matrix's test is an item per fitting scenario of the catalog.
+    from payroll_sandbox.kit import matrix
+    from payroll_sandbox.settings import Settings
+
+    for marked in re.findall(r"payroll_sandbox_each_scenario\((.*?)\)", "".join(examples)):
+        tests += len(matrix.cases(Settings(clock="manual"), eval(f"dict({marked})"))) - 1
     assert result.parseoutcomes() == {"passed": tests}, result.stdout.str()
 
 

@@ -46,6 +46,9 @@ from typing import Any
 
 import pytest
 
+from . import coverage
+from . import matrix
+from .matrix import MARKER, Case
 from .testing import (AsgiServer, AsyncSandbox, AsyncWebhookReceiver, LoopbackCheck,
                       ReceiverHost, Sandbox, SandboxError, WebhookReceiver, _LoopThread,
                       describe_undelivered)
@@ -58,6 +61,9 @@ except ImportError:  # the async fixtures need it; the sync ones do not
 __all__ = ["Sandbox", "SandboxError"]  # importable from here as before; payroll_sandbox.kit.testing has all
 
 URL_VARIABLE = "PAYROLL_SANDBOX_URL"
+COVERAGE = "payroll_sandbox_coverage"
+FAIL_UNDER = "payroll_sandbox_cov_fail_under"
+WORKER_OUTPUT = "payroll_sandbox_coverage"  # an xdist worker's tally, for the controller
 RECEIVER_HOST = "payroll_sandbox_receiver_host"  # option, ini key and (upper case) variable
 RECEIVER_HOST_HELP = ("the host a sandbox in a container reaches this machine by (e.g. "
                       "host.docker.internal): the receivers listen on every interface and "
@@ -89,6 +95,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--payroll-sandbox-receiver-host", dest=RECEIVER_HOST, metavar="HOST",
                     help=f"{RECEIVER_HOST_HELP} (ini: {RECEIVER_HOST})")
     parser.addini(RECEIVER_HOST, f"payroll-sandbox: {RECEIVER_HOST_HELP}", default=None)
+    group.addoption("--payroll-sandbox-coverage", dest=COVERAGE, metavar="FILE",
+                    help="write what the suite's tenants reached (scenarios, failure reasons, "
+                         "event types delivered, faults, profiles, handler checks) and what "
+                         "the catalog has that they never reached, as JSON")
+    group.addoption("--payroll-sandbox-cov-fail-under", dest=FAIL_UNDER, metavar="N",
+                    type=float, help="fail the run (exit 1) when the suite reached less than "
+                    "N percent of the catalog's failure reasons of the products it used")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{MARKER}(**filters): one item per scenario of the "
+                            "catalog that fits the filters (product=, outcome=, reason=, "
+                            "name=, kind=), bound to the item's tenant for every user; the "
+                            "fixture payroll_sandbox_expected says how its task ends")
+    path, fail_under = config.getoption(COVERAGE), config.getoption(FAIL_UNDER)
+    if path is None and fail_under is None:
+        return
+    if path is not None and not hasattr(config, "workerinput"):  # xdist's controller writes it
+        try:
+            coverage.check_writable(path)
+        except coverage.CoverageError as error:
+            raise pytest.UsageError(str(error)) from None
+    config.stash[_COVERAGE] = _Coverage(path, fail_under)
 
 
 def sandbox_settings(config: pytest.Config, environ: dict[str, str] | None = None) -> Any:
@@ -243,23 +272,152 @@ def pytest_runtest_makereport(item: pytest.Item,
     return report
 
 
+# -- the scenario matrix and the coverage report ---------------------------------------------
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test marked payroll_sandbox_each_scenario: one item per fitting scenario of the
+    catalog (read by the package's loader, no server needed), its id the scenario's name."""
+    marker = metafunc.definition.get_closest_marker(MARKER)
+    if marker is None:
+        return
+    if marker.args:
+        raise pytest.Collector.CollectError(f"{MARKER} takes filters by name only "
+                                            "(product=..., outcome=...)")
+    if "_payroll_sandbox_case" not in metafunc.fixturenames:
+        raise pytest.Collector.CollectError(
+            f"{metafunc.definition.name}: {MARKER} binds each scenario to the test's tenant: "
+            "use the payroll_sandbox (or async_payroll_sandbox) or payroll_sandbox_expected "
+            "fixture")
+    from ..load.fixtures import ConfigError
+
+    try:
+        found = matrix.cases(sandbox_settings(metafunc.config), marker.kwargs)
+    except (matrix.MatrixError, ConfigError) as error:
+        raise pytest.Collector.CollectError(str(error)) from None
+    metafunc.parametrize("_payroll_sandbox_case", found, ids=matrix.ids(found), indirect=True)
+
+
+class _Coverage:
+    """The run's coverage: the tallies of the tenants this process read (and, in xdist's
+    controller, its workers'), the server's catalog, and at the end the report."""
+
+    def __init__(self, path: str | None, fail_under: float | None) -> None:
+        self.path, self.fail_under = path, fail_under
+        self.tally = coverage.Tally()
+        self.catalog: dict[str, Any] | None = None
+        self.document: dict[str, Any] | None = None
+        self.problem: str | None = None
+
+    def read(self, tenant: Sandbox) -> None:
+        """The tenant's tally, before it goes (the catalog once per process)."""
+        try:
+            answer = tenant.get("/_sandbox/coverage",
+                                catalog="true" if self.catalog is None else "false")
+        except SandboxError as error:
+            if error.status in (401, 404):
+                return  # the test deleted its tenant: nothing is left to count
+            raise
+        self.tally.add({**answer["tally"], "handlerChecks": dict(tenant.handler_checks)})
+        self.catalog = answer["catalog"] or self.catalog
+
+    def merge(self, output: dict[str, Any]) -> None:
+        self.tally.merge(output)
+        self.catalog = self.catalog or output["catalog"]
+
+    def finish(self) -> dict[str, Any]:
+        self.document = coverage.report(self.tally, self.catalog)
+        if self.path is not None:
+            try:
+                coverage.write(self.document, self.path)
+            except coverage.CoverageError as error:
+                self.problem = str(error)
+        return self.document
+
+
+_COVERAGE = pytest.StashKey[_Coverage]()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """xdist's controller: a worker's tally joins the run's."""
+    collected = node.config.stash.get(_COVERAGE, None)
+    output = getattr(node, "workeroutput", {}).get(WORKER_OUTPUT)
+    if collected is not None and output is not None:
+        collected.merge(output)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A worker hands its tally on; the run (or xdist's controller) writes the report and
+    applies the gate: exit 1 below --payroll-sandbox-cov-fail-under."""
+    config = session.config
+    collected = config.stash.get(_COVERAGE, None)
+    if collected is None:
+        return
+    if hasattr(config, "workerinput"):
+        config.workeroutput[WORKER_OUTPUT] = {**collected.tally.dump(),  # type: ignore[attr-defined]
+                                              "catalog": collected.catalog}
+        return
+    document = collected.finish()
+    if session.exitstatus == 0 and (collected.problem or coverage.below(
+            document, collected.fail_under)):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    collected = config.stash.get(_COVERAGE, None)
+    if collected is None or collected.document is None:
+        return
+    terminalreporter.write_sep("-", "payroll-sandbox coverage")
+    for line in coverage.table(collected.document):
+        terminalreporter.write_line(line)
+    if collected.path is not None and collected.problem is None:
+        terminalreporter.write_line(f"report written to {collected.path}")
+    failed = collected.problem or coverage.below(collected.document, collected.fail_under)
+    if failed:
+        terminalreporter.write_line(failed, red=True, bold=True)
+
+
 # -- the fixtures -----------------------------------------------------------------------------
 
 @pytest.fixture
-def payroll_sandbox(payroll_sandbox_server: Sandbox,
+def payroll_sandbox(payroll_sandbox_server: Sandbox, _payroll_sandbox_case: Case | None,
                     request: pytest.FixtureRequest) -> Iterator[Sandbox]:
     """A fresh tenant for this test: its own users, tasks, events, clock and endpoints;
     deleted after the test, so a long session keeps the server small. A failed test's
-    report lists its deliveries that never got a 2xx."""
+    report lists its deliveries that never got a 2xx. An item of the scenario matrix has
+    its scenario bound to every user (`payroll_sandbox.scenario` names it); with
+    --payroll-sandbox-coverage the tenant's tally is read before it goes."""
     tenant = payroll_sandbox_server.new_tenant()
     ledger = request.node.stash[_LEDGER] = _Ledger(tenant)
+    if _payroll_sandbox_case is not None:
+        tenant.request("PUT", "/_sandbox/scenario", {"scenario": _payroll_sandbox_case.scenario})
+        tenant.scenario = _payroll_sandbox_case.scenario
     yield tenant
     if ledger.wanted and not ledger.reported:  # read now: the teardown's report comes after
         ledger.at_teardown = ledger.read()
+    collected = request.config.stash.get(_COVERAGE, None)
+    if collected is not None:
+        collected.read(tenant)
     try:
         tenant.request("DELETE", f"/_sandbox/tenants/{tenant.name}")
     except SandboxError:
         pass  # already gone (the test deleted or reset it)
+
+
+@pytest.fixture
+def _payroll_sandbox_case(request: pytest.FixtureRequest) -> Case | None:
+    """The matrix item's case (pytest_generate_tests parametrizes it), else None."""
+    return getattr(request, "param", None)
+
+
+@pytest.fixture
+def payroll_sandbox_expected(_payroll_sandbox_case: Case | None) -> dict[str, Any]:
+    """An item of the scenario matrix: `{scenario, product, status, reason, eventTypes}`,
+    how one task of the product under the item's scenario ends and the event types it
+    sends, in order (from the catalog, run in-process)."""
+    if _payroll_sandbox_case is None:
+        pytest.fail(f"payroll_sandbox_expected is for tests marked {MARKER}", pytrace=False)
+    return _payroll_sandbox_case.expected()
 
 
 @pytest.fixture
@@ -326,6 +484,8 @@ if pytest_asyncio is not None:
         async with AsyncSandbox(payroll_sandbox.base_url, payroll_sandbox.api_key,
                                 payroll_sandbox.api_secret, payroll_sandbox.name,
                                 loopback=payroll_sandbox.loopback) as sandbox:
+            sandbox.scenario = payroll_sandbox.scenario
+            sandbox.handler_checks = payroll_sandbox.handler_checks  # one tally per tenant
             yield sandbox
 
     @pytest_asyncio.fixture

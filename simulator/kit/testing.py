@@ -39,7 +39,7 @@ import threading
 import time
 import urllib.parse
 import warnings
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar
@@ -272,6 +272,8 @@ class AsyncSandbox(SandboxClient):
         super().__init__(base_url, api_key, api_secret, session=session)
         self.name = name
         self.loopback = loopback
+        self.scenario: str | None = None  # the scenario matrix's item: its bound scenario
+        self.handler_checks: Counter[str] = Counter()  # checks passed, for the coverage report
         self._held: list[tuple[str, str, str]] | None = None  # warnings kept for Sandbox
 
     def __repr__(self) -> str:
@@ -336,8 +338,11 @@ class AsyncSandbox(SandboxClient):
         base_url, api_key=self.api_key, api_secret=self.api_secret` has this sandbox make
         the events (its service profile) instead of an in-process one."""
         from ..checker import check_handler_async
+        from .coverage import handler_checks
 
-        return await check_handler_async(url, secret, **options)
+        report = await check_handler_async(url, secret, **options)
+        self.handler_checks.update(handler_checks(report))
+        return report
 
     async def use_webhook_url(self, url: str, event_types: Iterable[str] | None = None) -> None:
         """Delivers this tenant's events (every type, or `event_types`) to `url` too; the
@@ -462,6 +467,8 @@ class Sandbox:
         self.base_url = base_url.rstrip("/")
         self.api_key, self.api_secret, self.name = api_key, api_secret, name
         self.loopback = loopback
+        self.scenario: str | None = None  # the scenario matrix's item: its bound scenario
+        self.handler_checks: Counter[str] = Counter()  # checks passed, for the coverage report
 
     def __repr__(self) -> str:
         return f"<Sandbox {self.name or 'tenant'} at {self.base_url}>"
@@ -522,8 +529,11 @@ class Sandbox:
         api_key=self.api_key, api_secret=self.api_secret` has this sandbox make the events
         (its service profile) instead of an in-process one."""
         from ..checker import check_handler
+        from .coverage import handler_checks
 
-        return check_handler(url, secret, **options)
+        report = check_handler(url, secret, **options)
+        self.handler_checks.update(handler_checks(report))
+        return report
 
     # -- API faults on purpose: the calls your app makes fail (PUT /_sandbox/faults/api) ----
 

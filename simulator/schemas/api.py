@@ -93,6 +93,11 @@ class EventsQuery(Command, kw_only=True):
     limit: of(int, ge=1, le=10000) = 1000
 
 
+class CoverageQuery(Command, kw_only=True):
+    catalog: choice("true", "false", description="true: the catalog the tally is measured "
+                    "against comes with it (read it once per run).") = "false"
+
+
 class ProfileBindingRequest(Command, kw_only=True):
     """A named profile (GET /_sandbox/profiles), data of your own, or both: the data merged
     over the named profile."""

@@ -52,6 +52,10 @@ def _parser() -> argparse.ArgumentParser:
                     "reach CMD (docs/exec.md).")
     _add_serve_flags(run, port="default 0: a free one; ", clock=" (default manual: tests "
                      "advance it; --clock real for wall time)")
+    run.add_argument("--coverage", metavar="FILE", help="write the coverage report of the "
+                     "tenants the run touched (scenarios, failure reasons, event types "
+                     "delivered, faults, profiles) as JSON, as the pytest plugin's "
+                     "--payroll-sandbox-coverage does")
     run.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]",
                      help="the command and its arguments")
 
@@ -427,11 +431,20 @@ def _exec(flags: dict) -> int:
 
     from . import execute
 
+    from ..kit.coverage import CoverageError, check_writable
+
     argv = list(flags.pop("argv") or [])
+    coverage = flags.pop("coverage", None)
     if argv[:1] == ["--"]:
         argv = argv[1:]
     if not argv:
         print(execute.NO_COMMAND, file=sys.stderr)
+        return EXIT_CONFIG
+    try:
+        if coverage is not None:
+            check_writable(coverage)
+    except CoverageError as error:
+        print(error, file=sys.stderr)
         return EXIT_CONFIG
     gc.disable()
     try:
@@ -446,8 +459,8 @@ def _exec(flags: dict) -> int:
 
     try:
         with asyncio.Runner(loop_factory=_loop_factory(flags.get("loop"))) as runner:
-            status, text = runner.run(_run(app, settings, functools.partial(execute.beside,
-                                                                             argv)))
+            status, text = runner.run(_run(app, settings, functools.partial(
+                execute.beside, argv, coverage=coverage)))
     except KeyboardInterrupt:  # before CMD started
         return 130
     finally:

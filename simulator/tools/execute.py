@@ -18,7 +18,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
+from ..domain import coverage as tenant_coverage
+from ..domain.webhooks.event_types import event_types
 from ..domain.webhooks.outbox import DELIVERED, PENDING, Delivery
+from ..kit import coverage as suite_coverage
+from ..kit.coverage import CoverageError
 from ..transport.redact import loggable_url
 
 URL_VARIABLE = "PAYROLL_SANDBOX_URL"
@@ -224,18 +230,73 @@ async def settle(sandbox: Any, limit: float = SETTLE_LIMIT) -> None:
         await asyncio.gather(everything, stopped, return_exceptions=True)
 
 
-async def beside(argv: Sequence[str], app: Any, base_url: str) -> tuple[int, str]:
+class Tallies:
+    """The coverage tallies (domain/coverage.py) of every tenant the run touched (one that
+    took a request during it): those deleted or reset meanwhile, read as they leave, and
+    those alive at the end."""
+
+    def __init__(self, registry: Any) -> None:
+        self.registry = registry
+        self._before = {id(tenant): _requests(tenant) for tenant in registry.tenants}
+        self.tally = suite_coverage.Tally()
+        registry.leaving.append(self._leaving)
+
+    def close(self) -> None:
+        if self._leaving in self.registry.leaving:
+            self.registry.leaving.remove(self._leaving)
+
+    def _touched(self, tenant: Any) -> bool:
+        return _requests(tenant) > self._before.get(id(tenant), 0)
+
+    def _add(self, tenant: Any) -> None:
+        if self._touched(tenant):
+            self.tally.add(msgspec.to_builtins(tenant_coverage.of_tenant(tenant)))
+
+    def _leaving(self, tenant: Any, why: str) -> None:
+        self._add(tenant)
+        self._before[id(tenant)] = _requests(tenant)  # a reset tenant counts afresh
+
+    def write(self, path: str, aggregator: str) -> str:
+        """Writes the report at `path`; its table, as exec prints it."""
+        for tenant in self.registry.tenants:
+            self._add(tenant)
+        rules = self.registry.tenants.default().rules
+        catalog = msgspec.to_builtins(tenant_coverage.catalog(rules, event_types(aggregator)))
+        document = suite_coverage.report(self.tally, catalog)
+        suite_coverage.write(document, path)
+        return "\n".join(["payroll-sandbox coverage:", *suite_coverage.table(document),
+                          f"report written to {path}"])
+
+
+def _requests(tenant: Any) -> int:
+    """How many requests the tenant's journal ever took (kept and dropped)."""
+    return len(tenant.journal) + tenant.journal.evicted
+
+
+async def beside(argv: Sequence[str], app: Any, base_url: str, *,
+                 coverage: str | None = None) -> tuple[int, str]:
     """CMD run against the started sandbox `app` at `base_url`: (CMD's exit status, the
-    report of undelivered webhooks). The caller stops the sandbox afterwards."""
+    report of undelivered webhooks). With `coverage`, the coverage report of the tenants
+    the run touched is written there. The caller stops the sandbox afterwards."""
     from ..edge.keys import SANDBOX
 
     sandbox = app[SANDBOX]
     tenant = sandbox.registry.tenants.default()
     ledgers = Ledgers(sandbox.registry)
+    tallies = Tallies(sandbox.registry) if coverage is not None else None
     try:
         status = await run_command(
             argv, command_environment(base_url, tenant.api_key, tenant.api_secret))
         await settle(sandbox)
-        return status, report(ledgers.undelivered())
+        text = report(ledgers.undelivered())
+        if tallies is not None and coverage is not None:
+            try:
+                summary = tallies.write(coverage, sandbox.registry.service.aggregator)
+            except CoverageError as error:
+                summary, status = str(error), status or 1
+            text = f"{text}\n{summary}" if text else summary
+        return status, text
     finally:
         ledgers.close()
+        if tallies is not None:
+            tallies.close()

@@ -537,6 +537,7 @@ class Tasks(Held[Task]):
         self._by_id: dict[str, Task] = {}
         self.workflows: dict[str, Workflow] = {}
         self.bindings: dict[str, str] = {}  # identifier -> scenario
+        self.everyone: str | None = None  # the scenario of every user's tasks (below their own)
         # Pay-link: card tokens (identifier, payment method id) -> created at, and the
         # payment methods each user has at each merchant.
         self.payment_tokens: dict[tuple[str, str], float] = {}
@@ -567,6 +568,13 @@ class Tasks(Held[Task]):
             self.require_scenario(scenario)
             self.bindings[identifier] = scenario
 
+    def bind_everyone(self, scenario: str | None) -> None:
+        """PUT /_sandbox/scenario: every user's next tasks run `scenario`, unless the request
+        or the user's own binding names another (None: the binding goes)."""
+        if scenario is not None:
+            self.require_scenario(scenario)
+        self.everyone = scenario
+
     def recreate_card_tokens(self, identifier: str, enabled: bool) -> None:
         """PUT /_sandbox/users/{identifier}/card-token-recreation: off, the user's next task
         with a card older than 24 hours fails payment-token-expired."""
@@ -589,13 +597,15 @@ class Tasks(Held[Task]):
                 "merchantPaymentMethods": {"type": "array", "items": obj(
                     {"identifier": STRING, "company": STRING, "paymentMethods": STRINGS})},
                 "cardTokenRecreationOff": STRINGS}),
-            "counters": obj({"tasksEvicted": COUNT, "nextTaskEviction": COUNT})})
+            "counters": obj({"tasksEvicted": COUNT, "nextTaskEviction": COUNT})},
+            optional={"scenarioForEveryone": {"type": ["string", "null"]}})
 
     def dump(self) -> dict[str, Any]:
         return {
             "tasks": [stored(task) for task in self._by_id.values()],
             "workflows": [stored(workflow) for workflow in self.workflows.values()],
             "scenarioBindings": dict(self.bindings),
+            "scenarioForEveryone": self.everyone,
             "payLink": {
                 "paymentTokens": [
                     {"identifier": identifier, "paymentMethod": method, "createdAt": at}
@@ -621,6 +631,7 @@ class Tasks(Held[Task]):
         pay_link, counters = document["payLink"], document["counters"]
         return {"tasks": tasks, "workflows": workflows,
                 "bindings": document["scenarioBindings"],
+                "everyone": document.get("scenarioForEveryone"),
                 "payment_tokens": {(t["identifier"], t["paymentMethod"]): float(t["createdAt"])
                                    for t in pay_link["paymentTokens"]},
                 "merchant_payment_methods": {(m["identifier"], m["company"]):
@@ -632,12 +643,14 @@ class Tasks(Held[Task]):
 
     def restore(self, tasks: dict[str, Task], workflows: dict[str, Workflow], *,
                 bindings: dict[str, str], payment_tokens: dict[tuple[str, str], float],
+                everyone: str | None = None,
                 merchant_payment_methods: dict[tuple[str, str], set[str]],
                 card_token_recreation_off: Iterable[str], evicted: int,
                 next_eviction: int) -> None:
         """A snapshot's tasks and what decides them (as load checked them)."""
         self._by_id, self.workflows = tasks, workflows
         self.bindings = dict(bindings)
+        self.everyone = everyone
         self.payment_tokens = payment_tokens
         self.merchant_payment_methods = merchant_payment_methods
         self.card_token_recreation_off = set(card_token_recreation_off)
@@ -782,15 +795,15 @@ class Tasks(Held[Task]):
                         requested: str | None, login_scenario: str | None = None, *,
                         product: str | None = None,
                         product_path: str = "$.product") -> Scenario:
-        """First match wins: the request, the user's binding, the SDK login, the company,
-        happy-path. With `product`, only a scenario that fits it: the request's is refused
+        """First match wins: the request, the user's binding, the binding of every user, the
+        SDK login, the company, happy-path. With `product`, only a scenario that fits it: the request's is refused
         (422 scenario-does-not-fit), any other is passed over for the next."""
         if requested is not None:
             scenario = self.require_scenario(requested, "$.scenario")
             if product is not None and not self.fits(scenario, product):
                 raise self.misfit(scenario, product, product_path)
             return scenario
-        for name in (self.bindings.get(identifier), login_scenario,
+        for name in (self.bindings.get(identifier), self.everyone, login_scenario,
                      company.default_scenario if company else None):
             scenario = self.scenarios.get(name) if name is not None else None
             if (scenario is not None and scenario.kind == "task"

@@ -9,7 +9,10 @@ from aiohttp import web
 
 from .. import snapshot
 from ...clock import isoformat
+from ...domain import coverage
 from ...domain.companies import company_admin
+from ...domain.coverage import Coverage
+from ...domain.webhooks.event_types import event_types
 from ...domain.changes import EVENT, TASK
 from ...domain.companies.companies import full_record
 from ...domain.shapes import UNSET, given, view_of
@@ -17,6 +20,7 @@ from ...errors import ValidationFailed, field_detail
 from ...domain.tasks.tasks import TaskRecord
 from ...schemas.api import (COMPANY_CREATE_REQUEST, COMPANY_UPDATE_REQUEST,
                            CardTokenRecreationRequest, ClockAdvanceRequest, CompanyStatusRequest,
+                           CoverageQuery,
                            EventsQuery, JournalQuery, ProfileBindingRequest,
                            ScenarioBindingRequest, TasksQuery, TenantRequest)
 from ...schemas.responses import (CardTokenRecreation, ClockState, ClockAdvanced, ClockRun,
@@ -30,6 +34,8 @@ from ..operations import NO_STORE, Auth, Reply, operation, serve_file
 from .webhooks import event_record
 
 CONTROL = {"auth": Auth.API_KEYS, "tags": ("control plane",)}
+EVERYONE = {"type": ["string", "null"], "description": "The scenario bound to every user "
+            "(PUT /_sandbox/scenario); a user's own binding wins."}
 TOTAL = {"total": {"type": "integer"}}
 CURSOR = {**TOTAL, "revision": {"type": "integer", "description": "With `after`: the next cursor."},
           "reset": {"type": "boolean", "description": "With `after`: the cursor was stale "
@@ -177,10 +183,20 @@ async def get_event(tenant, params, sandbox) -> dict:
 
 @operation("GET", "/_sandbox/scenarios", "Scenarios, and the users bound to one",
            response=list[Scenario],
-           envelope={"bindings": SCENARIO_BINDINGS}, **CONTROL)
+           envelope={"bindings": SCENARIO_BINDINGS, "everyone": EVERYONE}, **CONTROL)
 async def list_scenarios(tenant, sandbox) -> Reply:
     return Reply([Scenario.of(s) for s in tenant.rules.scenarios.values()],
-                 extra={"bindings": dict(tenant.tasks.bindings)})
+                 extra={"bindings": dict(tenant.tasks.bindings), "everyone": tenant.tasks.everyone})
+
+
+@operation("PUT", "/_sandbox/scenario", "Bind a scenario to every user's next tasks",
+           body=ScenarioBindingRequest, response=ScenarioBindingRequest, **CONTROL)
+async def bind_scenario_for_everyone(tenant, body) -> dict:
+    """Below the request's `scenario` and a user's own binding, above the SDK login's
+    username and the company's default (the pytest plugin's scenario matrix binds each
+    item's scenario so)."""
+    tenant.tasks.bind_everyone(body.scenario)
+    return ScenarioBindingRequest(scenario=body.scenario)
 
 
 @operation("PUT", "/_sandbox/users/{identifier}/scenario", "Bind a scenario to a user's next "
@@ -189,6 +205,22 @@ async def bind_scenario(tenant, params, body, sandbox) -> dict:
     identifier = params["identifier"]
     tenant.tasks.bind(identifier, body.scenario)
     return ScenarioBinding(identifier=identifier, scenario=body.scenario)
+
+
+# -- coverage (the customer suite's report: kit/coverage.py merges the tenants' tallies) ----
+
+@operation("GET", "/_sandbox/coverage", "What this tenant's run reached: scenarios, failure "
+           "reasons, event types delivered, faults, profiles", query=CoverageQuery,
+           response=Coverage, **CONTROL)
+async def read_coverage(tenant, query, sandbox) -> dict:
+    """Counted from what GET /_sandbox/tasks, /_sandbox/events and /_sandbox/requests show
+    (domain/coverage.py), as it stands (attempts in flight are not waited for); with
+    `catalog=true`, what there is to reach on this server as well."""
+    found = coverage.of_tenant(tenant)
+    known = None
+    if query.catalog == "true":
+        known = coverage.catalog(tenant.rules, event_types(sandbox.registry.service.aggregator))
+    return Coverage(tally=found, catalog=known)
 
 
 # -- data profiles (DESIGN.md: Payroll data you choose) ------------------------------------------
