@@ -46,7 +46,7 @@ class Case:
 def catalog_rows(scenarios: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Each task scenario as the catalog lists it (GET /_sandbox/scenarios's fields), with
     the reason it fails with."""
-    from ..domain.coverage import failure_reason
+    from ..domain.webhooks.coverage import failure_reason
     from ..schemas.responses import Scenario
 
     import msgspec

@@ -20,7 +20,7 @@ from typing import Any
 
 import msgspec
 
-from ..domain import coverage as tenant_coverage
+from ..domain.webhooks import coverage as tenant_coverage
 from ..domain.webhooks.event_types import event_types
 from ..domain.webhooks.outbox import DELIVERED, PENDING, Delivery
 from ..kit import coverage as suite_coverage
@@ -231,7 +231,7 @@ async def settle(sandbox: Any, limit: float = SETTLE_LIMIT) -> None:
 
 
 class Tallies:
-    """The coverage tallies (domain/coverage.py) of every tenant the run touched (one that
+    """The coverage tallies (domain/webhooks/coverage.py) of every tenant the run touched (one that
     took a request during it): those deleted or reset meanwhile, read as they leave, and
     those alive at the end."""
 

@@ -9,9 +9,9 @@ from aiohttp import web
 
 from .. import snapshot
 from ...clock import isoformat
-from ...domain import coverage
+from ...domain.webhooks import coverage
 from ...domain.companies import company_admin
-from ...domain.coverage import Coverage
+from ...domain.webhooks.coverage import Coverage
 from ...domain.webhooks.event_types import event_types
 from ...domain.changes import EVENT, TASK
 from ...domain.companies.companies import full_record
@@ -214,7 +214,7 @@ async def bind_scenario(tenant, params, body, sandbox) -> dict:
            response=Coverage, **CONTROL)
 async def read_coverage(tenant, query, sandbox) -> dict:
     """Counted from what GET /_sandbox/tasks, /_sandbox/events and /_sandbox/requests show
-    (domain/coverage.py), as it stands (attempts in flight are not waited for); with
+    (domain/webhooks/coverage.py), as it stands (attempts in flight are not waited for); with
     `catalog=true`, what there is to reach on this server as well."""
     found = coverage.of_tenant(tenant)
     known = None

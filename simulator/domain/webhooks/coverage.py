@@ -14,9 +14,9 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from .faults import KINDS as API_FAULT_KINDS
-from .shapes import Answer, of
-from .tasks.states import FAILED, FINAL
+from ..faults import KINDS as API_FAULT_KINDS
+from ..shapes import Answer, of
+from ..tasks.states import FAILED, FINAL
 
 # The delivery faults (domain/webhooks/outbox.py writes `delayed <seconds>s`).
 WEBHOOK_FAULT_KINDS = ("duplicate", "out-of-order", "delayed")
