@@ -8,6 +8,7 @@ from pathlib import Path
 
 import msgspec
 
+from .clock import start_problem
 from .catalog import build_companies
 from .domain.companies import Catalog
 from .domain.processor_links import DEFAULT_SCENARIO as PROCESSOR_DEFAULT
@@ -55,6 +56,10 @@ def _from_files(settings: Settings, folders: list[Path]) -> LoadedFixtures:
                               f"{default} is the default {kind} scenario: it must be one")
     known_companies = {c["_id"] for c in fixtures.companies}
     for number, account in enumerate(fixtures.accounts):
+        problem = start_problem(account.get("clock", {}).get("start", "1970-01-01T00:00:00Z"))
+        if problem is not None:
+            raise ConfigError(str(fixtures.directory / "accounts.yaml"),
+                              f"$.accounts[{number}].clock.start", problem)
         for entry_number, entry in enumerate(account.get("linkedAccounts", [])):
             where = f"$.accounts[{number}].linkedAccounts[{entry_number}]"
             if entry["company"] not in known_companies:
