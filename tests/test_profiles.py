@@ -99,7 +99,6 @@ def test_apply_leaves_what_the_profile_does_not_name():
                            "distributionAmount": 60}]}, "$.depositAccounts"),
     ({"employment": {"startDate": "-30d"}, "statements": {"firstPayDate": "-40d"}},
      "$.statements.firstPayDate"),
-    ({"employment": {"employmentStatus": "terminated"}}, "$.employment.endDate"),
     ({"employment": {"endDate": "-3d"}}, "$.employment.endDate"),
     ({"employment": {"employmentStatus": "terminated", "startDate": "-10d", "endDate": "-20d"}},
      "$.employment.endDate"),
