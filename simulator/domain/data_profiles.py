@@ -186,14 +186,18 @@ def problems(document: Any, today: date, where: str = "$",
 
 
 def path_in(document: dict[str, Any], path: str, where: str) -> bool:
-    """Whether the field a path names is in `document` (top level object fields only)."""
+    """Whether the field a path names is in `document` (object fields, list items)."""
     parts = path[len(where) + 1:].split(".")
     value: Any = document
     for part in parts:
-        name = part.split("[")[0]
+        name, *indexes = part.replace("]", "").split("[")
         if not isinstance(value, dict) or name not in value:
             return False
         value = value[name]
+        for index in indexes:
+            if not isinstance(value, list) or int(index) >= len(value):
+                return False
+            value = value[int(index)]
     return True
 
 
