@@ -237,3 +237,16 @@ async def test_bundled_profiles_with_timelines(client, name, days, wanted):
     if name == "raise-over-threshold":
         income = (await call(client, "GET", "/income/u-8"))["data"][0]
         assert income["annualIncome"] > 50_000 > 23.5 * 40 * 52
+
+
+def test_docs_fixtures_life_events_block_is_a_valid_profiles_file(tmp_path):
+    from conftest import REPO
+
+    from payroll_sandbox.fixtures import load_profiles
+
+    text = (REPO / "docs" / "fixtures.md").read_text(encoding="utf-8")
+    block = text.split("### Life events\n", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "profiles.yaml").write_text(block, encoding="utf-8")
+    profiles = load_profiles(tmp_path / "profiles.yaml")
+    assert [e["at"] for e in profiles["three-changes"]["timeline"]] == ["+30d", "+14d", "+21d"]
+    assert profiles["next-job"]["jobs"][0]["timeline"] == [{"at": "+60d", "job": "next"}]
