@@ -11,11 +11,13 @@ import json
 from datetime import date, datetime, timedelta, timezone
 
 import pytest
+import yaml  # noqa: F401  (before pytester's runs: tests/test_pytest_plugin.py says why)
 from calls import call, error_of, run_until_idle
 from conftest import ACME, HOOKS, WALMART
 
 from payroll_sandbox.clock import isoformat
 
+pytest_plugins = ["pytester"]
 DAY = 86_400
 TARGET = "6410a0000000000000000003"  # a second employer (deposit, verify)
 SYNCED = {"statements-synced", "income-synced", "employment-synced", "identity-synced",
@@ -250,3 +252,19 @@ def test_docs_fixtures_life_events_block_is_a_valid_profiles_file(tmp_path):
     profiles = load_profiles(tmp_path / "profiles.yaml")
     assert [e["at"] for e in profiles["three-changes"]["timeline"]] == ["+30d", "+14d", "+21d"]
     assert profiles["next-job"]["jobs"][0]["timeline"] == [{"at": "+60d", "job": "next"}]
+
+
+def test_docs_plugin_examples_pass_as_a_customers_tests(pytester):
+    """docs/plugin.md's pinned-start and life-events examples, run by the plugin (pytester)."""
+    from conftest import REPO
+
+    text = (REPO / "docs" / "plugin.md").read_text(encoding="utf-8")
+    tests = []
+    for heading in ("### The same bytes on any day\n", "### Life events\n"):
+        part = text.split(heading, 1)[1]
+        tests.append(part.split("```python\n", 1)[1].split("```", 1)[0])
+    pytester.makeini("[pytest]\nasyncio_mode = auto\n"
+                     "asyncio_default_fixture_loop_scope = function\nfilterwarnings = error\n")
+    pytester.makepyfile("import pytest\n\n\n" + "\n\n".join(tests))
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
