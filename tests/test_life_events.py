@@ -268,3 +268,28 @@ def test_docs_plugin_examples_pass_as_a_customers_tests(pytester):
     pytester.makepyfile("import pytest\n\n\n" + "\n\n".join(tests))
     result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
+
+
+async def test_a_timeline_bound_after_the_link_takes_its_events_still_to_come(client):
+    """Bound to a connected account, a profile with a timeline applies at the next refresh;
+    its life events still to come (counted from the link) follow, the ones past do not, and
+    the life events of the profile before are dropped."""
+    await call(client, "PUT", "/_sandbox/users/u-9/profile",
+               json={"profile": "terminated-next-month"})
+    account = await link(client, {}, "u-9")
+    linked_at = stamp(account["createdAt"])
+    await call(client, "POST", "/_sandbox/clock/advance", json={"seconds": 5 * DAY})
+    await call(client, "PUT", "/_sandbox/users/u-9/profile", json={"data": {
+        "income": {"income": 70_000, "incomeType": "yearly"},
+        "timeline": [{"at": "+2d", "income": {"income": 1_000_000}},
+                     {"at": "+10d", "income": {"income": 75_000}}]}})
+    await call(client, "POST", "/task/create", json={"linkedAccount": account["_id"]})
+    await run_until_idle(client)
+    await call(client, "POST", "/_sandbox/clock/advance", json={"seconds": 40 * DAY})
+    income = (await call(client, "GET", "/income/u-9"))["data"][0]
+    employment = (await call(client, "GET", "/employment/u-9"))["data"][0]
+    assert income["annualIncome"] == 75_000  # +10d came; +2d had passed
+    assert employment["employmentStatus"] == "active"  # the old timeline's +30d is gone
+    updated = (await call(client, "GET", "/_sandbox/events",
+                          params={"type": "income-updated", "user": "u-9"}))["data"]
+    assert isoformat(linked_at + 10 * DAY) in [e["time"] for e in updated]

@@ -430,6 +430,7 @@ class LinkedAccounts(Held[LinkedAccount]):
         before = account.profile
         after = data_profiles.apply(before, wanted, day(self.clock.timestamp()))
         account.profile, account.profile_document = after, wanted
+        self._schedule_life_events(account, after=self.clock.timestamp())
         self._note_changes(account, before, after, changes)
         if "depositAccounts" in wanted:
             self._replace_deposit_accounts(account, after.deposit_accounts, changes)
@@ -454,10 +455,18 @@ class LinkedAccounts(Held[LinkedAccount]):
 
     # -- life events (data_profiles: timeline) ------------------------------------------------
 
-    def _schedule_life_events(self, account: LinkedAccount) -> None:
+    def _schedule_life_events(self, account: LinkedAccount, after: float | None = None) -> None:
         """Each life event of the account's profile on the timeline, at its moment: days
-        after the link, at the link's time of day."""
+        after the link, at the link's time of day. `after` (a profile bound since the link):
+        the pending ones of the document before are cancelled, and only the events still
+        to come are scheduled."""
+        if after is not None:
+            for job in self.timeline.pending():
+                if isinstance(job.action, _LifeEvent) and job.action.account is account:
+                    self.timeline.cancel(job)
         for days, number in data_profiles.life_events(account.profile_document or {}):
+            if after is not None and account.created_at + days * DAY <= after:
+                continue
             self.timeline.schedule(account.created_at + days * DAY,
                                    _LifeEvent(self.itself, account, number), background=True,
                                    label=f"life event {number} of {account.id}",
