@@ -19,7 +19,7 @@ from conftest import ACME, HOOKS, WALMART, run_cli
 from payroll_sandbox import clock as clock_module
 from payroll_sandbox.clock import start_timestamp
 from payroll_sandbox.app import build_registry, create_app
-from payroll_sandbox.fixtures import ConfigError
+from payroll_sandbox.load.fixtures import ConfigError
 from payroll_sandbox.settings import Settings, load_settings
 
 START = "2026-01-05T09:00:00Z"

@@ -244,7 +244,7 @@ async def test_bundled_profiles_with_timelines(client, name, days, wanted):
 def test_docs_fixtures_life_events_block_is_a_valid_profiles_file(tmp_path):
     from conftest import REPO
 
-    from payroll_sandbox.fixtures import load_profiles
+    from payroll_sandbox.load.fixtures import load_profiles
 
     text = (REPO / "docs" / "fixtures.md").read_text(encoding="utf-8")
     block = text.split("### Life events\n", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]

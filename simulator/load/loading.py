@@ -8,7 +8,7 @@ from pathlib import Path
 
 import msgspec
 
-from .clock import start_problem
+from ..clock import start_problem
 from .catalog import build_companies
 from ..domain.companies.companies import Catalog
 from ..domain.links.processor_links import DEFAULT_SCENARIO as PROCESSOR_DEFAULT
