@@ -5,16 +5,18 @@ Through the real app in one process (server, client and a real webhook receiver 
 event loop, on 127.0.0.1, manual clock, the default tenant `acme` with its daily push
 refresh): the user `weekly` is bound to a weekly-paid hourly profile whose timeline gives a
 raise at +14d, a move of the pay to another bank at +21d and the end of the job at +30d;
-a deposit task links the account. Then the run, timed: POST /_sandbox/clock/advance
-{"seconds": 365 days} until every webhook of the year is delivered to the receiver.
+a deposit task links the account. Then the run, timed: one POST /_sandbox/clock/advance
+{"seconds": 365 days}, which answers once every webhook of the year was delivered to the
+receiver (its wall time, and the process's CPU time beside it: the machine may be shared).
 
 Checks: each life event's events carry exactly its moment (link + 14, 21 and 30 days;
 income-updated, deposit-switch-removed, employment-updated), no statement is paid after
 the end date, and every event of the run reached the receiver.
 
-Target: the run (the advance and its deliveries) at most 2 s wall.
+Target: the run (the advance and its deliveries) at most 2 s wall, the median of `--runs`
+(default 3) runs, each on a fresh app.
 
-    python bench/life_events.py [--strict]
+    python bench/life_events.py [--runs 3] [--strict]
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import statistics
 import time
 from datetime import datetime
 
@@ -50,7 +53,26 @@ PROFILE = {
 LIFE_EVENTS = {14: "income-updated", 21: "deposit-switch-removed", 30: "employment-updated"}
 
 
-async def main(strict: bool) -> None:
+async def main(strict: bool, runs: int) -> None:
+    """`runs` runs, each on a fresh app; the target holds for their median."""
+    results = [await run_once() for _ in range(runs)]
+    elapsed = statistics.median(r["elapsed"] for r in results)
+    cpu = statistics.median(r["cpu"] for r in results)
+    last = results[-1]
+    walls = ", ".join(f"{r['elapsed']:.3f}" for r in results)
+    report([(f"365 virtual days, 3 life events, weekly pay: median {elapsed:.3f} s of {runs} "
+             f"({walls}) for {last['run']} events (process CPU {cpu:.3f} s; target <= "
+             f"{TARGET_SECONDS} s)", elapsed <= TARGET_SECONDS),
+            (f"each life event's events at exactly its moment (+14d, +21d, +30d): "
+             f"{all(r['at_moments'] for r in results)}", all(r["at_moments"] for r in results)),
+            (f"no statement after the end date {last['end'][:10]} ({last['statements']} "
+             f"statements)", all(r["no_pay_after"] for r in results)),
+            (f"every event of the run delivered: {last['delivered']} of {last['run']}",
+             all(r["delivered"] == r["run"] and not r["pending"] for r in results))],
+           strict)
+
+
+async def run_once() -> dict:
     received: list[dict] = []
 
     async def hook(request: web.Request) -> web.Response:
@@ -76,10 +98,11 @@ async def main(strict: bool) -> None:
             before = len(await call("GET", "/_sandbox/events", limit="10000"))
 
             started = time.perf_counter()
+            cpu = time.process_time()
+            # The advance answers once the webhook attempts it started are done.
             await call("POST", "/_sandbox/clock/advance", {"seconds": YEAR})
-            while await call("GET", "/_sandbox/events", delivery="pending", limit="1"):
-                await asyncio.sleep(0.005)
-            elapsed = time.perf_counter() - started
+            elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+            pending = await call("GET", "/_sandbox/events", delivery="pending", limit="1")
 
             events = await call("GET", "/_sandbox/events", limit="10000")
             run = len(events) - before
@@ -94,17 +117,14 @@ async def main(strict: bool) -> None:
         await runner.cleanup()
         await hook_runner.cleanup()
     delivered = sum(1 for body in received if body["eventTime"] > isoformat(linked))
-    report([(f"365 virtual days, 3 life events, weekly pay: {elapsed:.3f} s for {run} events "
-             f"(target <= {TARGET_SECONDS} s)", elapsed <= TARGET_SECONDS),
-            (f"each life event's events at exactly its moment (+14d, +21d, +30d): {at_moments}",
-             at_moments),
-            (f"no statement after the end date {end[:10]} ({len(statements)} statements)",
-             no_pay_after),
-            (f"every event of the run delivered: {delivered} of {run}", delivered == run)],
-           strict)
+    return {"elapsed": elapsed, "cpu": cpu, "run": run, "at_moments": at_moments, "end": end,
+            "statements": len(statements), "no_pay_after": no_pay_after,
+            "delivered": delivered, "pending": pending}
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--strict", action="store_true", help="exit 1 when a check failed")
-    asyncio.run(main(parser.parse_args().strict))
+    parser.add_argument("--runs", type=int, default=3, help="runs, each on a fresh app (median)")
+    options = parser.parse_args()
+    asyncio.run(main(options.strict, options.runs))
