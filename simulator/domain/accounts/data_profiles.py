@@ -2,7 +2,9 @@
 record (income, employment, identity, depositAccounts, statements, timesheets, taxes)
 applied over the person and job the seed makes (pay_calendar.Profile), so every record
 derived from them stays consistent: statements follow the income, the pay cycle and the
-hours, a terminated job pays nothing after its end date, a split paycheck adds up.
+hours, a terminated job pays nothing after its end date, a split paycheck adds up. Its
+`timeline` (life events) says what changes after the account links, each at its moment
+(linked_accounts.py schedules and applies them: life_event_changes, apply_life_event).
 
 A document is checked twice: against PROFILE_SCHEMA (unknown fields refused), then against
 the rules a schema cannot say (check); either raises ValidationFailed with the JSON paths at
