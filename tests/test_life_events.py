@@ -293,3 +293,20 @@ async def test_a_timeline_bound_after_the_link_takes_its_events_still_to_come(cl
     updated = (await call(client, "GET", "/_sandbox/events",
                           params={"type": "income-updated", "user": "u-9"}))["data"]
     assert isoformat(linked_at + 10 * DAY) in [e["time"] for e in updated]
+
+
+async def test_a_split_that_keeps_the_switched_account_is_no_switch_removed(client):
+    await call(client, "PUT", "/_sandbox/users/u-10/profile", json={"data": {
+        "depositAccounts": [{"type": "checking", "accountNumber": "111111111",
+                             "distributionType": "total"}],
+        "timeline": [{"at": "+3d", "depositAccounts": [
+            {"type": "checking", "accountNumber": "111111111", "distributionType": "total"},
+            {"type": "savings", "distributionType": "percent", "distributionAmount": 25}]}]}})
+    await link(client, {}, "u-10")
+    await call(client, "POST", "/_sandbox/clock/advance", json={"seconds": 4 * DAY})
+    types = [e["eventType"] for e in (await call(client, "GET", "/_sandbox/events", params={
+        "user": "u-10", "limit": "1000"}))["data"]]
+    assert {"deposit-accounts-added", "deposit-accounts-updated"} <= set(types)
+    assert "deposit-switch-removed" not in types
+    deposits = (await call(client, "GET", "/deposit-accounts/u-10"))["data"]
+    assert [(a["accountNumber"][-4:], a["distributionAmount"]) for a in deposits][0] == ("1111", 75)

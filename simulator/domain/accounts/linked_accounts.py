@@ -500,7 +500,8 @@ class LinkedAccounts(Held[LinkedAccount]):
             self._replace_deposit_accounts(account, account.profile.deposit_accounts, changes)
         if not heard:
             return
-        if switched is not None and switched not in account.deposit_accounts:
+        kept = {a["_id"] for a in account.deposit_accounts}
+        if switched is not None and switched["_id"] not in kept:
             self._emit(account, "deposit-switch-removed", {"deposit_account": switched["_id"]})
         self._announce(account, changes)
 
