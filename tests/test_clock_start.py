@@ -194,13 +194,17 @@ def test_ini(payroll_sandbox):
                          indirect=True)
 def test_argument(payroll_sandbox):
     assert payroll_sandbox.get("/_sandbox/clock")["now"] == "2030-03-01T00:00:00.000Z"
+
+@pytest.mark.parametrize("payroll_sandbox_clock_start", ["2031-05-01T08:00:00+02:00"])
+def test_overridden_fixture(payroll_sandbox):
+    assert payroll_sandbox.get("/_sandbox/clock")["now"] == "2031-05-01T06:00:00.000Z"
 '''
 
 
 def test_plugin_ini_key_and_fixture_argument(pytester):
     pytester.makeini(INNER_INI + "payroll_sandbox_clock_start = 2026-01-05T09:00:00Z\n")
     pytester.makepyfile(PLUGIN_TESTS)
-    pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider").assert_outcomes(passed=2)
+    pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider").assert_outcomes(passed=3)
 
 
 def test_plugin_bad_ini_start_is_a_usage_error(pytester):

@@ -261,21 +261,29 @@ def pytest_runtest_makereport(item: pytest.Item,
 # -- the fixtures -----------------------------------------------------------------------------
 
 @pytest.fixture
-def payroll_sandbox(payroll_sandbox_server: Sandbox,
+def payroll_sandbox_clock_start(request: pytest.FixtureRequest) -> str | None:
+    """Where this test's tenant's clock starts (ISO 8601; None: now): the option, ini key or
+    variable `payroll_sandbox_clock_start`. Override it (a fixture of this name in a
+    conftest, module or class) or parametrize it to pin one test's start."""
+    return _clock_start(request.config)
+
+
+@pytest.fixture
+def payroll_sandbox(payroll_sandbox_server: Sandbox, payroll_sandbox_clock_start: str | None,
                     request: pytest.FixtureRequest) -> Iterator[Sandbox]:
     """A fresh tenant for this test: its own users, tasks, events, clock and endpoints;
     deleted after the test, so a long session keeps the server small. A failed test's
     report lists its deliveries that never got a 2xx.
 
-    Its clock starts at `payroll_sandbox_clock_start` (option, ini key, variable), or at the
-    fixture argument `clock_start` (`@pytest.mark.parametrize("payroll_sandbox",
-    [{"clock_start": "2026-01-05T09:00:00Z"}], indirect=True)`), else now."""
+    Its clock starts at the fixture argument `clock_start`
+    (`@pytest.mark.parametrize("payroll_sandbox", [{"clock_start": "2026-01-05T09:00:00Z"}],
+    indirect=True)`), else at `payroll_sandbox_clock_start` (the fixture), else now."""
     argument = getattr(request, "param", None) or {}
     unknown = set(argument) - {"clock_start"}
     if unknown:
         pytest.fail(f"payroll_sandbox takes the argument clock_start, not "
                     f"{', '.join(sorted(unknown))}", pytrace=False)
-    start = argument.get("clock_start") or _clock_start(request.config)
+    start = argument.get("clock_start") or payroll_sandbox_clock_start
     try:
         tenant = payroll_sandbox_server.new_tenant(
             **({"clock": {"start": start}} if start else {}))
