@@ -67,6 +67,14 @@ def wall_now() -> float:
     return time.time()
 
 
+def start_day(text: str | None) -> date:
+    """The calendar day (UTC) a pinned start (checked) falls on; without one, today's (what
+    the clocks of a server without --clock-start start at)."""
+    if text is None:
+        return date.today()
+    return datetime.fromtimestamp(start_timestamp(text), tz=timezone.utc).date()
+
+
 class Clock:
     """Virtual time for one tenant, in seconds since the epoch (UTC)."""
 

@@ -213,3 +213,23 @@ def test_plugin_bad_ini_start_is_a_usage_error(pytester):
     result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*clock_start*next tuesday*"])
+
+
+def test_profiles_at_load_count_from_the_pinned_start(tmp_path):
+    """The days a profile file names are checked against the day the clocks start, not the
+    wall clock's: a start date in 2024 is in the future of a clock pinned in 2020."""
+    import shutil
+
+    from conftest import REPO
+
+    from payroll_sandbox.app import load
+
+    folder = tmp_path / "fixtures"
+    shutil.copytree(REPO / "fixtures", folder)
+    (folder / "profiles.yaml").write_text(
+        "profiles:\n  later:\n    description: Starts in 2024\n"
+        "    employment: {startDate: 2024-01-01}\n", encoding="utf-8")
+    assert "later" in load(Settings(fixtures=folder)).fixtures.profiles
+    with pytest.raises(ConfigError) as caught:
+        load(Settings(fixtures=folder, clock_start="2020-01-05T09:00:00Z"))
+    assert caught.value.problems[0][1] == "$.profiles.later.employment.startDate"
