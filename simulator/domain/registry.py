@@ -68,7 +68,8 @@ def give_back_memory() -> None:
 
 
 class TenantRegistry:
-    def __init__(self, rules: Rules, *, environment: str, clock_factory: Callable[[float | None], Clock],
+    def __init__(self, rules: Rules, *, environment: str,
+                 clock_factory: Callable[[float | None], Clock],
                  accounts: list[dict[str, Any]], max_tenants: int = 1_000,
                  max_per_maker: int = 250) -> None:
         self.rules = rules
