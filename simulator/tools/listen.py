@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
 import signal
 import sys
@@ -103,12 +104,7 @@ def _finished(attempt: dict[str, Any]) -> bool:
 
 
 def _finished_count(attempts: list[dict[str, Any]]) -> int:
-    count = 0
-    for attempt in attempts:
-        if not _finished(attempt):
-            break
-        count += 1
-    return count
+    return sum(1 for _ in itertools.takewhile(_finished, attempts))
 
 
 def _epoch(iso: str) -> float:

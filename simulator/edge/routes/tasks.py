@@ -7,13 +7,12 @@ from aiohttp import web
 from yarl import URL
 
 from ...clock import isoformat
-from ...domain.tasks import tasks as domain
 from ...domain.accounts.payroll_records import paystub_lines
 from ...domain.flow.sdk import deposit_form_pdf
 from ...domain.tenants import open_task_file
 from ...domain.pdf import text_pdf
-from ...domain.tasks.tasks import (Prescreen, TaskCreated, TaskCreateRequest, TaskDetails, TaskRecord,
-                            TaskStatusAnswer)
+from ...domain.tasks.tasks import (CreateTask, Prescreen, StatusOfTask, TaskCreated,
+                                   TaskCreateRequest, TaskDetails, TaskRecord, TaskStatusAnswer)
 from ...schemas.api import (FileQuery, FileUrl, PrescreenRequest, TaskWorkflowCreated,
                            TaskWorkflowRequest)
 from ..operations import Auth, Reply, operation
@@ -24,8 +23,8 @@ REAL = {"auth": Auth.API_KEYS}  # the reconstruction's default: API key and secr
 @operation("POST", "/task/create", "Create a task (or a workflow of several)",
            body=TaskCreateRequest, response=TaskCreated, errors=(400, 403, 404, 429))
 async def create_task(tenant, token, body, sandbox) -> dict:
-    workflow, tasks = tenant.tasks.create_task(domain.CreateTask(body, token=token))
-    return domain.TaskCreated.of(workflow, tasks)
+    workflow, tasks = tenant.tasks.create_task(CreateTask(body, token=token))
+    return TaskCreated.of(workflow, tasks)
 
 
 @operation("GET", "/task/{taskId}", "A task, with its history",
@@ -33,7 +32,7 @@ async def create_task(tenant, token, body, sandbox) -> dict:
 async def get_task(tenant, token, params, sandbox) -> dict:
     task = tenant.tasks.get_task(params["taskId"],
                                    identifier=token.identifier if token else None)
-    return domain.TaskRecord.of(task)
+    return TaskRecord.of(task)
 
 
 @operation("GET", "/task/{taskId}/details", "A task's details (the real Task)",
@@ -48,7 +47,7 @@ async def task_details(tenant, params, sandbox) -> dict:
            response=TaskStatusAnswer, errors=(404,), **REAL)
 async def task_status(tenant, params, sandbox) -> dict:
     task = tenant.tasks.get_task(params["taskId"])
-    return domain.TaskStatusAnswer(task=domain.StatusOfTask.of(
+    return TaskStatusAnswer(task=StatusOfTask.of(
         task, tenant.tasks.payroll_data_available(task)))
 
 
@@ -61,12 +60,12 @@ async def prescreen(tenant, body) -> dict:
 
 
 @operation("POST", "/task-workflow/from-linked-account", "Refresh a linked account (tasks on it)",
-           body=TaskWorkflowRequest, command=domain.TaskCreateRequest,
+           body=TaskWorkflowRequest, command=TaskCreateRequest,
            response=TaskWorkflowCreated, errors=(400, 403, 404, 429), **REAL)
 async def create_task_workflow(tenant, body, sandbox) -> dict:
     """The spec's pull refresh (a linked account passed to task creation), one task per
     `tasks` entry, in one workflow; the user and the company are the linked account's."""
-    workflow, tasks = tenant.tasks.create_task(domain.CreateTask(body))
+    workflow, tasks = tenant.tasks.create_task(CreateTask(body))
     return TaskWorkflowCreated(task=tenant.tasks.details_of(tasks[0]), task_workflow=workflow.id)
 
 
