@@ -25,7 +25,12 @@ from payroll_sandbox.settings import Settings, load_settings
 START = "2026-01-05T09:00:00Z"
 DAY = 86_400
 WALL_APART = 400 * DAY
-USERS = (("u-1", "salaried"), ("u-2", "hourly"), ("u-3", None))
+# u-3: the seed's job, with life events (a raise, new deposit accounts, the end of the job)
+USERS = (("u-1", {"profile": "salaried"}), ("u-2", {"profile": "hourly"}), ("u-3", {"data": {
+    "timeline": [{"at": "+14d", "income": {"income": 90_000, "incomeType": "yearly"}},
+                 {"at": "+21d", "depositAccounts": [{"type": "savings",
+                                                     "distributionType": "total"}]},
+                 {"at": "+30d", "employment": {"employmentStatus": "terminated"}}]}}))
 # Credentials (public, access, processor tokens) come from the system's cryptographic source,
 # never from the seed (SECURITY.md): the one part of a body that differs between two runs.
 TOKEN = re.compile(rb"(public|access|processor|link)-(sandbox|production)-[0-9a-f-]{36}")
@@ -41,7 +46,7 @@ async def _run(aiohttp_client, loaded, receiver, monkeypatch, *, wall_offset: fl
     monkeypatch.setattr(clock_module, "wall_now", lambda: time.time() + wall_offset)
     receiver.clear()
     settings = Settings(port=0, clock="manual", webhook_url=receiver.url(HOOKS),
-                        webhook_timeout=0.5,
+                        webhook_timeout=10,  # no receiver hangs: a loaded machine is no retry
                         clock_start=pinned if way == "setting" else None)
     client = await aiohttp_client(create_app(settings, registry=build_registry(
         settings, loaded=loaded)))
@@ -65,9 +70,7 @@ async def _run(aiohttp_client, loaded, receiver, monkeypatch, *, wall_offset: fl
 
     await answer("GET", "/_sandbox/clock")
     for identifier, profile in USERS:
-        if profile is not None:
-            await answer("PUT", f"/_sandbox/users/{identifier}/profile",
-                         json={"profile": profile})
+        await answer("PUT", f"/_sandbox/users/{identifier}/profile", json=profile)
         await answer("POST", "/task/create", json={"identifier": identifier,
                                                     "company": WALMART, "product": "deposit"})
         await run_until_idle(client, headers=headers)
@@ -106,6 +109,7 @@ async def test_same_seed_and_start_same_bytes_on_wall_dates_400_days_apart(
     assert sorted(first[1]) == sorted(later[1])                     # every event body
     assert b'"2026-01-05T09:00:00.000Z"' in first[0][0]
     assert any(b"2026-04-05" in body for body in first[1])          # 90 days on
+    assert any(b'"employment-updated"' in body for body in first[1])  # a life event's
 
 
 async def test_without_a_start_the_wall_date_shows(aiohttp_client, loaded, receiver,
