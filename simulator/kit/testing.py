@@ -42,7 +42,7 @@ import warnings
 from collections import deque
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from ..client import SandboxClient, SandboxError, new_session, with_query
 
@@ -466,6 +466,12 @@ class Sandbox:
     def __repr__(self) -> str:
         return f"<Sandbox {self.name or 'tenant'} at {self.base_url}>"
 
+    def awaitable(self) -> AsyncSandbox:
+        """This tenant over an awaitable client of its own, for a coroutine on the caller's
+        event loop (`async with sandbox.awaitable() as tenant: ...`)."""
+        return AsyncSandbox(self.base_url, self.api_key, self.api_secret, self.name,
+                            loopback=self.loopback)
+
     @property
     def headers(self) -> dict[str, str]:
         return {"x-api-key": self.api_key, "x-api-secret": self.api_secret}
@@ -544,6 +550,14 @@ class Sandbox:
 
 
 # -- webhook receivers --------------------------------------------------------------------
+
+class Tenant(Protocol):
+    """What a receiver's `register` uses of a tenant's client (a Sandbox or an AsyncSandbox)."""
+
+    api_secret: str
+
+    def use_webhook_url(self, url: str, event_types: Iterable[str] | None = None) -> Any: ...
+
 
 @dataclass(frozen=True)
 class ReceivedDelivery:
@@ -886,7 +900,7 @@ class WebhookReceiver(_Receiving):
             if self._own_loop:
                 self._loop.stop()
 
-    def register(self, sandbox: Sandbox, event_types: Iterable[str] | None = None) -> None:
+    def register(self, sandbox: Tenant, event_types: Iterable[str] | None = None) -> None:
         """Registers this receiver as an endpoint of `sandbox`'s tenant (every event type,
         or `event_types`) and trusts the tenant's signatures."""
         self.trust(sandbox.api_secret)
@@ -949,17 +963,15 @@ class AsyncWebhookReceiver(_Receiving):
     async def close(self) -> None:
         await self._stop()
 
-    async def register(self, sandbox: AsyncSandbox | Sandbox,
-                       event_types: Iterable[str] | None = None) -> None:
-        """Registers this receiver as an endpoint of `sandbox`'s tenant (every event type,
-        or `event_types`) and trusts the tenant's signatures."""
+    async def register(self, sandbox: Tenant, event_types: Iterable[str] | None = None) -> None:
+        """Registers this receiver as an endpoint of `sandbox`'s tenant (an AsyncSandbox or a
+        Sandbox; every event type, or `event_types`) and trusts the tenant's signatures."""
         self.trust(sandbox.api_secret)
-        if isinstance(sandbox, AsyncSandbox):
+        if not hasattr(sandbox, "awaitable"):  # an AsyncSandbox
             await sandbox.use_webhook_url(self.url, event_types)
             return
         # A sync Sandbox would block this loop: its tenant, over an awaitable client.
-        async with AsyncSandbox(sandbox.base_url, sandbox.api_key, sandbox.api_secret,
-                                sandbox.name, loopback=sandbox.loopback) as tenant:
+        async with sandbox.awaitable() as tenant:
             await tenant.use_webhook_url(self.url, event_types)
 
     async def wait_for(self, event_type: str, timeout: float = WAIT_TIMEOUT,
