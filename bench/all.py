@@ -22,7 +22,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 BENCHES = [
     ("search", []), ("startup", []), ("throughput", []), ("stored", []), ("tenants", []), ("isolation", []),
-    ("scenarios", []), ("webhooks", []), ("refresh", []), ("memory", []), ("plugin_import", []),
+    ("scenarios", []), ("webhooks", []), ("refresh", []), ("life_events", []), ("memory", []), ("plugin_import", []),
     ("hostile", []), ("huge_snapshots", ["--max-tasks", "30000"]), ("unknown_fields", []),
 ]
 QUICK = {"memory": ["--events", "100000"], "scenarios": ["--tasks", "5000"],

@@ -11,7 +11,7 @@ from typing import Any
 
 from aiohttp import web
 
-from .clock import REAL, Clock
+from .clock import REAL, Clock, start_timestamp
 from .domain.registry import TenantRegistry
 from .load.fixtures import ConfigError
 from .load.datagen import ProfileFactory
@@ -40,8 +40,12 @@ def build_registry(settings: Settings, *, clock: Clock | None = None,
     loaded = loaded or load(settings)
     fixtures = loaded.fixtures
 
-    def clock_factory() -> Clock:
-        return clock or Clock(mode=settings.clock, time_scale=settings.time_scale)
+    pinned = None if settings.clock_start is None else start_timestamp(settings.clock_start)
+
+    def clock_factory(start: float | None = None) -> Clock:
+        """A tenant's clock: from `start` (its own pinned start), else --clock-start, else now."""
+        return clock or Clock(mode=settings.clock, time_scale=settings.time_scale,
+                              start=pinned if start is None else start)
 
     if not any(a["environment"] == settings.environment for a in fixtures.accounts):
         raise ConfigError(str(fixtures.directory / "accounts.yaml"), "$.accounts",

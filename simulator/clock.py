@@ -30,18 +30,63 @@ DATE_TIME_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$"
 CALENDAR_DAY_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
 
 
+# A pinned start (--clock-start, POST /_sandbox/tenants {"clock": {"start": ...}}): from the
+# epoch to the last day of 9899, so a century of advances still writes a four-digit year.
+EARLIEST_START = "1970-01-01T00:00:00.000Z"
+LATEST_START = "9899-12-31T23:59:59.000Z"
+NOT_A_START = ("{value!r} is not an ISO 8601 date-time (2026-01-05T09:00:00Z; a zone or none "
+               "for UTC)")
+START_OUT_OF_RANGE = "{value!r} is outside {earliest} to {latest}"
+
+
+def start_problem(text: object) -> str | None:
+    """Why a pinned clock start is refused (not a date-time, out of range), or None."""
+    if not isinstance(text, str) or _DATE_TIME_TEXT.fullmatch(text) is None:
+        return NOT_A_START.format(value=text)
+    written = written_time(text)
+    try:
+        datetime.fromisoformat(written.replace("Z", "+00:00"))
+    except ValueError:
+        return NOT_A_START.format(value=text)
+    if not EARLIEST_START <= written <= LATEST_START:
+        return START_OUT_OF_RANGE.format(value=text, earliest=EARLIEST_START,
+                                         latest=LATEST_START)
+    return None
+
+
+def start_timestamp(text: str) -> float:
+    """A pinned start (start_problem found none) in seconds since the epoch, whole seconds
+    as a Clock keeps it."""
+    return float(int(datetime.fromisoformat(written_time(text).replace("Z", "+00:00"))
+                     .timestamp()))
+
+
+def wall_now() -> float:
+    """The wall clock, the one place a Clock reads it (looked up at each call: a test moves
+    it to show that a pinned start gives the same bytes on any day)."""
+    return time.time()
+
+
+def start_day(text: str | None) -> date:
+    """The calendar day (UTC) a pinned start (checked) falls on; without one, today's (what
+    the clocks of a server without --clock-start start at)."""
+    if text is None:
+        return date.today()
+    return datetime.fromtimestamp(start_timestamp(text), tz=timezone.utc).date()
+
+
 class Clock:
     """Virtual time for one tenant, in seconds since the epoch (UTC)."""
 
     def __init__(self, *, mode: str = MANUAL, time_scale: float = 1.0,
                  start: float | None = None,
-                 wall: Callable[[], float] = time.time) -> None:
+                 wall: Callable[[], float] | None = None) -> None:
         if mode not in (MANUAL, REAL):
             raise ValueError(f"unknown clock mode {mode!r}")
         self.mode = mode
         self.time_scale = time_scale
-        self._wall = wall
-        self._wall_at_start = wall()
+        self._wall = wall or wall_now
+        self._wall_at_start = self._wall()
         self._start = float(int(self._wall_at_start if start is None else start))
         self._offset = 0.0
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from .clock import start_problem
 from .schemas.fixtures import CONFIG_SCHEMA
 from .validate import ConfigError, load_yaml, validate_document
 from .transport import SHUTDOWN_GRACE
@@ -43,6 +44,9 @@ class Settings:
     seed: int | None = 1
     clock: str = "real"
     time_scale: float = 1.0
+    # Where every tenant's clock starts (an ISO date-time; None: the wall clock's now). With
+    # the same seed and a manual clock, every answer and event is the same bytes on any day.
+    clock_start: str | None = None
     webhook_url: str | None = None
     # Wall seconds before a webhook attempt times out (default: 15 virtual seconds).
     webhook_timeout: float | None = None
@@ -95,7 +99,8 @@ class Settings:
 # Names in the config file and the environment, mapped to Settings fields.
 _CONFIG_NAMES = {
     "host": "host", "port": "port", "fixtures": "fixtures", "scenarios": "scenarios",
-    "seed": "seed", "clock": "clock", "timeScale": "time_scale", "webhookUrl": "webhook_url",
+    "seed": "seed", "clock": "clock", "timeScale": "time_scale", "clockStart": "clock_start",
+    "webhookUrl": "webhook_url",
     "webhookTimeout": "webhook_timeout", "shutdownGrace": "shutdown_grace",
     "environment": "environment", "logFormat": "log_format", "vendor": "vendor",
     "aggregator": "aggregator", "sdkPrefix": "sdk_prefix", "sdkGlobal": "sdk_global",
@@ -149,6 +154,10 @@ def _check_choices(settings: Settings, source: str) -> None:
             raise ConfigError(source, f"$.{name}", f"{value!r} is not one of {', '.join(allowed)}")
     if settings.time_scale <= 0:
         raise ConfigError(source, "$.time_scale", "must be greater than 0")
+    if settings.clock_start is not None:
+        problem = start_problem(settings.clock_start)
+        if problem is not None:
+            raise ConfigError(source, "$.clock_start", problem)
     if not 0 <= settings.port <= 65535:
         raise ConfigError(source, "$.port", "must be between 0 and 65535")
     for name in ("max_events", "max_tasks", "max_tokens", "max_users", "max_tenants",
@@ -207,6 +216,8 @@ def load_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = 
     if config_path:
         path = Path(config_path)
         document = load_yaml(path) or {}
+        if hasattr(document.get("clockStart"), "isoformat"):  # YAML reads it as a datetime
+            document["clockStart"] = document["clockStart"].isoformat()
         validate_document(document, CONFIG_SCHEMA, str(path))
         values = {_CONFIG_NAMES[k]: _coerce(_CONFIG_NAMES[k], v, str(path))
                   for k, v in document.items()}

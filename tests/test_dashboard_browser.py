@@ -227,6 +227,8 @@ async def test_dashboard_binds_a_scenario_and_sets_webhook_faults(dashboard):
 async def test_dashboard_binds_a_data_profile_to_a_user_and_unbinds_it(dashboard, tmp_path):
     page, client = dashboard
     await page.fill("#profile-user", "gig-user")
+    await page.select_option("#profile-name", "new-employer")  # a profile with life events
+    await expect(page.locator("#profile-about")).to_contain_text("new employer")
     await page.select_option("#profile-name", "recently-terminated")
     await expect(page.locator("#profile-about")).to_contain_text("terminated 20 days ago")
     await page.click("#profile-form button:text('Bind')")

@@ -310,6 +310,8 @@ async def test_demo_connects_a_gig_worker_and_the_api_answers_the_gig_workers_re
     page, errors = await open_demo(demo_server, browser_context)
     sent = []
     page.on("request", lambda r: sent.append(r))
+    await page.select_option("#profile", label="Terminated next month")  # life events offered
+    await expect(page.locator("#profile-about")).to_contain_text("terminated 30 days after")
     await page.select_option("#profile", label="Gig worker")
     await expect(page.locator("#profile-about")).to_contain_text("several employers")
     await page.locator(".intro").screenshot(path=str(tmp_path / "demo-profile.png"))

@@ -16,12 +16,15 @@ from collections.abc import Callable
 from typing import Any
 
 from ..clock import Clock
-from ..errors import TenantLimitReached, TenantNotDeletable, TenantNotFound
+from ..clock import start_problem, written_time
+from ..errors import (TenantLimitReached, TenantNotDeletable, TenantNotFound, ValidationFailed,
+                      field_detail)
 from .rules import Rules
 from .shapes import given
 from .tenants import DEFAULT_PRODUCTS, Tenant, Tenants, TenantServices
 
 UNKNOWN_TENANT = "No tenant is named {name!r}."
+BAD_START = "The clock cannot start there: {problem}."
 TENANT_LIMIT = ("{limit} tenants made by the control plane exist (--max-tenants); delete some "
                 "(DELETE /_sandbox/tenants/{{name}}) first.")
 MAKER_LIMIT = ("This tenant's tree (the tenants made by it or its maker, and by those tenants "
@@ -65,7 +68,8 @@ def give_back_memory() -> None:
 
 
 class TenantRegistry:
-    def __init__(self, rules: Rules, *, environment: str, clock_factory: Callable[[], Clock],
+    def __init__(self, rules: Rules, *, environment: str,
+                 clock_factory: Callable[[float | None], Clock],
                  accounts: list[dict[str, Any]], max_tenants: int = 1_000,
                  max_per_maker: int = 250) -> None:
         self.rules = rules
@@ -108,7 +112,16 @@ class TenantRegistry:
         return tenant
 
     def create_tenant(self, request: Any, creator: Tenant | None = None) -> Tenant:
-        """POST /_sandbox/tenants: a fresh, isolated tenant with new, random keys."""
+        """POST /_sandbox/tenants: a fresh, isolated tenant with new, random keys (and its
+        clock pinned at `clock.start`, if given: a start that is no date-time or out of range
+        is a 422 naming it, and no tenant is made)."""
+        start = None
+        if given(request.clock) is not None:
+            problem = start_problem(request.clock.start)
+            if problem is not None:
+                raise ValidationFailed(BAD_START.format(problem=problem),
+                                       details=[field_detail("$.clock.start", problem)])
+            start = written_time(request.clock.start)
         if len(self._made_by) >= self.max_tenants:
             raise TenantLimitReached(TENANT_LIMIT.format(limit=self.max_tenants))
         if creator is not None and self._tree_size(self._root_of(creator)) >= self.max_per_maker:
@@ -131,6 +144,8 @@ class TenantRegistry:
             "webhooks": {"signing": request.signing, "endpoints": []},
             "continuousAccess": given(request.continuous_access, {}),
         }
+        if start is not None:
+            account["clock"] = {"start": start}
         tenant = self._add(account, from_fixtures=False)
         self._made_by[name] = creator
         self._count(tenant, +1)

@@ -17,7 +17,7 @@ from urllib.parse import quote, urlencode
 
 import msgspec
 
-from ..clock import Clock, isoformat
+from ..clock import Clock, isoformat, start_timestamp
 from ..errors import (InvalidCredentials, InvalidPublicToken, MissingCredentials,
                       PublicTokenExpired, WrongEnvironment, field_detail)
 from .journal import Journal
@@ -81,7 +81,7 @@ class Tenant:
     """
 
     def __init__(self, account: dict[str, Any], *, rules: Rules,
-                 clock_factory: Callable[[], Clock], services: TenantServices,
+                 clock_factory: Callable[[float | None], Clock], services: TenantServices,
                  from_fixtures: bool = True) -> None:
         self.account = account
         self.name: str = account["name"]
@@ -148,7 +148,9 @@ class Tenant:
     def _start(self, seed_accounts: bool = True, clock: Clock | None = None) -> None:
         """The tenant's state as its account first makes it, on `clock` (a restore's) or a
         new one. The parts are given the clock: it is never replaced under them."""
-        self.clock: Clock = clock or self._clock_factory()
+        pinned = self.account.get("clock", {}).get("start")
+        self.clock: Clock = clock or self._clock_factory(
+            None if pinned is None else start_timestamp(pinned))
         self.ids = Ids(f"{self._seed}:{self.name}")
         self.companies = CompanyDirectory(self.rules.catalog, self.rules.index)
         # The users and their public tokens (domain/identity.py).

@@ -8,7 +8,8 @@ shared by the whole session (so tests can run in parallel), with a manual clock;
 
 The server starts in a thread of the test process, configured by the options and ini
 keys `payroll_sandbox_scenarios`, `payroll_sandbox_fixtures`, `payroll_sandbox_seed`,
-`payroll_sandbox_config` (the service profile) and the PAYROLL_SANDBOX_* variables (the
+`payroll_sandbox_clock_start` (every test tenant's clock starts there: the same bytes on any
+day), `payroll_sandbox_config` (the service profile) and the PAYROLL_SANDBOX_* variables (the
 options and ini keys win). With
 PAYROLL_SANDBOX_URL set, the fixtures use a server you run yourself (e.g. Docker); a
 sandbox in a container reaches the receivers through
@@ -78,6 +79,9 @@ OPTIONS = {
                                   "bundled ones (same name: yours)"),
     "payroll_sandbox_fixtures": ("fixtures", "path", "fixtures folder instead of the bundled one"),
     "payroll_sandbox_seed": ("seed", "int", "seed of every generated id and record (default 1)"),
+    "payroll_sandbox_clock_start": ("clock_start", "datetime", "where every test tenant's clock "
+                                    "starts, ISO 8601 (2026-01-05T09:00:00Z; default: now): "
+                                    "the same bytes on any day"),
     # The service profile (vendor, aggregator, sdkPrefix) and any other setting, as
     # `serve --config FILE` reads them; the options above and the manual clock still win.
     "payroll_sandbox_config": ("config", "path", "a --config YAML file: the service profile "
@@ -89,7 +93,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("payroll-sandbox", "the in-process payroll sandbox server")
     for name, (_, kind, text) in OPTIONS.items():
         group.addoption(f"--{name.replace('_', '-')}", dest=name,
-                        type=int if kind == "int" else str, metavar="N" if kind == "int" else "DIR",
+                        type=int if kind == "int" else str,
+                        metavar={"int": "N", "datetime": "DATETIME"}.get(kind, "DIR"),
                         help=f"{text} (ini: {name})")
         parser.addini(name, f"payroll-sandbox: {text}", default=None)
     group.addoption("--payroll-sandbox-receiver-host", dest=RECEIVER_HOST, metavar="HOST",
@@ -137,6 +142,8 @@ def sandbox_settings(config: pytest.Config, environ: dict[str, str] | None = Non
             continue
         if kind == "path":
             value = Path(base) / str(value).strip()
+        elif kind == "datetime":
+            value = str(value).strip()  # load_settings names a bad one
         elif not str(value).strip().isdigit():
             raise ConfigError(f"ini key {name}", f"$.{setting}", f"{value!r} is not a whole number")
         flags[setting] = value
@@ -214,6 +221,14 @@ def payroll_sandbox_server(_payroll_sandbox_thread: _LoopThread) -> Sandbox:
         return Sandbox(url, key, secret, loopback=LoopbackCheck(url, key, secret))
     assert isinstance(_payroll_sandbox_thread, _ServerThread)
     return Sandbox(_payroll_sandbox_thread.base_url, *_payroll_sandbox_thread.keys)
+
+
+def _clock_start(config: pytest.Config) -> str | None:
+    """payroll_sandbox_clock_start as an option, ini key or variable (the in-process server's
+    settings hold it too; a server of yours (PAYROLL_SANDBOX_URL) gets it per tenant)."""
+    name = "payroll_sandbox_clock_start"
+    return (config.getoption(name) or config.getini(name)
+            or os.environ.get("PAYROLL_SANDBOX_CLOCK_START") or None)
 
 
 @pytest.fixture(scope="session")
@@ -380,14 +395,39 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 # -- the fixtures -----------------------------------------------------------------------------
 
 @pytest.fixture
-def payroll_sandbox(payroll_sandbox_server: Sandbox, _payroll_sandbox_case: Case | None,
+def payroll_sandbox_clock_start(request: pytest.FixtureRequest) -> str | None:
+    """Where this test's tenant's clock starts (ISO 8601; None: now): the option, ini key or
+    variable `payroll_sandbox_clock_start`. Override it (a fixture of this name in a
+    conftest, module or class) or parametrize it to pin one test's start."""
+    return _clock_start(request.config)
+
+
+@pytest.fixture
+def payroll_sandbox(payroll_sandbox_server: Sandbox, payroll_sandbox_clock_start: str | None,
+                    _payroll_sandbox_case: Case | None,
                     request: pytest.FixtureRequest) -> Iterator[Sandbox]:
     """A fresh tenant for this test: its own users, tasks, events, clock and endpoints;
     deleted after the test, so a long session keeps the server small. A failed test's
     report lists its deliveries that never got a 2xx. An item of the scenario matrix has
     its scenario bound to every user (`payroll_sandbox.scenario` names it); with
-    --payroll-sandbox-coverage the tenant's tally is read before it goes."""
-    tenant = payroll_sandbox_server.new_tenant()
+    --payroll-sandbox-coverage the tenant's tally is read before it goes.
+
+    Its clock starts at the fixture argument `clock_start`
+    (`@pytest.mark.parametrize("payroll_sandbox", [{"clock_start": "2026-01-05T09:00:00Z"}],
+    indirect=True)`), else at `payroll_sandbox_clock_start` (the fixture), else now."""
+    argument = getattr(request, "param", None) or {}
+    unknown = set(argument) - {"clock_start"}
+    if unknown:
+        pytest.fail(f"payroll_sandbox takes the argument clock_start, not "
+                    f"{', '.join(sorted(unknown))}", pytrace=False)
+    start = argument.get("clock_start") or payroll_sandbox_clock_start
+    try:
+        tenant = payroll_sandbox_server.new_tenant(
+            **({"clock": {"start": start}} if start else {}))
+    except SandboxError as error:
+        if error.status != 422:
+            raise
+        pytest.fail(f"payroll_sandbox: clock_start {start!r}: {error}", pytrace=False)
     ledger = request.node.stash[_LEDGER] = _Ledger(tenant)
     if _payroll_sandbox_case is not None:
         tenant.request("PUT", "/_sandbox/scenario", {"scenario": _payroll_sandbox_case.scenario})

@@ -38,10 +38,11 @@ class Fixtures(msgspec.Struct, frozen=True):
 
 def load_fixtures(directory: Path, *, vendor: str | None = None, aggregator: str | None = None,
                   sdk_prefix: str | None = None, sdk_global: str | None = None,
-                  bundled_profiles: Path | None = None) -> Fixtures:
+                  bundled_profiles: Path | None = None, today: date | None = None) -> Fixtures:
     """Read and check service.yaml, accounts.yaml, companies.yaml and profiles.yaml from a
     folder; `bundled_profiles`, the bundled profiles.yaml, gives the profiles the folder's
-    own add to or replace by name."""
+    own add to or replace by name; relative days count from `today` (the day the clocks
+    start; None: the wall clock's)."""
     if not directory.is_dir():
         raise ConfigError(str(directory), "$", "fixtures folder not found")
     service_doc = _checked(directory / "service.yaml", SERVICE_SCHEMA)
@@ -57,15 +58,16 @@ def load_fixtures(directory: Path, *, vendor: str | None = None, aggregator: str
     companies = companies_doc.get("companies", [])
     _check_accounts(accounts, service, directory / "accounts.yaml")
     _check_companies(companies, service, directory / "companies.yaml")
-    profiles = load_profiles(bundled_profiles) if bundled_profiles is not None else {}
+    profiles = load_profiles(bundled_profiles, today=today) if bundled_profiles is not None else {}
     if bundled_profiles is None or directory.resolve() != bundled_profiles.parent.resolve():
-        profiles.update(load_profiles(directory / PROFILES_FILE, missing_ok=True))
+        profiles.update(load_profiles(directory / PROFILES_FILE, missing_ok=True, today=today))
     return Fixtures(directory=directory, service=service, accounts=accounts,
                     companies=companies, catalog=companies_doc.get("catalog", {}),
                     profiles=profiles)
 
 
-def load_profiles(path: Path, *, missing_ok: bool = False) -> dict[str, Any]:
+def load_profiles(path: Path, *, missing_ok: bool = False,
+                  today: date | None = None) -> dict[str, Any]:
     """The named data profiles of a profiles.yaml (domain/data_profiles.py), each checked
     as a binding checks it: its schema, then its contradictions (relative days count from
     today)."""
@@ -75,7 +77,7 @@ def load_profiles(path: Path, *, missing_ok: bool = False) -> dict[str, Any]:
         return {}
     document = plain(load_yaml(path))  # unquoted days are dates to YAML
     validate_document(document, PROFILES_FILE_SCHEMA, str(path))
-    found = bundled_problems(document["profiles"], date.today())
+    found = bundled_problems(document["profiles"], today or date.today())
     if found:
         raise ConfigError.collected([(str(path), where, message) for where, message in found])
     return dict(document["profiles"])

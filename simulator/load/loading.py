@@ -4,10 +4,12 @@ and its search index. Nothing here needs aiohttp, so the commands that only read
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 
 import msgspec
 
+from ..clock import start_day, start_problem
 from .catalog import build_companies
 from ..domain.companies.companies import Catalog
 from ..domain.links.processor_links import DEFAULT_SCENARIO as PROCESSOR_DEFAULT
@@ -38,7 +40,7 @@ def load(settings: Settings) -> LoadedFixtures:
               ("file", bundled_dir("fixtures") / PROFILES_FILE),  # a folder's own go over them
               *(("folder", folder) for folder in folders)]
     named = (str(settings.fixtures.resolve()), settings.vendor, settings.aggregator,
-             settings.sdk_prefix, settings.sdk_global)
+             settings.sdk_prefix, settings.sdk_global, settings.clock_start)
     return cached(inputs, named, lambda: _from_files(settings, folders), LoadedFixtures)
 
 
@@ -46,7 +48,8 @@ def _from_files(settings: Settings, folders: list[Path]) -> LoadedFixtures:
     fixtures = load_fixtures(settings.fixtures, vendor=settings.vendor,
                              aggregator=settings.aggregator, sdk_prefix=settings.sdk_prefix,
                              sdk_global=settings.sdk_global,
-                             bundled_profiles=bundled_dir("fixtures") / PROFILES_FILE)
+                             bundled_profiles=bundled_dir("fixtures") / PROFILES_FILE,
+                             today=start_day(settings.clock_start))
     scenarios = load_all_scenarios(folders)
     scenarios = resolve_products(scenarios, fixtures.service.products)  # the products each fits
     for default, kind in ((HAPPY_PATH, "task"), (PROCESSOR_DEFAULT, "processor-link")):
@@ -55,12 +58,16 @@ def _from_files(settings: Settings, folders: list[Path]) -> LoadedFixtures:
                               f"{default} is the default {kind} scenario: it must be one")
     known_companies = {c["_id"] for c in fixtures.companies}
     for number, account in enumerate(fixtures.accounts):
+        problem = start_problem(account.get("clock", {}).get("start", "1970-01-01T00:00:00Z"))
+        if problem is not None:
+            raise ConfigError(str(fixtures.directory / "accounts.yaml"),
+                              f"$.accounts[{number}].clock.start", problem)
         for entry_number, entry in enumerate(account.get("linkedAccounts", [])):
             where = f"$.accounts[{number}].linkedAccounts[{entry_number}]"
             if entry["company"] not in known_companies:
                 raise ConfigError(str(fixtures.directory / "accounts.yaml"), f"{where}.company",
                                   f"no hand-written company has the id {entry['company']!r}")
-            _check_profile(entry, fixtures, where)
+            _check_profile(entry, fixtures, where, start_day(settings.clock_start))
     for number, company in enumerate(fixtures.companies):
         name = company.get("defaultScenario")
         if name is not None and (name not in scenarios or scenarios[name].kind != "task"):
@@ -72,11 +79,9 @@ def _from_files(settings: Settings, folders: list[Path]) -> LoadedFixtures:
                           scenarios=scenarios)
 
 
-def _check_profile(entry: dict, fixtures: Fixtures, where: str) -> None:
+def _check_profile(entry: dict, fixtures: Fixtures, where: str, today: date) -> None:
     """A ready-made linked account's `profile` and `data` (data_profiles.py), as a binding
-    checks them."""
-    from datetime import date
-
+    checks them (relative days from `today`, the day the clocks start)."""
     from ..domain.accounts import data_profiles
 
     file = str(fixtures.directory / "accounts.yaml")
@@ -87,10 +92,10 @@ def _check_profile(entry: dict, fixtures: Fixtures, where: str) -> None:
     if data is None:
         return
     data = entry["data"] = data_profiles.plain(data)  # unquoted days are dates to YAML
-    found = data_profiles.problems(data, date.today(), f"{where}.data", whole=name is None)
+    found = data_profiles.problems(data, today, f"{where}.data", whole=name is None)
     if not found and name is not None:
         named = {k: v for k, v in fixtures.profiles[name].items() if k != "description"}
-        found = data_profiles.problems(data_profiles.merge(named, data), date.today(),
+        found = data_profiles.problems(data_profiles.merge(named, data), today,
                                        f"{where}.data")
     if found:
         raise ConfigError.collected([(file, path, message) for path, message in found])

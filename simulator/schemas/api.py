@@ -60,6 +60,11 @@ class JournalQuery(Command, kw_only=True):
     limit: of(int, ge=1, le=1000) = 100
 
 
+class TenantClock(Command, kw_only=True):
+    start: of(str, "Where the tenant's clock starts (ISO 8601 date-time; none: now): the same "
+                   "seed and start give the same bytes on any day (README: Reproducible bytes).")
+
+
 class TenantRequest(Command, kw_only=True):
     name: Maybe[of(str, pattern=r"^[A-Za-z0-9_.-]{1,64}$")] = UNSET
     products: Maybe[of(Texts, max_length=50)] = UNSET
@@ -67,6 +72,7 @@ class TenantRequest(Command, kw_only=True):
     signing: of(bool, "Sign webhooks with x-hmac-signature-sha-256 (the real service signs "
                 "every webhook); false turns it off.") = True
     continuous_access: Maybe[raw(CONTINUOUS_ACCESS)] = UNSET
+    clock: Maybe[TenantClock] = UNSET
 
 
 class AccessToken(View, kw_only=True):

@@ -91,6 +91,11 @@ ACCOUNT_SCHEMA = {
         "products": {**_STRINGS, "description": "Products enabled for the account."},
         "manualDeposits": MANUAL_DEPOSITS,
         "continuousAccess": CONTINUOUS_ACCESS,
+        "clock": {"type": "object", "additionalProperties": False, "required": ["start"],
+                  "properties": {"start": {
+                      "type": "string", "format": "date-time",
+                      "description": "Where the tenant's clock starts, and starts again at a "
+                                     "reset (none: the server's --clock-start, else now)."}}},
         "linkedAccounts": {
             "type": "array",
             "description": "Ready-made linked accounts for demo users.",
@@ -213,6 +218,8 @@ CONFIG_SCHEMA = {
         "seed": {"type": "integer"},
         "clock": {"enum": ["real", "manual"]},
         "timeScale": {"type": "number", "exclusiveMinimum": 0},
+        "clockStart": {"type": "string", "description": "Where every tenant's clock starts "
+                                                        "(ISO 8601 date-time)."},
         "webhookUrl": {"type": "string", "pattern": r"^https?://"},
         "webhookTimeout": {"type": "number", "exclusiveMinimum": 0},
         "shutdownGrace": {"type": "number", "minimum": 0},

@@ -161,6 +161,9 @@ def _add_serve_flags(serve: argparse.ArgumentParser, *, port: str = "default 808
                        "the --state-file's, else a fresh one, printed in the ready line)")
     serve.add_argument("--clock", choices=["real", "manual"], help=f"virtual clock mode{clock}")
     serve.add_argument("--time-scale", type=float, help="virtual seconds per wall second")
+    serve.add_argument("--clock-start", metavar="DATETIME",
+                       help="where every tenant's clock starts, ISO 8601 (2026-01-05T09:00:00Z; "
+                            "default: now): the same seed gives the same bytes on any day")
     serve.add_argument("--webhook-url", help="one endpoint for every event type of the "
                        "fixtures' tenants but demo, which keeps its own receiver")
     serve.add_argument("--webhook-timeout", type=float,

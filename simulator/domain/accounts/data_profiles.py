@@ -2,7 +2,9 @@
 record (income, employment, identity, depositAccounts, statements, timesheets, taxes)
 applied over the person and job the seed makes (pay_calendar.Profile), so every record
 derived from them stays consistent: statements follow the income, the pay cycle and the
-hours, a terminated job pays nothing after its end date, a split paycheck adds up.
+hours, a terminated job pays nothing after its end date, a split paycheck adds up. Its
+`timeline` (life events) says what changes after the account links, each at its moment
+(linked_accounts.py schedules and applies them: life_event_changes, apply_life_event).
 
 A document is checked twice: against PROFILE_SCHEMA (unknown fields refused), then against
 the rules a schema cannot say (check); either raises ValidationFailed with the JSON paths at
@@ -74,9 +76,26 @@ KINDS: dict[str, Any] = {
         "rate": {"type": "number", "exclusiveMinimum": 0, "maximum": 0.6,
                  "description": "The share of gross pay withheld: net pay is below gross."}}),
 }
-_JOB = _obj({kind: schema for kind, schema in KINDS.items() if kind != "identity"})
+# Life events (issue 45): what happens to the user after the account links, each at its
+# moment (days after the link, at the link's time of day): a termination, a raise, a move of
+# the pay to other accounts, a new employer (this job ends; the user's next linked account
+# takes the next job).
+LIFE_EVENT_KINDS = ("employment", "income", "depositAccounts", "identity", "taxes")
+AT = {"type": "string", "pattern": r"^[+-]\d{1,4}d$",
+      "description": "Days after the day the account links (+30d), at the link's time of day."}
+LIFE_EVENT = _obj({"at": AT, **{kind: KINDS[kind] for kind in LIFE_EVENT_KINDS},
+                   "job": {"const": "next", "description": "The user leaves this employer that "
+                                                           "day: the job ends, and the user's "
+                                                           "next linked account takes the next "
+                                                           "job."}},
+                  required=["at"], minProperties=2)
+TIMELINE = {"type": "array", "maxItems": 20, "items": LIFE_EVENT,
+            "description": "Life events: what changes for the user after the account links, "
+                           "each at its moment, with the events such a change sends."}
+_JOB = _obj({**{kind: schema for kind, schema in KINDS.items() if kind != "identity"},
+             "timeline": TIMELINE})
 PROFILE_SCHEMA: dict[str, Any] = _obj({
-    **KINDS,
+    **KINDS, "timeline": TIMELINE,
     "jobs": {"type": "array", "minItems": 1, "maxItems": 10, "items": _JOB,
              "description": "Several employers: the user's first linked account takes the "
                             "first job, the next the second, and so on (over the rest)."}})
@@ -95,7 +114,12 @@ PERCENTS_OVER = "the percents add up to {total}: at most 100"
 TWO_TOTALS = "only one account takes the total"
 NOWHERE = "the percents add up to {total} and no account takes the total (the rest)"
 END_NEEDS_TERMINATED = "only a terminated employment has an end date"
-TERMINATED_NEEDS_END = "a terminated employment needs its endDate"
+BEFORE_LINK = "{at} is before the day the account links: a life event comes at +0d or later"
+AFTER_END = ("the job ended at {ended} (a termination or a new employer): nothing changes at "
+             "it after that")
+END_BEFORE_EVENT = "the end date {end} is before the day of its life event ({day})"
+# A terminated employment given without its end date ended this many days before the link.
+ENDED_DAYS_AGO = 14
 END_BEFORE_START = "the end date {end} is before the start date {start}"
 PAY_BEFORE_START = "the pay date {pay} is before the start date {start}"
 START_IN_FUTURE = "the start date {start} is after today ({today})"
@@ -153,10 +177,10 @@ def problems(document: Any, today: date, where: str = "$",
         return found
     jobs = document.get("jobs")
     if not jobs:
-        return _contradictions(document, today, where)
+        return _whole_problems(document, today, where)
     for number in range(len(jobs)):
         merged = job(document, number)
-        for path, message in _contradictions(merged, today, where):
+        for path, message in _whole_problems(merged, today, where):
             # a fault of a field the job gives names the job
             own = path_in(jobs[number], path, where)
             found.append((f"{where}.jobs[{number}]{path[len(where):]}" if own else path, message))
@@ -164,14 +188,18 @@ def problems(document: Any, today: date, where: str = "$",
 
 
 def path_in(document: dict[str, Any], path: str, where: str) -> bool:
-    """Whether the field a path names is in `document` (top level object fields only)."""
+    """Whether the field a path names is in `document` (object fields, list items)."""
     parts = path[len(where) + 1:].split(".")
     value: Any = document
     for part in parts:
-        name = part.split("[")[0]
+        name, *indexes = part.replace("]", "").split("[")
         if not isinstance(value, dict) or name not in value:
             return False
         value = value[name]
+        for index in indexes:
+            if not isinstance(value, list) or int(index) >= len(value):
+                return False
+            value = value[int(index)]
     return True
 
 
@@ -207,6 +235,79 @@ def check(document: Any, today: date, where: str = "$", *, whole: bool = True) -
                                details=[field_detail(path, message) for path, message in found])
 
 
+def _whole_problems(document: dict[str, Any], today: date,
+                    where: str) -> list[tuple[str, str]]:
+    """One job's contradictions: at the link, then (none there) along its timeline."""
+    return _contradictions(document, today, where) or _timeline_problems(document, today, where)
+
+
+def at_days(entry: dict[str, Any]) -> int:
+    """A life event's `at` in days after the link day."""
+    return int(entry["at"][:-1])
+
+
+def life_events(document: dict[str, Any]) -> list[tuple[int, int]]:
+    """A (one job's) document's life events as (days after the link, number in `timeline`),
+    in the order they happen (the same day: in the order listed)."""
+    return sorted((at_days(entry), number)
+                  for number, entry in enumerate(document.get("timeline", [])))
+
+
+def life_event_changes(entry: dict[str, Any], link_day: date,
+                       income_type: str | None) -> dict[str, Any]:
+    """What a life event changes, as a partial profile document, with what it leaves out
+    filled in: a termination (or a new employer, `job: next`) ends on the event's day; an
+    income without its incomeType keeps `income_type` (none known: the one its amount
+    means)."""
+    changes = {kind: copy.deepcopy(entry[kind]) for kind in LIFE_EVENT_KINDS if kind in entry}
+    if entry.get("job") == "next":
+        changes["employment"] = {**changes.get("employment", {}),
+                                 "employmentStatus": "terminated"}
+    employment = changes.get("employment", {})
+    if employment.get("employmentStatus") == "terminated" and "endDate" not in employment:
+        employment["endDate"] = (link_day + timedelta(days=at_days(entry))).isoformat()
+    income = changes.get("income")
+    if income is not None and "income" in income and "incomeType" not in income:
+        income["incomeType"] = income_type or (
+            "yearly" if income["income"] >= MIN_YEARLY_INCOME else "hourly")
+    return changes
+
+
+def _timeline_problems(document: dict[str, Any], today: date,
+                       where: str) -> list[tuple[str, str]]:
+    """A timeline's contradictions, `today` the link day: an event before the link day,
+    anything after the job ended, an end date before its event's day, and what each event
+    makes of the profile so far (a wage that is a salary, percents over 100, ...)."""
+    found: list[tuple[str, str]] = []
+    state = {k: v for k, v in document.items() if k not in ("timeline", "jobs")}
+    ended = "the link" if state.get("employment", {}).get(
+        "employmentStatus") == "terminated" else None
+    timeline = document.get("timeline", [])
+    for days, number in life_events(document):
+        entry, path = timeline[number], f"{where}.timeline[{number}]"
+        if days < 0:
+            found.append((f"{path}.at", BEFORE_LINK.format(at=entry["at"])))
+            continue
+        if ended is not None:
+            kind = next(k for k in entry if k != "at")
+            found.append((f"{path}.{kind}", AFTER_END.format(ended=ended)))
+            continue
+        changes = life_event_changes(entry, today, state.get("income", {}).get("incomeType"))
+        event_day = today + timedelta(days=days)
+        given_end = entry.get("employment", {}).get("endDate")
+        if given_end is not None and resolve_day(given_end, today) < event_day:
+            found.append((f"{path}.employment.endDate", END_BEFORE_EVENT.format(
+                end=resolve_day(given_end, today), day=event_day)))
+            continue
+        state = merge(state, changes)
+        for fault, message in _contradictions(state, today, where):
+            own = path_in(entry, fault, where)
+            found.append((f"{path}{fault[len(where):]}" if own else path, message))
+        if changes.get("employment", {}).get("employmentStatus") == "terminated":
+            ended = entry["at"]
+    return found
+
+
 def _contradictions(document: dict[str, Any], today: date, where: str) -> list[tuple[str, str]]:
     found = []
     income = document.get("income", {})
@@ -231,8 +332,6 @@ def _contradictions(document: dict[str, Any], today: date, where: str) -> list[t
         elif start_day is not None and end < start_day:
             found.append((f"{where}.employment.endDate",
                           END_BEFORE_START.format(end=end, start=start_day)))
-    elif status == "terminated":
-        found.append((f"{where}.employment.endDate", TERMINATED_NEEDS_END))
     first_pay = document.get("statements", {}).get("firstPayDate")
     if first_pay and start_day is not None and resolve_day(first_pay, today) < start_day:
         found.append((f"{where}.statements.firstPayDate",
@@ -254,7 +353,8 @@ def _contradictions(document: dict[str, Any], today: date, where: str) -> list[t
     return found
 
 
-def apply(profile: Profile, document: dict[str, Any], today: date) -> Profile:
+def apply(profile: Profile, document: dict[str, Any], today: date, *,
+          accounts_key: str = "") -> Profile:
     """The person and job of `profile` with a (checked, one job's) document over them; what
     derives from what the document gives follows it (the annual income from an hourly wage
     and the hours, the wage from a salary)."""
@@ -275,8 +375,11 @@ def apply(profile: Profile, document: dict[str, Any], today: date) -> Profile:
     if "jobTitle" in employment:
         changes["job_title"] = employment["jobTitle"]
     if employment.get("employmentStatus") == "terminated":
+        # Without its end date, the job ended ENDED_DAYS_AGO days ago (not before it began).
         changes["employment_status"] = "terminated"
-        changes["end_date"] = resolve_day(employment["endDate"], today)
+        changes["end_date"] = (resolve_day(employment["endDate"], today) if "endDate" in employment
+                               else max(changes.get("start_date", profile.start_date),
+                                        today - timedelta(days=ENDED_DAYS_AGO)))
     weekly_hours = employment.get("weeklyHours", profile.weekly_hours)
     changes["weekly_hours"] = weekly_hours
     income = document.get("income", {})
@@ -301,22 +404,37 @@ def apply(profile: Profile, document: dict[str, Any], today: date) -> Profile:
     if "firstPayDate" in statements:
         changes["first_pay_date"] = resolve_day(statements["firstPayDate"], today)
     if "depositAccounts" in document:
-        changes["deposit_accounts"] = deposit_accounts(profile, document["depositAccounts"])
+        changes["deposit_accounts"] = deposit_accounts(profile, document["depositAccounts"],
+                                                       accounts_key)
     return replace(profile, **changes)
 
 
-def deposit_accounts(profile: Profile, given: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def apply_life_event(profile: Profile, changes: dict[str, Any], link_day: date,
+                     key: str) -> Profile:
+    """The person and job after a life event (`changes`: life_event_changes'); the income
+    figures stay as they are unless it changes the income or the hours, and the deposit
+    accounts it names without numbers are new ones (`key`: the event's own)."""
+    after = apply(profile, changes, link_day, accounts_key=key)
+    if "income" not in changes and "weeklyHours" not in changes.get("employment", {}):
+        after = replace(after, employee_type=profile.employee_type,
+                        annual_income=profile.annual_income, hourly_rate=profile.hourly_rate)
+    return after
+
+
+def deposit_accounts(profile: Profile, given: list[dict[str, Any]],
+                     key: str = "") -> list[dict[str, Any]]:
     """The accounts a profile gives, each number it leaves out made up (the same for the
-    same person), a `total` taking what the percents leave."""
+    same person and `key`: a life event's are new accounts), a `total` taking what the
+    percents leave."""
     percents = sum(a.get("distributionAmount", 0) for a in given
                    if a["distributionType"] == "percent")
     made = []
     for number, account in enumerate(given):
-        key = zlib.crc32(f"{profile.email}:{number}".encode())
+        made_up = zlib.crc32(f"{profile.email}:{key}{number}".encode())
         amount = (100 - percents if account["distributionType"] == "total"
                   else account.get("distributionAmount", 0))
         made.append({
-            "accountNumber": account.get("accountNumber", f"{10**9 + key % (9 * 10**9)}"),
+            "accountNumber": account.get("accountNumber", f"{10**9 + made_up % (9 * 10**9)}"),
             "routingNumber": account.get("routingNumber", "021000021"),
             "type": account["type"],
             "bankName": account.get("bankName", "Paycard Bank" if account["type"] == "paycard"

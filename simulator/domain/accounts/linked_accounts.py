@@ -48,6 +48,7 @@ DATA_KINDS = ("statements", "income", "timesheets", "employment", "identity", "t
 RAISE_CHANCE = 0.04
 NEW_DEPOSIT_ACCOUNT_CHANCE = 0.02
 
+DAY = 86_400
 UNKNOWN_PROFILE = "No data profile is named {name!r} (known: {known})."
 
 
@@ -262,6 +263,7 @@ class LinkedAccounts(Held[LinkedAccount]):
             self._emit(account, "linked-account-connected", {})
         self._schedule_refresh(account)
         self._schedule_pii_deletion(account)
+        self._schedule_life_events(account)
         return account
 
     def _collect_history(self, account: LinkedAccount, now: float) -> None:
@@ -398,13 +400,19 @@ class LinkedAccounts(Held[LinkedAccount]):
             if adjusted is not None:
                 changes["deposit-accounts"].append(("deposit-accounts-updated", [adjusted["_id"]]))
 
+        self._announce(account, changes, task_id)
+
+    def _announce(self, account: LinkedAccount, changes: dict[str, list[tuple[str, list[str]]]],
+                  task_id: str | None = None) -> None:
+        """What a sync sends: `*-synced` for each kind of data, each followed by what changed
+        in it, then earn-user-data."""
         for kind in DATA_KINDS:
             if kind == "timesheets" and account.profile.employee_type != "hourly":
                 continue
             self._emit(account, f"{kind}-synced", {}, task_id=task_id)
             for event_type, ids in changes.get(kind, ()):
                 self._emit(account, event_type, {"records": ids}, task_id=task_id)
-        income = records.income(account, now)
+        income = records.income(account, self.clock.timestamp())
         self._emit(account, "earn-user-data", {
             "net_hourly_rate": income["netHourlyRate"],
             "unpaid_hours_in_pay_period": income["unpaidHoursInPayPeriod"],
@@ -423,6 +431,15 @@ class LinkedAccounts(Held[LinkedAccount]):
         before = account.profile
         after = data_profiles.apply(before, wanted, day(self.clock.timestamp()))
         account.profile, account.profile_document = after, wanted
+        self._schedule_life_events(account, after=self.clock.timestamp())
+        self._note_changes(account, before, after, changes)
+        if "depositAccounts" in wanted:
+            self._replace_deposit_accounts(account, after.deposit_accounts, changes)
+
+    def _note_changes(self, account: LinkedAccount, before: Profile, after: Profile,
+                      changes: dict[str, list[tuple[str, list[str]]]]) -> None:
+        """The `*-updated` events a change of the person or job sends (a raise
+        income-updated, a termination employment-updated, ...)."""
 
         def changed(*names: str) -> bool:
             return any(getattr(before, n) != getattr(after, n) for n in names)
@@ -436,8 +453,57 @@ class LinkedAccounts(Held[LinkedAccount]):
                    "postal_code", "date_of_birth", "ssn_last4"):
             changes.setdefault("identity", []).append(
                 ("identity-updated", [account.identity_id]))
-        if "depositAccounts" in wanted:
-            self._replace_deposit_accounts(account, after.deposit_accounts, changes)
+
+    # -- life events (data_profiles: timeline) ------------------------------------------------
+
+    def _schedule_life_events(self, account: LinkedAccount, after: float | None = None) -> None:
+        """Each life event of the account's profile on the timeline, at its moment: days
+        after the link, at the link's time of day. `after` (a profile bound since the link):
+        the pending ones of the document before are cancelled, and only the events still
+        to come are scheduled."""
+        if after is not None:
+            for job in self.timeline.pending():
+                if isinstance(job.action, _LifeEvent) and job.action.account is account:
+                    self.timeline.cancel(job)
+        for days, number in data_profiles.life_events(account.profile_document or {}):
+            if after is not None and account.created_at + days * DAY <= after:
+                continue
+            self.timeline.schedule(account.created_at + days * DAY,
+                                   _LifeEvent(self.itself, account, number), background=True,
+                                   label=f"life event {number} of {account.id}",
+                                   owner=account.id)
+
+    def life_event(self, account: LinkedAccount, number: int) -> None:
+        """A life event happens: the service syncs what was paid until now on the old terms,
+        then the person or job changes, and the sync announces it (`*-synced`, `*-updated`,
+        `deposit-accounts-*`; `deposit-switch-removed` when the user moved their pay off
+        the account a deposit switch set). An account that is disconnected, or whose personal
+        data was deleted, changes without a word: nothing syncs it."""
+        assert account.profile_document is not None
+        entry = account.profile_document["timeline"][number]
+        unit = "hourly" if account.profile.employee_type == "hourly" else "yearly"
+        wanted = data_profiles.life_event_changes(entry, day(account.created_at), unit)
+        heard = account.connected and not account.pii_deleted
+        changes: dict[str, list[tuple[str, list[str]]]] = {}
+        if heard:
+            now = self.clock.timestamp()
+            self._collect(account, day(account.last_refresh) + timedelta(days=1), day(now),
+                          changes)
+            account.last_refresh = now
+        before = account.profile
+        account.profile = data_profiles.apply_life_event(
+            before, wanted, day(account.created_at), key=f"{entry['at']}:{number}:")
+        self._note_changes(account, before, account.profile, changes)
+        switched = (account.deposit_accounts[-1] if account.product == "deposit"
+                    and account.deposit_accounts else None)
+        if "depositAccounts" in wanted and not account.pii_deleted:
+            self._replace_deposit_accounts(account, account.profile.deposit_accounts, changes)
+        if not heard:
+            return
+        kept = {a["_id"] for a in account.deposit_accounts}
+        if switched is not None and switched["_id"] not in kept:
+            self._emit(account, "deposit-switch-removed", {"deposit_account": switched["_id"]})
+        self._announce(account, changes)
 
     def _replace_deposit_accounts(self, account: LinkedAccount, wanted: list[dict[str, Any]],
                                   changes: dict[str, list[tuple[str, list[str]]]]) -> None:
@@ -642,6 +708,35 @@ class _PushRefresh(msgspec.Struct, frozen=True):
     def rebuild(cls, data: Stored, context: Any) -> _PushRefresh:
         return cls(context.part("accounts"), context.linked_account(data.account),
                    float(data.interval))
+
+
+@action_kind("life-event")
+class _LifeEvent(msgspec.Struct, frozen=True):
+    """One life event of a linked account's profile (its number in the timeline), at its
+    moment (data_profiles: timeline)."""
+
+    accounts: Callable[[], LinkedAccounts]  # as _PushRefresh's
+    account: LinkedAccount
+    number: int
+
+    class Stored(Command, kw_only=True):
+        account: str
+        number: of(int, ge=0, le=1_000)
+
+    def __call__(self) -> None:
+        accounts, account = self.accounts(), self.account
+        if accounts.get(account.id) is account:  # not deleted since
+            accounts.life_event(account, self.number)
+
+    def stored(self) -> Stored:
+        return self.Stored(account=self.account.id, number=self.number)
+
+    @classmethod
+    def rebuild(cls, data: Stored, context: Any) -> _LifeEvent:
+        account = context.linked_account(data.account)
+        if data.number >= len((account.profile_document or {}).get("timeline", [])):
+            raise LookupError(f"linked account {data.account} has no life event {data.number}")
+        return cls(context.part("accounts"), account, data.number)
 
 
 @action_kind("pii-deletion")
