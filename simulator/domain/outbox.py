@@ -180,6 +180,9 @@ class Outbox:
         self.queue: list[Send] = []        # attempts started, not yet taken by the transport
         # Attempts the transport took and has not answered: -> the virtual time they started.
         self.in_flight: dict[Send, float] = {}
+        # How another API signs its own webhooks (the aggregator's Plaid-Verification JWT,
+        # Aggregator.verification_header): body, issue time -> headers; set by the tenant.
+        self.plain_signer: Callable[[bytes, int], dict[str, str]] | None = None
 
     def itself(self) -> Outbox:
         """The outbox a scheduled action of it runs on (`_AttemptAction.outbox`)."""
