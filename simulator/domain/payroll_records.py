@@ -121,7 +121,10 @@ def income(account: Account, now: float) -> dict[str, Any]:
     if profile.end_date is not None and profile.end_date < today:
         today = profile.end_date  # a terminated job's figures stop on its last day
     period_start, period_end = pay_period(profile, today)
-    worked = sum(day_hours(account.id, profile, d) for d in days(period_start, today) if d.weekday() < 5)
+    # Hours worked and not yet paid: the weekdays from the later of the period's start and
+    # the start date (a new hire worked none before it) up to today.
+    first = max(period_start, profile.start_date)
+    worked = sum(day_hours(account.id, profile, d) for d in days(first, today) if d.weekday() < 5)
     ended = profile.end_date is not None
     return {
         "_id": account.income_id,

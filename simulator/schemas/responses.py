@@ -435,7 +435,9 @@ class SessionAccount(LinkedAccountRecord, kw_only=True):
 class SdkSession(Answer, kw_only=True):
     """Where the hosted flow starts."""
 
-    step: choice(*DEEPLINK_STEPS)
+    step: choice(*DEEPLINK_STEPS, "task-progress", description="The step the flow opens at "
+                 "(Initialized.step): the deeplink's, or for a linked account's reconnect "
+                 "login-company, or task-progress when it resumes without credentials.")
     user: SessionUser
     company: raw({"anyOf": [COMPANY, NULL], "description": "The deeplink's company (or the "
                   "linked account's)."})
