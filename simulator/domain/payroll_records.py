@@ -162,7 +162,10 @@ def data_records(kind: str, account: Account, now: float, *,
     if kind == "taxes":
         return [{**t, **link} for t in account.taxes]
     if kind == "deposit-accounts":
-        return [{**a, "accountNumber": mask(a["accountNumber"]), **link}
+        # A `total` account takes whatever the others leave: it has no amount of its own
+        # (null), whatever share the sandbox keeps for it to split from later.
+        return [{**a, "accountNumber": mask(a["accountNumber"]), **link,
+                 **({"distributionAmount": None} if a["distributionType"] == "total" else {})}
                 for a in account.deposit_accounts]
     if kind == "income":
         return [{**income(account, now), **link}]
@@ -185,4 +188,4 @@ def data_records(kind: str, account: Account, now: float, *,
 
 def mask(number: str) -> str:
     """An account number as the data endpoints show it: all but its last four hidden."""
-    return "*" * (len(number) - 4) + number[-4:]
+    return "*" * max(0, len(number) - 4) + number[-4:]
