@@ -472,11 +472,32 @@ class AchNumbers(Open, kw_only=True):
     can_transfer_out: Maybe[bool | None] = UNSET
 
 
+class EftNumbers(Open, kw_only=True):
+    account_id: str
+    account: str
+    institution: str
+    branch: str
+
+
+class InternationalNumbers(Open, kw_only=True):
+    account_id: str
+    iban: str
+    bic: str
+
+
+class BacsNumbers(Open, kw_only=True):
+    account_id: str
+    account: str
+    sort_code: str
+
+
 class AuthNumbers(Open, kw_only=True):
+    """The sandbox's institutions are in the US: ACH numbers only, the others empty."""
+
     ach: list[AchNumbers]
-    eft: list[raw({"type": "object"})]
-    international: list[raw({"type": "object"})]
-    bacs: list[raw({"type": "object"})]
+    eft: list[EftNumbers]
+    international: list[InternationalNumbers]
+    bacs: list[BacsNumbers]
 
 
 class AuthAnswer(Accounts, kw_only=True):

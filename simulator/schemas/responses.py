@@ -25,6 +25,7 @@ from ..domain.states import (DEEPLINK_STEPS, SCENARIO_KINDS, STEP_STATUSES,
 from ..domain.tasks import TaskStatus
 from .api import (DELIVERY_STATES, CardTokenRecreationRequest, EndpointId, EndpointWrite,
                   ScenarioBindingRequest, WebhookFaultsRequest)
+from .aggregator import Jwk
 from .fixtures import ENVIRONMENTS
 from .scenarios import STEP
 
@@ -397,6 +398,15 @@ class RecurringTransaction(Linked, kw_only=True):
     next_date: raw(calendar_day_field("The day the next charge is due, at the usual interval."))
     transactions: of(int, ge=2)
     confidence: Confidence
+
+
+class WebhookKey(Answer, kw_only=True):
+    """The key that signs the tenant's aggregator webhooks (their Plaid-Verification JWT):
+    its id, the `kid` of each token's header, and its public half as
+    /aggregator-api/webhook_verification_key/get answers it."""
+
+    key_id: of(str, "The `kid` in the header of each webhook's Plaid-Verification JWT.")
+    key: Jwk
 
 
 class ProcessorToken(Answer, kw_only=True):
