@@ -92,6 +92,7 @@ def timesheets(ids: Ids, account: Account, first: date,
     profile = account.profile
     if profile.employee_type != "hourly":
         return []
+    first = max(first, profile.start_date)  # no hour was worked before the job began
     if profile.end_date is not None:
         last = min(last, profile.end_date)
     return [{"_id": ids.object_id(), "date": day_time(day),
