@@ -525,3 +525,19 @@ async def test_10_a_total_deposit_accounts_amount_is_null(client):
     accounts = (await call(client, "GET", "/deposit-accounts/splitter"))["data"]
     assert [(a["distributionType"], a["distributionAmount"]) for a in accounts] == [
         ("total", None), ("percent", 30)]
+
+
+# -- verify-against ------------------------------------------------------------------------------
+
+def test_verify_against_probes_every_operation_docs_aggregator_md_lists():
+    """The issue: "`payroll-sandbox verify-against` learns the new operations (its probes
+    cover every operation docs/aggregator.md lists)", with the aggregator's credentials."""
+    from payroll_sandbox.verify import AGGREGATOR_KEYS, PROBES
+
+    text = (DOCS / "aggregator.md").read_text()
+    table = text.split("| Path (POST) |", 1)[1].split("\n\n", 1)[0]
+    listed = re.findall(r"^\| `(/[\w/]+)` \|", table, re.M)
+    probed = {p.path for p in PROBES if p.credentials == AGGREGATOR_KEYS}
+    assert len(listed) == len(set(listed)) >= 17
+    assert set(listed) == probed
+    assert all(p.method == "POST" for p in PROBES if p.credentials == AGGREGATOR_KEYS)
