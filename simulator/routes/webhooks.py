@@ -196,7 +196,8 @@ async def get_event_schema(params, sandbox) -> web.Response:
 def event_record(dispatcher, tenant, event) -> EventRecord:
     """An event with its deliveries and every attempt (GET /_sandbox/events). Every attempt
     of a delivery sent the same headers (the event's message): made once per signing
-    secret, they differ in their signature only."""
+    secret, they differ in their signature only. An aggregator webhook's attempts each
+    carried a Plaid-Verification JWT of their own, made as it left: left out here."""
     state = tenant.webhooks
     deliveries = state.deliveries.get(event.id, [])
     headers: dict = {}
