@@ -29,7 +29,6 @@ require_extra("plaid")
 import plaid  # noqa: E402
 
 from plaid.model.accounts_balance_get_request import AccountsBalanceGetRequest  # noqa: E402
-from plaid.model.accounts_get_request import AccountsGetRequest  # noqa: E402
 from plaid.model.auth_get_request import AuthGetRequest  # noqa: E402
 from plaid.model.auth_get_request_options import AuthGetRequestOptions  # noqa: E402
 from plaid.model.country_code import CountryCode  # noqa: E402
@@ -285,13 +284,15 @@ async def test_transactions_get_answers_the_history_sync_pages_through(aggregato
 
     middle = days[len(days) // 3], days[2 * len(days) // 3]
     window = await get(*middle, count=500)
-    expected = [i for i, t in zip(newest_first, reversed(synced)) if middle[0] <= t.date <= middle[1]]
+    expected = [i for i, t in zip(newest_first, reversed(synced))
+                if middle[0] <= t.date <= middle[1]]
     assert [t.transaction_id for t in window.transactions] == expected
     assert window.total_transactions == len(expected) > 0
     savings = accounts[1].account_id
     only = await get(first, last, count=500, account_ids=[savings])
     saved, _ = await sync_all(aggregator, access_token, 500, account_id=savings)
-    assert [t.transaction_id for t in only.transactions] == [t.transaction_id for t in reversed(saved)]
+    assert [t.transaction_id for t in only.transactions] == [
+        t.transaction_id for t in reversed(saved)]
     assert [a.account_id for a in only.accounts] == [savings]
 
     # Refusals, in the aggregator's error body; the client itself never sends count 501.
@@ -375,7 +376,8 @@ async def test_balance_and_auth_numbers_agree_with_accounts_and_make_a_deposit_d
 
     checking = auth.numbers.ach[0]
     only = await aggregator("auth_get", AuthGetRequest(
-        access_token=access_token, options=AuthGetRequestOptions(account_ids=[checking.account_id])))
+        access_token=access_token,
+        options=AuthGetRequestOptions(account_ids=[checking.account_id])))
     assert [n.account for n in only.numbers.ach] == [checking.account]
     await call(aggregator.http, "PUT", "/user", json={"identifier": "bank-user", "data": {
         "bankAccounts": [{"accountNumber": checking.account, "routingNumber": checking.routing,

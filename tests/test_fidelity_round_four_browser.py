@@ -13,7 +13,8 @@ import pytest
 import pytest_asyncio
 from calls import advance, call, run_until_idle
 from conftest import WALMART
-from test_sdk_browser import events, on_screen, started_task, token_of, wait_for_event
+from test_sdk_browser import (events, finish_task, on_screen, started_task, token_of,
+                              wait_for_event)
 from test_sdk_protocol_browser import (_host, flow_of, open_raw, page, pick_walmart,  # noqa: F401
                                        sandbox, sign_in, started_tasks, vendor_sandbox)
 
@@ -63,10 +64,7 @@ async def test_product_is_a_global_beside_the_sdks_and_a_deposit_runs_with_it(
     await pick_walmart(flow)
     await sign_in(flow, "test-good")
     task_id = await started_task(page)
-    await run_until_idle(vendor_sandbox)
-    await on_screen(flow, "done")
-    await flow.get_by_test_id("done").dispatch_event("click")
-    finish = await wait_for_event(page, "finish")
+    finish = await finish_task(page, vendor_sandbox, flow)
     assert finish["taskId"] == task_id
     task = (await call(vendor_sandbox, "GET", f"/task/{task_id}"))["data"]
     assert (task["product"], task["status"]) == ("deposit", "completed")
