@@ -13,9 +13,9 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .fixtures import ConfigError, load_yaml, validate_document
 from .schemas.fixtures import CONFIG_SCHEMA
-from .webhooks import SHUTDOWN_GRACE
+from .validate import ConfigError, load_yaml, validate_document
+from .transport import SHUTDOWN_GRACE
 
 ENV_PREFIX = "PAYROLL_SANDBOX_"
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -179,7 +179,7 @@ def _check_choices(settings: Settings, source: str) -> None:
         if settings.state_file.is_dir():
             raise ConfigError(source, "$.state_file",
                               f"{str(settings.state_file)!r} is a folder; name a file")
-    from .webhooks.policy import Rules
+    from .transport.policy import Rules
 
     for name in ("webhook_allow", "webhook_deny"):
         try:

@@ -50,7 +50,7 @@ from plaid.model.webhook_verification_key_get_request import (  # noqa: E402
 from test_aggregator_api_more import (HOOK, INSTITUTION, Aggregator, keys,  # noqa: E402
                                       read_with_client, sync_all, webhook_body)
 
-from payroll_sandbox.domain.aggregator import FIRED  # noqa: E402
+from payroll_sandbox.domain.links.aggregator import FIRED  # noqa: E402
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 KEY_PATH = "/_sandbox/aggregator/webhook-verification-key"
@@ -534,7 +534,7 @@ async def test_10_a_total_deposit_accounts_amount_is_null(client):
 def test_verify_against_probes_every_operation_docs_aggregator_md_lists():
     """The issue: "`payroll-sandbox verify-against` learns the new operations (its probes
     cover every operation docs/aggregator.md lists)", with the aggregator's credentials."""
-    from payroll_sandbox.verify import AGGREGATOR_KEYS, PROBES
+    from payroll_sandbox.tools.verify import AGGREGATOR_KEYS, PROBES
 
     text = (DOCS / "aggregator.md").read_text()
     table = text.split("| Path (POST) |", 1)[1].split("\n\n", 1)[0]

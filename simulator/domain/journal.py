@@ -13,7 +13,8 @@ from typing import Any
 
 import msgspec
 
-from .stored import COUNT, Amount, Count, Sections, Stored, array, loaded, obj, stored
+from .stored import Amount, Count, Stored, array, loaded, stored
+from .sections import COUNT, Sections, obj
 
 MAX_ENTRIES = 1000
 MAX_BODY_BYTES = 16 * 1024
