@@ -287,7 +287,7 @@ def message_of(event: Event, vendor: str, signing_secret: str | None = None,
 def _signed_now(outbox: Outbox) -> Callable[[bytes], dict[str, str]] | None:
     """The outbox's signer of another API's webhooks, issuing its token now: each attempt
     (a retry, a replay) is signed afresh when it leaves, on the wall clock, as the receiver
-    checks its age against its own clock (domain/aggregator_keys.py)."""
+    checks its age against its own clock (domain/links/aggregator_keys.py)."""
     signer = outbox.plain_signer
     if signer is None:
         return None

@@ -1,6 +1,6 @@
 """The aggregator's webhook verification key (real-service facts 15): a P-256 key pair per
 tenant, made when the tenant starts and kept in its snapshots, that signs every webhook the
-aggregator sends (domain/aggregator.py) and whose public half /webhook_verification_key/get
+aggregator sends (domain/links/aggregator.py) and whose public half /webhook_verification_key/get
 serves as a JWK.
 
 Each attempt of a delivery carries a JWT of its own in the `Plaid-Verification` header:
