@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import pytest
 import pytest_asyncio
-from calls import advance, call, run_until_idle
+from calls import call, run_until_idle
 from conftest import WALMART
-from test_sdk_browser import (events, finish_task, on_screen, started_task, token_of,
-                              wait_for_event)
-from test_sdk_protocol_browser import (_host, flow_of, open_raw, page, pick_walmart,  # noqa: F401
-                                       sandbox, sign_in, started_tasks, vendor_sandbox)
+from test_sdk_browser import events, finish_task, on_screen, started_task, token_of
+from test_sdk_protocol_browser import (_host, finished_at_sign_in, flow_of, open_raw,  # noqa: F401
+                                       page, pick_walmart, sandbox, sign_in, vendor_sandbox)
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -85,14 +84,7 @@ async def test_the_authentication_success_handoff_leaves_the_task_not_connected(
     only when the user saw the final outcome; the issue: "`connected` false whenever the
     flow ended before the final outcome (every handoff and close)". The task resolves
     after the flow finished at sign-in: its events say connected false."""
-    token = await token_of(sandbox, "handoff-user")
-    await open_raw(page, {"tasks": [{"product": "deposit"}], "handoff": ["authentication-success"],
-                          "deeplink": {"step": "login-company", "companyId": WALMART}}, token)
-    flow = flow_of(page)
-    await sign_in(flow, "test-good")
-    [started] = await started_tasks(page, 1)
-    await advance(sandbox, 6)  # happy-path authenticates at 4.5 s
-    finish = await wait_for_event(page, "finish")
+    started, finish = await finished_at_sign_in(page, sandbox, "handoff-user")
     assert (finish["handoff"], finish["taskId"]) == ("authentication-success", started["taskId"])
     # The flow told the sandbox before it finished; it sent no "Left Flow": the host took over.
     assert [e for e in await events(page, "interaction") if e["name"] == "Left Flow"] == []
