@@ -193,6 +193,13 @@ class ProductAndProducts(BadRequest):
     code = "product-and-products"
 
 
+class UnknownProduct(BadRequest):
+    """A search or company-list filter names a product the service lacks (the surface:
+    `product` is an enum): 400, each field at fault in `details`."""
+
+    code = "unknown-product"
+
+
 class ProductNotOffered(BadRequest):
     code = "product-not-offered"
 

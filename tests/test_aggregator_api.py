@@ -482,7 +482,7 @@ def test_the_docs_example_runs_as_written(payroll_sandbox, webhook_receiver, mon
     """docs/aggregator.md's example, as written, against the sandbox; the link it registers
     is processed to the end (STYLE: README examples are tests)."""
     text = (REPO / "docs" / "aggregator.md").read_text()
-    [example] = re.findall(r"```python\n(.*?)```", text, re.S)
+    example = re.search(r"\n## Example\n.*?```python\n(.*?)```", text, re.S)[1]
     monkeypatch.setenv("PAYROLL_SANDBOX_URL", payroll_sandbox.base_url)
     monkeypatch.setenv("PAYROLL_SANDBOX_API_KEY", payroll_sandbox.api_key)
     monkeypatch.setenv("PAYROLL_SANDBOX_API_SECRET", payroll_sandbox.api_secret)

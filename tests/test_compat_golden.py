@@ -104,6 +104,11 @@ async def test_v1_snapshot_restores_and_reads_as_it_was_taken(aiohttp_client, go
     client, keys = await restored(aiohttp_client, golden_fixtures, golden_receiver)
     again = drive.replaced(await drive.snapshot(client, keys),
                            {golden_receiver.url: drive.RECEIVER})
+    # The v1 snapshot predates the aggregator's webhook key (issue 47): the restored tenant
+    # keeps the key it made when it started, random, so it is checked apart.
+    key = again.pop("aggregatorWebhookKey")
+    assert "aggregatorWebhookKey" not in SNAPSHOT and set(key) == {"kid", "privateKey",
+                                                                    "createdAt"}
     assert_golden(drive.without_journal(again), drive.without_journal(snapshot_now(MIGRATED)),
                   "GET /_sandbox/snapshot after the restore")
     assert_golden(again["journal"][:len(MIGRATED["journal"])], MIGRATED["journal"],

@@ -287,8 +287,9 @@ async def test_bound_profile_is_what_the_data_endpoints_answer(client):
     assert (employment["jobTitle"], employment["weeklyHours"], employment["startDate"][:10],
             employment["employmentStatus"]) == ("Analyst", 40, "2021-03-01", "active")
     assert [(a["type"], a["distributionType"], a["distributionAmount"], a["accountNumber"][-4:])
-            for a in records["deposit-accounts"]][:1] == [("checking", "total", 80, "6789")]
-    assert [a["distributionAmount"] for a in records["deposit-accounts"]] == [80, 20]
+            for a in records["deposit-accounts"]][:1] == [("checking", "total", None, "6789")]
+    # Issue 47, point 10: a `total` account takes the rest; it has no amount of its own.
+    assert [a["distributionAmount"] for a in records["deposit-accounts"]] == [None, 20]
     assert (records["identity"][0]["firstName"], records["identity"][0]["lastName"]) == (
         "Ada", "Lovelace")
     assert_statements_follow_income(records)

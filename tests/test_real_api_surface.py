@@ -631,8 +631,9 @@ async def test_put_user_stores_payment_methods_the_flow_can_offer(client):
     await call(client, "PUT", "/user", json={"identifier": "payer"})  # replaces: none now
     stored = (await call(client, "GET", "/_sandbox/users/payer/payment-methods"))["data"]
     assert stored == {"identifier": "payer", "bankAccounts": [], "cards": []}
+    # Issue 47, point 8: any digit string a bank could issue (1 to 34 digits) is taken.
     error = await error_of(client, "PUT", "/user", 422, json={"identifier": "payer", "data": {
-        "bankAccounts": [{"accountNumber": "12", "routingNumber": "021000021"}]}})
+        "bankAccounts": [{"accountNumber": "12a", "routingNumber": "021000021"}]}})
     assert error["details"][0]["path"] == "$.data.bankAccounts[0].accountNumber"
     error = await error_of(client, "PUT", "/user", 422, json={"data": {}})
     assert at_fault(error) == ["$.identifier"]
@@ -712,9 +713,7 @@ async def test_endpoint_bodies_are_checked_like_the_control_planes_and_change_no
     cases = [({"url": "ftp://x/hook", "eventTypes": ["company-created"]}, 422, "$.url"),
              ({"url": "http://169.254.169.254/x", "eventTypes": ["company-created"]}, 422, "$.url"),
              ({"url": CLOSED, "eventTypes": ["no-such-event"]}, 422, "$.eventTypes[0]"),
-             ({"url": CLOSED}, 422, "$.eventTypes"),
-             ({"url": CLOSED, "eventTypes": ["company-created"], "secretId": "nope"}, 404,
-              "$.secretId")]
+             ({"url": CLOSED}, 422, "$.eventTypes")]
     for body, status, path in cases:
         error = await error_of(client, "POST", "/webhooks/endpoints", status, json=body)
         assert path in at_fault(error), (body, error)

@@ -364,17 +364,22 @@ async def test_exit_prompt_asks_first_and_the_handoff_leaves_it_to_the_host(page
                                                    "data": {"tasks": []}}
 
 
+async def finished_at_sign_in(page, sandbox, identifier: str) -> tuple[dict, dict]:
+    """A deposit with the authentication-success handoff, signed in and authenticated:
+    (its Started Task value, the finish event)."""
+    token = await token_of(sandbox, identifier)
+    await open_raw(page, {"tasks": [{"product": "deposit"}], "handoff": ["authentication-success"],
+                          "deeplink": {"step": "login-company", "companyId": WALMART}}, token)
+    await sign_in(flow_of(page), "test-good")
+    [started] = await started_tasks(page, 1)
+    await advance(sandbox, 6)  # happy-path authenticates at 4.5 s
+    return started, await wait_for_event(page, "finish")
+
+
 async def test_authentication_success_handoff_finishes_at_sign_in(page, sandbox):
     """Point 7, authentication-success: no success view; the finish event fires with the
     handoff once the task has authenticated, and the task goes on in the background."""
-    token = await token_of(sandbox, "protocol-auth-success")
-    await open_raw(page, {"tasks": [{"product": "deposit"}], "handoff": ["authentication-success"],
-                          "deeplink": {"step": "login-company", "companyId": WALMART}}, token)
-    flow = flow_of(page)
-    await sign_in(flow, "test-good")
-    [started] = await started_tasks(page, 1)
-    await advance(sandbox, 6)  # happy-path authenticates at 4.5 s
-    finish = await wait_for_event(page, "finish")
+    started, finish = await finished_at_sign_in(page, sandbox, "protocol-auth-success")
     assert finish["handoff"] == "authentication-success"
     assert finish["taskId"] == started["taskId"]
     task = (await call(sandbox, "GET", f"/task/{started['taskId']}"))["data"]

@@ -134,8 +134,8 @@ async def test_snapshot_round_trip_restores_every_part_exactly(sandbox, receiver
                           "companies", "tasks", "workflows", "scenarioBindings", "scenarioForEveryone",
                           "payLink",
                           "linkedAccounts", "processorTokens", "processorLinks",
-                          "aggregatorItems", "events", "webhooks", "journal", "jobs",
-                          "apiFaults"}
+                          "aggregatorItems", "aggregatorWebhookKey", "events", "webhooks",
+                          "journal", "jobs", "apiFaults"}
     kinds = {job["action"]["kind"] for job in taken["jobs"]}
     assert {"task-step", "processor-link-stage", "push-refresh"} <= kinds
     assert taken["webhooks"]["deliveries"] and taken["linkedAccounts"]

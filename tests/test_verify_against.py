@@ -105,7 +105,7 @@ def forwarding_app(forward) -> web.Application:
 
 SESSION = web.AppKey("session", aiohttp.ClientSession)
 FORWARDED = ("x-api-key", "x-api-secret", "x-public-token", "x-api-version", "content-type",
-             "accept")
+             "accept", "plaid-client-id", "plaid-secret")  # the last two: the aggregator's
 
 
 def drift(request: web.Request, status: int, body: bytes) -> tuple[int, bytes]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from pathlib import Path
 
 import aiohttp
 import pytest
@@ -24,8 +25,9 @@ from test_verify_against import (FORWARDED, IDENTIFIER, KEYS, SESSION, closed_po
 
 from payroll_sandbox.tools.cli import main
 from payroll_sandbox.edge.routes import OPERATIONS
-from payroll_sandbox.tools.verify import (CAPTURED_BY, HOOK_URL, MAX_DEPTH, PROBES, RECORD_KINDS,
-                                    SECRET_NAME, in_process_sandbox, parse_answer)
+from payroll_sandbox.tools.verify import (AGGREGATOR_KEYS, CAPTURED_BY, HOOK_URL, MAX_DEPTH,
+                                          PROBES, RECORD_KINDS, SECRET_NAME, in_process_sandbox,
+                                          parse_answer)
 
 DEEP = 200_000
 PIECE_PAUSE = 0.02  # seconds between an answer's two pieces: they reach the client apart
@@ -257,10 +259,20 @@ def test_the_probes_cover_every_operation_of_the_real_surface():
 
 def test_every_probe_sends_a_published_operation_and_names_only_what_came_before_it():
     published = list(ROWS)
+    # Issue 47: the aggregator's probes cover the operations docs/aggregator.md lists, which
+    # the sandbox declares under /aggregator-api.
+    text = (Path(__file__).resolve().parent.parent / "docs" / "aggregator.md").read_text()
+    aggregator = set(re.findall(r"^\| `(/[\w/]+)` \|",
+                                text.split("| Path (POST) |", 1)[1].split("\n\n", 1)[0], re.M))
+    declared = {(op.method, op.path) for op in OPERATIONS}
     captured = {"identifier", "runUser"}
     for probe in PROBES:
-        assert any(probe.method == row.method and matches(row.path, probe.path)
-                   for row in published), f"{probe.name}: {probe.method} {probe.path}"
+        if probe.credentials == AGGREGATOR_KEYS:
+            assert probe.method == "POST" and probe.path in aggregator, probe.name
+            assert ("POST", f"/aggregator-api{probe.path}") in declared, probe.name
+        else:
+            assert any(probe.method == row.method and matches(row.path, probe.path)
+                       for row in published), f"{probe.name}: {probe.method} {probe.path}"
         assert probe.names <= captured, (probe.name, probe.names - captured)
         captured |= set(probe.captures)
     assert set(CAPTURED_BY) == captured - {"identifier", "runUser"}

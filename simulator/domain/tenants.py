@@ -182,6 +182,8 @@ class Tenant:
                                      rules=self.rules, events=self.events,
                                      emit_webhook=self.emit_webhook, links=self.links)
         self.links.items = self.aggregator  # each is given the other
+        # The aggregator's webhooks leave signed with its key (Plaid-Verification, facts 15).
+        self.webhooks.plain_signer = self.aggregator.verification_header
         self.journal = Journal()
         # API faults on purpose (PUT /_sandbox/faults/api), their draws seeded per tenant.
         self.api_faults = ApiFaults(random.Random(f"{self._seed}:{self.name}:api-faults"))

@@ -146,6 +146,19 @@ EXAMPLES: dict[tuple[str, str], Example] = {
          "options": {"include_optional_metadata": True}}),
     ("POST", "/aggregator-api/transactions/sync"): Example(
         {**_ITEM_ACCESS_TOKEN, "count": 100}, after=_AFTER_EXCHANGE),
+    ("POST", "/aggregator-api/transactions/get"): Example(
+        {**_ITEM_ACCESS_TOKEN, "start_date": "2026-01-01", "end_date": "2026-12-31",
+         "options": {"count": 50, "offset": 0}}, after=_AFTER_EXCHANGE),
+    ("POST", "/aggregator-api/transactions/refresh"): Example(_ITEM_ACCESS_TOKEN,
+                                                              after=_AFTER_EXCHANGE),
+    ("POST", "/aggregator-api/accounts/balance/get"): Example(_ITEM_ACCESS_TOKEN,
+                                                              after=_AFTER_EXCHANGE),
+    ("POST", "/aggregator-api/auth/get"): Example(_ITEM_ACCESS_TOKEN, after=_AFTER_EXCHANGE),
+    ("GET", f"/_sandbox/{AGGREGATOR}/webhook-verification-key"): Example(),
+    ("POST", "/aggregator-api/webhook_verification_key/get"): Example(
+        {"key_id": "6c5516e1-92dc-479e-a8ff-5a51992e0001"},
+        after=From("GET", f"/_sandbox/{AGGREGATOR}/webhook-verification-key",
+                   fields={"/key_id": "$response.body#/data/keyId"})),
     ("POST", "/aggregator-api/sandbox/item/fire_webhook"): Example(
         {**_ITEM_ACCESS_TOKEN, "webhook_code": "SYNC_UPDATES_AVAILABLE"},
         after=From("POST", "/aggregator-api/item/webhook/update",

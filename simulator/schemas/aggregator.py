@@ -165,6 +165,38 @@ class TransactionsSync(ItemRequest, kw_only=True):
     options: Maybe[SyncOptions] = UNSET
 
 
+class GetOptions(Open, kw_only=True):
+    account_ids: Maybe[of(list[Text], "Only these accounts' transactions.", max_length=100)] = UNSET
+    count: Maybe[of(int, "Transactions an answer (100 by default).", ge=1, le=500)] = UNSET
+    offset: Maybe[of(int, "How many to skip, newest first.", ge=0, le=1_000_000)] = UNSET
+    days_requested: Maybe[Days] = UNSET
+    include_original_description: Maybe[bool | None] = UNSET
+    include_personal_finance_category: Maybe[bool] = UNSET
+    include_personal_finance_category_beta: Maybe[bool] = UNSET
+    include_logo_and_counterparty_beta: Maybe[bool] = UNSET
+    personal_finance_category_version: Maybe[of(str, max_length=16)] = UNSET
+
+
+class TransactionsGet(ItemRequest, kw_only=True):
+    start_date: of(Date, "The earliest date asked for (included).",
+                   pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+    end_date: of(Date, "The latest date asked for (included).",
+                 pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+    options: Maybe[GetOptions] = UNSET
+
+
+class BalanceOptions(AccountsOptions, kw_only=True):
+    min_last_updated_datetime: Maybe[DateTime] = UNSET
+
+
+class BalanceGet(ItemRequest, kw_only=True):
+    options: Maybe[BalanceOptions] = UNSET
+
+
+class VerificationKeyGet(Request, kw_only=True):
+    key_id: of(Text, "The `kid` of a webhook's Plaid-Verification JWT header.")
+
+
 class FireOptions(Open, kw_only=True):
     new_transactions: Maybe[of(int, "DEFAULT_UPDATE's `new_transactions`.", ge=0,
                                le=100000)] = UNSET
@@ -421,6 +453,71 @@ class TransactionsPage(Answer, kw_only=True):
     removed: list[RemovedTransaction]
     next_cursor: str
     has_more: bool
+
+
+class TransactionsGot(Answer, kw_only=True):
+    accounts: list[Account]
+    transactions: list[Transaction]
+    total_transactions: int
+    item: Item
+
+
+class AchNumbers(Open, kw_only=True):
+    account_id: str
+    account: of(str, "The account number; its last four digits are the account's mask.")
+    routing: of(str, "The institution's ABA routing number.")
+    wire_routing: str | None
+    is_tokenized_account_number: Maybe[bool] = UNSET
+    can_transfer_in: Maybe[bool | None] = UNSET
+    can_transfer_out: Maybe[bool | None] = UNSET
+
+
+class EftNumbers(Open, kw_only=True):
+    account_id: str
+    account: str
+    institution: str
+    branch: str
+
+
+class InternationalNumbers(Open, kw_only=True):
+    account_id: str
+    iban: str
+    bic: str
+
+
+class BacsNumbers(Open, kw_only=True):
+    account_id: str
+    account: str
+    sort_code: str
+
+
+class AuthNumbers(Open, kw_only=True):
+    """The sandbox's institutions are in the US: ACH numbers only, the others empty."""
+
+    ach: list[AchNumbers]
+    eft: list[EftNumbers]
+    international: list[InternationalNumbers]
+    bacs: list[BacsNumbers]
+
+
+class AuthAnswer(Accounts, kw_only=True):
+    numbers: AuthNumbers
+
+
+class Jwk(Open, kw_only=True):
+    alg: choice("ES256")
+    crv: choice("P-256")
+    kid: str
+    kty: choice("EC")
+    use: choice("sig")
+    x: str
+    y: str
+    created_at: of(int, "When the key was made (seconds since the epoch).")
+    expired_at: of(int | None, "When it was retired: null, it is current.")
+
+
+class VerificationKey(Answer, kw_only=True):
+    key: Jwk
 
 
 class WebhookFired(Answer, kw_only=True):

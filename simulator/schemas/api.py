@@ -16,7 +16,8 @@ from ..domain.shapes import (EVENT_TYPES, PROCESSOR_TOKENS, PRODUCTS, TASK_SCENA
                              AnyDateTime, Command, DateTime, Identifier, Maybe, Metadata, Name,
                              Text, Texts, UserIdentifier, View, after_cursor, choice, field, of,
                              raw, schema_of, text)
-from ..domain.tasks.states import DEEPLINK_STEPS, PAYMENT_METHOD, WRITTEN_PAYMENT_METHOD
+from ..domain.tasks.states import (ACCOUNT_NUMBER, DEEPLINK_STEPS, PAYMENT_METHOD,
+                                   WRITTEN_PAYMENT_METHOD)
 from ..domain.tasks.tasks import (Distribution, ScenarioName, TaskCreateRequest, TaskDetails, TaskItem,
                             TaskItems, TaskOptions, TaskStatus)
 from ..domain.dates import date_time_field
@@ -429,8 +430,8 @@ class OwnMethod(Command, kw_only=True):
 
 
 class OwnBankAccount(OwnMethod, kw_only=True):
-    account_number: Maybe[of(str, "Only its last four digits are kept.",
-                             pattern=r"^[0-9]{4,17}$")] = UNSET
+    account_number: Maybe[of(str, "1 to 34 digits; only its last four are kept.",
+                             pattern=ACCOUNT_NUMBER)] = UNSET
     routing_number: Maybe[of(str, pattern=r"^[0-9]{9}$")] = UNSET
     account_type: Maybe[choice("checking", "savings")] = UNSET
 

@@ -25,6 +25,7 @@ from ..domain.tasks.states import (DEEPLINK_STEPS, SCENARIO_KINDS, STEP_STATUSES
 from ..domain.tasks.tasks import TaskStatus
 from .api import (DELIVERY_STATES, CardTokenRecreationRequest, EndpointId, EndpointWrite,
                   ScenarioBindingRequest, WebhookFaultsRequest)
+from .aggregator import Jwk
 from .fixtures import ENVIRONMENTS
 from .scenarios import STEP
 
@@ -399,6 +400,15 @@ class RecurringTransaction(Linked, kw_only=True):
     confidence: Confidence
 
 
+class WebhookKey(Answer, kw_only=True):
+    """The key that signs the tenant's aggregator webhooks (their Plaid-Verification JWT):
+    its id, the `kid` of each token's header, and its public half as
+    /aggregator-api/webhook_verification_key/get answers it."""
+
+    key_id: of(str, "The `kid` in the header of each webhook's Plaid-Verification JWT.")
+    key: Jwk
+
+
 class ProcessorToken(Answer, kw_only=True):
     """A processor token as the aggregator minted it."""
 
@@ -435,7 +445,9 @@ class SessionAccount(LinkedAccountRecord, kw_only=True):
 class SdkSession(Answer, kw_only=True):
     """Where the hosted flow starts."""
 
-    step: choice(*DEEPLINK_STEPS)
+    step: choice(*DEEPLINK_STEPS, "task-progress", description="The step the flow opens at "
+                 "(Initialized.step): the deeplink's, or for a linked account's reconnect "
+                 "login-company, or task-progress when it resumes without credentials.")
     user: SessionUser
     company: raw({"anyOf": [COMPANY, NULL], "description": "The deeplink's company (or the "
                   "linked account's)."})

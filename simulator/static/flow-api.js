@@ -69,11 +69,12 @@ export function api(method, path, body) {
 }
 
 /* The user left before the task resolved: tell the sandbox once. keepalive lets the
- * request outlive the page (pagehide, the iframe removed). */
-export function leave() {
+ * request outlive the page (pagehide, the iframe removed). `quiet`: the flow handed the
+ * rest to the host page (no "Left Flow" interaction: the user did not close it). */
+export function leave(quiet) {
   if (!state.pendingTask || state.left) { return Promise.resolve(); }
   state.left = true;
-  interaction("Left Flow", { taskId: state.pendingTask });
+  if (!quiet) { interaction("Left Flow", { taskId: state.pendingTask }); }
   return fetch("/sdk/leave", {
     method: "POST", keepalive: true,
     headers: { "content-type": "application/json", "x-public-token": state.token || "" },
@@ -81,12 +82,28 @@ export function leave() {
   }).catch(function () {});
 }
 
+/* The flow ends while its task runs: the sandbox hears first (for a moment at most) that
+ * the user will not see the final outcome, so the task's events say user.connected false
+ * (spec: User object), whichever way it ended (a close, a handoff). */
+function afterLeaving(then, quiet) {
+  var waited = new Promise(function (resolve) { setTimeout(resolve, LEAVE_WAIT_MS); });
+  Promise.race([leave(quiet), waited]).then(then);
+}
+
 export function closeDuringTask(extra) {
   // The real SDK's reason for a flow closed while its task runs: task-pending.
-  var waited = new Promise(function (resolve) { setTimeout(resolve, LEAVE_WAIT_MS); });
-  Promise.race([leave(), waited]).then(function () {
+  afterLeaving(function () {
     close("task-pending", Object.assign({ taskId: state.pendingTask }, extra || {}));
   });
+}
+
+/* The authentication-success handoff (real-service-facts 13): the host shows its own
+ * success view, the flow finishes at sign-in while the task runs. */
+export function finishAtSignIn(taskId) {
+  afterLeaving(function () {
+    state.pendingTask = null;
+    finish(taskId, { handoff: "authentication-success" });
+  }, true);
 }
 
 // -- what the flow sends -----------------------------------------------------------------

@@ -2,7 +2,7 @@
  * /sdk/task/{id}: queued, processing, authenticated, final), never a timer; then the
  * last screen, with what the user can do next after a failure. */
 
-import { api, close, closeDuringTask, finish, handsOff, interaction, send } from "./flow-api.js";
+import { api, close, closeDuringTask, finish, finishAtSignIn, handsOff, interaction, send } from "./flow-api.js";
 import { HINTS, mayChooseAnother, operations, remember, screens, state } from "./flow-state.js";
 import { brandColour, button, companyHero, companyTitle, el, icon, logo, reasonSentence,
          screen, t } from "./flow-ui.js";
@@ -170,10 +170,10 @@ export function progress(company, created, challenge) {
       }
       show(current);
       if (current.authenticated && handsOff("authentication-success") && !handedOff) {
-        // The host shows its own success view: the flow ends at sign-in (facts 13).
+        // The host shows its own success view: the flow ends at sign-in (facts 13), before
+        // the final outcome, so the user is no longer connected to the task.
         handedOff = true;
-        state.pendingTask = null;
-        return finish(taskId, { handoff: "authentication-success" });
+        return finishAtSignIn(taskId);
       }
       if (current.highLatency) {
         if (handsOff("high-latency")) {

@@ -4,7 +4,8 @@
  * a frontend written for the vendor's SDK loads this script in its place and runs
  * unchanged: transact({config, container, environmentOverride, onInteraction,
  * onDataRequest, onFinish, onClose, onOpenUrl}) returns {close}, and `Product` names the
- * products (real-service-facts 11).
+ * products, both as `__GLOBAL__.Product` and as a global `Product` of its own (unless the
+ * page has one) (real-service-facts 11).
  *
  * It opens an iframe at <origin>/initialize/<base64 of JSON config>#hId=<handshake> and
  * talks to it with postMessage({event, payload}). The config in the URL never carries the
@@ -121,4 +122,8 @@
 
   window["__GLOBAL__"] = { transact: transact, Product: Product, prefix: PREFIX,
                            origin: SANDBOX_ORIGIN };
+  // The SDK's type declarations export `Product` as a name of its own beside the global
+  // (real-service-facts 11): frontend code writes `Product.DEPOSIT` next to
+  // `__GLOBAL__.transact(...)`. A `Product` the page already has is left as it is.
+  if (!("Product" in window)) { window.Product = Product; }
 })();

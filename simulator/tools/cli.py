@@ -144,6 +144,11 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("--i-know-this-is-sandbox", dest="trust_host", action="store_true",
                         help="probe a host that is neither loopback nor named *sandbox* "
                              "(keys or a /health that say production are still refused)")
+    verify.add_argument("--aggregator-url", metavar="URL",
+                        help="the aggregator's sandbox its probes go to (default: a "
+                             "payroll-sandbox's own /aggregator-api; none for another service)")
+    verify.add_argument("--aggregator-client-id", help="the aggregator's client id")
+    verify.add_argument("--aggregator-secret", help="the aggregator's sandbox secret")
     verify.add_argument("--json", action="store_true",
                         help="the probes and differences as one JSON document")
     return parser
@@ -579,9 +584,13 @@ def _verify_against(args: argparse.Namespace) -> int:
 
     print(f"payroll-sandbox: verifying {args.url} against an in-process sandbox",
           file=sys.stderr, flush=True)
+    aggregator = None
+    if args.aggregator_url is not None:
+        aggregator = (args.aggregator_url, args.aggregator_client_id or "",
+                      args.aggregator_secret or "")
     try:
         report = verify(args.url, args.key, args.secret, identifier=args.identifier,
-                        trust_host=args.trust_host)
+                        trust_host=args.trust_host, aggregator=aggregator)
     except VerifyError as error:
         print(f"payroll-sandbox: {error}", file=sys.stderr)
         return EXIT_CONFIG

@@ -56,9 +56,18 @@ PAYMENT_METHODS = {"bankAccounts": [{"accountNumber": "000123456789",
                    "cards": [{"brand": "Visa", "lastFour": "4242"}]}
 NO_PAYMENT_METHODS = {"bankAccounts": [], "cards": []}
 
-# The credentials a probe sends: the API key and secret, a wrong secret, none, or the
-# run user's public token (captured as `publicToken`).
+# The credentials a probe sends: the API key and secret, a wrong secret, none, the run
+# user's public token (captured as `publicToken`), or the aggregator's client id and
+# secret (its PLAID-CLIENT-ID and PLAID-SECRET headers: a probe of the aggregator's API).
 KEYS, BAD_SECRET, NO_KEYS, TOKEN = "keys", "wrong-secret", "none", "public-token"
+AGGREGATOR_KEYS = "aggregator-keys"
+AGGREGATOR_PREFIX = "/aggregator-api"  # where a payroll-sandbox serves the aggregator's API
+# The aggregator's sandbox institution the run links its own item at, and its published
+# enums (the aggregator's API reference).
+INSTITUTION = "ins_109508"
+UPDATE_STATUS = ("TRANSACTIONS_UPDATE_STATUS_UNKNOWN", "NOT_READY", "INITIAL_UPDATE_COMPLETE",
+                 "HISTORICAL_UPDATE_COMPLETE")
+ACCOUNT_TYPE = ("investment", "credit", "depository", "loan", "brokerage", "other")
 SERVICE, SANDBOX = "service", "sandbox"
 
 REQUEST_TIMEOUT = 30.0          # wall seconds for one answer
@@ -106,6 +115,63 @@ def _data_probe(kind: str, query: str = "", enums: Mapping[str, tuple[str, ...]]
                 ) -> Probe:
     return Probe(kind, "GET", f"/{kind}/{{identifier}}{query}", "200", enums=enums or {},
                  what=f"the test user's {kind} records")
+
+
+def _aggregator(name: str, path: str, expect: str, body: dict[str, Any], what: str,
+                **more: Any) -> Probe:
+    """A probe of the aggregator's API: POST, its client id and secret, the run's item."""
+    return Probe(f"aggregator-{name}", "POST", path, expect, body,
+                 credentials=AGGREGATOR_KEYS, what=what, **more)
+
+
+def _aggregator_probes() -> tuple[Probe, ...]:
+    item = {"access_token": "{aggregatorAccessToken}"}
+    accounts = {"$.accounts[].type": ACCOUNT_TYPE}
+    return (
+        _aggregator("sandbox-public-token-create", "/sandbox/public_token/create", "200",
+                    {"institution_id": INSTITUTION, "initial_products": ["transactions"]},
+                    "an item of the run's own at the first sandbox institution",
+                    captures={"aggregatorPublicToken": "$.public_token"}),
+        _aggregator("public-token-exchange", "/item/public_token/exchange", "200",
+                    {"public_token": "{aggregatorPublicToken}"}, "its access token",
+                    captures={"aggregatorAccessToken": "$.access_token"}),
+        _aggregator("accounts-get", "/accounts/get", "200", item, "its accounts",
+                    enums=accounts, captures={"aggregatorAccountId": "$.accounts[0].account_id"}),
+        _aggregator("accounts-balance-get", "/accounts/balance/get", "200", item,
+                    "its accounts' balances", enums=accounts),
+        _aggregator("auth-get", "/auth/get", "200", item, "its account and routing numbers",
+                    enums=accounts),
+        _aggregator("item-get", "/item/get", "200", item, "the item and its status"),
+        _aggregator("institutions-get-by-id", "/institutions/get_by_id", "200",
+                    {"institution_id": INSTITUTION, "country_codes": ["US"]},
+                    "the sandbox institution"),
+        _aggregator("link-token-create", "/link/token/create", "200",
+                    {"client_name": "verify-against", "language": "en", "country_codes": ["US"],
+                     "user": {"client_user_id": "{runUser}"}, "products": ["transactions"]},
+                    "a link token for the run's user"),
+        _aggregator("transactions-sync", "/transactions/sync", "200", {**item, "count": 100},
+                    "its transactions, the first page",
+                    enums={"$.transactions_update_status": UPDATE_STATUS}),
+        _aggregator("transactions-get", "/transactions/get", "200",
+                    {**item, "start_date": "2000-01-01", "end_date": "2099-12-31",
+                     "options": {"count": 100}}, "its transactions between two dates"),
+        _aggregator("transactions-refresh", "/transactions/refresh", "200", item,
+                    "a refresh (the item has no webhook URL)"),
+        _aggregator("processor-token-create", "/processor/token/create", "200",
+                    {**item, "account_id": "{aggregatorAccountId}", "processor": "atomic"},
+                    "a processor token for its first account"),
+        _aggregator("webhook-verification-key-get-unknown", "/webhook_verification_key/get",
+                    "400", {"key_id": "verify-against-unknown-key"},
+                    "a key id no webhook named"),
+        _aggregator("item-webhook-update", "/item/webhook/update", "200",
+                    {**item, "webhook": None}, "the item left without a webhook URL"),
+        _aggregator("sandbox-item-fire-webhook", "/sandbox/item/fire_webhook", "400",
+                    {**item, "webhook_code": "DEFAULT_UPDATE"},
+                    "a webhook of an item without a webhook URL"),
+        _aggregator("sandbox-item-reset-login", "/sandbox/item/reset_login", "200", item,
+                    "the item needs its user to log in again"),
+        _aggregator("item-remove", "/item/remove", "200", item, "the run's item removed"),
+    )
 
 
 COMPANY_ENUMS = {"$.data[].status": COMPANY_STATUS}
@@ -212,6 +278,9 @@ PROBES: tuple[Probe, ...] = (
           what="the run user's public token revoked"),
     Probe("access-token-revoke-unknown", "PUT", f"/access-token/{UNKNOWN_TOKEN}/revoke", "4xx",
           what="a token nobody was given"),
+    # The aggregator's API (docs/aggregator.md): an item of the run's own, made, read and
+    # removed; its webhooks have no URL to go to, so firing one is compared as a refusal.
+    *_aggregator_probes(),
 )
 
 # Which probe captures each name (for the notes of a probe that could not be sent).
@@ -559,12 +628,14 @@ def is_payroll_sandbox(status: int, body: Any) -> bool:
 
 @dataclass(frozen=True)
 class Target:
-    """One side: where it is and the keys it takes."""
+    """One side: where it is and the keys it takes; `aggregator` where its aggregator's
+    API is, with that API's client id and secret (None: no aggregator to probe)."""
 
     side: str
     base_url: str
     key: str
     secret: str
+    aggregator: Target | None = None
 
 
 @dataclass(frozen=True)
@@ -691,19 +762,24 @@ class Report:
 
 
 def verify(url: str, key: str, secret: str, *, identifier: str | None = None,
-           trust_host: bool = False, timeout: float = REQUEST_TIMEOUT) -> Report:
+           trust_host: bool = False, timeout: float = REQUEST_TIMEOUT,
+           aggregator: tuple[str, str, str] | None = None) -> Report:
     """Runs every probe against `url` and an in-process sandbox; the Report.
+    `aggregator`: the aggregator's sandbox (URL, client id, secret) the aggregator's probes
+    go to (by default, a payroll-sandbox's own /aggregator-api; none for another service).
     Raises VerifyError when the run cannot be made (and sends nothing when refused)."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(verify_async(url, key, secret, identifier=identifier,
-                                        trust_host=trust_host, timeout=timeout))
+                                        trust_host=trust_host, timeout=timeout,
+                                        aggregator=aggregator))
     raise RuntimeError("verify() blocks: inside a running event loop, await verify_async()")
 
 
 async def verify_async(url: str, key: str, secret: str, *, identifier: str | None = None,
-                       trust_host: bool = False, timeout: float = REQUEST_TIMEOUT) -> Report:
+                       trust_host: bool = False, timeout: float = REQUEST_TIMEOUT,
+                       aggregator: tuple[str, str, str] | None = None) -> Report:
     """`verify`, awaitable."""
     import aiohttp
 
@@ -715,7 +791,17 @@ async def verify_async(url: str, key: str, secret: str, *, identifier: str | Non
     reason = refusal(base, key, secret, trust_host=trust_host)
     if reason is not None:
         raise VerifyError(f"refused to probe {base}: {reason}")
-    service = Target(SERVICE, base, key, secret)
+    their_aggregator = None
+    if aggregator is not None:
+        aggregator_url, client_id, aggregator_secret = aggregator
+        aggregator_base = checked_url(aggregator_url)
+        if not client_id.strip() or not aggregator_secret.strip():
+            raise VerifyError("--aggregator-client-id and --aggregator-secret must not be empty")
+        reason = refusal(aggregator_base, client_id, aggregator_secret, trust_host=trust_host)
+        if reason is not None:
+            raise VerifyError(f"refused to probe {aggregator_base}: {reason}")
+        their_aggregator = Target(SERVICE, aggregator_base, client_id, aggregator_secret)
+    service = Target(SERVICE, base, key, secret, their_aggregator)
     async with aiohttp.ClientSession(
             cookie_jar=aiohttp.DummyCookieJar(),
             timeout=aiohttp.ClientTimeout(total=timeout)) as session:
@@ -726,6 +812,9 @@ async def verify_async(url: str, key: str, secret: str, *, identifier: str | Non
             raise VerifyError(f"refused to probe {base}: {signal}; verify-against runs only "
                               "against a sandbox")
         removable = is_payroll_sandbox(status, body)
+        if service.aggregator is None and removable:  # a payroll-sandbox serves its own
+            service = replace(service, aggregator=Target(
+                SERVICE, base + AGGREGATOR_PREFIX, key, secret))
         async with in_process_sandbox(identifier) as sandbox:
             run = _Run(client, service, sandbox, identifier, run_user)
             try:
@@ -773,6 +862,12 @@ class _Run:
         sends = {}
         for target in (self.service, self.sandbox):
             found = self.found[target.side]
+            if probe.credentials == AGGREGATOR_KEYS:
+                if target.aggregator is None:
+                    notes.append(Note("", f"not sent to the {target.side}: no aggregator to "
+                                          "probe (--aggregator-url)", probe.name))
+                    continue
+                target = target.aggregator
             missing = sorted(probe.names - set(found))
             if missing:
                 notes.append(Note("", f"not sent to the {target.side}: "
@@ -831,6 +926,8 @@ class _Run:
             self.deleted.add(deletes[1])
         elif probe.name == "access-token-revoke":
             self.revoked.add(self.found[SERVICE]["publicToken"])
+        elif probe.name == "aggregator-item-remove":
+            self.deleted.add("aggregatorAccessToken")
 
     async def clean_up(self, removable: bool) -> None:
         """Undoes on the service what the run made there that its probes did not undo
@@ -847,6 +944,9 @@ class _Run:
         if "secretId" in found and "secretId" not in self.deleted:
             steps.append(("the run's signing secret", "DELETE",
                           f"/secrets/{quote(found['secretId'], safe='')}", None))
+        if "aggregatorAccessToken" in found and "aggregatorAccessToken" not in self.deleted:
+            steps.append(("the run's item at the aggregator", "POST", "/item/remove",
+                          {"access_token": found["aggregatorAccessToken"]}))
         for token in dict.fromkeys(self.tokens):
             if token not in self.revoked:
                 steps.append(("a public token of the run's user", "PUT",
@@ -858,8 +958,11 @@ class _Run:
             steps.append(("the run user's payment methods", "PUT", "/user",
                           {"identifier": self.run_user, "data": NO_PAYMENT_METHODS}))
         for what, method, path, body in steps:
+            at_aggregator = what == "the run's item at the aggregator"
+            target = self.service.aggregator if at_aggregator else self.service
             try:
-                status, _, _ = await self.client.send(self.service, method, path, body, KEYS)
+                status, _, _ = await self.client.send(
+                    target, method, path, body, AGGREGATOR_KEYS if at_aggregator else KEYS)
             except VerifyError as error:
                 self.cleanup.append(Cleanup(what, method, path, None, str(error)))
             else:
@@ -940,6 +1043,8 @@ class _Client:
             sent["x-api-secret"] = target.secret if credentials == KEYS else WRONG_SECRET
         elif credentials == TOKEN and token is not None:
             sent["x-public-token"] = token
+        elif credentials == AGGREGATOR_KEYS:
+            sent["PLAID-CLIENT-ID"], sent["PLAID-SECRET"] = target.key, target.secret
         data = None
         if body is not None:
             sent["content-type"] = "application/json"
@@ -991,7 +1096,10 @@ async def in_process_sandbox(identifier: str) -> AsyncIterator[Target]:
     await runner.setup()
     try:
         host, port = await start_site(runner, "127.0.0.1", 0)
-        target = Target(SANDBOX, f"http://{host}:{port}", tenant.api_key, tenant.api_secret)
+        origin = f"http://{host}:{port}"
+        target = Target(SANDBOX, origin, tenant.api_key, tenant.api_secret,
+                        Target(SANDBOX, origin + AGGREGATOR_PREFIX, tenant.api_key,
+                               tenant.api_secret))
         async with aiohttp.ClientSession(
                 headers={"x-api-key": target.key, "x-api-secret": target.secret}) as session:
             await _give_records(session, target.base_url, identifier, _headless_companies(tenant))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Callable
 from urllib.parse import quote
 
 import msgspec
@@ -48,11 +49,17 @@ def to_message(event: Event, vendor: str, signing_secret: str | None = None) -> 
     return OutboundMessage(headers=headers, body=body)
 
 
-def to_plain_message(event: Event) -> OutboundMessage:
+def to_plain_message(event: Event,
+                     signer: Callable[[bytes], dict[str, str]] | None = None) -> OutboundMessage:
     """Another API's webhook (the aggregator's own: `event.url` set, domain/aggregator.py):
     its JSON body as that API sends it, with none of this service's `ce-*` headers or
-    signature."""
-    return OutboundMessage(headers={"content-type": "application/json"}, body=event.body_json)
+    signature, and that API's own signature when `signer` makes one (the aggregator's
+    Plaid-Verification JWT, real-service facts 15)."""
+    body = event.body_json
+    headers = {"content-type": "application/json"}
+    if signer is not None:
+        headers.update(signer(body))
+    return OutboundMessage(headers=headers, body=body)
 
 
 def _header_value(value: str) -> str:

@@ -19,6 +19,7 @@ import math
 import random
 import time
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -154,7 +155,8 @@ class Dispatcher:
             lane = self._lanes[outbox] = _Lane()
         for send in outbox.take():
             try:
-                message = message_of(send.event, self.vendor, outbox.signing_key(send.delivery))
+                message = message_of(send.event, self.vendor, outbox.signing_key(send.delivery),
+                                     _signed_now(outbox))
             except Exception as error:  # on the ledger, not lost: no retry can fix it
                 outbox.not_built(send, f"{type(error).__name__}: {error}")
                 log.error("delivery %s of event %s to %s failed: %s (tenant %s)",
@@ -272,13 +274,24 @@ class Dispatcher:
         return answer(outcome.status)
 
 
-def message_of(event: Event, vendor: str,
-               signing_secret: str | None = None) -> OutboundMessage:
+def message_of(event: Event, vendor: str, signing_secret: str | None = None,
+               plain_signer: Callable[[bytes], dict[str, str]] | None = None) -> OutboundMessage:
     """The request that delivers `event`: its CloudEvent, or for another API's webhook (the
-    aggregator's own, `event.url` set) its JSON as that API sends it."""
+    aggregator's own, `event.url` set) its JSON as that API sends it, signed by
+    `plain_signer` when given."""
     if event.url is None:
         return to_message(event, vendor, signing_secret)
-    return to_plain_message(event)
+    return to_plain_message(event, plain_signer)
+
+
+def _signed_now(outbox: Outbox) -> Callable[[bytes], dict[str, str]] | None:
+    """The outbox's signer of another API's webhooks, issuing its token now: each attempt
+    (a retry, a replay) is signed afresh when it leaves, on the wall clock, as the receiver
+    checks its age against its own clock (domain/links/aggregator_keys.py)."""
+    signer = outbox.plain_signer
+    if signer is None:
+        return None
+    return lambda body: signer(body, int(time.time()))
 
 
 def request_headers(tenant: Tenant, event: Event, vendor: str,

@@ -23,6 +23,7 @@ from msgspec.structs import replace
 from ...errors import ValidationFailed, field_detail
 from ...validate import schema_errors
 from .pay_calendar import PAY_CYCLES, Profile
+from ..tasks.states import ACCOUNT_NUMBER
 
 # A day in a profile: an ISO date, or days from the day the account links ("-30d", "+0d"),
 # so a bundled profile stays "recently terminated" on any day.
@@ -57,7 +58,7 @@ KINDS: dict[str, Any] = {
     "depositAccounts": {"type": "array", "maxItems": 10, "items": _obj({
         "type": {"enum": ["checking", "savings", "paycard"]},
         "bankName": {"type": "string", "minLength": 1, "maxLength": 200},
-        "accountNumber": {"type": "string", "pattern": r"^\d{4,17}$"},
+        "accountNumber": {"type": "string", "pattern": ACCOUNT_NUMBER},
         "routingNumber": {"type": "string", "pattern": r"^\d{9}$"},
         "distributionType": {"enum": ["total", "percent", "fixed"]},
         "distributionAmount": {"type": "number", "minimum": 0, "maximum": 1_000_000}},

@@ -136,7 +136,8 @@ class DepositAccount(DataRecord, kw_only=True):
     type: choice("checking", "savings", "paycard")
     bank_name: str
     distribution_type: choice("total", "percent", "fixed")
-    distribution_amount: of(float, ge=0)
+    distribution_amount: of(of(float, ge=0) | None, "A percent (0-100) or a fixed amount; "
+                            "null for `total`, which takes what the others leave.")
 
 
 class Employer(View, kw_only=True):

@@ -92,6 +92,7 @@ def timesheets(ids: Ids, account: Account, first: date,
     profile = account.profile
     if profile.employee_type != "hourly":
         return []
+    first = max(first, profile.start_date)  # no hour was worked before the job began
     if profile.end_date is not None:
         last = min(last, profile.end_date)
     return [{"_id": ids.object_id(), "date": day_time(day),
@@ -121,7 +122,10 @@ def income(account: Account, now: float) -> dict[str, Any]:
     if profile.end_date is not None and profile.end_date < today:
         today = profile.end_date  # a terminated job's figures stop on its last day
     period_start, period_end = pay_period(profile, today)
-    worked = sum(day_hours(account.id, profile, d) for d in days(period_start, today) if d.weekday() < 5)
+    # Hours worked and not yet paid: the weekdays from the later of the period's start and
+    # the start date (a new hire worked none before it) up to today.
+    first = max(period_start, profile.start_date)
+    worked = sum(day_hours(account.id, profile, d) for d in days(first, today) if d.weekday() < 5)
     ended = profile.end_date is not None
     return {
         "_id": account.income_id,
@@ -159,7 +163,10 @@ def data_records(kind: str, account: Account, now: float, *,
     if kind == "taxes":
         return [{**t, **link} for t in account.taxes]
     if kind == "deposit-accounts":
-        return [{**a, "accountNumber": mask(a["accountNumber"]), **link}
+        # A `total` account takes whatever the others leave: it has no amount of its own
+        # (null), whatever share the sandbox keeps for it to split from later.
+        return [{**a, "accountNumber": mask(a["accountNumber"]), **link,
+                 **({"distributionAmount": None} if a["distributionType"] == "total" else {})}
                 for a in account.deposit_accounts]
     if kind == "income":
         return [{**income(account, now), **link}]
@@ -182,4 +189,4 @@ def data_records(kind: str, account: Account, now: float, *,
 
 def mask(number: str) -> str:
     """An account number as the data endpoints show it: all but its last four hidden."""
-    return "*" * (len(number) - 4) + number[-4:]
+    return "*" * max(0, len(number) - 4) + number[-4:]

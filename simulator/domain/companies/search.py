@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from rapidfuzz import fuzz, process
 from rapidfuzz.utils import default_process
 
-from ...errors import CompanyNotFound, ProductAndProducts, field_detail
+from ...errors import CompanyNotFound, ProductAndProducts, UnknownProduct, field_detail
 from ..shapes import UNSET, Command, Maybe, Texts, choice, given, of, text
 from .companies import (DISABLED, SCOPES, UNKNOWN_COMPANY, Company, CompanyDirectory, Tag,
                         ManualDepositRule, effective_tags, set_attributes)
@@ -47,6 +47,7 @@ MAX_FUZZY_CANDIDATES = 400
 FUZZY_CACHE = 512  # queries whose fuzzy matches an index keeps (per index; least recent out)
 
 PRODUCT_AND_PRODUCTS = "Send either `product` or `products`, not both."
+UNKNOWN_PRODUCT = "Unknown product {product!r}: this service's products are {known}."
 
 
 class SearchRequest(Command, kw_only=True):
@@ -236,13 +237,33 @@ def _deletion_variants(word: str) -> set[str]:
     return {word[:i] + word[i + 1:] for i in range(len(word))} | {word}
 
 
+def check_products(known: Iterable[str], asked: dict[str, Iterable[str]],
+                   location: str = "body") -> None:
+    """Every product a filter names is one of the service's (the surface: `product` is an
+    enum); else 400 unknown-product naming each field at fault. `asked`: JSON path ->
+    the products given there."""
+    known = tuple(known)
+    details = [field_detail(path, UNKNOWN_PRODUCT.format(product=product, known=", ".join(known)),
+                            location=location)
+               for path, products in asked.items() for product in products
+               if product not in known]
+    if details:
+        raise UnknownProduct(details[0]["message"], details=details)
+
+
 def search_companies(companies: CompanyDirectory, rule: ManualDepositRule,
-                     query: SearchRequest) -> list[Company]:
-    """POST /company/search: rules 1-6 of the spec, most relevant first."""
+                     query: SearchRequest,
+                     known_products: Iterable[str] | None = None) -> list[Company]:
+    """POST /company/search: rules 1-6 of the spec, most relevant first; the products asked
+    for are checked against `known_products` (the service's) when given."""
     if query.product is not UNSET and query.products is not UNSET:
         raise ProductAndProducts(PRODUCT_AND_PRODUCTS,
                                  details=[field_detail("$.product", PRODUCT_AND_PRODUCTS),
                                           field_detail("$.products", PRODUCT_AND_PRODUCTS)])
+    if known_products is not None:
+        check_products(known_products, {
+            "$.product": [query.product] if query.product else (),
+            **{f"$.products[{n}]": [p] for n, p in enumerate(given(query.products, ()))}})
     base_within = overlay_within = None
     parent_id = given(query.franchise_parent)
     if parent_id is not None:

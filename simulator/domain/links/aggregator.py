@@ -34,13 +34,14 @@ from typing import Any
 
 from ...clock import Clock, isoformat
 from ...errors import ApiError
+from .aggregator_keys import WebhookKey, new_webhook_key, public_jwk, verification_header
 from .aggregator_data import (INSTITUTIONS, Institution, institution_status, item_history,
                               transaction_record)
 from ..identity.identity import unguessable
 from ..webhooks.events import EventLog
 from .processor_links import DaysRequested, ProcessorLinks, ProcessorTokenRequest
 from ..shapes import given
-from ..stored import Amount, Stored, Time, array, stored
+from ..stored import Amount, LoadError, Stored, Time, array, loaded, schema, stored
 from ..sections import Sections, unique
 
 PUBLIC_TOKEN_LIFETIME = 1800   # the aggregator's public tokens live 30 minutes, one exchange
@@ -48,6 +49,7 @@ LINK_TOKEN_LIFETIME = 4 * 3600  # its link tokens, 4 hours
 DEFAULT_DAYS_REQUESTED = 90    # transactions.days_requested when the link does not say
 TRANSACTIONS = "transactions"  # the product the service needs (spec: Steps at the aggregator)
 SYNC_COUNT = 100               # /transactions/sync: transactions a page, unless `count` says
+GET_COUNT = 100                # /transactions/get: transactions an answer, unless `count` says
 
 EXPECTED_FORMAT = "expected format: {kind}-<environment>-<identifier>"
 UNKNOWN_PUBLIC_TOKEN = "provided public token is not valid: it is unknown or already exchanged"
@@ -74,6 +76,9 @@ PRODUCT_NOT_ENABLED = ("the item has no {product} product (its products: {produc
                        "fires no {type} {code} webhook")
 NOT_SERVED = ("{code} is a webhook of a product the sandbox's items do not have ({what}); "
               "it fires: {fired}")
+UNKNOWN_KEY = ("key_id {key_id!r} is not a webhook verification key of this client: take the "
+               "kid of the Plaid-Verification JWT's header")
+DATES_REVERSED = "start_date {start} is after end_date {end}"
 USER_PERMISSION_REVOKED = ("the user has revoked access to this item at the institution; "
                            "the item cannot be updated until they link it again")
 
@@ -132,6 +137,10 @@ class InvalidInstitution(AggregatorError):
 class InvalidField(AggregatorError):
     error_type = "INVALID_REQUEST"
     error_code = "INVALID_FIELD"
+
+
+class InvalidWebhookVerificationKeyId(AggregatorError):
+    error_code = "INVALID_WEBHOOK_VERIFICATION_KEY_ID"
 
 
 class SandboxWebhookInvalid(AggregatorError):
@@ -203,6 +212,12 @@ class Item(Stored):
 # The two accounts every sandbox item has, as the aggregator's sandbox institutions give.
 _ACCOUNTS = (("Checking", "Standard Checking", "0000", "checking", (50, 5000)),
              ("Saving", "Silver Standard 0.1% Interest Saving", "1111", "savings", (200, 20000)))
+
+
+def account_number(mask: str) -> str:
+    """An account's number at the aggregator (/auth/get): 16 digits ending with its mask,
+    as the aggregator's sandbox numbers (1111222233330000) are."""
+    return f"111122223333{mask}"
 
 
 # -- institutions and cursors ------------------------------------------------------------------
@@ -292,6 +307,9 @@ class Aggregator:
         self.events, self.emit_webhook, self.links = events, emit_webhook, links
         self.items: dict[str, Item] = {}    # item id -> item
         self.tokens: dict[str, str] = {}    # a live public or access token -> its item id
+        # The key pair that signs the aggregator's webhooks (facts 15), made now and kept in
+        # the tenant's snapshots (a snapshot without one keeps this one).
+        self.webhook_key: WebhookKey = new_webhook_key(clock.timestamp())
 
     # -- the aggregator's API ---------------------------------------------------------------
 
@@ -350,10 +368,7 @@ class Aggregator:
         item = self.item_of(access_token)
         if item.login_required:
             raise ItemLoginRequired(LOGIN_REQUIRED)
-        known = {account.account_id for account in item.accounts}
-        for account_id in account_ids or ():
-            if account_id not in known:
-                raise InvalidAccountId(UNKNOWN_ACCOUNT.format(account_id=account_id))
+        self._known_accounts(item, account_ids)
         return {"accounts": [a.record() for a in item.accounts
                              if account_ids is None or a.account_id in account_ids],
                 "item": item.record(), "request_id": self._request_id()}
@@ -438,8 +453,7 @@ class Aggregator:
         item = self._transactions_item(request.access_token)
         options = given(request.options)
         account_id = given(options.account_id) if options else None
-        if account_id is not None and all(a.account_id != account_id for a in item.accounts):
-            raise InvalidAccountId(UNKNOWN_ACCOUNT.format(account_id=account_id))
+        self._known_accounts(item, None if account_id is None else [account_id])
         history = [t for t in item_history(item, self.rules.catalog)
                    if account_id is None or t["account_id"] == account_id]
         start = _cursor_offset(given(request.cursor) or "", item, account_id, len(history))
@@ -451,6 +465,92 @@ class Aggregator:
                 "modified": [], "removed": [],
                 "next_cursor": _cursor(item, account_id, end), "has_more": end < len(history),
                 "request_id": self._request_id()}
+
+    def get_transactions(self, request: Any) -> dict[str, Any]:
+        """/transactions/get (facts 16): the item's transactions dated `start_date` to
+        `end_date` (both included), newest first, of `options.account_ids` only when given,
+        `options.count` (100 by default) from `options.offset`, and how many there are in all
+        (`total_transactions`). The same history /transactions/sync pages through and the
+        service's pipeline pulls."""
+        item = self._transactions_item(request.access_token)
+        if request.start_date > request.end_date:
+            raise InvalidField(DATES_REVERSED.format(start=request.start_date,
+                                                     end=request.end_date))
+        options = given(request.options)
+        account_ids = given(options.account_ids) if options else None
+        self._known_accounts(item, account_ids)
+        found = [t for t in item_history(item, self.rules.catalog)
+                 if request.start_date <= t["date"] <= request.end_date
+                 and (account_ids is None or t["account_id"] in account_ids)]
+        found.reverse()  # newest first, as the aggregator answers
+        offset = given(options.offset, 0) if options else 0
+        count = given(options.count, GET_COUNT) if options else GET_COUNT
+        return {"accounts": [a.record() for a in item.accounts
+                             if account_ids is None or a.account_id in account_ids],
+                "transactions": [transaction_record(t) for t in found[offset:offset + count]],
+                "total_transactions": len(found), "item": item.record(),
+                "request_id": self._request_id()}
+
+    def refresh_transactions(self, access_token: str) -> dict[str, Any]:
+        """/transactions/refresh (facts 16): the item's webhook gets what the aggregator sends
+        after a refresh, TRANSACTIONS / SYNC_UPDATES_AVAILABLE for a reader of
+        /transactions/sync and DEFAULT_UPDATE for one of /transactions/get; both go, as the
+        item's history does not say which it has. The history is whole and does not grow,
+        so DEFAULT_UPDATE counts no new transaction. No webhook URL: nothing is sent."""
+        item = self._transactions_item(access_token)
+        if item.webhook:
+            self._send_webhook(item, item.webhook, "TRANSACTIONS", "SYNC_UPDATES_AVAILABLE",
+                               self._webhook_fields(item, "TRANSACTIONS",
+                                                    "SYNC_UPDATES_AVAILABLE", None))
+            self._send_webhook(item, item.webhook, "TRANSACTIONS", "DEFAULT_UPDATE",
+                               {"error": None, "new_transactions": 0})
+        return {"request_id": self._request_id()}
+
+    def get_balance(self, access_token: str,
+                    account_ids: list[str] | None = None) -> dict[str, Any]:
+        """/accounts/balance/get: the accounts with their balances, as /accounts/get gives
+        them (the sandbox's balances do not move)."""
+        return self.get_accounts(access_token, account_ids)
+
+    def get_auth(self, access_token: str, account_ids: list[str] | None = None) -> dict[str, Any]:
+        """/auth/get: the accounts and their ACH numbers: the account number ends with the
+        account's mask (/accounts/get), the routing number is the institution's. The item
+        gains the `auth` product if its link did not ask for it, as the aggregator adds a
+        product whose call an item gets."""
+        answer = self.get_accounts(access_token, account_ids)
+        item = self.item_of(access_token)
+        if "auth" not in item.products:
+            item.products.append("auth")
+            answer["item"] = item.record()
+        routing = institution(item.institution_id).routing_numbers[0]
+        answer["numbers"] = {
+            "ach": [{"account_id": a.account_id, "account": account_number(a.mask),
+                     "routing": routing, "wire_routing": routing,
+                     "is_tokenized_account_number": False, "can_transfer_in": None,
+                     "can_transfer_out": None}
+                    for a in item.accounts if account_ids is None or a.account_id in account_ids],
+            "eft": [], "international": [], "bacs": []}
+        return answer
+
+    def get_verification_key(self, key_id: str) -> dict[str, Any]:
+        """/webhook_verification_key/get (facts 15): the public key, as a JWK, whose id is
+        the `kid` of a webhook's Plaid-Verification JWT; any other id is refused."""
+        if key_id != self.webhook_key.kid:
+            raise InvalidWebhookVerificationKeyId(UNKNOWN_KEY.format(key_id=key_id))
+        return {"key": public_jwk(self.webhook_key), "request_id": self._request_id()}
+
+    def verification_header(self, body: bytes, issued_at: int) -> dict[str, str]:
+        """The Plaid-Verification header of one attempt of a webhook of the aggregator's
+        (the outbox's plain_signer)."""
+        return verification_header(self.webhook_key, body, issued_at)
+
+    @staticmethod
+    def _known_accounts(item: Item, account_ids: list[str] | None) -> None:
+        """Every account id asked for is the item's, else INVALID_ACCOUNT_ID."""
+        known = {account.account_id for account in item.accounts}
+        for account_id in account_ids or ():
+            if account_id not in known:
+                raise InvalidAccountId(UNKNOWN_ACCOUNT.format(account_id=account_id))
 
     def _transactions_item(self, access_token: str) -> Item:
         """The item of an access token, when its transactions can be read: as the pipeline's
@@ -577,22 +677,34 @@ class Aggregator:
     @staticmethod
     @cache
     def sections() -> Sections:
-        return Sections({}, {"aggregatorItems": array(Item)}, bounds={
+        return Sections({}, {"aggregatorItems": array(Item),
+                             "aggregatorWebhookKey": schema(WebhookKey)}, bounds={
         "aggregatorItems": lambda limits: (limits.max_aggregator_items,
                                            "the aggregator's items bound")})
 
     def dump(self) -> dict[str, Any]:
-        return {"aggregatorItems": [stored(item) for item in self.items.values()]}
+        return {"aggregatorItems": [stored(item) for item in self.items.values()],
+                "aggregatorWebhookKey": stored(self.webhook_key)}
 
     @staticmethod
     def load(document: dict[str, Any], loading: Any) -> dict[str, Any]:
+        key = document.get("aggregatorWebhookKey")
+        if key is not None:
+            key = loaded(key, WebhookKey, "$.aggregatorWebhookKey")
+            try:
+                public_jwk(key)
+            except ValueError:
+                raise LoadError("$.aggregatorWebhookKey.privateKey",
+                                "is no PEM-encoded P-256 private key") from None
         if "aggregatorItems" not in document:
-            return {"items": {}}
-        return {"items": unique(document, "aggregatorItems", Item, "item_id")}
+            return {"items": {}, "webhook_key": key}
+        return {"items": unique(document, "aggregatorItems", Item, "item_id"), "webhook_key": key}
 
-    def restore(self, items: dict[str, Item]) -> None:
+    def restore(self, items: dict[str, Item], webhook_key: WebhookKey | None = None) -> None:
         self.items = items
         self.tokens = token_index(items)
+        if webhook_key is not None:
+            self.webhook_key = webhook_key
 
     def keep_items_bounded(self) -> None:
         """Past the bound (Limits.max_aggregator_items), a tenth of it goes: first items whose

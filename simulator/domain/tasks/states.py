@@ -54,6 +54,12 @@ CHANGED_FIELDS = ("amount", "autopayStatus", "billingCycle", "dueDate", "items",
                   "paymentHistory", "paymentMethod", "plans", "profiles", "usage")
 PAYMENT_METHOD_TYPES = ("card", "bank")
 # Spec: Client SDK configuration, deeplink.step.
+# An account number, as a user gives one (PUT /user) or a fixture's deposit account has it:
+# any string of 1 to 34 digits. The surface publishes no bound; 34 is the longest account
+# identifier a bank standard allows (the IBAN, ISO 13616), so no number a real bank issues
+# (a US account's ACH field holds 17) is refused, and the field stays bounded.
+ACCOUNT_NUMBER = r"^[0-9]{1,34}$"
+
 DEEPLINK_STEPS = ("login-company", "search-company", "search-payroll", "welcome", "account",
                   "direct-deposit-setup", "manual-fallback", "generate-deposit-pdf", "add-card")
 
@@ -100,7 +106,7 @@ PAYMENT_METHOD = {
                                   "and events write it 2020-06-30T12:00:00.000Z."},
         "brand": {"type": "string"},
         "lastFour": {"type": "string", "pattern": r"^[0-9]{4}$"},
-        "accountNumber": {"type": "string", "pattern": r"^[0-9]{4}$"},
+        "accountNumber": {"type": "string", "pattern": r"^[0-9]{1,4}$"},  # its last four, kept
         "routingNumber": {"type": "string", "pattern": r"^[0-9]{9}$"},
         "accountType": {"enum": ["checking", "savings"]},
         "cardStatus": {"enum": ["frozen"]},

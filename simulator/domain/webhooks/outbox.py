@@ -40,6 +40,8 @@ INTERRUPTED_ATTEMPT = "interrupted: the sandbox stopped during the attempt"
 
 UNKNOWN_ENDPOINT = "No webhook endpoint has the id {endpoint_id!r}."
 UNKNOWN_SECRET = "No signing secret has the id {secret_id!r} (GET /secrets lists them)."
+IGNORED_SECRET = ("secretId {secret_id!r} names no signing secret: ignored, deliveries are "
+                  "signed with the API secret")
 TOO_MANY_ENDPOINTS = f"A tenant has at most {MAX_ENDPOINTS} webhook endpoints; delete one first."
 TOO_MANY_SECRETS = f"A tenant has at most {MAX_SECRETS} signing secrets; delete one first."
 SECRET_IN_USE = ("The signing secret {secret_id!r} signs the webhooks of endpoints {endpoints}; "
@@ -179,6 +181,9 @@ class Outbox:
         self.queue: list[Send] = []        # attempts started, not yet taken by the transport
         # Attempts the transport took and has not answered: -> the virtual time they started.
         self.in_flight: dict[Send, float] = {}
+        # How another API signs its own webhooks (the aggregator's Plaid-Verification JWT,
+        # Aggregator.verification_header): body, issue time -> headers; set by the tenant.
+        self.plain_signer: Callable[[bytes, int], dict[str, str]] | None = None
 
     def itself(self) -> Outbox:
         """The outbox a scheduled action of it runs on (`_AttemptAction.outbox`)."""
@@ -219,17 +224,21 @@ class Outbox:
         self.endpoints = made
         return made
 
-    def add_endpoint(self, endpoint: dict[str, Any], endpoint_id: str) -> dict[str, Any]:
+    def add_endpoint(self, endpoint: dict[str, Any], endpoint_id: str,
+                     ignored: list[str] | None = None) -> dict[str, Any]:
+        """A new endpoint (POST /webhooks/endpoints). `ignored` (a lenient call): an unknown
+        `secretId` is left out and said there, rather than refused (SecretNotFound)."""
         if len(self.endpoints) >= MAX_ENDPOINTS:
             raise ValidationFailed(TOO_MANY_ENDPOINTS, details=[field_detail("$", "too many")])
-        self._check_secrets([endpoint], "$.secretId")
+        endpoint = self._known_secret(endpoint, ignored)
         made = {"_id": endpoint_id, **endpoint}
         self.endpoints = [*self.endpoints, made]
         return made
 
-    def replace_endpoint(self, endpoint_id: str, endpoint: dict[str, Any]) -> dict[str, Any]:
+    def replace_endpoint(self, endpoint_id: str, endpoint: dict[str, Any],
+                         ignored: list[str] | None = None) -> dict[str, Any]:
         number = self._endpoint_number(endpoint_id)
-        self._check_secrets([endpoint], "$.secretId")
+        endpoint = self._known_secret(endpoint, ignored)
         made = {"_id": endpoint_id, **endpoint}
         self.endpoints = [made if n == number else e for n, e in enumerate(self.endpoints)]
         return made
@@ -244,6 +253,18 @@ class Outbox:
                 return number
         raise WebhookEndpointNotFound(UNKNOWN_ENDPOINT.format(endpoint_id=endpoint_id),
                                       details=[field_detail("$.id", "unknown", location="path")])
+
+    def _known_secret(self, endpoint: dict[str, Any],
+                      ignored: list[str] | None) -> dict[str, Any]:
+        """The endpoint, its `secretId` checked: an unknown one refused, or with `ignored`
+        given (the surface makes it an optional override at most) left out, its deliveries
+        signed with the API secret, and the warning added to `ignored`."""
+        secret_id = endpoint.get("secretId")
+        if ignored is None or secret_id is None or secret_id in self.secrets:
+            self._check_secrets([endpoint], "$.secretId")
+            return endpoint
+        ignored.append(IGNORED_SECRET.format(secret_id=secret_id))
+        return {key: value for key, value in endpoint.items() if key != "secretId"}
 
     def _check_secrets(self, endpoints: list[dict[str, Any]], path: str) -> None:
         for n, endpoint in enumerate(endpoints):

@@ -113,10 +113,10 @@ AGGREGATOR_API = Dialect(
     errors={400: "The aggregator's error body, as it answers: MISSING_FIELDS, UNKNOWN_FIELDS "
                  "or INVALID_FIELD (INVALID_REQUEST) for a body its schema refuses, "
                  "INVALID_API_KEYS (INVALID_INPUT) for a wrong client id or secret, "
-                 "INVALID_PUBLIC_TOKEN, INVALID_ACCESS_TOKEN, INVALID_ACCOUNT_ID or "
-                 "INVALID_INSTITUTION (INVALID_INPUT), ITEM_LOGIN_REQUIRED or "
-                 "PRODUCTS_NOT_SUPPORTED (ITEM_ERROR), SANDBOX_WEBHOOK_INVALID or "
-                 "SANDBOX_PRODUCT_NOT_ENABLED (SANDBOX_ERROR)."})
+                 "INVALID_PUBLIC_TOKEN, INVALID_ACCESS_TOKEN, INVALID_ACCOUNT_ID, "
+                 "INVALID_INSTITUTION or INVALID_WEBHOOK_VERIFICATION_KEY_ID (INVALID_INPUT), "
+                 "ITEM_LOGIN_REQUIRED or PRODUCTS_NOT_SUPPORTED (ITEM_ERROR), "
+                 "SANDBOX_WEBHOOK_INVALID or SANDBOX_PRODUCT_NOT_ENABLED (SANDBOX_ERROR)."})
 
 
 def _declare(path: str, summary: str, **declared: Any):
@@ -226,6 +226,57 @@ async def transactions_sync(tenant, body) -> dict:
     transactions are made of these. ITEM_LOGIN_REQUIRED after a reset login;
     PRODUCTS_NOT_SUPPORTED for an item linked without `transactions`."""
     return tenant.aggregator.sync_transactions(body)
+
+
+@_declare("/transactions/get", "An item's transactions between two dates",
+          body=shapes.TransactionsGet, response=shapes.TransactionsGot)
+async def transactions_get(tenant, body) -> dict:
+    """The item's transactions dated `start_date` to `end_date` (both included), newest
+    first, `options.count` (100 by default, at most 500) from `options.offset`, of
+    `options.account_ids` only when given; `total_transactions` counts them all. The same
+    history /transactions/sync pages through and the service's pipeline pulls (real-service
+    facts 16). ITEM_LOGIN_REQUIRED after a reset login; PRODUCTS_NOT_SUPPORTED for an item
+    linked without `transactions`; INVALID_FIELD when `start_date` is after `end_date`."""
+    return tenant.aggregator.get_transactions(body)
+
+
+@_declare("/transactions/refresh", "Ask for an item's newest transactions",
+          body=shapes.ItemRequest, response=shapes.Answer, settles=True)
+async def transactions_refresh(tenant, body) -> dict:
+    """The item's webhook URL then gets TRANSACTIONS / SYNC_UPDATES_AVAILABLE and
+    DEFAULT_UPDATE (`new_transactions` 0: the sandbox's history is whole from the link on),
+    as the aggregator sends after a refresh (real-service facts 16); answered once their
+    first attempts are. Nothing is sent for an item without a webhook URL."""
+    return tenant.aggregator.refresh_transactions(body.access_token)
+
+
+@_declare("/accounts/balance/get", "An item's accounts with their current balances",
+          body=shapes.BalanceGet, response=shapes.Accounts)
+async def accounts_balance_get(tenant, body) -> dict:
+    """The item's accounts (of `options.account_ids` when given) with their balances, as
+    /accounts/get gives them; ITEM_LOGIN_REQUIRED after a reset login."""
+    return tenant.aggregator.get_balance(
+        body.access_token, given(body.options.account_ids) if body.options else None)
+
+
+@_declare("/auth/get", "An item's accounts with their account and routing numbers",
+          body=shapes.AccountsGet, response=shapes.AuthAnswer)
+async def auth_get(tenant, body) -> dict:
+    """The item's accounts and their ACH numbers (`numbers.ach`): the account number ends
+    with the account's mask, the routing number is the institution's; what a user gives as
+    a deposit account in the payroll flow. ITEM_LOGIN_REQUIRED after a reset login."""
+    return tenant.aggregator.get_auth(
+        body.access_token, given(body.options.account_ids) if body.options else None)
+
+
+@_declare("/webhook_verification_key/get", "The public key that verifies the aggregator's webhooks",
+          body=shapes.VerificationKeyGet, response=shapes.VerificationKey)
+async def webhook_verification_key_get(tenant, body) -> dict:
+    """The JWK (ES256, P-256) whose id is the `kid` in the header of a webhook's
+    Plaid-Verification JWT (real-service facts 15). Every webhook of the aggregator carries
+    one, signed for its attempt: `iat` and `request_body_sha256`, the SHA-256 hex of the raw
+    body. Another key id: INVALID_INPUT / INVALID_WEBHOOK_VERIFICATION_KEY_ID."""
+    return tenant.aggregator.get_verification_key(body.key_id)
 
 
 @_declare("/sandbox/item/fire_webhook", "Fire one of the aggregator's webhooks for an item",

@@ -4,7 +4,8 @@ docs/spec/real-api-surface.md, Company)."""
 from __future__ import annotations
 
 from ...domain.companies.companies import full_record, search_record
-from ...domain.companies.search import SearchRequest, company_filter, search_companies
+from ...domain.companies.search import (SearchRequest, check_products, company_filter,
+                                           search_companies)
 from ...schemas.api import CompanyListQuery
 from ..operations import Auth, Reply, operation
 
@@ -17,14 +18,17 @@ COMPANY = {"$ref": "#/components/schemas/Company"}
            auth=Auth.EITHER,  # the one operation the real API also opens to a public token
            body=SearchRequest, response=SEARCH_COMPANIES, errors=(400, 404))
 async def search(tenant, body) -> list:
-    found = search_companies(tenant.companies, tenant.manual_deposits, body)
+    found = search_companies(tenant.companies, tenant.manual_deposits, body,
+                             tenant.rules.service.products)
     return [search_record(c, tenant.manual_deposits) for c in found]
 
 
 @operation("GET", "/company/list", "List the catalog (disabled companies too)",
-           query=CompanyListQuery,
+           query=CompanyListQuery, errors=(400,),
            response=COMPANIES, envelope={"total": {"type": "integer"}})
 async def list_companies(tenant, query) -> Reply:
+    check_products(tenant.rules.service.products,
+                   {"$.product": [query.product] if query.product else ()}, location="query")
     keep = company_filter(tenant.manual_deposits, include_disabled=True,
                           scopes=[query.scope] if query.scope else (),
                           products=[query.product] if query.product else ())

@@ -13,7 +13,7 @@ from ...errors import ValidationFailed, field_detail
 from ...schemas.api import ProcessorLinkRequest
 from ...schemas.responses import (EmployerMatch, PROCESSING_RESULTS, ProcessorLink,
                                  ProcessorLinkRegistered, ProcessorLinksRemoved, ProcessorToken,
-                                 RecurringTransaction)
+                                 RecurringTransaction, WebhookKey)
 from ..operations import AGGREGATOR, Auth, Reply, operation
 
 IDENTIFIER_HEADER = "user-identifier"
@@ -79,6 +79,18 @@ async def mint(tenant, body, sandbox) -> dict:
            response=ProcessorToken, errors=(404,), tags=("control plane",))
 async def revoke(tenant, params, sandbox) -> dict:
     return _token(tenant.links.revoke_token(params["token"]))
+
+
+@operation("GET", f"/_sandbox/{AGGREGATOR}/webhook-verification-key", "The key that signs the "
+           "aggregator's webhooks", auth=Auth.API_KEYS, response=WebhookKey,
+           tags=("control plane",))
+async def webhook_key(tenant) -> dict:
+    """The tenant's key pair at the aggregator (made when the tenant starts, kept in its
+    snapshots): its id, which each webhook's Plaid-Verification JWT names as `kid`, and
+    the public JWK /aggregator-api/webhook_verification_key/get serves for that id. A test
+    reads the id here rather than from a webhook it has yet to receive."""
+    key = tenant.aggregator.get_verification_key(tenant.aggregator.webhook_key.kid)["key"]
+    return WebhookKey(key_id=key["kid"], key=key)
 
 
 def _identifier(headers) -> str:

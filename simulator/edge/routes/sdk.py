@@ -119,11 +119,20 @@ async def session(tenant, token, body, sandbox) -> dict:
             account, SessionAccount,
             credentials_required=tenant.accounts.needs_credentials(account))
         company = tenant.companies.require(account.company_id)
+    refused = _refusal(sdk.refusal(tenant, company, config.get("tasks")))
     step = (config.get("deeplink") or {}).get("step", "search-company")
+    if linked is not None:  # a reconnect opens at its company: the sign-in, or at once the
+        # task's progress when the account resumes without credentials (flow.js: start)
+        step = (RESUMED_STEP if refused is None and linked.credentials_required is False
+                else "login-company")
     return SdkSession(step=step, user=SessionUser(identifier=token.identifier),
                       company=full_record(company, tenant.manual_deposits) if company else None,
-                      refusal=_refusal(sdk.refusal(tenant, company, config.get("tasks"))),
-                      linked_account=linked)
+                      refusal=refused, linked_account=linked)
+
+
+# The step a linked account's reconnect opens at when it needs no credentials: the task's
+# progress (no deeplink step names it: Initialized.step says where the flow opened).
+RESUMED_STEP = "task-progress"
 
 
 @operation("POST", "/sdk/company", "The company the user picked, and "

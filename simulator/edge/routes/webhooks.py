@@ -21,6 +21,7 @@ from ...schemas.responses import (Attempt, Delivery, EventRecord, Replayed, Stor
 from ...validate import check_webhook_urls, parse_time
 from ...domain.webhooks.outbox import FaultPlan
 from ...transport.dispatcher import request_headers
+from ..keys import exchange_of
 from ..operations import Auth, Reply, operation
 
 CONTROL = {"auth": Auth.API_KEYS, "tags": ("control plane",)}
@@ -74,19 +75,28 @@ async def list_webhook_endpoints(tenant, sandbox) -> list:
 
 @operation("POST", "/webhooks/endpoints", "Register a webhook endpoint",
            body=WebhookEndpointRequest, response=WebhookEndpoint, errors=(404,), **REAL)
-async def create_webhook_endpoint(tenant, body, sandbox) -> dict:
+async def create_webhook_endpoint(tenant, body, sandbox, request) -> dict:
+    """An unknown `secretId` is ignored, named in x-sandbox-warning, and the endpoint's
+    deliveries are signed with the API secret (refused, 404, under --strict-bodies)."""
     _check_endpoints([body], "$", sandbox)
-    return _endpoint_record(tenant.webhooks.add_endpoint(msgspec.to_builtins(body),
-                                                         tenant.ids.object_id()), sandbox)
+    return _endpoint_record(tenant.webhooks.add_endpoint(
+        msgspec.to_builtins(body), tenant.ids.object_id(), _lenient(sandbox, request)), sandbox)
 
 
 @operation("PUT", "/webhooks/endpoints/{id}", "Change a webhook endpoint",
            body=WebhookEndpointRequest, response=WebhookEndpoint,
            errors=(404,), **REAL)
-async def update_webhook_endpoint(tenant, params, body, sandbox) -> dict:
+async def update_webhook_endpoint(tenant, params, body, sandbox, request) -> dict:
+    """An unknown `secretId`: as POST /webhooks/endpoints."""
     _check_endpoints([body], "$", sandbox)
-    return _endpoint_record(tenant.webhooks.replace_endpoint(params["id"],
-                                                             msgspec.to_builtins(body)), sandbox)
+    return _endpoint_record(tenant.webhooks.replace_endpoint(
+        params["id"], msgspec.to_builtins(body), _lenient(sandbox, request)), sandbox)
+
+
+def _lenient(sandbox, request) -> list[str] | None:
+    """Where a lenient call says what it ignored (the exchange's x-sandbox-warning); None
+    under --strict-bodies, which refuses it instead (DESIGN.md, Bodies)."""
+    return None if sandbox.settings.strict_bodies else exchange_of(request).warnings
 
 
 @operation("DELETE", "/webhooks/endpoints/{id}", "Delete a webhook endpoint", response=Success,
@@ -186,7 +196,8 @@ async def get_event_schema(params, sandbox) -> web.Response:
 def event_record(dispatcher, tenant, event) -> EventRecord:
     """An event with its deliveries and every attempt (GET /_sandbox/events). Every attempt
     of a delivery sent the same headers (the event's message): made once per signing
-    secret, they differ in their signature only."""
+    secret, they differ in their signature only. An aggregator webhook's attempts each
+    carried a Plaid-Verification JWT of their own, made as it left: left out here."""
     state = tenant.webhooks
     deliveries = state.deliveries.get(event.id, [])
     headers: dict = {}
