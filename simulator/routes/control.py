@@ -12,6 +12,7 @@ from ..clock import isoformat
 from ..domain import company_admin
 from ..domain.changes import EVENT, TASK
 from ..domain.companies import full_record
+from ..domain.journal import RequestsVerification
 from ..domain.shapes import UNSET, given, view_of
 from ..errors import ValidationFailed, field_detail
 from ..domain.tasks import TaskRecord
@@ -21,7 +22,7 @@ from ..schemas.api import (COMPANY_CREATE_REQUEST, COMPANY_UPDATE_REQUEST,
                            ScenarioBindingRequest, TasksQuery, TenantRequest)
 from ..schemas.responses import (CardTokenRecreation, ClockState, ClockAdvanced, ClockRun,
                                  CompanyDeleted, CompanyWithStatus, EventRecord,
-                                 JournalEntry, ProfileBinding, ProfileSummary,
+                                 JournalEntry, ProfileBinding, RequestsVerified, ProfileSummary,
                                  ProfileUnbound, Scenario, ScenarioBinding, SCENARIO_BINDINGS,
                                  SnapshotRestored, Stats, TenantView, TenantDeleted)
 from ..static import static_text
@@ -68,6 +69,20 @@ async def requests_journal(tenant, query) -> list:
     entries = tenant.journal.query(path=given(query.path), method=given(query.method),
                                    status=given(query.status), limit=query.limit)
     return [view_of(JournalEntry, entry) for entry in entries]
+
+
+@operation("POST", "/_sandbox/requests/verify", "Check that requests like this one were "
+           "received (the nearest others when not)", body=RequestsVerification,
+           response=RequestsVerified, errors=(422,), **CONTROL)
+async def verify_requests(tenant, body) -> dict:
+    """The journal (GET /_sandbox/requests) holds a request of this `method` and `path`
+    (a `{name}` segment matches any one), with the `query` parameters and the `body`
+    fields given (others are not looked at; an array matches item for item), at least
+    once or `times` exactly. When not: 422 `not-called` with `matched` (the ids that did)
+    and `nearMisses`, the 3 nearest other requests, each with every JSON path where it
+    differs (`$.method`, `$.path`, `$.query.<name>`, `$.body...`). These calls themselves
+    are journaled and never matched. The Python plugin's `assert_called` asks this."""
+    return RequestsVerified(matched=[entry.id for entry in tenant.journal.verify(body)])
 
 
 # -- snapshots ----------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..domain.companies import SCOPES, CompanySummary
 from ..domain.data_profiles import PROFILE_SCHEMA
+from ..domain.journal import NearMiss
 from ..domain.sdk import MfaPrompt
 from ..domain.search import SearchRequest
 from ..domain.shapes import (EVENT_TYPES, PROCESSOR_TOKENS, PRODUCTS, TASK_SCENARIOS, UNSET,
@@ -33,6 +34,11 @@ class ErrorBody(View, kw_only=True):
     code: of(str, "kebab-case, stable")
     message: str
     details: list[ErrorDetail]
+    # not-called only (POST /_sandbox/requests/verify)
+    matched: Maybe[of(list[int], "not-called: the ids of the requests that matched.")] = UNSET
+    near_misses: Maybe[of(list[NearMiss], "not-called: the nearest requests that did not "
+                          "match (3 at most, nearest first), each with every JSON path "
+                          "where it differs.", max_length=3)] = UNSET
 
 
 class Error(View, kw_only=True):
