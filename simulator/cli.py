@@ -12,7 +12,7 @@ import gc
 import logging
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,11 @@ def _parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser("serve", help="run the sandbox server")
     _add_serve_flags(serve)
+    serve.add_argument("--open-bundle", metavar="FILE",
+                       help="restore a failed test's bundle (payroll-sandbox-bundles/<test "
+                            "id>.json) into a tenant of its name and print the dashboard's URL "
+                            "at the failing moment (default --clock manual and the bundle's "
+                            "seed)")
 
     run = commands.add_parser(
         "exec", help="run a command (a test suite in any language) beside a sandbox",
@@ -397,18 +402,25 @@ def _configure_logging(log_format: str) -> None:
 
 
 def _serve(flags: dict) -> int:
+    bundle = flags.pop("open_bundle", None)
+    defaults = None
+    if bundle:  # the tenant stays at the failing moment, with the catalog of the bundle's seed
+        from .bundles import bundle_seed
+
+        defaults = {"clock": "manual", "seed": bundle_seed(Path(bundle))}
     # Start-up (the server's imports, the catalog, the app) makes what lives as long as the
     # process: the collector stays off until long_lived freezes it (20-30 ms of a start).
     gc.disable()
     try:
-        app, settings = _start_up(flags)
+        app, settings = _start_up(flags, defaults)
+        opened = _open_bundle(app, Path(bundle)) if bundle else None
     finally:
         gc.enable()
     from .logs import batch_access_log
 
     try:
         with asyncio.Runner(loop_factory=_loop_factory(flags.get("loop"))) as runner:
-            runner.run(_run(app, settings))
+            runner.run(_run(app, settings, opened=opened))
     finally:
         batch_access_log(None)  # the last lines out
     return 0
@@ -478,6 +490,23 @@ def _start_up(flags: dict, defaults: dict | None = None) -> tuple[Any, Any]:
     return app, settings
 
 
+def _open_bundle(app: Any, path: Path) -> Callable[[str], str]:
+    """`serve --open-bundle FILE`: the bundle restored into a tenant of its name
+    (bundles.open_bundle: ConfigError and nothing restored when it is no bundle); what to
+    print once the server listens at a base URL: the tenant and the dashboard's URL."""
+    from .bundles import open_bundle
+    from .keys import SANDBOX
+
+    bundle, tenant = open_bundle(app[SANDBOX], path)
+
+    def opened(base_url: str) -> str:
+        return (f"payroll-sandbox opened {path} (test {bundle['test'] or '?'}) as tenant "
+                f"{tenant.name} at {tenant.clock.describe()['now']}; its dashboard: "
+                f"{base_url}/_sandbox/#key={tenant.api_key}&secret={tenant.api_secret}")
+
+    return opened
+
+
 def _loop_factory(kind: str | None):
     """The event loop `serve` runs on: asyncio's own, or uvloop's (`--loop uvloop`, with
     the `uvloop` extra installed), which answers the same requests a little faster."""
@@ -491,7 +520,7 @@ def _loop_factory(kind: str | None):
     return uvloop.new_event_loop
 
 
-async def _run(app, settings, beside=None) -> Any:
+async def _run(app, settings, beside=None, opened=None) -> Any:
     """Serves `app` until SIGINT or SIGTERM (`serve`), or while `beside(app, base_url)`
     runs (`exec`: the ready line then goes to standard error); returns what it returns."""
     from .keys import SANDBOX
@@ -515,6 +544,8 @@ async def _run(app, settings, beside=None) -> Any:
         finally:
             await runner.cleanup()
     print(line, flush=True)
+    if opened is not None:
+        print(opened(reachable_url(host, port)), flush=True)
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -340,6 +340,7 @@ EXAMPLES: dict[tuple[str, str], Example] = {
                                            "products": ["deposit", "verify"]}),
     ("DELETE", "/_sandbox/tenants/{name}"): Example(parameters={"name": DOCS_TENANT}),
     ("GET", "/_sandbox/requests"): Example(parameters={"limit": 10}),
+    ("GET", "/_sandbox/bundle"): Example(parameters={"test": "tests/test_app.py::test_refund"}),
     ("POST", "/_sandbox/requests/verify"): Example(
         {"method": "POST", "path": "/task/create", "body": {"identifier": USER}}),
     ("POST", "/_sandbox/snapshot"): Example(after=From("GET", "/_sandbox/snapshot",

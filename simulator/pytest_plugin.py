@@ -28,7 +28,10 @@ Flask through a2wsgi) on a real port for the test and returns its base URL (uvic
 `payroll-sandbox[asgi]`).
 
 When a test fails, its report has a section listing its tenant's webhook deliveries that
-never got a 2xx (read from the ledger while the tenant still exists). What the sandbox
+never got a 2xx (read from the ledger while the tenant still exists), and its tenant is
+written as a bundle, `payroll-sandbox-bundles/<test id>.json` (`--payroll-sandbox-bundles
+DIR`, ini `payroll_sandbox_bundles`; `off` writes none), which `payroll-sandbox serve
+--open-bundle FILE` reopens at the failing moment. A passing test costs no request for it. What the sandbox
 ignored in a call (x-sandbox-warning) is a `payroll_sandbox.SandboxWarning`; a loopback
 webhook URL given to a sandbox that cannot reach this machine's loopback raises
 `LoopbackURLError`, naming `payroll_sandbox_receiver_host`.
@@ -46,6 +49,7 @@ from typing import Any
 
 import pytest
 
+from .client import with_query
 from .testing import (AsgiServer, AsyncSandbox, AsyncWebhookReceiver, LoopbackCheck,
                       ReceiverHost, Sandbox, SandboxError, WebhookReceiver, _LoopThread,
                       describe_undelivered)
@@ -63,6 +67,10 @@ RECEIVER_HOST_HELP = ("the host a sandbox in a container reaches this machine by
                       "host.docker.internal): the receivers listen on every interface and "
                       "give the sandbox URLs with it")
 REPORT_SECTION = "payroll-sandbox: webhook deliveries that never got a 2xx"
+BUNDLE_SECTION = "payroll-sandbox: bundle"
+BUNDLES = "payroll_sandbox_bundles"  # option and ini key: the bundles' folder, or `off`
+BUNDLES_HELP = ("folder a failed test's tenant is written to as <test id>.json, for `payroll-"
+                "sandbox serve --open-bundle FILE` (default payroll-sandbox-bundles; off: none)")
 LEDGER_STATES = ("pending", "failed", "interrupted")  # GET /_sandbox/events?delivery=...
 LEDGER_LIMIT = 100  # newest events read per state
 
@@ -89,6 +97,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--payroll-sandbox-receiver-host", dest=RECEIVER_HOST, metavar="HOST",
                     help=f"{RECEIVER_HOST_HELP} (ini: {RECEIVER_HOST})")
     parser.addini(RECEIVER_HOST, f"payroll-sandbox: {RECEIVER_HOST_HELP}", default=None)
+    group.addoption("--payroll-sandbox-bundles", dest=BUNDLES, metavar="DIR|off",
+                    help=f"{BUNDLES_HELP} (ini: {BUNDLES})")
+    parser.addini(BUNDLES, f"payroll-sandbox: {BUNDLES_HELP}", default=None)
+
+
+def bundles_folder(config: pytest.Config) -> Path | None:
+    """Where failed tests' bundles go: the option (from where pytest runs), else the ini
+    key (from the ini file's folder), else payroll-sandbox-bundles in the root folder; None
+    when either says `off`."""
+    from .bundles import folder_setting
+
+    value = config.getoption(BUNDLES)
+    if value is not None:
+        return folder_setting(value, Path(config.invocation_params.dir))
+    ini_dir = config.inipath.parent if config.inipath else config.rootpath
+    return folder_setting(config.getini(BUNDLES) or None, ini_dir if config.getini(BUNDLES)
+                          else config.rootpath)
 
 
 def sandbox_settings(config: pytest.Config, environ: dict[str, str] | None = None) -> Any:
@@ -211,6 +236,25 @@ class _Ledger:
     reported: bool = False       # a report of this test carries the section already
     wanted: bool = False         # a receiver refused a delivery: its teardown fails
     at_teardown: str | None = None
+    bundles: Path | None = None  # the folder of bundles (None: off)
+    bundle: str | None = None    # what writing this test's bundle said, once written
+
+    def write_bundle(self, test: str) -> str:
+        """The tenant as `<bundles>/<test id>.json` (GET /_sandbox/bundle), once: a line
+        for the report. Reads nothing for a test that passes."""
+        if self.bundle is None and self.bundles is not None:
+            from .bundles import write_bundle
+            from .snapshot import encode
+
+            try:
+                bundle = self.tenant.request("GET", with_query("/_sandbox/bundle",
+                                                               {"test": test[:1024]}))
+                path = write_bundle(self.bundles, test, encode(bundle))
+                self.bundle = (f"written to {path} (reopen it: payroll-sandbox serve "
+                               f"--open-bundle {path})")
+            except Exception as error:  # the report says so; the test's own failure stays
+                self.bundle = f"not written: {error}"
+        return self.bundle or ""
 
     def read(self) -> str:
         try:
@@ -234,7 +278,13 @@ def pytest_runtest_makereport(item: pytest.Item,
     under the failure, as it shows captured output)."""
     report = yield
     ledger = item.stash.get(_LEDGER, None)
-    if ledger is None or not report.failed or ledger.reported:
+    if ledger is None or not report.failed:
+        return report
+    if report.when != "teardown" and ledger.bundle is None and ledger.bundles is not None:
+        report.sections.append((BUNDLE_SECTION, ledger.write_bundle(item.nodeid)))
+    elif report.when == "teardown" and ledger.bundle is not None and ledger.wanted:
+        report.sections.append((BUNDLE_SECTION, ledger.bundle))
+    if ledger.reported:
         return report
     text = ledger.at_teardown if report.when == "teardown" else ledger.read()
     if text:
@@ -245,17 +295,27 @@ def pytest_runtest_makereport(item: pytest.Item,
 
 # -- the fixtures -----------------------------------------------------------------------------
 
+def tenant_name(test: str) -> str:
+    """A test's tenant is named after it (`test_refund[a-b]` -> `test_refund_a-b_`), so
+    its bundle reopens as a tenant of that name; the server adds `-N` to a name in use."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", test)[:56] or "test"
+
+
 @pytest.fixture
 def payroll_sandbox(payroll_sandbox_server: Sandbox,
                     request: pytest.FixtureRequest) -> Iterator[Sandbox]:
     """A fresh tenant for this test: its own users, tasks, events, clock and endpoints;
     deleted after the test, so a long session keeps the server small. A failed test's
     report lists its deliveries that never got a 2xx."""
-    tenant = payroll_sandbox_server.new_tenant()
-    ledger = request.node.stash[_LEDGER] = _Ledger(tenant)
+    tenant = payroll_sandbox_server.new_tenant(name=tenant_name(request.node.name))
+    ledger = request.node.stash[_LEDGER] = _Ledger(tenant, bundles=bundles_folder(request.config))
     yield tenant
     if ledger.wanted and not ledger.reported:  # read now: the teardown's report comes after
         ledger.at_teardown = ledger.read()
+    if ledger.wanted:
+        ledger.write_bundle(request.node.nodeid)
     try:
         tenant.request("DELETE", f"/_sandbox/tenants/{tenant.name}")
     except SandboxError:

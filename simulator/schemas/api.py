@@ -66,6 +66,11 @@ class JournalQuery(Command, kw_only=True):
     limit: of(int, ge=1, le=1000) = 100
 
 
+class BundleQuery(Command, kw_only=True):
+    test: Maybe[of(str, "The id of the test the bundle is for (pytest's node id).",
+                   max_length=1024)] = UNSET
+
+
 class TenantRequest(Command, kw_only=True):
     name: Maybe[of(str, pattern=r"^[A-Za-z0-9_.-]{1,64}$")] = UNSET
     products: Maybe[of(Texts, max_length=50)] = UNSET
