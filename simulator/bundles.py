@@ -200,7 +200,8 @@ def bundle_seed(path: Path) -> int | None:
 
 def open_bundle(sandbox: Any, path: Path) -> tuple[dict[str, Any], Any]:
     """The bundle at `path` restored into a new tenant of its snapshot's name (keys of its
-    own), or ConfigError and nothing restored: the tenant made for it goes again when its
+    own; a fixtures' account of that name, such as `exec`'s default tenant, is restored
+    into), or ConfigError and nothing restored: the tenant made for it goes again when its
     snapshot does not restore (another seed or environment, a scenario this server lacks,
     a document at fault). The bundle and the tenant."""
     from .schemas.api import TenantRequest
@@ -213,13 +214,17 @@ def open_bundle(sandbox: Any, path: Path) -> tuple[dict[str, Any], Any]:
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", name):
         raise ConfigError(str(path), "$.snapshot.tenant.name",
                           "a tenant name (letters, digits, _ . -; 64 at most)")
-    if registry.tenants.get(name) is not None:
+    tenant = registry.tenants.get(name)
+    made = tenant is None
+    if not made and registry.creator_of(name) is not None:
         raise ConfigError(str(path), "$.snapshot.tenant.name",
                           f"a tenant named {name!r} exists already on this server")
-    tenant = registry.create_tenant(TenantRequest(name=name))
+    if made:  # else a fixtures' account (`exec`'s default tenant): restored into it
+        tenant = registry.create_tenant(TenantRequest(name=name))
     try:
         restore(tenant, sandbox, bundle["snapshot"])
     except Fault as fault:
-        registry.delete(tenant.name, caller=tenant)
+        if made:
+            registry.delete(tenant.name, caller=tenant)
         raise fault.config_error(str(path), "$.snapshot") from None
     return bundle, tenant

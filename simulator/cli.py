@@ -57,6 +57,9 @@ def _parser() -> argparse.ArgumentParser:
                     "reach CMD (docs/exec.md).")
     _add_serve_flags(run, port="default 0: a free one; ", clock=" (default manual: tests "
                      "advance it; --clock real for wall time)")
+    run.add_argument("--bundles", metavar="DIR|off",
+                     help="when CMD fails, write each tenant the run touched as a bundle here "
+                          "(default payroll-sandbox-bundles; off: none)")
     run.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]",
                      help="the command and its arguments")
 
@@ -440,6 +443,9 @@ def _exec(flags: dict) -> int:
     from . import execute
 
     argv = list(flags.pop("argv") or [])
+    from .bundles import folder_setting
+
+    bundles = folder_setting(flags.pop("bundles", None), Path.cwd())
     if argv[:1] == ["--"]:
         argv = argv[1:]
     if not argv:
@@ -458,8 +464,8 @@ def _exec(flags: dict) -> int:
 
     try:
         with asyncio.Runner(loop_factory=_loop_factory(flags.get("loop"))) as runner:
-            status, text = runner.run(_run(app, settings, functools.partial(execute.beside,
-                                                                             argv)))
+            status, text = runner.run(_run(app, settings, functools.partial(
+                execute.beside, argv, bundles=bundles)))
     except KeyboardInterrupt:  # before CMD started
         return 130
     finally:

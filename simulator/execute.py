@@ -5,7 +5,8 @@ The sandbox is `serve`'s app on a free port (cli.py starts and stops it); this m
 CMD with the sandbox's URL and the default tenant's keys in its environment, passes signals
 on, and, once CMD has ended and the attempts in flight have landed, reads every tenant's
 ledger for the deliveries of the run that never got a 2xx, so a suite whose app never
-received its webhooks is told why.
+received its webhooks is told why. When CMD fails, every tenant the run touched is written
+as a bundle (bundles.py; `--bundles DIR|off`), those it deleted or reset on the way too.
 """
 
 from __future__ import annotations
@@ -16,10 +17,13 @@ import signal
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .domain.outbox import DELIVERED, PENDING, Delivery
 from .redact import loggable_url
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 URL_VARIABLE = "PAYROLL_SANDBOX_URL"
 KEY_VARIABLE = "PAYROLL_SANDBOX_API_KEY"
@@ -117,6 +121,58 @@ class Ledgers:
                             error=_why(delivery, fate), fate=fate)
                 for name, event_type, delivery, fate in found
                 if delivery.state != DELIVERED and self._of_the_run(delivery)]
+
+
+# Tenants deleted or reset during the run whose bundles are kept until CMD ends (the newest).
+MAX_LEFT_BUNDLES = 50
+
+
+class Bundles:
+    """The bundles of a run's tenants, written when CMD fails: the live tenants the run
+    touched (a request journaled) at the end, and those deleted or reset meanwhile, taken
+    as they leave (MAX_LEFT_BUNDLES of them, the newest)."""
+
+    def __init__(self, sandbox: Any, folder: Path | None, argv: Sequence[str]) -> None:
+        self.sandbox, self.folder = sandbox, folder
+        self.test = "exec: " + " ".join(argv)
+        self._left: list[tuple[str, bytes]] = []
+        if folder is not None:
+            sandbox.registry.leaving.append(self._leaving)
+
+    def close(self) -> None:
+        if self._leaving in self.sandbox.registry.leaving:
+            self.sandbox.registry.leaving.remove(self._leaving)
+
+    def _bundle(self, tenant: Any) -> bytes:
+        from .routes.control import bundle_of
+        from .snapshot import encode
+
+        return encode(bundle_of(tenant, self.sandbox, self.test))
+
+    def _leaving(self, tenant: Any, why: str) -> None:
+        if len(tenant.journal) or tenant.journal.evicted:
+            self._left.append((f"exec-{tenant.name}-{why}-{len(self._left) + 1}",
+                               self._bundle(tenant)))
+            del self._left[:-MAX_LEFT_BUNDLES]
+
+    def write(self) -> str:
+        """Every bundle of the run into the folder; a line for the report ("" for none)."""
+        from .bundles import write_bundle
+
+        if self.folder is None:
+            return ""
+        found = [*self._left, *((f"exec-{tenant.name}", self._bundle(tenant))
+                                for tenant in list(self.sandbox.registry.tenants)
+                                if len(tenant.journal) or tenant.journal.evicted)]
+        try:
+            paths = [write_bundle(self.folder, name, data) for name, data in found]
+        except OSError as error:
+            return f"payroll-sandbox exec: the run's bundles were not written: {error}"
+        if not paths:
+            return ""
+        return (f"payroll-sandbox exec: the run failed; {len(paths)} tenant bundle"
+                f"{'' if len(paths) == 1 else 's'} written to {self.folder} (reopen one: "
+                f"payroll-sandbox serve --open-bundle {paths[-1]})")
 
 
 def _deliveries(tenant: Any) -> list[Delivery]:
@@ -224,18 +280,24 @@ async def settle(sandbox: Any, limit: float = SETTLE_LIMIT) -> None:
         await asyncio.gather(everything, stopped, return_exceptions=True)
 
 
-async def beside(argv: Sequence[str], app: Any, base_url: str) -> tuple[int, str]:
+async def beside(argv: Sequence[str], app: Any, base_url: str,
+                 bundles: Path | None = None) -> tuple[int, str]:
     """CMD run against the started sandbox `app` at `base_url`: (CMD's exit status, the
-    report of undelivered webhooks). The caller stops the sandbox afterwards."""
+    report of undelivered webhooks and, when CMD failed, of the bundles written to
+    `bundles`). The caller stops the sandbox afterwards."""
     from .keys import SANDBOX
 
     sandbox = app[SANDBOX]
     tenant = sandbox.registry.tenants.default()
     ledgers = Ledgers(sandbox.registry)
+    kept = Bundles(sandbox, bundles, argv)
     try:
         status = await run_command(
             argv, command_environment(base_url, tenant.api_key, tenant.api_secret))
         await settle(sandbox)
-        return status, report(ledgers.undelivered())
+        text = report(ledgers.undelivered())
+        written = kept.write() if status != 0 else ""
+        return status, "\n".join(line for line in (text, written) if line)
     finally:
         ledgers.close()
+        kept.close()
