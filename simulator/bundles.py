@@ -155,6 +155,8 @@ def read_bundle(path: Path) -> dict[str, Any]:
 
     file = str(path)
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would be waited on for ever
+            raise ConfigError(file, "$", "not a regular file")
         with open(path, "rb") as handle:
             facts = os.fstat(handle.fileno())
             if not stat.S_ISREG(facts.st_mode):

@@ -506,7 +506,8 @@ def _open_bundle(app: Any, path: Path) -> Callable[[str], str]:
     bundle, tenant = open_bundle(app[SANDBOX], path)
 
     def opened(base_url: str) -> str:
-        return (f"payroll-sandbox opened {path} (test {bundle['test'] or '?'}) as tenant "
+        test = (bundle["test"].splitlines() or ["?"])[0][:100]
+        return (f"payroll-sandbox opened {path} (test {test}) as tenant "
                 f"{tenant.name} at {tenant.clock.describe()['now']}; its dashboard: "
                 f"{base_url}/_sandbox/#key={tenant.api_key}&secret={tenant.api_secret}")
 
