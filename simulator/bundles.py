@@ -26,6 +26,7 @@ import re
 import stat
 import tempfile
 from contextlib import suppress
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -85,24 +86,46 @@ def document(*, test: str, tenant: str, seed: int, clock: dict[str, Any],
                      "requests": requests, "events": events, "callbacks": callbacks})
 
 
-BUNDLE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "description": "A tenant's bundle (README: Failed tests that reopen): its snapshot, and "
-                   "its journal, ledger, clock and bindings as the control plane shows them.",
-    "required": ["format", "version", "test", "tenant", "seed", "clock", "bindings",
-                 "snapshot", "requests", "events", "callbacks"],
-    "properties": {
-        "format": {"const": FORMAT}, "version": {"const": VERSION},
-        "test": {"type": "string", "description": "The test's id (what asked for the bundle)."},
-        "tenant": {"type": "string"}, "takenAt": {"type": "string"},
-        "seed": {"type": "integer"}, "clock": {"type": "object"},
-        "bindings": {"type": "object", "additionalProperties": {"type": "string"}},
-        "snapshot": {"type": "object", "description": "GET /_sandbox/snapshot's document."},
-        "requests": {"type": "array", "description": "GET /_sandbox/requests, oldest first."},
-        "events": {"type": "array", "description": "GET /_sandbox/events, oldest first."},
-        "callbacks": {"type": "array", "description": "The hosted flow's messages to its "
-                      "host page (none until the callbacks ledger records them)."}},
-}
+@cache
+def bundle_schema() -> dict[str, Any]:
+    """GET /_sandbox/bundle's answer: each part's schema is that of the control plane's
+    answer it copies (made when first needed)."""
+    from .domain.shapes import schema_of
+    from .schemas.responses import ClockState, EventRecord, JournalEntry
+    from .snapshot import snapshot_schema
+
+    snapshot = {k: v for k, v in snapshot_schema().items() if k != "$schema"}
+    return {
+        "type": "object",
+        "description": "A tenant's bundle (docs/plugin.md: A failed test reopens): its "
+                       "snapshot, and its journal, ledger, clock and bindings as the control "
+                       "plane shows them.",
+        "required": [*PARTS],
+        "properties": {
+            "format": {"const": FORMAT}, "version": {"const": VERSION},
+            "test": {"type": "string", "description": "The test's id (what asked for it)."},
+            "tenant": {"type": "string"}, "takenAt": {"type": ["string", "null"]},
+            "seed": {"type": "integer"}, "clock": schema_of(ClockState),
+            "bindings": {"type": "object", "additionalProperties": {"type": "string"}},
+            "snapshot": {**snapshot, "description": "GET /_sandbox/snapshot's document."},
+            "requests": {**schema_of(list[JournalEntry]),
+                         "description": "GET /_sandbox/requests, oldest first."},
+            "events": {**schema_of(list[EventRecord]),
+                       "description": "GET /_sandbox/events, oldest first."},
+            "callbacks": {"type": "array", "description": "The hosted flow's messages to "
+                          "its host page (none until the callbacks ledger records them).",
+                          "items": {"type": "object", "properties": {
+                              "id": {"type": "integer"}, "time": {"type": "string"},
+                              "name": {"type": "string"}, "payload": {}}}}},
+    }
+
+
+# What a file must have to be opened as a bundle (its snapshot is checked as it restores).
+PARTS = {"format": "string", "version": "integer", "test": "string", "tenant": "string",
+         "seed": "integer", "clock": "object", "bindings": "object", "snapshot": "object",
+         "requests": "array", "events": "array", "callbacks": "array"}
+FILE_SCHEMA = {"type": "object", "required": [*PARTS],
+               "properties": {name: {"type": kind} for name, kind in PARTS.items()}}
 
 
 # -- writing: one file per test, inside its folder ------------------------------------------------
@@ -184,7 +207,7 @@ def read_bundle(path: Path) -> dict[str, Any]:
         raise ConfigError(file, "$.version", NEWER.format(theirs=version, ours=VERSION))
     from .validate import schema_errors
 
-    problems = schema_errors(bundle, BUNDLE_SCHEMA)
+    problems = schema_errors(bundle, FILE_SCHEMA)
     if problems:
         raise ConfigError.collected([(file, where, message) for where, message in problems])
     return bundle

@@ -114,7 +114,7 @@ async def restore_snapshot(tenant, request, sandbox) -> dict:
 
 @operation("GET", "/_sandbox/bundle", "This tenant as a failed test's bundle: its snapshot, "
            "journal, ledger, clock and bindings", query=BundleQuery,
-           response=bundles.BUNDLE_SCHEMA, **CONTROL)
+           response=bundles.bundle_schema, **CONTROL)
 async def get_bundle(tenant, query, sandbox) -> dict:
     """Taken as GET /_sandbox/snapshot is (between two runs of the clock, the attempts in
     flight finished): the snapshot, with the journal and the ledger as GET
