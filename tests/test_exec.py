@@ -334,9 +334,12 @@ def test_a_node_app_that_refuses_its_webhooks_fails_and_exec_says_why(node_recip
     assert result.returncode != 0
     assert re.search(r"\bfail 1\b", result.stdout), result.stdout
     report = result.stderr[result.stderr.index("payroll-sandbox exec: "):]
-    lines = report.splitlines()[1:]
+    *lines, bundles = report.splitlines()[1:]
     assert lines and all("(deleted): " in line and "non-2xx response 401" in line
                          for line in lines), report
+    # The run failed: its tenants' bundles, the one it deleted among them.
+    assert bundles.startswith("payroll-sandbox exec: the run failed; 2 tenant bundles "), report
+    assert len(list((broken / "payroll-sandbox-bundles").glob("exec-*-deleted-1.json"))) == 1
     assert any(" task-status-updated to http://127.0.0.1:" in line for line in lines), report
 
 
