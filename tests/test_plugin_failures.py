@@ -128,6 +128,14 @@ def test_a_failed_tests_report_lists_its_deliveries_that_never_got_a_2xx(pyteste
                      r"HTTP 401$", teardown), teardown
 
     assert found["test_every_delivery_arrived"] == ""  # nothing undelivered: no section
+    # Each failed test left its bundle, the one failed at teardown read before its tenant went.
+    from payroll_sandbox.bundles import file_name
+
+    bundles = pytester.path / "payroll-sandbox-bundles"
+    assert sorted(p.name for p in bundles.iterdir()) == sorted(file_name(
+        f"test_customer.py::{name}") for name in (
+        "test_nobody_listens_there", "test_a_retry_is_still_due", "test_async_too",
+        "test_a_refused_signature_fails_the_teardown", "test_every_delivery_arrived"))
     assert output.count(REPORT_SECTION) == 4
 
 
