@@ -130,12 +130,18 @@ FILE_SCHEMA = {"type": "object", "required": [*PARTS],
 
 # -- writing: one file per test, inside its folder ------------------------------------------------
 
+def safe_name(text: str) -> str:
+    """`text` with every run of characters but letters, digits, `_`, `.` and `-` as one `_`
+    and no leading dot: a file name (and a tenant name) that is never a path."""
+    return _UNSAFE.sub("_", text).lstrip(".") or "test"
+
+
 def file_name(test: str) -> str:
     """A test id as a file name of the folder: `tests/test_x.py::test_y[a/b]` ->
     `tests_test_x.py__test_y_a_b_.json`; characters other than letters, digits, `_`, `.`
     and `-` become `_`, no leading dot, and a long id is cut with a hash of the whole id
     so that two ids never share a name by being cut."""
-    name = _UNSAFE.sub("_", test).lstrip(".") or "test"
+    name = safe_name(test)
     if len(name) > MAX_NAME:
         name = f"{name[:MAX_NAME - 11]}-{hashlib.sha256(test.encode()).hexdigest()[:10]}"
     return f"{name}.json"

@@ -31,10 +31,11 @@ When a test fails, its report has a section listing its tenant's webhook deliver
 never got a 2xx (read from the ledger while the tenant still exists), and its tenant is
 written as a bundle, `payroll-sandbox-bundles/<test id>.json` (`--payroll-sandbox-bundles
 DIR`, ini `payroll_sandbox_bundles`; `off` writes none), which `payroll-sandbox serve
---open-bundle FILE` reopens at the failing moment. A passing test costs no request for it. What the sandbox
-ignored in a call (x-sandbox-warning) is a `payroll_sandbox.SandboxWarning`; a loopback
-webhook URL given to a sandbox that cannot reach this machine's loopback raises
-`LoopbackURLError`, naming `payroll_sandbox_receiver_host`.
+--open-bundle FILE` reopens at the failing moment; a passing test costs no request for it.
+Each test's tenant is named after the test. What the sandbox ignored in a call
+(x-sandbox-warning) is a `payroll_sandbox.SandboxWarning`; a loopback webhook URL given
+to a sandbox that cannot reach this machine's loopback raises `LoopbackURLError`, naming
+`payroll_sandbox_receiver_host`.
 
 The types come from payroll_sandbox.testing.
 """
@@ -111,9 +112,10 @@ def bundles_folder(config: pytest.Config) -> Path | None:
     value = config.getoption(BUNDLES)
     if value is not None:
         return folder_setting(value, Path(config.invocation_params.dir))
-    ini_dir = config.inipath.parent if config.inipath else config.rootpath
-    return folder_setting(config.getini(BUNDLES) or None, ini_dir if config.getini(BUNDLES)
-                          else config.rootpath)
+    value = config.getini(BUNDLES)
+    if value:
+        return folder_setting(value, config.inipath.parent if config.inipath else config.rootpath)
+    return folder_setting(None, config.rootpath)
 
 
 def sandbox_settings(config: pytest.Config, environ: dict[str, str] | None = None) -> Any:
@@ -238,6 +240,7 @@ class _Ledger:
     at_teardown: str | None = None
     bundles: Path | None = None  # the folder of bundles (None: off)
     bundle: str | None = None    # what writing this test's bundle said, once written
+    bundle_shown: bool = False   # a report of this test says it already
 
     def write_bundle(self, test: str) -> str:
         """The tenant as `<bundles>/<test id>.json` (GET /_sandbox/bundle), once: a line
@@ -280,10 +283,11 @@ def pytest_runtest_makereport(item: pytest.Item,
     ledger = item.stash.get(_LEDGER, None)
     if ledger is None or not report.failed:
         return report
-    if report.when != "teardown" and ledger.bundle is None and ledger.bundles is not None:
-        report.sections.append((BUNDLE_SECTION, ledger.write_bundle(item.nodeid)))
-    elif report.when == "teardown" and ledger.bundle is not None and ledger.wanted:
+    if report.when != "teardown":  # (a failed teardown's was written before the tenant went)
+        ledger.write_bundle(item.nodeid)
+    if ledger.bundle and not ledger.bundle_shown:
         report.sections.append((BUNDLE_SECTION, ledger.bundle))
+        ledger.bundle_shown = True
     if ledger.reported:
         return report
     text = ledger.at_teardown if report.when == "teardown" else ledger.read()
@@ -298,9 +302,9 @@ def pytest_runtest_makereport(item: pytest.Item,
 def tenant_name(test: str) -> str:
     """A test's tenant is named after it (`test_refund[a-b]` -> `test_refund_a-b_`), so
     its bundle reopens as a tenant of that name; the server adds `-N` to a name in use."""
-    import re
+    from .bundles import safe_name
 
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", test)[:56] or "test"
+    return safe_name(test)[:56]
 
 
 @pytest.fixture
@@ -310,7 +314,8 @@ def payroll_sandbox(payroll_sandbox_server: Sandbox,
     deleted after the test, so a long session keeps the server small. A failed test's
     report lists its deliveries that never got a 2xx."""
     tenant = payroll_sandbox_server.new_tenant(name=tenant_name(request.node.name))
-    ledger = request.node.stash[_LEDGER] = _Ledger(tenant, bundles=bundles_folder(request.config))
+    ledger = _Ledger(tenant, bundles=bundles_folder(request.config))
+    request.node.stash[_LEDGER] = ledger
     yield tenant
     if ledger.wanted and not ledger.reported:  # read now: the teardown's report comes after
         ledger.at_teardown = ledger.read()

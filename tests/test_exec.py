@@ -250,7 +250,8 @@ def read_until(fd: int, mark: bytes, timeout: float) -> bytes:
 
 DOC = REPO / "docs" / "exec.md"
 JAVA_JARS = Path("/usr/share/java")  # Debian's junit5 and libjackson2-databind-java
-RECIPES = {"node": ["package.json", "app.mjs", "test/webhooks.test.mjs", "test/verify.test.mjs"],
+RECIPES = {"node": ["package.json", "app.mjs", "test/webhooks.test.mjs",
+                    "test/verify.test.mjs"],
            "go": ["go.mod", "app.go", "app_test.go"],
            "java": ["pom.xml", "src/main/java/recipe/App.java",
                     "src/test/java/recipe/AppTest.java"]}

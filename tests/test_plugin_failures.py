@@ -373,7 +373,7 @@ def forwarding(host: str, port: int) -> Iterator[int]:
         loop.close()
 
 
-# -- bundles: a failed test's tenant, written for `serve --open-bundle` (issue 46, point 4) ---------
+# -- bundles: a failed test's tenant, written for `serve --open-bundle` (issue 46, point 4) ---
 
 BUNDLE_SUITE = f"""
 import json
