@@ -45,7 +45,8 @@ _cache_bytecode_outside_the_tree()
 # runs them, and .ci/run runs both. A new file of browser or process tests goes here.
 SLOW_FILES = frozenset({
     "test_check_handler_remote.py", "test_cli.py", "test_cli_toolkit.py",
-    "test_container_network.py", "test_dashboard_browser.py", "test_demo_browser.py",
+    "test_container_network.py", "test_coverage_gate.py", "test_dashboard_browser.py",
+    "test_demo_browser.py",
     "test_docs_browser.py", "test_exec.py", "test_flow_look_browser.py", "test_listen.py",
     "test_package.py", "test_plugin_asgi.py", "test_plugin_failures.py", "test_recipes.py",
     "test_release.py", "test_restore_fuzz.py", "test_schemathesis.py", "test_sdk_browser.py",
@@ -78,7 +79,7 @@ def openapi_document(**settings: Any) -> dict:
     """The OpenAPI document an app with the bundled fixtures publishes, built in-process (no
     server): `settings` as Settings takes them, on port 0 and a manual clock unless given."""
     from payroll_sandbox.app import create_app
-    from payroll_sandbox.keys import SANDBOX
+    from payroll_sandbox.edge.keys import SANDBOX
     from payroll_sandbox.settings import Settings
 
     return create_app(Settings(**{"port": 0, "clock": "manual", **settings}))[SANDBOX].openapi()

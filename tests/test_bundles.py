@@ -11,10 +11,10 @@ import pytest
 from calls import advance, call, create_task
 from conftest import ACME
 
-from payroll_sandbox import bundles
-from payroll_sandbox.fixtures import ConfigError
-from payroll_sandbox.keys import SANDBOX
-from payroll_sandbox.snapshot import encode
+from payroll_sandbox.edge import bundles
+from payroll_sandbox.validate import ConfigError
+from payroll_sandbox.edge.keys import SANDBOX
+from payroll_sandbox.edge.snapshot import encode
 
 ONE_MB = 1024 * 1024
 

@@ -17,8 +17,8 @@ import pytest
 from test_pytest_plugin import INNER_INI  # the settings customers are told to use
 
 from payroll_sandbox import SandboxWarning
-from payroll_sandbox.pytest_plugin import LEDGER_STATES, REPORT_SECTION
-from payroll_sandbox.testing import LoopbackCheck, LoopbackURLError, Sandbox, on_loopback
+from payroll_sandbox.kit.pytest_plugin import LEDGER_STATES, REPORT_SECTION
+from payroll_sandbox.kit.testing import LoopbackCheck, LoopbackURLError, Sandbox, on_loopback
 
 
 pytest_plugins = ["pytester"]
@@ -129,7 +129,7 @@ def test_a_failed_tests_report_lists_its_deliveries_that_never_got_a_2xx(pyteste
 
     assert found["test_every_delivery_arrived"] == ""  # nothing undelivered: no section
     # Each failed test left its bundle, the one failed at teardown read before its tenant went.
-    from payroll_sandbox.bundles import file_name
+    from payroll_sandbox.edge.bundles import file_name
 
     bundles = pytester.path / "payroll-sandbox-bundles"
     assert sorted(p.name for p in bundles.iterdir()) == sorted(file_name(
@@ -442,7 +442,7 @@ def reopened_snapshot(path) -> tuple[str, dict]:
 def test_twenty_failing_tests_leave_twenty_bundles_that_reopen(pytester):
     import json
 
-    from payroll_sandbox.bundles import FORMAT, file_name
+    from payroll_sandbox.edge.bundles import FORMAT, file_name
 
     pytester.makeini(INNER_INI.format(extra=""))
     pytester.makepyfile(test_customer=BUNDLE_SUITE)

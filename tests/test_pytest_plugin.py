@@ -23,8 +23,8 @@ import pytest
 import yaml  # noqa: F401
 
 from conftest import REPO
-from payroll_sandbox.pytest_plugin import SandboxError
-from payroll_sandbox.testing import WebhookReceiver
+from payroll_sandbox.kit.pytest_plugin import SandboxError
+from payroll_sandbox.kit.testing import WebhookReceiver
 
 pytest_plugins = ["pytester"]
 
@@ -474,6 +474,12 @@ def test_readme_plugin_examples_pass_as_written(pytester):
         pytester.makepyfile(**{f"test_readme_{number}": example})
     result = pytester.runpytest("-p", "no:cacheprovider", "-v")
     tests = sum(len(re.findall(r"^(?:async )?def test_", e, re.M)) for e in examples)
+    # A scenario matrix's test is an item per fitting scenario of the catalog.
+    from payroll_sandbox.kit import matrix
+    from payroll_sandbox.settings import Settings
+
+    for marked in re.findall(r"payroll_sandbox_each_scenario\((.*?)\)", "".join(examples)):
+        tests += len(matrix.cases(Settings(clock="manual"), eval(f"dict({marked})"))) - 1
     assert result.parseoutcomes() == {"passed": tests}, result.stdout.str()
 
 
@@ -485,11 +491,11 @@ def test_importing_the_plugin_leaves_the_server_out_of_a_customers_pytest_start(
     import sys
 
     loaded = json.loads(subprocess.run(
-        [sys.executable, "-c", "import sys, json, pytest; import payroll_sandbox.pytest_plugin; "
+        [sys.executable, "-c", "import sys, json, pytest; import payroll_sandbox.kit.pytest_plugin; "
          "print(json.dumps(sorted(sys.modules)))"],
         capture_output=True, text=True, check=True, timeout=60).stdout)
     heavy = [m for m in loaded if m.split(".")[0] in
              ("aiohttp", "jsonschema", "jsonschema_rs", "faker", "yaml", "orjson", "rapidfuzz",
               "apscheduler", "cloudevents")
-             or m in ("payroll_sandbox.app", "payroll_sandbox.catalog", "urllib.request")]
+             or m in ("payroll_sandbox.app", "payroll_sandbox.load.catalog", "urllib.request")]
     assert heavy == []

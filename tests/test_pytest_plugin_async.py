@@ -10,7 +10,7 @@ import hmac
 import pytest
 from aiohttp import web
 
-from payroll_sandbox.testing import (AsyncSandbox, AsyncWebhookReceiver, BlockingCallError,
+from payroll_sandbox.kit.testing import (AsyncSandbox, AsyncWebhookReceiver, BlockingCallError,
                                      SandboxError)
 
 WALMART = "6410a0000000000000000001"
@@ -171,3 +171,13 @@ async def test_async_receiver_used_without_the_fixture(payroll_sandbox_server):
                 assert [b["eventType"] for b in receiver.events] == ["company-deleted"]
         finally:
             await tenant.request("DELETE", f"/_sandbox/tenants/{tenant.name}")
+
+
+async def test_an_async_receiver_registers_a_blocking_sandbox_without_blocking(
+        payroll_sandbox, async_payroll_sandbox):
+    """`register` takes the sync fixture's Sandbox too (its awaitable twin makes the call), so
+    an async test that holds only the blocking client is not refused with BlockingCallError."""
+    async with AsyncWebhookReceiver() as receiver:
+        await receiver.register(payroll_sandbox, ["company-updated"])
+        await async_payroll_sandbox.trigger("company-updated")
+        assert [b["eventType"] for b in receiver.events] == ["company-updated"]

@@ -16,7 +16,8 @@ import msgspec
 
 from ..errors import NotCalled
 from .shapes import UNSET, Command, Maybe, View, of
-from .stored import COUNT, Amount, Count, Sections, Stored, array, loaded, obj, stored
+from .stored import Amount, Count, Stored, array, loaded, stored
+from .sections import COUNT, Sections, obj
 
 MAX_ENTRIES = 1000
 VERIFY_PATH = "/_sandbox/requests/verify"  # a verification's own calls are never matched

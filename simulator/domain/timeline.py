@@ -16,7 +16,8 @@ import msgspec
 
 from ..validate import schema_errors
 from .shapes import schema_of
-from .stored import COUNT, STRING, TIME, LoadError, Sections, obj
+from .stored import LoadError
+from .sections import COUNT, STRING, TIME, Sections, obj
 
 # Every kind of scheduled action, by the name it gives itself in a snapshot (snapshot.py):
 # a small tagged union. A registered class's instances say what a snapshot keeps of them as

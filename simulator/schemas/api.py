@@ -8,19 +8,19 @@ its shape; its schema is `schema_of(struct)`, derived when an operation first ne
 
 from typing import Any
 
-from ..domain.companies import SCOPES, CompanySummary
-from ..domain.data_profiles import PROFILE_SCHEMA
+from ..domain.companies.companies import SCOPES, CompanySummary
+from ..domain.accounts.data_profiles import PROFILE_SCHEMA
 from ..domain.journal import NearMiss
-from ..domain.sdk import MfaPrompt
-from ..domain.search import SearchRequest
+from ..domain.flow.sdk import MfaPrompt
+from ..domain.companies.search import SearchRequest
 from ..domain.shapes import (EVENT_TYPES, PROCESSOR_TOKENS, PRODUCTS, TASK_SCENARIOS, UNSET,
                              AnyDateTime, Command, DateTime, Identifier, Maybe, Metadata, Name,
                              Text, Texts, UserIdentifier, View, after_cursor, choice, field, of,
                              raw, schema_of, text)
-from ..domain.states import DEEPLINK_STEPS, PAYMENT_METHOD, WRITTEN_PAYMENT_METHOD
-from ..domain.tasks import (Distribution, ScenarioName, TaskCreateRequest, TaskDetails, TaskItem,
+from ..domain.tasks.states import DEEPLINK_STEPS, PAYMENT_METHOD, WRITTEN_PAYMENT_METHOD
+from ..domain.tasks.tasks import (Distribution, ScenarioName, TaskCreateRequest, TaskDetails, TaskItem,
                             TaskItems, TaskOptions, TaskStatus)
-from ..dates import date_time_field
+from ..domain.dates import date_time_field
 from .fixtures import COMPANY_SCHEMA, CONTINUOUS_ACCESS, MANUAL_DEPOSITS
 
 
@@ -102,6 +102,11 @@ class EventsQuery(Command, kw_only=True):
     delivery: Maybe[choice(*DELIVERY_STATES)] = UNSET
     after: Maybe[after_cursor("events emitted or delivered")] = UNSET
     limit: of(int, ge=1, le=10000) = 1000
+
+
+class CoverageQuery(Command, kw_only=True):
+    catalog: choice("true", "false", description="true: the catalog the tally is measured "
+                    "against comes with it (read it once per run).") = "false"
 
 
 class ProfileBindingRequest(Command, kw_only=True):
