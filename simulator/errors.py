@@ -272,6 +272,23 @@ class CredentialsRefused(Unauthorized):
     code = "credentials-refused"
 
 
+class NotCalled(ValidationFailed):
+    """POST /_sandbox/requests/verify: the journal holds no (or not as many) requests like
+    the one described; the body says how many matched and shows the nearest others."""
+
+    code = "not-called"
+
+    def __init__(self, message: str, *, matched: list[int],
+                 near_misses: list[dict[str, Any]]) -> None:
+        super().__init__(message)
+        self.matched, self.near_misses = matched, near_misses
+
+    def body(self) -> dict[str, Any]:
+        body = super().body()
+        body["error"].update(matched=self.matched, nearMisses=self.near_misses)
+        return body
+
+
 class TenantNotDeletable(Conflict):
     code = "tenant-not-deletable"
 

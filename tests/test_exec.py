@@ -250,7 +250,8 @@ def read_until(fd: int, mark: bytes, timeout: float) -> bytes:
 
 DOC = REPO / "docs" / "exec.md"
 JAVA_JARS = Path("/usr/share/java")  # Debian's junit5 and libjackson2-databind-java
-RECIPES = {"node": ["package.json", "app.mjs", "test/webhooks.test.mjs"],
+RECIPES = {"node": ["package.json", "app.mjs", "test/webhooks.test.mjs",
+                    "test/verify.test.mjs"],
            "go": ["go.mod", "app.go", "app_test.go"],
            "java": ["pom.xml", "src/main/java/recipe/App.java",
                     "src/test/java/recipe/AppTest.java"]}
@@ -334,9 +335,12 @@ def test_a_node_app_that_refuses_its_webhooks_fails_and_exec_says_why(node_recip
     assert result.returncode != 0
     assert re.search(r"\bfail 1\b", result.stdout), result.stdout
     report = result.stderr[result.stderr.index("payroll-sandbox exec: "):]
-    lines = report.splitlines()[1:]
+    *lines, bundles = report.splitlines()[1:]
     assert lines and all("(deleted): " in line and "non-2xx response 401" in line
                          for line in lines), report
+    # The run failed: its tenants' bundles, the one it deleted among them.
+    assert bundles.startswith("payroll-sandbox exec: the run failed; 2 tenant bundles "), report
+    assert len(list((broken / "payroll-sandbox-bundles").glob("exec-*-deleted-1.json"))) == 1
     assert any(" task-status-updated to http://127.0.0.1:" in line for line in lines), report
 
 
@@ -370,3 +374,66 @@ def test_the_java_recipe_passes_under_exec_with_junit(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "2 tests successful" in result.stdout and "0 tests failed" in result.stdout
     assert "never got a 2xx" not in result.stderr
+
+
+# -- requests verified from another language, and a failed run's bundles (issue 46) -------------
+
+def test_a_node_test_verifies_requests_with_near_misses_under_exec(tmp_path):
+    """examples/node/test/verify.test.mjs (Node's own test runner and fetch, no package):
+    POST /_sandbox/requests/verify passes on the exact request and names the 3 paths
+    planted in a near miss, as the Python plugin's assert_called does."""
+    require_tool("node")
+    shutil.copy(REPO / "examples" / "node" / "test" / "verify.test.mjs", tmp_path)
+    result = subprocess.run([*EXEC, "--bundles", "off", "--", "node", "--test",
+                             "verify.test.mjs"], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r"^# pass 2$", result.stdout, re.M) and re.search(r"^# fail 0$",
+                                                                      result.stdout, re.M)
+
+
+def test_a_failed_run_leaves_a_bundle_per_tenant_it_touched(tmp_path):
+    result = subprocess.run([*EXEC, "--", *python(CALL, """
+        made = call("POST", "/_sandbox/tenants", {"name": "kept"})
+        keys = {"x-api-key": made["apiKey"], "x-api-secret": made["apiSecret"]}
+        def as_tenant(method, path, body=None, keys=keys):
+            request = urllib.request.Request(URL + path, method=method, headers={
+                **keys, "content-type": "application/json"},
+                data=None if body is None else json.dumps(body).encode())
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return json.load(response)["data"]
+        as_tenant("POST", "/task/create", {"identifier": "u1",
+                  "company": "6410a0000000000000000001", "product": "deposit"})
+        gone = call("POST", "/_sandbox/tenants", {"name": "gone"})
+        gone = {"x-api-key": gone["apiKey"], "x-api-secret": gone["apiSecret"]}
+        as_tenant("GET", "/_sandbox/clock", keys=gone)
+        as_tenant("DELETE", "/_sandbox/tenants/gone", keys=gone)
+        raise SystemExit(1)
+    """)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1, result.stderr
+    folder = tmp_path / "payroll-sandbox-bundles"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "exec-acme.json", "exec-gone-deleted-1.json", "exec-kept.json"]
+    assert f"3 tenant bundles written to {folder}" in result.stderr
+    kept = json.loads((folder / "exec-kept.json").read_text())
+    assert kept["tenant"] == "kept" and len(kept["snapshot"]["tasks"]) == 1
+    assert kept["test"].startswith("exec: ")
+    # A run that passes writes none; --bundles off writes none either.
+    for flags, argv in (([], ["true"]), (["--bundles", "off"], ["false"])):
+        shutil.rmtree(folder, ignore_errors=True)
+        result = subprocess.run([*EXEC, *flags, "--", *argv], cwd=tmp_path,
+                                capture_output=True, text=True, timeout=120)
+        assert not folder.exists() and "bundle" not in result.stderr
+
+
+def test_serve_open_bundle_refuses_what_is_no_bundle_and_starts_nothing(tmp_path):
+    for name, text, says in (("torn.json", "{", "not JSON"),
+                             ("newer.json", json.dumps({
+                                 "format": "payroll-sandbox-bundle", "version": 99}),
+                              "format version 99")):
+        path = tmp_path / name
+        path.write_text(text)
+        result = run_cli("serve", "--port", "0", "--open-bundle", str(path))
+        assert result.returncode == 2, result.stderr
+        assert result.stdout == "" and f"configuration error: {path}: $" in result.stderr
+        assert says in result.stderr

@@ -17,7 +17,7 @@ import pytest
 from test_pytest_plugin import INNER_INI  # the settings customers are told to use
 
 from payroll_sandbox import SandboxWarning
-from payroll_sandbox.kit.pytest_plugin import REPORT_SECTION
+from payroll_sandbox.kit.pytest_plugin import LEDGER_STATES, REPORT_SECTION
 from payroll_sandbox.kit.testing import LoopbackCheck, LoopbackURLError, Sandbox, on_loopback
 
 
@@ -128,6 +128,14 @@ def test_a_failed_tests_report_lists_its_deliveries_that_never_got_a_2xx(pyteste
                      r"HTTP 401$", teardown), teardown
 
     assert found["test_every_delivery_arrived"] == ""  # nothing undelivered: no section
+    # Each failed test left its bundle, the one failed at teardown read before its tenant went.
+    from payroll_sandbox.edge.bundles import file_name
+
+    bundles = pytester.path / "payroll-sandbox-bundles"
+    assert sorted(p.name for p in bundles.iterdir()) == sorted(file_name(
+        f"test_customer.py::{name}") for name in (
+        "test_nobody_listens_there", "test_a_retry_is_still_due", "test_async_too",
+        "test_a_refused_signature_fails_the_teardown", "test_every_delivery_arrived"))
     assert output.count(REPORT_SECTION) == 4
 
 
@@ -363,3 +371,129 @@ def forwarding(host: str, port: int) -> Iterator[int]:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
         loop.close()
+
+
+# -- bundles: a failed test's tenant, written for `serve --open-bundle` (issue 46, point 4) ---
+
+BUNDLE_SUITE = f"""
+import json
+import pytest
+
+LAST = {{}}
+
+
+@pytest.fixture
+def counted(payroll_sandbox, request):
+    '''After the test, before its tenant goes: how many requests came after the test's own
+    last one (its failure's bundle among them), written to counts.json.'''
+    yield
+    newest = payroll_sandbox.get("/_sandbox/requests", limit=1)[0]["id"]
+    with open("counts.jsonl", "a") as file:
+        file.write(json.dumps([request.node.name, newest - LAST[request.node.name]]) + "\\n")
+
+
+def last_request(sandbox, name):
+    LAST[name] = sandbox.get("/_sandbox/requests", limit=1)[0]["id"] + 1  # this read's id
+
+
+@pytest.mark.parametrize("number", range(20))
+def test_fails(payroll_sandbox, counted, request, number):
+    payroll_sandbox.post("/task/create", {{"identifier": f"u{{number}}", "company": "{WALMART}",
+                                          "product": "deposit"}})
+    payroll_sandbox.advance(20)
+    last_request(payroll_sandbox, request.node.name)
+    assert number < 0, "deliberately"
+
+
+@pytest.mark.parametrize("number", range(3))
+def test_passes(payroll_sandbox, counted, request, number):
+    payroll_sandbox.post("/task/create", {{"identifier": f"p{{number}}", "company": "{WALMART}",
+                                          "product": "deposit"}})
+    payroll_sandbox.advance(20)
+    last_request(payroll_sandbox, request.node.name)
+"""
+
+
+def reopened_snapshot(path) -> tuple[str, dict]:
+    """`payroll-sandbox serve --open-bundle FILE` as a process: the line it printed after
+    its ready line, and GET /_sandbox/snapshot of the tenant it opened."""
+    import json
+    import subprocess
+    import sys
+    import urllib.request
+
+    with subprocess.Popen([sys.executable, "-m", "payroll_sandbox", "serve", "--port", "0",
+                           "--open-bundle", str(path)], stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, text=True) as process:
+        try:
+            ready = process.stdout.readline()
+            assert ready.startswith("payroll-sandbox serving "), ready
+            opened = process.stdout.readline().strip()
+            found = re.search(r"dashboard: (\S+)/_sandbox/#key=(\S+)&secret=(\S+)$", opened)
+            request = urllib.request.Request(found.group(1) + "/_sandbox/snapshot", headers={
+                "x-api-key": found.group(2), "x-api-secret": found.group(3)})
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return opened, json.load(response)["data"]
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def test_twenty_failing_tests_leave_twenty_bundles_that_reopen(pytester):
+    import json
+
+    from payroll_sandbox.edge.bundles import FORMAT, file_name
+
+    pytester.makeini(INNER_INI.format(extra=""))
+    pytester.makepyfile(test_customer=BUNDLE_SUITE)
+    result = run(pytester, "-q", "-p", "no:randomly")
+    output = result.stdout.str()
+    assert result.parseoutcomes() == {"failed": 20, "passed": 3}, output
+    folder = pytester.path / "payroll-sandbox-bundles"
+    failed = [f"test_customer.py::test_fails[{number}]" for number in range(20)]
+    assert sorted(p.name for p in folder.iterdir()) == sorted(map(file_name, failed))
+    for test in failed:
+        path = folder / file_name(test)
+        assert path.stat().st_size <= 1024 * 1024  # a one-task test: at most 1 MB
+        bundle = json.loads(path.read_text())
+        assert (bundle["format"], bundle["test"]) == (FORMAT, test)
+        assert len(bundle["snapshot"]["tasks"]) == 1
+        assert "payroll-sandbox: bundle" in output and f"--open-bundle {path}" in output
+    # The journal counts what came after each test's last request: a passing test's
+    # tenant got none; a failed one's, the read of its bundle and the 3 of its report's
+    # undelivered webhooks (one per delivery state, as before bundles; 3 with them off).
+    counts = dict(json.loads(line) for line in
+                  (pytester.path / "counts.jsonl").read_text().splitlines())
+    assert counts == {**{f"test_fails[{n}]": 1 + len(LEDGER_STATES) for n in range(20)},
+                      **{f"test_passes[{n}]": 0 for n in range(3)}}
+
+    path = folder / file_name(failed[7])
+    bundle = json.loads(path.read_text())
+    opened, snapshot = reopened_snapshot(path)
+    assert snapshot == bundle["snapshot"]
+    assert opened.startswith(f"payroll-sandbox opened {path} (test {failed[7]}) as tenant "
+                             f"{bundle['tenant']} at {bundle['clock']['now']}; its dashboard: "
+                             "http://127.0.0.1:")
+    assert bundle["tenant"].startswith("test_fails_7_")
+
+
+def test_bundles_go_where_the_ini_says_and_off_writes_none(pytester):
+    pytester.makeini(INNER_INI.format(extra="payroll_sandbox_bundles = ci/bundles"))
+    pytester.makepyfile(test_customer=BUNDLE_SUITE.replace("range(20)", "range(2)"))
+    result = run(pytester, "-q", "-p", "no:randomly")
+    assert result.parseoutcomes() == {"failed": 2, "passed": 3}, result.stdout.str()
+    assert len(list((pytester.path / "ci" / "bundles").iterdir())) == 2
+    assert not (pytester.path / "payroll-sandbox-bundles").exists()
+
+    (pytester.path / "counts.jsonl").unlink()
+    result = run(pytester, "-q", "-p", "no:randomly", "--payroll-sandbox-bundles=off")
+    assert result.parseoutcomes() == {"failed": 2, "passed": 3}, result.stdout.str()
+    assert "payroll-sandbox: bundle" not in result.stdout.str()
+    assert not (pytester.path / "payroll-sandbox-bundles").exists()
+    assert len(list((pytester.path / "ci" / "bundles").iterdir())) == 2  # the first run's
+    import json
+
+    counts = dict(json.loads(line) for line in
+                  (pytester.path / "counts.jsonl").read_text().splitlines())
+    assert counts == {**{f"test_fails[{n}]": len(LEDGER_STATES) for n in range(2)},
+                      **{f"test_passes[{n}]": 0 for n in range(3)}}  # off: no bundle read

@@ -48,6 +48,8 @@ FREE_DOCUMENTS: dict[Key, str] = {
     ("GET", "/_sandbox/schemas/events/{eventType}"): "a JSON Schema (draft 2020-12)",
     ("GET", "/_sandbox/snapshot"): "a snapshot: snapshot.py's snapshot_schema(), which keeps "
                                    "stored documents (event bodies, journal queries) as they are",
+    ("GET", "/_sandbox/bundle"): "a bundle: its `snapshot` is the snapshot above, its other "
+                                 "parts the control plane's answers they copy",
 }
 
 

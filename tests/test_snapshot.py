@@ -131,7 +131,7 @@ async def test_snapshot_round_trip_restores_every_part_exactly(sandbox, receiver
     taken = await snapshot_of(sandbox)
     assert set(taken) == {"format", "version", "environment", "seed", "takenAt", "tenant",
                           "clock", "rng", "counters", "users", "tokens", "latestTokens",
-                          "companies", "tasks", "workflows", "scenarioBindings", "scenarioForEveryone",
+                          "companies", "tasks", "workflows", "scenarioBindings",
                           "payLink",
                           "linkedAccounts", "processorTokens", "processorLinks",
                           "aggregatorItems", "aggregatorWebhookKey", "events", "webhooks",

@@ -186,6 +186,9 @@ EXAMPLES: dict[tuple[str, str], Example] = {
                                            "products": ["deposit", "verify"]}),
     ("DELETE", "/_sandbox/tenants/{name}"): Example(parameters={"name": DOCS_TENANT}),
     ("GET", "/_sandbox/requests"): Example(parameters={"limit": 10}),
+    ("GET", "/_sandbox/bundle"): Example(parameters={"test": "tests/test_app.py::test_refund"}),
+    ("POST", "/_sandbox/requests/verify"): Example(
+        {"method": "POST", "path": "/task/create", "body": {"identifier": USER}}),
     ("POST", "/_sandbox/snapshot"): Example(after=From("GET", "/_sandbox/snapshot",
                                                        body="$response.body#/data")),
     ("POST", "/_sandbox/clock/advance"): Example({"seconds": 60}),
@@ -193,6 +196,7 @@ EXAMPLES: dict[tuple[str, str], Example] = {
     ("GET", "/_sandbox/events/{eventId}"): Example(after=From(
         "POST", "/_sandbox/events/trigger", parameters={"eventId": "$response.body#/data/id"})),
     ("PUT", "/_sandbox/users/{identifier}/scenario"): Example({"scenario": "happy-path"}),
+    ("PUT", "/_sandbox/scenario"): Example({"scenario": None}),  # every user unbound
     ("PUT", "/_sandbox/users/{identifier}/profile"): Example(
         {"profile": "salaried", "data": {"income": {"income": 85000, "incomeType": "yearly",
                                                      "payCycle": "biweekly"}}}),

@@ -29,10 +29,14 @@ Flask through a2wsgi) on a real port for the test and returns its base URL (uvic
 `payroll-sandbox[asgi]`).
 
 When a test fails, its report has a section listing its tenant's webhook deliveries that
-never got a 2xx (read from the ledger while the tenant still exists). What the sandbox
-ignored in a call (x-sandbox-warning) is a `payroll_sandbox.SandboxWarning`; a loopback
-webhook URL given to a sandbox that cannot reach this machine's loopback raises
-`LoopbackURLError`, naming `payroll_sandbox_receiver_host`.
+never got a 2xx (read from the ledger while the tenant still exists), and its tenant is
+written as a bundle, `payroll-sandbox-bundles/<test id>.json` (`--payroll-sandbox-bundles
+DIR`, ini `payroll_sandbox_bundles`; `off` writes none), which `payroll-sandbox serve
+--open-bundle FILE` reopens at the failing moment; a passing test costs no request for it.
+Each test's tenant is named after the test. What the sandbox ignored in a call
+(x-sandbox-warning) is a `payroll_sandbox.SandboxWarning`; a loopback webhook URL given
+to a sandbox that cannot reach this machine's loopback raises `LoopbackURLError`, naming
+`payroll_sandbox_receiver_host`.
 
 The types come from payroll_sandbox.kit.testing.
 """
@@ -47,6 +51,7 @@ from typing import Any
 
 import pytest
 
+from ..client import with_query
 from . import coverage
 from . import matrix
 from .matrix import MARKER, Case
@@ -70,6 +75,10 @@ RECEIVER_HOST_HELP = ("the host a sandbox in a container reaches this machine by
                       "host.docker.internal): the receivers listen on every interface and "
                       "give the sandbox URLs with it")
 REPORT_SECTION = "payroll-sandbox: webhook deliveries that never got a 2xx"
+BUNDLE_SECTION = "payroll-sandbox: bundle"
+BUNDLES = "payroll_sandbox_bundles"  # option and ini key: the bundles' folder, or `off`
+BUNDLES_HELP = ("folder a failed test's tenant is written to as <test id>.json, for `payroll-"
+                "sandbox serve --open-bundle FILE` (default payroll-sandbox-bundles; off: none)")
 LEDGER_STATES = ("pending", "failed", "interrupted")  # GET /_sandbox/events?delivery=...
 LEDGER_LIMIT = 100  # newest events read per state
 
@@ -100,6 +109,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--payroll-sandbox-receiver-host", dest=RECEIVER_HOST, metavar="HOST",
                     help=f"{RECEIVER_HOST_HELP} (ini: {RECEIVER_HOST})")
     parser.addini(RECEIVER_HOST, f"payroll-sandbox: {RECEIVER_HOST_HELP}", default=None)
+    group.addoption("--payroll-sandbox-bundles", dest=BUNDLES, metavar="DIR|off",
+                    help=f"{BUNDLES_HELP} (ini: {BUNDLES})")
+    parser.addini(BUNDLES, f"payroll-sandbox: {BUNDLES_HELP}", default=None)
     group.addoption("--payroll-sandbox-coverage", dest=COVERAGE, metavar="FILE",
                     help="write what the suite's tenants reached (scenarios, failure reasons, "
                          "event types delivered, faults, profiles, handler checks) and what "
@@ -123,6 +135,21 @@ def pytest_configure(config: pytest.Config) -> None:
         except coverage.CoverageError as error:
             raise pytest.UsageError(str(error)) from None
     config.stash[_COVERAGE] = _Coverage(path, fail_under)
+
+
+def bundles_folder(config: pytest.Config) -> Path | None:
+    """Where failed tests' bundles go: the option (from where pytest runs), else the ini
+    key (from the ini file's folder), else payroll-sandbox-bundles in the root folder; None
+    when either says `off`."""
+    from ..edge.bundles import folder_setting
+
+    value = config.getoption(BUNDLES)
+    if value is not None:
+        return folder_setting(value, Path(config.invocation_params.dir))
+    value = config.getini(BUNDLES)
+    if value:
+        return folder_setting(value, config.inipath.parent if config.inipath else config.rootpath)
+    return folder_setting(None, config.rootpath)
 
 
 def sandbox_settings(config: pytest.Config, environ: dict[str, str] | None = None) -> Any:
@@ -255,6 +282,26 @@ class _Ledger:
     reported: bool = False       # a report of this test carries the section already
     wanted: bool = False         # a receiver refused a delivery: its teardown fails
     at_teardown: str | None = None
+    bundles: Path | None = None  # the folder of bundles (None: off)
+    bundle: str | None = None    # what writing this test's bundle said, once written
+    bundle_shown: bool = False   # a report of this test says it already
+
+    def write_bundle(self, test: str) -> str:
+        """The tenant as `<bundles>/<test id>.json` (GET /_sandbox/bundle), once: a line
+        for the report. Reads nothing for a test that passes."""
+        if self.bundle is None and self.bundles is not None:
+            from ..edge.bundles import write_bundle
+            from ..edge.snapshot import encode
+
+            try:
+                bundle = self.tenant.request("GET", with_query("/_sandbox/bundle",
+                                                               {"test": test[:1024]}))
+                path = write_bundle(self.bundles, test, encode(bundle))
+                self.bundle = (f"written to {path} (reopen it: payroll-sandbox serve "
+                               f"--open-bundle {path})")
+            except Exception as error:  # the report says so; the test's own failure stays
+                self.bundle = f"not written: {error}"
+        return self.bundle or ""
 
     def read(self) -> str:
         try:
@@ -278,7 +325,14 @@ def pytest_runtest_makereport(item: pytest.Item,
     under the failure, as it shows captured output)."""
     report = yield
     ledger = item.stash.get(_LEDGER, None)
-    if ledger is None or not report.failed or ledger.reported:
+    if ledger is None or not report.failed:
+        return report
+    if report.when != "teardown":  # (a failed teardown's was written before the tenant went)
+        ledger.write_bundle(item.nodeid)
+    if ledger.bundle and not ledger.bundle_shown:
+        report.sections.append((BUNDLE_SECTION, ledger.bundle))
+        ledger.bundle_shown = True
+    if ledger.reported:
         return report
     text = ledger.at_teardown if report.when == "teardown" else ledger.read()
     if text:
@@ -394,6 +448,14 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 # -- the fixtures -----------------------------------------------------------------------------
 
+def tenant_name(test: str) -> str:
+    """A test's tenant is named after it (`test_refund[a-b]` -> `test_refund_a-b_`), so
+    its bundle reopens as a tenant of that name; the server adds `-N` to a name in use."""
+    from ..edge.bundles import safe_name
+
+    return safe_name(test)[:56]
+
+
 @pytest.fixture
 def payroll_sandbox_clock_start(request: pytest.FixtureRequest) -> str | None:
     """Where this test's tenant's clock starts (ISO 8601; None: now): the option, ini key or
@@ -423,18 +485,21 @@ def payroll_sandbox(payroll_sandbox_server: Sandbox, payroll_sandbox_clock_start
     start = argument.get("clock_start") or payroll_sandbox_clock_start
     try:
         tenant = payroll_sandbox_server.new_tenant(
-            **({"clock": {"start": start}} if start else {}))
+            name=tenant_name(request.node.name), **({"clock": {"start": start}} if start else {}))
     except SandboxError as error:
         if error.status != 422:
             raise
         pytest.fail(f"payroll_sandbox: clock_start {start!r}: {error}", pytrace=False)
-    ledger = request.node.stash[_LEDGER] = _Ledger(tenant)
+    ledger = _Ledger(tenant, bundles=bundles_folder(request.config))
+    request.node.stash[_LEDGER] = ledger
     if _payroll_sandbox_case is not None:
         tenant.request("PUT", "/_sandbox/scenario", {"scenario": _payroll_sandbox_case.scenario})
         tenant.scenario = _payroll_sandbox_case.scenario
     yield tenant
     if ledger.wanted and not ledger.reported:  # read now: the teardown's report comes after
         ledger.at_teardown = ledger.read()
+    if ledger.wanted:
+        ledger.write_bundle(request.node.nodeid)
     collected = request.config.stash.get(_COVERAGE, None)
     if collected is not None:
         collected.read(tenant)

@@ -51,14 +51,16 @@ if TYPE_CHECKING:
     from aiohttp import web
 
 __all__ = ["AsgiServer", "AsyncSandbox", "AsyncWebhookReceiver", "BlockingCallError",
-           "LoopbackCheck", "LoopbackURLError", "ReceivedDelivery", "ReceiverHost", "Sandbox",
-           "SandboxError", "WebhookReceiver", "describe_undelivered", "on_loopback"]
+           "LoopbackCheck", "LoopbackURLError", "ReceivedDelivery", "ReceiverHost",
+           "RequestNotMade", "Sandbox", "SandboxError", "WebhookReceiver",
+           "describe_near_misses", "describe_undelivered", "on_loopback"]
 
 WAIT_TIMEOUT = 10.0      # wall seconds `wait_for` waits by default
 SIGNATURE_HEADER = "x-hmac-signature-sha-256"
 WEBHOOK_PATH = "/webhooks"
 ENDPOINTS = "/_sandbox/webhooks/endpoints"
 API_FAULTS = "/_sandbox/faults/api"
+VERIFY = "/_sandbox/requests/verify"
 ASYNC_TWIN = "async_payroll_sandbox (AsyncSandbox)"
 
 T = TypeVar("T")
@@ -252,6 +254,42 @@ class LoopbackCheck:
                 await tenant.request("DELETE", f"/_sandbox/tenants/{tenant.name}")
 
 
+# -- requests that were not made: the nearest ones, as a mock server's near misses --------------
+
+class RequestNotMade(SandboxError):
+    """`assert_called` failed: the sandbox's `not-called` answer, its message the
+    nearest requests of the journal with every JSON path where each differs."""
+
+    def __init__(self, status: int, body: dict[str, Any]) -> None:
+        super().__init__(status, body)
+        error = body.get("error", {})
+        self.matched: list[int] = error.get("matched", [])
+        self.near_misses: list[dict[str, Any]] = error.get("nearMisses", [])
+        self.args = (describe_near_misses(error.get("message", ""), self.near_misses),)
+
+
+def _shown(value: Any, limit: int = 120) -> str:
+    import json
+
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def describe_near_misses(message: str, near_misses: Iterable[Mapping[str, Any]]) -> str:
+    """The sandbox's message, then each near miss: `#id METHOD path -> status at time`
+    and a line per differing JSON path (expected, and what the request had)."""
+    lines = [message]
+    for miss in near_misses:
+        lines.append(f"  request #{miss['id']} {miss['method']} {miss['path']} -> "
+                     f"{miss['status']} at {miss['time']}:")
+        for difference in miss["differences"]:
+            expected = (_shown(difference["expected"]) if "expected" in difference
+                        else "nothing (not expected)")
+            actual = _shown(difference["actual"]) if "actual" in difference else "nothing"
+            lines.append(f"    {difference['path']}: expected {expected}, got {actual}")
+    return "\n".join(lines)
+
+
 class AsyncSandbox(SandboxClient):
     """One tenant of a running sandbox, awaitable: the sandbox client (simulator/client.py)
     with the control plane's common cases, so the event loop keeps serving (the customer's
@@ -387,6 +425,30 @@ class AsyncSandbox(SandboxClient):
         return AsyncSandbox(self.base_url, tenant["apiKey"], tenant["apiSecret"], tenant["name"],
                             session=self.session, loopback=self.loopback)
 
+    async def assert_called(self, method: str, path: str, body: Any = None,
+                            query: Mapping[str, Any] | None = None,
+                            times: int | None = None) -> list[int]:
+        """Asserts that this tenant received `method path` (a `{name}` segment matches any
+        one segment) with the `query` parameters and the `body` fields given (None: not
+        looked at; an object's other fields are not looked at, an array matches item for
+        item), at least once or `times` exactly (POST /_sandbox/requests/verify). Returns
+        the matching requests' journal ids. Raises RequestNotMade (an AssertionError)
+        naming the nearest requests that did not match (3 at most) and every JSON path
+        where each differs."""
+        expected: dict[str, Any] = {"method": method, "path": path}
+        if body is not None:
+            expected["body"] = body
+        if query is not None:
+            expected["query"] = {name: str(value) for name, value in query.items()}
+        if times is not None:
+            expected["times"] = times
+        try:
+            return (await self.post(VERIFY, expected))["matched"]
+        except SandboxError as error:
+            if error.code != "not-called":
+                raise
+            raise RequestNotMade(error.status, error.body) from None
+
     async def snapshot(self) -> dict[str, Any]:
         """This tenant's whole state as one JSON document (`GET /_sandbox/snapshot`)."""
         return await self.get("/_sandbox/snapshot")
@@ -513,6 +575,7 @@ class Sandbox:
     public_token = _blocking(AsyncSandbox.public_token)
     snapshot = _blocking(AsyncSandbox.snapshot)
     restore = _blocking(AsyncSandbox.restore)
+    assert_called = _blocking(AsyncSandbox.assert_called)
 
     def new_tenant(self, **settings: Any) -> Sandbox:
         """Another isolated tenant (`name`, `products`, `signing`, ... as the API takes them)."""

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..domain.companies.companies import SCOPES, CompanySummary
 from ..domain.accounts.data_profiles import PROFILE_SCHEMA
+from ..domain.journal import NearMiss
 from ..domain.flow.sdk import MfaPrompt
 from ..domain.companies.search import SearchRequest
 from ..domain.shapes import (EVENT_TYPES, PROCESSOR_TOKENS, PRODUCTS, TASK_SCENARIOS, UNSET,
@@ -34,6 +35,11 @@ class ErrorBody(View, kw_only=True):
     code: of(str, "kebab-case, stable")
     message: str
     details: list[ErrorDetail]
+    # not-called only (POST /_sandbox/requests/verify)
+    matched: Maybe[of(list[int], "not-called: the ids of the requests that matched.")] = UNSET
+    near_misses: Maybe[of(list[NearMiss], "not-called: the nearest requests that did not "
+                          "match (3 at most, nearest first), each with every JSON path "
+                          "where it differs.", max_length=3)] = UNSET
 
 
 class Error(View, kw_only=True):
@@ -64,6 +70,11 @@ class JournalQuery(Command, kw_only=True):
 class TenantClock(Command, kw_only=True):
     start: of(str, "Where the tenant's clock starts (ISO 8601 date-time; none: now): the same "
                    "seed and start give the same bytes on any day (README: Reproducible bytes).")
+
+
+class BundleQuery(Command, kw_only=True):
+    test: Maybe[of(str, "The id of the test the bundle is for (pytest's node id).",
+                   max_length=1024)] = UNSET
 
 
 class TenantRequest(Command, kw_only=True):

@@ -151,6 +151,12 @@ class JournalEntry(Answer, kw_only=True):
     fault: FiredRule | None
 
 
+class RequestsVerified(Answer, kw_only=True):
+    """The journal holds what POST /_sandbox/requests/verify described."""
+
+    matched: of(list[int], "The ids of the requests that matched, oldest first.")
+
+
 # -- events and their deliveries ----------------------------------------------------------
 
 class EventBody(View, kw_only=True):

@@ -12,7 +12,7 @@ import gc
 import logging
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,11 @@ def _parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser("serve", help="run the sandbox server")
     _add_serve_flags(serve)
+    serve.add_argument("--open-bundle", metavar="FILE",
+                       help="restore a failed test's bundle (payroll-sandbox-bundles/<test "
+                            "id>.json) into a tenant of its name and print the dashboard's URL "
+                            "at the failing moment (default --clock manual and the bundle's "
+                            "seed)")
 
     run = commands.add_parser(
         "exec", help="run a command (a test suite in any language) beside a sandbox",
@@ -56,6 +61,9 @@ def _parser() -> argparse.ArgumentParser:
                      "tenants the run touched (scenarios, failure reasons, event types "
                      "delivered, faults, profiles) as JSON, as the pytest plugin's "
                      "--payroll-sandbox-coverage does")
+    run.add_argument("--bundles", metavar="DIR|off",
+                     help="when CMD fails, write each tenant the run touched as a bundle here "
+                          "(default payroll-sandbox-bundles; off: none)")
     run.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]",
                      help="the command and its arguments")
 
@@ -409,18 +417,25 @@ def _configure_logging(log_format: str) -> None:
 
 
 def _serve(flags: dict) -> int:
+    bundle = flags.pop("open_bundle", None)
+    defaults = None
+    if bundle:  # the tenant stays at the failing moment, with the catalog of the bundle's seed
+        from ..edge.bundles import bundle_seed
+
+        defaults = {"clock": "manual", "seed": bundle_seed(Path(bundle))}
     # Start-up (the server's imports, the catalog, the app) makes what lives as long as the
     # process: the collector stays off until long_lived freezes it (20-30 ms of a start).
     gc.disable()
     try:
-        app, settings = _start_up(flags)
+        app, settings = _start_up(flags, defaults)
+        opened = _open_bundle(app, Path(bundle)) if bundle else None
     finally:
         gc.enable()
     from ..edge.logs import batch_access_log
 
     try:
         with asyncio.Runner(loop_factory=_loop_factory(flags.get("loop"))) as runner:
-            runner.run(_run(app, settings))
+            runner.run(_run(app, settings, opened=opened))
     finally:
         batch_access_log(None)  # the last lines out
     return 0
@@ -443,6 +458,9 @@ def _exec(flags: dict) -> int:
 
     argv = list(flags.pop("argv") or [])
     coverage = flags.pop("coverage", None)
+    from ..edge.bundles import folder_setting
+
+    bundles = folder_setting(flags.pop("bundles", None), Path.cwd())
     if argv[:1] == ["--"]:
         argv = argv[1:]
     if not argv:
@@ -468,7 +486,7 @@ def _exec(flags: dict) -> int:
     try:
         with asyncio.Runner(loop_factory=_loop_factory(flags.get("loop"))) as runner:
             status, text = runner.run(_run(app, settings, functools.partial(
-                execute.beside, argv, coverage=coverage)))
+                execute.beside, argv, coverage=coverage, bundles=bundles)))
     except KeyboardInterrupt:  # before CMD started
         return 130
     finally:
@@ -499,6 +517,24 @@ def _start_up(flags: dict, defaults: dict | None = None) -> tuple[Any, Any]:
     return app, settings
 
 
+def _open_bundle(app: Any, path: Path) -> Callable[[str], str]:
+    """`serve --open-bundle FILE`: the bundle restored into a tenant of its name
+    (bundles.open_bundle: ConfigError and nothing restored when it is no bundle); what to
+    print once the server listens at a base URL: the tenant and the dashboard's URL."""
+    from ..edge.bundles import open_bundle
+    from ..edge.keys import SANDBOX
+
+    bundle, tenant = open_bundle(app[SANDBOX], path)
+
+    def opened(base_url: str) -> str:
+        test = (bundle["test"].splitlines() or ["?"])[0][:100]
+        return (f"payroll-sandbox opened {path} (test {test}) as tenant "
+                f"{tenant.name} at {tenant.clock.describe()['now']}; its dashboard: "
+                f"{base_url}/_sandbox/#key={tenant.api_key}&secret={tenant.api_secret}")
+
+    return opened
+
+
 def _loop_factory(kind: str | None):
     """The event loop `serve` runs on: asyncio's own, or uvloop's (`--loop uvloop`, with
     the `uvloop` extra installed), which answers the same requests a little faster."""
@@ -512,7 +548,7 @@ def _loop_factory(kind: str | None):
     return uvloop.new_event_loop
 
 
-async def _run(app, settings, beside=None) -> Any:
+async def _run(app, settings, beside=None, opened=None) -> Any:
     """Serves `app` until SIGINT or SIGTERM (`serve`), or while `beside(app, base_url)`
     runs (`exec`: the ready line then goes to standard error); returns what it returns."""
     from ..edge.keys import SANDBOX
@@ -536,6 +572,8 @@ async def _run(app, settings, beside=None) -> Any:
         finally:
             await runner.cleanup()
     print(line, flush=True)
+    if opened is not None:
+        print(opened(reachable_url(host, port)), flush=True)
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -5,7 +5,8 @@ The sandbox is `serve`'s app on a free port (cli.py starts and stops it); this m
 CMD with the sandbox's URL and the default tenant's keys in its environment, passes signals
 on, and, once CMD has ended and the attempts in flight have landed, reads every tenant's
 ledger for the deliveries of the run that never got a 2xx, so a suite whose app never
-received its webhooks is told why.
+received its webhooks is told why. When CMD fails, every tenant the run touched is written
+as a bundle (bundles.py; `--bundles DIR|off`), those it deleted or reset on the way too.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import signal
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -26,6 +27,9 @@ from ..domain.webhooks.outbox import DELIVERED, PENDING, Delivery
 from ..kit import coverage as suite_coverage
 from ..kit.coverage import CoverageError
 from ..transport.redact import loggable_url
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 URL_VARIABLE = "PAYROLL_SANDBOX_URL"
 KEY_VARIABLE = "PAYROLL_SANDBOX_API_KEY"
@@ -123,6 +127,58 @@ class Ledgers:
                             error=_why(delivery, fate), fate=fate)
                 for name, event_type, delivery, fate in found
                 if delivery.state != DELIVERED and self._of_the_run(delivery)]
+
+
+# Tenants deleted or reset during the run whose bundles are kept until CMD ends (the newest).
+MAX_LEFT_BUNDLES = 50
+
+
+class Bundles:
+    """The bundles of a run's tenants, written when CMD fails: the live tenants the run
+    touched (a request journaled) at the end, and those deleted or reset meanwhile, taken
+    as they leave (MAX_LEFT_BUNDLES of them, the newest)."""
+
+    def __init__(self, sandbox: Any, folder: Path | None, argv: Sequence[str]) -> None:
+        self.sandbox, self.folder = sandbox, folder
+        self.test = "exec: " + " ".join(argv)
+        self._left: list[tuple[str, bytes]] = []
+        if folder is not None:
+            sandbox.registry.leaving.append(self._leaving)
+
+    def close(self) -> None:
+        if self._leaving in self.sandbox.registry.leaving:
+            self.sandbox.registry.leaving.remove(self._leaving)
+
+    def _bundle(self, tenant: Any) -> bytes:
+        from ..edge.routes.control import bundle_of
+        from ..edge.snapshot import encode
+
+        return encode(bundle_of(tenant, self.sandbox, self.test))
+
+    def _leaving(self, tenant: Any, why: str) -> None:
+        if len(tenant.journal) or tenant.journal.evicted:
+            self._left.append((f"exec-{tenant.name}-{why}-{len(self._left) + 1}",
+                               self._bundle(tenant)))
+            del self._left[:-MAX_LEFT_BUNDLES]
+
+    def write(self) -> str:
+        """Every bundle of the run into the folder; a line for the report ("" for none)."""
+        from ..edge.bundles import write_bundle
+
+        if self.folder is None:
+            return ""
+        found = [*self._left, *((f"exec-{tenant.name}", self._bundle(tenant))
+                                for tenant in list(self.sandbox.registry.tenants)
+                                if len(tenant.journal) or tenant.journal.evicted)]
+        try:
+            paths = [write_bundle(self.folder, name, data) for name, data in found]
+        except OSError as error:
+            return f"payroll-sandbox exec: the run's bundles were not written: {error}"
+        if not paths:
+            return ""
+        return (f"payroll-sandbox exec: the run failed; {len(paths)} tenant bundle"
+                f"{'' if len(paths) == 1 else 's'} written to {self.folder} (reopen one: "
+                f"payroll-sandbox serve --open-bundle {paths[-1]})")
 
 
 def _deliveries(tenant: Any) -> list[Delivery]:
@@ -274,16 +330,18 @@ def _requests(tenant: Any) -> int:
 
 
 async def beside(argv: Sequence[str], app: Any, base_url: str, *,
-                 coverage: str | None = None) -> tuple[int, str]:
+                 coverage: str | None = None, bundles: Path | None = None) -> tuple[int, str]:
     """CMD run against the started sandbox `app` at `base_url`: (CMD's exit status, the
     report of undelivered webhooks). With `coverage`, the coverage report of the tenants
-    the run touched is written there. The caller stops the sandbox afterwards."""
+    the run touched is written there; when the run failed, their bundles to `bundles`.
+    The caller stops the sandbox afterwards."""
     from ..edge.keys import SANDBOX
 
     sandbox = app[SANDBOX]
     tenant = sandbox.registry.tenants.default()
     ledgers = Ledgers(sandbox.registry)
     tallies = Tallies(sandbox.registry) if coverage is not None else None
+    kept = Bundles(sandbox, bundles, argv)
     try:
         status = await run_command(
             argv, command_environment(base_url, tenant.api_key, tenant.api_secret))
@@ -295,8 +353,10 @@ async def beside(argv: Sequence[str], app: Any, base_url: str, *,
             except CoverageError as error:
                 summary, status = str(error), status or 1
             text = f"{text}\n{summary}" if text else summary
-        return status, text
+        written = kept.write() if status != 0 else ""
+        return status, "\n".join(line for line in (text, written) if line)
     finally:
         ledgers.close()
+        kept.close()
         if tallies is not None:
             tallies.close()

@@ -605,7 +605,8 @@ class Tasks(Held[Task]):
             "tasks": [stored(task) for task in self._by_id.values()],
             "workflows": [stored(workflow) for workflow in self.workflows.values()],
             "scenarioBindings": dict(self.bindings),
-            "scenarioForEveryone": self.everyone,
+            # written only when bound, so a snapshot without one is byte for byte as before
+            **({"scenarioForEveryone": self.everyone} if self.everyone is not None else {}),
             "payLink": {
                 "paymentTokens": [
                     {"identifier": identifier, "paymentMethod": method, "createdAt": at}

@@ -7,7 +7,7 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-from .. import snapshot
+from .. import bundles, snapshot
 from ...clock import isoformat
 from ...domain.webhooks import coverage
 from ...domain.companies import company_admin
@@ -15,17 +15,18 @@ from ...domain.webhooks.coverage import Coverage
 from ...domain.webhooks.event_types import event_types
 from ...domain.changes import EVENT, TASK
 from ...domain.companies.companies import full_record
+from ...domain.journal import MAX_ENTRIES, RequestsVerification
 from ...domain.shapes import UNSET, given, view_of
 from ...errors import ValidationFailed, field_detail
 from ...domain.tasks.tasks import TaskRecord
-from ...schemas.api import (COMPANY_CREATE_REQUEST, COMPANY_UPDATE_REQUEST,
+from ...schemas.api import (BundleQuery, COMPANY_CREATE_REQUEST, COMPANY_UPDATE_REQUEST,
                            CardTokenRecreationRequest, ClockAdvanceRequest, CompanyStatusRequest,
                            CoverageQuery,
                            EventsQuery, JournalQuery, ProfileBindingRequest,
                            ScenarioBindingRequest, TasksQuery, TenantRequest)
 from ...schemas.responses import (CardTokenRecreation, ClockState, ClockAdvanced, ClockRun,
                                  CompanyDeleted, CompanyWithStatus, EventRecord,
-                                 JournalEntry, ProfileBinding, ProfileSummary,
+                                 JournalEntry, ProfileBinding, RequestsVerified, ProfileSummary,
                                  ProfileUnbound, Scenario, ScenarioBinding, SCENARIO_BINDINGS,
                                  SnapshotRestored, Stats, TenantView, TenantDeleted)
 from ...static import static_text
@@ -76,6 +77,20 @@ async def requests_journal(tenant, query) -> list:
     return [view_of(JournalEntry, entry) for entry in entries]
 
 
+@operation("POST", "/_sandbox/requests/verify", "Check that requests like this one were "
+           "received (the nearest others when not)", body=RequestsVerification,
+           response=RequestsVerified, errors=(422,), **CONTROL)
+async def verify_requests(tenant, body) -> dict:
+    """The journal (GET /_sandbox/requests) holds a request of this `method` and `path`
+    (a `{name}` segment matches any one), with the `query` parameters and the `body`
+    fields given (others are not looked at; an array matches item for item), at least
+    once or `times` exactly. When not: 422 `not-called` with `matched` (the ids that did)
+    and `nearMisses`, the 3 nearest other requests, each with every JSON path where it
+    differs (`$.method`, `$.path`, `$.query.<name>`, `$.body...`). These calls themselves
+    are journaled and never matched. The Python plugin's `assert_called` asks this."""
+    return RequestsVerified(matched=[entry.id for entry in tenant.journal.verify(body)])
+
+
 # -- snapshots ----------------------------------------------------------------------------
 
 @operation("GET", "/_sandbox/snapshot", "Export this tenant's whole state",
@@ -99,6 +114,37 @@ async def restore_snapshot(tenant, request, sandbox) -> dict:
     `snapshot-incompatible` for another format version, environment or seed, 409
     `snapshot-conflict` when its public tokens are another tenant's."""
     return await snapshot.restore_settled(tenant, sandbox, request)
+
+
+# -- bundles: a failed test that reopens (README: Failed tests that reopen) ------------------
+
+@operation("GET", "/_sandbox/bundle", "This tenant as a failed test's bundle: its snapshot, "
+           "journal, ledger, clock and bindings", query=BundleQuery,
+           response=bundles.bundle_schema, **CONTROL)
+async def get_bundle(tenant, query, sandbox) -> dict:
+    """Taken as GET /_sandbox/snapshot is (between two runs of the clock, the attempts in
+    flight finished): the snapshot, with the journal and the ledger as GET
+    /_sandbox/requests and GET /_sandbox/events show them (oldest first), the clock, the
+    scenario bindings and the seed. No key of the tenant is in it; a URL's user
+    information is redacted. The pytest plugin writes one per failed test; `payroll-sandbox
+    serve --open-bundle FILE` restores it."""
+    async with tenant.runner.lock:
+        await sandbox.dispatcher.settle(tenant)
+        return bundle_of(tenant, sandbox, given(query.test, ""))
+
+
+def bundle_of(tenant, sandbox, test: str) -> dict:
+    """The tenant's bundle as it is now (synchronous: at a job boundary), as JSON builtins."""
+    journal = reversed(tenant.journal.query(limit=MAX_ENTRIES))
+    events = tenant.events.query()
+    return bundles.document(
+        test=test, tenant=tenant.name, seed=sandbox.registry.seed,
+        clock=msgspec.to_builtins(_clock_record(tenant)), bindings=dict(tenant.tasks.bindings),
+        snapshot=snapshot.take(tenant, sandbox),
+        requests=msgspec.to_builtins([view_of(JournalEntry, entry) for entry in journal]),
+        events=msgspec.to_builtins([event_record(sandbox.dispatcher, tenant, event)
+                                    for event in events]),
+        callbacks=bundles.callbacks_of(tenant))
 
 
 # -- the clock ----------------------------------------------------------------------------
