@@ -22,6 +22,8 @@ from ..errors import (InvalidCredentials, InvalidPublicToken, MissingCredentials
                       PublicTokenExpired, WrongEnvironment, field_detail)
 from .journal import Journal
 from .aggregator import Aggregator
+from .autopilot import Autopilots
+from .callbacks import Callbacks
 from .changes import EVENT, TASK, Changes
 from .companies import CompanyDirectory, ManualDepositRule
 from .events import Event, EventLog, event_body
@@ -181,6 +183,9 @@ class Tenant:
                                      emit_webhook=self.emit_webhook, links=self.links)
         self.links.items = self.aggregator  # each is given the other
         self.journal = Journal()
+        # The hosted flow: its users' autopilots, and what it told the host page.
+        self.autopilots = Autopilots(self.account)
+        self.callbacks = Callbacks(self.rules.limits.max_callbacks)
         # API faults on purpose (PUT /_sandbox/faults/api), their draws seeded per tenant.
         self.api_faults = ApiFaults(random.Random(f"{self._seed}:{self.name}:api-faults"))
         self.events.listeners.append(lambda event: self.changes.touch(EVENT, event.id))
@@ -190,6 +195,7 @@ class Tenant:
             self.services.timer.watch(self.runner)
         if seed_accounts:
             self.accounts.seed_from_account()
+            self.autopilots.seed_from_account()
 
     def reset(self) -> None:
         """POST /_sandbox/reset: back to the account as the fixtures made it, same keys;
@@ -329,6 +335,8 @@ class Tenant:
             "users": {"stored": len(self.identity.users), "max": limits.max_users},
             "journal": {"stored": len(self.journal), "max": self.journal.max_entries,
                         "evicted": self.journal.evicted},
+            "sdkCallbacks": {"stored": len(self.callbacks), "max": self.callbacks.max_entries,
+                             "evicted": self.callbacks.evicted},
             "pendingJobs": len(self.timeline),
         }
 
