@@ -661,6 +661,9 @@ def flow_autopilot(tenant: Tenant, token: PublicToken) -> dict[str, Any]:
     it."""
     autopilot = tenant.autopilots.get(token.identifier)
     answer: dict[str, Any] = {"autopilot": autopilot, "now": tenant.clock.timestamp()}
+    company = tenant.companies.get(autopilot.company) if autopilot is not None else None
+    if company is not None:
+        answer["company_name"] = company.name  # what the user types into the search
     if autopilot is not None and given(autopilot.language):
         answer["messages"] = user_messages(autopilot.language)
     return answer

@@ -297,6 +297,7 @@ async def unbind_autopilot(tenant, params) -> AutopilotUnbound:
 class SdkAutopilot(View, kw_only=True):
     autopilot: of(Autopilot | None, "The user's autopilot (null: none).")
     now: of(float, "The tenant's clock, in seconds: the page's pauses follow it.")
+    company_name: Maybe[of(str, "The autopilot's company's name (what it searches for).")] = UNSET
     messages: Maybe[of(dict[str, Any], "The flow's sentences in the autopilot's language.")] = UNSET
 
 
