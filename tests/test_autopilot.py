@@ -179,3 +179,64 @@ async def test_accounts_yaml_binds_autopilots_and_refuses_one_that_cannot_play(
     with pytest.raises(ConfigError) as refused:
         build_registry(settings)
     assert "$.accounts[0].autopilots[0].company" in str(refused.value)
+
+
+# -- the pytest plugin: autopilot(), callbacks(), wait_for_callback() ----------------------------
+
+CLOSE_AUTH_EXPIRED = [{"event": "interaction", "payload": {"name": "Initialized", "value": {}}},
+                      {"event": "close", "payload": {"reason": "auth-expired", "data": {"tasks": []}}}]
+
+
+async def _flow_tells(base_url: str, token: str, delay: float) -> None:
+    """What a hosted flow's page sends, `delay` seconds from now."""
+    import asyncio
+
+    import aiohttp
+
+    await asyncio.sleep(delay)
+    async with aiohttp.ClientSession() as session:
+        async with session.post(f"{base_url}/sdk/callbacks", headers={"x-public-token": token},
+                                json={"flow": "h1", "messages": CLOSE_AUTH_EXPIRED}) as answer:
+            assert answer.status == 200, await answer.text()
+
+
+def test_plugin_autopilot_and_wait_for_callback_sync(payroll_sandbox):
+    import asyncio
+    import threading
+
+    from payroll_sandbox.client import SandboxError
+
+    sandbox = payroll_sandbox
+    plan = sandbox.autopilot("plug-s", WALMART, username="test-auth-expired", mfa="any")
+    assert (plan["company"], plan["username"], plan["mfa"]) == (WALMART, "test-auth-expired", "any")
+    token = sandbox.public_token("plug-s")
+    threading.Thread(target=asyncio.run, args=(_flow_tells(sandbox.base_url, token, 0.2),)).start()
+    entry = sandbox.wait_for_callback("plug-s", "close", reason="auth-expired", timeout=5)
+    assert entry["payload"]["reason"] == "auth-expired" and entry["flow"] == "h1"
+    assert [e["event"] for e in sandbox.callbacks("plug-s")] == ["interaction", "close"]
+    assert sandbox.callbacks("plug-s", after=entry["id"]) == []
+    with pytest.raises(AssertionError, match="no finish for 'plug-s'.*told: interaction "
+                                             "Initialized; close auth-expired"):
+        sandbox.wait_for_callback("plug-s", "finish", timeout=0.2)
+    with pytest.raises(SandboxError):
+        sandbox.autopilot("plug-s", UNKNOWN_COMPANY)
+    assert sandbox.get(PATH.format("plug-s"))["autopilot"]["username"] == "test-auth-expired"
+    assert sandbox.autopilot("plug-s", None) is None
+    assert sandbox.get(PATH.format("plug-s"))["autopilot"] is None
+
+
+async def test_plugin_autopilot_and_wait_for_callback_async(async_payroll_sandbox):
+    import asyncio
+
+    sandbox = async_payroll_sandbox
+    plan = await sandbox.autopilot("plug-a", WALMART, language="es", pause=2,
+                                   distribution={"type": "percent", "amount": 40})
+    assert plan["language"] == "es" and plan["distribution"] == {"type": "percent", "amount": 40}
+    token = await sandbox.public_token("plug-a")
+    told = asyncio.create_task(_flow_tells(sandbox.base_url, token, 0.2))
+    entry = await sandbox.wait_for_callback("plug-a", name="Initialized", timeout=5)
+    assert entry["event"] == "interaction"
+    await told
+    closed = await sandbox.wait_for_callback("plug-a", "close", after=entry["id"], timeout=1)
+    assert closed["id"] > entry["id"]
+    assert await sandbox.autopilot("plug-a", None) is None
