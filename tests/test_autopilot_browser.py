@@ -16,7 +16,7 @@ import time
 
 import pytest
 from calls import advance, call, run_until_idle
-from conftest import WALMART
+from conftest import ACME, WALMART, page_errors, readable_in_both_themes
 from test_flow_look_browser import axe_blocking
 from test_sdk_browser import HOOKS, SHOTS, on_screen, shot, token_of
 from test_sdk_spanish_browser import english_on_screen
@@ -220,3 +220,35 @@ async def test_a_refused_sign_in_ends_the_flow_and_an_unbound_user_clicks_again(
     await flow.get_by_test_id("close").dispatch_event("click")
     await flow.get_by_test_id("exit-confirm").dispatch_event("click")
     await ended(page)
+
+
+async def test_the_dashboard_shows_the_flows_callbacks_on_the_timeline_beside_the_webhooks(
+        page, sandbox, browser_context):
+    """An autopilot run, then the tenant's dashboard: on the task's lane, the flow's
+    messages to the host page (one mark per instant, the last one named: finish) below its
+    webhooks; a flow that started no task has a lane of its own. Both themes pass axe."""
+    await autopilot_run(page, sandbox, "dash-user", "test-auth-expired")
+    await autopilot_run(page, sandbox, "dash-refused", "test-bad")
+    told = await ledger(sandbox, "dash-user")
+    board = await browser_context.new_page()
+    await board.set_viewport_size({"width": 1400, "height": 900})
+    errors = page_errors(board)
+    fragment = f"#key={ACME['x-api-key']}&secret={ACME['x-api-secret']}"
+    await board.goto(str(sandbox.server.make_url("/_sandbox/")) + fragment)
+    lane = board.locator(".lane", has_text="dash-user")
+    marks = lane.locator(".callback")
+    await marks.first.wait_for()
+    ids = " ".join([await marks.nth(i).get_attribute("data-callbacks")
+                    for i in range(await marks.count())]).split()
+    assert len(ids) == len(told)  # every message of the flow, on its task's lane
+    last = marks.nth(await marks.count() - 1)
+    assert "close auth-expired" in await last.get_attribute("aria-label")
+    assert await lane.locator(".event-marker").count() >= 1  # its webhooks beside them
+    marker = await lane.locator(".event-marker").first.bounding_box()
+    assert (await last.bounding_box())["y"] > marker["y"]  # a sub-row of their own
+    refused = board.locator(".lane", has_text="dash-refused")
+    assert "Hosted flow" in await refused.inner_text()
+    assert "Login Refused" in await refused.locator(".callback").first.get_attribute("aria-label")
+    await board.locator("#timeline").screenshot(path=str(SHOTS / "dashboard-callbacks.png"))
+    await readable_in_both_themes(board, "#timeline")
+    assert errors == []
