@@ -294,11 +294,19 @@ async def unbind_autopilot(tenant, params) -> AutopilotUnbound:
     return AutopilotUnbound(identifier=identifier, removed=tenant.autopilots.unbind(identifier))
 
 
+_SENTENCES = {"type": "object", "additionalProperties": {"type": "string"}}
+# The sentences the hosted page shows (sdk.user_messages), in a language.
+USER_MESSAGES = {"type": "object", "description": "The flow's sentences in the autopilot's "
+                 "language: failure reasons and errors by code, the fallback, the page's words.",
+                 "properties": {"reasons": _SENTENCES, "errors": _SENTENCES,
+                                "fallback": {"type": "string"}, "words": _SENTENCES}}
+
+
 class SdkAutopilot(View, kw_only=True):
     autopilot: of(Autopilot | None, "The user's autopilot (null: none).")
     now: of(float, "The tenant's clock, in seconds: the page's pauses follow it.")
     company_name: Maybe[of(str, "The autopilot's company's name (what it searches for).")] = UNSET
-    messages: Maybe[of(dict[str, Any], "The flow's sentences in the autopilot's language.")] = UNSET
+    messages: Maybe[raw(USER_MESSAGES)] = UNSET
 
 
 @operation("GET", "/sdk/autopilot", "What the flow's user does, if an autopilot is bound",
@@ -340,13 +348,36 @@ class CallbacksQuery(Command, kw_only=True):
     limit: of(int, ge=1, le=500) = 500
 
 
+# What a host page's callback receives (real-service-facts 14): an interaction's name and
+# value with the flow's language, products, customer and company; the end's task, reason,
+# handoff and data.tasks; a data request's fields; an open-url's url.
+_SCALAR = {"type": ["string", "number", "boolean", "null"]}
+CALLBACK_PAYLOAD = {
+    "type": "object", "description": "What the host page's callback received, as it received it.",
+    "properties": {
+        "name": {"type": "string", "description": "An interaction's name."},
+        "value": {"type": "object", "description": "An interaction's details.",
+                  "additionalProperties": _SCALAR},
+        **{name: {"type": "string"} for name in (
+            "language", "product", "additionalProduct", "customer", "company", "url")},
+        "taskId": {"type": ["string", "null"]},
+        "reason": {"type": "string", "description": "Why the flow closed."},
+        "handoff": {"type": ["string", "null"], "description": "The view the host shows itself."},
+        "fields": {"type": "array", "items": {"type": "string"},
+                   "description": "What a data request asks the host for."},
+        "data": {"type": "object", "properties": {"tasks": {"type": "array", "items": {
+            "type": "object", "properties": {
+                "taskId": {"type": "string"}, "product": {"type": "string"},
+                "status": {"type": "string"}, "reason": {"type": "string"}}}}}}}}
+
+
 class CallbackRecord(View, kw_only=True):
     id: of(int, ge=1)
     time: of(str, "The tenant's clock when the sandbox heard of it.")
     identifier: str
     flow: of(str, "The flow's run (its handshake id): one opening of the flow.")
     event: choice(*CALLBACK_EVENTS)
-    payload: of(dict[str, Any], "What the host page's callback received.")
+    payload: raw(CALLBACK_PAYLOAD)
 
 
 @operation("GET", "/_sandbox/sdk/callbacks", "What the hosted flow told the host page, oldest "
