@@ -123,6 +123,16 @@ async def test_callbacks_the_flow_cannot_have_sent_are_refused(client, body, fie
                    json={"flow": "h", "messages": [{"event": "finish", "payload": {}}]})
 
 
+async def test_a_payload_past_16_kib_is_refused_and_nothing_of_its_request_is_kept(client):
+    token = await token_of(client, "ap-big")
+    messages = [{"event": "interaction", "payload": {"name": "small"}},
+                {"event": "interaction", "payload": {"name": "x" * 17_000}}]
+    error = await error_of(client, "POST", "/sdk/callbacks", 422, headers=token,
+                           json={"flow": "h", "messages": messages})
+    assert [d["path"] for d in error["details"]] == ["$.messages[1].payload"]
+    assert (await call(client, "GET", "/_sandbox/sdk/callbacks"))["data"] == []
+
+
 async def test_the_ledger_keeps_its_newest_max_callbacks(make_client):
     client = await make_client(max_callbacks=3)
     token = await token_of(client, "ap-bound")

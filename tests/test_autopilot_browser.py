@@ -195,6 +195,44 @@ async def test_autopilot_in_spanish_pauses_on_the_clock_and_the_screens_pass_axe
     assert (SHOTS / "autopilot-done-es.png").stat().st_size > 0
 
 
+@pytest.mark.parametrize("config, username, end", [
+    # A deeplinked company skips the search; the host shows its own success view.
+    ({"deeplink": {"step": "login-company", "companyId": WALMART},
+      "handoff": ["authentication-success"]}, "test-good",
+     ["finish", {"handoff": "authentication-success"}]),
+    # The host asks for the exit prompt itself: the refused user's close hands it off.
+    ({"handoff": ["exit-prompt"]}, "test-bad", ["close", {"handoff": "exit-prompt"}]),
+    # A code MFA, answered; a split where the flow asks for one.
+    ({"deeplink": {"step": "direct-deposit-setup", "companyId": WALMART}}, "test-code-mfa",
+     ["finish", {"handoff": None}]),
+])
+async def test_autopilot_follows_the_configurations_deeplinks_and_handoffs(
+        page, sandbox, config, username, end):
+    identifier = f"auto-config-{username}-{len(config)}-{sorted(config)[0]}"
+    token = await token_of(sandbox, identifier)
+    await call(sandbox, "PUT", f"/_sandbox/users/{identifier}/autopilot",
+               json={"company": WALMART, "username": username, "mfa": "246810",
+                     "distribution": {"type": "percent", "amount": 40}})
+    await page.evaluate("() => { window.events = []; }")
+    await open_raw(page, {**DEPOSIT, **config}, token)
+    await started(page)
+    if end[0] == "finish":
+        await until_final(page, sandbox)
+    event, payload = await ended(page)
+    assert event == end[0] and {k: payload.get(k) for k in end[1]} == end[1], payload
+    told = await heard(page)
+    assert await ledger(sandbox, identifier) == told
+    names = [p["name"] for e, p in told if e == "interaction"]
+    assert ("Selected Company" in names) is ("deeplink" not in config)
+    if "direct-deposit-setup" in str(config):
+        assert "Chose Distribution" in names and "Submitted MFA" in names
+        [chose] = [p["value"] for e, p in told if e == "interaction" and p["name"] == "Chose Distribution"]
+        assert chose["type"] == "percent"
+        logins = (await call(sandbox, "GET", "/_sandbox/requests", params={"path": "/sdk/login"}))["data"]
+        assert logins[0]["body"]["distribution"] == {"type": "percent", "amount": 40}
+        assert logins[0]["body"]["mfaAnswer"] == "246810"
+
+
 async def test_a_refused_sign_in_ends_the_flow_and_an_unbound_user_clicks_again(page, sandbox):
     """test-bad is refused on the login form: the autopilot leaves the flow (its exit prompt
     confirmed), the host hears close. Unbound, the flow waits for the user's clicks."""

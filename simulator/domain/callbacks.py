@@ -13,9 +13,16 @@ from collections import deque
 from functools import cache
 from typing import Any
 
+import msgspec
+
+from ..errors import ValidationFailed, field_detail
 from .stored import COUNT, Count, Sections, Stored, array, loaded, obj, stored
 
 MAX_CALLBACKS = 2_000
+# A message's payload as JSON, at most: what the flow posts is a few hundred bytes; the
+# ledger's whole is then bounded (--max-callbacks times this).
+MAX_PAYLOAD_BYTES = 16 * 1024
+PAYLOAD_TOO_LARGE = "A message's payload is at most {limit} bytes as JSON; this one is {size}."
 # The messages the host's callbacks receive (transact.js: onInteraction, onFinish,
 # onClose, onDataRequest, onOpenUrl); the token handshake is the SDK's own.
 CALLBACK_EVENTS = ("interaction", "finish", "close", "data-request", "open-url")
@@ -46,7 +53,14 @@ class Callbacks:
 
     def record(self, time: str, identifier: str, flow: str,
                messages: list[tuple[str, Any]]) -> list[FlowCallback]:
-        """The messages of one POST /sdk/callbacks, in the order the page posted them."""
+        """The messages of one POST /sdk/callbacks, in the order the page posted them; a
+        payload past MAX_PAYLOAD_BYTES refuses them all (422, its path) and none is kept."""
+        for number, (_, payload) in enumerate(messages):
+            size = len(msgspec.json.encode(payload))
+            if size > MAX_PAYLOAD_BYTES:
+                message = PAYLOAD_TOO_LARGE.format(limit=MAX_PAYLOAD_BYTES, size=size)
+                raise ValidationFailed(message, details=[
+                    field_detail(f"$.messages[{number}].payload", message)])
         added = []
         for event, payload in messages:
             entry = FlowCallback(id=self._next_id, time=time, identifier=identifier, flow=flow,
