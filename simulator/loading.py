@@ -64,6 +64,7 @@ def _from_files(settings: Settings, folders: list[Path]) -> LoadedFixtures:
             _check_profile(entry, fixtures, where)
         for entry_number, entry in enumerate(account.get("autopilots", [])):
             _check_autopilot(entry, fixtures, scenarios, catalog_of_fixtures,
+                             account.get("products"),
                              f"$.accounts[{number}].autopilots[{entry_number}]")
     for number, company in enumerate(fixtures.companies):
         name = company.get("defaultScenario")
@@ -77,10 +78,11 @@ def _from_files(settings: Settings, folders: list[Path]) -> LoadedFixtures:
 
 
 def _check_autopilot(entry: dict, fixtures: Fixtures, scenarios: dict, catalog: Catalog,
-                     where: str) -> None:
+                     products: list | None, where: str) -> None:
     """An account's autopilot, as PUT /_sandbox/users/{identifier}/autopilot checks one."""
     from .domain.autopilot import Autopilot
     from .domain.sdk import autopilot_problem
+    from .domain.tenants import DEFAULT_PRODUCTS
 
     file = str(fixtures.directory / "accounts.yaml")
     try:
@@ -89,7 +91,7 @@ def _check_autopilot(entry: dict, fixtures: Fixtures, scenarios: dict, catalog: 
     except msgspec.ValidationError as error:
         message, _, path = str(error).partition(" - at `$")
         raise ConfigError(file, where + path.rstrip("`"), message) from None
-    problem = autopilot_problem(scenarios, catalog, autopilot)
+    problem = autopilot_problem(scenarios, catalog, products or DEFAULT_PRODUCTS, autopilot)
     if problem is not None:
         raise ConfigError(file, where + problem[0][1:], problem[1])
 

@@ -62,6 +62,17 @@ async def test_a_plan_the_flow_cannot_play_is_refused_and_changes_nothing(client
     assert after["autopilots"] == before["autopilots"]
 
 
+async def test_a_product_the_account_lacks_is_refused(client):
+    made = (await call(client, "POST", "/_sandbox/tenants", status=201,
+                       json={"products": ["deposit"]}))["data"]
+    keys = {"x-api-key": made["apiKey"], "x-api-secret": made["apiSecret"]}
+    error = await error_of(client, "PUT", PATH.format("ap-verify"), 422, headers=keys,
+                           json={"company": WALMART, "product": "verify"})
+    assert error["details"][0]["path"] == "$.product"
+    assert "This account has no 'verify' product" in error["message"]
+    await call(client, "PUT", PATH.format("ap-verify"), headers=keys, json={"company": WALMART})
+
+
 async def test_every_task_scenario_that_fits_deposit_is_accepted_and_the_others_refused(client):
     scenarios = (await call(client, "GET", "/_sandbox/scenarios"))["data"]
     fitting = [s["name"] for s in scenarios if s["kind"] == "task" and "deposit" in s["products"]]

@@ -613,17 +613,20 @@ def deposit_form_pdf(employer: str, identifier: str, today: Any) -> bytes:
 AUTOPILOT_UNKNOWN_COMPANY = ("No company has the _id {company!r}: the autopilot picks one of "
                              "this tenant's companies (GET /company/search finds their _id).")
 AUTOPILOT_PRODUCT = "{company} does not offer {product!r} (it offers {offered})."
+AUTOPILOT_ACCOUNT_PRODUCT = ("This account has no {product!r} product (it has {products}): "
+                             "the flow would refuse it (product-not-offered).")
 AUTOPILOT_UNKNOWN_USERNAME = ("{username!r} is no sandbox username and no test-<scenario> of a "
                               "task scenario (GET /_sandbox/scenarios lists them).")
 AUTOPILOT_UNFIT = ("The username {username!r} runs the scenario {scenario!r}, which does not "
                    "fit {product!r} (it fits {fits}): choose another username or product.")
 
 
-def autopilot_problem(scenarios: Mapping[str, Any], companies: Any,
+def autopilot_problem(scenarios: Mapping[str, Any], companies: Any, products: Iterable[str],
                       autopilot: Any) -> tuple[str, str] | None:
     """Why the hosted flow could not play `autopilot` (its JSON path and a sentence), or
-    None: the company is one of `companies`, it offers the product, and the username's
-    scenario fits that product (a flow the user could not run is refused, never played)."""
+    None: the company is one of `companies`, it and the account (`products`) offer the
+    product, and the username's scenario fits that product (a flow the user could not run
+    is refused, never played)."""
     company = companies.get(autopilot.company)
     if company is None:
         return "$.company", AUTOPILOT_UNKNOWN_COMPANY.format(company=autopilot.company)
@@ -631,6 +634,9 @@ def autopilot_problem(scenarios: Mapping[str, Any], companies: Any,
     if product not in company.available_products:
         return "$.product", AUTOPILOT_PRODUCT.format(
             company=company.name, product=product, offered=", ".join(company.available_products))
+    if product not in products:
+        return "$.product", AUTOPILOT_ACCOUNT_PRODUCT.format(product=product,
+                                                             products=", ".join(products))
     name = sandbox_username(autopilot.username)
     scenario = scenario_for_username(scenarios, autopilot.username, [{"operation": product}])
     if scenario is None:
@@ -647,7 +653,8 @@ def autopilot_problem(scenarios: Mapping[str, Any], companies: Any,
 def bind_autopilot(tenant: Tenant, identifier: str, autopilot: Any) -> None:
     """PUT /_sandbox/users/{identifier}/autopilot: a plan the flow cannot play is refused
     (422 with the field at fault) and nothing changes; else it replaces the user's."""
-    problem = autopilot_problem(tenant.tasks.scenarios, tenant.companies, autopilot)
+    problem = autopilot_problem(tenant.tasks.scenarios, tenant.companies, tenant.products,
+                                autopilot)
     if problem is not None:
         path, message = problem
         raise ValidationFailed(message, details=[field_detail(path, message)])

@@ -274,8 +274,9 @@ async def bind_autopilot(tenant, params, body) -> AutopilotBinding:
     for and picks `company`, signs in with `username`, answers an MFA challenge with `mfa`,
     chooses `distribution` where asked, and ends on the success or failure screen as the
     user would (Done, or Close), each after `pause` seconds of the tenant's clock. A company
-    the tenant lacks, a product it does not offer, or a username whose scenario does not fit
-    the product is refused (422, the field at fault) and nothing changes."""
+    the tenant lacks, a product it or the account does not offer, or a username whose
+    scenario does not fit the product is refused (422, the field at fault) and nothing
+    changes."""
     sdk.bind_autopilot(tenant, params["identifier"], body)
     return AutopilotBinding(identifier=params["identifier"], autopilot=body)
 

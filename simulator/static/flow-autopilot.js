@@ -86,8 +86,6 @@ function type(input, value) {
   input.dispatchEvent(new Event("input", { bubbles: true }));
 }
 
-function submit(button) { button.click(); }
-
 /* Out of the flow by its close button, confirming the exit prompt when one asks. */
 function leaveFlow() {
   var closer = document.querySelector("[data-testid='close']");
@@ -117,7 +115,7 @@ var STEPS = {
   login: function (mine) {
     type(byTestId("username"), plan.username);
     type(byTestId("password"), plan.password);
-    submit(byTestId("submit"));
+    byTestId("submit").click();
     // A refused sign-in stays on this screen with its message: the user gives up.
     when(mine, function () {
       var error = byTestId("login-error");
@@ -133,7 +131,7 @@ var STEPS = {
     kind.value = offered.indexOf(split.type) >= 0 ? split.type : offered[0];
     kind.dispatchEvent(new Event("change", { bubbles: true }));
     if (split.amount !== undefined) { type(byTestId("distribution-amount"), String(split.amount)); }
-    submit(byTestId("continue"));
+    byTestId("continue").click();
   },
   "generate-deposit-pdf": function () { byTestId("deposit-pdf").click(); leaveFlow(); },
   "manual-fallback": leaveFlow,
@@ -147,5 +145,5 @@ var STEPS = {
 
 function mfa() {
   type(byTestId("mfa-answer"), plan.mfa);
-  submit(byTestId("mfa-submit"));
+  byTestId("mfa-submit").click();
 }
