@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import time
 
 import aiohttp
@@ -102,8 +103,6 @@ async def main(repeats: int, strict: bool) -> None:
     host.router.add_get("/", lambda request: web.Response(text=PAGE, content_type="text/html"))
     host_runner, host_base = await serve(host)
     host_url = host_base.replace("127.0.0.1", "localhost") + "/"
-    import os
-
     executable = next(path for path in CHROMIUM if os.access(path, os.X_OK))
     flaky, walls, runs = [], [], 0
     async with async_playwright() as playwright, aiohttp.ClientSession() as http:
