@@ -20,7 +20,7 @@ from typing import Any
 from .client import default_credentials
 from .fixtures import ConfigError
 
-__all__ = ["default_credentials", "main"]  # default_credentials: as the plugin imports it
+__all__ = ["main"]
 
 EXIT_CONFIG = 2
 

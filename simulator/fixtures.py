@@ -15,52 +15,13 @@ import msgspec
 
 from .domain.rules import ServiceProfile
 from .schemas.fixtures import (ACCOUNTS_SCHEMA, COMPANIES_SCHEMA, SERVICE_SCHEMA)
-from .validate import schema_errors
+from .validate import ConfigError, load_yaml, validate_document
+
+__all__ = ["ConfigError", "load_yaml", "validate_document"]  # where the loaders find them
 
 # The files of a fixtures folder (companies.yaml and profiles.yaml may be left out).
 FIXTURE_FILES = ("service.yaml", "accounts.yaml", "companies.yaml", "profiles.yaml")
 PROFILES_FILE = "profiles.yaml"
-
-
-class ConfigError(Exception):
-    """A configuration, fixture or scenario file is not right: the first problem (file,
-    JSON path, message) and, in `problems`, every one found, that one first."""
-
-    def __init__(self, file: str, path: str, message: str,
-                 more: list[tuple[str, str, str]] | tuple = ()) -> None:
-        self.problems = [(file, path, message), *more]
-        super().__init__("\n".join(f"{f}: {p}: {m}" for f, p, m in self.problems))
-        self.file, self.path, self.message = file, path, message
-
-    @classmethod
-    def collected(cls, problems: list[tuple[str, str, str]]) -> ConfigError:
-        """One error holding every (file, path, message) found."""
-        return cls(*problems[0], more=problems[1:])
-
-
-def load_yaml(path: Path) -> Any:
-    import yaml  # 30 ms: not on a start that reads its load from the cache (loadcache)
-
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(str(path), "$", "file not found") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(str(path), "$", f"cannot read: {error}") from None
-    try:
-        # libyaml when present: several times faster on large fixture files
-        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = getattr(error, "problem", None) or str(error)
-        raise ConfigError(str(path), "$", f"not valid YAML: {where}{problem}") from None
-
-
-def validate_document(document: Any, schema: dict, file: str) -> None:
-    errors = schema_errors(document, schema)
-    if errors:
-        raise ConfigError.collected([(file, path, message) for path, message in errors])
 
 
 class Fixtures(msgspec.Struct, frozen=True):

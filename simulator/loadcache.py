@@ -65,15 +65,6 @@ def cached(inputs: Iterable[tuple[str, Path]], settings_key: tuple, build: Calla
     return made
 
 
-def set_attributes(instance: object, state: dict) -> None:
-    """`__setstate__` of a cached load's plain classes (the catalog, the search index): the
-    attributes back one at a time, as __init__ sets them. Their values stay inline;
-    pickle's default, a filled-in __dict__, made every attribute read slower (a search,
-    3%). The structs it holds pickle as they are."""
-    for name, value in state.items():
-        object.__setattr__(instance, name, value)
-
-
 def _key(inputs: Iterable[tuple[str, Path]], settings_key: tuple) -> str:
     digest = hashlib.blake2b(digest_size=20)
     digest.update(repr((FORMAT, __version__, sys.version, settings_key)).encode())

@@ -16,8 +16,7 @@ from .clock import isoformat
 from .errors import (ApiError, HostNotAllowed, InternalError, PayloadTooLarge, RouteNotFound,
                      field_detail)
 from .keys import EXCHANGE, FIXED_PATHS, SANDBOX, Exchange
-from .logs import access_log, log_access
-from .redact import loggable_path
+from .logs import access_log, log_access, loggable_path
 from .render import render_error, wrong_method
 from .routes.pipeline import fixed_paths_meant
 

@@ -174,7 +174,7 @@ def payroll_sandbox_server(_payroll_sandbox_thread: _LoopThread) -> Sandbox:
     """The session's sandbox, as its default tenant (PAYROLL_SANDBOX_URL: yours)."""
     url = os.environ.get(URL_VARIABLE)
     if url:
-        from .cli import default_credentials
+        from .client import default_credentials
 
         key = os.environ.get("PAYROLL_SANDBOX_API_KEY")
         secret = os.environ.get("PAYROLL_SANDBOX_API_SECRET")

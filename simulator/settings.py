@@ -13,8 +13,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .fixtures import ConfigError, load_yaml, validate_document
 from .schemas.fixtures import CONFIG_SCHEMA
+from .validate import ConfigError, load_yaml, validate_document
 from .webhooks import SHUTDOWN_GRACE
 
 ENV_PREFIX = "PAYROLL_SANDBOX_"

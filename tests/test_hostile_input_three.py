@@ -15,7 +15,8 @@ from conftest import ACME, WALMART
 
 from payroll_sandbox.app import build_registry, create_app
 from payroll_sandbox.operations import AGGREGATOR, OPERATIONS, Auth
-from payroll_sandbox.redact import REDACTED, SECRET_PARAMETERS, loggable_path
+from payroll_sandbox.logs import SECRET_PARAMETERS, loggable_path
+from payroll_sandbox.redact import REDACTED
 from payroll_sandbox.settings import Settings
 
 # -- 7. secrets in logs ---------------------------------------------------------------------------

@@ -23,10 +23,9 @@ from rapidfuzz import fuzz, process
 from rapidfuzz.utils import default_process
 
 from ..errors import CompanyNotFound, ProductAndProducts, field_detail
-from ..loadcache import set_attributes
 from .shapes import UNSET, Command, Maybe, Texts, choice, given, of, text
 from .companies import (DISABLED, SCOPES, UNKNOWN_COMPANY, Company, CompanyDirectory, Tag,
-                        ManualDepositRule, effective_tags)
+                        ManualDepositRule, effective_tags, set_attributes)
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
