@@ -17,7 +17,7 @@ COPY scenarios ./scenarios
 RUN pip install --no-cache-dir --no-deps . && useradd --create-home --uid 10001 sandbox
 
 USER sandbox
-# Fills the start-up cache (simulator/loadcache.py) with the bundled fixtures' load, so a
+# Fills the start-up cache (simulator/load/loadcache.py) with the bundled fixtures' load, so a
 # container's start skips the YAML and the catalog's build, as a second start does.
 RUN payroll-sandbox fixtures validate
 # Inside a container the server must listen on every interface to be reachable. Other

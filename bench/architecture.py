@@ -31,7 +31,7 @@ payroll_sandbox that this interpreter imports (so run it with that tree's interp
       The same graph by folder (`domain`, `routes`, `schemas`, ...; a module at the top of
       simulator/ is a node of its own): its strongly connected components of more than one.
   snapshot_lines
-      Lines of simulator/snapshot.py and of every module under simulator/ whose dotted
+      Lines of simulator/edge/snapshot.py and of every module under simulator/ whose dotted
       name (its package's included) contains `snapshot` or `persist`.
   response_schemas_bare
       Operations of GET /openapi.json with a JSON 2xx answer (application/json or +json)
@@ -75,8 +75,8 @@ SNAPSHOT_WORDS = ("snapshot", "persist")
 # which stay hand-written: the payment method and the step fields are parts of a scenario
 # file, written once for it and for the API.
 PROJECT_FILE_SCHEMAS = ("simulator/schemas/fixtures.py", "simulator/schemas/scenarios.py",
-                        "simulator/domain/states.py",
-                        "simulator/domain/data_profiles.py")
+                        "simulator/domain/tasks/states.py",
+                        "simulator/domain/accounts/data_profiles.py")
 
 # The default fixture account (fixtures: acme) and a task of the happy-path scenario: its
 # first step (processing, 1 s after creation) emits nothing (queued -> processing is not

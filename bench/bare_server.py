@@ -80,7 +80,7 @@ async def serve(host: str = "127.0.0.1", port: int = 0,
 
 
 def loop_factory(kind: str | None) -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """The same choice as `payroll-sandbox serve --loop` (simulator/cli.py)."""
+    """The same choice as `payroll-sandbox serve --loop` (simulator/tools/cli.py)."""
     if kind != "uvloop":
         return None
     import uvloop

@@ -19,7 +19,7 @@ import sys
 from aiohttp.test_utils import TestClient, TestServer
 
 from payroll_sandbox.app import create_app
-from payroll_sandbox.keys import SANDBOX
+from payroll_sandbox.edge.keys import SANDBOX
 from payroll_sandbox.settings import Settings
 
 ACME = {"x-api-key": "sandbox-key-acme-0001", "x-api-secret": "sandbox-secret-acme-0001"}

@@ -34,7 +34,7 @@ from aiohttp import web
 from common import report, serve, serve_hook
 
 from payroll_sandbox.app import create_app
-from payroll_sandbox.keys import SANDBOX
+from payroll_sandbox.edge.keys import SANDBOX
 from payroll_sandbox.settings import Settings
 
 RSS_LIMIT_MB = 300

@@ -1,13 +1,13 @@
 """What the pytest plugin costs a customer's pytest start when a test run does not use it.
 
 Installing payroll-sandbox registers its plugin (entry point `pytest11`), so every pytest
-start in that environment imports `payroll_sandbox.pytest_plugin`. The server (aiohttp,
+start in that environment imports `payroll_sandbox.kit.pytest_plugin`. The server (aiohttp,
 jsonschema, the catalog, Faker) must stay out until a fixture asks for it.
 
 Measured in fresh processes, alternating so both see the same machine load:
 - baseline: `python -m pytest --collect-only -q -p no:payroll_sandbox` in an empty project;
 - with the plugin: the same command without `-p no:payroll_sandbox`.
-Also the import alone (`import pytest` vs `import pytest, payroll_sandbox.pytest_plugin`),
+Also the import alone (`import pytest` vs `import pytest, payroll_sandbox.kit.pytest_plugin`),
 and which heavy modules the import brings in (none may be: aiohttp, jsonschema, faker,
 yaml, payroll_sandbox.app).
 
@@ -71,11 +71,11 @@ def main() -> None:
         start_ours, start_bare = pair(args.runs, pytest, [*pytest, "-p", "no:payroll_sandbox"],
                                       project)
         import_ours, import_bare = pair(
-            args.runs, [python, "-c", "import pytest, payroll_sandbox.pytest_plugin"],
+            args.runs, [python, "-c", "import pytest, payroll_sandbox.kit.pytest_plugin"],
             [python, "-c", "import pytest"], project)
         loaded = json.loads(subprocess.run(
             [python, "-c", "import sys, json, pytest; before = set(sys.modules); "
-             "import payroll_sandbox.pytest_plugin; "
+             "import payroll_sandbox.kit.pytest_plugin; "
              "print(json.dumps(sorted(set(sys.modules) - before)))"],
             cwd=project, check=True, capture_output=True, text=True,
             env={**os.environ, "PYTHONPATH": ""}).stdout)

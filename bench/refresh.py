@@ -56,11 +56,11 @@ from aiohttp import web
 from common import peak_rss_mb, print_profile, serve
 
 from payroll_sandbox.app import create_app
-from payroll_sandbox.domain.companies import OPERATIONAL
-from payroll_sandbox.domain.linked_accounts import DATA_KINDS
-from payroll_sandbox.domain.states import COMPLETED
-from payroll_sandbox.domain.tasks import HAPPY_PATH
-from payroll_sandbox.keys import SANDBOX
+from payroll_sandbox.domain.companies.companies import OPERATIONAL
+from payroll_sandbox.domain.accounts.linked_accounts import DATA_KINDS
+from payroll_sandbox.domain.tasks.states import COMPLETED
+from payroll_sandbox.domain.tasks.tasks import HAPPY_PATH
+from payroll_sandbox.edge.keys import SANDBOX
 from payroll_sandbox.settings import Settings
 
 API_KEY = "sandbox-key-acme-0001"

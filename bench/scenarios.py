@@ -39,9 +39,9 @@ import aiohttp
 from common import peak_rss_mb, print_profile, serve
 
 from payroll_sandbox.app import create_app
-from payroll_sandbox.webhooks.dispatcher import TENANT_CONNECTIONS
-from payroll_sandbox.domain.states import FINAL
-from payroll_sandbox.keys import SANDBOX
+from payroll_sandbox.transport.dispatcher import TENANT_CONNECTIONS
+from payroll_sandbox.domain.tasks.states import FINAL
+from payroll_sandbox.edge.keys import SANDBOX
 from payroll_sandbox.settings import Settings
 
 API_KEY = "sandbox-key-acme-0001"

@@ -33,11 +33,11 @@ from dataclasses import dataclass
 
 from msgspec.structs import replace
 
-from payroll_sandbox.catalog import company_from_fixture, generate_companies
-from payroll_sandbox.domain.companies import (DISABLED, FRANCHISE_PARENT, Catalog, Company,
+from payroll_sandbox.load.catalog import company_from_fixture, generate_companies
+from payroll_sandbox.domain.companies.companies import (DISABLED, FRANCHISE_PARENT, Catalog, Company,
                                         CompanyDirectory, ManualDepositRule)
-from payroll_sandbox.domain.search import SearchIndex, SearchRequest, normalize, search_companies
-from payroll_sandbox.fixtures import load_fixtures
+from payroll_sandbox.domain.companies.search import SearchIndex, SearchRequest, normalize, search_companies
+from payroll_sandbox.load.fixtures import load_fixtures
 from payroll_sandbox.settings import bundled_dir
 
 TARGET_P99_MS = 10.0

@@ -164,10 +164,10 @@ def import_breakdown(env: dict[str, str], top: int = 10) -> None:
 
 def phase_breakdown() -> None:
     """build_registry's phases, in this process (imports already warm)."""
-    from payroll_sandbox.catalog import build_companies
-    from payroll_sandbox.domain.companies import Catalog
-    from payroll_sandbox.domain.search import SearchIndex
-    from payroll_sandbox.fixtures import load_fixtures
+    from payroll_sandbox.load.catalog import build_companies
+    from payroll_sandbox.domain.companies.companies import Catalog
+    from payroll_sandbox.domain.companies.search import SearchIndex
+    from payroll_sandbox.load.fixtures import load_fixtures
     from payroll_sandbox.settings import load_settings
 
     settings = load_settings({}, environ={})

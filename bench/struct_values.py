@@ -19,7 +19,7 @@ beside the same figures of another tree (`--root`). Nothing here is a PASS/FAIL 
   hand_body_readers
       `def read(cls` and `def from_body(cls` anywhere in simulator/.
   trigger_branches
-      `event_type ==` and `event_type in` in simulator/domain/triggers.py.
+      `event_type ==` and `event_type in` in simulator/domain/webhooks/triggers.py.
   stored_lines, name_based_ranges
       Lines of simulator/domain/stored.py (wherever it lives), and whether a function named
       `_ranged` or `_is_time` is still there.

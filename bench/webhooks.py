@@ -52,10 +52,10 @@ from aiohttp import web
 from common import print_profile, serve, serve_hook
 
 from payroll_sandbox.app import create_app
-from payroll_sandbox.keys import SANDBOX
+from payroll_sandbox.edge.keys import SANDBOX
 from payroll_sandbox.settings import Settings
-from payroll_sandbox.webhooks.cloudevents import to_message
-from payroll_sandbox.webhooks.dispatcher import ATTEMPT_TIMEOUT
+from payroll_sandbox.transport.cloudevents import to_message
+from payroll_sandbox.transport.dispatcher import ATTEMPT_TIMEOUT
 
 EVENT_TYPE = "company-updated"
 COMPANY = "6410a0000000000000000001"   # Walmart

@@ -12,6 +12,6 @@ SPEC_REVISION = "072010dce29d"
 class SandboxWarning(UserWarning):
     """What a sandbox said it ignored in a call of yours (its `x-sandbox-warning` header: an
     unknown body field, a query parameter it does not know), raised as a Python warning by
-    the test clients (payroll_sandbox.testing), so pytest's summary shows the typo; `-W
+    the test clients (payroll_sandbox.kit.testing), so pytest's summary shows the typo; `-W
     error::payroll_sandbox.SandboxWarning` or a server started with --strict-bodies makes it
     fail the test."""

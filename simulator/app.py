@@ -13,19 +13,19 @@ from aiohttp import web
 
 from .clock import REAL, Clock
 from .domain.registry import TenantRegistry
-from .fixtures import ConfigError
-from .datagen import ProfileFactory
+from .load.fixtures import ConfigError
+from .load.datagen import ProfileFactory
 from .domain.rules import Limits, Rules
 from .domain.tenants import TenantServices
-from .keys import SANDBOX, HostPolicy, Sandbox
-from .loading import LoadedFixtures, load
-from .middleware import MAX_BODY_BYTES, edge_middleware
-from .routes import OPERATIONS, add_routes
-from .scheduler import RealTimer, Runner
+from .edge.keys import SANDBOX, HostPolicy, Sandbox
+from .load.loading import LoadedFixtures, load
+from .edge.middleware import MAX_BODY_BYTES, edge_middleware
+from .edge.routes import OPERATIONS, add_routes
+from .transport.scheduler import RealTimer, Runner
 from .settings import Settings
-from .snapshot import STATE_FILE, StateFile, save_on_shutdown
-from .webhooks.dispatcher import ATTEMPT_TIMEOUT, Dispatcher
-from .webhooks.policy import OutboundPolicy
+from .edge.snapshot import STATE_FILE, StateFile, save_on_shutdown
+from .transport.dispatcher import ATTEMPT_TIMEOUT, Dispatcher
+from .transport.policy import OutboundPolicy
 
 log = logging.getLogger("payroll_sandbox.tenants")
 

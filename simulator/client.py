@@ -1,7 +1,7 @@
 """The one client of a running sandbox: its API and control plane with a tenant's keys.
 
 Everything that drives a sandbox from outside calls through `SandboxClient`: the pytest
-plugin's sandboxes (simulator/testing.py: `AsyncSandbox` is one, `Sandbox` runs one on a
+plugin's sandboxes (simulator/kit/testing.py: `AsyncSandbox` is one, `Sandbox` runs one on a
 thread of its own), `listen`, `check-handler --url` and `trigger`. One way to make a call
 (the keys, a JSON body, redirects never followed, a timeout), one reader of what comes back
 (`Answer`: the `{"data": ...}` envelope and its other keys, such as a ledger page's cursor),
@@ -194,7 +194,7 @@ class SandboxClient:
                                f"{path.split('?')[0]} in {self.timeout:g}s",
                                timed_out=True) from None
         except (aiohttp.ClientError, OSError) as error:
-            from .webhooks.sender import failure
+            from .transport.sender import failure
 
             raise _unreachable(f"cannot reach {self.base_url}: "
                                f"{failure(error, self.timeout).reason}") from error
@@ -237,7 +237,7 @@ def sandbox_keys(key: str | None = None, secret: str | None = None) -> tuple[str
 
 def default_credentials() -> tuple[str, str]:
     """The bundled default tenant's API key and secret (its webhooks are signed with it)."""
-    from .fixtures import load_fixtures
+    from .load.fixtures import load_fixtures
     from .settings import bundled_dir
 
     accounts = load_fixtures(bundled_dir("fixtures")).accounts

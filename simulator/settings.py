@@ -15,7 +15,7 @@ from typing import Any
 
 from .schemas.fixtures import CONFIG_SCHEMA
 from .validate import ConfigError, load_yaml, validate_document
-from .webhooks import SHUTDOWN_GRACE
+from .transport import SHUTDOWN_GRACE
 
 ENV_PREFIX = "PAYROLL_SANDBOX_"
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -181,7 +181,7 @@ def _check_choices(settings: Settings, source: str) -> None:
         if settings.state_file.is_dir():
             raise ConfigError(source, "$.state_file",
                               f"{str(settings.state_file)!r} is a folder; name a file")
-    from .webhooks.policy import Rules
+    from .transport.policy import Rules
 
     for name in ("webhook_allow", "webhook_deny"):
         try:

@@ -78,7 +78,7 @@ def openapi_document(**settings: Any) -> dict:
     """The OpenAPI document an app with the bundled fixtures publishes, built in-process (no
     server): `settings` as Settings takes them, on port 0 and a manual clock unless given."""
     from payroll_sandbox.app import create_app
-    from payroll_sandbox.keys import SANDBOX
+    from payroll_sandbox.edge.keys import SANDBOX
     from payroll_sandbox.settings import Settings
 
     return create_app(Settings(**{"port": 0, "clock": "manual", **settings}))[SANDBOX].openapi()

@@ -27,20 +27,20 @@ from jsonschema import Draft202012Validator
 from calls import task_body
 from payroll_sandbox.app import LoadedFixtures, build_registry, load, tenant_services
 from payroll_sandbox.clock import Clock
-from payroll_sandbox.domain import sdk
-from payroll_sandbox.domain.events import Event
-from payroll_sandbox.domain.tasks import CreateTask, Task, TaskCreateRequest, Workflow
+from payroll_sandbox.domain.flow import sdk
+from payroll_sandbox.domain.webhooks.events import Event
+from payroll_sandbox.domain.tasks.tasks import CreateTask, Task, TaskCreateRequest, Workflow
 from payroll_sandbox.schemas.api import SdkLoginRequest
 from payroll_sandbox.domain.tenants import Tenant
-from payroll_sandbox.keys import Sandbox
-from payroll_sandbox.operations import Reply
-from payroll_sandbox.render import json_response
-from payroll_sandbox.routes import OPERATIONS
-from payroll_sandbox.domain.event_types import event_schema
+from payroll_sandbox.edge.keys import Sandbox
+from payroll_sandbox.edge.operations import Reply
+from payroll_sandbox.edge.render import json_response
+from payroll_sandbox.edge.routes import OPERATIONS
+from payroll_sandbox.domain.webhooks.event_types import event_schema
 from payroll_sandbox.validate import parse_query
-from payroll_sandbox.scheduler import RunResult
+from payroll_sandbox.transport.scheduler import RunResult
 from payroll_sandbox.settings import Settings
-from payroll_sandbox.webhooks.dispatcher import ATTEMPT_TIMEOUT, Dispatcher
+from payroll_sandbox.transport.dispatcher import ATTEMPT_TIMEOUT, Dispatcher
 
 START = 1_780_000_000  # the clock of every engine, as conftest's `clock`
 DAY = 86_400

@@ -179,7 +179,7 @@ async def test_accounts_yaml_binds_autopilots_and_refuses_one_that_cannot_play(
 
     import yaml
 
-    from payroll_sandbox.fixtures import ConfigError
+    from payroll_sandbox.load.fixtures import ConfigError
     from payroll_sandbox.settings import bundled_dir
 
     folder = tmp_path / "fixtures"

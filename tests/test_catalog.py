@@ -99,8 +99,8 @@ def test_generated_catalog_has_franchise_networks_and_every_status(tmp_path: Pat
 
 
 def test_generated_catalog_is_the_same_with_and_without_the_word_pool_cache(tmp_path, monkeypatch):
-    from payroll_sandbox.catalog import generate_companies
-    from payroll_sandbox.fixtures import load_fixtures
+    from payroll_sandbox.load.catalog import generate_companies
+    from payroll_sandbox.load.fixtures import load_fixtures
 
     service = load_fixtures(bundled_dir("fixtures")).service
     monkeypatch.setenv("PAYROLL_SANDBOX_CACHE_DIR", str(tmp_path))

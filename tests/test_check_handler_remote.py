@@ -29,7 +29,7 @@ from test_check_handler import (FAST, SECRET, example, example_process, example_
 from payroll_sandbox.checker import (CHECKS, DUPLICATE_DELIVERY, EVERY_EVENT_TYPE, MISSING_SIGNATURE,
                                PASS, STATE_URL, UNKNOWN_EVENT_TYPE, WRONG_SIGNATURE, CheckerError,
                                check_handler, check_handler_async)
-from payroll_sandbox.domain.event_types import event_types
+from payroll_sandbox.domain.webhooks.event_types import event_types
 
 __all__ = ["example_process"]  # a fixture of test_check_handler, used here too
 

@@ -106,7 +106,7 @@ def test_the_commands_that_only_read_files_start_without_aiohttp():
     import sys
 
     for command in (["fixtures", "validate"], ["scenarios", "validate"], ["scenarios", "list"]):
-        code = ("import sys; from payroll_sandbox.cli import main; code = main(sys.argv[1:]); "
+        code = ("import sys; from payroll_sandbox.tools.cli import main; code = main(sys.argv[1:]); "
                 "print('aiohttp' in sys.modules, code)")
         result = subprocess.run([sys.executable, "-c", code, *command], capture_output=True,
                                 text=True, timeout=60)

@@ -29,7 +29,7 @@ import yaml
 from conftest import REPO
 
 from golden import drive
-from payroll_sandbox import snapshot
+from payroll_sandbox.edge import snapshot
 
 GOLDEN = REPO / "tests" / "golden"
 SCENARIOS: dict[str, Any] = json.loads((GOLDEN / "scenarios.json").read_text(encoding="utf-8"))

@@ -12,8 +12,8 @@ import time
 
 from conftest import ACME, GLOBEX, HOOKS, WALMART
 from receiver import HANG, parse_time
-from payroll_sandbox import scheduler
-from payroll_sandbox.webhooks import dispatcher
+from payroll_sandbox.transport import scheduler
+from payroll_sandbox.transport import dispatcher
 from payroll_sandbox.app import build_registry, create_app
 from payroll_sandbox.settings import Settings
 

@@ -22,7 +22,7 @@ import yaml
 from calls import advance, call, create_task, error_of, run_until_idle, today
 from conftest import ACME, REPO, WALMART
 from receiver import assert_events_valid
-from payroll_sandbox.datagen import ProfileFactory
+from payroll_sandbox.load.datagen import ProfileFactory
 from payroll_sandbox.app import build_registry, create_app, load
 from payroll_sandbox.clock import Clock
 from payroll_sandbox.settings import Settings

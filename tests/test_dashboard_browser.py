@@ -15,7 +15,7 @@ from conftest import ACME, GLOBEX, HOOKS, KROGER, WALMART, page_errors, readable
 from playwright.async_api import expect
 
 from payroll_sandbox.app import build_registry, create_app
-from payroll_sandbox.keys import SANDBOX
+from payroll_sandbox.edge.keys import SANDBOX
 from payroll_sandbox.settings import Settings
 
 TIMEOUT_MS = 5_000

@@ -20,11 +20,11 @@ from conftest import ACME, WALMART, page_errors, readable_in_both_themes
 from playwright.async_api import expect
 
 from payroll_sandbox.app import build_registry, create_app
-from payroll_sandbox.keys import SANDBOX
-from payroll_sandbox.routes.demo import RECEIVED_KEPT
+from payroll_sandbox.edge.keys import SANDBOX
+from payroll_sandbox.edge.pages.demo import RECEIVED_KEPT
 from payroll_sandbox.settings import Settings
-from payroll_sandbox.webhooks.cloudevents import sign
-from payroll_sandbox.webhooks.policy import (RECEIVER_HOST, RECEIVER_PATH, RECEIVER_URL,
+from payroll_sandbox.transport.cloudevents import sign
+from payroll_sandbox.transport.policy import (RECEIVER_HOST, RECEIVER_PATH, RECEIVER_URL,
                                              OutboundPolicy, Rules)
 
 TIMEOUT_MS = 15_000

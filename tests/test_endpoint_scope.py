@@ -16,8 +16,8 @@ import json
 from calls import call, run_until_idle
 from conftest import ACME, GLOBEX, HOOKS
 
-from payroll_sandbox.keys import SANDBOX
-from payroll_sandbox.webhooks.policy import RECEIVER_URL
+from payroll_sandbox.edge.keys import SANDBOX
+from payroll_sandbox.transport.policy import RECEIVER_URL
 
 ENDPOINTS = "/_sandbox/webhooks/endpoints"
 INITECH = {"x-api-key": "sandbox-key-initech-0003", "x-api-secret": "sandbox-secret-initech-0003"}

@@ -8,7 +8,7 @@ import json
 import pytest
 from conftest import ACME, WALMART
 
-from payroll_sandbox.keys import SANDBOX
+from payroll_sandbox.edge.keys import SANDBOX
 
 
 def assert_error_shape(body, code=None):

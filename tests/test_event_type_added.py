@@ -12,7 +12,7 @@ from calls import script_result
 
 SCRIPT = textwrap.dedent('''
     import asyncio, json
-    from payroll_sandbox.domain import event_types as types
+    from payroll_sandbox.domain.webhooks import event_types as types
     from payroll_sandbox.domain.shapes import choice, of
 
     class PayslipReady(types.Linked, kw_only=True):

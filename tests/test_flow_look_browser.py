@@ -20,8 +20,8 @@ from calls import advance, call
 from conftest import FEDEX, WALMART, page_errors
 
 from payroll_sandbox.app import build_registry, create_app
-from payroll_sandbox.domain.sdk import POPULAR_PAYROLL_LIMIT
-from payroll_sandbox.logos import company_logo_svg, contrast, ink_on, monogram
+from payroll_sandbox.domain.flow.sdk import POPULAR_PAYROLL_LIMIT
+from payroll_sandbox.domain.companies.logos import company_logo_svg, contrast, ink_on, monogram
 from payroll_sandbox.settings import Settings
 
 ADP = "6410a0000000000000000020"

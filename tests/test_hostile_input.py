@@ -19,9 +19,9 @@ import pytest
 from conftest import ACME, REPO, WALMART
 from receiver import HANG
 
-from payroll_sandbox.keys import SANDBOX
-from payroll_sandbox.logs import TextLogFormatter
-from payroll_sandbox.webhooks import dispatcher
+from payroll_sandbox.edge.keys import SANDBOX
+from payroll_sandbox.edge.logs import TextLogFormatter
+from payroll_sandbox.transport import dispatcher
 
 JSON = {"content-type": "application/json"}
 DEPOSIT = {"identifier": "user-1", "company": WALMART, "product": "deposit"}

@@ -14,9 +14,9 @@ from calls import call
 from conftest import ACME, WALMART
 
 from payroll_sandbox.app import build_registry, create_app
-from payroll_sandbox.operations import AGGREGATOR, OPERATIONS, Auth
-from payroll_sandbox.logs import SECRET_PARAMETERS, loggable_path
-from payroll_sandbox.redact import REDACTED
+from payroll_sandbox.edge.operations import AGGREGATOR, OPERATIONS, Auth
+from payroll_sandbox.edge.logs import SECRET_PARAMETERS, loggable_path
+from payroll_sandbox.transport.redact import REDACTED
 from payroll_sandbox.settings import Settings
 
 # -- 7. secrets in logs ---------------------------------------------------------------------------
@@ -141,7 +141,7 @@ def test_word_pools_planted_by_another_user_or_of_the_wrong_shape_are_drawn_agai
     the cached load."""
     import os
 
-    from payroll_sandbox import loading
+    from payroll_sandbox.load import loading
     from payroll_sandbox.settings import Settings
 
     cache = tmp_path / "cache"
@@ -240,7 +240,7 @@ def test_the_byte_limit_is_the_largest_snapshot_the_bounds_allow():
     """Point 3: the limit was 256 MiB whatever the bounds; it is the largest snapshot a
     tenant of the server can make (measured at the default bounds), with a quarter more."""
     from payroll_sandbox.domain.rules import Limits
-    from payroll_sandbox.snapshot import FULL_TENANT_BYTES, max_document_bytes
+    from payroll_sandbox.edge.snapshot import FULL_TENANT_BYTES, max_document_bytes
 
     assert max_document_bytes(Limits()) == int(FULL_TENANT_BYTES * 1.25) < 160 * 2**20
     assert max_document_bytes(Limits(max_tasks=100, max_events=50, max_tokens=100)) == 16 * 2**20
@@ -269,8 +269,8 @@ async def test_one_large_restore_runs_at_a_time(make_client, monkeypatch):
     times their body; a large one waits its turn (429 `restore-busy` past
     --request-timeout), a small one does not wait, and each large one hands its memory
     back when it ends."""
-    from payroll_sandbox import snapshot
-    from payroll_sandbox.keys import SANDBOX
+    from payroll_sandbox.edge import snapshot
+    from payroll_sandbox.edge.keys import SANDBOX
 
     given_back = []
     monkeypatch.setattr(snapshot, "give_back_memory", lambda: given_back.append(1))
@@ -415,7 +415,7 @@ _PAIR = {"client_id": ACME["x-api-key"], "secret": ACME["x-api-secret"]}
 async def test_the_aggregators_operations_say_both_ways_their_credentials_come(client):
     """Point 9: the document named only the two headers, while the server takes the pair
     in the body too; every aggregator operation now says both, and the server does both."""
-    from payroll_sandbox.openapi import AGGREGATOR_CREDENTIALS
+    from payroll_sandbox.edge.openapi import AGGREGATOR_CREDENTIALS
 
     document = await (await client.get("/openapi.json")).json()
     aggregator_ops = [(path, op) for path, item in document["paths"].items()
@@ -444,7 +444,7 @@ async def test_the_aggregators_operations_say_both_ways_their_credentials_come(c
 async def test_a_body_of_many_unknown_fields_keeps_a_bounded_number_of_warnings(make_client):
     """Point 2: a 1 MiB body of 75,000 unknown fields kept every warning in the journal
     (8.9 MB a request). The first few are named, then a count; the header stays short."""
-    from payroll_sandbox.routes.pipeline import WARNINGS_KEPT
+    from payroll_sandbox.edge.pipeline import WARNINGS_KEPT
 
     client = await make_client()
     fields = {f"f{n:05d}": n for n in range(40_000)}

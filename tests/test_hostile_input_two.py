@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from aiohttp import web
 from conftest import ACME, GLOBEX, WALMART
 
-from payroll_sandbox.webhooks import dispatcher
+from payroll_sandbox.transport import dispatcher
 
 JSON = {"content-type": "application/json"}
 DEPOSIT = {"identifier": "user-1", "company": WALMART, "product": "deposit"}
@@ -153,7 +153,7 @@ def test_logs_hold_no_public_token_and_escape_spaces_in_paths():
 
 
 def test_secrets_in_a_webhook_url_stay_out_of_the_logs():
-    from payroll_sandbox.redact import loggable_url
+    from payroll_sandbox.transport.redact import loggable_url
 
     assert loggable_url("https://user:pass@hooks.example/in?token=abc#x") == \
         "https://[redacted]@hooks.example/in?[redacted]"
@@ -527,7 +527,7 @@ async def test_a_large_restore_is_parsed_off_the_event_loop(aiohttp_client, load
 async def test_a_long_array_checked_item_by_item_names_the_same_faults(aiohttp_client, loaded):
     """The restore checks long arrays one item at a time (short holds of the interpreter):
     the faults it names are those of one check of the whole document."""
-    from payroll_sandbox import snapshot
+    from payroll_sandbox.edge import snapshot
     from payroll_sandbox.validate import schema_errors
 
     _, original = await snapshot_client(aiohttp_client, loaded)

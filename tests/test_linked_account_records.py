@@ -21,7 +21,7 @@ from yarl import URL
 from calls import advance, call, error_of, run_until_idle, today
 from conftest import ACME, WALMART
 from receiver import assert_events_valid
-from payroll_sandbox.datagen import ProfileFactory
+from payroll_sandbox.load.datagen import ProfileFactory
 
 START = 1_780_000_000
 DAY = 86_400

@@ -30,8 +30,8 @@ from receiver import Receiver, closed_port
 
 from payroll_sandbox.app import build_registry, create_app
 from payroll_sandbox.domain.changes import WINDOW
-from payroll_sandbox.keys import SANDBOX
-from payroll_sandbox.listen import (CHECK_EVICTIONS, PAGE, Client, Follower, NewAttempt, NewEvent,
+from payroll_sandbox.edge.keys import SANDBOX
+from payroll_sandbox.tools.listen import (CHECK_EVICTIONS, PAGE, Client, Follower, NewAttempt, NewEvent,
                               Notice)
 from payroll_sandbox.settings import Settings
 

@@ -11,7 +11,7 @@ from receiver import HANG
 
 from payroll_sandbox.app import build_registry, create_app
 from payroll_sandbox.domain.changes import WINDOW
-from payroll_sandbox.keys import SANDBOX
+from payroll_sandbox.edge.keys import SANDBOX
 from payroll_sandbox.settings import Settings
 
 

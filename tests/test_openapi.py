@@ -6,7 +6,7 @@ from openapi_spec_validator import validate
 
 from conftest import ACME
 from payroll_sandbox.domain.shapes import schema_of
-from payroll_sandbox.routes import OPERATIONS
+from payroll_sandbox.edge.routes import OPERATIONS
 from payroll_sandbox.schemas import api
 
 
@@ -21,7 +21,7 @@ async def test_openapi_document_is_valid_openapi_3_1(client):
 async def test_openapi_publishes_the_schemas_the_handlers_enforce(client):
     """What the handlers check, less `additionalProperties: false` where an unknown field
     is ignored rather than refused (issue 37, point 9: the service's operations)."""
-    from payroll_sandbox.openapi import _open
+    from payroll_sandbox.edge.openapi import _open
 
     document = await (await client.get("/openapi.json")).json()
     search = document["paths"]["/company/search"]["post"]

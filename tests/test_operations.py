@@ -2,7 +2,7 @@
 with its method, and every operation's declared auth is what the server enforces.
 
 Routes, the auth rule and the OpenAPI document are all generated from the declarations
-in simulator/routes/ (routes/pipeline.py); these tests fail when anything is served
+in simulator/edge/routes/ (routes/pipeline.py); these tests fail when anything is served
 that the document does not describe, or described as public that is not, or the other
 way round.
 """
@@ -15,8 +15,8 @@ import pytest
 
 from conftest import ACME
 from payroll_sandbox.app import create_app
-from payroll_sandbox.operations import Auth
-from payroll_sandbox.routes import OPERATIONS
+from payroll_sandbox.edge.operations import Auth
+from payroll_sandbox.edge.routes import OPERATIONS
 from payroll_sandbox.settings import Settings
 
 PLACEHOLDER = re.compile(r"\{([^}:]+)(:[^}]*)?\}")
@@ -54,7 +54,7 @@ async def test_the_document_names_the_aggregator_of_the_service_profile(aiohttp_
 
 
 def operations_of(client):
-    from payroll_sandbox.keys import SANDBOX
+    from payroll_sandbox.edge.keys import SANDBOX
 
     return client.server.app[SANDBOX].operations
 

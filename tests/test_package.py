@@ -227,7 +227,7 @@ import sys
 
 import cloudevents
 
-import payroll_sandbox.pytest_plugin
+import payroll_sandbox.kit.pytest_plugin
 
 WALMART = "{walmart}"
 CLOUDEVENTS_MAJOR = "{cloudevents_major}"
@@ -378,7 +378,7 @@ def test_the_wheel_and_sdist_hold_the_package_under_its_own_name(dist):
         entry_points = wheel.read(f"{info}/entry_points.txt").decode()
         metadata = wheel.read(f"{info}/METADATA").decode()
     assert "payroll_sandbox/__init__.py" in names
-    assert "payroll_sandbox/pytest_plugin.py" in names and "payroll_sandbox/py.typed" in names
+    assert "payroll_sandbox/kit/pytest_plugin.py" in names and "payroll_sandbox/py.typed" in names
     for pattern in (r"payroll_sandbox/_bundled/fixtures/[^/]+\.yaml",
                     r"payroll_sandbox/_bundled/scenarios/[^/]+\.yaml",
                     r"payroll_sandbox/static/[^/]+\.js"):

@@ -17,8 +17,8 @@ import pytest
 from test_pytest_plugin import INNER_INI  # the settings customers are told to use
 
 from payroll_sandbox import SandboxWarning
-from payroll_sandbox.pytest_plugin import REPORT_SECTION
-from payroll_sandbox.testing import LoopbackCheck, LoopbackURLError, Sandbox, on_loopback
+from payroll_sandbox.kit.pytest_plugin import REPORT_SECTION
+from payroll_sandbox.kit.testing import LoopbackCheck, LoopbackURLError, Sandbox, on_loopback
 
 
 pytest_plugins = ["pytester"]

@@ -8,8 +8,8 @@ from datetime import date, timedelta
 
 import pytest
 
-from payroll_sandbox.datagen import ProfileFactory
-from payroll_sandbox.domain import data_profiles as dp
+from payroll_sandbox.load.datagen import ProfileFactory
+from payroll_sandbox.domain.accounts import data_profiles as dp
 from payroll_sandbox.errors import ValidationFailed
 
 TODAY = date(2026, 11, 27)
@@ -158,7 +158,7 @@ def test_bundled_profiles_load_with_a_description_each(loaded):
 
 
 def test_a_folder_adds_profiles_over_the_bundled_by_name(tmp_path):
-    from payroll_sandbox.loading import load
+    from payroll_sandbox.load.loading import load
     from payroll_sandbox.settings import Settings
 
     folder = _folder_with_profiles(tmp_path, (
@@ -176,8 +176,8 @@ def test_a_folder_adds_profiles_over_the_bundled_by_name(tmp_path):
     ("profiles:\n  bad: {income: {income: 9, incomeType: hourly}}\n", "$.profiles.bad"),
 ])
 def test_a_wrong_profiles_file_stops_the_start_with_file_and_path(tmp_path, text, path):
-    from payroll_sandbox.fixtures import ConfigError
-    from payroll_sandbox.loading import load
+    from payroll_sandbox.load.fixtures import ConfigError
+    from payroll_sandbox.load.loading import load
     from payroll_sandbox.settings import Settings
 
     folder = _folder_with_profiles(tmp_path, text)
@@ -204,7 +204,7 @@ from calls import call, error_of, run_until_idle  # noqa: E402
 from conftest import ACME, WALMART  # noqa: E402
 from jsonschema import Draft202012Validator  # noqa: E402
 
-from payroll_sandbox.domain.data_records import DATA_RECORDS  # noqa: E402
+from payroll_sandbox.domain.accounts.data_records import DATA_RECORDS  # noqa: E402
 from payroll_sandbox.domain.shapes import schema_of  # noqa: E402
 
 TARGET = "6410a0000000000000000003"  # a second employer (deposit, verify)
@@ -410,7 +410,7 @@ async def _with_accounts(aiohttp_client, clock, tmp_path, entries, profiles_text
     from conftest import REPO
 
     from payroll_sandbox.app import build_registry, create_app
-    from payroll_sandbox.loading import load
+    from payroll_sandbox.load.loading import load
     from payroll_sandbox.settings import Settings
 
     folder = tmp_path / "fixtures"
@@ -443,7 +443,7 @@ async def test_accounts_yaml_linked_accounts_take_profile_and_data(aiohttp_clien
 ])
 async def test_accounts_yaml_wrong_profile_names_file_and_path(aiohttp_client, clock, tmp_path,
                                                                entry, path):
-    from payroll_sandbox.fixtures import ConfigError
+    from payroll_sandbox.load.fixtures import ConfigError
 
     with pytest.raises(ConfigError) as raised:
         await _with_accounts(aiohttp_client, clock, tmp_path,
@@ -499,7 +499,7 @@ async def test_plugin_use_profile_async(async_payroll_sandbox):
 def test_docs_fixtures_profile_format_is_a_valid_profiles_file(tmp_path):
     from conftest import REPO
 
-    from payroll_sandbox.fixtures import load_profiles
+    from payroll_sandbox.load.fixtures import load_profiles
 
     text = (REPO / "docs" / "fixtures.md").read_text(encoding="utf-8")
     block = text.split("every field optional:\n\n```yaml\n", 1)[1].split("```", 1)[0]

@@ -23,8 +23,8 @@ import pytest
 import yaml  # noqa: F401
 
 from conftest import REPO
-from payroll_sandbox.pytest_plugin import SandboxError
-from payroll_sandbox.testing import WebhookReceiver
+from payroll_sandbox.kit.pytest_plugin import SandboxError
+from payroll_sandbox.kit.testing import WebhookReceiver
 
 pytest_plugins = ["pytester"]
 
@@ -485,11 +485,11 @@ def test_importing_the_plugin_leaves_the_server_out_of_a_customers_pytest_start(
     import sys
 
     loaded = json.loads(subprocess.run(
-        [sys.executable, "-c", "import sys, json, pytest; import payroll_sandbox.pytest_plugin; "
+        [sys.executable, "-c", "import sys, json, pytest; import payroll_sandbox.kit.pytest_plugin; "
          "print(json.dumps(sorted(sys.modules)))"],
         capture_output=True, text=True, check=True, timeout=60).stdout)
     heavy = [m for m in loaded if m.split(".")[0] in
              ("aiohttp", "jsonschema", "jsonschema_rs", "faker", "yaml", "orjson", "rapidfuzz",
               "apscheduler", "cloudevents")
-             or m in ("payroll_sandbox.app", "payroll_sandbox.catalog", "urllib.request")]
+             or m in ("payroll_sandbox.app", "payroll_sandbox.load.catalog", "urllib.request")]
     assert heavy == []

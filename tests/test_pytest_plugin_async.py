@@ -10,7 +10,7 @@ import hmac
 import pytest
 from aiohttp import web
 
-from payroll_sandbox.testing import (AsyncSandbox, AsyncWebhookReceiver, BlockingCallError,
+from payroll_sandbox.kit.testing import (AsyncSandbox, AsyncWebhookReceiver, BlockingCallError,
                                      SandboxError)
 
 WALMART = "6410a0000000000000000001"

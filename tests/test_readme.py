@@ -19,7 +19,7 @@ from conftest import REPO
 from test_cli import serving
 
 import payroll_sandbox
-from payroll_sandbox.cloudevents_sdk import sdk_major
+from payroll_sandbox.kit.cloudevents_sdk import sdk_major
 
 pytest_plugins = ["pytester"]
 
@@ -304,7 +304,7 @@ def table_flags(text: str) -> set[str]:
 def test_configuration_tables_name_every_flag_of_serve():
     """docs/configuration.md has every flag `payroll-sandbox serve` takes; the README's
     Configuration a few of them."""
-    from payroll_sandbox.cli import _parser
+    from payroll_sandbox.tools.cli import _parser
 
     serve = next(action for action in _parser()._subparsers._group_actions
                  if hasattr(action, "choices")).choices["serve"]
@@ -327,7 +327,7 @@ def test_readme_version_line_is_what_the_cli_prints():
 
 def test_readme_docker_and_ci_recipes_set_what_the_plugin_reads():
     """The recipes themselves run in tests/test_recipes.py."""
-    from payroll_sandbox.pytest_plugin import RECEIVER_HOST, URL_VARIABLE
+    from payroll_sandbox.kit.pytest_plugin import RECEIVER_HOST, URL_VARIABLE
 
     text = section("Docker and CI")
     assert "](docs/ci/testcontainers_conftest.py)" in text
@@ -356,7 +356,7 @@ def test_docs_plugin_standalone_example_runs_against_a_server(tmp_path, server):
 
 
 def test_docs_plugin_tables_name_every_fixture_and_option():
-    from payroll_sandbox import pytest_plugin, testing
+    from payroll_sandbox.kit import pytest_plugin, testing
 
     text = (DOCS / "plugin.md").read_text()
     source = Path(pytest_plugin.__file__).read_text()
@@ -403,13 +403,13 @@ def test_docs_fixtures_scenario_example_is_the_bundled_file():
 
 def test_readme_scenario_table_is_the_one_the_scenario_files_make():
     """Issue 23: the table lists every bundled scenario with the products it fits, made
-    from the files (`python -m payroll_sandbox.scenarios.table` prints it)."""
-    from payroll_sandbox.scenarios.table import bundled_table
+    from the files (`python -m payroll_sandbox.load.scenarios.table` prints it)."""
+    from payroll_sandbox.load.scenarios.table import bundled_table
 
     text = section("Tasks and scenarios")
     shown = "\n".join(line for line in text.splitlines() if line.startswith("|")) + "\n"
     assert shown == bundled_table(), ("regenerate the table: python -m "
-                                      "payroll_sandbox.scenarios.table")
+                                      "payroll_sandbox.load.scenarios.table")
     named = set(re.findall(r"`([a-z][a-z-]+)`(?: \(|,| \|)", shown))
     assert {path.stem for path in (REPO / "scenarios").glob("*.yaml")} <= named
 

@@ -12,7 +12,7 @@ from calls import script_result
 
 SCRIPT = textwrap.dedent('''
     import asyncio, json
-    from payroll_sandbox.domain import states
+    from payroll_sandbox.domain.tasks import states
     states.REQUEST_FIELDS["costCenter"] = states.TaskField(
         {"type": "string", "minLength": 1, "maxLength": 20}, "The customer's cost center.")
 

@@ -24,9 +24,9 @@ from jsonschema import Draft202012Validator
 
 from conftest import ACME, WALMART, openapi_document
 from payroll_sandbox.app import build_registry, create_app
-from payroll_sandbox.keys import SANDBOX
+from payroll_sandbox.edge.keys import SANDBOX
 from payroll_sandbox.settings import Settings
-from payroll_sandbox.webhooks.cloudevents import SIGNATURE_HEADER, sign
+from payroll_sandbox.transport.cloudevents import SIGNATURE_HEADER, sign
 from test_docs_examples import METHODS, NOT_FROM_THE_DOCUMENT, RUN_LAST, Examples, Key
 
 NETFLIX = "6410a0000000000000000060"  # a merchant: switch and present

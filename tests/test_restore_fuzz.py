@@ -25,7 +25,7 @@ import pytest
 
 from conftest import ACME
 from engine import Engine
-from payroll_sandbox import snapshot
+from payroll_sandbox.edge import snapshot
 from payroll_sandbox.errors import ApiError
 from test_snapshot import busy, fresh_app, snapshot_of
 

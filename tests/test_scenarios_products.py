@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from engine import Engine, bundled
 
-from payroll_sandbox.cli import main
-from payroll_sandbox.fixtures import ConfigError
-from payroll_sandbox.scenarios.loader import load_scenario, resolve_products
+from payroll_sandbox.tools.cli import main
+from payroll_sandbox.load.fixtures import ConfigError
+from payroll_sandbox.load.scenarios.loader import load_scenario, resolve_products
 from payroll_sandbox.schemas.responses import Scenario as ScenarioView
 
 PROFILE = {"deposit": "user-link", "verify": "user-link", "switch": "pay-link",

@@ -25,7 +25,7 @@ from calls import call, run_until_idle
 from conftest import FEDEX, WALMART
 
 from payroll_sandbox.app import build_registry, create_app, load
-from payroll_sandbox.domain.states import FAILURE_REASONS
+from payroll_sandbox.domain.tasks.states import FAILURE_REASONS
 from payroll_sandbox.settings import Settings
 
 NETFLIX = "6410a0000000000000000060"

@@ -16,7 +16,7 @@ import pytest
 from calls import advance, call, error_of, run_until_idle
 from conftest import ACME, FEDEX, WALMART
 
-from payroll_sandbox.domain.states import FAILURE_REASONS
+from payroll_sandbox.domain.tasks.states import FAILURE_REASONS
 
 HOOKS = "/hooks"
 # Every error code the hosted flow can meet on its own calls (/sdk/*, search, GET /task).

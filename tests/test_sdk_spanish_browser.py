@@ -4,7 +4,7 @@ default `en`).
 With `language: "es"` every screen, message and button of the flow is Spanish, its
 aria-labels, titles and placeholders too, and the page's <html lang> says so from the
 server's first byte; English stays the default and the key of the words
-(simulator/domain/flow_words.py). The browser tests walk the flow as
+(simulator/domain/flow/flow_words.py). The browser tests walk the flow as
 tests/test_sdk_browser.py does (its host page, sandbox and helpers) and look for English
 left on each screen: any of the flow's English sentences in the text the user reads, and
 any word that only the English flow uses, in the text, the hidden texts (screen-reader
@@ -29,8 +29,8 @@ from test_sdk_browser import (FLOW, events, host_url, on_screen, open_flow, page
                               wait_for_event)
 
 from payroll_sandbox.app import create_app
-from payroll_sandbox.domain import sdk
-from payroll_sandbox.domain.flow_words import (ENGLISH, LANGUAGES, SPANISH, flow_language,
+from payroll_sandbox.domain.flow import sdk
+from payroll_sandbox.domain.flow.flow_words import (ENGLISH, LANGUAGES, SPANISH, flow_language,
                                                flow_page)
 from payroll_sandbox.schemas.api import SDK_LANGUAGES
 from payroll_sandbox.settings import Settings

@@ -13,9 +13,9 @@ import pytest
 from aiohttp import ClientSession, web
 from conftest import ACME, REPO
 
-from payroll_sandbox.fixtures import ConfigError
+from payroll_sandbox.load.fixtures import ConfigError
 from payroll_sandbox.settings import load_settings
-from payroll_sandbox.webhooks.dispatcher import SHUTDOWN_GRACE
+from payroll_sandbox.transport.dispatcher import SHUTDOWN_GRACE
 
 GRACE = 0.5  # --shutdown-grace of the run below, wall seconds
 

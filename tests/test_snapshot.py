@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 from conftest import ACME, HOOKS, KROGER, REPO, WALMART
 
-from payroll_sandbox import snapshot
+from payroll_sandbox.edge import snapshot
 from payroll_sandbox.app import build_registry, create_app
 from payroll_sandbox.clock import Clock, isoformat
-from payroll_sandbox.keys import SANDBOX
+from payroll_sandbox.edge.keys import SANDBOX
 from payroll_sandbox.settings import Settings
 
 START = 1_780_000_000

@@ -25,12 +25,12 @@ import yaml
 from conftest import ACME, JOES_DINER, REPO, WALMART
 from engine import DAY, Engine, engine  # noqa: F401  (engine: a fixture)
 from receiver import Receiver, assert_events_valid
-from payroll_sandbox.cli import main
-from payroll_sandbox.domain import sdk
-from payroll_sandbox.domain.company_admin import set_company_status
+from payroll_sandbox.tools.cli import main
+from payroll_sandbox.domain.flow import sdk
+from payroll_sandbox.domain.companies.company_admin import set_company_status
 from payroll_sandbox.errors import ApiError, CompanyManualDeposits, CompanyUnderMaintenance
-from payroll_sandbox.fixtures import ConfigError
-from payroll_sandbox.scenarios.loader import load_scenario
+from payroll_sandbox.load.fixtures import ConfigError
+from payroll_sandbox.load.scenarios.loader import load_scenario
 
 NETFLIX = "6410a0000000000000000060"
 HOOKS = "/hooks"

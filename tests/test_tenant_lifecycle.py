@@ -12,7 +12,7 @@ import gc
 import weakref
 
 from conftest import ACME, HOOKS, WALMART
-from payroll_sandbox.keys import SANDBOX
+from payroll_sandbox.edge.keys import SANDBOX
 
 
 def keys_of(record: dict) -> dict:

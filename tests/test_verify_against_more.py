@@ -22,9 +22,9 @@ from test_real_api_surface import ROWS
 from test_verify_against import (FORWARDED, IDENTIFIER, KEYS, SESSION, closed_port,  # noqa: F401
                                  forwarding_app, second_sandbox, verify_against)
 
-from payroll_sandbox.cli import main
-from payroll_sandbox.routes import OPERATIONS
-from payroll_sandbox.verify import (CAPTURED_BY, HOOK_URL, MAX_DEPTH, PROBES, RECORD_KINDS,
+from payroll_sandbox.tools.cli import main
+from payroll_sandbox.edge.routes import OPERATIONS
+from payroll_sandbox.tools.verify import (CAPTURED_BY, HOOK_URL, MAX_DEPTH, PROBES, RECORD_KINDS,
                                     SECRET_NAME, in_process_sandbox, parse_answer)
 
 DEEP = 200_000

@@ -17,9 +17,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..domain.events import Event
-from ..domain.event_types import TASK_EVENTS
-from ..webhooks.cloudevents import SIGNATURE_HEADER
+from ..domain.webhooks.events import Event
+from ..domain.webhooks.event_types import TASK_EVENTS
+from ..transport.cloudevents import SIGNATURE_HEADER
 from .delivering import NONE, VALID, WRONG, Deliverer
 from .report import FAIL, PASS, SKIP, CheckResult, Delivery, excerpt, grouped, listed, ms
 from .sources import EventSource

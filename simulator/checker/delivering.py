@@ -1,6 +1,6 @@
 """Sending check-handler's deliveries: each event as the dispatcher sends an attempt
 (binary-mode CloudEvent, the body byte for byte, redirects not followed, through the one
-webhook sender, simulator/webhooks/sender.py), signed right, wrongly or not at all, within
+webhook sender, simulator/transport/sender.py), signed right, wrongly or not at all, within
 the run's bounds, every one kept for the report."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..webhooks.cloudevents import SIGNATURE_HEADER, sign, to_message
-from ..webhooks.sender import TIMEOUT, post
+from ..transport.cloudevents import SIGNATURE_HEADER, sign, to_message
+from ..transport.sender import TIMEOUT, post
 from .report import Delivery
 
 VALID, WRONG, NONE = "valid", "wrong", "none"   # how a delivery was signed

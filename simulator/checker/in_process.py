@@ -7,10 +7,10 @@ from typing import Any
 
 import msgspec
 
-from ..domain.companies import OPERATIONAL
-from ..domain.events import Event
-from ..domain.tasks import CreateTask, TaskCreateRequest
-from ..domain.event_types import event_types
+from ..domain.companies.companies import OPERATIONAL
+from ..domain.webhooks.events import Event
+from ..domain.tasks.tasks import CreateTask, TaskCreateRequest
+from ..domain.webhooks.event_types import event_types
 from ..schemas.responses import Scenario
 from .sources import EventSource
 
@@ -21,7 +21,7 @@ class InProcessSource(EventSource):
 
     def __init__(self, seed: int) -> None:
         from ..app import create_app
-        from ..keys import SANDBOX
+        from ..edge.keys import SANDBOX
         from ..settings import Settings
 
         super().__init__()
@@ -36,7 +36,7 @@ class InProcessSource(EventSource):
                           for s in self.tenant.rules.scenarios.values()]
 
     async def _trigger(self, request: dict[str, Any]) -> Event:
-        from ..domain.triggers import trigger_event
+        from ..domain.webhooks.triggers import trigger_event
         from ..schemas.api import TriggerRequest
 
         return trigger_event(self.tenant, self.aggregator, msgspec.convert(request, TriggerRequest))

@@ -9,8 +9,8 @@ from typing import Any
 from urllib.parse import quote
 
 from ..client import CannotReach, NotASandbox, SandboxClient, SandboxError
-from ..domain.companies import OPERATIONAL
-from ..domain.events import Event, event_body
+from ..domain.companies.companies import OPERATIONAL
+from ..domain.webhooks.events import Event, event_body
 from ..validate import parse_time
 from .arguments import CheckerError
 from .sources import CARRIER_SCENARIO, EventSource

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..webhooks.sender import is_ok, is_redirect
+from ..transport.sender import is_ok, is_redirect
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 SHOWN_PROBLEMS = 4          # problems named in a check's line (the JSON has them all)

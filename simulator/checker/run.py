@@ -9,8 +9,8 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from ..webhooks.dispatcher import ATTEMPT_TIMEOUT
-from ..webhooks.sender import new_session
+from ..transport.dispatcher import ATTEMPT_TIMEOUT
+from ..transport.sender import new_session
 from .arguments import CheckerError, checked_url, default_secret, select_types
 from .checks import BURST_CONCURRENCY, BURST_DELIVERIES, STATE_SETTLE, Suite
 from .delivering import Deliverer

@@ -8,9 +8,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import Any
 
-from ..domain.events import Event
-from ..domain.states import FAILURE_REASONS
-from ..domain.event_types import TASK_EVENTS
+from ..domain.webhooks.events import Event
+from ..domain.tasks.states import FAILURE_REASONS
+from ..domain.webhooks.event_types import TASK_EVENTS
 from .arguments import CheckerError, names_of
 
 CARRIER_SCENARIO = "happy-path"   # the real task a triggered task event names (fits every product)

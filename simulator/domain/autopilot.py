@@ -19,7 +19,7 @@ import msgspec
 
 from .shapes import UNSET, Command, Maybe, choice, of, schema_of
 from .stored import Sections, loaded
-from .tasks import Distribution
+from .tasks.tasks import Distribution
 
 
 class Autopilot(Command, kw_only=True, omit_defaults=False):

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from .companies import ManualDepositRule
+from .companies.companies import ManualDepositRule
 
 
 class TenantSettings(msgspec.Struct):

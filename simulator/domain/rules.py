@@ -15,8 +15,8 @@ from typing import Any, Protocol
 
 import msgspec
 
-from .companies import Catalog
-from .states import Scenario
+from .companies.companies import Catalog
+from .tasks.states import Scenario
 
 
 class ServiceProfile(msgspec.Struct, frozen=True):

@@ -18,7 +18,7 @@ from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union, get_args, 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType, field
 
-from ..dates import DATE_TIME
+from .dates import DATE_TIME
 
 __all__ = ["UNSET", "Answer", "Command", "Maybe", "Meta", "View", "choice", "decoder", "field",
            "given", "is_struct", "made", "of", "raw", "schema_of", "view_of"]

@@ -20,7 +20,7 @@ from typing import Annotated, Any, ClassVar, get_args, get_origin
 import msgspec
 from msgspec import Meta
 
-from ..dates import calendar_day_field
+from .dates import calendar_day_field
 from .shapes import schema_of
 
 # Every restored number in a range that no later read or run can trip over (issue 22):

@@ -21,21 +21,21 @@ from ..clock import Clock, isoformat
 from ..errors import (InvalidCredentials, InvalidPublicToken, MissingCredentials,
                       PublicTokenExpired, WrongEnvironment, field_detail)
 from .journal import Journal
-from .aggregator import Aggregator
+from .links.aggregator import Aggregator
 from .autopilot import Autopilots
 from .callbacks import Callbacks
 from .changes import EVENT, TASK, Changes
-from .companies import CompanyDirectory, ManualDepositRule
-from .events import Event, EventLog, event_body
-from .event_types import Draft
+from .companies.companies import CompanyDirectory, ManualDepositRule
+from .webhooks.events import Event, EventLog, event_body
+from .webhooks.event_types import Draft
 from .faults import ApiFaults
-from .identity import Identity, Ids, PublicToken
-from .linked_accounts import LinkedAccounts
+from .identity.identity import Identity, Ids, PublicToken
+from .accounts.linked_accounts import LinkedAccounts
 from .parts import TenantSettings
-from .processor_links import ProcessorLinks
+from .links.processor_links import ProcessorLinks
 from .rules import Rules
 from .stored import STRING, STRINGS, TIME, Sections, obj
-from .tasks import (EXPIRED_FILE_URL, FILE_URL_LIFETIME, INVALID_FILE_URL, FileUrlExpired,
+from .tasks.tasks import (EXPIRED_FILE_URL, FILE_URL_LIFETIME, INVALID_FILE_URL, FileUrlExpired,
                     InvalidFileUrl, Task, TaskFile, Tasks)
 from .timeline import Timeline
 

@@ -3,7 +3,7 @@ error body as structs (domain/shapes.py), in its snake_case names. A request's s
 the tenant's credentials in the body too (`client_id`, `secret`), as the aggregator does;
 its nested objects and its answers are open (the aggregator adds fields)."""
 
-from ..domain import aggregator
+from ..domain.links import aggregator
 from ..domain.shapes import (NO_CONTROL_CHARACTER, UNSET, Command, Maybe, View, choice, of, raw,
                              schema_of)
 

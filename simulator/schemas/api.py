@@ -8,18 +8,18 @@ its shape; its schema is `schema_of(struct)`, derived when an operation first ne
 
 from typing import Any
 
-from ..domain.companies import SCOPES, CompanySummary
-from ..domain.data_profiles import PROFILE_SCHEMA
-from ..domain.sdk import MfaPrompt
-from ..domain.search import SearchRequest
+from ..domain.companies.companies import SCOPES, CompanySummary
+from ..domain.accounts.data_profiles import PROFILE_SCHEMA
+from ..domain.flow.sdk import MfaPrompt
+from ..domain.companies.search import SearchRequest
 from ..domain.shapes import (EVENT_TYPES, PROCESSOR_TOKENS, PRODUCTS, TASK_SCENARIOS, UNSET,
                              AnyDateTime, Command, DateTime, Identifier, Maybe, Metadata, Name,
                              Text, Texts, UserIdentifier, View, after_cursor, choice, field, of,
                              raw, schema_of, text)
-from ..domain.states import DEEPLINK_STEPS, PAYMENT_METHOD, WRITTEN_PAYMENT_METHOD
-from ..domain.tasks import (Distribution, ScenarioName, TaskCreateRequest, TaskDetails, TaskItem,
+from ..domain.tasks.states import DEEPLINK_STEPS, PAYMENT_METHOD, WRITTEN_PAYMENT_METHOD
+from ..domain.tasks.tasks import (Distribution, ScenarioName, TaskCreateRequest, TaskDetails, TaskItem,
                             TaskItems, TaskOptions, TaskStatus)
-from ..dates import date_time_field
+from ..domain.dates import date_time_field
 from .fixtures import COMPANY_SCHEMA, CONTINUOUS_ACCESS, MANUAL_DEPOSITS
 
 

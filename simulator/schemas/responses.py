@@ -14,15 +14,15 @@ from typing import Any
 
 import msgspec
 
-from ..dates import DATE_TIME, calendar_day_field, date_time_field
-from ..domain.data_profiles import PROFILE_SCHEMA
-from ..domain.sdk import FlowTask
-from ..domain.data_records import LinkedAccountRecord
+from ..domain.dates import DATE_TIME, calendar_day_field, date_time_field
+from ..domain.accounts.data_profiles import PROFILE_SCHEMA
+from ..domain.flow.sdk import FlowTask
+from ..domain.accounts.data_records import LinkedAccountRecord
 from ..domain.faults import FiredRule
 from ..domain.shapes import UNSET, Answer, Maybe, View, choice, field, of, raw, schema_of, view_of
-from ..domain.states import (DEEPLINK_STEPS, SCENARIO_KINDS, STEP_STATUSES,
+from ..domain.tasks.states import (DEEPLINK_STEPS, SCENARIO_KINDS, STEP_STATUSES,
                              WRITTEN_PAYMENT_METHOD)
-from ..domain.tasks import TaskStatus
+from ..domain.tasks.tasks import TaskStatus
 from .api import (DELIVERY_STATES, CardTokenRecreationRequest, EndpointId, EndpointWrite,
                   ScenarioBindingRequest, WebhookFaultsRequest)
 from .fixtures import ENVIRONMENTS

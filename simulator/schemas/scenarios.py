@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..domain.states import (AUTHENTICATION_METHODS, CHANGED_FIELDS, FAILURE_REASONS,
+from ..domain.tasks.states import (AUTHENTICATION_METHODS, CHANGED_FIELDS, FAILURE_REASONS,
                              PAYMENT_METHOD, SCENARIO_KINDS, STEP_FIELDS, STEP_STATUSES,
                              UPDATE_TYPES, field_schemas)
 

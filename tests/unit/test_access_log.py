@@ -9,8 +9,8 @@ import logging
 
 import pytest
 
-from payroll_sandbox import logs
-from payroll_sandbox.logs import (ACCESS_MESSAGE, BatchedAccessLog, JsonLogFormatter,
+from payroll_sandbox.edge import logs
+from payroll_sandbox.edge.logs import (ACCESS_MESSAGE, BatchedAccessLog, JsonLogFormatter,
                                 TextLogFormatter, access_log)
 
 ARGS = ("POST", "/company/search", 200, 0.123, "acme")

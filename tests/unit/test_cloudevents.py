@@ -13,8 +13,8 @@ from cloudevents.core.bindings.http import HTTPMessage, from_binary
 from cloudevents.core.formats.json import JSONFormat
 from cloudevents.core.v1.event import CloudEvent
 
-from payroll_sandbox.domain.events import Event
-from payroll_sandbox.webhooks.cloudevents import SIGNATURE_HEADER, to_message
+from payroll_sandbox.domain.webhooks.events import Event
+from payroll_sandbox.transport.cloudevents import SIGNATURE_HEADER, to_message
 
 SECRET = "sandbox-secret-acme-0001"
 # 2026-05-28T20:26:40.123600Z: more precision than the service writes.

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from payroll_sandbox import routes  # noqa: F401  (declares the operations)
+from payroll_sandbox.edge import routes  # noqa: F401  (declares the operations)
 from payroll_sandbox.domain.shapes import UNSET
-from payroll_sandbox.domain.tasks import CreateTask, TaskCreateRequest, TaskItem
-from payroll_sandbox.operations import OPERATIONS
+from payroll_sandbox.domain.tasks.tasks import CreateTask, TaskCreateRequest, TaskItem
+from payroll_sandbox.edge.operations import OPERATIONS
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tracemalloc
 
-from payroll_sandbox.domain.events import Event
+from payroll_sandbox.domain.webhooks.events import Event
 
 
 def test_a_stored_event_body_takes_about_its_own_length():

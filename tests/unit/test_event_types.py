@@ -6,7 +6,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from payroll_sandbox.domain.event_types import (COMPANY_CREATED, CONTINUOUS_ACCESS, MAINTENANCE_MODE,
+from payroll_sandbox.domain.webhooks.event_types import (COMPANY_CREATED, CONTINUOUS_ACCESS, MAINTENANCE_MODE,
                                             PII_DATA_DELETED, TASK_STATUS_UPDATED, Family,
                                             declared, event_schema, event_types,
                                             processor_link_events)

@@ -52,12 +52,12 @@ def test_no_import_circles():
 
 
 def test_no_folder_level_import_circle():
-    """The folders show the rings: `snapshot` does not import `routes` (the fault targets
-    come from the Sandbox); the domain imports none of `schemas`, the catalog, the
-    fixtures, the journal or the scenarios (the types it needs live in it: the event
-    types, the data records, the company and user views), and `schemas` imports the
-    domain's; the transport does not import the settings, nor the scenarios' table the
-    start-up load."""
+    """The folders show the rings (docs/ARCHITECTURE.md): the edge, the transport, the customer
+    kit, the operator tools, the start-up load and the domain each import only rings inside
+    them; the domain imports none of `schemas`, the load (the catalog, the fixtures, the
+    scenarios) or the settings (the types it needs live in it: the event types, the data
+    records, the company and user views), and `schemas` imports the domain's; the transport
+    does not import the settings, nor the scenarios' table the start-up load."""
     assert _circles(architecture.folder_graph(_imports())) == []
 
 
@@ -67,10 +67,23 @@ def test_the_check_finds_a_circle():
 
 def test_the_domain_imports_no_web_or_transport_module():
     """The domain holds the rules and the state; it never imports the edge (aiohttp's
-    routes, the middleware, rendering, the request and answer schemas), or the transport
-    that sends webhooks and runs the clock."""
-    outside = ("routes", "middleware", "render", "webhooks", "app", "keys", "server",
-               "snapshot", "scheduler", "schemas")
+    routes, the middleware, rendering, snapshots, the request and answer schemas), the
+    transport that sends webhooks and runs the clock, the start-up load, or the kit and
+    tools around them."""
+    outside = ("edge", "transport", "kit", "tools", "checker", "load", "app", "settings",
+               "schemas", "testing", "verify", "client")
     leaks = {module: sorted(t for t in targets if t.split(".")[0] in outside)
              for module, targets in _imports().items() if module.startswith("domain")}
     assert {module: found for module, found in leaks.items() if found} == {}
+
+
+def test_the_top_level_is_the_face_and_no_folder_is_crowded():
+    """Issue 44's layout: at most 12 modules at the top (the package's face, its entry points
+    and a few shared helpers) and at most 15 in any folder."""
+    counts: dict[str, int] = {}
+    for module, path in architecture.source_modules(PACKAGE).items():
+        if module and path.name != "__init__.py":
+            folder = module.rpartition(".")[0]
+            counts[folder] = counts.get(folder, 0) + 1
+    assert counts[""] <= 12, counts[""]
+    assert {f: n for f, n in counts.items() if n > 15} == {}

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from payroll_sandbox import loadcache, loading
-from payroll_sandbox.fixtures import ConfigError
+from payroll_sandbox.load import loadcache, loading
+from payroll_sandbox.load.fixtures import ConfigError
 from payroll_sandbox.settings import Settings, bundled_dir
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import yarl
 
-from payroll_sandbox.webhooks.policy import OutboundPolicy
+from payroll_sandbox.transport.policy import OutboundPolicy
 
 
 def test_the_policy_forgets_its_answers_when_the_sandbox_starts_listening():
@@ -19,7 +19,7 @@ def test_the_policy_forgets_its_answers_when_the_sandbox_starts_listening():
 
 
 def test_the_answers_kept_are_bounded():
-    from payroll_sandbox.webhooks.policy import KEPT_URLS
+    from payroll_sandbox.transport.policy import KEPT_URLS
 
     policy = OutboundPolicy()
     for number in range(KEPT_URLS + 10):

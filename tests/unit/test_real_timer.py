@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from types import SimpleNamespace
 
-from payroll_sandbox import scheduler
+from payroll_sandbox.transport import scheduler
 from payroll_sandbox.clock import REAL, Clock
 from payroll_sandbox.domain.timeline import Timeline
-from payroll_sandbox.scheduler import RealTimer
+from payroll_sandbox.transport.scheduler import RealTimer
 
 
 def runner_with_job_in(name: str, seconds: float) -> SimpleNamespace:

@@ -14,11 +14,11 @@ from types import SimpleNamespace
 
 from payroll_sandbox.clock import Clock, isoformat
 from payroll_sandbox.domain.changes import Changes
-from payroll_sandbox.domain.events import Event
-from payroll_sandbox.domain.identity import Ids
+from payroll_sandbox.domain.webhooks.events import Event
+from payroll_sandbox.domain.identity.identity import Ids
 from payroll_sandbox.domain.timeline import Timeline
-from payroll_sandbox.domain.outbox import DELIVERED, FAILED, Answer
-from payroll_sandbox.webhooks.dispatcher import Dispatcher
+from payroll_sandbox.domain.webhooks.outbox import DELIVERED, FAILED, Answer
+from payroll_sandbox.transport.dispatcher import Dispatcher
 
 T0 = 1_780_000_000.0
 URL = "http://receiver.invalid/hooks"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from payroll_sandbox.fixtures import ConfigError
-from payroll_sandbox.scenarios.loader import load_scenario, load_scenarios
+from payroll_sandbox.load.fixtures import ConfigError
+from payroll_sandbox.load.scenarios.loader import load_scenario, load_scenarios
 
 BUNDLED = Path(__file__).resolve().parents[2] / "scenarios"
 

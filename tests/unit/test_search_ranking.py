@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from payroll_sandbox.domain.companies import Company
-from payroll_sandbox.domain.search import SearchIndex, normalize
+from payroll_sandbox.domain.companies.companies import Company
+from payroll_sandbox.domain.companies.search import SearchIndex, normalize
 
 EXACT, PREFIX, EVERY_WORD, TYPO = 0, 1, 2, 3
 
@@ -156,7 +156,7 @@ def test_search_ranking_two_spaces_between_query_words_still_find_the_exact_name
 
 
 def test_search_fuzzy_answers_are_kept_for_a_bounded_number_of_queries():
-    from payroll_sandbox.domain.search import FUZZY_CACHE
+    from payroll_sandbox.domain.companies.search import FUZZY_CACHE
 
     index = SearchIndex(CATALOG)
     first = ranked(index, "hoem depto")

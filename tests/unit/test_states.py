@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from payroll_sandbox.domain.states import (COMPLETED, FAILED, FINAL, TASK_PATCHES, TASK_TRANSITIONS,
+from payroll_sandbox.domain.tasks.states import (COMPLETED, FAILED, FINAL, TASK_PATCHES, TASK_TRANSITIONS,
                                      emits_status_update, transition_error)
 
 STATUSES = ("queued", "processing", "completed", "failed")

@@ -1,4 +1,4 @@
-"""The drift check's pure parts (simulator/verify.py): the structural diff of two JSON
+"""The drift check's pure parts (simulator/tools/verify.py): the structural diff of two JSON
 answers, the status rule, and what is refused before anything is sent."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from payroll_sandbox.verify import (COMPANY_STATUS, INCOME_TYPE, NOT_JSON, PROBES, Probe,
+from payroll_sandbox.tools.verify import (COMPANY_STATUS, INCOME_TYPE, NOT_JSON, PROBES, Probe,
                                     diff_answers, diff_json, production_signal, refusal)
 
 COMPANY = {"_id": "6410a0000000000000000001", "name": "Walmart", "status": "operational",

@@ -1,0 +1,1 @@
+"""The accounts part: linked accounts, their pay calendars, records and profiles."""

@@ -1,0 +1,1 @@
+"""The company directory: the catalog, search and a company's admin."""

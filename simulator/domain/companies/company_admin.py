@@ -1,0 +1,150 @@
+"""Company changes through the control plane, each emitting the spec's company events.
+
+Changes stay inside the tenant that made them (spec: Company events;
+DESIGN.md: Tenancy). Company events carry no `user`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from msgspec.structs import replace
+
+from ...errors import CompanyExists, CompanyNotFound, UnknownProducts, ValidationFailed, field_detail
+from ..rules import ServiceProfile
+from .companies import (DISABLED, OPERATIONAL, UNDER_MAINTENANCE, UNKNOWN_COMPANY, Company,
+                        CompanyDirectory, company_from_fixture)
+from ..webhooks.event_types import COMPANY_CREATED, COMPANY_DELETED, COMPANY_UPDATED, MAINTENANCE_MODE
+
+ALREADY_EXISTS = "A company with the id {company_id!r} already exists."
+NOT_A_PARENT = "Company {company_id!r} is not tagged franchise-parent."
+UNKNOWN_PRODUCTS = "Unknown products: {products}."
+CHILD_TAG = "A company with franchiseParent must be tagged franchise-child."
+PARENT_NEEDED = "A franchise-child needs franchiseParent."
+
+
+def create_company(companies: CompanyDirectory, emit: Callable[..., Any], new_id: Callable[[], str],
+                   service: ServiceProfile, body: dict[str, Any]) -> Company:
+    """POST /_sandbox/companies: emits company-created."""
+    if "_id" not in body:
+        body = {**body, "_id": new_id()}
+    if companies.get(body["_id"]) is not None:
+        raise CompanyExists(ALREADY_EXISTS.format(company_id=body["_id"]),
+                            details=[field_detail("$._id", "already exists")])
+    _check_references(companies, service, body)
+    company = company_from_fixture(body, service)
+    companies.put(company)
+    emit(COMPANY_CREATED(company_id=company.id))
+    return company
+
+
+def update_company(companies: CompanyDirectory, emit: Callable[..., Any], service: ServiceProfile,
+                   company_id: str, body: dict[str, Any]) -> Company:
+    """PATCH /_sandbox/companies/{id}: the given fields replaced; emits company-updated."""
+    current = companies.require(company_id)
+    merged = {**fixture_of(current), **body, "_id": current.id}
+    _check_references(companies, service, merged)
+    company = replace(company_from_fixture(merged, service),
+                      maintenance_products=current.maintenance_products)
+    if company == current:
+        return current  # nothing changed: no event (spec: "A company was updated")
+    companies.put(company)
+    emit(COMPANY_UPDATED(company_id=company.id))
+    return company
+
+
+def delete_company(companies: CompanyDirectory, emit: Callable[..., Any], company_id: str) -> None:
+    """DELETE /_sandbox/companies/{id}: emits company-deleted."""
+    company = companies.require(company_id)
+    companies.delete(company.id)
+    emit(COMPANY_DELETED(company_id=company.id))
+
+
+def set_company_status(companies: CompanyDirectory, emit: Callable[..., Any], company_id: str,
+                       status: str, products: list[str] | None = None) -> Company:
+    """Maintenance on or off, or disabled (spec: Company status).
+
+    Into or out of maintenance emits `maintenance-mode` (status `maintenance` with the
+    products, or `operational` with an empty list); the spec does not show how
+    `disabled` is announced, so the sandbox emits `company-updated` for it. Only a change
+    is announced (spec: "When: A company's maintenance status changed"): the same status
+    set again, with the same products, emits nothing.
+    """
+    company = companies.require(company_id)
+    if products:
+        unknown = sorted(set(products) - set(company.available_products))
+        if unknown:
+            raise_unknown_products(unknown)
+    maintenance_products = tuple(products or company.available_products)
+    if status == UNDER_MAINTENANCE:
+        if (company.status == UNDER_MAINTENANCE
+                and company.maintenance_products == maintenance_products):
+            return company
+        updated = companies.with_changes(company, status=status,
+                                                maintenance_products=maintenance_products)
+        emit(MAINTENANCE_MODE(company_id=company.id, status="maintenance",
+                                     products=list(maintenance_products)))
+    elif status == OPERATIONAL:
+        if company.status == OPERATIONAL:
+            return company
+        updated = companies.with_changes(company, status=status, maintenance_products=())
+        if company.status == UNDER_MAINTENANCE:
+            emit(MAINTENANCE_MODE(company_id=company.id, status="operational", products=[]))
+        elif company.status == DISABLED:
+            emit(COMPANY_UPDATED(company_id=company.id))
+    else:
+        if company.status == DISABLED:
+            return company
+        updated = companies.with_changes(company, status=DISABLED, maintenance_products=())
+        emit(COMPANY_UPDATED(company_id=company.id))
+    return updated
+
+
+def raise_unknown_products(unknown: list[str]) -> None:
+    raise UnknownProducts(UNKNOWN_PRODUCTS.format(products=", ".join(unknown)),
+                          details=[field_detail("$.products", f"not offered by the company: {p}")
+                                    for p in unknown])
+
+
+def _check_references(companies: CompanyDirectory, service: ServiceProfile,
+                      body: dict[str, Any]) -> None:
+    parent_id = body.get("franchiseParent")
+    child = "franchise-child" in body.get("tags", [])
+    if parent_id is not None:
+        parent = companies.get(parent_id) if parent_id != body.get("_id") else None
+        if parent is None and parent_id != body.get("_id"):  # unknown: a 404 as everywhere
+            raise CompanyNotFound(UNKNOWN_COMPANY.format(company_id=parent_id),
+                                  details=[field_detail("$.franchiseParent", "unknown company id")])
+        if parent is None or "franchise-parent" not in parent.tags:  # itself, or no parent
+            raise ValidationFailed(NOT_A_PARENT.format(company_id=parent_id),
+                                   details=[field_detail("$.franchiseParent", "not a franchise parent")])
+        if not child:
+            raise ValidationFailed(CHILD_TAG, details=[field_detail("$.tags", CHILD_TAG)])
+    elif child:
+        raise ValidationFailed(PARENT_NEEDED,
+                               details=[field_detail("$.franchiseParent", PARENT_NEEDED)])
+    products = body.get("connector", {}).get("availableProducts", [])
+    unknown = [p for p in products if p not in service.products]
+    if unknown:
+        raise UnknownProducts(
+            UNKNOWN_PRODUCTS.format(products=", ".join(unknown)),
+            details=[field_detail("$.connector.availableProducts", f"unknown: {p}") for p in unknown])
+
+
+def fixture_of(company: Company) -> dict[str, Any]:
+    """A company as a companies.yaml entry (so an update can merge fields into it)."""
+    record: dict[str, Any] = {
+        "_id": company.id, "name": company.name, "status": company.status,
+        "tags": list(company.tags), "branding": company.branding,
+        "connector": {"_id": company.connector_id,
+                      "availableProducts": list(company.available_products),
+                      "capabilities": dict(company.capabilities)},
+    }
+    if company.franchise_parent:
+        record["franchiseParent"] = company.franchise_parent
+    if company.default_scenario:
+        record["defaultScenario"] = company.default_scenario
+    if company.max_payment_methods is not None:
+        record["maxPaymentMethods"] = company.max_payment_methods
+    return record

@@ -1,0 +1,1 @@
+"""The hosted flow's steps and words."""

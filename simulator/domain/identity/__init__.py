@@ -1,0 +1,1 @@
+"""The identity part: users and their public tokens, and a user's removal."""

@@ -1,0 +1,1 @@
+"""The links part: processor tokens and links, and the aggregator's own API."""

@@ -1,0 +1,626 @@
+"""The aggregator's side of the processor-token flow: items, their public and access tokens,
+accounts, and the processor tokens minted from them (DESIGN.md, The aggregator's own API).
+
+The customer's server does at the aggregator what the spec's "Steps at the third-party
+aggregator" list: a public token for a linked item (here the aggregator's sandbox call
+`/sandbox/public_token/create`), its exchange for an access token, the item's accounts,
+and a processor token for one account (real-service facts 10). That token is the one
+`POST /<aggregator>/processor-links` takes: it records its item, the item's products and
+`transactions.days_requested`, so the service's pipeline pulls what the item allows (the
+item's own transactions, which /transactions/sync answers too: aggregator_data.py), and
+fails with the aggregator's error once the item needs its user to log in again
+(`/sandbox/item/reset_login`).
+
+Around that flow, what a customer's own code calls next: the item (/item/get), a link
+token, an institution, the item's transactions, and its webhooks. An item may carry a
+webhook URL (`options.webhook`, /item/webhook/update); /sandbox/item/fire_webhook sends the
+aggregator's own webhook there, a JSON body in its conventions, through the tenant's
+ledger and outbox like every delivery (Tenant.emit_webhook; facts 10).
+
+Every function is one operation of the aggregator's API and returns its answer (snake_case,
+with `request_id`, as the aggregator answers); errors are AggregatorError, rendered in the
+aggregator's error body by routes/aggregator_api.py. Ids are seeded (tenant.ids); tokens
+come from `unguessable`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import random
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+from ...clock import Clock, isoformat
+from ...errors import ApiError
+from .aggregator_data import (INSTITUTIONS, Institution, institution_status, item_history,
+                              transaction_record)
+from ..identity.identity import unguessable
+from ..webhooks.events import EventLog
+from .processor_links import DaysRequested, ProcessorLinks, ProcessorTokenRequest
+from ..shapes import given
+from ..stored import Amount, Sections, Stored, Time, array, stored, unique
+
+PUBLIC_TOKEN_LIFETIME = 1800   # the aggregator's public tokens live 30 minutes, one exchange
+LINK_TOKEN_LIFETIME = 4 * 3600  # its link tokens, 4 hours
+DEFAULT_DAYS_REQUESTED = 90    # transactions.days_requested when the link does not say
+TRANSACTIONS = "transactions"  # the product the service needs (spec: Steps at the aggregator)
+SYNC_COUNT = 100               # /transactions/sync: transactions a page, unless `count` says
+
+EXPECTED_FORMAT = "expected format: {kind}-<environment>-<identifier>"
+UNKNOWN_PUBLIC_TOKEN = "provided public token is not valid: it is unknown or already exchanged"
+EXPIRED_PUBLIC_TOKEN = ("provided public token is expired. Public tokens expire 30 minutes after "
+                        "creation at which point they can no longer be exchanged")
+UNKNOWN_ACCESS_TOKEN = ("provided access token is not valid: it is unknown, or its item was "
+                        "removed")
+OTHER_ENVIRONMENT = "provided {kind} token is for the {theirs} environment; this is {ours}"
+UNKNOWN_ACCOUNT = "account_id {account_id!r} is not an account of this item"
+LOGIN_REQUIRED = ("the login details of this item have changed (credentials, MFA, or required "
+                  "user action) and a user login is required to update this information. "
+                  "use Link's update mode to restore the item to a good state")
+ITEM_REMOVED = "the item this processor token was created for was removed at the aggregator"
+UNKNOWN_INSTITUTION = ("invalid institution_id provided: {institution_id!r} is no institution "
+                       "of this sandbox (ins_109508 to ins_109512, ins_127287)")
+OTHER_COUNTRY = "institution {institution_id!r} is not in the country_codes asked for ({codes})"
+NO_TRANSACTIONS = ("this item was linked without the transactions product (initial_products); "
+                   "link a new item with it")
+BAD_CURSOR = "cursor is not a cursor /transactions/sync gave for this item (and account_id)"
+NO_WEBHOOK = ("the item has no webhook URL: give one as options.webhook to "
+              "/sandbox/public_token/create, or with /item/webhook/update")
+WRONG_WEBHOOK_TYPE = "webhook_code {code} is not a webhook of webhook_type {given} (it is {type})"
+PRODUCT_NOT_ENABLED = ("the item has no {product} product (its products: {products}), so it "
+                       "fires no {type} {code} webhook")
+NOT_SERVED = ("{code} is a webhook of a product the sandbox's items do not have ({what}); "
+              "it fires: {fired}")
+USER_PERMISSION_REVOKED = ("the user has revoked access to this item at the institution; "
+                           "the item cannot be updated until they link it again")
+
+
+# -- errors, in the aggregator's terms ------------------------------------------------------------
+
+class AggregatorError(ApiError):
+    """An error of the aggregator's API: its `error_type` and `error_code` (HTTP 400, as the
+    aggregator answers item and input errors). `code` (the journal's) follows from them."""
+
+    status = 400
+    error_type = "INVALID_INPUT"
+    error_code = "INVALID_INPUT"
+    display_message: str | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.code = cls.error_code.lower().replace("_", "-")
+
+    def aggregator_error(self) -> dict[str, Any]:
+        """The error as the aggregator reports it (its error body without request_id; the
+        `errorType`/`errorCode` of an aggregator-error event come from the same fields)."""
+        return {"error_type": self.error_type, "error_code": self.error_code,
+                "error_message": self.message, "display_message": self.display_message}
+
+
+class InvalidPublicToken(AggregatorError):
+    error_code = "INVALID_PUBLIC_TOKEN"
+
+
+class InvalidAccessToken(AggregatorError):
+    error_code = "INVALID_ACCESS_TOKEN"
+
+
+class InvalidAccountId(AggregatorError):
+    error_code = "INVALID_ACCOUNT_ID"
+
+
+class ItemLoginRequired(AggregatorError):
+    error_type = "ITEM_ERROR"
+    error_code = "ITEM_LOGIN_REQUIRED"
+
+
+class ProductsNotSupported(AggregatorError):
+    """The item lacks the product asked for (the pipeline's aggregator-error says the same
+    of an item linked for `auth` only)."""
+
+    error_type = "ITEM_ERROR"
+    error_code = "PRODUCTS_NOT_SUPPORTED"
+
+
+class InvalidInstitution(AggregatorError):
+    error_code = "INVALID_INSTITUTION"
+
+
+class InvalidField(AggregatorError):
+    error_type = "INVALID_REQUEST"
+    error_code = "INVALID_FIELD"
+
+
+class SandboxWebhookInvalid(AggregatorError):
+    error_type = "SANDBOX_ERROR"
+    error_code = "SANDBOX_WEBHOOK_INVALID"
+
+
+class SandboxProductNotEnabled(AggregatorError):
+    error_type = "SANDBOX_ERROR"
+    error_code = "SANDBOX_PRODUCT_NOT_ENABLED"
+
+
+# -- records ----------------------------------------------------------------------------------
+
+class Account(Stored):
+    """One account of an item, with its balances (the aggregator's AccountBase)."""
+
+    account_id: str
+    name: str
+    official_name: str
+    mask: str
+    type: str
+    subtype: str
+    available: Amount
+    current: Amount
+
+    def record(self) -> dict[str, Any]:
+        return {"account_id": self.account_id, "name": self.name,
+                "official_name": self.official_name, "mask": self.mask, "type": self.type,
+                "subtype": self.subtype,
+                "balances": {"available": self.available, "current": self.current,
+                             "limit": None, "iso_currency_code": "USD",
+                             "unofficial_currency_code": None}}
+
+
+class Item(Stored):
+    """A user's login at an institution, as the aggregator keeps it: the products its link
+    asked for, its accounts, and its tokens (the public token until it is exchanged, then
+    the access token)."""
+
+    item_id: str
+    institution_id: str
+    products: list[str]
+    days_requested: DaysRequested
+    webhook: str | None
+    accounts: list[Account]
+    created_at: Time
+    public_token: str | None
+    public_token_expires_at: Time
+    access_token: str | None = None
+    login_required: bool = False   # /sandbox/item/reset_login: the user must log in again
+
+    def record(self) -> dict[str, Any]:
+        """The aggregator's Item object (/accounts/get, /item/get): its `error` is the one
+        its calls answer, ITEM_LOGIN_REQUIRED once its login was reset."""
+        institution = INSTITUTIONS.get(self.institution_id)
+        error = None
+        if self.login_required:
+            error = {**ItemLoginRequired(LOGIN_REQUIRED).aggregator_error(),
+                     "status": ItemLoginRequired.status}
+        return {"item_id": self.item_id, "institution_id": self.institution_id,
+                "institution_name": institution.name if institution else None,
+                "webhook": self.webhook, "error": error,
+                "available_products": [], "billed_products": list(self.products),
+                "products": list(self.products), "consented_products": list(self.products),
+                "consent_expiration_time": None, "update_type": "background"}
+
+
+# The two accounts every sandbox item has, as the aggregator's sandbox institutions give.
+_ACCOUNTS = (("Checking", "Standard Checking", "0000", "checking", (50, 5000)),
+             ("Saving", "Silver Standard 0.1% Interest Saving", "1111", "savings", (200, 20000)))
+
+
+# -- institutions and cursors ------------------------------------------------------------------
+
+def institution(institution_id: str) -> Institution:
+    """A sandbox institution (aggregator_data.INSTITUTIONS), or the aggregator's error."""
+    found = INSTITUTIONS.get(institution_id)
+    if found is None:
+        raise InvalidInstitution(UNKNOWN_INSTITUTION.format(institution_id=institution_id))
+    return found
+
+
+def _cursor(item: Item, account_id: str | None, offset: int) -> str:
+    """An opaque cursor, as the aggregator's are: the item, the account asked for, and how
+    far into their history the reader is."""
+    text = f"{item.item_id}:{account_id or ''}:{offset}"
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def _cursor_offset(cursor: str, item: Item, account_id: str | None, total: int) -> int:
+    """Where a cursor `_cursor` made for this item and account left off (none: the start);
+    any other is the aggregator's INVALID_FIELD."""
+    if not cursor:
+        return 0
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        item_id, account, offset = text.rsplit(":", 2)
+        if (item_id, account or None) == (item.item_id, account_id) and 0 <= int(offset) <= total:
+            return int(offset)
+    except (ValueError, UnicodeDecodeError, binascii.Error):
+        pass
+    raise InvalidField(BAD_CURSOR)
+
+
+# -- the aggregator's webhooks ----------------------------------------------------------------
+
+# Each webhook /sandbox/item/fire_webhook fires: its webhook_type, and the product the item
+# needs for it (None: any item). DEFAULT_UPDATE goes with any of DEFAULT_UPDATE_TYPES.
+FIRED = {"DEFAULT_UPDATE": ("TRANSACTIONS", TRANSACTIONS),
+         "SYNC_UPDATES_AVAILABLE": ("TRANSACTIONS", TRANSACTIONS),
+         "RECURRING_TRANSACTIONS_UPDATE": ("TRANSACTIONS", TRANSACTIONS),
+         "NEW_ACCOUNTS_AVAILABLE": ("ITEM", None), "LOGIN_REPAIRED": ("ITEM", None),
+         "PENDING_DISCONNECT": ("ITEM", None), "USER_PERMISSION_REVOKED": ("ITEM", None),
+         "USER_ACCOUNT_REVOKED": ("ITEM", None)}
+DEFAULT_UPDATE_TYPES = {"TRANSACTIONS": TRANSACTIONS, "AUTH": "auth", "IDENTITY": "identity",
+                        "INVESTMENTS_TRANSACTIONS": "investments", "HOLDINGS": "investments",
+                        "LIABILITIES": "liabilities"}
+# What DEFAULT_UPDATE says of a product other than transactions (nothing changed here).
+DEFAULT_UPDATE_FIELDS: dict[str, dict[str, Any]] = {
+    "AUTH": {"account_ids_with_new_auth": [], "account_ids_with_updated_auth": {}},
+    "IDENTITY": {"account_ids_with_updated_identity": {}},
+    "INVESTMENTS_TRANSACTIONS": {"new_investments_transactions": 0,
+                                 "canceled_investments_transactions": 0},
+    "HOLDINGS": {"new_holdings": 0, "updated_holdings": 0},
+    "LIABILITIES": {"account_ids_with_new_liabilities": [],
+                    "account_ids_with_updated_liabilities": {}}}
+# The codes the aggregator's endpoint takes for products the sandbox's items never have.
+NOT_FIRED = {"SMS_MICRODEPOSITS_VERIFICATION": "same-day micro-deposits (AUTH)",
+             "AUTHORIZATION_GRANTED": "income verification (INCOME)",
+             "PRODUCT_READY": "asset reports (ASSETS)", "ERROR": "asset reports (ASSETS)"}
+WEBHOOK_CODES = (*FIRED, *NOT_FIRED)
+WEBHOOK_TYPES = ("AUTH", "HOLDINGS", "INVESTMENTS_TRANSACTIONS", "ITEM", "LIABILITIES",
+                 "TRANSACTIONS", "ASSETS", "IDENTITY", "INCOME")
+
+
+def token_index(items: dict[str, Item]) -> dict[str, str]:
+    """Every live token of these items -> its item id (a restore rebuilds it)."""
+    index = {}
+    for item in items.values():
+        for token in (item.public_token, item.access_token):
+            if token is not None:
+                index[token] = item.item_id
+    return index
+
+
+class Aggregator:
+    """The aggregator's side of one tenant (its own API under /aggregator-api/): the items
+    its sandbox linked, with their accounts and tokens. The one writer of its state. It is
+    given what it uses, not the tenant: the tenant's seeded ids, clock, environment and
+    rules (the catalog and the bounds), its ledger (the webhooks it sent), how it sends a
+    webhook of its own, and the processor links, whose tokens its items mint."""
+
+    def __init__(self, *, ids: Any, clock: Clock, environment: str, rules: Any,
+                 events: EventLog, emit_webhook: Callable[[str, str, dict[str, Any]], Any],
+                 links: ProcessorLinks) -> None:
+        self.ids, self.clock, self.environment, self.rules = ids, clock, environment, rules
+        self.events, self.emit_webhook, self.links = events, emit_webhook, links
+        self.items: dict[str, Item] = {}    # item id -> item
+        self.tokens: dict[str, str] = {}    # a live public or access token -> its item id
+
+    # -- the aggregator's API ---------------------------------------------------------------
+
+    def _request_id(self) -> str:
+        return self.ids.secret("")[:15]
+
+    def create_sandbox_public_token(self, request: dict[str, Any]) -> dict[str, Any]:
+        """/sandbox/public_token/create: a linked item at `institution_id` (one of the
+        sandbox's institutions) with `initial_products`, and the public token its link flow
+        would return; `options.webhook` is the URL its webhooks go to."""
+        institution(request.institution_id)
+        options = given(request.options)
+        transactions = given(options.transactions) if options else None
+        item_id = self.ids.secret("")
+        rng = random.Random(f"{item_id}:balances")
+        accounts = []
+        for name, official, mask, subtype, (low, high) in _ACCOUNTS:
+            current = round(rng.uniform(low, high), 2)
+            accounts.append(Account(account_id=self.ids.secret(""), name=f"Sandbox {name}",
+                                    official_name=f"Sandbox {official}", mask=mask,
+                                    type="depository", subtype=subtype,
+                                    available=round(current * rng.uniform(0.9, 1.0), 2),
+                                    current=current))
+        now = self.clock.timestamp()
+        item = Item(item_id=item_id, institution_id=request.institution_id,
+                    products=list(dict.fromkeys(request.initial_products)),
+                    days_requested=given(transactions.days_requested, DEFAULT_DAYS_REQUESTED)
+                    if transactions else DEFAULT_DAYS_REQUESTED,
+                    webhook=(given(options.webhook) if options else None) or None, accounts=accounts, created_at=now,
+                    public_token=unguessable(f"public-{self.environment}-"),
+                    public_token_expires_at=now + PUBLIC_TOKEN_LIFETIME)
+        self.items[item.item_id] = item
+        self.tokens[item.public_token] = item.item_id
+        self.keep_items_bounded()
+        return {"public_token": item.public_token, "request_id": self._request_id()}
+
+    def exchange_public_token(self, public_token: str) -> dict[str, Any]:
+        """/item/public_token/exchange: the item's access token for its public token (once)."""
+        self._check_environment(public_token, "public", InvalidPublicToken)
+        item = self.items.get(self.tokens.get(public_token, ""))
+        if item is None or item.public_token != public_token:
+            raise InvalidPublicToken(UNKNOWN_PUBLIC_TOKEN)
+        if self.clock.timestamp() >= item.public_token_expires_at:
+            raise InvalidPublicToken(EXPIRED_PUBLIC_TOKEN)
+        del self.tokens[public_token]
+        item.public_token = None
+        item.access_token = unguessable(f"access-{self.environment}-")
+        self.tokens[item.access_token] = item.item_id
+        return {"access_token": item.access_token, "item_id": item.item_id,
+                "request_id": self._request_id()}
+
+    def get_accounts(self, access_token: str,
+                     account_ids: list[str] | None = None) -> dict[str, Any]:
+        """/accounts/get: the item's accounts (those of `account_ids` when given) and the item;
+        an item whose login was reset answers ITEM_LOGIN_REQUIRED until it is relinked."""
+        item = self.item_of(access_token)
+        if item.login_required:
+            raise ItemLoginRequired(LOGIN_REQUIRED)
+        known = {account.account_id for account in item.accounts}
+        for account_id in account_ids or ():
+            if account_id not in known:
+                raise InvalidAccountId(UNKNOWN_ACCOUNT.format(account_id=account_id))
+        return {"accounts": [a.record() for a in item.accounts
+                             if account_ids is None or a.account_id in account_ids],
+                "item": item.record(), "request_id": self._request_id()}
+
+    def create_processor_token(self, request: dict[str, Any]) -> dict[str, Any]:
+        """/processor/token/create: a processor token for one account of the item, for the
+        processor named (the service's key at the aggregator). The token carries the item,
+        its products and days_requested to the service's pipeline."""
+        item = self.item_of(request.access_token)
+        account = next((a for a in item.accounts if a.account_id == request.account_id), None)
+        if account is None:
+            raise InvalidAccountId(UNKNOWN_ACCOUNT.format(account_id=request.account_id))
+        token = self.links.mint_token(ProcessorTokenRequest(days_requested=item.days_requested,
+                                                            products=list(item.products)),
+                                      item_id=item.item_id, account_id=account.account_id)
+        return {"processor_token": token.token, "request_id": self._request_id()}
+
+    def remove_item(self, access_token: str) -> dict[str, Any]:
+        """/item/remove: the item and its access token are gone; the processor tokens made from
+        it are revoked (registering one is refused), and a link still to pull transactions
+        through one fails with ITEM_NOT_FOUND (`pull_error`)."""
+        item = self.item_of(access_token)
+        self._forget(item)
+        self.links.revoke_item_tokens(item.item_id)
+        return {"request_id": self._request_id()}
+
+    def reset_login(self, access_token: str) -> dict[str, Any]:
+        """/sandbox/item/reset_login: the item needs its user to log in again; pulling
+        transactions through its processor tokens fails with ITEM_LOGIN_REQUIRED from now on.
+        A new item (a new link) is what recovers here."""
+        item = self.item_of(access_token)
+        item.login_required = True
+        return {"reset_login": True, "request_id": self._request_id()}
+
+    def get_item(self, access_token: str) -> dict[str, Any]:
+        """/item/get: the item, its `error` (ITEM_LOGIN_REQUIRED once its login was reset: the
+        call itself succeeds, as the aggregator's does) and its status: when its transactions
+        last updated, and the last webhook it fired."""
+        item = self.item_of(access_token)
+        last = self._last_webhook(item)
+        last_webhook = None if last is None else {"sent_at": isoformat(last.time),
+                                                  "code_sent": last.body["webhook_code"]}
+        return {"item": item.record(),
+                "status": {"investments": None,
+                           "transactions": {"last_successful_update": isoformat(item.created_at),
+                                            "last_failed_update": None},
+                           "last_webhook": last_webhook},
+                "request_id": self._request_id()}
+
+    def create_link_token(self, request: dict[str, Any]) -> dict[str, Any]:
+        """/link/token/create: a link token for the aggregator's link flow (4 hours). The
+        sandbox has no link flow of its own (/sandbox/public_token/create stands in for it), so
+        the token only answers; an `access_token` (update mode) must be one of the tenant's."""
+        if given(request.access_token) is not None:
+            self.item_of(request.access_token)
+        return {"link_token": unguessable(f"link-{self.environment}-"),
+                "expiration": isoformat(self.clock.timestamp() + LINK_TOKEN_LIFETIME),
+                "request_id": self._request_id()}
+
+    def get_institution(self, request: dict[str, Any]) -> dict[str, Any]:
+        """/institutions/get_by_id: one of the sandbox's institutions, in one of the countries
+        asked for; its url, colour and logo, and its status, when the options ask."""
+        found = institution(request.institution_id)
+        if not set(request.country_codes) & set(found.country_codes):
+            raise InvalidInstitution(OTHER_COUNTRY.format(
+                institution_id=found.institution_id, codes=", ".join(request.country_codes)))
+        options = given(request.options)
+        status = (institution_status(isoformat(self.clock.timestamp() - 86_400))
+                  if options and given(options.include_status) else None)
+        return {"institution": found.record(
+                    optional_metadata=bool(options and given(options.include_optional_metadata)),
+                    status=status),
+                "request_id": self._request_id()}
+
+    def sync_transactions(self, request: dict[str, Any]) -> dict[str, Any]:
+        """/transactions/sync: the item's transactions (of `options.account_id` only, when
+        given), `count` at a time, from where `cursor` left off (none: the start). The
+        history is whole as soon as the item is linked (HISTORICAL_UPDATE_COMPLETE) and does
+        not grow, so once a cursor has reached its end the answer is empty, with that cursor
+        again. They are the transactions the service's pipeline pulls through a processor
+        token of the item (pulled_transactions)."""
+        item = self._transactions_item(request.access_token)
+        options = given(request.options)
+        account_id = given(options.account_id) if options else None
+        if account_id is not None and all(a.account_id != account_id for a in item.accounts):
+            raise InvalidAccountId(UNKNOWN_ACCOUNT.format(account_id=account_id))
+        history = [t for t in item_history(item, self.rules.catalog)
+                   if account_id is None or t["account_id"] == account_id]
+        start = _cursor_offset(given(request.cursor) or "", item, account_id, len(history))
+        end = min(len(history), start + given(request.count, SYNC_COUNT))
+        return {"transactions_update_status": "HISTORICAL_UPDATE_COMPLETE",
+                "accounts": [a.record() for a in item.accounts
+                             if account_id is None or a.account_id == account_id],
+                "added": [transaction_record(t) for t in history[start:end]],
+                "modified": [], "removed": [],
+                "next_cursor": _cursor(item, account_id, end), "has_more": end < len(history),
+                "request_id": self._request_id()}
+
+    def _transactions_item(self, access_token: str) -> Item:
+        """The item of an access token, when its transactions can be read: as the pipeline's
+        pull, not once its login was reset, nor when it was linked without them."""
+        item = self.item_of(access_token)
+        if item.login_required:
+            raise ItemLoginRequired(LOGIN_REQUIRED)
+        if TRANSACTIONS not in item.products:
+            raise ProductsNotSupported(NO_TRANSACTIONS)
+        return item
+
+    def fire_webhook(self, request: dict[str, Any]) -> dict[str, Any]:
+        """/sandbox/item/fire_webhook: the aggregator's webhook `webhook_code` (of
+        `webhook_type`, by default the code's own) goes to the item's webhook URL, with the
+        fields the aggregator sends for it. LOGIN_REPAIRED also repairs the item (a reset
+        login no longer fails its calls or the service's pull)."""
+        item = self.item_of(request.access_token)
+        code = request.webhook_code
+        if code in NOT_FIRED:
+            raise SandboxProductNotEnabled(NOT_SERVED.format(code=code, what=NOT_FIRED[code],
+                                                             fired=", ".join(FIRED)))
+        webhook_type, product = FIRED[code]
+        asked = given(request.webhook_type)
+        if code == "DEFAULT_UPDATE" and asked is not None:
+            if asked not in DEFAULT_UPDATE_TYPES:
+                raise InvalidField(WRONG_WEBHOOK_TYPE.format(
+                    code=code, given=asked, type=" or ".join(DEFAULT_UPDATE_TYPES)))
+            webhook_type, product = asked, DEFAULT_UPDATE_TYPES[asked]
+        elif asked is not None and asked != webhook_type:
+            raise InvalidField(WRONG_WEBHOOK_TYPE.format(code=code, given=asked, type=webhook_type))
+        if product is not None and product not in item.products:
+            raise SandboxProductNotEnabled(PRODUCT_NOT_ENABLED.format(
+                product=product, products=", ".join(item.products), type=webhook_type, code=code))
+        if not item.webhook:
+            raise SandboxWebhookInvalid(NO_WEBHOOK)
+        fields = self._webhook_fields(item, webhook_type, code, given(request.options))
+        if code == "LOGIN_REPAIRED":
+            item.login_required = False
+        self._send_webhook(item, item.webhook, webhook_type, code, fields)
+        return {"webhook_fired": True, "request_id": self._request_id()}
+
+    def update_webhook(self, access_token: str, webhook: str | None) -> dict[str, Any]:
+        """/item/webhook/update: the item's webhooks go to `webhook` from now on (none: no
+        webhooks); the new URL gets the aggregator's WEBHOOK_UPDATE_ACKNOWLEDGED."""
+        item = self.item_of(access_token)
+        item.webhook = webhook or None
+        if item.webhook is not None:
+            self._send_webhook(item, item.webhook, "ITEM", "WEBHOOK_UPDATE_ACKNOWLEDGED",
+                               {"error": None, "new_webhook_url": item.webhook})
+        return {"item": item.record(), "request_id": self._request_id()}
+
+    def _webhook_fields(self, item: Item, webhook_type: str, code: str,
+                        options: Any) -> dict[str, Any]:
+        """What the aggregator's webhook says beyond its type, code, item and environment."""
+        account_ids = [a.account_id for a in item.accounts]
+        if code == "DEFAULT_UPDATE" and webhook_type == "TRANSACTIONS":
+            asked = given(options.new_transactions) if options else None
+            return {"error": None, "new_transactions": asked if asked is not None
+                    else len(item_history(item, self.rules.catalog))}
+        if code == "DEFAULT_UPDATE":
+            return {"error": None, **DEFAULT_UPDATE_FIELDS[webhook_type]}
+        if code == "SYNC_UPDATES_AVAILABLE":
+            return {"initial_update_complete": True, "historical_update_complete": True}
+        if code == "RECURRING_TRANSACTIONS_UPDATE":
+            return {"account_ids": account_ids}
+        if code == "PENDING_DISCONNECT":
+            return {"reason": "INSTITUTION_MIGRATION"}
+        if code == "USER_PERMISSION_REVOKED":
+            return {"error": {"error_type": "ITEM_ERROR", "error_code": "USER_PERMISSION_REVOKED",
+                              "error_message": USER_PERMISSION_REVOKED, "display_message": None}}
+        if code == "USER_ACCOUNT_REVOKED":
+            return {"account_id": account_ids[0]}
+        return {"error": None} if code == "NEW_ACCOUNTS_AVAILABLE" else {}
+
+    def _send_webhook(self, item: Item, url: str, webhook_type: str, code: str,
+                      fields: dict[str, Any]) -> None:
+        """The webhook in the tenant's ledger (eventType `<webhook_type>.<webhook_code>`), to
+        `url`: the outbox delivers it as every delivery, its attempts on the ledger."""
+        body = {"webhook_type": webhook_type, "webhook_code": code, "item_id": item.item_id,
+                **fields, "environment": self.environment}
+        self.emit_webhook(url, f"{webhook_type}.{code}", body)
+
+    def _last_webhook(self, item: Item) -> Any:
+        """The latest webhook of the item still in the ledger (None: none)."""
+        for event in reversed(self.events.by_id.values()):
+            if event.url is not None and event.body.get("item_id") == item.item_id:
+                return event
+        return None
+
+    def pulled_transactions(self, item_id: str, account_id: str) -> list[dict[str, Any]]:
+        """What the service pulls through a processor token of an item (`pull_error` said it
+        may): the account's transactions of the item's history, the ones /transactions/sync
+        answers for it."""
+        item = self.items[item_id]
+        return [t for t in item_history(item, self.rules.catalog) if t["account_id"] == account_id]
+
+    def pull_error(self, item_id: str | None) -> dict[str, str] | None:
+        """What the aggregator answers when the service pulls transactions through a processor
+        token of this item, as an aggregator-error event's data (`errorType`, `errorCode`,
+        `errorMessage`); None when the pull succeeds (or the token came from the control
+        plane's shortcut, which has no item)."""
+        if item_id is None:
+            return None
+        item = self.items.get(item_id)
+        if item is None:
+            return {"errorType": "ITEM_ERROR", "errorCode": "ITEM_NOT_FOUND",
+                    "errorMessage": ITEM_REMOVED}
+        if item.login_required:
+            return {"errorType": ItemLoginRequired.error_type,
+                    "errorCode": ItemLoginRequired.error_code, "errorMessage": LOGIN_REQUIRED}
+        return None
+
+    def item_of(self, access_token: str) -> Item:
+        """The item of an access token of this tenant (another tenant's is unknown here)."""
+        self._check_environment(access_token, "access", InvalidAccessToken)
+        item = self.items.get(self.tokens.get(access_token, ""))
+        if item is None or item.access_token != access_token:
+            raise InvalidAccessToken(UNKNOWN_ACCESS_TOKEN)
+        return item
+
+    # -- snapshot (domain/stored.py): a section added later; a snapshot without it has no
+    # items at the aggregator's API.
+
+    @staticmethod
+    @cache
+    def sections() -> Sections:
+        return Sections({}, {"aggregatorItems": array(Item)}, bounds={
+        "aggregatorItems": lambda limits: (limits.max_aggregator_items,
+                                           "the aggregator's items bound")})
+
+    def dump(self) -> dict[str, Any]:
+        return {"aggregatorItems": [stored(item) for item in self.items.values()]}
+
+    @staticmethod
+    def load(document: dict[str, Any], loading: Any) -> dict[str, Any]:
+        if "aggregatorItems" not in document:
+            return {"items": {}}
+        return {"items": unique(document, "aggregatorItems", Item, "item_id")}
+
+    def restore(self, items: dict[str, Item]) -> None:
+        self.items = items
+        self.tokens = token_index(items)
+
+    def keep_items_bounded(self) -> None:
+        """Past the bound (Limits.max_aggregator_items), a tenth of it goes: first items whose
+        public token expired unexchanged (nothing can reach them), then the oldest."""
+        limit = self.rules.limits.max_aggregator_items
+        items = self.items
+        if len(items) <= limit:
+            return
+        keep = limit - max(1, limit // 10)
+        now = self.clock.timestamp()
+
+        def unreachable(item: Item) -> bool:
+            return item.access_token is None and item.public_token_expires_at <= now
+
+        # A stable sort: the unreachable first, each group oldest first (insertion order).
+        for item in sorted(items.values(), key=lambda item: not unreachable(item))[:len(items) - keep]:
+            self._forget(item)
+
+    def _forget(self, item: Item) -> None:
+        del self.items[item.item_id]
+        for token in (item.public_token, item.access_token):
+            self.tokens.pop(token, None)
+
+    def _check_environment(self, token: str, kind: str, error: type[AggregatorError]) -> None:
+        """A token of the other environment is named as such (the aggregator's own wording)."""
+        for environment in ("sandbox", "production"):
+            if token.startswith(f"{kind}-{environment}-") and environment != self.environment:
+                raise error(OTHER_ENVIRONMENT.format(kind=kind, theirs=environment,
+                                                     ours=self.environment))
+        if not token.startswith(f"{kind}-"):
+            raise error(f"provided {kind} token is in an invalid format. "
+                        + EXPECTED_FORMAT.format(kind=kind))

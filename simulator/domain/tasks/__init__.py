@@ -1,0 +1,1 @@
+"""The tasks part: tasks, their scenarios' states and the pay-link state."""

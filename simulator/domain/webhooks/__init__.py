@@ -1,0 +1,1 @@
+"""The webhooks part: the outbox, the event types, the ledger and triggers."""

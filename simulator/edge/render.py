@@ -1,0 +1,103 @@
+"""What the edge writes and reads of bodies: every JSON answer, the one error body, the 405
+refusal, and a request's body read within the server's --request-timeout.
+
+The edge middleware and the operations' pipeline (routes/pipeline.py) render through
+these; so do the few handlers that read a raw body themselves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+import msgspec
+import orjson
+from aiohttp import web
+from aiohttp.web_protocol import RequestPayloadError
+
+from ..errors import ApiError, MalformedBody, MethodNotAllowed, RequestTimeout, field_detail
+from .keys import DIALECTS, SANDBOX, exchange_of
+from .logs import escape_controls
+from ..settings import Settings
+
+T = TypeVar("T")
+UNDECODABLE = "The body cannot be decoded as its content-encoding ({encoding}) says."
+BODY_TOO_SLOW = ("The request's body did not arrive within {seconds:g} seconds "
+                 "(--request-timeout).")
+WRONG_METHOD = "{method} is not allowed on {path}; allowed: {allowed}."
+JSON_HEADERS = {"Content-Type": "application/json; charset=utf-8"}
+
+
+def json_response(data: Any, *, status: int = 200,
+                  headers: dict[str, str] | None = None) -> web.Response:
+    """A JSON answer (application/json; charset=utf-8), as every operation and error gives.
+
+    orjson writes it: compact UTF-8, several times faster than json.dumps, which cost a
+    search answer about as much as its validation. A value orjson refuses (an integer
+    past 64 bits) goes through json.dumps, which raises on what is not JSON at all."""
+    try:
+        body = orjson.dumps(data, default=msgspec.to_builtins, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:
+        body = json.dumps(data, default=msgspec.to_builtins).encode()
+    # The content type as a header: web.Response's content_type and charset arguments
+    # format it anew for every answer.
+    return web.Response(body=body, status=status, headers=JSON_HEADERS if headers is None
+                        else {**headers, **JSON_HEADERS})
+
+
+def render_error(request: web.Request, error: ApiError, status: int | None = None) -> web.Response:
+    """`error` as the one error body (DESIGN.md, Errors), or as the error body of the API
+    its operation stands in for; its code is kept on the request for the journal."""
+    exchange_of(request).error_code = error.code
+    retry_after = getattr(error, "retry_after", None)
+    allow = getattr(error, "allow", None)
+    headers = {}
+    if retry_after is not None:
+        headers["retry-after"] = str(retry_after)
+    if allow is not None:
+        headers["allow"] = allow
+    # An operation that stands in for another API answers in that API's error body, and so
+    # does any other path under that API's prefix (no such operation, another method).
+    dialect = getattr(request.match_info.handler, "dialect", None) or _dialect_of_path(request)
+    if dialect is not None:
+        status, body = dialect.render_error(error, status or error.status)
+        return json_response(body, status=status, headers=headers or None)
+    return json_response(error.body(), status=status or error.status, headers=headers or None)
+
+
+def _dialect_of_path(request: web.Request) -> Any:
+    """The dialect whose prefix the request's path is under (operations.Dialect.prefix)."""
+    path = request.path
+    for prefix, dialect in request.app.get(DIALECTS, {}).items():
+        if path == prefix or path.startswith(prefix + "/"):
+            return dialect
+    return None
+
+
+def wrong_method(request: web.Request, allowed: str) -> MethodNotAllowed:
+    """405 for `request`, whose path takes only the `allowed` methods (its Allow header,
+    RFC 9110)."""
+    refusal = MethodNotAllowed(WRONG_METHOD.format(method=request.method, path=request.path,
+                                                   allowed=allowed))
+    refusal.allow = allowed
+    return refusal
+
+
+async def read_within_time(request: web.Request, reading: Awaitable[T]) -> T:
+    """`reading` (a request's body), given the server's --request-timeout: a body that
+    trickles in cannot hold a handler (408)."""
+    sandbox = request.app.get(SANDBOX)
+    seconds = (sandbox.settings if sandbox is not None else Settings).request_timeout
+    try:
+        if request.content.is_eof():  # all of it came with the headers: nothing can trickle
+            return await reading
+        async with asyncio.timeout(seconds):
+            return await reading
+    except TimeoutError:  # answered; aiohttp closes the connection when the body stays unread
+        raise RequestTimeout(BODY_TOO_SLOW.format(seconds=seconds)) from None
+    except RequestPayloadError:  # aiohttp's parser could not decode it (a broken gzip body)
+        encoding = request.headers.get("content-encoding", "none")
+        raise MalformedBody(UNDECODABLE.format(encoding=escape_controls(encoding)[:40]),
+                            details=[field_detail("$", "cannot be decoded")]) from None

@@ -1,0 +1,89 @@
+"""Processor links at /<aggregator>/... and the aggregator's token minting (control plane).
+
+The aggregator's name comes from the service profile: the paths hold `<aggregator>`,
+which the app fills in when it adds the routes.
+"""
+
+from __future__ import annotations
+
+from ...clock import isoformat
+from ...domain.links.processor_links import CLASSIFY, DETECT, ProcessorTokenRequest
+from ...domain.shapes import view_of
+from ...errors import ValidationFailed, field_detail
+from ...schemas.api import ProcessorLinkRequest
+from ...schemas.responses import (EmployerMatch, PROCESSING_RESULTS, ProcessorLink,
+                                 ProcessorLinkRegistered, ProcessorLinksRemoved, ProcessorToken,
+                                 RecurringTransaction)
+from ..operations import AGGREGATOR, Auth, Reply, operation
+
+IDENTIFIER_HEADER = "user-identifier"
+IDENTIFIER_REQUIRED = "Send the user-identifier header."
+USER_HEADER = ((IDENTIFIER_HEADER, True),)
+
+
+@operation("POST", f"/{AGGREGATOR}/processor-links", "Register a processor token (processing "
+           "starts)", auth=Auth.API_KEYS, body=ProcessorLinkRequest, status=202,
+           response=ProcessorLinkRegistered, errors=(400, 404, 409, 429),
+           headers=((IDENTIFIER_HEADER, False),))
+async def register(tenant, body, headers, sandbox) -> dict:
+    link = tenant.links.register(body.processor_token,
+                                            headers.get(IDENTIFIER_HEADER))
+    return ProcessorLinkRegistered(id=link.id, status=link.status)
+
+
+@operation("DELETE", f"/{AGGREGATOR}/processor-links", "Remove a user's processor links "
+           "(processing stops)", auth=Auth.API_KEYS, response=ProcessorLinksRemoved,
+           errors=(404,), headers=USER_HEADER)
+async def remove(tenant, headers, sandbox) -> dict:
+    links = tenant.links.remove_links(_identifier(headers))
+    return ProcessorLinksRemoved(removed=[link.id for link in links])
+
+
+@operation("GET", f"/{AGGREGATOR}/employer-matches", "A user's employer matches",
+           auth=Auth.API_KEYS,
+           response=list[EmployerMatch], envelope=PROCESSING_RESULTS,
+           errors=(404,), headers=USER_HEADER)
+async def employer_matches(tenant, headers, sandbox) -> Reply:
+    return _results(tenant.links.results(_identifier(headers), CLASSIFY))
+
+
+@operation("GET", f"/{AGGREGATOR}/recurring-transactions", "A user's recurring transactions",
+           auth=Auth.API_KEYS, response=list[RecurringTransaction],
+           envelope=PROCESSING_RESULTS, errors=(404,),
+           headers=USER_HEADER)
+async def recurring_transactions(tenant, headers, sandbox) -> Reply:
+    return _results(tenant.links.results(_identifier(headers), DETECT))
+
+
+def _results(document: dict) -> Reply:
+    return Reply(document["data"], extra={"status": document["status"], "links": [
+        view_of(ProcessorLink, link, created_at=isoformat(link.created_at),
+                transactions=len(link.transactions)) for link in document["links"]]})
+
+
+def _token(token) -> ProcessorToken:
+    return view_of(ProcessorToken, token, processor_token=token.token,
+                   products=list(token.products))
+
+
+@operation("POST", f"/_sandbox/{AGGREGATOR}/processor-token", "Mint a processor token, as the "
+           "aggregator would", auth=Auth.API_KEYS, body=ProcessorTokenRequest, status=201,
+           response=ProcessorToken, tags=("control plane",))
+async def mint(tenant, body, sandbox) -> dict:
+    """What the aggregator's processor-token creation answers."""
+    return _token(tenant.links.mint_token(body))
+
+
+@operation("POST", f"/_sandbox/{AGGREGATOR}/processor-token/{{token}}/revoke", "Revoke a "
+           "processor token at the aggregator", auth=Auth.API_KEYS, settles=True,
+           response=ProcessorToken, errors=(404,), tags=("control plane",))
+async def revoke(tenant, params, sandbox) -> dict:
+    return _token(tenant.links.revoke_token(params["token"]))
+
+
+def _identifier(headers) -> str:
+    identifier = headers.get(IDENTIFIER_HEADER)
+    if not identifier:
+        raise ValidationFailed(IDENTIFIER_REQUIRED, details=[
+            field_detail(IDENTIFIER_HEADER, IDENTIFIER_REQUIRED, location="header")])
+    return identifier

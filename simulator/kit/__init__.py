@@ -1,0 +1,1 @@
+"""The customer kit: the test clients, webhook receivers and the pytest plugin."""

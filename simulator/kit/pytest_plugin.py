@@ -1,0 +1,343 @@
+"""pytest fixtures for customers' own test suites (entry point `pytest11`).
+
+`payroll_sandbox` gives each test a fresh, isolated tenant on one sandbox server
+shared by the whole session (so tests can run in parallel), with a manual clock;
+`webhook_receiver` is a real local receiver registered as that tenant's endpoint.
+`async_payroll_sandbox` and `async_webhook_receiver` are their twins for async tests
+(with pytest-asyncio installed): the same tenant, awaitable, never blocking the loop.
+
+The server starts in a thread of the test process, configured by the options and ini
+keys `payroll_sandbox_scenarios`, `payroll_sandbox_fixtures`, `payroll_sandbox_seed`,
+`payroll_sandbox_config` (the service profile) and the PAYROLL_SANDBOX_* variables (the
+options and ini keys win). With
+PAYROLL_SANDBOX_URL set, the fixtures use a server you run yourself (e.g. Docker); a
+sandbox in a container reaches the receivers through
+`--payroll-sandbox-receiver-host HOST` (ini, PAYROLL_SANDBOX_RECEIVER_HOST): they listen
+on every interface and give it URLs with HOST.
+
+    def test_refund_flow(payroll_sandbox, webhook_receiver):
+        task = payroll_sandbox.post("/task/create", {"identifier": "u1",
+                                    "company": "6410a0000000000000000001", "product": "deposit",
+                                    "scenario": "auth-expired"})
+        payroll_sandbox.run_until_idle()
+        webhook_receiver.assert_order(["task-status-updated", "task-workflow-finished"],
+                                      task=task["id"])
+
+`payroll_sandbox_asgi_server(app)` serves your own ASGI app (FastAPI, Starlette, Django;
+Flask through a2wsgi) on a real port for the test and returns its base URL (uvicorn:
+`payroll-sandbox[asgi]`).
+
+When a test fails, its report has a section listing its tenant's webhook deliveries that
+never got a 2xx (read from the ledger while the tenant still exists). What the sandbox
+ignored in a call (x-sandbox-warning) is a `payroll_sandbox.SandboxWarning`; a loopback
+webhook URL given to a sandbox that cannot reach this machine's loopback raises
+`LoopbackURLError`, naming `payroll_sandbox_receiver_host`.
+
+The types come from payroll_sandbox.kit.testing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .testing import (AsgiServer, AsyncSandbox, AsyncWebhookReceiver, LoopbackCheck,
+                      ReceiverHost, Sandbox, SandboxError, WebhookReceiver, _LoopThread,
+                      describe_undelivered)
+
+try:
+    import pytest_asyncio
+except ImportError:  # the async fixtures need it; the sync ones do not
+    pytest_asyncio = None
+
+__all__ = ["Sandbox", "SandboxError"]  # importable from here as before; payroll_sandbox.kit.testing has all
+
+URL_VARIABLE = "PAYROLL_SANDBOX_URL"
+RECEIVER_HOST = "payroll_sandbox_receiver_host"  # option, ini key and (upper case) variable
+RECEIVER_HOST_HELP = ("the host a sandbox in a container reaches this machine by (e.g. "
+                      "host.docker.internal): the receivers listen on every interface and "
+                      "give the sandbox URLs with it")
+REPORT_SECTION = "payroll-sandbox: webhook deliveries that never got a 2xx"
+LEDGER_STATES = ("pending", "failed", "interrupted")  # GET /_sandbox/events?delivery=...
+LEDGER_LIMIT = 100  # newest events read per state
+
+# pytest option (and ini key) -> the Settings field it sets, and what it is.
+OPTIONS = {
+    "payroll_sandbox_scenarios": ("scenarios", "path", "folder of scenario files, added to the "
+                                  "bundled ones (same name: yours)"),
+    "payroll_sandbox_fixtures": ("fixtures", "path", "fixtures folder instead of the bundled one"),
+    "payroll_sandbox_seed": ("seed", "int", "seed of every generated id and record (default 1)"),
+    # The service profile (vendor, aggregator, sdkPrefix) and any other setting, as
+    # `serve --config FILE` reads them; the options above and the manual clock still win.
+    "payroll_sandbox_config": ("config", "path", "a --config YAML file: the service profile "
+                               "(vendor, aggregator, sdkPrefix) and other settings"),
+}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("payroll-sandbox", "the in-process payroll sandbox server")
+    for name, (_, kind, text) in OPTIONS.items():
+        group.addoption(f"--{name.replace('_', '-')}", dest=name,
+                        type=int if kind == "int" else str, metavar="N" if kind == "int" else "DIR",
+                        help=f"{text} (ini: {name})")
+        parser.addini(name, f"payroll-sandbox: {text}", default=None)
+    group.addoption("--payroll-sandbox-receiver-host", dest=RECEIVER_HOST, metavar="HOST",
+                    help=f"{RECEIVER_HOST_HELP} (ini: {RECEIVER_HOST})")
+    parser.addini(RECEIVER_HOST, f"payroll-sandbox: {RECEIVER_HOST_HELP}", default=None)
+
+
+def sandbox_settings(config: pytest.Config, environ: dict[str, str] | None = None) -> Any:
+    """The in-process server's Settings: a manual clock on 127.0.0.1, a free port; the
+    options, then the ini keys, then the PAYROLL_SANDBOX_* variables, then the defaults.
+    Relative folders are read from where pytest runs (options) or the ini file's folder."""
+    from ..load.fixtures import ConfigError
+    from ..settings import load_settings
+
+    ini_dir = config.inipath.parent if config.inipath else config.rootpath
+    flags: dict[str, Any] = {"host": "127.0.0.1", "port": 0, "clock": "manual"}
+    for name, (setting, kind, _) in OPTIONS.items():
+        value, base = config.getoption(name), config.invocation_params.dir
+        if value is None:
+            value, base = config.getini(name) or None, ini_dir
+        if value is None:
+            continue
+        if kind == "path":
+            value = Path(base) / str(value).strip()
+        elif not str(value).strip().isdigit():
+            raise ConfigError(f"ini key {name}", f"$.{setting}", f"{value!r} is not a whole number")
+        flags[setting] = value
+    return load_settings(flags, os.environ if environ is None else environ)
+
+
+class _ServerThread(_LoopThread):
+    """The sandbox app on 127.0.0.1, port 0, on an event loop in a thread of its own;
+    the sync receivers are served by the same loop."""
+
+    def __init__(self, settings: Any) -> None:
+        super().__init__("payroll-sandbox")
+        self.settings = settings
+        self.base_url = ""
+        self.keys: tuple[str, str] = ("", "")
+        self._runner: Any = None
+
+    async def _setup(self) -> None:
+        from ..app import create_app, long_lived
+        from ..edge.keys import SANDBOX
+        from ..edge.server import SandboxRunner, start_site
+
+        with long_lived():  # each test's tenant deletion collects; the catalog stays out
+            app = create_app(self.settings)
+        self._runner = SandboxRunner(app, access_log=None)
+        await self._runner.setup()
+        _, port = await start_site(self._runner, "127.0.0.1", 0)
+        self.base_url = f"http://127.0.0.1:{port}"
+        tenant = app[SANDBOX].registry.tenants.default()
+        self.keys = (tenant.api_key, tenant.api_secret)
+
+    async def _cleanup(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+
+@pytest.fixture(scope="session")
+def _payroll_sandbox_thread(request: pytest.FixtureRequest) -> Iterator[_LoopThread]:
+    """The session's loop thread: the in-process server's, or (PAYROLL_SANDBOX_URL) a bare
+    one for the sync receivers."""
+    from ..load.fixtures import ConfigError
+
+    thread: _LoopThread | None = None
+    try:
+        thread = (_LoopThread() if os.environ.get(URL_VARIABLE)
+                  else _ServerThread(sandbox_settings(request.config)))
+        thread.start()
+    except BaseException as error:
+        if thread is not None:
+            thread.stop()
+        if not isinstance(error, ConfigError):
+            raise
+        pytest.fail("payroll-sandbox configuration error: " + "; ".join(
+            f"{file}: {path}: {message}" for file, path, message in error.problems),
+            pytrace=False)
+    try:
+        yield thread
+    finally:
+        thread.stop()
+
+
+@pytest.fixture(scope="session")
+def payroll_sandbox_server(_payroll_sandbox_thread: _LoopThread) -> Sandbox:
+    """The session's sandbox, as its default tenant (PAYROLL_SANDBOX_URL: yours)."""
+    url = os.environ.get(URL_VARIABLE)
+    if url:
+        from ..client import default_credentials
+
+        key = os.environ.get("PAYROLL_SANDBOX_API_KEY")
+        secret = os.environ.get("PAYROLL_SANDBOX_API_SECRET")
+        if not key or not secret:
+            key, secret = default_credentials()
+        # Yours may not share this machine's loopback (a container's published port looks
+        # local): the first loopback webhook URL given finds out, once per session.
+        return Sandbox(url, key, secret, loopback=LoopbackCheck(url, key, secret))
+    assert isinstance(_payroll_sandbox_thread, _ServerThread)
+    return Sandbox(_payroll_sandbox_thread.base_url, *_payroll_sandbox_thread.keys)
+
+
+@pytest.fixture(scope="session")
+def payroll_sandbox_receiver_host(request: pytest.FixtureRequest) -> ReceiverHost:
+    """Where the receivers listen and the host their URLs name: 127.0.0.1, or with
+    --payroll-sandbox-receiver-host (ini, PAYROLL_SANDBOX_RECEIVER_HOST) every interface
+    and that host. Your own app's server can use it too: `aiohttp_server(app,
+    host=host.listen)`, then `host.url(server.port, "/webhooks")`."""
+    config = request.config
+    value = (config.getoption(RECEIVER_HOST) or config.getini(RECEIVER_HOST)
+             or os.environ.get(RECEIVER_HOST.upper()))
+    return ReceiverHost.advertising(value)
+
+
+# -- the failure report ---------------------------------------------------------------------
+
+@dataclass
+class _Ledger:
+    """A test's tenant, for its report: the deliveries that never got a 2xx, read while the
+    tenant exists: at the report of a failed setup or call, or at teardown before the
+    tenant is deleted when a receiver's check is about to fail the teardown."""
+
+    tenant: Sandbox
+    reported: bool = False       # a report of this test carries the section already
+    wanted: bool = False         # a receiver refused a delivery: its teardown fails
+    at_teardown: str | None = None
+
+    def read(self) -> str:
+        try:
+            events = [event for state in LEDGER_STATES
+                      for event in self.tenant.events(delivery=state, limit=LEDGER_LIMIT)]
+        except Exception as error:  # the report says so; the test's own failure stays
+            if isinstance(error, SandboxError) and error.status in (401, 404):
+                return ""  # the test deleted its tenant: nothing is left to tell
+            return f"the ledger of tenant {self.tenant.name} could not be read: {error}"
+        events.sort(key=lambda event: event.get("sequence", 0))
+        return describe_undelivered(events, self.tenant.name)
+
+
+_LEDGER = pytest.StashKey[_Ledger]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item,
+                              call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    """A failed report of a test with a tenant gets the REPORT_SECTION (pytest shows it
+    under the failure, as it shows captured output)."""
+    report = yield
+    ledger = item.stash.get(_LEDGER, None)
+    if ledger is None or not report.failed or ledger.reported:
+        return report
+    text = ledger.at_teardown if report.when == "teardown" else ledger.read()
+    if text:
+        report.sections.append((REPORT_SECTION, text))
+        ledger.reported = True
+    return report
+
+
+# -- the fixtures -----------------------------------------------------------------------------
+
+@pytest.fixture
+def payroll_sandbox(payroll_sandbox_server: Sandbox,
+                    request: pytest.FixtureRequest) -> Iterator[Sandbox]:
+    """A fresh tenant for this test: its own users, tasks, events, clock and endpoints;
+    deleted after the test, so a long session keeps the server small. A failed test's
+    report lists its deliveries that never got a 2xx."""
+    tenant = payroll_sandbox_server.new_tenant()
+    ledger = request.node.stash[_LEDGER] = _Ledger(tenant)
+    yield tenant
+    if ledger.wanted and not ledger.reported:  # read now: the teardown's report comes after
+        ledger.at_teardown = ledger.read()
+    try:
+        tenant.request("DELETE", f"/_sandbox/tenants/{tenant.name}")
+    except SandboxError:
+        pass  # already gone (the test deleted or reset it)
+
+
+@pytest.fixture
+def payroll_sandbox_asgi_server(
+        payroll_sandbox_receiver_host: ReceiverHost) -> Iterator[Callable[..., str]]:
+    """A factory: `payroll_sandbox_asgi_server(app)` serves your ASGI app (FastAPI,
+    Starlette, Django's `get_asgi_application()`; Flask through a2wsgi's WSGIMiddleware)
+    with uvicorn on a real port (payroll_sandbox_receiver_host) for this test and returns
+    its base URL; `options` are more uvicorn.Config arguments. The app runs on an event
+    loop in a thread of its own, in sync and async tests alike; every server it started
+    stops after the test (the app's lifespan shutdown runs)."""
+    servers: list[AsgiServer] = []
+
+    def serve(app: Any, **options: Any) -> str:
+        server = AsgiServer(app, host=payroll_sandbox_receiver_host, **options).start()
+        servers.append(server)
+        return server.url
+
+    try:
+        yield serve
+    finally:
+        errors = []
+        for server in reversed(servers):
+            try:
+                server.close()
+            except Exception as error:
+                errors.append(error)
+        if errors:
+            raise errors[0]
+
+
+@pytest.fixture
+def webhook_receiver(payroll_sandbox: Sandbox, _payroll_sandbox_thread: _LoopThread,
+                     payroll_sandbox_receiver_host: ReceiverHost,
+                     request: pytest.FixtureRequest) -> Iterator[WebhookReceiver]:
+    """A real receiver (payroll_sandbox_receiver_host), this test's tenant's endpoint for
+    every event type. A delivery it had to refuse (bad signature, not a CloudEvent) fails
+    the test."""
+    receiver = WebhookReceiver(loop=_payroll_sandbox_thread,
+                               host=payroll_sandbox_receiver_host).start()
+    try:
+        receiver.register(payroll_sandbox)
+        yield receiver
+    finally:
+        receiver.close()
+    _refusals_fail_the_teardown(receiver, request)
+
+
+def _refusals_fail_the_teardown(receiver: WebhookReceiver | AsyncWebhookReceiver,
+                                request: pytest.FixtureRequest) -> None:
+    """A receiver's check at teardown: a refused delivery fails it, and the ledger is read
+    for its report before the tenant goes."""
+    ledger = request.node.stash.get(_LEDGER, None)
+    if receiver.problems and ledger is not None:
+        ledger.wanted = True
+    receiver.check()
+
+
+if pytest_asyncio is not None:
+
+    @pytest_asyncio.fixture
+    async def async_payroll_sandbox(payroll_sandbox: Sandbox) -> AsyncIterator[AsyncSandbox]:
+        """`payroll_sandbox`'s tenant, awaitable: its calls leave the event loop free."""
+        async with AsyncSandbox(payroll_sandbox.base_url, payroll_sandbox.api_key,
+                                payroll_sandbox.api_secret, payroll_sandbox.name,
+                                loopback=payroll_sandbox.loopback) as sandbox:
+            yield sandbox
+
+    @pytest_asyncio.fixture
+    async def async_webhook_receiver(
+            async_payroll_sandbox: AsyncSandbox, payroll_sandbox_receiver_host: ReceiverHost,
+            request: pytest.FixtureRequest) -> AsyncIterator[AsyncWebhookReceiver]:
+        """A real receiver on the test's event loop, this test's tenant's endpoint for
+        every event type. A delivery it had to refuse fails the test."""
+        receiver = await AsyncWebhookReceiver(host=payroll_sandbox_receiver_host).start()
+        try:
+            await receiver.register(async_payroll_sandbox)
+            yield receiver
+        finally:
+            await receiver.close()
+        _refusals_fail_the_teardown(receiver, request)

@@ -1,0 +1,1 @@
+"""The operator tools: the CLI, verify-against, listen, exec."""
