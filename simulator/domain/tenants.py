@@ -22,8 +22,8 @@ from ..errors import (InvalidCredentials, InvalidPublicToken, MissingCredentials
                       PublicTokenExpired, WrongEnvironment, field_detail)
 from .journal import Journal
 from .links.aggregator import Aggregator
-from .autopilot import Autopilots
-from .callbacks import Callbacks
+from .flow.autopilot import Autopilots
+from .flow.callbacks import Callbacks
 from .changes import EVENT, TASK, Changes
 from .companies.companies import CompanyDirectory, ManualDepositRule
 from .webhooks.events import Event, EventLog, event_body

@@ -55,8 +55,8 @@ from ..domain.timeline import Timeline
 from ..errors import ApiError, Conflict, LimitReached, PayloadTooLarge, ValidationFailed
 from ..load.fixtures import ConfigError
 from ..domain.journal import Journal
-from ..domain.autopilot import Autopilots
-from ..domain.callbacks import Callbacks
+from ..domain.flow.autopilot import Autopilots
+from ..domain.flow.callbacks import Callbacks
 from .render import read_within_time
 from ..schemas.fixtures import ACCOUNT_SCHEMA
 from ..validate import (DETAILS_KEPT, bounded_details, check_json_type, is_valid,

@@ -80,7 +80,7 @@ def _from_files(settings: Settings, folders: list[Path]) -> LoadedFixtures:
 def _check_autopilot(entry: dict, fixtures: Fixtures, scenarios: dict, catalog: Catalog,
                      products: list | None, where: str) -> None:
     """An account's autopilot, as PUT /_sandbox/users/{identifier}/autopilot checks one."""
-    from ..domain.autopilot import Autopilot
+    from ..domain.flow.autopilot import Autopilot
     from ..domain.flow.sdk import autopilot_problem
     from ..domain.tenants import DEFAULT_PRODUCTS
 

@@ -10,8 +10,8 @@ from aiohttp import web
 
 from ...clock import isoformat
 from ...domain.flow import sdk
-from ...domain.autopilot import Autopilot
-from ...domain.callbacks import CALLBACK_EVENTS
+from ...domain.flow.autopilot import Autopilot
+from ...domain.flow.callbacks import CALLBACK_EVENTS
 from ...domain.companies.companies import full_record, search_record
 from ...domain.flow.flow_words import flow_language, flow_page
 from ...errors import ApiError, CompanyNotFound, InvalidConfig, LinkedAccountNotYours, field_detail

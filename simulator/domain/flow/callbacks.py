@@ -15,8 +15,9 @@ from typing import Any
 
 import msgspec
 
-from ..errors import ValidationFailed, field_detail
-from .stored import COUNT, Count, Sections, Stored, array, loaded, obj, stored
+from ...errors import ValidationFailed, field_detail
+from ..sections import COUNT, Sections, obj
+from ..stored import Count, Stored, array, loaded, stored
 
 MAX_CALLBACKS = 2_000
 # A message's payload as JSON, at most: what the flow posts is a few hundred bytes; the

@@ -17,9 +17,10 @@ from typing import Any
 
 import msgspec
 
-from .shapes import UNSET, Command, Maybe, choice, of, schema_of
-from .stored import Sections, loaded
-from .tasks.tasks import Distribution
+from ..shapes import UNSET, Command, Maybe, choice, of, schema_of
+from ..sections import Sections
+from ..stored import loaded
+from ..tasks.tasks import Distribution
 
 
 class Autopilot(Command, kw_only=True, omit_defaults=False):
