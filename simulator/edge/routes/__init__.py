@@ -5,8 +5,13 @@ them as routes and openapi.py describes them, from the same declarations.
 """
 
 from ..operations import OPERATIONS, Operation
-from . import access, aggregator_api, companies, control, faults, linked_accounts, meta, pay_link, processor_links, sdk, tasks, users, webhooks
-from ..pages import demo, docs, flow_modules
+# Declared in the order /openapi.json has always listed them (the pages among the routes).
+from . import access, aggregator_api, companies, control  # noqa: F401
+from ..pages import demo, docs  # noqa: F401
+from . import faults  # noqa: F401
+from ..pages import flow_modules  # noqa: F401
+from . import (linked_accounts, meta, pay_link, processor_links, sdk, tasks,  # noqa: F401
+               users, webhooks)
 from ..pipeline import add_routes
 
 __all__ = ["OPERATIONS", "Operation", "add_routes"]
