@@ -24,10 +24,11 @@ BENCHES = [
     ("search", []), ("startup", []), ("throughput", []), ("stored", []), ("tenants", []), ("isolation", []),
     ("scenarios", []), ("webhooks", []), ("refresh", []), ("life_events", []), ("memory", []), ("plugin_import", []),
     ("hostile", []), ("huge_snapshots", ["--max-tasks", "30000"]), ("unknown_fields", []),
+    ("autopilot", []),
 ]
 QUICK = {"memory": ["--events", "100000"], "scenarios": ["--tasks", "5000"],
          "refresh": ["--accounts", "200"], "stored": ["--stored", "20000", "--timed", "2000"],
-         "huge_snapshots": ["--sizes", "64"]}
+         "huge_snapshots": ["--sizes", "64"], "autopilot": ["--repeats", "3"]}
 
 
 def run(name: str, args: list[str]) -> tuple[list[tuple[str, str]], float, int]:

@@ -51,7 +51,8 @@ def build_registry(settings: Settings, *, clock: Clock | None = None,
         raise ConfigError(str(fixtures.directory / "accounts.yaml"), "$.accounts",
                           f"no account has environment {settings.environment!r}")
     limits = Limits(max_events=settings.max_events, max_tasks=settings.max_tasks,
-                    max_tokens=settings.max_tokens, max_users=settings.max_users)
+                    max_tokens=settings.max_tokens, max_users=settings.max_users,
+                    max_callbacks=settings.max_callbacks)
     rules = Rules(service=fixtures.service, scenarios=loaded.scenarios, catalog=loaded.catalog,
                   index=loaded.index, profiles=ProfileFactory(settings.seed), seed=settings.seed,
                   limits=limits, data_profiles=fixtures.profiles)

@@ -65,6 +65,7 @@ class Settings:
     max_tasks: int = 10_000      # per tenant
     max_tokens: int = 10_000     # per tenant: public tokens
     max_users: int = 100_000     # per tenant
+    max_callbacks: int = 2_000   # per tenant: the hosted flow's messages to the host page
     max_tenants: int = 1_000     # tenants made by the control plane
     max_tenants_per_maker: int = 250  # of those, made by one tenant (its share)
     # Shared deployments (SECURITY.md): host names the server answers besides IP literals
@@ -105,6 +106,7 @@ _CONFIG_NAMES = {
     "environment": "environment", "logFormat": "log_format", "vendor": "vendor",
     "aggregator": "aggregator", "sdkPrefix": "sdk_prefix", "sdkGlobal": "sdk_global",
     "maxEvents": "max_events", "maxTasks": "max_tasks", "maxTokens": "max_tokens", "maxUsers": "max_users",
+    "maxCallbacks": "max_callbacks",
     "maxTenants": "max_tenants",
     "maxTenantsPerMaker": "max_tenants_per_maker", "allowedHosts": "allowed_hosts",
     "frameAncestors": "frame_ancestors", "tenantIdleExpiry": "tenant_idle_expiry",
@@ -160,7 +162,7 @@ def _check_choices(settings: Settings, source: str) -> None:
             raise ConfigError(source, "$.clock_start", problem)
     if not 0 <= settings.port <= 65535:
         raise ConfigError(source, "$.port", "must be between 0 and 65535")
-    for name in ("max_events", "max_tasks", "max_tokens", "max_users", "max_tenants",
+    for name in ("max_events", "max_tasks", "max_tokens", "max_users", "max_callbacks", "max_tenants",
                  "max_tenants_per_maker"):
         if getattr(settings, name) < 1:
             raise ConfigError(source, f"$.{name}", "must be at least 1")

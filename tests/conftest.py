@@ -44,9 +44,9 @@ _cache_bytecode_outside_the_tree()
 # README's command) leaves them out (pyproject's addopts: -m "not slow"), `pytest -m slow`
 # runs them, and .ci/run runs both. A new file of browser or process tests goes here.
 SLOW_FILES = frozenset({
-    "test_check_handler_remote.py", "test_cli.py", "test_cli_toolkit.py",
-    "test_container_network.py", "test_coverage_gate.py", "test_dashboard_browser.py",
-    "test_demo_browser.py",
+    "test_autopilot_browser.py", "test_check_handler_remote.py", "test_cli.py",
+    "test_cli_toolkit.py", "test_container_network.py", "test_coverage_gate.py",
+    "test_dashboard_browser.py", "test_demo_browser.py",
     "test_docs_browser.py", "test_exec.py", "test_flow_look_browser.py", "test_listen.py",
     "test_package.py", "test_plugin_asgi.py", "test_plugin_failures.py", "test_recipes.py",
     "test_release.py", "test_restore_fuzz.py", "test_schemathesis.py", "test_sdk_browser.py",

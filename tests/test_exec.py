@@ -252,6 +252,7 @@ DOC = REPO / "docs" / "exec.md"
 JAVA_JARS = Path("/usr/share/java")  # Debian's junit5 and libjackson2-databind-java
 RECIPES = {"node": ["package.json", "app.mjs", "test/webhooks.test.mjs",
                     "test/verify.test.mjs"],
+           "playwright": ["package.json", "sandbox-flow.mjs", "test/flow.test.mjs"],
            "go": ["go.mod", "app.go", "app_test.go"],
            "java": ["pom.xml", "src/main/java/recipe/App.java",
                     "src/test/java/recipe/AppTest.java"]}
@@ -342,6 +343,25 @@ def test_a_node_app_that_refuses_its_webhooks_fails_and_exec_says_why(node_recip
     assert bundles.startswith("payroll-sandbox exec: the run failed; 2 tenant bundles "), report
     assert len(list((broken / "payroll-sandbox-bundles").glob("exec-*-deleted-1.json"))) == 1
     assert any(" task-status-updated to http://127.0.0.1:" in line for line in lines), report
+
+
+@pytest.mark.long
+def test_the_playwright_recipe_runs_the_flow_on_autopilot_under_exec(tmp_path, chromium):
+    """examples/playwright, its locked playwright-core installed (`npm ci`): Debian's
+    chromium opens the hosted flow from a page of its own, the flow plays itself, and the
+    callbacks ledger equals what the page heard."""
+    require_tool("node")
+    require_tool("npm")
+    folder = tmp_path / "playwright"
+    shutil.copytree(REPO / "examples" / "playwright", folder,
+                    ignore=shutil.ignore_patterns("node_modules"))
+    installed = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=folder,
+                               capture_output=True, text=True, timeout=300)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    result = subprocess.run([*EXEC, "--", "npm", "test"], cwd=folder, capture_output=True,
+                            text=True, timeout=300, env={**os.environ, "CHROMIUM_PATH": chromium})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r"\bpass 1\b", result.stdout) and re.search(r"\bfail 0\b", result.stdout)
 
 
 @pytest.mark.long

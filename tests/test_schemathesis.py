@@ -129,6 +129,12 @@ ISSUE_11_NOT_EXPRESSIBLE: list[Waiver] = [
            "validation-failed", why="a profile that contradicts itself, or an unknown name"),
     Waiver("PUT", "/demo/profile", "positive_data_acceptance", 422, "validation-failed",
            "$.profile", why="a name that is none of the profiles"),
+    # An autopilot the flow could play: a company of the tenant's catalog that offers the
+    # product, and a username whose scenario fits it (only the catalog and the scenario
+    # files say which).
+    *(Waiver("PUT", "/_sandbox/users/{identifier}/autopilot", "positive_data_acceptance", 422,
+             "validation-failed", field, why="a plan the hosted flow cannot play")
+      for field in ("$.company", "$.product", "$.username")),
 ]
 
 

@@ -43,6 +43,7 @@ class Limits(msgspec.Struct, frozen=True):
     max_tokens: int = 10_000
     max_users: int = 100_000
     max_aggregator_items: int = 10_000  # the aggregator API's items (domain/aggregator.py)
+    max_callbacks: int = 2_000  # the hosted flow's messages to the host (domain/callbacks.py)
 
 
 class ProfileMaker(Protocol):

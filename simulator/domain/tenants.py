@@ -22,6 +22,8 @@ from ..errors import (InvalidCredentials, InvalidPublicToken, MissingCredentials
                       PublicTokenExpired, WrongEnvironment, field_detail)
 from .journal import Journal
 from .links.aggregator import Aggregator
+from .flow.autopilot import Autopilots
+from .flow.callbacks import Callbacks
 from .changes import EVENT, TASK, Changes
 from .companies.companies import CompanyDirectory, ManualDepositRule
 from .webhooks.events import Event, EventLog, event_body
@@ -185,6 +187,9 @@ class Tenant:
         # The aggregator's webhooks leave signed with its key (Plaid-Verification, facts 15).
         self.webhooks.plain_signer = self.aggregator.verification_header
         self.journal = Journal()
+        # The hosted flow: its users' autopilots, and what it told the host page.
+        self.autopilots = Autopilots(self.account)
+        self.callbacks = Callbacks(self.rules.limits.max_callbacks)
         # API faults on purpose (PUT /_sandbox/faults/api), their draws seeded per tenant.
         self.api_faults = ApiFaults(random.Random(f"{self._seed}:{self.name}:api-faults"))
         self.events.listeners.append(lambda event: self.changes.touch(EVENT, event.id))
@@ -194,6 +199,7 @@ class Tenant:
             self.services.timer.watch(self.runner)
         if seed_accounts:
             self.accounts.seed_from_account()
+            self.autopilots.seed_from_account()
 
     def reset(self) -> None:
         """POST /_sandbox/reset: back to the account as the fixtures made it, same keys;
@@ -333,6 +339,8 @@ class Tenant:
             "users": {"stored": len(self.identity.users), "max": limits.max_users},
             "journal": {"stored": len(self.journal), "max": self.journal.max_entries,
                         "evicted": self.journal.evicted},
+            "sdkCallbacks": {"stored": len(self.callbacks), "max": self.callbacks.max_entries,
+                             "evicted": self.callbacks.evicted},
             "pendingJobs": len(self.timeline),
         }
 

@@ -203,6 +203,11 @@ EXAMPLES: dict[tuple[str, str], Example] = {
     ("GET", "/_sandbox/users/{identifier}/profile"): Example(),
     ("DELETE", "/_sandbox/users/{identifier}/profile"): Example(),
     ("GET", "/_sandbox/profiles"): Example(),
+    ("PUT", "/_sandbox/users/{identifier}/autopilot"): Example(
+        {"company": WALMART, "username": "test-auth-expired"}),
+    ("GET", "/_sandbox/users/{identifier}/autopilot"): Example(),
+    ("DELETE", "/_sandbox/users/{identifier}/autopilot"): Example(),
+    ("GET", "/_sandbox/sdk/callbacks"): Example(parameters={"identifier": USER}),
     ("PUT", "/demo/profile"): Example({"profile": "gig-worker"}),
     ("PUT", "/_sandbox/users/{identifier}/card-token-recreation"): Example({"enabled": True}),
     ("POST", "/_sandbox/companies"): Example({"_id": DOCS_COMPANY, "name": "Docs Example Co",
@@ -248,4 +253,8 @@ EXAMPLES: dict[tuple[str, str], Example] = {
         "POST", "/task/create", parameters={"taskWorkflow": "$response.body#/data/taskWorkflow"})),
     ("GET", "/sdk/deposit-form.pdf"): Example(after=From(
         "POST", "/access-token", parameters={"publicToken": _TOKEN})),
+    ("GET", "/sdk/autopilot"): Example(),
+    ("POST", "/sdk/callbacks"): Example({"flow": "3f2a9c1b", "messages": [
+        {"event": "interaction", "payload": {"name": "Initialized", "value": {"step": "search-company"},
+                                             "language": "en", "product": "deposit"}}]}),
 }

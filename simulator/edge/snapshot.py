@@ -56,6 +56,8 @@ from ..domain.timeline import Timeline
 from ..errors import ApiError, Conflict, LimitReached, PayloadTooLarge, ValidationFailed
 from ..load.fixtures import ConfigError
 from ..domain.journal import Journal
+from ..domain.flow.autopilot import Autopilots
+from ..domain.flow.callbacks import Callbacks
 from .render import read_within_time
 from ..schemas.fixtures import ACCOUNT_SCHEMA
 from ..validate import (DETAILS_KEPT, bounded_details, check_json_type, is_valid,
@@ -185,6 +187,8 @@ PARTS: tuple[Part, ...] = (
     _held("webhooks", Outbox),
     _held("journal", Journal),
     _held("api_faults", ApiFaults),
+    _held("autopilots", Autopilots),
+    _held("callbacks", Callbacks),
     # The outbox's attempts in flight become jobs: a restore sends them again.
     _held("timeline", Timeline,
           dump=lambda t: t.timeline.dump(t.webhooks.in_flight_jobs())),

@@ -56,6 +56,8 @@ __all__ = ["AsgiServer", "AsyncSandbox", "AsyncWebhookReceiver", "BlockingCallEr
            "describe_near_misses", "describe_undelivered", "on_loopback"]
 
 WAIT_TIMEOUT = 10.0      # wall seconds `wait_for` waits by default
+CALLBACK_POLL = 0.05     # wall seconds between two reads of the callbacks ledger
+CALLBACKS = "/_sandbox/sdk/callbacks"
 SIGNATURE_HEADER = "x-hmac-signature-sha-256"
 WEBHOOK_PATH = "/webhooks"
 ENDPOINTS = "/_sandbox/webhooks/endpoints"
@@ -419,6 +421,57 @@ class AsyncSandbox(SandboxClient):
     async def public_token(self, identifier: str) -> str:
         return (await self.post("/access-token", {"identifier": identifier}))["publicToken"]
 
+    # -- the hosted flow: its autopilot and what it told the host page ----------------------
+
+    async def autopilot(self, identifier: str, company: str | None, *,
+                        username: str = "test-good", **plan: Any) -> dict[str, Any] | None:
+        """When your frontend opens the hosted flow for `identifier`, the flow plays the
+        user's steps itself: picks `company` (its _id), signs in as `username` (a sandbox
+        username or test-<scenario>) and goes on to the success or failure screen, with no
+        click. `plan`: `mfa`, `password`, `distribution`, `language`, `product`, `pause`
+        (seconds of the tenant's clock on each screen) as PUT
+        /_sandbox/users/{identifier}/autopilot takes them. `company=None` unbinds it.
+        Returns the bound plan (None once unbound); SandboxError (422) for a plan the flow
+        cannot play (an unknown company, a scenario that does not fit the product)."""
+        path = f"/_sandbox/users/{urllib.parse.quote(identifier, safe='')}/autopilot"
+        if company is None:
+            await self.request("DELETE", path)
+            return None
+        body = {"company": company, "username": username,
+                **{_camel(key): value for key, value in plan.items()}}
+        return (await self.request("PUT", path, body))["autopilot"]
+
+    async def callbacks(self, identifier: str | None = None, *,
+                        after: int = 0) -> list[dict[str, Any]]:
+        """What the hosted flow told the host page (its onInteraction, onFinish, onClose,
+        onDataRequest, onOpenUrl calls), oldest first: `{id, time, identifier, flow, event,
+        payload}`; `after` the id of the last one read gives only the newer ones."""
+        query: dict[str, Any] = {"after": after}
+        if identifier is not None:
+            query["identifier"] = identifier
+        return await self.get(CALLBACKS, **query)
+
+    async def wait_for_callback(self, identifier: str, event: str | None = None, *,
+                                name: str | None = None, after: int = 0,
+                                timeout: float = WAIT_TIMEOUT, **match: Any) -> dict[str, Any]:
+        """The first message the hosted flow told the host page for `identifier` (after the
+        id `after`) whose `event` is `event` (interaction, finish, close, data-request,
+        open-url), whose interaction `name` is `name` and whose payload's top-level fields
+        equal `match` (`reason="auth-expired"`); waits up to `timeout` wall seconds. A
+        timeout says what the flow did tell the host."""
+        deadline = time.monotonic() + timeout
+        seen: list[dict[str, Any]] = []
+        while True:
+            for entry in await self.callbacks(identifier, after=after):
+                seen.append(entry)
+                after = entry["id"]
+                if _is_callback(entry, event, name, match):
+                    return entry
+            if time.monotonic() >= deadline:
+                raise AssertionError(_callback_timeout(identifier, event, name, match, timeout,
+                                                       seen))
+            await asyncio.sleep(CALLBACK_POLL)
+
     async def new_tenant(self, **settings: Any) -> AsyncSandbox:
         """Another isolated tenant (`name`, `products`, `signing`, ... as the API takes them)."""
         tenant = await self.post("/_sandbox/tenants", settings)
@@ -573,6 +626,9 @@ class Sandbox:
     bind_scenario = _blocking(AsyncSandbox.bind_scenario)
     use_profile = _blocking(AsyncSandbox.use_profile)
     public_token = _blocking(AsyncSandbox.public_token)
+    autopilot = _blocking(AsyncSandbox.autopilot)
+    callbacks = _blocking(AsyncSandbox.callbacks)
+    wait_for_callback = _blocking(AsyncSandbox.wait_for_callback)
     snapshot = _blocking(AsyncSandbox.snapshot)
     restore = _blocking(AsyncSandbox.restore)
     assert_called = _blocking(AsyncSandbox.assert_called)
@@ -673,6 +729,23 @@ def _matches(body: Mapping[str, Any], match: Mapping[str, Any]) -> bool:
         if value != wanted:
             return False
     return True
+
+
+def _is_callback(entry: Mapping[str, Any], event: str | None, name: str | None,
+                 match: Mapping[str, Any]) -> bool:
+    payload = entry["payload"]
+    return ((event is None or entry["event"] == event)
+            and (name is None or payload.get("name") == name) and _matches(payload, match))
+
+
+def _callback_timeout(identifier: str, event: str | None, name: str | None,
+                      match: Mapping[str, Any], timeout: float,
+                      seen: list[dict[str, Any]]) -> str:
+    wanted = " ".join(part for part in (event or "callback", name and repr(name)) if part)
+    told = "; ".join(f"{e['event']} {e['payload'].get('name') or e['payload'].get('reason') or ''}"
+                     .strip() for e in seen[-30:]) or "nothing"
+    return (f"the hosted flow told the host page no {wanted}{_where(match)} for "
+            f"{identifier!r} within {timeout:g} s; it told: {told}")
 
 
 def _where(match: Mapping[str, Any]) -> str:

@@ -57,6 +57,7 @@ def _from_files(settings: Settings, folders: list[Path]) -> LoadedFixtures:
             raise ConfigError(str(settings.scenarios / f"{default}.yaml"), "$.kind",
                               f"{default} is the default {kind} scenario: it must be one")
     known_companies = {c["_id"] for c in fixtures.companies}
+    catalog_of_fixtures = Catalog(build_companies(fixtures))
     for number, account in enumerate(fixtures.accounts):
         problem = start_problem(account.get("clock", {}).get("start", "1970-01-01T00:00:00Z"))
         if problem is not None:
@@ -68,15 +69,38 @@ def _from_files(settings: Settings, folders: list[Path]) -> LoadedFixtures:
                 raise ConfigError(str(fixtures.directory / "accounts.yaml"), f"{where}.company",
                                   f"no hand-written company has the id {entry['company']!r}")
             _check_profile(entry, fixtures, where, start_day(settings.clock_start))
+        for entry_number, entry in enumerate(account.get("autopilots", [])):
+            _check_autopilot(entry, fixtures, scenarios, catalog_of_fixtures,
+                             account.get("products"),
+                             f"$.accounts[{number}].autopilots[{entry_number}]")
     for number, company in enumerate(fixtures.companies):
         name = company.get("defaultScenario")
         if name is not None and (name not in scenarios or scenarios[name].kind != "task"):
             raise ConfigError(str(fixtures.directory / "companies.yaml"),
                               f"$.companies[{number}].defaultScenario",
                               f"no task scenario named {name!r}")
-    catalog = Catalog(build_companies(fixtures))
+    catalog = catalog_of_fixtures
     return LoadedFixtures(fixtures=fixtures, catalog=catalog, index=SearchIndex(catalog.ordered),
                           scenarios=scenarios)
+
+
+def _check_autopilot(entry: dict, fixtures: Fixtures, scenarios: dict, catalog: Catalog,
+                     products: list | None, where: str) -> None:
+    """An account's autopilot, as PUT /_sandbox/users/{identifier}/autopilot checks one."""
+    from ..domain.flow.autopilot import Autopilot
+    from ..domain.flow.sdk import autopilot_problem
+    from ..domain.tenants import DEFAULT_PRODUCTS
+
+    file = str(fixtures.directory / "accounts.yaml")
+    try:
+        autopilot = msgspec.convert({k: v for k, v in entry.items() if k != "identifier"},
+                                    Autopilot)
+    except msgspec.ValidationError as error:
+        message, _, path = str(error).partition(" - at `$")
+        raise ConfigError(file, where + path.rstrip("`"), message) from None
+    problem = autopilot_problem(scenarios, catalog, products or DEFAULT_PRODUCTS, autopilot)
+    if problem is not None:
+        raise ConfigError(file, where + problem[0][1:], problem[1])
 
 
 def _check_profile(entry: dict, fixtures: Fixtures, where: str, today: date) -> None:

@@ -111,6 +111,22 @@ ACCOUNT_SCHEMA = {
                                         "document of its own (over `profile` if both)."}},
             },
         },
+        "autopilots": {
+            "type": "array",
+            "description": "Users whose hosted flow plays itself (docs/sdk.md, Autopilot): as "
+                           "PUT /_sandbox/users/{identifier}/autopilot takes them.",
+            "items": {
+                "type": "object", "additionalProperties": False, "required": ["identifier", "company"],
+                "properties": {"identifier": {"type": "string", "minLength": 1}, "company": _ID,
+                               "username": {"type": "string", "minLength": 1, "maxLength": 200},
+                               "password": {"type": "string", "minLength": 1, "maxLength": 200},
+                               "mfa": {"type": "string", "minLength": 1, "maxLength": 200},
+                               "distribution": {"type": "object"},
+                               "language": {"enum": ["en", "es"]},
+                               "product": {"type": "string", "minLength": 1, "maxLength": 64},
+                               "pause": {"type": "number", "minimum": 0, "maximum": 3600}},
+            },
+        },
         "webhooks": {
             "type": "object",
             "additionalProperties": False,

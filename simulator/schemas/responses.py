@@ -130,6 +130,7 @@ class Stats(Answer, kw_only=True):
     tokens: Bounded
     users: UsersKept
     journal: Bounded
+    sdk_callbacks: Bounded
     pending_jobs: Count
     tenants: TenantsKept
 

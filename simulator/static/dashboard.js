@@ -35,6 +35,9 @@
   var faultTicks = 0, faultsShown = "";
   var events = new Map(), tasks = new Map();
   var cursors = { events: 0, tasks: 0 };
+  // What the hosted flow told the host page (GET /_sandbox/sdk/callbacks), by id.
+  var callbacks = new Map(), callbackCursor = 0;
+  var MAX_CALLBACKS = 1000, LOOSE_FLOWS = 3;
   var clock = null, clockShown = "";
   var selected = null;     // { kind: "event" | "task", id }
   var detailShown = "null";
@@ -188,12 +191,15 @@
     return Promise.all([
       api("GET", "/_sandbox/clock"),
       api("GET", "/_sandbox/events?limit=" + PAGE + "&after=" + cursors.events),
-      api("GET", "/_sandbox/tasks?limit=" + PAGE + "&after=" + cursors.tasks)
+      api("GET", "/_sandbox/tasks?limit=" + PAGE + "&after=" + cursors.tasks),
+      api("GET", "/_sandbox/sdk/callbacks?limit=" + PAGE + "&after=" + callbackCursor)
     ]).then(function (answers) {
       if (mine !== generation || !signedIn) { return; }  // other keys since: not this tenant's
       var moved = takeClock(answers[0].data);
+      if (answers[1].reset) { callbacks.clear(); callbackCursor = 0; }  // a reset or a restore
       var changed = takeEvents(answers[1]);
       changed = takeTasks(answers[2]) || changed;
+      changed = takeCallbacks(answers[3].data) || changed;
       if (changed) { render(); }
       else if (moved) {  // only time passed: the clock, the now line, running tasks' bars
         renderClock();
@@ -230,7 +236,27 @@
   function byCreation(a, b) { return seconds(a.createdAt) - seconds(b.createdAt); }
   function takeEvents(json) { return take(events, json, "events", MAX_EVENTS, bySequence); }
   function takeTasks(json) { return take(tasks, json, "tasks", MAX_TASKS, byCreation); }
+  function takeCallbacks(list) {
+    list.forEach(function (entry) { callbacks.set(entry.id, entry); callbackCursor = entry.id; });
+    Array.from(callbacks.keys()).slice(0, Math.max(0, callbacks.size - MAX_CALLBACKS))
+      .forEach(function (id) { callbacks.delete(id); });
+    return list.length > 0;
+  }
 
+  /* The flow's messages by its run, each run with the task it started (if it did). */
+  function flows() {
+    var byFlow = new Map();
+    callbacks.forEach(function (entry) {
+      var flow = byFlow.get(entry.flow);
+      if (!flow) { flow = { id: entry.flow, identifier: entry.identifier, task: null, entries: [] };
+                   byFlow.set(entry.flow, flow); }
+      flow.entries.push(entry);
+      var value = entry.payload.value || {};
+      if (!flow.task && entry.payload.name === "Started Task" && value.taskId) { flow.task = value.taskId; }
+      if (!flow.task && entry.payload.taskId) { flow.task = entry.payload.taskId; }
+    });
+    return Array.from(byFlow.values());
+  }
   // -- drawing --------------------------------------------------------------------------------
 
   function render() {
@@ -277,8 +303,19 @@
         byTask.get(event.task).push(event);
       } else { loose.push(event); }
     });
-    var rows = shown.map(function (task) { return { task: task, events: byTask.get(task.id) || [] }; });
-    if (loose.length) { rows.push({ task: null, events: loose.slice(-LOOSE) }); }
+    var told = new Map(), untold = [];
+    flows().forEach(function (flow) {
+      if (flow.task && ids.has(flow.task)) {
+        told.set(flow.task, (told.get(flow.task) || []).concat(flow.entries));
+      } else { untold.push(flow); }
+    });
+    var rows = shown.map(function (task) {
+      return { task: task, events: byTask.get(task.id) || [], callbacks: told.get(task.id) || [] };
+    });
+    untold.slice(-LOOSE_FLOWS).forEach(function (flow) {
+      rows.push({ task: null, flow: flow, events: [], callbacks: flow.entries });
+    });
+    if (loose.length) { rows.push({ task: null, events: loose.slice(-LOOSE), callbacks: [] }); }
     return rows;
   }
 
@@ -288,6 +325,7 @@
       times.push(seconds(row.task.createdAt));
       row.task.history.forEach(function (h) { times.push(seconds(h.at)); });
     }
+    row.callbacks.forEach(function (entry) { times.push(seconds(entry.time)); });
     row.events.forEach(function (event) {
       times.push(seconds(event.time));
       event.deliveries.forEach(function (d) {
@@ -347,6 +385,9 @@
       status.appendChild(el("span", "pill " + task.status, task.status + (task.reason ? ": " + task.reason : "")));
       label.appendChild(status);
       if (isSelected("task", task.id)) { item.className += " selected"; }
+    } else if (row.flow) {
+      label.appendChild(el("strong", null, "Hosted flow"));
+      label.appendChild(el("span", null, row.flow.identifier + " \u00b7 no task shown"));
     } else {
       label.appendChild(el("strong", null, "Other events"));
       label.appendChild(el("span", null, "not of a task shown"));
@@ -374,8 +415,11 @@
       track.appendChild(line);
     }
     var levels = stack(row.events, x.at);
-    track.style.height = (LEVEL_TOP + LEVEL * Math.max(1, Math.max.apply(null, levels.concat([0])) + 1)) + "px";
+    var used = row.events.length ? Math.max.apply(null, levels) + 1 : 0;
+    var told = row.callbacks.length ? 1 : 0;  // the flow's messages: a sub-row of their own
+    track.style.height = (LEVEL_TOP + LEVEL * Math.max(1, used + told)) + "px";
     row.events.forEach(function (event, index) { marks(track, event, x, LEVEL_TOP + LEVEL * levels[index]); });
+    if (told) { callbackMarks(track, row.callbacks, x, LEVEL_TOP + LEVEL * used); }
     item.appendChild(label);
     item.appendChild(track);
     return item;
@@ -445,6 +489,37 @@
         next.title = "retry due at " + clockTime(due);
         track.appendChild(next);
       }
+    });
+  }
+
+  /* The flow's messages to the host page, one mark per instant (most come at one virtual
+   * instant: the clock stands still while the user clicks): how many, and the last. */
+  function callbackMarks(track, entries, x, top) {
+    var byTime = new Map();
+    entries.forEach(function (entry) {
+      var at = seconds(entry.time);
+      if (!byTime.has(at)) { byTime.set(at, []); }
+      byTime.get(at).push(entry);
+    });
+    byTime.forEach(function (group, at) {
+      var said = group.map(function (e) {
+        return e.event === "interaction" ? e.payload.name :
+          e.event + (e.payload.reason ? " " + e.payload.reason : e.payload.handoff ? " " + e.payload.handoff : "");
+      });
+      var last = group[group.length - 1];
+      // Past the axis's middle the label reads leftwards from its instant: it stays inside.
+      var side = x.at(at) > 60 ? " leftwards" : "";
+      var mark = el("span", "callback" + side + (last.event === "interaction" ? "" : " " + last.event),
+                    (group.length > 1 ? group.length + " \u00b7 " : "") + said[said.length - 1]);
+      mark.style.left = x(at);
+      mark.style.top = top + "px";
+      mark.setAttribute("role", "img");
+      mark.setAttribute("data-callbacks", group.map(function (e) { return e.id; }).join(" "));
+      var text = group.length + " message" + (group.length > 1 ? "s" : "") + " to the host page at " +
+        clockTime(at) + ": " + said.join(", ");
+      mark.setAttribute("aria-label", text);
+      mark.title = text;
+      track.appendChild(mark);
     });
   }
 

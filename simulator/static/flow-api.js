@@ -2,16 +2,47 @@
  * parent's origin only) and the sandbox's API (fetch with the user's public token), and
  * the bodies the flow sends it. */
 
-import { PREFIX, config, operations, state } from "./flow-state.js";
+import { PREFIX, config, hId, operations, state } from "./flow-state.js";
 
 var LEAVE_WAIT_MS = 1500;
+// The most messages one POST /sdk/callbacks carries, and the largest body sent with
+// keepalive (a browser refuses keepalive bodies past 64 KiB in flight).
+var LEDGER_BATCH = 100;
+var KEEPALIVE_BYTES = 60000;
 
 // -- talking to the parent ---------------------------------------------------------------
 
 export function send(event, payload) {
+  payload = payload || {};
+  if (event !== "request-public-token") { record(event, payload); }
   // Before the handshake nothing secret is sent, so any parent may hear the request.
-  window.parent.postMessage({ event: PREFIX + "-" + event, payload: payload || {} },
+  window.parent.postMessage({ event: PREFIX + "-" + event, payload: payload },
                             state.parentOrigin || "*");
+}
+
+/* The ledger of what the flow told the host (GET /_sandbox/sdk/callbacks): each message
+ * is sent to the sandbox too, in order (one request at a time, what waits goes in the
+ * next), once the handshake gave the flow its token. */
+var ledger = { waiting: [], sending: null };
+function record(event, payload) {
+  if (!state.token) { return; }
+  ledger.waiting.push({ event: event, payload: JSON.parse(JSON.stringify(payload)) });
+  recorded();
+}
+/* Resolves once every message recorded so far reached the sandbox (or failed to). */
+export function recorded() {
+  if (ledger.sending) { return ledger.sending; }
+  if (!ledger.waiting.length) { return Promise.resolve(); }
+  var body = JSON.stringify({ flow: hId || "none", messages: ledger.waiting.splice(0, LEDGER_BATCH) });
+  ledger.sending = fetch("/sdk/callbacks", {
+    method: "POST", keepalive: body.length < KEEPALIVE_BYTES,
+    headers: { "content-type": "application/json", "x-public-token": state.token },
+    body: body
+  }).catch(function () {}).then(function () {
+    ledger.sending = null;
+    return recorded();
+  });
+  return ledger.sending;
 }
 /* An interaction as the SDK reports it (real-service-facts 14): its name and value, with
  * the flow's language, customer and products. */
@@ -34,7 +65,14 @@ function end(event, payload, extra) {
   if (state.ended) { return; }
   state.ended = true;
   var data = { tasks: state.tasks || [] };
-  send(event, Object.assign(payload, { data: data }, extra || {}));
+  var message = Object.assign(payload, { data: data }, extra || {});
+  // The host removes the flow when it hears the end: the ledger has it first.
+  record(event, message);
+  var waited = new Promise(function (resolve) { setTimeout(resolve, LEAVE_WAIT_MS); });
+  Promise.race([recorded(), waited]).then(function () {
+    window.parent.postMessage({ event: PREFIX + "-" + event, payload: message },
+                              state.parentOrigin || "*");
+  });
 }
 export function finish(taskId, extra) {
   // The SDK removes the flow on finish, as the real one does (transact.js).

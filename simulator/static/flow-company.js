@@ -41,13 +41,14 @@ export function welcome() {
   ]);
 }
 
-var META = { "payroll-provider": t("Payroll provider"), "gig-economy": t("Gig economy"),
-             "franchise-parent": t("All locations"), "manual-deposits": t("Set up by hand") };
+function meta() { return { "payroll-provider": t("Payroll provider"), "gig-economy": t("Gig economy"),
+             "franchise-parent": t("All locations"), "manual-deposits": t("Set up by hand") }; }
 function describe(company) {
   if (company.status === "under-maintenance") { return { text: t("Under maintenance"), warn: true }; }
   var tags = company.tags || [];
+  var names = meta();
   for (var i = tags.length - 1; i >= 0; i--) {
-    if (META[tags[i]]) { return { text: META[tags[i]] }; }
+    if (names[tags[i]]) { return { text: names[tags[i]] }; }
   }
   return null;
 }

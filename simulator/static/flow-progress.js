@@ -7,22 +7,23 @@ import { HINTS, mayChooseAnother, operations, remember, screens, state } from ".
 import { brandColour, button, companyHero, companyTitle, el, icon, logo, reasonSentence,
          screen, t } from "./flow-ui.js";
 
-var UPDATES = {
+/* Said when used (t() at each call): an autopilot's language comes after the import. */
+function updates() { return {
   deposit: [t("Updating your direct deposit"), t("Direct deposit updated")],
   verify: [t("Getting your income and employment"), t("Income and employment received")],
   switch: [t("Updating your payment method"), t("Payment method updated")],
   present: [t("Getting your account details"), t("Account details received")],
   identify: [t("Getting your identity details"), t("Identity details received")],
   tax: [t("Getting your tax documents"), t("Tax documents received")]
-};
-var OUTCOMES = {
+}; }
+function outcomes() { return {
   deposit: t("Your pay goes to your new account from your next paycheck."),
   verify: t("Your income and employment details are on their way to the app."),
   switch: t("Your new payment method is set."),
   present: t("Your account details are on their way to the app."),
   identify: t("Your identity details are on their way to the app."),
   tax: t("Your tax documents are on their way to the app.")
-};
+}; }
 
 /* The steps of `task` as its state says them: queued (connecting), processing (signing
  * in; a verification step when the flow asked for one or the scenario waits for one),
@@ -30,7 +31,7 @@ var OUTCOMES = {
 function stepsOf(company, task, challenge) {
   var named = { company: company.name };
   var verify = !!challenge || (HINTS.mfaScenarios || []).indexOf(task.scenario) >= 0;
-  var update = UPDATES[task.product] || [t("Finishing the update"), t("Update finished")];
+  var update = updates()[task.product] || [t("Finishing the update"), t("Update finished")];
   // Each step's words: while it runs, once done, and when the task failed there.
   var steps = [
     { id: "connect", labels: [t("Connecting to {company}", named), t("Connected to {company}", named),
@@ -198,12 +199,12 @@ export function progress(company, created, challenge) {
 
 // -- the end -----------------------------------------------------------------------------
 
-var NEXT = {
+function nextSteps() { return {
   retry: [t("Try again"), "retry"],
   "another-card": [t("Use another card"), "another-card"],
   manual: [t("Set up manually"), "manual"],
   amount: [t("Choose another amount"), "change-amount"]
-};
+}; }
 
 /* The workflow is over. Success when every task completed: the user's Done finishes
  * with the first task's id (the one the sign-in started; data.tasks names them all).
@@ -225,7 +226,7 @@ function done(company, tasks, challenge) {
                   { badge: "success", band: false }),
       el("p", { "class": "lead center", "data-testid": "outcome-detail",
                 text: t("{company} is connected.", { company: company.name }) }),
-      OUTCOMES[task.product] ? el("p", { "class": "hint center", text: OUTCOMES[task.product] }) : null,
+      outcomes()[task.product] ? el("p", { "class": "hint center", text: outcomes()[task.product] }) : null,
       summary,
       el("div", { "class": "actions" }, [
         button("primary", t("Done"), end, { "data-testid": "done" })])
@@ -247,8 +248,9 @@ function done(company, tasks, challenge) {
     manual: function () { remember(function () { done(company, tasks, challenge); }); screens.manualFallback(company, true); },
     amount: function () { interaction("Retried", { taskId: task.id, with: "another amount" }); screens.depositSetup(company); }
   };
-  if (NEXT[next]) {
-    actions.push(button("primary", NEXT[next][0], go[next], { "data-testid": NEXT[next][1] }));
+  var offered = nextSteps();
+  if (offered[next]) {
+    actions.push(button("primary", offered[next][0], go[next], { "data-testid": offered[next][1] }));
   }
   if (next !== "retry" && next !== "close") {
     actions.push(button("secondary", t("Try again"), retry, { "data-testid": "retry" }));

@@ -14,7 +14,9 @@ export var state = { token: null, parentOrigin: null, session: null, history: []
                      pendingTask: null, left: false, ended: false, popular: {},
                      loginOptions: {}, payrollOnly: false,
                      // Every task the flow started, as the host hears of them at its end.
-                     tasks: [], zeroResults: false };
+                     tasks: [], zeroResults: false,
+                     // Called with each screen's name once it is drawn (flow-autopilot.js).
+                     onScreen: null };
 export var app = document.getElementById("app");
 
 /* The screens by name, filled by flow.js: a module opens another module's screen through

@@ -16,9 +16,10 @@ export function nextId() { return ++uid; }
  * language when the sandbox sent its translations (boot.messages.words, keyed by the
  * English; only for `language: "es"`), else as written. `{name}` placeholders are filled
  * from `values`, so a translation puts a name where its own grammar wants it. */
-var WORDS = MESSAGES.words || {};
 export function t(english, values) {
-  var text = Object.prototype.hasOwnProperty.call(WORDS, english) ? WORDS[english] : english;
+  // Read at each call: an autopilot's language replaces them before the first screen.
+  var words = MESSAGES.words || {};
+  var text = Object.prototype.hasOwnProperty.call(words, english) ? words[english] : english;
   return text.replace(/\{(\w+)\}/g, function (placeholder, name) {
     return values && values[name] !== undefined ? String(values[name]) : placeholder;
   });
@@ -187,6 +188,7 @@ export function screen(name, title, children, options) {
     focus.focus();
   }
   interaction("Viewed " + title + " Page");
+  if (state.onScreen) { state.onScreen(name); }  // an autopilot plays it (flow-autopilot.js)
 }
 
 /* "Are you sure you want to exit?" over the current screen (which goes on beneath it: a

@@ -27,6 +27,7 @@
  */
 
 import { api, interaction, leave, send } from "./flow-api.js";
+import { load as loadAutopilot } from "./flow-autopilot.js";
 import { addCard, account, depositPdf, depositSetup, manualFallback } from "./flow-deeplink.js";
 import { chooseAnother, chooseCompany, fail, openCompany, search, unavailable,
          welcome } from "./flow-company.js";
@@ -49,7 +50,7 @@ window.addEventListener("message", function (event) {
   if (!hId || payload.handshakeId !== hId || state.token) { return; }
   state.token = payload.publicToken;
   state.parentOrigin = event.origin;
-  start();
+  loadAutopilot().then(start);
 });
 
 window.addEventListener("pagehide", function () { leave(); });

@@ -223,6 +223,8 @@ def _add_serve_flags(serve: argparse.ArgumentParser, *, port: str = "default 808
                        ("tasks", "per tenant: tasks kept (10000)"),
                        ("tokens", "per tenant: public tokens kept (10000)"),
                        ("users", "per tenant: users (100000)"),
+                       ("callbacks", "per tenant: the hosted flow's messages to the host "
+                                     "page kept (2000)"),
                        ("tenants", "tenants the control plane may make (1000)"),
                        ("tenants-per-maker", "of those, made by one tenant (250)")):
         serve.add_argument(f"--max-{name}", type=int, metavar="N", help=what)

@@ -606,3 +606,71 @@ def deposit_form_pdf(employer: str, identifier: str, today: Any) -> bytes:
                      (12, "Account type:  [ ] checking   [ ] savings"),
                      (12, "Amount:  [ ] entire paycheck   [ ] ____ %   [ ] $ ______"), (12, ""),
                      (12, "Signature: ______________________________")])
+
+
+# -- the autopilot (domain/autopilot.py) ----------------------------------------------------
+
+AUTOPILOT_UNKNOWN_COMPANY = ("No company has the _id {company!r}: the autopilot picks one of "
+                             "this tenant's companies (GET /company/search finds their _id).")
+AUTOPILOT_PRODUCT = "{company} does not offer {product!r} (it offers {offered})."
+AUTOPILOT_ACCOUNT_PRODUCT = ("This account has no {product!r} product (it has {products}): "
+                             "the flow would refuse it (product-not-offered).")
+AUTOPILOT_UNKNOWN_USERNAME = ("{username!r} is no sandbox username and no test-<scenario> of a "
+                              "task scenario (GET /_sandbox/scenarios lists them).")
+AUTOPILOT_UNFIT = ("The username {username!r} runs the scenario {scenario!r}, which does not "
+                   "fit {product!r} (it fits {fits}): choose another username or product.")
+
+
+def autopilot_problem(scenarios: Mapping[str, Any], companies: Any, products: Iterable[str],
+                      autopilot: Any) -> tuple[str, str] | None:
+    """Why the hosted flow could not play `autopilot` (its JSON path and a sentence), or
+    None: the company is one of `companies`, it and the account (`products`) offer the
+    product, and the username's scenario fits that product (a flow the user could not run
+    is refused, never played)."""
+    company = companies.get(autopilot.company)
+    if company is None:
+        return "$.company", AUTOPILOT_UNKNOWN_COMPANY.format(company=autopilot.company)
+    product = given(autopilot.product) or operations_of(None, company)[0]["operation"]
+    if product not in company.available_products:
+        return "$.product", AUTOPILOT_PRODUCT.format(
+            company=company.name, product=product, offered=", ".join(company.available_products))
+    if product not in products:
+        return "$.product", AUTOPILOT_ACCOUNT_PRODUCT.format(product=product,
+                                                             products=", ".join(products))
+    name = sandbox_username(autopilot.username)
+    scenario = scenario_for_username(scenarios, autopilot.username, [{"operation": product}])
+    if scenario is None:
+        if name.startswith("test-") and name != REFUSED_USERNAME:
+            return "$.username", AUTOPILOT_UNKNOWN_USERNAME.format(username=autopilot.username)
+        return None
+    if not scenarios[scenario].fits(product):
+        fits = ", ".join(scenarios[scenario].products or ()) or "no product"
+        return "$.username", AUTOPILOT_UNFIT.format(username=autopilot.username,
+                                                    scenario=scenario, product=product, fits=fits)
+    return None
+
+
+def bind_autopilot(tenant: Tenant, identifier: str, autopilot: Any) -> None:
+    """PUT /_sandbox/users/{identifier}/autopilot: a plan the flow cannot play is refused
+    (422 with the field at fault) and nothing changes; else it replaces the user's."""
+    problem = autopilot_problem(tenant.tasks.scenarios, tenant.companies, tenant.products,
+                                autopilot)
+    if problem is not None:
+        path, message = problem
+        raise ValidationFailed(message, details=[field_detail(path, message)])
+    tenant.identity.user(identifier)
+    tenant.autopilots.bind(identifier, autopilot)
+
+
+def flow_autopilot(tenant: Tenant, token: PublicToken) -> dict[str, Any]:
+    """GET /sdk/autopilot: the plan of the token's user (null: none), the tenant's clock
+    (the page's pauses follow it) and, for a plan with its own language, the sentences in
+    it."""
+    autopilot = tenant.autopilots.get(token.identifier)
+    answer: dict[str, Any] = {"autopilot": autopilot, "now": tenant.clock.timestamp()}
+    company = tenant.companies.get(autopilot.company) if autopilot is not None else None
+    if company is not None:
+        answer["company_name"] = company.name  # what the user types into the search
+    if autopilot is not None and given(autopilot.language):
+        answer["messages"] = user_messages(autopilot.language)
+    return answer

@@ -110,6 +110,7 @@ def remove_user(tenant: Tenant, identifier: str) -> bool:
                              details=[field_detail("$.identifier", "has records",
                                                    location="path")])
     tenant.tasks.bind(identifier, None)
+    tenant.autopilots.unbind(identifier)
     tenant.accounts.unbind_profile(identifier)
     tenant.tasks.recreate_card_tokens(identifier, True)
     tenant.identity.forget(identifier)

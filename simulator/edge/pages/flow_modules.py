@@ -14,6 +14,7 @@ FLOW_MODULES = {
     "flow-signin.js": "its sign-in screens",
     "flow-progress.js": "its progress and last screens",
     "flow-deeplink.js": "the screens of the deeplink steps",
+    "flow-autopilot.js": "the autopilot that plays a bound user's steps",
 }
 
 for _name, _what in FLOW_MODULES.items():

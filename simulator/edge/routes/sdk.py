@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
 from aiohttp import web
 
+from ...clock import isoformat
 from ...domain.flow import sdk
+from ...domain.flow.autopilot import Autopilot
+from ...domain.flow.callbacks import CALLBACK_EVENTS
 from ...domain.companies.companies import full_record, search_record
 from ...domain.flow.flow_words import flow_language, flow_page
 from ...errors import ApiError, CompanyNotFound, InvalidConfig, LinkedAccountNotYours, field_detail
-from ...domain.shapes import UNSET, Command, Maybe, View, given, of, raw, schema_of, view_of
+from ...domain.shapes import (UNSET, Command, Maybe, View, choice, given, of, raw, schema_of,
+                             view_of)
 from ...domain.tasks.tasks import TaskCreated, TaskRecord
 from ...schemas.api import (FlowTasks, SdkCompanyRequest, SdkConfig, SdkLeaveRequest,
                            SdkLoginRequest, SdkMfaChallenge, SdkSessionRequest)
@@ -252,3 +257,144 @@ async def deposit_form(query, sandbox) -> web.Response:
     pdf = sdk.deposit_form_pdf(company.name, token.identifier, tenant.clock.now().date())
     return web.Response(body=pdf, content_type="application/pdf", headers={
         "content-disposition": f'inline; filename="direct-deposit-{company.id}.pdf"'})
+
+
+# -- the autopilot (domain/autopilot.py) and what the flow told the host (domain/callbacks.py)
+
+CONTROL = {"auth": Auth.API_KEYS, "tags": ("control plane",)}
+
+
+class AutopilotBinding(View, kw_only=True):
+    identifier: of(str, min_length=1)
+    autopilot: of(Autopilot | None, "What the user does in the hosted flow (null: nothing "
+                  "bound; the user clicks).")
+
+
+class AutopilotUnbound(View, kw_only=True):
+    identifier: of(str, min_length=1)
+    removed: of(bool, "False: no autopilot was bound.")
+
+
+@operation("PUT", "/_sandbox/users/{identifier}/autopilot", "Bind what the user does in the "
+           "hosted flow: it plays the steps itself", body=Autopilot, response=AutopilotBinding,
+           errors=(422, 429), **CONTROL)
+async def bind_autopilot(tenant, params, body) -> AutopilotBinding:
+    """When the customer's frontend opens the hosted flow for this user, the page searches
+    for and picks `company`, signs in with `username`, answers an MFA challenge with `mfa`,
+    chooses `distribution` where asked, and ends on the success or failure screen as the
+    user would (Done, or Close), each after `pause` seconds of the tenant's clock. A company
+    the tenant lacks, a product it or the account does not offer, or a username whose
+    scenario does not fit the product is refused (422, the field at fault) and nothing
+    changes."""
+    sdk.bind_autopilot(tenant, params["identifier"], body)
+    return AutopilotBinding(identifier=params["identifier"], autopilot=body)
+
+
+@operation("GET", "/_sandbox/users/{identifier}/autopilot", "The user's autopilot",
+           response=AutopilotBinding, **CONTROL)
+async def read_autopilot(tenant, params) -> AutopilotBinding:
+    identifier = params["identifier"]
+    return AutopilotBinding(identifier=identifier, autopilot=tenant.autopilots.get(identifier))
+
+
+@operation("DELETE", "/_sandbox/users/{identifier}/autopilot", "Unbind the user's autopilot "
+           "(the flow waits for clicks again)", response=AutopilotUnbound, **CONTROL)
+async def unbind_autopilot(tenant, params) -> AutopilotUnbound:
+    identifier = params["identifier"]
+    return AutopilotUnbound(identifier=identifier, removed=tenant.autopilots.unbind(identifier))
+
+
+_SENTENCES = {"type": "object", "additionalProperties": {"type": "string"}}
+# The sentences the hosted page shows (sdk.user_messages), in a language.
+USER_MESSAGES = {"type": "object", "description": "The flow's sentences in the autopilot's "
+                 "language: failure reasons and errors by code, the fallback, the page's words.",
+                 "properties": {"reasons": _SENTENCES, "errors": _SENTENCES,
+                                "fallback": {"type": "string"}, "words": _SENTENCES}}
+
+
+class SdkAutopilot(View, kw_only=True):
+    autopilot: of(Autopilot | None, "The user's autopilot (null: none).")
+    now: of(float, "The tenant's clock, in seconds: the page's pauses follow it.")
+    company_name: Maybe[of(str, "The autopilot's company's name (what it searches for).")] = UNSET
+    messages: Maybe[raw(USER_MESSAGES)] = UNSET
+
+
+@operation("GET", "/sdk/autopilot", "What the flow's user does, if an autopilot is bound",
+           auth=Auth.PUBLIC_TOKEN, response=SdkAutopilot)
+async def flow_autopilot(tenant, token) -> SdkAutopilot:
+    """The hosted page asks once the handshake gave it the token, then again for the
+    tenant's clock while it pauses."""
+    return SdkAutopilot(**sdk.flow_autopilot(tenant, token))
+
+
+class CallbackMessage(Command, kw_only=True):
+    event: choice(*CALLBACK_EVENTS)
+    payload: of(dict[str, Any], "What the host page's callback received.")
+
+
+class SdkCallbacksRequest(Command, kw_only=True):
+    flow: of(str, "The flow's run (its handshake id).", min_length=1, max_length=64)
+    messages: of(list[CallbackMessage], "In the order the page posted them.", min_length=1,
+                 max_length=100)
+
+
+class SdkCallbacksRecorded(View, kw_only=True):
+    recorded: of(int, ge=0)
+
+
+@operation("POST", "/sdk/callbacks", "What the hosted flow posted to the host page",
+           auth=Auth.PUBLIC_TOKEN, body=SdkCallbacksRequest, response=SdkCallbacksRecorded)
+async def record_callbacks(tenant, token, body) -> SdkCallbacksRecorded:
+    """The flow's page sends each message it posts to the host here too (in order, a few
+    at a time), for GET /_sandbox/sdk/callbacks."""
+    added = tenant.callbacks.record(isoformat(tenant.clock.timestamp()), token.identifier,
+                                    body.flow, [(m.event, m.payload) for m in body.messages])
+    return SdkCallbacksRecorded(recorded=len(added))
+
+
+class CallbacksQuery(Command, kw_only=True):
+    identifier: Maybe[of(str, "Only this user's flows.", min_length=1)] = UNSET
+    after: of(int, "Only those after this id (the last one read).", ge=0) = 0
+    limit: of(int, ge=1, le=500) = 500
+
+
+# What a host page's callback receives (real-service-facts 14): an interaction's name and
+# value with the flow's language, products, customer and company; the end's task, reason,
+# handoff and data.tasks; a data request's fields; an open-url's url.
+_SCALAR = {"type": ["string", "number", "boolean", "null"]}
+CALLBACK_PAYLOAD = {
+    "type": "object", "description": "What the host page's callback received, as it received it.",
+    "properties": {
+        "name": {"type": "string", "description": "An interaction's name."},
+        "value": {"type": "object", "description": "An interaction's details.",
+                  "additionalProperties": _SCALAR},
+        **{name: {"type": "string"} for name in (
+            "language", "product", "additionalProduct", "customer", "company", "url")},
+        "taskId": {"type": ["string", "null"]},
+        "reason": {"type": "string", "description": "Why the flow closed."},
+        "handoff": {"type": ["string", "null"], "description": "The view the host shows itself."},
+        "fields": {"type": "array", "items": {"type": "string"},
+                   "description": "What a data request asks the host for."},
+        "data": {"type": "object", "properties": {"tasks": {"type": "array", "items": {
+            "type": "object", "properties": {
+                "taskId": {"type": "string"}, "product": {"type": "string"},
+                "status": {"type": "string"}, "reason": {"type": "string"}}}}}}}}
+
+
+class CallbackRecord(View, kw_only=True):
+    id: of(int, ge=1)
+    time: of(str, "The tenant's clock when the sandbox heard of it.")
+    identifier: str
+    flow: of(str, "The flow's run (its handshake id): one opening of the flow.")
+    event: choice(*CALLBACK_EVENTS)
+    payload: raw(CALLBACK_PAYLOAD)
+
+
+@operation("GET", "/_sandbox/sdk/callbacks", "What the hosted flow told the host page, oldest "
+           "first", query=CallbacksQuery, response=list[CallbackRecord], **CONTROL)
+async def list_callbacks(tenant, query) -> list:
+    """Every message the hosted flow posted to the customer's page (onInteraction,
+    onFinish, onClose, onDataRequest, onOpenUrl: `event` and `payload`), in the order the
+    page posted them; `after` the last id read gives the new ones."""
+    return [view_of(CallbackRecord, entry) for entry in tenant.callbacks.query(
+        identifier=given(query.identifier), after=query.after, limit=query.limit)]
