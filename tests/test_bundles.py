@@ -36,6 +36,12 @@ async def failed_tenant(client) -> tuple[dict, dict]:
 
 async def test_a_bundle_holds_the_tenant_at_the_failing_moment(client):
     keys, made = await failed_tenant(client)
+    # What the hosted flow told the host page (issue 46, point 2) goes in the bundle too.
+    token = (await call(client, "POST", "/access-token", headers=keys,
+                        json={"identifier": "u-flow"}))["data"]["publicToken"]
+    await call(client, "POST", "/sdk/callbacks", headers={"x-public-token": token},
+               json={"flow": "h1", "messages": [{"event": "close", "payload": {"reason": "x"}}]})
+    told = (await call(client, "GET", "/_sandbox/sdk/callbacks", headers=keys))["data"]
     clock = (await call(client, "GET", "/_sandbox/clock", headers=keys))["data"]
     journal = (await call(client, "GET", "/_sandbox/requests", headers=keys))["data"]
     events = (await call(client, "GET", "/_sandbox/events", headers=keys))["data"]
@@ -49,7 +55,7 @@ async def test_a_bundle_holds_the_tenant_at_the_failing_moment(client):
     assert bundle["seed"] == bundle["snapshot"]["seed"] == 1
     assert bundle["clock"] == clock and bundle["takenAt"] == clock["now"]
     assert bundle["bindings"] == {"u2": "auth-expired"}
-    assert bundle["callbacks"] == []  # the slot the callbacks ledger fills
+    assert bundle["callbacks"] == told and told[0]["payload"] == {"reason": "x"}
     # The journal oldest first, as GET /_sandbox/requests showed it (and those two reads).
     assert [e["id"] for e in bundle["requests"]] == sorted(e["id"] for e in journal) + [
         journal[0]["id"] + 1, journal[0]["id"] + 2]

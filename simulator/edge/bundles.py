@@ -5,8 +5,7 @@ bindings, snapshot, requests, events, callbacks}`. `snapshot` is the tenant's GE
 /_sandbox/snapshot at the failing moment (what `serve --open-bundle` restores); the others
 are there to be read without a server: the request journal and the event ledger as GET
 /_sandbox/requests (oldest first) and GET /_sandbox/events show them, the clock, the
-scenario bindings, and the hosted flow's callbacks to its host page (an empty list until
-the callbacks ledger exists: `callbacks_of` is the slot it fills).
+scenario bindings, and the hosted flow's callbacks to its host page (`callbacks_of`).
 
 GET /_sandbox/bundle (routes/control.py) makes one; the pytest plugin writes one per failed
 test, `exec` one per tenant of a failed run (write_bundle, inside their folder only); `serve
@@ -29,6 +28,8 @@ from contextlib import suppress
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from ..validate import ConfigError
 
@@ -56,9 +57,10 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 def callbacks_of(tenant: Any) -> list[Any]:
-    """The hosted flow's messages to its host page, for the bundle: the slot the callbacks
-    ledger (issue 46, point 2) fills; until it exists, none."""
-    return []
+    """The hosted flow's messages to its host page, oldest first, as GET
+    /_sandbox/sdk/callbacks shows them (the whole ledger: it is bounded by --max-callbacks)."""
+    return [msgspec.to_builtins(entry)
+            for entry in tenant.callbacks.query(limit=len(tenant.callbacks) or 1)]
 
 
 def redacted(value: Any) -> Any:
@@ -113,7 +115,7 @@ def bundle_schema() -> dict[str, Any]:
             "events": {**schema_of(list[EventRecord]),
                        "description": "GET /_sandbox/events, oldest first."},
             "callbacks": {"type": "array", "description": "The hosted flow's messages to "
-                          "its host page (none until the callbacks ledger records them).",
+                          "its host page, oldest first (GET /_sandbox/sdk/callbacks).",
                           "items": {"type": "object", "properties": {
                               "id": {"type": "integer"}, "time": {"type": "string"},
                               "name": {"type": "string"}, "payload": {}}}}},
