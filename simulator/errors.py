@@ -286,6 +286,18 @@ class TenantLimitReached(LimitReached):
     code = "tenant-limit-reached"
 
 
+class TaskLimitReached(LimitReached):
+    code = "task-limit-reached"
+
+
+class EventLimitReached(LimitReached):
+    code = "event-limit-reached"
+
+
+class JobLimitReached(LimitReached):
+    code = "job-limit-reached"
+
+
 class ShuttingDown(ApiError):
     status = 503
     code = "shutting-down"

@@ -179,6 +179,7 @@ class Outbox:
         self.queue: list[Send] = []        # attempts started, not yet taken by the transport
         # Attempts the transport took and has not answered: -> the virtual time they started.
         self.in_flight: dict[Send, float] = {}
+        self.landed = 0  # attempts that ended (EventLog.full looks again after one)
 
     def itself(self) -> Outbox:
         """The outbox a scheduled action of it runs on (`_AttemptAction.outbox`)."""
@@ -520,6 +521,7 @@ class Outbox:
     def _landed(self, send: Send) -> None:
         """The attempt is no longer in flight. An emptied table starts over: a dict keeps
         the room a burst of attempts made (tens of KB) after they are gone."""
+        self.landed += 1
         self.in_flight.pop(send, None)
         if not self.in_flight:
             self.in_flight = {}
