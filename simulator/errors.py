@@ -298,6 +298,10 @@ class JobLimitReached(LimitReached):
     code = "job-limit-reached"
 
 
+class ProcessorTokenLimitReached(LimitReached):
+    code = "processor-token-limit-reached"
+
+
 class ShuttingDown(ApiError):
     status = 503
     code = "shutting-down"

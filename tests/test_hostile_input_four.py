@@ -178,3 +178,22 @@ async def test_a_restore_past_the_memory_budget_is_refused_at_once(make_client, 
                            headers={**ACME, "content-type": "application/json"})
     assert ok.status == 200, await ok.text()
     assert sandbox.large_restores.reserved == 0
+
+
+async def test_processor_tokens_are_refused_at_max_tokens(make_client):
+    """Minted processor tokens (each with one link at most) were kept without a bound."""
+    client = await make_client(clock="manual", max_tokens=3)
+    minted = [(await call(client, "POST", "/_sandbox/aggregator/processor-token", status=201,
+                          json={"identifier": f"bank-{n}"}))["data"]["processorToken"]
+              for n in range(3)]
+    error = (await call(client, "POST", "/_sandbox/aggregator/processor-token", status=429,
+                        json={"identifier": "one-too-many"}))["error"]
+    refused(error, "processor-token-limit-reached", "--max-tokens",
+            "PAYROLL_SANDBOX_MAX_TOKENS", "maxTokens")
+    document = (await call(client, "GET", "/_sandbox/snapshot"))["data"]
+    assert [t["token"] for t in document["processorTokens"]] == minted  # nothing lost
+    [token] = document["processorTokens"][:1]
+    error = (await call(client, "POST", "/_sandbox/snapshot", status=422, json={
+        **document, "processorTokens": [{**token, "token": f"{token['token'][:-4]}{n:04d}"}
+                                        for n in range(4)]}))["error"]
+    assert [d["path"] for d in error["details"]] == ["$.processorTokens"], error
