@@ -553,7 +553,7 @@ class Tasks(Held[Task]):
         # Tasks workflows hold until the one before ends (Workflow.pending): admitted, so
         # counted against max_tasks before they start (admit).
         self.waiting = 0
-        self._fruitless_at: tuple[float, int] | None = None  # (clock, tasks) of a vain scan
+        self._fruitless_at: tuple[int, int] | None = None  # (revision, tasks) of a vain scan
         # The rest of the tenant's live work (Tenant.admit_work: events, jobs), checked
         # before a task is made.
         self.admit_work: Callable[[], None] = lambda: None
@@ -665,11 +665,11 @@ class Tasks(Held[Task]):
         workflows (keep_bounded). Then the rest of its live work (admit_work)."""
         limit = self.rules.limits.max_tasks
         if len(self._by_id) + self.waiting + count > limit:
-            # A scan that freed nothing is not made again until the clock or the tasks
-            # change (a refused burst costs one scan, not one per request).
-            if self._fruitless_at != (self.clock.timestamp(), len(self._by_id)):
+            # A scan that freed nothing is not made again until a task or an event changes
+            # (a refused burst costs one scan, not one per request).
+            if self._fruitless_at != (self.changes.revision, len(self._by_id)):
                 self._evict(limit - max(1, limit // 10))
-                self._fruitless_at = (self.clock.timestamp(), len(self._by_id))
+                self._fruitless_at = (self.changes.revision, len(self._by_id))
             stored = len(self._by_id) + self.waiting
             if stored + count > limit:
                 raise TaskLimitReached(TASK_LIMIT.format(stored=stored, limit=limit))
