@@ -83,9 +83,9 @@ async def restores(size_mib: int) -> None:
             await session.post("/access-token", headers=headers, json={"identifier": "seed"})
             document = (await (await session.get("/_sandbox/snapshot", headers=headers)).json())["data"]
             user = document["users"][0]
-            one = len(json.dumps(user)) + 2
-            count = size_mib * 2**20 // one
-            document["users"] = [{**user, "_id": f"{n:024x}", "identifier": f"bulk-{n}"}
+            sample = {**user, "id": f"{0:024x}", "identifier": "bulk-100000"}
+            count = size_mib * 2**20 // (len(json.dumps(sample)) + 2)
+            document["users"] = [{**user, "id": f"{n:024x}", "identifier": f"bulk-{n}"}
                                  for n in range(count)]
             bodies.append((headers, json.dumps(document).encode()))
         third = {"x-api-key": "sandbox-key-initech-0003", "x-api-secret": "sandbox-secret-initech-0003"}
@@ -107,7 +107,9 @@ async def restores(size_mib: int) -> None:
             started = time.perf_counter()
             async with session.post("/_sandbox/snapshot", data=body,
                                     headers={**headers, "content-type": "application/json"}) as r:
-                await r.read()
+                answer = await r.read()
+                if r.status != 200:
+                    print(answer[:600].decode())
                 return r.status, time.perf_counter() - started
 
         both = asyncio.ensure_future(asyncio.gather(*(restore(h, b) for h, b in bodies)))
