@@ -139,8 +139,10 @@ async def test_a_large_restore_waits_only_on_its_own_tenant(make_client, monkeyp
         bodies[name] = json.dumps(document).encode() + b" " * (snapshot.LARGE_RESTORE + 1)
     go_on = asyncio.Event()
     running = asyncio.create_task(_stalled_restore(client, bodies["a"], go_on, ACME))
-    await asyncio.sleep(0.2)
-    assert not running.done(), await running
+    admission = client.server.app[SANDBOX].large_restores
+    while not admission.reserved:  # A's restore admitted (it cannot end before go_on)
+        assert not running.done(), await running
+        await asyncio.sleep(0.01)
     try:
         other_tenant = await client.post("/_sandbox/snapshot", data=io.BytesIO(bodies["b"]),
                                          headers={**other, "content-type": "application/json"})
@@ -149,7 +151,7 @@ async def test_a_large_restore_waits_only_on_its_own_tenant(make_client, monkeyp
             "/_sandbox/snapshot", data=io.BytesIO(bodies["a"]),
             headers={**ACME, "content-type": "application/json"}))
         await asyncio.sleep(0.3)
-        assert not same_tenant.done()  # it waits on its own tenant's
+        assert not same_tenant.done()  # it waits on its own tenant's, stalled until go_on
     finally:
         go_on.set()
     assert (await same_tenant).status == 200
