@@ -116,9 +116,7 @@ AGGREGATOR_API = Dialect(
                  "INVALID_PUBLIC_TOKEN, INVALID_ACCESS_TOKEN, INVALID_ACCOUNT_ID or "
                  "INVALID_INSTITUTION (INVALID_INPUT), ITEM_LOGIN_REQUIRED or "
                  "PRODUCTS_NOT_SUPPORTED (ITEM_ERROR), SANDBOX_WEBHOOK_INVALID or "
-                 "SANDBOX_PRODUCT_NOT_ENABLED (SANDBOX_ERROR).",
-            429: "RATE_LIMIT_EXCEEDED (RATE_LIMIT): a bound of the sandbox is reached "
-                 "(README: Limits), as a processor token past --max-tokens."})
+                 "SANDBOX_PRODUCT_NOT_ENABLED (SANDBOX_ERROR)."})
 
 
 def _declare(path: str, summary: str, **declared: Any):
