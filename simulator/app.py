@@ -23,7 +23,8 @@ from .edge.middleware import MAX_BODY_BYTES, edge_middleware
 from .edge.routes import OPERATIONS, add_routes
 from .transport.scheduler import RealTimer, Runner
 from .settings import Settings
-from .edge.snapshot import STATE_FILE, StateFile, save_on_shutdown
+from .edge.snapshot import (STATE_FILE, RestoreAdmission, StateFile, restore_budget,
+                            save_on_shutdown)
 from .transport.dispatcher import ATTEMPT_TIMEOUT, Dispatcher
 from .transport.policy import OutboundPolicy
 
@@ -51,6 +52,7 @@ def build_registry(settings: Settings, *, clock: Clock | None = None,
         raise ConfigError(str(fixtures.directory / "accounts.yaml"), "$.accounts",
                           f"no account has environment {settings.environment!r}")
     limits = Limits(max_events=settings.max_events, max_tasks=settings.max_tasks,
+                    max_jobs=settings.max_jobs,
                     max_tokens=settings.max_tokens, max_users=settings.max_users,
                     max_callbacks=settings.max_callbacks)
     rules = Rules(service=fixtures.service, scenarios=loaded.scenarios, catalog=loaded.catalog,
@@ -114,7 +116,8 @@ def create_app(settings: Settings, *, clock: Clock | None = None,
     registry.open(tenant_services(dispatcher, RealTimer() if real else None))
     operations = [op.at(service.aggregator) for op in OPERATIONS]
     sandbox = Sandbox(settings=settings, registry=registry, dispatcher=dispatcher,
-                      operations=operations, host_policy=HostPolicy.from_settings(settings))
+                      operations=operations, host_policy=HostPolicy.from_settings(settings),
+                      large_restores=RestoreAdmission(restore_budget(registry.rules.limits)))
     app = web.Application(client_max_size=MAX_BODY_BYTES,
                           middlewares=[edge_middleware])
     app[SANDBOX] = sandbox

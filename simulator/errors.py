@@ -310,6 +310,22 @@ class TenantLimitReached(LimitReached):
     code = "tenant-limit-reached"
 
 
+class TaskLimitReached(LimitReached):
+    code = "task-limit-reached"
+
+
+class EventLimitReached(LimitReached):
+    code = "event-limit-reached"
+
+
+class JobLimitReached(LimitReached):
+    code = "job-limit-reached"
+
+
+class ProcessorTokenLimitReached(LimitReached):
+    code = "processor-token-limit-reached"
+
+
 class ShuttingDown(ApiError):
     status = 503
     code = "shutting-down"

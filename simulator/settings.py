@@ -62,7 +62,8 @@ class Settings:
     sdk_global: str | None = None
     # Bounds of what a long-running server keeps (README: Limits).
     max_events: int = 5_000      # per tenant: the event ledger with its deliveries
-    max_tasks: int = 10_000      # per tenant
+    max_tasks: int = 10_000      # per tenant, running ones included
+    max_jobs: int = 100_000      # per tenant: jobs scheduled on its clock
     max_tokens: int = 10_000     # per tenant: public tokens
     max_users: int = 100_000     # per tenant
     max_callbacks: int = 2_000   # per tenant: the hosted flow's messages to the host page
@@ -105,7 +106,7 @@ _CONFIG_NAMES = {
     "webhookTimeout": "webhook_timeout", "shutdownGrace": "shutdown_grace",
     "environment": "environment", "logFormat": "log_format", "vendor": "vendor",
     "aggregator": "aggregator", "sdkPrefix": "sdk_prefix", "sdkGlobal": "sdk_global",
-    "maxEvents": "max_events", "maxTasks": "max_tasks", "maxTokens": "max_tokens", "maxUsers": "max_users",
+    "maxEvents": "max_events", "maxTasks": "max_tasks", "maxJobs": "max_jobs", "maxTokens": "max_tokens", "maxUsers": "max_users",
     "maxCallbacks": "max_callbacks",
     "maxTenants": "max_tenants",
     "maxTenantsPerMaker": "max_tenants_per_maker", "allowedHosts": "allowed_hosts",
@@ -162,7 +163,8 @@ def _check_choices(settings: Settings, source: str) -> None:
             raise ConfigError(source, "$.clock_start", problem)
     if not 0 <= settings.port <= 65535:
         raise ConfigError(source, "$.port", "must be between 0 and 65535")
-    for name in ("max_events", "max_tasks", "max_tokens", "max_users", "max_callbacks", "max_tenants",
+    for name in ("max_events", "max_tasks", "max_jobs", "max_tokens", "max_users", "max_callbacks",
+                 "max_tenants",
                  "max_tenants_per_maker"):
         if getattr(settings, name) < 1:
             raise ConfigError(source, f"$.{name}", "must be at least 1")

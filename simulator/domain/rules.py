@@ -36,10 +36,14 @@ class Limits(msgspec.Struct, frozen=True):
 
     Past a bound the oldest settled items go first (events whose deliveries are done,
     workflows whose tasks all ended, expired tokens before live ones); nothing still
-    pending is evicted. Users past `max_users` are refused (429)."""
+    pending is evicted. Users past `max_users` are refused (429), and so is new work
+    (a task, a triggered event) while live work fills a bound: `max_tasks` tasks that
+    cannot go, `max_events` events whose deliveries are pending, `max_jobs` jobs on the
+    clock (Tenant.admit_work)."""
 
     max_events: int = 5_000
     max_tasks: int = 10_000
+    max_jobs: int = 100_000
     max_tokens: int = 10_000
     max_users: int = 100_000
     max_aggregator_items: int = 10_000  # the aggregator API's items (domain/aggregator.py)

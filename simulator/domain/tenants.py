@@ -18,8 +18,9 @@ from urllib.parse import quote, urlencode
 import msgspec
 
 from ..clock import Clock, isoformat, start_timestamp
-from ..errors import (InvalidCredentials, InvalidPublicToken, MissingCredentials,
-                      PublicTokenExpired, WrongEnvironment, field_detail)
+from ..errors import (EventLimitReached, InvalidCredentials, InvalidPublicToken,
+                      JobLimitReached, MissingCredentials, PublicTokenExpired, WrongEnvironment,
+                      field_detail)
 from .journal import Journal
 from .links.aggregator import Aggregator
 from .flow.autopilot import Autopilots
@@ -54,6 +55,13 @@ MISSING_CREDENTIALS = "Send the x-api-key and x-api-secret headers (or x-public-
 INVALID_CREDENTIALS = "The x-api-key and x-api-secret headers do not match an account."
 WRONG_ENVIRONMENT = ("These credentials belong to the {theirs} environment; this server is the "
                      "{ours} environment. Use the {ours} credentials.")
+EVENT_LIMIT = ("This tenant holds {stored} events whose webhook deliveries are still pending, "
+               "and keeps at most {limit}: --max-events (PAYROLL_SANDBOX_MAX_EVENTS, config "
+               "maxEvents). Run its clock (or fix its endpoints) so they settle, reset it, or "
+               "raise the bound; nothing stored was changed.")
+JOB_LIMIT = ("This tenant has {stored} jobs scheduled on its clock, and keeps at most {limit}: "
+             "--max-jobs (PAYROLL_SANDBOX_MAX_JOBS, config maxJobs). Run its clock so they "
+             "run, reset it, or raise the bound; nothing stored was changed.")
 INVALID_PUBLIC_TOKEN = "The x-public-token header does not match a public token."
 TOKEN_OWNER_CACHE = 100_000  # public tokens whose tenant is remembered (a lookup cache)
 EXPIRED_PUBLIC_TOKEN = "The public token expired at {expires}; create a new one with POST /access-token."
@@ -164,6 +172,7 @@ class Tenant:
         self.webhooks = dispatcher.outbox_for(self)
         self.events = EventLog(self.rules.limits.max_events, settled=self.webhooks.settled,
                                on_evict=self._forget_event)
+        self.events.settled_count = lambda: self.webhooks.landed
         # The parts: each owns its state and the rules that change it.
         self.tasks = Tasks(                                # tasks, workflows, bindings
             self.rules, ids=self.ids, clock=self.clock, timeline=self.timeline,
@@ -174,6 +183,7 @@ class Tenant:
             timeline=self.timeline, companies=self.companies, settings=self.settings,
             identity=self.identity, emit=self.emit)
         self.accounts.tasks, self.tasks.accounts = self.tasks, self.accounts  # each the other
+        self.tasks.admit_work = self.admit_work
         self.links = ProcessorLinks(                       # processor tokens and links
             self.rules, ids=self.ids, environment=self.environment, clock=self.clock,
             timeline=self.timeline, companies=self.companies, settings=self.settings,
@@ -287,6 +297,19 @@ class Tenant:
         """The ledger evicted the event: its deliveries and attempts go with it."""
         self.webhooks.forget(event_id)
         self.changes.forget(EVENT, event_id)
+
+    def admit_work(self) -> None:
+        """New work (a task, a triggered event), or 429 while the tenant's live work fills
+        a bound: events whose deliveries are pending (--max-events; settled ones go first)
+        or jobs on its clock (--max-jobs). What the clock runs of work already admitted
+        is never refused. Tasks: Tasks.admit."""
+        limits = self.rules.limits
+        if self.events.full():
+            raise EventLimitReached(EVENT_LIMIT.format(stored=len(self.events),
+                                                       limit=limits.max_events))
+        if self.timeline.holds_at_least(limits.max_jobs):
+            raise JobLimitReached(JOB_LIMIT.format(stored=len(self.timeline),
+                                                   limit=limits.max_jobs))
 
     def emit(self, event: Draft | str, *, identifier: str | None = None,
              task_id: str | None = None, at: float | None = None, **body: Any) -> Event:

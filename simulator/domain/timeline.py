@@ -158,6 +158,11 @@ class Timeline:
     def __len__(self) -> int:
         return sum(1 for _, _, j in self._heap if not j.cancelled)
 
+    def holds_at_least(self, count: int) -> bool:
+        """Whether `count` jobs or more are pending (counted only when the heap, cancelled
+        jobs included, is that large)."""
+        return len(self._heap) >= count and len(self) >= count
+
     def pending(self) -> list[Job]:
         return [j for _, _, j in sorted(self._heap) if not j.cancelled]
 
@@ -182,7 +187,9 @@ class Timeline:
                                   "description": "Pending jobs of the timeline (scenario cursors, "
                                                  "retries, refreshes), each with its action as "
                                                  "data."},
-                         "counters": obj({"nextJobSequence": COUNT})})
+                         "counters": obj({"nextJobSequence": COUNT})},
+                        # Work admitted before the bound filled may still schedule past it.
+                        bounds={"jobs": lambda limits: (2 * limits.max_jobs, "twice --max-jobs:")})
 
     def dump(self, added: Iterable[dict[str, Any]] = ()) -> dict[str, Any]:
         """The pending jobs as data, with jobs `added` (described, each given the next

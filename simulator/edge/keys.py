@@ -4,7 +4,6 @@ names it answers (SECURITY.md)."""
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 from typing import Any, TypeVar
 
@@ -86,8 +85,9 @@ class Sandbox(msgspec.Struct):
     dispatcher: Dispatcher
     operations: list[Operation] = msgspec.field(default_factory=list)
     host_policy: HostPolicy | None = None  # None: every Host (an app built in a test)
-    # Held by the one large snapshot restore running (snapshot.restore_settled).
-    large_restore: asyncio.Lock = msgspec.field(default_factory=asyncio.Lock)
+    # Who may run a large snapshot restore now (snapshot.RestoreAdmission); create_app
+    # makes it with the server's memory budget.
+    large_restores: Any = None
     _openapi: dict[str, Any] | None = None
 
     def fault_targets(self) -> list[Target]:

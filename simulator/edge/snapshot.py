@@ -28,8 +28,8 @@ import stat
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from contextlib import asynccontextmanager, contextmanager, suppress
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -77,11 +77,12 @@ VERSION = 2
 # deliveries) measured 121.5 MiB (bench/hostile.py). The limit is that, scaled with the
 # server's --max-tasks, --max-events and --max-tokens, plus a quarter for longer
 # histories; never under 16 MiB nor over 256 MiB. A restore peaks at about 6 times its
-# body in memory, so one large restore runs at a time (LARGE_RESTORE).
+# body in memory, so large restores are admitted within a memory budget (RestoreAdmission).
 FULL_TENANT_BYTES = 122 * 1024 * 1024
 MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
 MIN_DOCUMENT_BYTES = 16 * 1024 * 1024
-LARGE_RESTORE = 8 * 1024 * 1024  # a body larger (or of unknown length) waits its turn
+LARGE_RESTORE = 8 * 1024 * 1024  # a body larger (or of unknown length) is admitted first
+RESTORE_PEAK = 6  # a restore's peak memory, in times its body (RestoreAdmission)
 
 
 def max_document_bytes(limits: Any) -> int:
@@ -110,8 +111,11 @@ TOKEN_ELSEWHERE = ("A public token of this snapshot is held by another tenant of
 TOO_LARGE = ("A snapshot to restore is at most {limit} bytes on this server (the largest "
              "a tenant of it can make, with room to spare: it grows with --max-tasks, "
              "--max-events and --max-tokens).")
-RESTORE_BUSY = ("Another large restore is running on this server; one runs at a time. Try "
-                "again in a moment.")
+RESTORE_BUSY = ("Another large restore of this tenant is running; a tenant's large restores run "
+                "one at a time. Try again in a moment.")
+RESTORE_OVER_BUDGET = ("Large restores running on this server hold its memory budget for them "
+                       "({budget} MiB); this one needs about {need} MiB. Try again in a "
+                       "moment.")
 TORN_FILE = ("not valid JSON ({error}): the state file is torn or corrupt; remove it (the "
              "sandbox then starts from the fixtures) or put back a good copy")
 
@@ -650,30 +654,74 @@ def _parse(raw: bytearray, screen: Screen) -> Any:
 _DIGITS = tuple(bytes([digit]) for digit in b"0123456789")
 
 
+class RestoreAdmission:
+    """Who may run a large restore now (restore_settled): each tenant one at a time (a
+    tenant waits only on its own, for --request-timeout at most), and all of them within
+    a server-wide memory budget: a restore reserves RESTORE_PEAK times its body (the
+    limit when its length is unknown) and one that does not fit is refused at once (429
+    with `retry-after`), never queued behind another tenant's."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.reserved = 0
+        self._turns: dict[str, asyncio.Lock] = {}  # tenant -> its turn (while one waits or runs)
+
+    @asynccontextmanager
+    async def admit(self, tenant: str, size: int, timeout: float) -> AsyncIterator[None]:
+        turn = self._turns.setdefault(tenant, asyncio.Lock())
+        try:
+            await asyncio.wait_for(turn.acquire(), timeout)
+        except TimeoutError:
+            self._forget(tenant, turn)
+            raise RestoreBusy(RESTORE_BUSY) from None
+        need = RESTORE_PEAK * size
+        if self.reserved + need > self.budget:
+            turn.release()
+            self._forget(tenant, turn)
+            raise RestoreBusy(RESTORE_OVER_BUDGET.format(budget=self.budget // 2**20,
+                                                          need=need // 2**20))
+        self.reserved += need
+        try:
+            yield
+        finally:
+            self.reserved -= need
+            turn.release()
+            self._forget(tenant, turn)
+
+    def _forget(self, tenant: str, turn: asyncio.Lock) -> None:
+        """A tenant's turn goes once no restore of it waits or runs (bounded by tenants)."""
+        if not turn.locked() and self._turns.get(tenant) is turn:
+            del self._turns[tenant]
+
+
+def restore_budget(limits: Any) -> int:
+    """The server's memory budget for large restores running at once: two of the largest
+    restore it reads (max_document_bytes), at their peak."""
+    return 2 * RESTORE_PEAK * max_document_bytes(limits)
+
+
 async def restore_settled(tenant: Tenant, sandbox: Any, request: web.Request) -> dict[str, Any]:
     """POST /_sandbox/snapshot: the body read (bounded in size and time), then parsed,
     checked and built in a worker thread, so the event loop serves every other tenant
     meanwhile; put in place between two runs of the tenant's clock. What it restored.
 
-    A large body (or one of unknown length) waits until no other large restore runs, for
-    --request-timeout at most (then 429): a restore peaks at several times its body, and
-    one at a time bounds that. Once it ends, refused or not, the memory it took goes back
-    to the system."""
+    A large body (or one of unknown length) is admitted by RestoreAdmission: it waits
+    only on a large restore of its own tenant (for --request-timeout at most, then 429),
+    and one the server's memory budget cannot hold now is refused at once (429 with
+    `retry-after`). Once it ends, refused or not, the memory it took goes back to the
+    system."""
     limit = max_document_bytes(tenant.rules.limits)
     length = request.content_length
     if length is not None and length > limit:
         raise PayloadTooLarge(TOO_LARGE.format(limit=limit))
     if length is not None and length <= LARGE_RESTORE:
         return await _restore(tenant, sandbox, request, limit)
-    try:
-        await asyncio.wait_for(sandbox.large_restore.acquire(), sandbox.settings.request_timeout)
-    except TimeoutError:
-        raise RestoreBusy(RESTORE_BUSY) from None
-    try:
-        return await _restore(tenant, sandbox, request, limit)
-    finally:
-        sandbox.large_restore.release()
-        await asyncio.to_thread(give_back_memory)
+    async with sandbox.large_restores.admit(tenant.name, limit if length is None else length,
+                                            sandbox.settings.request_timeout):
+        try:
+            return await _restore(tenant, sandbox, request, limit)
+        finally:
+            await asyncio.to_thread(give_back_memory)
 
 
 async def _restore(tenant: Tenant, sandbox: Any, request: web.Request,

@@ -246,7 +246,7 @@ CONFIG_SCHEMA = {
         "sdkPrefix": {"type": "string", "pattern": r"^[a-z][a-z0-9-]*$"},
         "sdkGlobal": SDK_GLOBAL,
         **{name: {"type": "integer", "minimum": 1}
-           for name in ("maxEvents", "maxTasks", "maxTokens", "maxUsers", "maxTenants",
+           for name in ("maxEvents", "maxTasks", "maxJobs", "maxTokens", "maxUsers", "maxTenants",
                         "maxTenantsPerMaker")},
         "allowedHosts": {"oneOf": [{"type": "string"},
                                    {"type": "array", "items": {"type": "string", "minLength": 1}}]},

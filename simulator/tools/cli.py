@@ -220,7 +220,8 @@ def _add_serve_flags(serve: argparse.ArgumentParser, *, port: str = "default 808
     serve.add_argument("--loop", choices=["asyncio", "uvloop"],
                        help="event loop (default asyncio; uvloop needs the uvloop extra)")
     for name, what in (("events", "per tenant: events kept with their deliveries (5000)"),
-                       ("tasks", "per tenant: tasks kept (10000)"),
+                       ("tasks", "per tenant: tasks kept, running ones included (10000)"),
+                       ("jobs", "per tenant: jobs scheduled on its clock (100000)"),
                        ("tokens", "per tenant: public tokens kept (10000)"),
                        ("users", "per tenant: users (100000)"),
                        ("callbacks", "per tenant: the hosted flow's messages to the host "

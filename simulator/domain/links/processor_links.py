@@ -19,7 +19,7 @@ import msgspec
 
 from ...clock import Clock, calendar_day
 from ...errors import (ApiError, IdentifierMismatch, InvalidProcessorToken, OtherEnvironmentToken,
-                      ProcessorLinksNotFound, ProcessorTokenAlreadyRegistered,
+                      ProcessorLinksNotFound, ProcessorTokenLimitReached, ProcessorTokenAlreadyRegistered,
                       ProcessorTokenNotFound, ProcessorTokenRevoked, UnknownScenario,
                       ValidationFailed, field_detail)
 from rapidfuzz import fuzz
@@ -43,6 +43,10 @@ TOKEN_PATTERN = re.compile(r"^processor-(sandbox|production)-[0-9a-f]{8}-[0-9a-f
 PULL, CLASSIFY, DETECT = "pull-transactions", "employer-classification", "recurring-transaction-detection"
 STAGE_PRODUCT = {CLASSIFY: "employer-classification", DETECT: "recurring-transaction-detection"}
 DEFAULT_SCENARIO = "processor-link-happy-path"
+PROCESSOR_TOKEN_LIMIT = ("This tenant holds {stored} processor tokens (each with its link at "
+                         "most), and keeps at most {limit}: --max-tokens "
+                         "(PAYROLL_SANDBOX_MAX_TOKENS, config maxTokens). Reset it or raise "
+                         "the bound; nothing stored was changed.")
 PROCESSING, COMPLETED, ERROR = "processing", "completed", "error"
 
 MALFORMED = "processorToken is not a processor token (processor-<environment>-<uuid>)."
@@ -134,6 +138,7 @@ class ProcessorLinks(Held[ProcessorLink]):
                  identity: Any, emit: Callable[..., Any]) -> None:
         self.scenarios = rules.scenarios
         self.aggregator = rules.aggregator
+        self.limits = rules.limits
         self.ids, self.environment, self.clock, self.timeline = ids, environment, clock, timeline
         self.companies, self.settings, self.identity, self.emit = companies, settings, identity, emit
         self.items: Any = None  # aggregator.Aggregator, the aggregator API's items
@@ -146,7 +151,9 @@ class ProcessorLinks(Held[ProcessorLink]):
     @cache
     def sections() -> Sections:
         return Sections({"processorTokens": array(ProcessorToken),
-                         "processorLinks": array(ProcessorLink)})
+                         "processorLinks": array(ProcessorLink)},
+                        bounds={"processorTokens": lambda limits: (limits.max_tokens, "--max-tokens"),
+                                "processorLinks": lambda limits: (limits.max_tokens, "--max-tokens")})
 
     def dump(self) -> dict[str, Any]:
         return {"processorTokens": [stored(token) for token in self.tokens.values()],
@@ -174,6 +181,9 @@ class ProcessorLinks(Held[ProcessorLink]):
         """What the aggregator's processor-token creation returns: for the control plane's
         shortcut, or (`item_id`, `account_id`) for an account of an item of the aggregator
         API (domain/aggregator.py)."""
+        if len(self.tokens) >= self.limits.max_tokens:  # a link each at most: bounded too
+            raise ProcessorTokenLimitReached(PROCESSOR_TOKEN_LIMIT.format(
+                stored=len(self.tokens), limit=self.limits.max_tokens))
         scenario = given(request.scenario)
         if scenario is not None:
             found = self.scenarios.get(scenario)

@@ -20,7 +20,7 @@ from ...clock import Clock, isoformat
 from ...errors import (CompanyDisabled, CompanyManualDeposits, CompanyMismatch, CompanyNotFound,
                       CompanyUnderMaintenance, IdentifierMismatch, IllegalTransition,
                       LinkedAccountNotFound, NotFound, ProductNotOffered, ScenarioDoesNotFit,
-                      TaskNotFound, Unauthorized, UnknownScenario, ValidationFailed, field_detail)
+                      TaskLimitReached, TaskNotFound, Unauthorized, UnknownScenario, ValidationFailed, field_detail)
 from ...validate import check_metadata
 from ..changes import TASK, Changes
 from ..companies.companies import (COMPANY_STATUSES, DISABLED, OPERATIONAL, UNKNOWN_COMPANY, Branding,
@@ -58,6 +58,10 @@ PAYMENT_TOKEN_EXPIRED = "payment-token-expired"
 BROKEN_STEP_REASON = "unknown-failure"  # a step that raised fails its task with this reason
 
 UNKNOWN_TASK = "No task has the id {task_id!r}."
+TASK_LIMIT = ("This tenant holds {stored} tasks that cannot go yet (running, or held back by "
+              "their workflow), and keeps at most {limit}: --max-tasks "
+              "(PAYROLL_SANDBOX_MAX_TASKS, config maxTasks). Run its clock so they end, reset "
+              "it, or raise the bound; nothing stored was changed.")
 UNKNOWN_SCENARIO = "No scenario is named {name!r}. Known: {known}."
 SCENARIO_DOES_NOT_FIT = ("The scenario {name!r} does not fit a {product} task ({path}): it fits "
                          "{fits}. Scenarios for {product}: {fitting}.")
@@ -547,6 +551,13 @@ class Tasks(Held[Task]):
         self.card_token_recreation_off: set[str] = set()
         self.evicted = 0
         self.next_eviction = 0  # task count at which to look for evictions again
+        # Tasks workflows hold until the one before ends (Workflow.pending): admitted, so
+        # counted against max_tasks before they start (admit).
+        self.waiting = 0
+        self._fruitless_at: tuple[int, int] | None = None  # (revision, tasks) of a vain scan
+        # The rest of the tenant's live work (Tenant.admit_work: events, jobs), checked
+        # before a task is made.
+        self.admit_work: Callable[[], None] = lambda: None
 
     def scope_of(self, product: str) -> str | None:
         return self.rules.scope_of(product)
@@ -598,7 +609,9 @@ class Tasks(Held[Task]):
                     {"identifier": STRING, "company": STRING, "paymentMethods": STRINGS})},
                 "cardTokenRecreationOff": STRINGS}),
             "counters": obj({"tasksEvicted": COUNT, "nextTaskEviction": COUNT})},
-            optional={"scenarioForEveryone": {"type": ["string", "null"]}})
+            optional={"scenarioForEveryone": {"type": ["string", "null"]}},
+            bounds={"tasks": lambda limits: (limits.max_tasks, "--max-tasks"),
+                    "workflows": lambda limits: (limits.max_tasks, "--max-tasks")})
 
     def dump(self) -> dict[str, Any]:
         return {
@@ -656,6 +669,25 @@ class Tasks(Held[Task]):
         self.merchant_payment_methods = merchant_payment_methods
         self.card_token_recreation_off = set(card_token_recreation_off)
         self.evicted, self.next_eviction = evicted, next_eviction
+        self.waiting = sum(len(workflow.pending) for workflow in workflows.values())
+        self._fruitless_at = None
+
+    def admit(self, count: int) -> None:
+        """Room for `count` new tasks, or 429 naming --max-tasks: the tasks stored and
+        those workflows hold back never pass max_tasks together, so a tenant that makes
+        tasks and never runs its clock stays bounded; nothing stored goes but finished
+        workflows (keep_bounded). Then the rest of its live work (admit_work)."""
+        limit = self.rules.limits.max_tasks
+        if len(self._by_id) + self.waiting + count > limit:
+            # A scan that freed nothing is not made again until a task or an event changes
+            # (a refused burst costs one scan, not one per request).
+            if self._fruitless_at != (self.changes.revision, len(self._by_id)):
+                self._evict(limit - max(1, limit // 10))
+                self._fruitless_at = (self.changes.revision, len(self._by_id))
+            stored = len(self._by_id) + self.waiting
+            if stored + count > limit:
+                raise TaskLimitReached(TASK_LIMIT.format(stored=stored, limit=limit))
+        self.admit_work()
 
     def keep_bounded(self) -> None:
         """Past max_tasks, the oldest finished workflows go with their tasks (a workflow
@@ -663,7 +695,13 @@ class Tasks(Held[Task]):
         limit = self.rules.limits.max_tasks
         if len(self._by_id) <= max(limit, self.next_eviction):
             return
-        keep = limit - max(1, limit // 10)
+        self._evict(limit - max(1, limit // 10))
+        # Tasks still running stay; look again only a tenth of the bound later, so a
+        # burst of running tasks costs one scan per batch, not one per task.
+        self.next_eviction = len(self._by_id) + max(1, limit // 10)
+
+    def _evict(self, keep: int) -> None:
+        """The oldest finished workflows with their tasks, until `keep` tasks are left."""
         gone = []
         for workflow in self.workflows.values():
             if len(self._by_id) - sum(len(w.tasks) for w in gone) <= keep:
@@ -677,9 +715,6 @@ class Tasks(Held[Task]):
                 self._by_id.pop(task_id, None)
                 self.changes.forget(TASK, task_id)
                 self.evicted += 1
-        # Tasks still running stay; look again only a tenth of the bound later, so a
-        # burst of running tasks costs one scan per batch, not one per task.
-        self.next_eviction = len(self._by_id) + max(1, limit // 10)
 
     # -- creation ---------------------------------------------------------------------------
 
@@ -728,6 +763,7 @@ class Tasks(Held[Task]):
                      for request in requests]
         if account is not None and not account.connected:
             scenarios = [self.scenarios.get("auth-expired", s) for s in scenarios]
+        self.admit(len(requests))
         user = self.identity.user(identifier)
         # Task events always carry the user's public token; a user who never had one
         # (tasks made with API keys) gets one, as the SDK flow would have issued.
@@ -738,6 +774,7 @@ class Tasks(Held[Task]):
         starting, waiting = first_batch(requests)
         workflow.pending = [request.pending(scenario.name)
                             for request, scenario in zip(waiting, scenarios[len(starting):])]
+        self.waiting += len(workflow.pending)
         tasks = [self._start_task(workflow, company, request, scenario, user_id=user.id,
                                   public_token=token, linked_account=command.linked_account,
                                   watched=command.watched)
@@ -780,12 +817,14 @@ class Tasks(Held[Task]):
             return
         company = self.companies.get(task.company_id)
         if task.ends_workflow or company is None:
+            self.waiting -= len(workflow.pending)
             workflow.pending = []
             return
         scenarios = [self.scenarios.get(p["scenario"]) or self.scenarios[HAPPY_PATH]
                      for p in workflow.pending]
         starting, waiting = first_batch([TaskRequest.from_pending(p) for p in workflow.pending])
         workflow.pending = workflow.pending[len(starting):]
+        self.waiting -= len(starting)
         for request, scenario in zip(starting, scenarios):
             started = self._start_task(workflow, company, request, scenario,
                                        user_id=task.user_id, public_token=task.public_token,

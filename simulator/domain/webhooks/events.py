@@ -103,6 +103,8 @@ class EventLog:
         self.emitted = 0
         self.evicted = 0
         self._next_eviction = max_events  # size at which to try evicting again
+        self._fruitless: tuple[int, int, int] | None = None  # the ledger at a vain scan (full)
+        self.settled_count: Callable[[], int] = lambda: 0  # deliveries settled so far
 
     @property
     def events(self) -> list[Event]:
@@ -122,6 +124,18 @@ class EventLog:
         if self._next_eviction is not None and len(self.by_id) > self._next_eviction:
             self.trim()
         return event
+
+    def full(self) -> bool:
+        """Whether the ledger holds `max_events` events that cannot go (their deliveries
+        pending), once the settled ones went. A scan that freed nothing is not made again
+        until the ledger changes or a delivery settles (Tenant.admit_work)."""
+        if self.max_events is None or len(self.by_id) < self.max_events:
+            return False
+        key = (len(self.by_id), self.evicted, self.settled_count())
+        if key != self._fruitless:
+            self._evict(self.max_events - max(1, self.max_events // 10))
+            self._fruitless = (len(self.by_id), self.evicted, self.settled_count())
+        return len(self.by_id) >= self.max_events
 
     def trim(self) -> None:
         """Past the bound, the oldest settled events go, a tenth of the bound at a time.
@@ -162,7 +176,10 @@ class EventLog:
         return Sections({"events": {"type": "array", "items": STORED_EVENT},
                          "counters": obj({"eventsEmitted": COUNT, "eventsEvicted": COUNT,
                                           "eventsNextEviction": {"type": ["integer", "null"],
-                                                                 "minimum": 0}})})
+                                                                 "minimum": 0}})},
+                        # Work admitted before the bound filled may still emit past it.
+                        bounds={"events": lambda limits: (2 * limits.max_events,
+                                                          "twice --max-events:")})
 
     def dump(self) -> dict[str, Any]:
         return {"events": [event.stored() for event in self.by_id.values()],

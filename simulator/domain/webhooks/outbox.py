@@ -184,6 +184,7 @@ class Outbox:
         # How another API signs its own webhooks (the aggregator's Plaid-Verification JWT,
         # Aggregator.verification_header): body, issue time -> headers; set by the tenant.
         self.plain_signer: Callable[[bytes, int], dict[str, str]] | None = None
+        self.landed = 0  # attempts that ended (EventLog.full looks again after one)
 
     def itself(self) -> Outbox:
         """The outbox a scheduled action of it runs on (`_AttemptAction.outbox`)."""
@@ -541,6 +542,7 @@ class Outbox:
     def _landed(self, send: Send) -> None:
         """The attempt is no longer in flight. An emptied table starts over: a dict keeps
         the room a burst of attempts made (tens of KB) after they are gone."""
+        self.landed += 1
         self.in_flight.pop(send, None)
         if not self.in_flight:
             self.in_flight = {}

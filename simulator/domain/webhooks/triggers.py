@@ -47,6 +47,7 @@ def trigger_event(tenant: Tenant, aggregator: str, request: Any) -> Event:
     overrides = given(request.data) or {}
     if declaration.family is Family.PRIVACY and overrides:
         raise ValidationFailed(NO_DATA, details=[field_detail("$.data", NO_DATA)])
+    tenant.admit_work()
     identifier = given(request.identifier)
     task = _task(tenant, request, identifier, declaration)
     company = _company(tenant, request, task)

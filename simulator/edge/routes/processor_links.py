@@ -68,7 +68,7 @@ def _token(token) -> ProcessorToken:
 
 @operation("POST", f"/_sandbox/{AGGREGATOR}/processor-token", "Mint a processor token, as the "
            "aggregator would", auth=Auth.API_KEYS, body=ProcessorTokenRequest, status=201,
-           response=ProcessorToken, tags=("control plane",))
+           response=ProcessorToken, errors=(429,), tags=("control plane",))
 async def mint(tenant, body, sandbox) -> dict:
     """What the aggregator's processor-token creation answers."""
     return _token(tenant.links.mint_token(body))

@@ -194,7 +194,7 @@ async def logo(params, request, sandbox) -> web.Response:
 @operation("POST", "/sdk/login", "Sign in at the company (the tasks start)",
            auth=Auth.PUBLIC_TOKEN, body=SdkLoginRequest,
            response=lambda: {"oneOf": [schema_of(TaskCreated), schema_of(SdkMfaChallenge)]},
-           errors=(403, 404))
+           errors=(403, 404, 429))
 async def login(tenant, token, body, sandbox) -> dict:
     """Sign in with sandbox credentials: starts the configured tasks, or answers an MFA
     challenge (`{mfa: {type, prompt}}`, no task yet) that the page re-submits with
