@@ -59,7 +59,7 @@ from payroll_sandbox.app import create_app
 from payroll_sandbox.domain.companies.companies import OPERATIONAL
 from payroll_sandbox.domain.accounts.linked_accounts import DATA_KINDS
 from payroll_sandbox.domain.tasks.states import COMPLETED
-from payroll_sandbox.domain.tasks.tasks import HAPPY_PATH
+from payroll_sandbox.domain.tasks.choosing import HAPPY_PATH
 from payroll_sandbox.edge.keys import SANDBOX
 from payroll_sandbox.settings import Settings
 

@@ -29,7 +29,8 @@ from payroll_sandbox.app import LoadedFixtures, build_registry, load, tenant_ser
 from payroll_sandbox.clock import Clock
 from payroll_sandbox.domain.flow import sdk
 from payroll_sandbox.domain.webhooks.events import Event
-from payroll_sandbox.domain.tasks.tasks import CreateTask, Task, TaskCreateRequest, Workflow
+from payroll_sandbox.domain.tasks.requests import CreateTask, TaskCreateRequest
+from payroll_sandbox.domain.tasks.records import Task, Workflow
 from payroll_sandbox.schemas.api import SdkLoginRequest
 from payroll_sandbox.domain.tenants import Tenant
 from payroll_sandbox.edge.keys import Sandbox

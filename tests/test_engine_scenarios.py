@@ -22,7 +22,8 @@ from conftest import REPO, WALMART
 from engine import DAY, Engine, engine  # noqa: F401  (engine: a fixture)
 from payroll_sandbox.clock import isoformat
 from payroll_sandbox.domain.webhooks.events import Event
-from payroll_sandbox.domain.tasks.tasks import Task, TaskRecord
+from payroll_sandbox.domain.tasks.views import TaskRecord
+from payroll_sandbox.domain.tasks.records import Task
 
 NETFLIX = "6410a0000000000000000060"
 

@@ -9,7 +9,7 @@ import msgspec
 
 from ..domain.companies.companies import OPERATIONAL
 from ..domain.webhooks.events import Event
-from ..domain.tasks.tasks import CreateTask, TaskCreateRequest
+from ..domain.tasks.requests import CreateTask, TaskCreateRequest
 from ..domain.webhooks.event_types import event_types
 from ..schemas.responses import Scenario
 from .sources import EventSource

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..domain.accounts.linked_accounts import DATA_KINDS
-from ..domain.tasks.tasks import DEPOSIT_FORM
+from ..domain.tasks.records import DEPOSIT_FORM
 from .operations import AGGREGATOR
 
 # What the examples name: the bundled default tenant's companies and a user of yours.

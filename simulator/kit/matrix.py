@@ -152,7 +152,7 @@ class _Engine:
         if (scenario, product) not in self._runs:
             import msgspec
 
-            from ..domain.tasks.tasks import CreateTask, TaskCreateRequest
+            from ..domain.tasks.requests import CreateTask, TaskCreateRequest
 
             # A product no company of the catalog offers runs under another the scenario
             # fits: its task's event types are the scenario's, whatever the product.

@@ -14,7 +14,7 @@ from .catalog import build_companies
 from ..domain.companies.companies import Catalog
 from ..domain.links.processor_links import DEFAULT_SCENARIO as PROCESSOR_DEFAULT
 from ..domain.companies.search import SearchIndex
-from ..domain.tasks.tasks import HAPPY_PATH
+from ..domain.tasks.choosing import HAPPY_PATH
 from .fixtures import FIXTURE_FILES, PROFILES_FILE, ConfigError, Fixtures, load_fixtures
 from .loadcache import cached
 from .scenarios.loader import Scenario, load_all_scenarios, resolve_products, scenario_folders

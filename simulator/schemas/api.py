@@ -19,8 +19,9 @@ from ..domain.shapes import (EVENT_TYPES, PROCESSOR_TOKENS, PRODUCTS, TASK_SCENA
                              raw, schema_of, text)
 from ..domain.tasks.states import (ACCOUNT_NUMBER, DEEPLINK_STEPS, PAYMENT_METHOD,
                                    WRITTEN_PAYMENT_METHOD)
-from ..domain.tasks.tasks import (Distribution, ScenarioName, TaskCreateRequest, TaskDetails, TaskItem,
-                            TaskItems, TaskOptions, TaskStatus)
+from ..domain.tasks.views import TaskDetails, TaskStatus
+from ..domain.tasks.requests import ScenarioName, TaskCreateRequest, TaskItem, TaskItems, TaskOptions
+from ..domain.tasks.records import Distribution
 from ..domain.dates import date_time_field
 from .fixtures import COMPANY_SCHEMA, CONTINUOUS_ACCESS, MANUAL_DEPOSITS
 

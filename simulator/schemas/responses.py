@@ -22,7 +22,7 @@ from ..domain.faults import FiredRule
 from ..domain.shapes import UNSET, Answer, Maybe, View, choice, field, of, raw, schema_of, view_of
 from ..domain.tasks.states import (DEEPLINK_STEPS, SCENARIO_KINDS, STEP_STATUSES,
                              WRITTEN_PAYMENT_METHOD)
-from ..domain.tasks.tasks import TaskStatus
+from ..domain.tasks.views import TaskStatus
 from .api import (DELIVERY_STATES, CardTokenRecreationRequest, EndpointId, EndpointWrite,
                   ScenarioBindingRequest, WebhookFaultsRequest)
 from .aggregator import Jwk

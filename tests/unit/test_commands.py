@@ -10,7 +10,7 @@ import pytest
 
 from payroll_sandbox.edge import routes  # noqa: F401  (declares the operations)
 from payroll_sandbox.domain.shapes import UNSET
-from payroll_sandbox.domain.tasks.tasks import CreateTask, TaskCreateRequest, TaskItem
+from payroll_sandbox.domain.tasks.requests import CreateTask, TaskCreateRequest, TaskItem
 from payroll_sandbox.edge.operations import OPERATIONS
 
 

@@ -20,7 +20,7 @@ import msgspec
 from ..shapes import UNSET, Command, Maybe, choice, of, schema_of
 from ..sections import Sections
 from ..stored import loaded
-from ..tasks.tasks import Distribution
+from ..tasks.records import Distribution
 
 
 class Autopilot(Command, kw_only=True, omit_defaults=False):

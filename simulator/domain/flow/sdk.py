@@ -29,8 +29,10 @@ from .flow_words import ENGLISH, flow_words
 from ..companies.search import company_filter
 from ..shapes import UNSET, View, choice, given, of
 from ..tasks.states import PROCESSING
-from ..tasks.tasks import (HAPPY_PATH, CreateTask, Task, TaskCreateRequest, TaskRecord, Workflow,
-                    task_items)
+from ..tasks.choosing import HAPPY_PATH
+from ..tasks.views import TaskRecord
+from ..tasks.requests import CreateTask, TaskCreateRequest, task_items
+from ..tasks.records import Task, Workflow
 from ..identity.identity import PublicToken
 from ..tenants import Tenant
 

@@ -27,7 +27,8 @@ from .events import Event
 from ...clock import isoformat
 from ..tasks.states import COMPLETED, PROCESSING, QUEUED
 from ..accounts import payroll_records
-from ..tasks.tasks import UNKNOWN_TASK, Task, Workflow, task_event_fields
+from ..tasks.tasks import task_event_fields
+from ..tasks.records import UNKNOWN_TASK, Task, Workflow
 from ..identity.identity import DEFAULT_TOKEN_LIFETIME
 from ..shapes import UNSET, given, is_struct
 from ..tenants import Tenant

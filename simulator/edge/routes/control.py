@@ -18,7 +18,7 @@ from ...domain.companies.companies import full_record
 from ...domain.journal import MAX_ENTRIES, RequestsVerification
 from ...domain.shapes import UNSET, given, view_of
 from ...errors import ValidationFailed, field_detail
-from ...domain.tasks.tasks import TaskRecord
+from ...domain.tasks.views import TaskRecord
 from ...schemas.api import (BundleQuery, COMPANY_CREATE_REQUEST, COMPANY_UPDATE_REQUEST,
                            CardTokenRecreationRequest, ClockAdvanceRequest, CompanyStatusRequest,
                            CoverageQuery,

@@ -17,7 +17,7 @@ from ...domain.flow.flow_words import flow_language, flow_page
 from ...errors import ApiError, CompanyNotFound, InvalidConfig, LinkedAccountNotYours, field_detail
 from ...domain.shapes import (UNSET, Command, Maybe, View, choice, given, of, raw, schema_of,
                              view_of)
-from ...domain.tasks.tasks import TaskCreated, TaskRecord
+from ...domain.tasks.views import TaskCreated, TaskRecord
 from ...schemas.api import (FlowTasks, SdkCompanyRequest, SdkConfig, SdkLeaveRequest,
                            SdkLoginRequest, SdkMfaChallenge, SdkSessionRequest)
 from ...validate import schema_errors
