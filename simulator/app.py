@@ -23,8 +23,8 @@ from .edge.middleware import MAX_BODY_BYTES, edge_middleware
 from .edge.routes import OPERATIONS, add_routes
 from .transport.scheduler import RealTimer, Runner
 from .settings import Settings
-from .edge.snapshot import (STATE_FILE, RestoreAdmission, StateFile, restore_budget,
-                            save_on_shutdown)
+from .edge.snapshot import RestoreAdmission, restore_budget
+from .edge.state_file import STATE_FILE, StateFile, save_on_shutdown
 from .transport.dispatcher import ATTEMPT_TIMEOUT, Dispatcher
 from .transport.policy import OutboundPolicy
 

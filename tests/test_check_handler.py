@@ -30,7 +30,8 @@ from payroll_sandbox.checker import (BURST, CHECKS, DUPLICATE_DELIVERY, EVERY_EV
                                STATE_URL, UNKNOWN_EVENT_TYPE, WRONG_SIGNATURE, CheckerError,
                                check_handler, check_handler_async)
 from payroll_sandbox.checker.checks import BURST_CONCURRENCY, BURST_DELIVERIES
-from payroll_sandbox.tools.cli import default_credentials, main
+from payroll_sandbox.client import default_credentials
+from payroll_sandbox.tools.cli import main
 from payroll_sandbox.domain.webhooks.event_types import event_types
 
 SECRET = "handler-secret-0001"

@@ -30,6 +30,7 @@ from conftest import REPO
 
 from golden import drive
 from payroll_sandbox.edge import snapshot
+from payroll_sandbox.edge import snapshot_document
 
 GOLDEN = REPO / "tests" / "golden"
 SCENARIOS: dict[str, Any] = json.loads((GOLDEN / "scenarios.json").read_text(encoding="utf-8"))
@@ -37,7 +38,7 @@ SNAPSHOT: dict[str, Any] = json.loads((GOLDEN / "snapshot-v1.json").read_text(en
 READS: dict[str, Any] = json.loads((GOLDEN / "snapshot-v1-reads.json")
                                    .read_text(encoding="utf-8"))
 # The version-1 document as this server writes it (snapshot.py MIGRATIONS).
-MIGRATED: dict[str, Any] = snapshot.migrated(SNAPSHOT)
+MIGRATED: dict[str, Any] = snapshot_document.migrated(SNAPSHOT)
 BUNDLED = drive.bundled_scenarios()
 REMAKE = ("remake the golden files with `python tests/golden/make.py` (run by the code whose "
           "behaviour they should pin; it leaves snapshot-v1.json as it is) and review their "
@@ -100,7 +101,7 @@ async def restored(aiohttp_client, golden_fixtures, receiver) -> tuple[Any, dict
 
 async def test_v1_snapshot_restores_and_reads_as_it_was_taken(aiohttp_client, golden_fixtures,
                                                               golden_receiver):
-    assert (SNAPSHOT["version"], MIGRATED["version"]) == (1, snapshot.VERSION)
+    assert (SNAPSHOT["version"], MIGRATED["version"]) == (1, snapshot_document.VERSION)
     client, keys = await restored(aiohttp_client, golden_fixtures, golden_receiver)
     again = drive.replaced(await drive.snapshot(client, keys),
                            {golden_receiver.url: drive.RECEIVER})

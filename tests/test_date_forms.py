@@ -30,7 +30,7 @@ from payroll_sandbox.load.fixtures import ConfigError
 from payroll_sandbox.edge.keys import SANDBOX
 from payroll_sandbox.schemas.scenarios import STEP
 from payroll_sandbox.settings import Settings
-from payroll_sandbox.edge.snapshot import state_document
+from payroll_sandbox.edge.state_file import state_document
 
 NETFLIX = "6410a0000000000000000060"  # a merchant: pay-link (switch, present)
 AMAZON = "6410a0000000000000000002"   # an employer whose connector has true-auth

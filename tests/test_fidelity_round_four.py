@@ -534,7 +534,7 @@ async def test_10_a_total_deposit_accounts_amount_is_null(client):
 def test_verify_against_probes_every_operation_docs_aggregator_md_lists():
     """The issue: "`payroll-sandbox verify-against` learns the new operations (its probes
     cover every operation docs/aggregator.md lists)", with the aggregator's credentials."""
-    from payroll_sandbox.tools.verify import AGGREGATOR_KEYS, PROBES
+    from payroll_sandbox.tools.probes import AGGREGATOR_KEYS, PROBES
 
     text = (DOCS / "aggregator.md").read_text()
     table = text.split("| Path (POST) |", 1)[1].split("\n\n", 1)[0]

@@ -18,6 +18,7 @@ from calls import call, create_task, run_until_idle
 from conftest import ACME, GLOBEX, WALMART
 
 from payroll_sandbox.edge import snapshot
+from payroll_sandbox.edge import snapshot_document
 from payroll_sandbox.edge.keys import SANDBOX
 
 
@@ -136,7 +137,7 @@ async def test_a_large_restore_waits_only_on_its_own_tenant(make_client, monkeyp
     bodies = {}
     for name, headers in (("a", ACME), ("b", other)):
         document = (await call(client, "GET", "/_sandbox/snapshot", headers=headers))["data"]
-        bodies[name] = json.dumps(document).encode() + b" " * (snapshot.LARGE_RESTORE + 1)
+        bodies[name] = json.dumps(document).encode() + b" " * (snapshot_document.LARGE_RESTORE + 1)
     go_on = asyncio.Event()
     running = asyncio.create_task(_stalled_restore(client, bodies["a"], go_on, ACME))
     admission = client.server.app[SANDBOX].large_restores
@@ -165,7 +166,7 @@ async def test_a_restore_past_the_memory_budget_is_refused_at_once(make_client, 
     client = await make_client(clock="manual", request_timeout=30.0)
     sandbox = client.server.app[SANDBOX]
     document = (await call(client, "GET", "/_sandbox/snapshot"))["data"]
-    body = json.dumps(document).encode() + b" " * (snapshot.LARGE_RESTORE + 1)
+    body = json.dumps(document).encode() + b" " * (snapshot_document.LARGE_RESTORE + 1)
     sandbox.large_restores.budget = snapshot.RESTORE_PEAK * len(body) - 1
     loop = asyncio.get_running_loop()
     started = loop.time()

@@ -240,7 +240,7 @@ def test_the_byte_limit_is_the_largest_snapshot_the_bounds_allow():
     """Point 3: the limit was 256 MiB whatever the bounds; it is the largest snapshot a
     tenant of the server can make (measured at the default bounds), with a quarter more."""
     from payroll_sandbox.domain.rules import Limits
-    from payroll_sandbox.edge.snapshot import FULL_TENANT_BYTES, max_document_bytes
+    from payroll_sandbox.edge.snapshot_document import FULL_TENANT_BYTES, max_document_bytes
 
     assert max_document_bytes(Limits()) == int(FULL_TENANT_BYTES * 1.25) < 160 * 2**20
     assert max_document_bytes(Limits(max_tasks=100, max_events=50, max_tokens=100)) == 16 * 2**20
@@ -270,13 +270,14 @@ async def test_one_large_restore_runs_at_a_time(make_client, monkeypatch):
     (429 `restore-busy`; round four: at once, per tenant otherwise), a small one is not,
     and each large one hands its memory back when it ends."""
     from payroll_sandbox.edge import snapshot
+    from payroll_sandbox.edge import snapshot_document
     from payroll_sandbox.edge.keys import SANDBOX
 
     given_back = []
     monkeypatch.setattr(snapshot, "give_back_memory", lambda: given_back.append(1))
     client = await make_client(clock="manual", request_timeout=0.5)
     document = (await call(client, "GET", "/_sandbox/snapshot"))["data"]
-    large = json.dumps(document).encode() + b" " * (snapshot.LARGE_RESTORE + 1)
+    large = json.dumps(document).encode() + b" " * (snapshot_document.LARGE_RESTORE + 1)
     sandbox = client.server.app[SANDBOX]
     budget = sandbox.large_restores.budget
     sandbox.large_restores.reserved = budget  # the budget held by restores running

@@ -528,6 +528,7 @@ async def test_a_long_array_checked_item_by_item_names_the_same_faults(aiohttp_c
     """The restore checks long arrays one item at a time (short holds of the interpreter):
     the faults it names are those of one check of the whole document."""
     from payroll_sandbox.edge import snapshot
+    from payroll_sandbox.edge import snapshot_document
     from payroll_sandbox.validate import schema_errors
 
     _, original = await snapshot_client(aiohttp_client, loaded)
@@ -538,10 +539,10 @@ async def test_a_long_array_checked_item_by_item_names_the_same_faults(aiohttp_c
     deliveries = (webhooks["deliveries"] * 100)[:150]
     document = {**original, "users": users, "webhooks": {**webhooks, "deliveries": deliveries},
                 "clock": {"timestamp": "soon"}}
-    whole = schema_errors(document, snapshot.snapshot_schema())
+    whole = schema_errors(document, snapshot_document.snapshot_schema())
     assert {p for p, _ in whole} >= {"$.users[57].createdAt", "$.users[120].unexpected",
                                      "$.clock.timestamp"}
-    assert sorted(snapshot._schema_errors_in_pieces(document, snapshot.snapshot_schema())) == \
+    assert sorted(snapshot._schema_errors_in_pieces(document, snapshot_document.snapshot_schema())) == \
         sorted(whole)
 
 

@@ -26,6 +26,7 @@ import pytest
 from conftest import ACME
 from engine import Engine
 from payroll_sandbox.edge import snapshot
+from payroll_sandbox.edge import snapshot_document
 from payroll_sandbox.errors import ApiError
 from test_snapshot import busy, fresh_app, snapshot_of
 
@@ -153,7 +154,7 @@ def restore(engine: Engine, body: bytes) -> ApiError | None:
     try:
         planned = snapshot._plan_body(engine.tenant, engine.sandbox, [bytearray(body)])
         snapshot.put_in_place(engine.tenant, engine.sandbox, planned)
-    except snapshot.Fault as fault:
+    except snapshot_document.Fault as fault:
         return fault.api_error()
     except ApiError as error:  # not JSON at all (400)
         return error

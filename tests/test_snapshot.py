@@ -22,6 +22,7 @@ import pytest
 from conftest import ACME, HOOKS, KROGER, REPO, WALMART
 
 from payroll_sandbox.edge import snapshot
+from payroll_sandbox.edge import state_file
 from payroll_sandbox.app import build_registry, create_app
 from payroll_sandbox.clock import Clock, isoformat
 from payroll_sandbox.edge.keys import SANDBOX
@@ -529,7 +530,7 @@ def test_a_state_file_of_another_seed_or_a_folder_that_does_not_exist_is_refused
 def test_write_atomically_replaces_the_file_whole(tmp_path):
     target = tmp_path / "state.json"
     target.write_bytes(b"old")
-    snapshot.write_atomically(target, b"new" * 1000)
+    state_file.write_atomically(target, b"new" * 1000)
     assert target.read_bytes() == b"new" * 1000
     assert [p.name for p in tmp_path.iterdir()] == ["state.json"]
     assert target.stat().st_mode & 0o077 == 0  # it holds API keys

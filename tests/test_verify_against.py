@@ -24,7 +24,7 @@ from conftest import ACME, REPO
 from payroll_sandbox.app import build_registry, create_app
 from payroll_sandbox.tools.cli import main
 from payroll_sandbox.settings import Settings
-from payroll_sandbox.tools.verify import PROBES, UNKNOWN_ID
+from payroll_sandbox.tools.probes import PROBES, UNKNOWN_ID
 
 IDENTIFIER = "verify-test-user"
 KEYS = ["--key", ACME["x-api-key"], "--secret", ACME["x-api-secret"]]

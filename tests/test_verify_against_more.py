@@ -25,9 +25,9 @@ from test_verify_against import (FORWARDED, IDENTIFIER, KEYS, SESSION, closed_po
 
 from payroll_sandbox.tools.cli import main
 from payroll_sandbox.edge.routes import OPERATIONS
-from payroll_sandbox.tools.verify import (AGGREGATOR_KEYS, CAPTURED_BY, HOOK_URL, MAX_DEPTH,
-                                          PROBES, RECORD_KINDS, SECRET_NAME, in_process_sandbox,
-                                          parse_answer)
+from payroll_sandbox.tools.verify import RECORD_KINDS, in_process_sandbox
+from payroll_sandbox.tools.answers import MAX_DEPTH, parse_answer
+from payroll_sandbox.tools.probes import AGGREGATOR_KEYS, CAPTURED_BY, HOOK_URL, PROBES, SECRET_NAME
 
 DEEP = 200_000
 PIECE_PAUSE = 0.02  # seconds between an answer's two pieces: they reach the client apart

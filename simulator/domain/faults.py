@@ -23,7 +23,8 @@ import msgspec
 from ..errors import ApiError, ValidationFailed, field_detail
 from .shapes import UNSET, Command, Maybe, View, choice, given, of, raw, view_of
 from .stored import LoadError, Stored, loaded, schema, stored
-from .sections import COUNT, RANDOM_STATE, Sections, checked_random_state, obj, random_state as random_state_of
+from .sections import (COUNT, RANDOM_STATE, Sections, checked_random_state, obj,
+                       random_state as random_state_of)
 
 MAX_RULES = 100            # per tenant (README: Limits)
 MAX_LATENCY_MS = 30_000    # a slow answer waits at most 30 wall seconds

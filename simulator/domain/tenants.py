@@ -37,7 +37,8 @@ from .links.processor_links import ProcessorLinks
 from .rules import Rules
 from .sections import STRING, STRINGS, TIME, Sections, obj
 from .tasks.tasks import Tasks
-from .tasks.records import EXPIRED_FILE_URL, FILE_URL_LIFETIME, INVALID_FILE_URL, FileUrlExpired, InvalidFileUrl, Task, TaskFile
+from .tasks.records import (EXPIRED_FILE_URL, FILE_URL_LIFETIME, INVALID_FILE_URL, FileUrlExpired,
+                            InvalidFileUrl, Task, TaskFile)
 from .timeline import Timeline
 
 DEFAULT_PRODUCTS = ("deposit", "verify", "switch", "present", "employer-classification",

@@ -94,7 +94,7 @@ def bundle_schema() -> dict[str, Any]:
     answer it copies (made when first needed)."""
     from ..domain.shapes import schema_of
     from ..schemas.responses import ClockState, EventRecord, JournalEntry
-    from .snapshot import snapshot_schema
+    from .snapshot_document import snapshot_schema
 
     snapshot = {k: v for k, v in snapshot_schema().items() if k != "$schema"}
     return {
@@ -206,7 +206,7 @@ def read_bundle(path: Path) -> dict[str, Any]:
     if not isinstance(bundle, dict):
         raise ConfigError(file, "$", NOT_A_BUNDLE)
     if bundle.get("format") != FORMAT:
-        from .snapshot import FORMAT as SNAPSHOT
+        from .snapshot_document import FORMAT as SNAPSHOT
 
         raise ConfigError(file, "$.format",
                           A_SNAPSHOT if bundle.get("format") == SNAPSHOT else NOT_A_BUNDLE)
@@ -238,7 +238,8 @@ def open_bundle(sandbox: Any, path: Path) -> tuple[dict[str, Any], Any]:
     snapshot does not restore (another seed or environment, a scenario this server lacks,
     a document at fault). The bundle and the tenant."""
     from ..schemas.api import TenantRequest
-    from .snapshot import Fault, restore
+    from .snapshot import restore
+    from .snapshot_document import Fault
 
     bundle = read_bundle(path)
     name = bundle["snapshot"].get("tenant", {}).get("name") if isinstance(

@@ -19,223 +19,45 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import glob
 import json
 import logging
-import os
 import re
-import stat
-import tempfile
 import threading
-import time
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from contextlib import asynccontextmanager, contextmanager, suppress
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import msgspec
 import orjson
 from aiohttp import web
 
-from ..clock import MANUAL, Clock, isoformat
-from ..domain.identity.identity import Identity
-from ..domain.links.aggregator import Aggregator
-from ..domain.companies.companies import CompanyDirectory
-from ..domain.webhooks.events import EventLog
-from ..domain.faults import ApiFaults
-from ..domain.accounts.linked_accounts import LinkedAccounts
-from ..domain.webhooks.outbox import Outbox
-from ..domain.links.processor_links import ProcessorLinks
+from ..clock import Clock, isoformat
 from ..domain.registry import give_back_memory
 from ..domain.stored import LoadError
-from ..domain.sections import STRING, Sections, obj
-from ..domain.tasks.tasks import Tasks
 from ..domain.tenants import Tenant
-from ..domain.timeline import Timeline
-from ..errors import ApiError, Conflict, LimitReached, PayloadTooLarge, ValidationFailed
-from ..load.fixtures import ConfigError
-from ..domain.journal import Journal
-from ..domain.flow.autopilot import Autopilots
-from ..domain.flow.callbacks import Callbacks
+from ..errors import PayloadTooLarge
 from .render import read_within_time
-from ..schemas.fixtures import ACCOUNT_SCHEMA
-from ..validate import (DETAILS_KEPT, bounded_details, check_json_type, is_valid,
+from ..validate import (DETAILS_KEPT, check_json_type, is_valid,
                                json_in_pieces, parse_json_body, schema_errors,
                                webhook_url_problem)
+from .snapshot_document import (FORMAT, INVALID, LARGE_RESTORE, NOT_AN_OBJECT, PARTS, RESTORE_BUSY,
+                                TOKEN_ELSEWHERE, TOO_LARGE, VERSION, Fault, InvalidSnapshot,
+                                Loading, RestoreBusy, SnapshotConflict, check_header,
+                                max_document_bytes, migrated, snapshot_schema)
 
 log = logging.getLogger("payroll_sandbox.snapshot")
 
-FORMAT = "payroll-sandbox-snapshot"
-STATE_FORMAT = "payroll-sandbox-state"
-# The format version this server writes; it reads every one from 1 up, migrating older
-# documents (MIGRATIONS).
-VERSION = 2
-# A restore's body (the 1 MiB of other bodies is too little) is bounded by the largest
-# snapshot a tenant of this server can make: a full tenant at the default bounds (10,000
-# completed tasks with their linked accounts, 10,000 tokens, 5,000 events with failed
-# deliveries) measured 121.5 MiB (bench/hostile.py). The limit is that, scaled with the
-# server's --max-tasks, --max-events and --max-tokens, plus a quarter for longer
-# histories; never under 16 MiB nor over 256 MiB. A restore peaks at about 6 times its
-# body in memory, so large restores are admitted within a memory budget (RestoreAdmission).
-FULL_TENANT_BYTES = 122 * 1024 * 1024
-MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
-MIN_DOCUMENT_BYTES = 16 * 1024 * 1024
-LARGE_RESTORE = 8 * 1024 * 1024  # a body larger (or of unknown length) is admitted first
 RESTORE_PEAK = 6  # a restore's peak memory, in times its body (RestoreAdmission)
 
 
-def max_document_bytes(limits: Any) -> int:
-    """The largest restore body this server reads, from its bounds (rules.Limits)."""
-    scale = max(limits.max_tasks / 10_000, limits.max_events / 5_000, limits.max_tokens / 10_000)
-    return min(MAX_DOCUMENT_BYTES, max(MIN_DOCUMENT_BYTES, int(FULL_TENANT_BYTES * scale * 1.25)))
-
-
-NOT_A_SNAPSHOT = (f"This is not a snapshot: its `format` must be {FORMAT!r} "
-                  "(GET /_sandbox/snapshot).")
-A_STATE_FILE = (f"This is a --state-file document ({STATE_FORMAT!r}), not one tenant's snapshot: "
-                f"restore it with serve --state-file.")
-OTHER_VERSION = ("This snapshot has format version {theirs}; this server reads versions 1 to "
-                 "{ours} (older ones are migrated).")
-OTHER_ENVIRONMENT = ("This snapshot was taken in the {theirs} environment; this server is the "
-                     "{ours} environment.")
-OTHER_SEED = ("This snapshot was taken on a server started with --seed {theirs}; this one has "
-              "--seed {ours}, so its catalog and generated data are not the snapshot's.")
-INVALID = "The snapshot does not match its schema."
-NOT_AN_OBJECT = "a snapshot is a JSON object"
-# Which other tenant holds it is not said: a name is one more thing of another tenant's.
-TOKEN_ELSEWHERE = ("A public token of this snapshot is held by another tenant of this server: "
-                   "a public token finds one tenant only. Delete or reset the tenant the "
-                   "snapshot was taken from (or the one it was restored into) first, or restore "
-                   "into that tenant.")
-TOO_LARGE = ("A snapshot to restore is at most {limit} bytes on this server (the largest "
-             "a tenant of it can make, with room to spare: it grows with --max-tasks, "
-             "--max-events and --max-tokens).")
-RESTORE_BUSY = ("Another large restore of this tenant is running; a tenant's large restores run "
-                "one at a time. Try again in a moment.")
 RESTORE_OVER_BUDGET = ("Large restores running on this server hold its memory budget for them "
                        "({budget} MiB); this one needs about {need} MiB. Try again in a "
                        "moment.")
-TORN_FILE = ("not valid JSON ({error}): the state file is torn or corrupt; remove it (the "
-             "sandbox then starts from the fixtures) or put back a good copy")
 
 
-class InvalidSnapshot(ValidationFailed):
-    code = "invalid-snapshot"
-
-
-class SnapshotIncompatible(Conflict):
-    code = "snapshot-incompatible"
-
-
-class SnapshotConflict(Conflict):
-    code = "snapshot-conflict"
-
-
-class RestoreBusy(LimitReached):
-    code = "restore-busy"
-    retry_after = 5
-
-
-class Fault(Exception):
-    """What is wrong with a document: the error class (422 or 409) and every (JSON path,
-    message). The API answers it as that error; the state file as a configuration error."""
-
-    def __init__(self, error: type[ApiError], message: str,
-                 problems: list[tuple[str, str]]) -> None:
-        super().__init__(message)
-        self.error, self.message, self.problems = error, message, problems
-
-    def api_error(self) -> ApiError:
-        return self.error(self.message, details=bounded_details(self.problems))
-
-    def config_error(self, file: str, prefix: str = "") -> ConfigError:
-        return ConfigError.collected([(file, prefix + path[1:], message)
-                                      for path, message in self.problems])
-
-
-# -- the parts ------------------------------------------------------------------------------------
-
-class Part(msgspec.Struct, frozen=True):
-    """One part of a tenant as a snapshot keeps it: its sections (their schema, made when
-    first needed), how it writes them, how it loads them from a checked document (off the
-    event loop, touching nothing) and how it restores what it loaded into the fresh
-    tenant (on the loop)."""
-
-    sections: Callable[[], Sections]
-    dump: Callable[[Tenant], dict[str, Any]]
-    load: Callable[[dict[str, Any], Loading], dict[str, Any]]
-    restore: Callable[[Tenant, dict[str, Any]], None]
-
-
-def _held(attribute: str, cls: Any,
-          dump: Callable[[Tenant], dict[str, Any]] | None = None) -> Part:
-    """A part the tenant holds as `attribute`: its class's sections() and load, the part's
-    own dump() and restore(**loaded)."""
-    return Part(cls.sections, dump or (lambda t: getattr(t, attribute).dump()),
-                cls.load, lambda t, loaded: getattr(t, attribute).restore(**loaded))
-
-
-# The parts of a tenant, in the order they load and restore: a part's references are to
-# the parts before it (workflows name tasks, deliveries events, jobs any of them).
-PARTS: tuple[Part, ...] = (
-    Part(Tenant.sections, Tenant.dump_settings, Tenant.load_settings,
-         lambda t, loaded: t.restore_settings(**loaded)),
-    _held("identity", Identity),
-    _held("companies", CompanyDirectory),
-    _held("tasks", Tasks),
-    _held("accounts", LinkedAccounts),
-    _held("links", ProcessorLinks),
-    _held("aggregator", Aggregator),
-    _held("events", EventLog),
-    _held("webhooks", Outbox),
-    _held("journal", Journal),
-    _held("api_faults", ApiFaults),
-    _held("autopilots", Autopilots),
-    _held("callbacks", Callbacks),
-    # The outbox's attempts in flight become jobs: a restore sends them again.
-    _held("timeline", Timeline,
-          dump=lambda t: t.timeline.dump(t.webhooks.in_flight_jobs())),
-)
-
-
-def _sections(optional: bool) -> dict[str, Any]:
-    """Every part's sections, required or optional; an object section two parts share
-    (counters, rng) holds the fields of both."""
-    found: dict[str, Any] = {}
-    for part in PARTS:
-        sections = part.sections().optional if optional else part.sections().required
-        for name, schema in sections.items():
-            if name in found:
-                schema = {**found[name], "required": found[name]["required"] + schema["required"],
-                          "properties": {**found[name]["properties"], **schema["properties"]}}
-            found[name] = schema
-    return found
-
-
-@cache
-def snapshot_schema() -> dict[str, Any]:
-    """The whole document's schema (GET /_sandbox/snapshot's answer), made when first
-    needed: every part's records' schemas are worked out then, not at import."""
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": "A tenant's snapshot (GET and POST /_sandbox/snapshot)",
-        **obj({"format": {"const": FORMAT},
-               "version": {"const": VERSION},
-               "environment": {"enum": ["sandbox", "production"]},
-               "seed": {"type": "integer"},
-               "takenAt": {**STRING, "description": "The tenant's virtual time (informative)."},
-               **_sections(optional=False)}, _sections(optional=True)),
-    }
-
-
-STATE_SCHEMA: dict[str, Any] = obj({
-    "format": {"const": STATE_FORMAT}, "version": {"const": VERSION},
-    "environment": {"enum": ["sandbox", "production"]}, "seed": {"type": "integer"},
-    "savedAt": STRING,
-    "tenants": {"type": "array", "items": obj({
-        "account": {"type": "object"}, "createdBy": {"type": ["string", "null"]},
-        "snapshot": {"type": "object"}})}})
+# The document (its header, versions, the parts and their schema): snapshot_document.py;
+# --state-file: state_file.py.
 
 
 # -- taking a snapshot --------------------------------------------------------------------------
@@ -261,120 +83,7 @@ async def take_settled(tenant: Tenant, sandbox: Any) -> dict[str, Any]:
         return take(tenant, sandbox)
 
 
-# -- versions -------------------------------------------------------------------------------------
-
-def _v1_to_v2(document: dict[str, Any]) -> dict[str, Any]:
-    """Version 2 keeps version 1's layout, section for section (each now written by the
-    part of the tenant that owns it), so a version 1 document needs its version only. What
-    a version 1 document may lack (sections and fields added after it was first written:
-    `aggregatorItems`, `apiFaults`, endpoint ids, signing secrets, record fields with a
-    default) a version 2 document may lack too: each part loads it as before. A state
-    file's layout is the same too; its snapshots migrate as each is restored."""
-    return {**document, "version": 2}
-
-
-# Each older version's step to the next: a document is brought up one version at a time.
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
-STATE_MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
-
-
-def migrated(document: dict[str, Any],
-             migrations: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = MIGRATIONS
-             ) -> dict[str, Any]:
-    """A document of an older version (check_header accepted it) as this version writes
-    it; one of this version as it is. The caller's document is not changed."""
-    while document["version"] < VERSION:
-        document = migrations[document["version"]](document)
-    return document
-
-
 # -- checking and restoring ---------------------------------------------------------------------
-
-def check_header(document: Any, sandbox: Any, expected: str = FORMAT,
-                 environment: str | None = None) -> None:
-    """The document's kind, format version (this one or an older one, which is migrated),
-    environment (the tenant's; by default the server's) and seed, before its schema: a
-    document of another version need not match this version's schema to be named so."""
-    if not isinstance(document, dict):
-        raise Fault(InvalidSnapshot, INVALID, [("$", NOT_AN_OBJECT)])
-    if document.get("format") != expected:
-        hint = A_STATE_FILE if document.get("format") == STATE_FORMAT else NOT_A_SNAPSHOT
-        raise Fault(InvalidSnapshot, hint, [("$.format", f"must be {expected!r}")])
-    version = document.get("version")
-    if type(version) is not int or not 1 <= version <= VERSION:
-        raise Fault(SnapshotIncompatible, OTHER_VERSION.format(theirs=version, ours=VERSION),
-                    [("$.version", f"this server reads versions 1 to {VERSION}")])
-    environment = environment or sandbox.registry.tenants.environment
-    if document.get("environment") != environment:
-        message = OTHER_ENVIRONMENT.format(theirs=document.get("environment"), ours=environment)
-        raise Fault(SnapshotIncompatible, message, [("$.environment", f"must be {environment!r}")])
-    seed = sandbox.registry.seed
-    if document.get("seed") != seed:
-        raise Fault(SnapshotIncompatible, OTHER_SEED.format(theirs=document.get("seed"), ours=seed),
-                    [("$.seed", f"this server has --seed {seed}")])
-
-
-class Loading:
-    """What the parts' loads of one document share: the tenant it goes into (read, never
-    changed: a load may run off the event loop), what the server checks it against, and
-    the objects loaded so far, by id, for the references of the parts after them and the
-    rebuild of the timeline's actions (domain/timeline.py ACTION_KINDS). A lookup raises
-    LookupError naming what is missing; the caller adds the path."""
-
-    def __init__(self, tenant: Any, *, url_problem: Callable[[str], str | None],
-                 fault_targets: Callable[[], Iterable[Any]]) -> None:
-        self.tenant = tenant
-        self.rules = tenant.rules
-        self.url_problem = url_problem        # a webhook URL's fault under the outbound policy
-        self.fault_targets = fault_targets    # the operations an API fault rule may name
-        self.public_tokens: dict[str, Any] = {}
-        self.tasks: dict[str, Any] = {}
-        self.accounts: dict[str, Any] = {}
-        self.processor_tokens: dict[str, Any] = {}
-        self.links: dict[str, Any] = {}
-        self.events: dict[str, Any] = {}
-        self.deliveries: dict[str, list[Any]] = {}  # event id -> its deliveries, in order
-
-    def task(self, task_id: str) -> Any:
-        return _find(self.tasks, task_id, "task")
-
-    def linked_account(self, account_id: str) -> Any:
-        return _find(self.accounts, account_id, "linked account")
-
-    def processor_link(self, link_id: str) -> Any:
-        return _find(self.links, link_id, "processor link")
-
-    def processor_token(self, token: str) -> Any:
-        return _find(self.processor_tokens, token, "processor token")
-
-    def event(self, event_id: str) -> Any:
-        return _find(self.events, event_id, "event")
-
-    def delivery(self, event_id: str, number: int) -> Any:
-        deliveries = self.deliveries.get(event_id, [])
-        if not 1 <= number <= len(deliveries):
-            raise LookupError(f"the event {event_id!r} has no delivery {number}")
-        return deliveries[number - 1]
-
-    def part(self, attribute: str) -> Callable[[], Any]:
-        """How a restored scheduled action finds its part when it runs: through the tenant,
-        whose parts are made afresh after the jobs are rebuilt."""
-        tenant = self.tenant
-        return lambda: getattr(tenant, attribute)
-
-    def step(self, scenario_name: str, index: int, kind: str) -> Any:
-        scenario = self.rules.scenarios.get(scenario_name)
-        if scenario is None or scenario.kind != kind:
-            raise LookupError(f"this server has no {kind} scenario named {scenario_name!r}")
-        if index >= len(scenario.steps):
-            raise LookupError(f"the scenario {scenario_name!r} has {len(scenario.steps)} steps")
-        return scenario.steps[index]
-
-
-def _find(found: dict[str, Any], key: str, what: str) -> Any:
-    if key not in found:
-        raise LookupError(f"the snapshot has no {what} {key!r}")
-    return found[key]
 
 
 class Planned(msgspec.Struct, frozen=True):
@@ -757,19 +466,6 @@ async def read_document(request: web.Request, limit: int) -> bytearray:
     return await read_within_time(request, read())
 
 
-# -- --state-file ---------------------------------------------------------------------------------
-
-def state_document(sandbox: Any) -> dict[str, Any]:
-    """Every tenant of the server: its account (name, keys, settings), who made it (None for
-    the fixtures' accounts) and its snapshot."""
-    registry = sandbox.registry
-    return {"format": STATE_FORMAT, "version": VERSION,
-            "environment": registry.tenants.environment, "seed": registry.seed,
-            "savedAt": isoformat(time.time()),  # the wall clock: when the file was written
-            "tenants": [{"account": tenant.account, "createdBy": registry.creator_of(tenant.name),
-                         "snapshot": take(tenant, sandbox)} for tenant in registry.tenants]}
-
-
 def encode(document: dict[str, Any]) -> bytes:
     try:
         return orjson.dumps(document)
@@ -790,206 +486,4 @@ def _decode(raw: bytes) -> Any:
 def _refuse_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
-
-def saved_seed(path: Path) -> int | None:
-    """The seed a state file was saved with (None: no file, or none readable in it), so
-    that `serve --state-file` without `--seed` goes on with the saved run's ids and
-    records; load_state reports a torn file with its own message."""
-    try:
-        seed = _decode(path.read_bytes()).get("seed")
-    except (OSError, ValueError, UnicodeDecodeError, AttributeError):
-        return None
-    return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
-
-
-def load_state(sandbox: Any, path: Path) -> int:
-    """Every tenant of the state file, restored (ConfigError naming the file and the JSON
-    path when it is torn, corrupt or of another server). The number of tenants."""
-    file = str(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise ConfigError(file, "$", f"cannot read: {error.strerror or error}") from None
-    try:
-        document = _decode(raw)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise ConfigError(file, "$", TORN_FILE.format(error=error)) from None
-    try:
-        check_header(document, sandbox, STATE_FORMAT)
-    except Fault as fault:
-        raise ConfigError(file, fault.problems[0][0], f"{fault.message} Remove the file to "
-                          "start from the fixtures.") from None
-    document = migrated(document, STATE_MIGRATIONS)
-    problems = schema_errors(document, STATE_SCHEMA)
-    if problems:
-        raise ConfigError.collected([(file, path, message) for path, message in problems])
-    registry = sandbox.registry
-    for number, entry in enumerate(document["tenants"]):
-        where = f"$.tenants[{number}]"
-        account, creator = entry["account"], entry["createdBy"]
-        faults = [(file, f"{where}.account{p[1:]}", m)
-                  for p, m in schema_errors(account, ACCOUNT_SCHEMA)]
-        if faults:
-            raise ConfigError.collected(faults)
-        tenant = registry.tenants.get(account["name"])
-        if creator is None:
-            if tenant is None or registry.creator_of(tenant.name) is not None:
-                raise ConfigError(file, f"{where}.account.name", f"the fixtures have no account "
-                                  f"named {account['name']!r} any more; remove the file to start "
-                                  "from the fixtures")
-        else:
-            if tenant is not None:
-                raise ConfigError(file, f"{where}.account.name",
-                                  f"a tenant named {account['name']!r} exists already")
-            tenant = registry.restore_tenant(account, creator)
-        try:
-            restore(tenant, sandbox, entry["snapshot"])
-        except Fault as fault:
-            raise fault.config_error(file, f"{where}.snapshot") from None
-    return len(document["tenants"])
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """A temporary file in the same folder, written and fsynced, then os.replace and an
-    fsync of the folder: a crash leaves the old file or the new one, never a torn one.
-    The file holds API keys: only its owner may read it (mkstemp's 0600). A symlink is
-    followed: its target is what is replaced (in the target's folder), the link stays."""
-    path = path.resolve()
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
-                                             suffix=".tmp")
-    try:
-        with os.fdopen(descriptor, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
-    with suppress(OSError):  # not every file system can sync a folder
-        folder = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(folder)
-        finally:
-            os.close(folder)
-
-
-def remove_leftovers(path: Path, *, before: float) -> list[Path]:
-    """The temporary files write_atomically left beside `path` when a process was killed
-    mid-write (`.state.json.<random>.tmp`): removed at start, so a crash loop does not fill
-    the volume. Only this user's regular files made before `before` (this start): another
-    process writing the same file now keeps its own."""
-    path = path.resolve()
-    removed = []
-    with suppress(OSError):
-        for leftover in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
-            with suppress(OSError):
-                facts = leftover.lstat()
-                if (stat.S_ISREG(facts.st_mode) and facts.st_uid == os.getuid()
-                        and facts.st_mtime < before):
-                    leftover.unlink()
-                    removed.append(leftover)
-    if removed:
-        log.info("removed %d temporary files a crash left beside %s", len(removed), path)
-    return removed
-
-
-class StateFile:
-    """`serve --state-file`: restored at start (if the file exists), saved every
-    `--state-interval` seconds when something changed and once more on shutdown, before
-    webhook deliveries stop. Without the setting it does nothing."""
-
-    def __init__(self, sandbox: Any) -> None:
-        self.sandbox = sandbox
-        self.path: Path | None = sandbox.settings.state_file
-        self.interval: float = sandbox.settings.state_interval
-        self._lock = asyncio.Lock()
-        self._closed = False
-        self._saved: Any = None  # what the state looked like at the last save
-        self._task: asyncio.Task | None = None
-        self._started = time.time()  # temporary files older than this are a crash's
-
-    def restore(self) -> None:
-        if self.path is None:
-            return
-        remove_leftovers(self.path, before=self._started)
-        if not self.path.exists():
-            return
-        count = load_state(self.sandbox, self.path)
-        self._saved = self._fingerprint()
-        log.info("restored %d tenants from %s", count, self.path)
-
-    def start(self) -> None:
-        if self.path is not None and self.interval > 0:
-            self._task = asyncio.get_running_loop().create_task(self._every_interval())
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-
-    async def on_shutdown(self, app: web.Application) -> None:
-        """The last save, before deliveries stop (SIGTERM): attempts in flight get the
-        dispatcher's grace to finish first, so the file shows how they went."""
-        if self.path is None:
-            return
-        tenants = [t for t in self.sandbox.registry.tenants if t.webhooks.busy]
-        if tenants:
-            settling = [asyncio.ensure_future(self.sandbox.dispatcher.settle(t)) for t in tenants]
-            await asyncio.wait(settling, timeout=self.sandbox.dispatcher.grace)
-        try:
-            await self.save(final=True)
-        except Exception:  # the shutdown goes on (deliveries still stop and are recorded)
-            log.exception("could not save the state file %s on shutdown", self.path)
-
-    async def save(self, *, final: bool = False, only_if_changed: bool = False) -> bool:
-        """Writes the file (in a worker thread; the document is made here, between two
-        jobs). After the final save no other is written. Whether it wrote."""
-        if self.path is None:
-            return False
-        async with self._lock:
-            if self._closed:
-                return False
-            self._closed = final
-            fingerprint = self._fingerprint()
-            if only_if_changed and fingerprint == self._saved:
-                return False
-            data = encode(state_document(self.sandbox))
-            try:
-                await asyncio.to_thread(write_atomically, self.path, data)
-            except OSError as error:
-                log.error("could not save the state file %s: %s", self.path, error)
-                return False
-            self._saved = fingerprint
-            return True
-
-    async def _every_interval(self) -> None:
-        while True:
-            await asyncio.sleep(self.interval)
-            try:
-                await self.save(only_if_changed=True)
-            except Exception:  # the server goes on; the next save may work
-                log.exception("could not save the state file %s", self.path)
-
-    def _fingerprint(self) -> tuple[Any, ...]:
-        """Cheap signs of change: requests journaled, events, jobs scheduled and pending,
-        attempts in flight, the manual clock (a real clock moves by itself: the final save
-        keeps its time)."""
-        manual = self.sandbox.settings.clock == MANUAL
-        return tuple((t.name, len(t.journal) + t.journal.evicted, t.events.emitted,
-                      len(t.timeline), t.timeline.next_sequence(), len(t.webhooks.in_flight),
-                      sum(len(d) for d in t.webhooks.deliveries.values()),
-                      t.clock.timestamp() if manual else None)
-                     for t in self.sandbox.registry.tenants)
-
-
-STATE_FILE = web.AppKey("state_file", StateFile)
-
-
-async def save_on_shutdown(app: web.Application) -> None:
-    """on_shutdown: the state file's last save (before the deliveries stop)."""
-    await app[STATE_FILE].on_shutdown(app)
 

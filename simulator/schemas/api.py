@@ -20,7 +20,8 @@ from ..domain.shapes import (EVENT_TYPES, PROCESSOR_TOKENS, PRODUCTS, TASK_SCENA
 from ..domain.tasks.states import (ACCOUNT_NUMBER, DEEPLINK_STEPS, PAYMENT_METHOD,
                                    WRITTEN_PAYMENT_METHOD)
 from ..domain.tasks.views import TaskDetails, TaskStatus
-from ..domain.tasks.requests import ScenarioName, TaskCreateRequest, TaskItem, TaskItems, TaskOptions
+from ..domain.tasks.requests import (ScenarioName, TaskCreateRequest, TaskItem, TaskItems,
+                                     TaskOptions)
 from ..domain.tasks.records import Distribution
 from ..domain.dates import date_time_field
 from .fixtures import COMPANY_SCHEMA, CONTINUOUS_ACCESS, MANUAL_DEPOSITS

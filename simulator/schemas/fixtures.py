@@ -6,7 +6,8 @@ a fault names the file and the JSON path.
 
 from __future__ import annotations
 
-from ..domain.companies.companies import AUTHENTICATION_METHODS, COMPANY_STATUSES, SCOPES, STORED_TAGS
+from ..domain.companies.companies import (AUTHENTICATION_METHODS, COMPANY_STATUSES, SCOPES,
+                                          STORED_TAGS)
 
 ENVIRONMENTS = ["sandbox", "production"]
 

@@ -17,7 +17,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..client import default_credentials
 from ..load.fixtures import ConfigError
 
 __all__ = ["main"]
@@ -507,7 +506,7 @@ def _start_up(flags: dict, defaults: dict | None = None) -> tuple[Any, Any]:
     if settings.seed is None:  # none given: the saved run's, or a fresh one (never repeated)
         saved = None
         if settings.state_file is not None:
-            from ..edge.snapshot import saved_seed
+            from ..edge.state_file import saved_seed
 
             saved = saved_seed(settings.state_file)
         settings = replace(settings, seed=fresh_seed() if saved is None else saved)
@@ -621,7 +620,8 @@ def _verify_against(args: argparse.Namespace) -> int:
     does, 2 when the run cannot be made (bad arguments, production, unreachable)."""
     import json
 
-    from .verify import VerifyError, verify
+    from .verify import verify
+    from .probes import VerifyError
 
     print(f"payroll-sandbox: verifying {args.url} against an in-process sandbox",
           file=sys.stderr, flush=True)

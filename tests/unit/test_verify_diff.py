@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from payroll_sandbox.tools.verify import (COMPANY_STATUS, INCOME_TYPE, NOT_JSON, PROBES, Probe,
-                                    diff_answers, diff_json, production_signal, refusal)
+from payroll_sandbox.tools.probes import production_signal, refusal
+from payroll_sandbox.tools.answers import NOT_JSON, diff_answers, diff_json
+from payroll_sandbox.tools.probes import COMPANY_STATUS, INCOME_TYPE, PROBES, Probe
 
 COMPANY = {"_id": "6410a0000000000000000001", "name": "Walmart", "status": "operational",
            "branding": {"color": "#0071ce", "logo": {"url": "https://x/walmart.svg"}},

@@ -11,11 +11,13 @@ from typing import Any
 
 from msgspec.structs import replace
 
-from ...errors import CompanyExists, CompanyNotFound, UnknownProducts, ValidationFailed, field_detail
+from ...errors import (CompanyExists, CompanyNotFound, UnknownProducts, ValidationFailed,
+                       field_detail)
 from ..rules import ServiceProfile
 from .companies import (DISABLED, OPERATIONAL, UNDER_MAINTENANCE, UNKNOWN_COMPANY, Company,
                         CompanyDirectory, company_from_fixture)
-from ..webhooks.event_types import COMPANY_CREATED, COMPANY_DELETED, COMPANY_UPDATED, MAINTENANCE_MODE
+from ..webhooks.event_types import (COMPANY_CREATED, COMPANY_DELETED, COMPANY_UPDATED,
+                                    MAINTENANCE_MODE)
 
 ALREADY_EXISTS = "A company with the id {company_id!r} already exists."
 NOT_A_PARENT = "Company {company_id!r} is not tagged franchise-parent."

@@ -17,7 +17,8 @@ from ...errors import NotFound, UserLimitReached, UserNotFound, ValidationFailed
 from ..tasks.states import PAYMENT_METHOD
 from ..shapes import UNSET, Command, Maybe, View, field, of, raw, schema_of
 from ..stored import LoadError, Stored, Time, array, described, stored
-from ..sections import COUNT, RANDOM_STATE, STRING, Sections, checked_random_state, obj, random_state, unique
+from ..sections import (COUNT, RANDOM_STATE, STRING, Sections, checked_random_state, obj,
+                        random_state, unique)
 
 MIN_TOKEN_LIFETIME = 1800
 MAX_TOKEN_LIFETIME = 2_592_000

@@ -27,7 +27,8 @@ from ..changes import EVENT, Changes
 from .events import Event
 from ..shapes import Command, of
 from ..stored import Amount, Count, LoadError, Stored, Time, array, loaded, stored
-from ..sections import COUNT, PROBABILITY, RANDOM_STATE, STRING, STRINGS, Sections, checked_random_state, obj, random_state
+from ..sections import (COUNT, PROBABILITY, RANDOM_STATE, STRING, STRINGS, Sections,
+                        checked_random_state, obj, random_state)
 from ..timeline import Timeline, action_kind
 
 MAX_ATTEMPTS = 3          # the first plus two retries

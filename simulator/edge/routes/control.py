@@ -8,6 +8,7 @@ import msgspec
 from aiohttp import web
 
 from .. import bundles, snapshot
+from .. import snapshot_document
 from ...clock import isoformat
 from ...domain.webhooks import coverage
 from ...domain.companies import company_admin
@@ -94,7 +95,7 @@ async def verify_requests(tenant, body) -> dict:
 # -- snapshots ----------------------------------------------------------------------------
 
 @operation("GET", "/_sandbox/snapshot", "Export this tenant's whole state",
-           response=snapshot.snapshot_schema, **CONTROL)
+           response=snapshot_document.snapshot_schema, **CONTROL)
 async def get_snapshot(tenant, sandbox) -> dict:
     """Taken between two runs of the clock, once the webhook attempts in flight finished:
     users, tokens, tasks and workflows with their history, the pending jobs as data

@@ -11,7 +11,8 @@ from ...domain.accounts.payroll_records import paystub_lines
 from ...domain.flow.sdk import deposit_form_pdf
 from ...domain.tenants import open_task_file
 from ...domain.pdf import text_pdf
-from ...domain.tasks.views import Prescreen, StatusOfTask, TaskCreated, TaskDetails, TaskRecord, TaskStatusAnswer
+from ...domain.tasks.views import (Prescreen, StatusOfTask, TaskCreated, TaskDetails, TaskRecord,
+                                   TaskStatusAnswer)
 from ...domain.tasks.requests import CreateTask, TaskCreateRequest
 from ...schemas.api import (FileQuery, FileUrl, PrescreenRequest, TaskWorkflowCreated,
                            TaskWorkflowRequest)
