@@ -309,4 +309,8 @@ async def test_a_split_that_keeps_the_switched_account_is_no_switch_removed(clie
     assert {"deposit-accounts-added", "deposit-accounts-updated"} <= set(types)
     assert "deposit-switch-removed" not in types
     deposits = (await call(client, "GET", "/deposit-accounts/u-10"))["data"]
-    assert [(a["accountNumber"][-4:], a["distributionAmount"]) for a in deposits][0] == ("1111", 75)
+    # The switched account keeps the remainder: a `total` account's amount is null (issue 47,
+    # point 10), and the new savings account takes its 25%.
+    assert [(a["accountNumber"][-4:], a["distributionType"], a["distributionAmount"])
+            for a in deposits][:2] == [("1111", "total", None), (deposits[1]["accountNumber"][-4:],
+                                                                 "percent", 25)]

@@ -16,7 +16,8 @@ import pytest
 from conftest import REPO, require_extra
 from test_readme import README, blocks, section
 
-from payroll_sandbox.kit.testing import AsgiServer, ReceiverHost
+from payroll_sandbox.kit.receivers import ReceiverHost
+from payroll_sandbox.kit.asgi import AsgiServer
 
 for module in ("uvicorn", "fastapi", "flask", "a2wsgi", "django"):
     require_extra(module)

@@ -10,8 +10,9 @@ import hmac
 import pytest
 from aiohttp import web
 
-from payroll_sandbox.kit.testing import (AsyncSandbox, AsyncWebhookReceiver, BlockingCallError,
-                                     SandboxError)
+from payroll_sandbox.kit.testing import AsyncSandbox, SandboxError
+from payroll_sandbox.kit.receivers import AsyncWebhookReceiver
+from payroll_sandbox.kit.loops import BlockingCallError
 
 WALMART = "6410a0000000000000000001"
 HAPPY_PATH = ["task-authentication-status-updated", "task-status-updated",

@@ -357,6 +357,8 @@ def test_docs_plugin_standalone_example_runs_against_a_server(tmp_path, server):
 
 def test_docs_plugin_tables_name_every_fixture_and_option():
     from payroll_sandbox.kit import pytest_plugin, testing
+    from payroll_sandbox.kit import blocking
+    from payroll_sandbox.kit import receivers
 
     text = (DOCS / "plugin.md").read_text()
     source = Path(pytest_plugin.__file__).read_text()
@@ -367,7 +369,7 @@ def test_docs_plugin_tables_name_every_fixture_and_option():
         assert f"| `{name}` |" in text, name
     for name in [*pytest_plugin.OPTIONS, pytest_plugin.RECEIVER_HOST]:
         assert f"`--{name.replace('_', '-')} " in text and f"`{name}`" in text, name
-    for cls in (testing.Sandbox, testing.WebhookReceiver, testing._Receiving):
+    for cls in (blocking.Sandbox, receivers.WebhookReceiver, receivers._Receiving):
         for member in (m for m in vars(cls) if not m.startswith("_")):
             assert f"`{member}" in text, f"{cls.__name__}.{member}"
 

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..client import SandboxError
+
 FORMAT_VERSION = 1
 # The report's sections, in the table's order: (key, the table's words).
 SECTIONS = (("scenarios", "scenarios"), ("reasons", "failure reasons"),
@@ -152,3 +154,41 @@ def below(document: Mapping[str, Any], fail_under: float | None) -> str | None:
         return None
     return (f"payroll-sandbox coverage: {document['percent']:.2f}% of the failure reasons of "
             f"the products used, below --payroll-sandbox-cov-fail-under={fail_under:g}")
+
+
+class SessionCoverage:
+    """The run's coverage: the tallies of the tenants this process read (and, in xdist's
+    controller, its workers'), the server's catalog, and at the end the report."""
+
+    def __init__(self, path: str | None, fail_under: float | None) -> None:
+        self.path, self.fail_under = path, fail_under
+        self.tally = Tally()
+        self.catalog: dict[str, Any] | None = None
+        self.document: dict[str, Any] | None = None
+        self.problem: str | None = None
+
+    def read(self, tenant: Any) -> None:
+        """The tenant's tally, before it goes (the catalog once per process); `tenant` is the
+        plugin's Sandbox."""
+        try:
+            answer = tenant.get("/_sandbox/coverage",
+                                catalog="true" if self.catalog is None else "false")
+        except SandboxError as error:
+            if error.status in (401, 404):
+                return  # the test deleted its tenant: nothing is left to count
+            raise
+        self.tally.add({**answer["tally"], "handlerChecks": dict(tenant.handler_checks)})
+        self.catalog = answer["catalog"] or self.catalog
+
+    def merge(self, output: dict[str, Any]) -> None:
+        self.tally.merge(output)
+        self.catalog = self.catalog or output["catalog"]
+
+    def finish(self) -> dict[str, Any]:
+        self.document = report(self.tally, self.catalog)
+        if self.path is not None:
+            try:
+                write(self.document, self.path)
+            except CoverageError as error:
+                self.problem = str(error)
+        return self.document

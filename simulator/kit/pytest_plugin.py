@@ -55,9 +55,12 @@ from ..client import with_query
 from . import coverage
 from . import matrix
 from .matrix import MARKER, Case
-from .testing import (AsgiServer, AsyncSandbox, AsyncWebhookReceiver, LoopbackCheck,
-                      ReceiverHost, Sandbox, SandboxError, WebhookReceiver, _LoopThread,
-                      describe_undelivered)
+from .testing import AsyncSandbox, LoopbackCheck, SandboxError
+from .blocking import Sandbox
+from .receivers import AsyncWebhookReceiver, ReceiverHost, WebhookReceiver, describe_undelivered
+from .loops import LoopThread
+from .asgi import AsgiServer
+from .coverage import SessionCoverage
 
 try:
     import pytest_asyncio
@@ -134,7 +137,7 @@ def pytest_configure(config: pytest.Config) -> None:
             coverage.check_writable(path)
         except coverage.CoverageError as error:
             raise pytest.UsageError(str(error)) from None
-    config.stash[_COVERAGE] = _Coverage(path, fail_under)
+    config.stash[_COVERAGE] = SessionCoverage(path, fail_under)
 
 
 def bundles_folder(config: pytest.Config) -> Path | None:
@@ -177,7 +180,7 @@ def sandbox_settings(config: pytest.Config, environ: dict[str, str] | None = Non
     return load_settings(flags, os.environ if environ is None else environ)
 
 
-class _ServerThread(_LoopThread):
+class _ServerThread(LoopThread):
     """The sandbox app on 127.0.0.1, port 0, on an event loop in a thread of its own;
     the sync receivers are served by the same loop."""
 
@@ -208,14 +211,14 @@ class _ServerThread(_LoopThread):
 
 
 @pytest.fixture(scope="session")
-def _payroll_sandbox_thread(request: pytest.FixtureRequest) -> Iterator[_LoopThread]:
+def _payroll_sandbox_thread(request: pytest.FixtureRequest) -> Iterator[LoopThread]:
     """The session's loop thread: the in-process server's, or (PAYROLL_SANDBOX_URL) a bare
     one for the sync receivers."""
     from ..load.fixtures import ConfigError
 
-    thread: _LoopThread | None = None
+    thread: LoopThread | None = None
     try:
-        thread = (_LoopThread() if os.environ.get(URL_VARIABLE)
+        thread = (LoopThread() if os.environ.get(URL_VARIABLE)
                   else _ServerThread(sandbox_settings(request.config)))
         thread.start()
     except BaseException as error:
@@ -233,7 +236,7 @@ def _payroll_sandbox_thread(request: pytest.FixtureRequest) -> Iterator[_LoopThr
 
 
 @pytest.fixture(scope="session")
-def payroll_sandbox_server(_payroll_sandbox_thread: _LoopThread) -> Sandbox:
+def payroll_sandbox_server(_payroll_sandbox_thread: LoopThread) -> Sandbox:
     """The session's sandbox, as its default tenant (PAYROLL_SANDBOX_URL: yours)."""
     url = os.environ.get(URL_VARIABLE)
     if url:
@@ -366,44 +369,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("_payroll_sandbox_case", found, ids=matrix.ids(found), indirect=True)
 
 
-class _Coverage:
-    """The run's coverage: the tallies of the tenants this process read (and, in xdist's
-    controller, its workers'), the server's catalog, and at the end the report."""
-
-    def __init__(self, path: str | None, fail_under: float | None) -> None:
-        self.path, self.fail_under = path, fail_under
-        self.tally = coverage.Tally()
-        self.catalog: dict[str, Any] | None = None
-        self.document: dict[str, Any] | None = None
-        self.problem: str | None = None
-
-    def read(self, tenant: Sandbox) -> None:
-        """The tenant's tally, before it goes (the catalog once per process)."""
-        try:
-            answer = tenant.get("/_sandbox/coverage",
-                                catalog="true" if self.catalog is None else "false")
-        except SandboxError as error:
-            if error.status in (401, 404):
-                return  # the test deleted its tenant: nothing is left to count
-            raise
-        self.tally.add({**answer["tally"], "handlerChecks": dict(tenant.handler_checks)})
-        self.catalog = answer["catalog"] or self.catalog
-
-    def merge(self, output: dict[str, Any]) -> None:
-        self.tally.merge(output)
-        self.catalog = self.catalog or output["catalog"]
-
-    def finish(self) -> dict[str, Any]:
-        self.document = coverage.report(self.tally, self.catalog)
-        if self.path is not None:
-            try:
-                coverage.write(self.document, self.path)
-            except coverage.CoverageError as error:
-                self.problem = str(error)
-        return self.document
-
-
-_COVERAGE = pytest.StashKey[_Coverage]()
+_COVERAGE = pytest.StashKey[SessionCoverage]()
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -555,7 +521,7 @@ def payroll_sandbox_asgi_server(
 
 
 @pytest.fixture
-def webhook_receiver(payroll_sandbox: Sandbox, _payroll_sandbox_thread: _LoopThread,
+def webhook_receiver(payroll_sandbox: Sandbox, _payroll_sandbox_thread: LoopThread,
                      payroll_sandbox_receiver_host: ReceiverHost,
                      request: pytest.FixtureRequest) -> Iterator[WebhookReceiver]:
     """A real receiver (payroll_sandbox_receiver_host), this test's tenant's endpoint for
