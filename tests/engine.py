@@ -31,7 +31,7 @@ from payroll_sandbox.domain.flow import sdk
 from payroll_sandbox.domain.webhooks.events import Event
 from payroll_sandbox.domain.tasks.requests import CreateTask, TaskCreateRequest
 from payroll_sandbox.domain.tasks.records import Task, Workflow
-from payroll_sandbox.schemas.api import SdkLoginRequest
+from payroll_sandbox.schemas.sdk import SdkLoginRequest
 from payroll_sandbox.domain.tenants import Tenant
 from payroll_sandbox.edge.keys import Sandbox
 from payroll_sandbox.edge.operations import Reply

@@ -32,7 +32,7 @@ from payroll_sandbox.app import create_app
 from payroll_sandbox.domain.flow import sdk
 from payroll_sandbox.domain.flow.flow_words import (ENGLISH, LANGUAGES, SPANISH, flow_language,
                                                flow_page)
-from payroll_sandbox.schemas.api import SDK_LANGUAGES
+from payroll_sandbox.schemas.sdk import SDK_LANGUAGES
 from payroll_sandbox.settings import Settings
 from payroll_sandbox.static import static_text
 

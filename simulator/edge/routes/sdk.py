@@ -18,8 +18,8 @@ from ...errors import ApiError, CompanyNotFound, InvalidConfig, LinkedAccountNot
 from ...domain.shapes import (UNSET, Command, Maybe, View, choice, given, of, raw, schema_of,
                              view_of)
 from ...domain.tasks.views import TaskCreated, TaskRecord
-from ...schemas.api import (FlowTasks, SdkCompanyRequest, SdkConfig, SdkLeaveRequest,
-                           SdkLoginRequest, SdkMfaChallenge, SdkSessionRequest)
+from ...schemas.api import FlowTasks
+from ...schemas.sdk import SdkCompanyRequest, SdkConfig, SdkLeaveRequest, SdkLoginRequest, SdkMfaChallenge, SdkSessionRequest
 from ...validate import schema_errors
 from ...domain.accounts.data_records import LinkedAccountRecord
 from ...schemas.responses import (LeftTask, Refusal, SdkCompany, SdkLeft, SdkSession, SdkWorkflow,
