@@ -182,7 +182,7 @@ def read_bundle(path: Path) -> dict[str, Any]:
     """The bundle at `path`, checked as a bundle (its snapshot is checked as it is
     restored), or ConfigError naming the file and what is wrong: not a regular file, over
     MAX_BUNDLE_BYTES (refused before it is read), not JSON, not a bundle, a newer version."""
-    from .snapshot import _decode
+    from .snapshot import decode
 
     file = str(path)
     try:
@@ -200,7 +200,7 @@ def read_bundle(path: Path) -> dict[str, Any]:
     if len(raw) > MAX_BUNDLE_BYTES:
         raise ConfigError(file, "$", TOO_LARGE)
     try:
-        bundle = _decode(raw)
+        bundle = decode(raw)
     except (ValueError, UnicodeDecodeError) as error:
         raise ConfigError(file, "$", f"not JSON ({error}): {NOT_A_BUNDLE}") from None
     if not isinstance(bundle, dict):

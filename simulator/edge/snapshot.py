@@ -473,7 +473,7 @@ def encode(document: dict[str, Any]) -> bytes:
         return json.dumps(document, ensure_ascii=False).encode()
 
 
-def _decode(raw: bytes) -> Any:
+def decode(raw: bytes) -> Any:
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as error:

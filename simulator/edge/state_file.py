@@ -19,7 +19,7 @@ from ..clock import MANUAL, isoformat
 from ..load.fixtures import ConfigError
 from ..schemas.fixtures import ACCOUNT_SCHEMA
 from ..validate import schema_errors
-from .snapshot import _decode, encode, log, restore, take
+from .snapshot import decode, encode, log, restore, take
 from .snapshot_document import (STATE_FORMAT, STATE_MIGRATIONS, STATE_SCHEMA, VERSION, Fault,
                                 check_header, migrated)
 
@@ -44,7 +44,7 @@ def saved_seed(path: Path) -> int | None:
     that `serve --state-file` without `--seed` goes on with the saved run's ids and
     records; load_state reports a torn file with its own message."""
     try:
-        seed = _decode(path.read_bytes()).get("seed")
+        seed = decode(path.read_bytes()).get("seed")
     except (OSError, ValueError, UnicodeDecodeError, AttributeError):
         return None
     return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
@@ -59,7 +59,7 @@ def load_state(sandbox: Any, path: Path) -> int:
     except OSError as error:
         raise ConfigError(file, "$", f"cannot read: {error.strerror or error}") from None
     try:
-        document = _decode(raw)
+        document = decode(raw)
     except (ValueError, UnicodeDecodeError) as error:
         raise ConfigError(file, "$", TORN_FILE.format(error=error)) from None
     try:

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from ..load.fixtures import ConfigError
+from .commands import (EXIT_CONFIG, check_fixtures, check_handler_command, listen_command,
+                       scenarios_command, trigger_command, verify_against_command)
 
 __all__ = ["main"]
-
-EXIT_CONFIG = 2
 
 
 def _version() -> str:
@@ -247,140 +247,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "exec":
             return _exec(vars(args))
         if args.command == "fixtures":
-            return _validate_fixtures(args.directory)
+            return check_fixtures(args.directory)
         if args.command == "scenarios":
-            return _scenarios(args.action, args.directory, getattr(args, "force", False))
+            return scenarios_command(args.action, args.directory, getattr(args, "force", False))
         if args.command == "trigger":
-            return _trigger(args)
+            return trigger_command(args)
         if args.command == "listen":
-            return _listen(args)
+            return listen_command(args)
         if args.command == "check-handler":
-            return _check_handler(args)
+            return check_handler_command(args)
         if args.command == "verify-against":
-            return _verify_against(args)
+            return verify_against_command(args)
     except ConfigError as error:
         for file, path, message in error.problems:
             print(f"payroll-sandbox: configuration error: {file}: {path}: {message}",
                   file=sys.stderr)
         return EXIT_CONFIG
     return 1
-
-
-def _validate_fixtures(directory: str | None) -> int:
-    """The same checks as a start: schemas, references, scenarios named by companies."""
-    from ..load.loading import load
-    from ..settings import Settings, bundled_dir
-
-    folder = Path(directory) if directory else bundled_dir("fixtures")
-    loaded = load(Settings(fixtures=folder))
-    print(f"{folder}: valid ({len(loaded.fixtures.accounts)} accounts, "
-          f"{len(loaded.catalog)} companies, {len(loaded.fixtures.profiles)} data profiles)")
-    return 0
-
-
-def _scenarios(action: str, directory: str | None, force: bool = False) -> int:
-    from ..load.loading import load
-    from ..load.scenarios.loader import load_scenarios
-    from ..settings import Settings, bundled_dir
-
-    bundled = bundled_dir("scenarios")
-    if action == "export":
-        return _export_scenarios(bundled, Path(directory), force)
-    folder = Path(directory) if directory else bundled
-    # What `serve --scenarios DIR` loads, checked as it checks it (companies' default
-    # scenarios included); every problem of every file is reported.
-    scenarios = load(Settings(scenarios=folder)).scenarios
-    own = set(load_scenarios(folder)) if folder.resolve() != bundled.resolve() else set()
-    if action == "validate":
-        replacing = len(own & set(load_scenarios(bundled)))
-        print(f"{folder}: valid ({len(scenarios)} scenarios: {len(own)} from this folder"
-              f"{f', {replacing} of them replacing bundled ones' if replacing else ''})")
-        return 0
-    width = max((len(name) for name in scenarios), default=0)
-    every = max((len(s.products or ()) for s in scenarios.values()), default=0)
-    fits = {name: "fits=" + ("every-product" if len(s.products or ()) == every
-                             else ",".join(s.products or ()) or "no-task")
-            for name, s in scenarios.items()}
-    fits_width = max((len(text) for text in fits.values()), default=0)
-    for name, scenario in sorted(scenarios.items()):
-        source = "yours  " if name in own else "bundled"
-        print(f"{name:<{width}}  {source}  {scenario.outcome:<10} {scenario.duration:>7.1f}s  "
-              f"{fits[name]:<{fits_width}}  {scenario.description}")
-    return 0
-
-
-def _export_scenarios(bundled: Path, target: Path, force: bool) -> int:
-    """The bundled scenario files, copied into `target` (made if missing)."""
-    import shutil
-
-    files = sorted(bundled.glob("*.yaml"))
-    existing = [target / f.name for f in files if (target / f.name).exists()]
-    if existing and not force:
-        print(f"payroll-sandbox: {len(existing)} files already exist in {target} (e.g. "
-              f"{existing[0].name}); --force overwrites them", file=sys.stderr)
-        return EXIT_CONFIG
-    target.mkdir(parents=True, exist_ok=True)
-    for file in files:
-        shutil.copyfile(file, target / file.name)
-    print(f"copied {len(files)} scenarios to {target}; serve --scenarios {target} loads your "
-          "changes (files there add to or replace the bundled ones by name)")
-    return 0
-
-
-def _trigger(args: argparse.Namespace) -> int:
-    """POST /_sandbox/events/trigger on a running server; prints the event with its deliveries."""
-    import json
-
-    from ..client import CannotReach, NotASandbox, SandboxClient, SandboxError, sandbox_url
-
-    body: dict = {"eventType": args.event_type}
-    for name, value in (("identifier", args.identifier), ("taskId", args.task_id),
-                        ("companyId", args.company_id)):
-        if value:
-            body[name] = value
-    if args.data:
-        try:
-            body["data"] = json.loads(args.data)
-        except ValueError as error:
-            print(f"payroll-sandbox: --data is not JSON: {error}", file=sys.stderr)
-            return EXIT_CONFIG
-
-    async def trigger() -> object:
-        async with SandboxClient(sandbox_url(args.url), *control_plane_keys(args)) as client:
-            answer = await client.answer("POST", "/_sandbox/events/trigger", body, strict=True)
-            return answer.data
-
-    try:
-        print(json.dumps(asyncio.run(trigger()), indent=2))
-        return 0
-    except SandboxError as error:
-        print(f"payroll-sandbox: {error.line}", file=sys.stderr)
-        for item in error.body["error"].get("details") or []:
-            print(f"  {item.get('path')}: {item.get('message')}", file=sys.stderr)
-    except (CannotReach, NotASandbox) as error:
-        print(f"payroll-sandbox: {error}", file=sys.stderr)
-    return 1
-
-
-def _listen(args: argparse.Namespace) -> int:
-    """Follow a running server's ledger (simulator/tools/listen.py); URL and keys as `trigger`."""
-    from ..client import sandbox_url
-    from .listen import ListenOptions, run
-
-    key, secret = control_plane_keys(args)
-    types = frozenset(t.strip() for item in args.events or () for t in item.split(",")
-                      if t.strip())
-    return run(ListenOptions(
-        url=sandbox_url(args.url), api_key=key, api_secret=secret, forward_to=args.forward_to,
-        event_types=types or None, as_json=args.json))
-
-
-def control_plane_keys(args: argparse.Namespace) -> tuple[str, str]:
-    """--api-key and --api-secret, else $PAYROLL_SANDBOX_API_KEY and _SECRET, else the
-    bundled default tenant's (both from one place: a key never goes with another's secret)."""
-    from ..client import sandbox_keys
-
-    return sandbox_keys(args.api_key, args.api_secret)
 
 
 def ready_line(host: str, port: int, environment: str, api_key: str, api_secret: str,
@@ -587,56 +470,3 @@ async def _run(app, settings, beside=None, opened=None) -> Any:
         await runner.cleanup()
 
 
-def _check_handler(args: argparse.Namespace) -> int:
-    """Judge a webhook handler (simulator/checker/): exit 0 when no check failed, 1 when
-    one did, 2 when the arguments cannot make a run."""
-    import json
-
-    from ..checker import CheckerError, check_handler
-
-    types = [t.strip() for item in args.events or () for t in item.split(",") if t.strip()]
-    products = None if args.products is None else ",".join(args.products)
-    # Keys default as for trigger and listen, with --url only (without it, keys are refused).
-    key, secret = (control_plane_keys(args) if args.sandbox_url
-                   else (args.api_key, args.api_secret))
-    source = f" with events from {args.sandbox_url}" if args.sandbox_url else ""
-    print(f"payroll-sandbox: checking {args.url}{source}", file=sys.stderr, flush=True)
-    try:
-        report = check_handler(args.url, secret=args.secret, events=types or None,
-                               state_url=args.state_url, products=products,
-                               sandbox_url=args.sandbox_url, api_key=key, api_secret=secret)
-    except CheckerError as error:
-        print(f"payroll-sandbox: {error}", file=sys.stderr)
-        return EXIT_CONFIG
-    except KeyboardInterrupt:  # the run stopped; a temporary tenant was deleted on the way
-        print("payroll-sandbox: check-handler interrupted", file=sys.stderr)
-        return 130
-    print(json.dumps(report.to_dict(), indent=2) if args.json else report.text())
-    return 0 if report.ok else 1
-
-
-def _verify_against(args: argparse.Namespace) -> int:
-    """The drift check (simulator/tools/verify.py): exit 0 when no probe differs, 1 when one
-    does, 2 when the run cannot be made (bad arguments, production, unreachable)."""
-    import json
-
-    from .verify import verify
-    from .probes import VerifyError
-
-    print(f"payroll-sandbox: verifying {args.url} against an in-process sandbox",
-          file=sys.stderr, flush=True)
-    aggregator = None
-    if args.aggregator_url is not None:
-        aggregator = (args.aggregator_url, args.aggregator_client_id or "",
-                      args.aggregator_secret or "")
-    try:
-        report = verify(args.url, args.key, args.secret, identifier=args.identifier,
-                        trust_host=args.trust_host, aggregator=aggregator)
-    except VerifyError as error:
-        print(f"payroll-sandbox: {error}", file=sys.stderr)
-        return EXIT_CONFIG
-    except KeyboardInterrupt:
-        print("payroll-sandbox: verify-against interrupted", file=sys.stderr)
-        return 130
-    print(json.dumps(report.to_dict(), indent=2) if args.json else report.text())
-    return 0 if report.ok else 1

@@ -9,13 +9,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
+
 from ..kit.testing import is_loopback
 from ..validate import http_url_problem
-from collections.abc import Mapping
-from typing import Any
-from urllib.parse import urlsplit
-import re
-
 
 COMPANY_STATUS = ("operational", "under-maintenance", "disabled")
 TASK_STATUS = ("queued", "processing", "completed", "failed")
