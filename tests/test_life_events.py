@@ -314,3 +314,25 @@ async def test_a_split_that_keeps_the_switched_account_is_no_switch_removed(clie
     assert [(a["accountNumber"][-4:], a["distributionType"], a["distributionAmount"])
             for a in deposits][:2] == [("1111", "total", None), (deposits[1]["accountNumber"][-4:],
                                                                  "percent", 25)]
+
+
+async def test_the_coverage_tally_counts_the_life_events_whose_moment_came(client):
+    """Issue 45, point 4: the coverage report counts the life events used. A profile scripts
+    a raise at +5d and the end of the job at +20d; the tally has each once its moment came."""
+    await call(client, "PUT", "/_sandbox/users/u-cov/profile", json={"data": {"timeline": [
+        {"at": "+5d", "income": {"income": 91_000}},
+        {"at": "+20d", "employment": {"employmentStatus": "terminated"}}]}})
+    await link(client, {}, "u-cov")
+
+    async def reached() -> dict:
+        answer = (await call(client, "GET", "/_sandbox/coverage",
+                             params={"catalog": "true"}))["data"]
+        return answer
+
+    first = await reached()
+    assert first["tally"].get("lifeEvents", {}) == {}
+    assert {"employment", "income", "depositAccounts", "job"} <= set(first["catalog"]["lifeEvents"])
+    await call(client, "POST", "/_sandbox/clock/advance", json={"seconds": 6 * DAY})
+    assert (await reached())["tally"]["lifeEvents"] == {"income": 1}
+    await call(client, "POST", "/_sandbox/clock/advance", json={"seconds": 15 * DAY})
+    assert (await reached())["tally"]["lifeEvents"] == {"income": 1, "employment": 1}

@@ -22,7 +22,7 @@ FORMAT_VERSION = 1
 SECTIONS = (("scenarios", "scenarios"), ("reasons", "failure reasons"),
             ("eventTypes", "event types delivered"), ("apiFaults", "API faults"),
             ("webhookFaults", "webhook faults"), ("profiles", "profiles"),
-            ("handlerChecks", "handler checks passed"))
+            ("lifeEvents", "life events"), ("handlerChecks", "handler checks passed"))
 TALLIED = ("products", *(key for key, _ in SECTIONS))
 GATED = "reasons"  # the gate's measure: the catalog's failure reasons of the products used
 
@@ -72,7 +72,8 @@ def catalog_for(catalog: Mapping[str, Any], products: Iterable[str]) -> dict[str
             "reasons": sorted({e["reason"] for e in scenarios.values() if e["reason"]}),
             "eventTypes": list(catalog["eventTypes"]), "apiFaults": list(catalog["apiFaults"]),
             "webhookFaults": list(catalog["webhookFaults"]),
-            "profiles": list(catalog["profiles"]), "handlerChecks": list(CHECKS)}
+            "profiles": list(catalog["profiles"]),
+            "lifeEvents": list(catalog.get("lifeEvents", ())), "handlerChecks": list(CHECKS)}
 
 
 def report(tally: Tally, catalog: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -14,6 +14,10 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+import msgspec
+
+from ..accounts import data_profiles
+from ..accounts.data_profiles import LIFE_EVENT_KINDS
 from ..faults import KINDS as API_FAULT_KINDS
 from ..shapes import Answer, of
 from ..tasks.states import FAILED, FINAL
@@ -37,6 +41,9 @@ class CoverageTally(Answer, kw_only=True):
     webhook_faults: of(dict[str, int], "Delivery fault (duplicate, out-of-order, delayed) -> "
                        "the deliveries it was made on.")
     profiles: of(dict[str, int], "Named data profile -> the journaled bindings (2xx) of it.")
+    life_events: of(dict[str, int], "Life event kind (employment, income, depositAccounts, "
+                    "identity, taxes, job) -> the linked accounts' timeline entries of it "
+                    "whose moment has come.") = {}
 
 
 class ScenarioEntry(Answer, kw_only=True):
@@ -54,11 +61,15 @@ class CoverageCatalog(Answer, kw_only=True):
     api_faults: list[str]
     webhook_faults: list[str]
     profiles: list[str]
+    life_events: list[str]
 
 
 class Coverage(Answer, kw_only=True):
     tally: CoverageTally
     catalog: of(CoverageCatalog | None, "With `catalog=true`; else null.")
+
+
+DAY = 86_400  # seconds
 
 
 def failure_reason(scenario: Any) -> str | None:
@@ -77,7 +88,8 @@ def catalog(rules: Any, event_types: Iterable[str]) -> CoverageCatalog:
                                        reason=failure_reason(s))
                    for name, s in rules.scenarios.items() if s.kind == "task"},
         event_types=list(event_types), api_faults=list(API_FAULT_KINDS),
-        webhook_faults=list(WEBHOOK_FAULT_KINDS), profiles=list(rules.data_profiles))
+        webhook_faults=list(WEBHOOK_FAULT_KINDS), profiles=list(rules.data_profiles),
+        life_events=[*LIFE_EVENT_KINDS, "job"])
 
 
 def tally(tasks: Iterable[Any], events: Iterable[Any], deliveries: dict[str, list[Any]],
@@ -123,8 +135,22 @@ def tally(tasks: Iterable[Any], events: Iterable[Any], deliveries: dict[str, lis
 def of_tenant(tenant: Any) -> CoverageTally:
     """A tenant's tally as it stands (attempts in flight are not waited for)."""
     journal = tenant.journal
-    return tally(tenant.tasks.values(), tenant.events.by_id.values(), tenant.webhooks.deliveries,
-                 journal.query(limit=journal.max_entries))
+    reached = tally(tenant.tasks.values(), tenant.events.by_id.values(),
+                    tenant.webhooks.deliveries, journal.query(limit=journal.max_entries))
+    return msgspec.structs.replace(reached, life_events=life_events(
+        tenant.accounts.values(), tenant.clock.timestamp()))
+
+
+def life_events(accounts: Iterable[Any], now: float) -> dict[str, int]:
+    """The life events the linked accounts' profiles scripted whose moment has come (each
+    entry's kinds: a raise and a move of the pay in one entry count once each)."""
+    found: Counter[str] = Counter()
+    for account in accounts:
+        entries = (account.profile_document or {}).get("timeline") or []
+        for days, number in data_profiles.life_events(account.profile_document or {}):
+            if account.created_at + days * DAY <= now:
+                found.update(kind for kind in entries[number] if kind != "at")
+    return dict(found)
 
 
 def is_profile_path(path: str) -> bool:
