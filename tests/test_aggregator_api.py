@@ -44,7 +44,7 @@ from payroll_sandbox.app import create_app  # noqa: E402
 from payroll_sandbox.domain.rules import Limits  # noqa: E402
 from payroll_sandbox.edge.keys import SANDBOX  # noqa: E402
 from payroll_sandbox.settings import Settings  # noqa: E402
-from payroll_sandbox.kit.testing import SandboxError  # noqa: E402
+from payroll_sandbox.testing import SandboxError  # noqa: E402
 
 PREFIX = "/aggregator-api"
 LINKS = "/aggregator/processor-links"

@@ -17,7 +17,7 @@ from conftest import ACME, GLOBEX, WALMART
 from payroll_sandbox.domain.faults import (MAX_LATENCY_MS, MAX_RULES, ApiFaults, FaultRule,
                                            FaultsRecord,
                                            Target, UnknownOperation)
-from payroll_sandbox.kit.testing import SandboxError
+from payroll_sandbox.testing import SandboxError
 
 FAULTS = "/_sandbox/faults/api"
 DEPOSIT = {"identifier": "user-1", "company": WALMART, "product": "deposit"}

@@ -121,7 +121,7 @@ async def test_a_webhook_arrives_at_the_async_receiver(async_payroll_sandbox,
 
 WITHOUT_THE_OPTION = """
 import pytest
-from payroll_sandbox.kit.testing import LoopbackURLError, WebhookReceiver
+from payroll_sandbox.testing import LoopbackURLError, WebhookReceiver
 
 
 def test_a_receiver_on_the_loopback_is_refused_at_once(payroll_sandbox):

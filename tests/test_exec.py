@@ -127,7 +127,7 @@ def test_exec_names_every_undelivered_webhook_with_tenant_type_url_and_error():
 
 
 def test_exec_says_nothing_of_webhooks_when_every_delivery_got_a_2xx():
-    from payroll_sandbox.kit.receivers import WebhookReceiver
+    from payroll_sandbox.testing import WebhookReceiver
 
     with WebhookReceiver() as receiver:
         result = run_cli("exec", "--", *python(CALL, f"""

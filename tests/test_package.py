@@ -234,7 +234,7 @@ CLOUDEVENTS_MAJOR = "{cloudevents_major}"
 
 
 def test_the_plugin_is_the_installed_one():
-    assert payroll_sandbox.pytest_plugin.__file__.startswith(sys.prefix)
+    assert payroll_sandbox.kit.pytest_plugin.__file__.startswith(sys.prefix)
     assert cloudevents.__version__.startswith(CLOUDEVENTS_MAJOR + ".")
 
 
@@ -387,8 +387,8 @@ def test_the_wheel_and_sdist_hold_the_package_under_its_own_name(dist):
     outside = [name for name in names
                if not name.startswith(("payroll_sandbox/", f"{info}/"))]
     assert outside == []  # no simulator/, no fixtures/ or scenarios/ at the top
-    assert re.search(r"^payroll-sandbox = payroll_sandbox\.cli:main$", entry_points, re.M)
-    assert re.search(r"^\[pytest11\]\npayroll_sandbox = payroll_sandbox\.pytest_plugin$",
+    assert re.search(r"^payroll-sandbox = payroll_sandbox\.tools\.cli:main$", entry_points, re.M)
+    assert re.search(r"^\[pytest11\]\npayroll_sandbox = payroll_sandbox\.kit\.pytest_plugin$",
                      entry_points, re.M), entry_points
     assert re.search(r"^Name: payroll-sandbox$", metadata, re.M)
     assert re.search(rf"^Version: {re.escape(dist.version)}$", metadata, re.M)

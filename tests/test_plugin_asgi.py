@@ -1,5 +1,5 @@
 """The customer's own app on a real port: the plugin's `payroll_sandbox_asgi_server` and
-`payroll_sandbox.kit.testing.AsgiServer` (uvicorn), and docs/plugin.md's FastAPI, Flask and
+`payroll_sandbox.testing.AsgiServer` (uvicorn), and docs/plugin.md's FastAPI, Flask and
 Django recipes run as written, each in a pytest session of its own (issue 34, point 2)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 from conftest import REPO, require_extra
 from test_readme import README, blocks, section
 
-from payroll_sandbox.kit.receivers import ReceiverHost
+from payroll_sandbox.testing import ReceiverHost
 from payroll_sandbox.kit.asgi import AsgiServer
 
 for module in ("uvicorn", "fastapi", "flask", "a2wsgi", "django"):

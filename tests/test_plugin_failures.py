@@ -18,8 +18,8 @@ from test_pytest_plugin import INNER_INI  # the settings customers are told to u
 
 from payroll_sandbox import SandboxWarning
 from payroll_sandbox.kit.pytest_plugin import LEDGER_STATES, REPORT_SECTION
-from payroll_sandbox.kit.testing import LoopbackCheck, LoopbackURLError, on_loopback
-from payroll_sandbox.kit.blocking import Sandbox
+from payroll_sandbox.testing import LoopbackCheck, LoopbackURLError, on_loopback
+from payroll_sandbox.testing import Sandbox
 
 
 pytest_plugins = ["pytester"]

@@ -24,7 +24,7 @@ import yaml  # noqa: F401
 
 from conftest import REPO
 from payroll_sandbox.kit.pytest_plugin import SandboxError
-from payroll_sandbox.kit.receivers import WebhookReceiver
+from payroll_sandbox.testing import WebhookReceiver
 
 pytest_plugins = ["pytester"]
 

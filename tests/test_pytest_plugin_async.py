@@ -10,8 +10,8 @@ import hmac
 import pytest
 from aiohttp import web
 
-from payroll_sandbox.kit.testing import AsyncSandbox, SandboxError
-from payroll_sandbox.kit.receivers import AsyncWebhookReceiver
+from payroll_sandbox.testing import AsyncSandbox, SandboxError
+from payroll_sandbox.testing import AsyncWebhookReceiver
 from payroll_sandbox.kit.loops import BlockingCallError
 
 WALMART = "6410a0000000000000000001"

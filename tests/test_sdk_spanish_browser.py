@@ -36,7 +36,7 @@ from payroll_sandbox.schemas.sdk import SDK_LANGUAGES
 from payroll_sandbox.settings import Settings
 from payroll_sandbox.static import static_text
 
-STATIC = Path(sdk.__file__).resolve().parent.parent / "static"
+STATIC = Path(static_text.__code__.co_filename).resolve().parent  # simulator/static
 FLOW_SCRIPTS = sorted(STATIC.glob("flow*.js"))
 NETFLIX = "6410a0000000000000000060"
 PHONE = {"width": 390, "height": 844}
