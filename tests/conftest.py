@@ -51,7 +51,7 @@ SLOW_FILES = frozenset({
     "test_package.py", "test_plugin_asgi.py", "test_plugin_failures.py", "test_recipes.py",
     "test_release.py", "test_restore_fuzz.py", "test_schemathesis.py", "test_sdk_browser.py",
     "test_sdk_protocol_browser.py", "test_sdk_spanish_browser.py",
-    "test_fidelity_round_four_browser.py",
+    "test_fidelity_round_four_browser.py", "test_hostile_input_five_browser.py",
     "test_verify_against_more.py",
 })
 
