@@ -344,3 +344,35 @@ async def test_a_verification_costs_a_bounded_time_against_a_full_journal(client
     print(f"full journal: {took:.3f}s, {took / small:.1f} times a check without a body, "
           f"{len(answer)} bytes")
     assert took < 100 * small, (took, small)
+
+
+async def test_a_timeline_past_its_bound_is_named_at_once_without_checking_each_event(client):
+    """20,000 life events under a bound of 20 (900 kB): the array is named with its count,
+    and refused within 20 times the time of a timeline one event over the bound."""
+    from payroll_sandbox.domain.accounts.data_profiles import TIMELINE
+
+    limit, path = TIMELINE["maxItems"], f"/_sandbox/users/{A_USER}/profile"
+    event = {"at": "+30d", "income": {"income": 90_000}}
+    times = {}
+    for count in (limit + 1, 20_000):
+        started = time.perf_counter()
+        response = await client.put(path, headers=A, json={"data": {"timeline": [event] * count}})
+        times[count] = time.perf_counter() - started
+        assert response.status == 422
+        detail = (await response.json())["error"]["details"][0]
+        assert detail == {"location": "body", "path": "$.data.timeline",
+                          "message": f"has {count} items, more than the {limit} allowed"}
+    print(f"timeline of 20,000: {times[20_000]:.3f}s, {times[limit + 1]:.4f}s for {limit + 1}")
+    assert times[20_000] < 20 * max(times[limit + 1], 0.01), times
+
+
+async def test_a_near_miss_shows_fifty_differences_and_how_many_more(client):
+    from payroll_sandbox.domain.journal import DIFFERENCES_SHOWN
+
+    await client.post("/task/create", headers=A, json={
+        "identifier": "x", "company": "0" * 24, "tasks": [{"product": "deposit"}] * 10})
+    error = await call(client, "POST", "/_sandbox/requests/verify", status=422, json={
+        "method": "POST", "path": "/task/create", "body": {"tasks": [{"product": "verify"}] * 200}})
+    miss = error["error"]["nearMisses"][0]
+    assert len(miss["differences"]) == DIFFERENCES_SHOWN
+    assert miss["moreDifferences"] == 200 - DIFFERENCES_SHOWN
