@@ -63,9 +63,8 @@ TIMELINE = {"timeline": [{"at": "+30d", "income": {"income": 90_000}}]}
 CALLBACK = {"event": "interaction", "payload": {"name": "Acme Life Works", "value": {}}}
 
 
-async def a_state(client) -> dict:
-    """What A has on the new surfaces, read through A's own keys."""
-    access = A_STATE["access"]
+async def a_state(client, access: str, child: dict) -> dict:
+    """What A has on the new surfaces, read through A's own keys (and its child's)."""
     balance = await aggregator(client, "/accounts/balance/get", {"access_token": access})
     return {
         "autopilot": (await call(client, "GET", f"/_sandbox/users/{A_USER}/autopilot"))["data"],
@@ -75,11 +74,8 @@ async def a_state(client) -> dict:
         "key": (await call(client, "GET", KEY_PATH))["data"],
         "balance": (balance[0], [a["account_id"] for a in balance[1].get("accounts", [])]),
         "child": (await call(client, "GET", "/_sandbox/tenant",
-                             headers=A_STATE["child"]))["data"]["name"],
+                             headers=child))["data"]["name"],
     }
-
-
-A_STATE: dict = {}
 
 
 async def test_another_tenant_neither_sees_nor_changes_what_the_new_surfaces_hold(client):
@@ -93,17 +89,15 @@ async def test_another_tenant_neither_sees_nor_changes_what_the_new_surfaces_hol
     token = await public_token(client, A_USER)
     await call(client, "POST", "/sdk/callbacks", headers=token,
                json={"flow": "acme-flow", "messages": [CALLBACK]})
-    A_STATE["access"] = await access_token_of(client)
+    access = await access_token_of(client)
     key_id = (await call(client, "GET", KEY_PATH))["data"]["keyId"]
     child = await call(client, "POST", "/_sandbox/tenants", status=201, json={
         "name": "acme-clock-child", "clock": {"start": "2026-01-05T09:00:00Z"}})
-    A_STATE["child"] = {"x-api-key": child["data"]["apiKey"],
-                        "x-api-secret": child["data"]["apiSecret"]}
+    child_keys = {"x-api-key": child["data"]["apiKey"], "x-api-secret": child["data"]["apiSecret"]}
     await create_task(client, A_USER)
     await run_until_idle(client)
-    before = await a_state(client)
-    secrets = [*MARKERS, A_STATE["access"], key_id, token["x-public-token"],
-               A_STATE["child"]["x-api-key"]]
+    before = await a_state(client, access, child_keys)
+    secrets = [*MARKERS, access, key_id, token["x-public-token"], child_keys["x-api-key"]]
 
     answers: list[tuple[str, int, str]] = []
 
@@ -130,9 +124,9 @@ async def test_another_tenant_neither_sees_nor_changes_what_the_new_surfaces_hol
                                                "clock": {"start": "2020-01-01T00:00:00Z"}})
     for path in ("/transactions/get", "/transactions/refresh", "/accounts/balance/get",
                  "/auth/get"):
-        body = {"access_token": A_STATE["access"], "start_date": "2026-01-01",
+        body = {"access_token": access, "start_date": "2026-01-01",
                 "end_date": "2026-02-01"} if path == "/transactions/get" else {
-                    "access_token": A_STATE["access"]}
+                    "access_token": access}
         await b("POST", f"{AGGREGATOR}{path}", headers=aggregator_keys(B), json=body)
     await b("POST", f"{AGGREGATOR}/webhook_verification_key/get",
             headers=aggregator_keys(B), json={"key_id": key_id})
@@ -155,7 +149,7 @@ async def test_another_tenant_neither_sees_nor_changes_what_the_new_surfaces_hol
                  "/auth/get", "/webhook_verification_key/get"):
         status, text = by_route[f"POST {AGGREGATOR}{path}"]
         assert status in (400, 401, 404), (path, status, text)
-    assert await a_state(client) == before
+    assert await a_state(client, access, child_keys) == before
     assert before["autopilot"]["autopilot"]["username"] == "test-good"
     assert before["everyone"] == "auth-expired" and len(before["callbacks"]) == 1
     assert before["balance"][0] == 200 and before["child"] == "acme-clock-child"
