@@ -51,7 +51,7 @@ SLOW_FILES = frozenset({
     "test_package.py", "test_plugin_asgi.py", "test_plugin_failures.py", "test_recipes.py",
     "test_release.py", "test_restore_fuzz.py", "test_schemathesis.py", "test_sdk_browser.py",
     "test_sdk_protocol_browser.py", "test_sdk_spanish_browser.py",
-    "test_fidelity_round_four_browser.py",
+    "test_fidelity_round_four_browser.py", "test_hostile_input_five_browser.py",
     "test_verify_against_more.py",
 })
 
@@ -309,7 +309,9 @@ async def client(make_client):
     return await make_client()
 
 
-def run_cli(*args: str, timeout: float = 60, env: dict | None = None) -> subprocess.CompletedProcess:
-    """Runs `python -m payroll_sandbox ...` as a real process."""
+def run_cli(*args: str, timeout: float = 60, env: dict | None = None,
+            cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """Runs `python -m payroll_sandbox ...` as a real process (in `cwd`, else the repo)."""
     return subprocess.run([sys.executable, "-m", "payroll_sandbox", *args], capture_output=True,
-                          text=True, timeout=timeout, cwd=REPO, env={**os.environ, **(env or {})})
+                          text=True, timeout=timeout, cwd=cwd or REPO,
+                          env={**os.environ, **(env or {})})

@@ -220,7 +220,8 @@ def test_exec_writes_the_same_report_for_a_node_suite(tmp_path):
     script = tmp_path / "suite.js"
     script.write_text(NODE_SUITE)
     report_path = tmp_path / "coverage.json"
-    result = run_cli("exec", "--coverage", str(report_path), "--", "node", str(script))
+    result = run_cli("exec", "--coverage", str(report_path), "--", "node", str(script),
+                     cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     report = json.loads(report_path.read_text())
     assert report["tenants"] == 2  # acme, and per-test as it was deleted
@@ -231,6 +232,7 @@ def test_exec_writes_the_same_report_for_a_node_suite(tmp_path):
     catalog = len(report["reasons"]["missing"]) + 2
     assert report["percent"] == round(100 * 2 / catalog, 2)
     assert "failure reasons of the products used (deposit)" in result.stderr
-    unwritable = run_cli("exec", "--coverage", str(tmp_path / "no" / "x.json"), "--", "true")
+    unwritable = run_cli("exec", "--coverage", str(tmp_path / "no" / "x.json"), "--", "true",
+                         cwd=tmp_path)
     assert unwritable.returncode == 2
     assert "cannot write the report to" in unwritable.stderr

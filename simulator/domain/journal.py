@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 import re
 from collections import deque
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
 import msgspec
 
-from ..errors import NotCalled
+from ..errors import NotCalled, ValidationFailed, field_detail
 from .shapes import UNSET, Command, Maybe, View, of
 from .stored import Amount, Count, Stored, array, loaded, stored
 from .sections import COUNT, Sections, obj
@@ -22,6 +23,10 @@ from .sections import COUNT, Sections, obj
 MAX_ENTRIES = 1000
 VERIFY_PATH = "/_sandbox/requests/verify"  # a verification's own calls are never matched
 NEAR_MISSES = 3  # the nearest entries a failed verification shows
+TOO_LARGE_TO_MATCH = ("The {name} to match is over the {limit} bytes of JSON the journal keeps "
+                      "of a request (a longer one is kept truncated), so no request can "
+                      "match it.")
+DIFFERENCES_SHOWN = 50  # a near miss's differing paths shown (a 40,000-item array: 2.6 MB)
 MAX_BODY_BYTES = 16 * 1024
 # Re-serialised, a JSON body (or the text of a refused one) is at most this many times
 # its raw bytes (`1e15` becomes `1000000000000000.0`, a control byte `\u0001`), so a body
@@ -112,6 +117,12 @@ class Journal:
         asks (at least one, or `times` exactly); else NotCalled with how many matched and the
         nearest entries that did not (NEAR_MISSES at most, nearest first, each with every
         differing JSON path). The verification calls themselves are never looked at."""
+        for name in ("body", "query"):  # each entry is compared with them: a bound on both
+            given = getattr(wanted, name)
+            if given is not UNSET and journal_body(given, MAX_BODY_BYTES) is not given:
+                message = TOO_LARGE_TO_MATCH.format(name=name, limit=MAX_BODY_BYTES)
+                raise ValidationFailed(message, details=[field_detail(
+                    f"$.{name}", f"over {MAX_BODY_BYTES} bytes of JSON")])
         expectation = Expectation(wanted)
         matched: list[JournalEntry] = []
         missed: list[tuple[int, int, JournalEntry, list[Difference]]] = []
@@ -208,13 +219,22 @@ class NearMiss(View, kw_only=True):
     status: int
     body: Any
     differences: list[DifferingPath]
+    more_differences: Maybe[of(int, f"How many differing paths past the first "
+                                    f"{DIFFERENCES_SHOWN} are not shown.", ge=1)] = UNSET
 
     @classmethod
     def of(cls, entry: JournalEntry, differences: list[Difference]) -> NearMiss:
+        """Its first DIFFERENCES_SHOWN differences, each expected value as the journal keeps
+        a body (over MAX_BODY_BYTES of JSON: `{"truncated": ...}`), and how many more."""
+        more = len(differences) - DIFFERENCES_SHOWN
         return cls(id=entry.id, time=entry.time, method=entry.method, path=entry.path,
                    query=entry.query, status=entry.status, body=entry.body,
-                   differences=[DifferingPath(path=d.path, expected=d.expected,
-                                              actual=d.actual) for d in differences])
+                   differences=[DifferingPath(path=d.path, expected=d.expected if
+                                              d.expected is UNSET else
+                                              journal_body(d.expected, MAX_BODY_BYTES),
+                                              actual=d.actual)
+                                for d in differences[:DIFFERENCES_SHOWN]],
+                   more_differences=more if more > 0 else UNSET)
 
 
 _SEGMENT = re.compile(r"\{[^/{}]+\}")
@@ -251,30 +271,31 @@ def _same(expected: Any, actual: Any) -> bool:
     return expected == actual
 
 
-def json_differences(expected: Any, actual: Any, path: str) -> list[Difference]:
+def json_differences(expected: Any, actual: Any, path: str,
+                     leaves: Callable[[Any], int] = _leaves) -> list[Difference]:
     """Where `actual` differs from `expected`: an object matches when each field `expected`
     names matches (its other fields are not looked at), an array item for item."""
     if isinstance(expected, dict):
         if not isinstance(actual, dict):
-            return [Difference(path, expected, actual, _leaves(expected))]
+            return [Difference(path, expected, actual, leaves(expected))]
         found: list[Difference] = []
         for key, value in expected.items():
             child = child_path(path, key)
             if key in actual:
-                found += json_differences(value, actual[key], child)
+                found += json_differences(value, actual[key], child, leaves)
             else:
-                found.append(Difference(child, value, weight=_leaves(value)))
+                found.append(Difference(child, value, weight=leaves(value)))
         return found
     if isinstance(expected, list):
         if not isinstance(actual, list):
-            return [Difference(path, expected, actual, _leaves(expected))]
+            return [Difference(path, expected, actual, leaves(expected))]
         found = []
         for number, value in enumerate(expected):
             child = child_path(path, number)
             if number < len(actual):
-                found += json_differences(value, actual[number], child)
+                found += json_differences(value, actual[number], child, leaves)
             else:
-                found.append(Difference(child, value, weight=_leaves(value)))
+                found.append(Difference(child, value, weight=leaves(value)))
         found += [Difference(child_path(path, number), UNSET, item)
                   for number, item in enumerate(actual[len(expected):], len(expected))]
         return found
@@ -288,6 +309,16 @@ class Expectation:
         self.wanted = wanted
         self.method = wanted.method.upper()
         self.pattern = _path_pattern(wanted.path)
+        counted: dict[int, int] = {}  # a part of `wanted` counted once, not once an entry
+
+        def leaves(value: Any) -> int:
+            if not isinstance(value, (dict, list)):
+                return 1
+            if id(value) not in counted:
+                counted[id(value)] = _leaves(value)
+            return counted[id(value)]
+
+        self.leaves = leaves
 
     def differences(self, entry: JournalEntry) -> list[Difference]:
         wanted, found = self.wanted, []
@@ -297,11 +328,11 @@ class Expectation:
                 else entry.path == wanted.path):
             found.append(Difference("$.path", wanted.path, entry.path))
         if wanted.query is not UNSET:
-            found += json_differences(wanted.query, entry.query, "$.query")
+            found += json_differences(wanted.query, entry.query, "$.query", self.leaves)
         if wanted.body is not UNSET:
-            found += (json_differences(wanted.body, entry.body, "$.body")
+            found += (json_differences(wanted.body, entry.body, "$.body", self.leaves)
                       if entry.body is not None or wanted.body is None
-                      else [Difference("$.body", wanted.body, weight=_leaves(wanted.body))])
+                      else [Difference("$.body", wanted.body, weight=self.leaves(wanted.body))])
         return found
 
 

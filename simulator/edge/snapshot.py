@@ -481,6 +481,8 @@ def decode(raw: bytes) -> Any:
             return json.loads(raw, parse_constant=_refuse_constant)
         except ValueError:
             raise error from None
+        except RecursionError:  # past orjson's 1024 levels, and past Python's own
+            raise ValueError("nested too deeply") from None
 
 
 def _refuse_constant(name: str) -> None:

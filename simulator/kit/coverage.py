@@ -102,9 +102,20 @@ def percent(catalog_size: int, missing: list[str]) -> float:
     return round(100.0 * (catalog_size - len(missing)) / catalog_size, 2)
 
 
+def inside_working_folder(path: str | os.PathLike[str]) -> Path:
+    """`path` resolved (symlinks followed): a report lands inside the working folder, so a
+    path outside it, or through a symlink to elsewhere, is refused (issue 48: hostile input)."""
+    folder, target = Path.cwd().resolve(), Path(path).resolve()
+    if not target.is_relative_to(folder):
+        raise CoverageError(f"payroll-sandbox coverage: cannot write the report to {path}: "
+                            f"it is outside the working folder {folder} (it resolves to "
+                            f"{target}); give a path inside it")
+    return target
+
+
 def write(document: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
     """The report as JSON at `path`; a CoverageError naming it and why when it cannot be."""
-    target = Path(path)
+    target = inside_working_folder(path)  # again: a symlink may have been put in its way
     try:
         target.write_text(json.dumps(document, indent=2) + "\n")
     except OSError as error:
@@ -114,7 +125,8 @@ def write(document: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
 
 def check_writable(path: str | os.PathLike[str]) -> None:
     """Refuses, before the run, a report path that cannot be written: its folder missing or
-    not writable, or a directory in its place."""
+    not writable, a directory in its place, or outside the working folder."""
+    inside_working_folder(path)
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     if target.is_dir():

@@ -68,7 +68,8 @@ class JournalQuery(Command, kw_only=True):
 
 class TenantClock(Command, kw_only=True):
     start: of(str, "Where the tenant's clock starts (ISO 8601 date-time; none: now): the same "
-                   "seed and start give the same bytes on any day (README: Reproducible bytes).")
+                   "seed and start give the same bytes on any day (README: Reproducible bytes).",
+                   max_length=64)
 
 
 class BundleQuery(Command, kw_only=True):

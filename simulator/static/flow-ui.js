@@ -182,6 +182,9 @@ export function screen(name, title, children, options) {
   app.setAttribute("data-screen", name);
   app.scrollTop = 0;
   children.forEach(function (child) { if (child) { app.appendChild(child); } });
+  // A screen taller than the frame (a long company name) scrolls: the keyboard can scroll it too.
+  if (app.scrollHeight > app.clientHeight) { app.setAttribute("tabindex", "0"); }
+  else { app.removeAttribute("tabindex"); }
   var focus = options.focus || app.querySelector("input, select") || app.querySelector("h1");
   if (focus) {
     if (focus.tagName === "H1") { focus.setAttribute("tabindex", "-1"); }

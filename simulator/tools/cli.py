@@ -59,7 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--coverage", metavar="FILE", help="write the coverage report of the "
                      "tenants the run touched (scenarios, failure reasons, event types "
                      "delivered, faults, profiles) as JSON, as the pytest plugin's "
-                     "--payroll-sandbox-coverage does")
+                     "--payroll-sandbox-coverage does; inside the working folder)")
     run.add_argument("--bundles", metavar="DIR|off",
                      help="when CMD fails, write each tenant the run touched as a bundle here "
                           "(default payroll-sandbox-bundles; off: none)")
