@@ -562,7 +562,9 @@ async def test_sdk_browser_maintenance_for_deposit_refuses_deposit_but_signs_in_
     assert await flow.get_by_test_id("username").count() == 0
     await shot(page, "sdk-unavailable-maintenance")
     await flow.get_by_role("button", name="Close").first.dispatch_event("click")  # the frame goes away: no wait after
-    closes = await page.wait_for_function("() => window.events.filter(e => e[0] === 'close')")
+    # An empty list is truthy in JavaScript: wait until a close has arrived, not for the list.
+    closes = await page.wait_for_function(
+        "() => { const c = window.events.filter(e => e[0] === 'close'); return c.length && c; }")
     assert (await closes.json_value())[-1][1]["reason"] == "company-under-maintenance"
     assert len(await tasks_of(sandbox, "browser-maint-product")) == 1
 
