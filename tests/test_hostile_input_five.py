@@ -349,22 +349,28 @@ async def test_a_timeline_past_its_bound_is_named_at_once_without_checking_each_
     limit, path = TIMELINE["maxItems"], f"/_sandbox/users/{A_USER}/profile"
     events = [{"at": "+30d", "income": {"income": 90_000}}] * 20_000
     text = "x" * len(json.dumps(events))
-    times = {}
-    for name, timeline in (("text", text), ("events", events), ("text again", text)):
-        started = time.perf_counter()
-        response = await client.put(path, headers=A, json={"data": {"timeline": timeline}})
-        times[name] = time.perf_counter() - started
-        assert response.status == 422
-        detail = (await response.json())["error"]["details"][0]
-        assert detail["path"] == "$.data.timeline", detail
+    # Each body encoded once, beforehand, and each timed at its best of three: the server's
+    # time, not the client's encoding or a neighbour's burst on a shared machine.
+    bodies = {name: json.dumps({"data": {"timeline": timeline}}).encode()
+              for name, timeline in (("text", text), ("events", events))}
+    times = {"text": [], "events": []}
+    for _ in range(3):
+        for name in ("events", "text"):  # the last detail read: the string's
+            started = time.perf_counter()
+            response = await client.put(path, headers={**A, "content-type": "application/json"},
+                                        data=bodies[name])
+            times[name].append(time.perf_counter() - started)
+            assert response.status == 422
+            detail = (await response.json())["error"]["details"][0]
+            assert detail["path"] == "$.data.timeline", detail
+    times = {name: min(taken) for name, taken in times.items()}
     assert detail["message"] != f"has {len(events)} items, more than the {limit} allowed"
     response = await client.put(path, headers=A, json={"data": {"timeline": events}})
     assert (await response.json())["error"]["details"] == [{
         "location": "body", "path": "$.data.timeline",
         "message": f"has {len(events)} items, more than the {limit} allowed"}]
-    baseline = min(times["text"], times["text again"])
-    print(f"timeline of 20,000: {times['events']:.3f}s, a string as large: {baseline:.3f}s")
-    assert times["events"] < 8 * baseline, times
+    print(f"timeline of 20,000: {times['events']:.3f}s, a string as large: {times['text']:.3f}s")
+    assert times["events"] < 8 * times["text"], times
 
 
 async def test_a_near_miss_shows_fifty_differences_and_how_many_more(client):
