@@ -87,3 +87,20 @@ def test_the_top_level_is_the_face_and_no_folder_is_crowded():
             counts[folder] = counts.get(folder, 0) + 1
     assert counts[""] <= 12, counts[""]
     assert {f: n for f, n in counts.items() if n > 15} == {}
+
+
+def test_the_public_names_stay_where_customers_import_them():
+    """The folders moved the modules, not the names the docs give customers:
+    `from payroll_sandbox.testing import ...` (docs/plugin.md), `payroll_sandbox.verify.verify`
+    (docs/verify-against.md), `payroll_sandbox.checker.check_handler` (docs/check-handler.md)."""
+    import payroll_sandbox.checker
+    import payroll_sandbox.testing
+    import payroll_sandbox.verify
+    from payroll_sandbox.kit.blocking import Sandbox
+    from payroll_sandbox.tools.verify import verify
+
+    assert [name for name in payroll_sandbox.testing.__all__
+            if not hasattr(payroll_sandbox.testing, name)] == []
+    assert payroll_sandbox.testing.Sandbox is Sandbox
+    assert payroll_sandbox.verify.verify is verify
+    assert callable(payroll_sandbox.checker.check_handler)
