@@ -5,7 +5,8 @@ bindings, snapshot, requests, events, callbacks}`. `snapshot` is the tenant's GE
 /_sandbox/snapshot at the failing moment (what `serve --open-bundle` restores); the others
 are there to be read without a server: the request journal and the event ledger as GET
 /_sandbox/requests (oldest first) and GET /_sandbox/events show them, the clock, the
-scenario bindings, and the hosted flow's callbacks to its host page (`callbacks_of`).
+scenario bindings, and the hosted flow's callbacks to its host page (GET
+/_sandbox/sdk/callbacks).
 
 GET /_sandbox/bundle (routes/control.py) makes one; the pytest plugin writes one per failed
 test, `exec` one per tenant of a failed run (write_bundle, inside their folder only); `serve
@@ -28,8 +29,6 @@ from contextlib import suppress
 from functools import cache
 from pathlib import Path
 from typing import Any
-
-import msgspec
 
 from ..validate import ConfigError
 
@@ -54,13 +53,6 @@ TOO_LARGE = f"larger than {MAX_BUNDLE_BYTES} bytes, the largest bundle this serv
 
 _USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#@\s]*@")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
-
-
-def callbacks_of(tenant: Any) -> list[Any]:
-    """The hosted flow's messages to its host page, oldest first, as GET
-    /_sandbox/sdk/callbacks shows them (the whole ledger: it is bounded by --max-callbacks)."""
-    return [msgspec.to_builtins(entry)
-            for entry in tenant.callbacks.query(limit=len(tenant.callbacks) or 1)]
 
 
 def redacted(value: Any) -> Any:

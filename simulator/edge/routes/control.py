@@ -33,6 +33,7 @@ from ...schemas.responses import (CardTokenRecreation, ClockState, ClockAdvanced
 from ...static import static_text
 from ...validate import parse_time
 from ..operations import NO_STORE, Auth, Reply, operation, serve_file
+from .sdk import CallbackRecord
 from .webhooks import event_record
 
 CONTROL = {"auth": Auth.API_KEYS, "tags": ("control plane",)}
@@ -145,7 +146,8 @@ def bundle_of(tenant, sandbox, test: str) -> dict:
         requests=msgspec.to_builtins([view_of(JournalEntry, entry) for entry in journal]),
         events=msgspec.to_builtins([event_record(sandbox.dispatcher, tenant, event)
                                     for event in events]),
-        callbacks=bundles.callbacks_of(tenant))
+        callbacks=msgspec.to_builtins([view_of(CallbackRecord, entry) for entry in
+                                       tenant.callbacks.query(limit=len(tenant.callbacks) or 1)]))
 
 
 # -- the clock ----------------------------------------------------------------------------
