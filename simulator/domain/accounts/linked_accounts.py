@@ -109,6 +109,13 @@ class LinkedAccount(Stored, weakref=True):  # weakref: a deleted tenant's are fo
     SPARSE: ClassVar[tuple[str, ...]] = ("profile_document",)  # a snapshot's, when set
 
 
+def life_event_moments(account: LinkedAccount) -> list[tuple[float, int]]:
+    """Each life event of the account's profile as (its moment, its number in `timeline`),
+    in the order they happen: days after the link, at the link's time of day."""
+    return [(account.created_at + days * DAY, number)
+            for days, number in data_profiles.life_events(account.profile_document or {})]
+
+
 class LinkedAccounts(Held[LinkedAccount]):
     """One tenant's linked accounts and everything continuous access does with them: read
     as a mapping of linked account id -> LinkedAccount; changed only through its methods."""
@@ -465,12 +472,11 @@ class LinkedAccounts(Held[LinkedAccount]):
             for job in self.timeline.pending():
                 if isinstance(job.action, _LifeEvent) and job.action.account is account:
                     self.timeline.cancel(job)
-        for days, number in data_profiles.life_events(account.profile_document or {}):
-            if after is not None and account.created_at + days * DAY <= after:
+        for moment, number in life_event_moments(account):
+            if after is not None and moment <= after:
                 continue
-            self.timeline.schedule(account.created_at + days * DAY,
-                                   _LifeEvent(self.itself, account, number), background=True,
-                                   label=f"life event {number} of {account.id}",
+            self.timeline.schedule(moment, _LifeEvent(self.itself, account, number),
+                                   background=True, label=f"life event {number} of {account.id}",
                                    owner=account.id)
 
     def life_event(self, account: LinkedAccount, number: int) -> None:

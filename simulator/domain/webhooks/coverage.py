@@ -16,8 +16,8 @@ from typing import Any
 
 import msgspec
 
-from ..accounts import data_profiles
 from ..accounts.data_profiles import LIFE_EVENT_KINDS
+from ..accounts.linked_accounts import life_event_moments
 from ..faults import KINDS as API_FAULT_KINDS
 from ..shapes import Answer, of
 from ..tasks.states import FAILED, FINAL
@@ -67,9 +67,6 @@ class CoverageCatalog(Answer, kw_only=True):
 class Coverage(Answer, kw_only=True):
     tally: CoverageTally
     catalog: of(CoverageCatalog | None, "With `catalog=true`; else null.")
-
-
-DAY = 86_400  # seconds
 
 
 def failure_reason(scenario: Any) -> str | None:
@@ -146,10 +143,10 @@ def life_events(accounts: Iterable[Any], now: float) -> dict[str, int]:
     entry's kinds: a raise and a move of the pay in one entry count once each)."""
     found: Counter[str] = Counter()
     for account in accounts:
-        entries = (account.profile_document or {}).get("timeline") or []
-        for days, number in data_profiles.life_events(account.profile_document or {}):
-            if account.created_at + days * DAY <= now:
-                found.update(kind for kind in entries[number] if kind != "at")
+        for moment, number in life_event_moments(account):
+            if moment <= now:
+                entry = account.profile_document["timeline"][number]
+                found.update(kind for kind in entry if kind != "at")
     return dict(found)
 
 
