@@ -11,8 +11,7 @@ from ...domain.accounts.payroll_records import paystub_lines
 from ...domain.flow.sdk import deposit_form_pdf
 from ...domain.tenants import open_task_file
 from ...domain.pdf import text_pdf
-from ...domain.tasks.views import (Prescreen, StatusOfTask, TaskCreated, TaskDetails, TaskRecord,
-                                   TaskStatusAnswer)
+from ...domain.tasks import views  # the answers: views.TaskRecord, ...
 from ...domain.tasks.requests import CreateTask, TaskCreateRequest
 from ...schemas.api import (FileQuery, FileUrl, PrescreenRequest, TaskWorkflowCreated,
                            TaskWorkflowRequest)
@@ -26,37 +25,37 @@ REAL = {"auth": Auth.API_KEYS}  # the reconstruction's default: API key and secr
            body=TaskCreateRequest, errors=(400, 403, 404, 429),
            example=Example({"identifier": USER, "company": WALMART, "product": "deposit",
                             "scenario": "happy-path", "metadata": {"orderId": "A-1001"}}))
-async def create_task(tenant, token, body, sandbox) -> TaskCreated:
+async def create_task(tenant, token, body, sandbox) -> views.TaskCreated:
     workflow, tasks = tenant.tasks.create_task(CreateTask(body, token=token))
-    return TaskCreated.of(workflow, tasks)
+    return views.TaskCreated.of(workflow, tasks)
 
 
 @operation("GET", "/task/{taskId}", "A task, with its history", errors=(404,))
-async def get_task(tenant, token, params, sandbox) -> TaskRecord:
+async def get_task(tenant, token, params, sandbox) -> views.TaskRecord:
     task = tenant.tasks.get_task(params["taskId"],
                                    identifier=token.identifier if token else None)
-    return TaskRecord.of(task)
+    return views.TaskRecord.of(task)
 
 
 @operation("GET", "/task/{taskId}/details", "A task's details (the real Task)",
            errors=(404,), **REAL)
-async def task_details(tenant, params, sandbox) -> TaskDetails:
+async def task_details(tenant, params, sandbox) -> views.TaskDetails:
     """The real Task (`_id`, `status`, `product`, `authentication`, `company`,
     `payrollDataAvailable`, `createdAt`), then the sandbox's own fields and `files`."""
     return tenant.tasks.details_of(tenant.tasks.get_task(params["taskId"]))
 
 
 @operation("GET", "/task/{taskId}/status", "A task's status", errors=(404,), **REAL)
-async def task_status(tenant, params, sandbox) -> TaskStatusAnswer:
+async def task_status(tenant, params, sandbox) -> views.TaskStatusAnswer:
     task = tenant.tasks.get_task(params["taskId"])
-    return TaskStatusAnswer(task=StatusOfTask.of(
+    return views.TaskStatusAnswer(task=views.StatusOfTask.of(
         task, tenant.tasks.payroll_data_available(task)))
 
 
 @operation("POST", "/task/prescreen", "Prescreen: how likely a task at a company is to work",
            body=PrescreenRequest, **REAL,
            example=Example({"company": {"id": WALMART}, "product": "deposit"}))
-async def prescreen(tenant, body) -> Prescreen:
+async def prescreen(tenant, body) -> views.Prescreen:
     """HIGH when the company is known, operational, offers the product and has headless
     authentication, and the account's manual-deposit rule does not cover it; else LOW."""
     return tenant.tasks.prescreen(body.company, body.product)
