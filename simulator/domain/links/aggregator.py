@@ -307,9 +307,16 @@ class Aggregator:
         self.events, self.emit_webhook, self.links = events, emit_webhook, links
         self.items: dict[str, Item] = {}    # item id -> item
         self.tokens: dict[str, str] = {}    # a live public or access token -> its item id
-        # The key pair that signs the aggregator's webhooks (facts 15), made now and kept in
-        # the tenant's snapshots (a snapshot without one keeps this one).
-        self.webhook_key: WebhookKey = new_webhook_key(clock.timestamp())
+        # The key pair that signs the aggregator's webhooks (facts 15): made on first use (a
+        # tenant that never meets the aggregator pays nothing at start) and kept in the
+        # tenant's snapshots (a snapshot without one keeps this one).
+        self._webhook_key: WebhookKey | None = None
+
+    @property
+    def webhook_key(self) -> WebhookKey:
+        if self._webhook_key is None:
+            self._webhook_key = new_webhook_key(self.clock.timestamp())
+        return self._webhook_key
 
     # -- the aggregator's API ---------------------------------------------------------------
 
@@ -704,7 +711,7 @@ class Aggregator:
         self.items = items
         self.tokens = token_index(items)
         if webhook_key is not None:
-            self.webhook_key = webhook_key
+            self._webhook_key = webhook_key
 
     def keep_items_bounded(self) -> None:
         """Past the bound (Limits.max_aggregator_items), a tenth of it goes: first items whose

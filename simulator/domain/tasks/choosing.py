@@ -7,7 +7,7 @@ from __future__ import annotations
 from ...errors import (CompanyDisabled, CompanyManualDeposits, CompanyUnderMaintenance,
                        IdentifierMismatch, ProductNotOffered, ScenarioDoesNotFit, UnknownScenario,
                        ValidationFailed, field_detail)
-from ...validate import check_metadata
+from .requests import check_metadata
 from ..companies.companies import DISABLED, Company
 from ..shapes import UNSET, given
 from .pay_link import PAY_LINK

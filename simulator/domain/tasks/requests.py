@@ -3,11 +3,13 @@ structs, and the command the tasks part takes (the request and who asks)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
 import msgspec
 
+from ...errors import ValidationFailed, field_detail
 from ..shapes import (NO_CONTROL_CHARACTER, TASK_SCENARIOS, UNSET, Command, Maybe, Metadata, Text,
                       given, of, raw, text)
 from .records import CONTINUE, FINISH, Distribution, next_step
@@ -157,3 +159,46 @@ def first_batch(requests: list[TaskRequest]) -> tuple[list[TaskRequest], list[Ta
         if request.gates:
             return requests[:n + 1], requests[n + 1:]
     return requests, []
+
+
+# Customer context (task `metadata`) travels in every event of the task: it is bounded
+# so that every event stays buildable and small (README: Limits).
+METADATA_MAX_DEPTH = 8          # objects and arrays nested inside the metadata object
+METADATA_MAX_ITEMS = 200        # keys and array elements, counted over the whole value
+METADATA_MAX_BYTES = 8 * 1024   # as compact JSON
+METADATA_TOO_BIG = ("metadata is limited to {depth} levels of nesting, {items} keys and "
+                    "elements in all and {size} bytes as JSON.")
+
+
+def check_metadata(value: Any, path: str) -> None:
+    """Refuses (422, naming `path`) metadata past the bounds above."""
+    import orjson
+
+    items = 0
+    level = [value]
+    for depth in range(METADATA_MAX_DEPTH + 1):
+        children = []
+        for node in level:
+            members = node.values() if isinstance(node, dict) else node
+            items += len(node)
+            children += [m for m in members if isinstance(m, (dict, list)) and m]
+        if not children:
+            break
+        level = children
+    else:
+        _refuse_metadata(path, f"nested deeper than {METADATA_MAX_DEPTH} levels")
+    if items > METADATA_MAX_ITEMS:
+        _refuse_metadata(path, f"{items} keys and elements (at most {METADATA_MAX_ITEMS})")
+    try:
+        size = len(orjson.dumps(value))
+    except TypeError:  # an integer past 64 bits: still JSON
+        size = len(json.dumps(value, separators=(",", ":")))
+    if size > METADATA_MAX_BYTES:
+        _refuse_metadata(path, f"{size} bytes as JSON (at most {METADATA_MAX_BYTES})")
+
+
+def _refuse_metadata(path: str, problem: str) -> None:
+    raise ValidationFailed(METADATA_TOO_BIG.format(depth=METADATA_MAX_DEPTH,
+                                                   items=METADATA_MAX_ITEMS,
+                                                   size=METADATA_MAX_BYTES),
+                           details=[field_detail(path, problem)])
