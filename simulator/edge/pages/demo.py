@@ -140,8 +140,7 @@ async def demo_token(request, sandbox) -> DemoToken:
 
 
 @operation("POST", "/demo/reset", "The `demo` tenant back to its fixtures, and the demo "
-           "receiver emptied (the demo page's own origin only)",
-           errors=(403, 404), **DEMO)
+           "receiver emptied (the demo page's own origin only)", errors=(403, 404), **DEMO)
 async def demo_reset(request, sandbox) -> DemoReset:
     """What the demo page's reset button calls, so the page never holds the tenant's keys."""
     tenant = _demo_tenant(request, sandbox)
@@ -206,8 +205,7 @@ async def receive_demo_webhook(request, sandbox) -> Kept:
 
 
 @operation("GET", RECEIVER_PATH, "What the demo receiver received, oldest first (the demo "
-           "page's own origin only)", query=InboxQuery,
-           envelope=INBOX_ENVELOPE,
+           "page's own origin only)", query=InboxQuery, envelope=INBOX_ENVELOPE,
            errors=(403, 404), **DEMO)
 async def demo_webhooks(request, query, sandbox) -> Reply[list[Received]]:
     tenant = _demo_tenant(request, sandbox)

@@ -207,9 +207,8 @@ def _clock_record(tenant, view: type = ClockState, **more) -> ClockState:
 
 # -- events -------------------------------------------------------------------------------
 
-@operation("GET", "/_sandbox/events", "Events sent, with their deliveries",
-           query=EventsQuery, envelope=CURSOR,
-           **CONTROL, example=Example(parameters={"user": USER, "limit": 10}))
+@operation("GET", "/_sandbox/events", "Events sent, with their deliveries", query=EventsQuery,
+           envelope=CURSOR, **CONTROL, example=Example(parameters={"user": USER, "limit": 10}))
 async def list_events(tenant, query, sandbox) -> Reply[list[EventRecord]]:
     """Filters combine. Without `after`, the newest `limit` events, oldest first. With
     `after` (start with 0), the events emitted or delivered since that revision, in the
@@ -267,8 +266,7 @@ async def bind_scenario(tenant, params, body, sandbox) -> ScenarioBinding:
 # -- coverage (the customer suite's report: kit/coverage.py merges the tenants' tallies) ----
 
 @operation("GET", "/_sandbox/coverage", "What this tenant's run reached: scenarios, failure "
-           "reasons, event types delivered, faults, profiles", query=CoverageQuery,
-           **CONTROL)
+           "reasons, event types delivered, faults, profiles", query=CoverageQuery, **CONTROL)
 async def read_coverage(tenant, query, sandbox) -> Coverage:
     """Counted from what GET /_sandbox/tasks, /_sandbox/events and /_sandbox/requests show
     (domain/webhooks/coverage.py), as it stands (attempts in flight are not waited for); with

@@ -28,8 +28,7 @@ _AFTER_LINK = Example(parameters={IDENTIFIER_HEADER: USER}, after=From(
 
 @operation("POST", f"/{AGGREGATOR}/processor-links", "Register a processor token (processing "
            "starts)", auth=Auth.API_KEYS, body=ProcessorLinkRequest, status=202,
-           errors=(400, 404, 409, 429),
-           headers=((IDENTIFIER_HEADER, False),),
+           errors=(400, 404, 409, 429), headers=((IDENTIFIER_HEADER, False),),
            example=Example(
                {"processorToken": "processor-sandbox-0b5b3d5e-6a3f-4d7e-8f1a-3c2b1a0d9e8f"},
                after=From("POST", f"/_sandbox/{AGGREGATOR}/processor-token",
@@ -49,9 +48,8 @@ async def remove(tenant, headers, sandbox) -> ProcessorLinksRemoved:
 
 
 @operation("GET", f"/{AGGREGATOR}/employer-matches", "A user's employer matches",
-           auth=Auth.API_KEYS,
-           envelope=PROCESSING_RESULTS,
-           errors=(404,), headers=USER_HEADER, example=_AFTER_LINK)
+           auth=Auth.API_KEYS, envelope=PROCESSING_RESULTS, errors=(404,), headers=USER_HEADER,
+           example=_AFTER_LINK)
 async def employer_matches(tenant, headers, sandbox) -> Reply[list[EmployerMatch]]:
     return _results(tenant.links.results(_identifier(headers), CLASSIFY))
 

@@ -107,8 +107,7 @@ def checked_config(config: dict) -> dict:
 
 
 @operation("POST", "/sdk/session", "Start the hosted flow (its deeplink resolved)",
-           auth=Auth.PUBLIC_TOKEN,
-           body=SdkSessionRequest, errors=(404,),
+           auth=Auth.PUBLIC_TOKEN, body=SdkSessionRequest, errors=(404,),
            example=Example(
                {"config": {"publicToken": "public-token-of-POST-access-token",
                            "tasks": _FLOW_TASKS,
@@ -216,8 +215,7 @@ async def login(tenant, token, body, sandbox) -> dict:
 
 
 @operation("POST", "/sdk/leave", "The user leaves the flow before the outcome",
-           auth=Auth.PUBLIC_TOKEN, body=SdkLeaveRequest,
-           errors=(404,),
+           auth=Auth.PUBLIC_TOKEN, body=SdkLeaveRequest, errors=(404,),
            example=Example({"taskId": "6410c0ffee0000000000a001"}, after=From(
                "POST", "/task/create", fields={"/taskId": "$response.body#/data/id"})))
 async def leave(tenant, token, body, sandbox) -> SdkLeft:

@@ -89,8 +89,7 @@ async def generate_file_url(tenant, params, request, sandbox) -> Reply[FileUrl]:
 
 
 @operation("GET", "/task/{taskId}/file/{fileId}", "A task's file, by its signed URL",
-           auth=Auth.NONE, query=FileQuery,
-           content_type="application/pdf", errors=(401, 404),
+           auth=Auth.NONE, query=FileQuery, content_type="application/pdf", errors=(401, 404),
            example=Example())  # not after POST /task/create: its URL is generate-url's answer
 async def task_file(params, query, sandbox) -> web.Response:
     """The URL's signature (HMAC keyed by the tenant's API secret) and expiry stand in for

@@ -35,8 +35,7 @@ async def list_user_tasks(tenant, params, query) -> list[TaskDetails]:
 
 
 @operation("PUT", "/user/{identifier}/end-monitoring", "End continuous access to a user's "
-           "linked accounts",
-           settles=True, errors=(404,), **REAL)
+           "linked accounts", settles=True, errors=(404,), **REAL)
 async def end_monitoring(tenant, params, sandbox) -> Success:
     users.end_monitoring(tenant, params["identifier"])
     return SUCCEEDED
@@ -50,8 +49,7 @@ async def stored_payment_methods(tenant, params) -> StoredPaymentMethods:
 
 
 @operation("DELETE", "/_sandbox/users/{identifier}", "Remove a user who has no tasks, linked "
-           "accounts or processor links", errors=(409,),
-           tags=("control plane",), **REAL,
+           "accounts or processor links", errors=(409,), tags=("control plane",), **REAL,
            example=Example(parameters={"identifier": "user-2"}))  # user-1 has tasks (409)
 async def remove_user(tenant, params) -> UserRemoved:
     """Their public tokens and stored payment methods go with them (`removed`: false when
