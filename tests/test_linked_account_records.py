@@ -15,7 +15,6 @@ import re
 from datetime import date, timedelta
 
 from jsonschema import Draft202012Validator
-from openapi_spec_validator import validate
 from yarl import URL
 
 from calls import advance, call, error_of, run_until_idle, today
