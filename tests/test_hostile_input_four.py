@@ -3,7 +3,8 @@ restore never makes another tenant wait.
 
 A tenant on a manual clock that makes tasks and never runs it is refused at --max-tasks
 (and at --max-jobs, --max-events for its jobs and pending deliveries) with a 429 naming
-the setting, nothing stored lost; a snapshot past a bound is refused with its path; a
+the setting, nothing stored lost; so is a task that would link a new account past
+--max-linked-accounts (a relink never); a snapshot past a bound is refused with its path; a
 large restore waits only on its own tenant's, within a memory budget that refuses at once.
 Real app, real HTTP, manual clock.
 """
