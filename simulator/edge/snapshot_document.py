@@ -40,8 +40,9 @@ VERSION = 2
 # completed tasks with their linked accounts, 10,000 tokens, 5,000 events with failed
 # deliveries) measured 121.5 MiB (bench/hostile.py). The limit is that, scaled with the
 # server's --max-tasks, --max-linked-accounts, --max-events and --max-tokens, plus a
-# quarter for longer histories; never under 16 MiB nor over 256 MiB. A restore peaks at about 6 times its
-# body in memory, so large restores are admitted within a memory budget (RestoreAdmission).
+# quarter for longer histories; never under 16 MiB nor over 256 MiB. A restore peaks at
+# about 6 times its body in memory, so large restores are admitted within a memory budget
+# (RestoreAdmission).
 FULL_TENANT_BYTES = 122 * 1024 * 1024
 MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
 MIN_DOCUMENT_BYTES = 16 * 1024 * 1024
