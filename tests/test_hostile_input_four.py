@@ -265,8 +265,9 @@ async def test_a_snapshot_past_max_linked_accounts_is_refused_with_its_path(make
 
 def test_the_linked_account_bound_comes_from_the_flag_the_variable_and_the_config(tmp_path):
     config = tmp_path / "sandbox.yaml"
-    config.write_text("maxLinkedAccounts: 7\n")
-    assert load_settings({"config": str(config)}, {}).max_linked_accounts == 7
+    config.write_text("maxLinkedAccounts: 7\nmaxCallbacks: 9\n")  # the config refused both
+    assert (load_settings({"config": str(config)}, {}).max_linked_accounts,
+            load_settings({"config": str(config)}, {}).max_callbacks) == (7, 9)
     assert load_settings({}, {"PAYROLL_SANDBOX_MAX_LINKED_ACCOUNTS": "8"}).max_linked_accounts == 8
     assert Settings().max_linked_accounts == 10_000
     # a fixture account seeding more than the bound stops the start, naming both
