@@ -66,6 +66,7 @@ class Settings:
     max_jobs: int = 100_000      # per tenant: jobs scheduled on its clock
     max_tokens: int = 10_000     # per tenant: public tokens
     max_users: int = 100_000     # per tenant
+    max_linked_accounts: int = 10_000  # per tenant: accounts tasks linked (then 429)
     max_callbacks: int = 2_000   # per tenant: the hosted flow's messages to the host page
     max_tenants: int = 1_000     # tenants made by the control plane
     max_tenants_per_maker: int = 250  # of those, made by one tenant (its share)
@@ -107,7 +108,7 @@ _CONFIG_NAMES = {
     "environment": "environment", "logFormat": "log_format", "vendor": "vendor",
     "aggregator": "aggregator", "sdkPrefix": "sdk_prefix", "sdkGlobal": "sdk_global",
     "maxEvents": "max_events", "maxTasks": "max_tasks", "maxJobs": "max_jobs", "maxTokens": "max_tokens", "maxUsers": "max_users",
-    "maxCallbacks": "max_callbacks",
+    "maxLinkedAccounts": "max_linked_accounts", "maxCallbacks": "max_callbacks",
     "maxTenants": "max_tenants",
     "maxTenantsPerMaker": "max_tenants_per_maker", "allowedHosts": "allowed_hosts",
     "frameAncestors": "frame_ancestors", "tenantIdleExpiry": "tenant_idle_expiry",
@@ -163,7 +164,8 @@ def _check_choices(settings: Settings, source: str) -> None:
             raise ConfigError(source, "$.clock_start", problem)
     if not 0 <= settings.port <= 65535:
         raise ConfigError(source, "$.port", "must be between 0 and 65535")
-    for name in ("max_events", "max_tasks", "max_jobs", "max_tokens", "max_users", "max_callbacks",
+    for name in ("max_events", "max_tasks", "max_jobs", "max_tokens", "max_users",
+                 "max_linked_accounts", "max_callbacks",
                  "max_tenants",
                  "max_tenants_per_maker"):
         if getattr(settings, name) < 1:
