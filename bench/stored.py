@@ -84,7 +84,8 @@ def main() -> None:
     parser.add_argument("--timed", type=int, default=10_000, help="creations then timed")
     parser.add_argument("--strict", action="store_true", help="exit 1 on FAIL")
     args = parser.parse_args()
-    env = {"PAYROLL_SANDBOX_MAX_TASKS": str(args.stored + args.timed + 10)}
+    room = str(args.stored + args.timed + 10)  # no task refused: none evicted, none 429
+    env = {"PAYROLL_SANDBOX_MAX_TASKS": room, "PAYROLL_SANDBOX_MAX_LINKED_ACCOUNTS": room}
     with tempfile.TemporaryDirectory() as folder:
         server = Server("sandbox", SANDBOX, Path(folder) / "sandbox.log", env)
         try:

@@ -59,10 +59,11 @@ WARMUP = 1.0
 BARE = [sys.executable, str(Path(__file__).with_name("bare_server.py"))]
 
 # On a manual clock every created task stays queued with its steps on the timeline, so the
-# rounds would reach the default bounds (10,000 tasks, 100,000 jobs per tenant) and answer
-# 429: both are raised above what the rounds create, so task create measures creating a
-# task, not a full tenant.
-SANDBOX_ENV = {"PAYROLL_SANDBOX_MAX_TASKS": "1000000", "PAYROLL_SANDBOX_MAX_JOBS": "10000000"}
+# rounds would reach the default bounds (10,000 tasks, 100,000 jobs, 10,000 accounts the
+# tasks may link per tenant) and answer 429: all are raised above what the rounds create,
+# so task create measures creating a task, not a full tenant.
+SANDBOX_ENV = {"PAYROLL_SANDBOX_MAX_TASKS": "1000000", "PAYROLL_SANDBOX_MAX_JOBS": "10000000",
+               "PAYROLL_SANDBOX_MAX_LINKED_ACCOUNTS": "1000000"}
 SANDBOX = [sys.executable, "-m", "payroll_sandbox", "serve", "--clock", "manual", "--host", HOST,
            "--port", "0"]
 REQUESTS_PER_SEC = re.compile(r"Requests/sec:\s+([\d.]+)")

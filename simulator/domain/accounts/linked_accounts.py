@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import random
 import zlib
+from collections import Counter
 from collections.abc import Callable, Iterable
 from datetime import date, timedelta
 from functools import cache
@@ -138,8 +139,12 @@ class LinkedAccounts(Held[LinkedAccount]):
         self.tasks: Any = None  # tasks.Tasks
         self._by_id: dict[str, LinkedAccount] = {}
         self._by_pair: dict[tuple[str, str], LinkedAccount] = {}  # (identifier, company) -> first
-        # workflow id -> (identifier, company): the new account an unfinished workflow may link
+        # workflow id -> (identifier, company): the new account an unfinished workflow may link;
+        # how many workflows reserve each pair, and how many reserved pairs are not linked yet
+        # (kept as they change, so admitting work at the bound costs no walk over them).
         self.coming: dict[str, tuple[str, str]] = {}
+        self._reserved: Counter[tuple[str, str]] = Counter()
+        self._unlinked = 0
         # identifier -> {"profile": name?, "data": {...}?, "document": the two merged}
         self.profile_bindings: dict[str, dict[str, Any]] = {}
 
@@ -180,6 +185,7 @@ class LinkedAccounts(Held[LinkedAccount]):
         for account in accounts.values():
             self._by_pair.setdefault((account.identifier, account.company_id), account)
         self.profile_bindings = profile_bindings or {}
+        self.coming, self._reserved, self._unlinked = {}, Counter(), 0
         tasks = self.tasks
         for workflow in tasks.workflows.values():
             first = tasks.get(workflow.tasks[0]) if workflow.tasks else None
@@ -188,7 +194,7 @@ class LinkedAccounts(Held[LinkedAccount]):
                     *(tasks[t].product for t in workflow.tasks),
                     *(p["product"] for p in workflow.pending)])
                 if pair is not None:
-                    self.coming[workflow.id] = pair
+                    self.reserve(workflow.id, pair)
 
     def _profile(self, identifier: str, company: Company,
                  document: dict[str, Any] | None = None) -> tuple[Profile, dict[str, Any] | None]:
@@ -288,7 +294,9 @@ class LinkedAccounts(Held[LinkedAccount]):
             ids.object_id(), ids.object_id(), ids.object_id())
         self._collect_history(account, now)
         self._by_id[account.id] = account
-        self._by_pair.setdefault((identifier, company.id), account)
+        if (identifier, company.id) not in self._by_pair:
+            self._by_pair[identifier, company.id] = account
+            self._unlinked -= (identifier, company.id) in self._reserved
         if emit:
             self._emit(account, "linked-account-connected", {})
         self._schedule_refresh(account)
@@ -370,13 +378,26 @@ class LinkedAccounts(Held[LinkedAccount]):
         task that succeeds ends without its account."""
         pair = self._new_link(identifier, company_id, products)
         limit = self.rules.limits.max_linked_accounts
-        if pair is None or len(self._by_id) + len(self.coming) < limit:
-            return pair
-        coming = {p for p in self.coming.values() if p not in self._by_pair}
-        if pair not in coming and len(self._by_id) + len(coming) >= limit:
+        if (pair is not None and pair not in self._reserved
+                and len(self._by_id) + self._unlinked >= limit):
             raise LinkedAccountLimitReached(LINKED_ACCOUNT_LIMIT.format(
-                stored=len(self._by_id), coming=len(coming), limit=limit))
+                stored=len(self._by_id), coming=self._unlinked, limit=limit))
         return pair
+
+    def reserve(self, workflow_id: str, pair: tuple[str, str]) -> None:
+        """An unfinished workflow may link the account of `pair` (admit said there is room)."""
+        self.coming[workflow_id] = pair
+        self._unlinked += not self._reserved[pair] and pair not in self._by_pair
+        self._reserved[pair] += 1
+
+    def release(self, workflow_id: str) -> None:
+        """The workflow finished: whatever it linked is stored, its reservation ends."""
+        pair = self.coming.pop(workflow_id, None)
+        if pair is not None:
+            self._reserved[pair] -= 1
+            if not self._reserved[pair]:
+                del self._reserved[pair]
+                self._unlinked -= pair not in self._by_pair
 
     # -- hooks into the task engine ---------------------------------------------------------
 

@@ -330,7 +330,7 @@ class Tasks(TaskChoices, TaskReads, Held[Task]):
                  for request, scenario in zip(starting, scenarios)]
         self.workflows[workflow.id] = workflow
         if link is not None:
-            self.accounts.coming[workflow.id] = link
+            self.accounts.reserve(workflow.id, link)
         self.keep_bounded()
         return workflow, tasks
 
@@ -509,7 +509,7 @@ class Tasks(TaskChoices, TaskReads, Held[Task]):
         if not all(t.status in FINAL for t in tasks):
             return
         workflow.finished = True
-        self.accounts.coming.pop(workflow.id, None)
+        self.accounts.release(workflow.id)
         failed = [t for t in tasks if t.status == FAILED]
         self._emit_task_event(task, TASK_WORKFLOW_FINISHED(
             status=FAILED if failed else COMPLETED,
