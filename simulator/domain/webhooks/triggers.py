@@ -64,7 +64,7 @@ def trigger_event(tenant: Tenant, aggregator: str, request: Any) -> Event:
             task = task or _stored_task(tenant, identifier, company)
             fields["task"] = task.id
     data = None
-    if declaration.shape is not None:
+    if declaration.family is not Family.PRIVACY:
         example = declaration.shape.example(Example(tenant, declaration, task, company,
                                                     identifier))
         data = {**msgspec.to_builtins(example), **overrides} if overrides else example
