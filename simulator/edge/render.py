@@ -17,6 +17,7 @@ import orjson
 from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 
+from ..clock import moment_text
 from ..errors import ApiError, MalformedBody, MethodNotAllowed, RequestTimeout, field_detail
 from .keys import DIALECTS, SANDBOX, exchange_of
 from .logs import escape_controls
@@ -38,13 +39,17 @@ def json_response(data: Any, *, status: int = 200,
     search answer about as much as its validation. A value orjson refuses (an integer
     past 64 bits) goes through json.dumps, which raises on what is not JSON at all."""
     try:
-        body = orjson.dumps(data, default=msgspec.to_builtins, option=orjson.OPT_NON_STR_KEYS)
+        body = orjson.dumps(data, default=_builtins, option=orjson.OPT_NON_STR_KEYS)
     except TypeError:
-        body = json.dumps(data, default=msgspec.to_builtins).encode()
+        body = json.dumps(data, default=_builtins).encode()
     # The content type as a header: web.Response's content_type and charset arguments
     # format it anew for every answer.
     return web.Response(body=body, status=status, headers=JSON_HEADERS if headers is None
                         else {**headers, **JSON_HEADERS})
+
+
+def _builtins(value: Any) -> Any:
+    return msgspec.to_builtins(value, enc_hook=moment_text)  # a struct, a Moment (clock.py)
 
 
 def render_error(request: web.Request, error: ApiError, status: int | None = None) -> web.Response:

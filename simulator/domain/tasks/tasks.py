@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from ...clock import Clock, isoformat
+from ...clock import Clock, Moment
 from ...errors import (CompanyMismatch, CompanyNotFound,
                       IllegalTransition,
                       LinkedAccountNotFound, TaskLimitReached, ValidationFailed, field_detail)
@@ -37,7 +37,7 @@ from .states import (COMPLETED, FAILED, FINAL, PROCESSING, QUEUED,
 from ..stored import LoadError, Stored, array, stored
 from ..sections import COUNT, STRING, STRINGS, TIME, Sections, obj, unique
 from ..timeline import Timeline, action_kind
-from .records import Task, Workflow
+from .records import Task, TaskTransition, Workflow
 from .requests import CreateTask, TaskRequest, first_batch
 from .reads import TaskReads
 from .choosing import HAPPY_PATH, TaskChoices
@@ -348,7 +348,7 @@ class Tasks(TaskChoices, TaskReads, Held[Task]):
             payment_method_given=request.payment_method is not None, watched=watched,
             distribution=request.distribution, on_complete=request.on_complete,
             on_fail=request.on_fail, fields=request.fields)
-        task.history.append({"status": QUEUED, "at": isoformat(task.created_at)})
+        task.history.append(TaskTransition(status=QUEUED, at=Moment(task.created_at)))
         self._by_id[task.id] = task
         self.changes.touch(TASK, task.id)
         workflow.tasks.append(task.id)
@@ -468,9 +468,9 @@ class Tasks(TaskChoices, TaskReads, Held[Task]):
         task.reason = reason if status == FAILED else None
         if status in FINAL and task.saw_outcome is None:
             task.saw_outcome = task.watched and not task.user_left
-        task.history.append({"status": status, "previousStatus": task.previous_status,
-                             "at": isoformat(self.clock.timestamp()), "patch": patch,
-                             **({"reason": reason} if reason else {})})
+        task.history.append(TaskTransition(
+            status=status, previous_status=task.previous_status,
+            at=Moment(self.clock.timestamp()), patch=patch, reason=reason or UNSET))
         event_type = emits_status_update(task.previous_status, status, patch=patch)
         if event_type == TaskStatusPatched.event_type.name:
             self.emit(view_of(TaskStatusPatched, task, payment_method=task.payment_method or None),
