@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from functools import partial
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
@@ -29,6 +30,7 @@ BODY_TOO_SLOW = ("The request's body did not arrive within {seconds:g} seconds "
                  "(--request-timeout).")
 WRONG_METHOD = "{method} is not allowed on {path}; allowed: {allowed}."
 JSON_HEADERS = {"Content-Type": "application/json; charset=utf-8"}
+_builtins = partial(msgspec.to_builtins, enc_hook=moment_text)  # a struct, a clock.Moment
 
 
 def json_response(data: Any, *, status: int = 200,
@@ -46,10 +48,6 @@ def json_response(data: Any, *, status: int = 200,
     # format it anew for every answer.
     return web.Response(body=body, status=status, headers=JSON_HEADERS if headers is None
                         else {**headers, **JSON_HEADERS})
-
-
-def _builtins(value: Any) -> Any:
-    return msgspec.to_builtins(value, enc_hook=moment_text)  # a struct, a Moment (clock.py)
 
 
 def render_error(request: web.Request, error: ApiError, status: int | None = None) -> web.Response:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from payroll_sandbox.domain.webhooks.event_types import (DECLARED, CompanyCreated, Family,
+from payroll_sandbox.domain.webhooks.event_types import (DECLARED, Family,
                                                          MaintenanceMode, PiiDataDeleted,
                                                          TaskStatusUpdated, declared,
                                                          event_schema, event_types)
@@ -29,7 +29,7 @@ def test_a_type_builds_its_data_from_the_declared_fields_leaving_out_none():
 ])
 def test_a_field_the_declaration_does_not_allow_is_a_type_error(fields, named):
     with pytest.raises(TypeError, match=named):
-        CompanyCreated.event_type(**fields)
+        DECLARED["company-created"](**fields)
 
 
 def test_a_type_without_data_drafts_none():

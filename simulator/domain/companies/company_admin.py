@@ -16,7 +16,7 @@ from ...errors import (CompanyExists, CompanyNotFound, UnknownProducts, Validati
 from ..rules import ServiceProfile
 from .companies import (DISABLED, OPERATIONAL, UNDER_MAINTENANCE, UNKNOWN_COMPANY, Company,
                         CompanyDirectory, company_from_fixture)
-from ..webhooks.event_types import CompanyCreated, CompanyDeleted, CompanyUpdated, MaintenanceMode
+from ..webhooks.event_types import DECLARED, MaintenanceMode
 
 ALREADY_EXISTS = "A company with the id {company_id!r} already exists."
 NOT_A_PARENT = "Company {company_id!r} is not tagged franchise-parent."
@@ -36,7 +36,7 @@ def create_company(companies: CompanyDirectory, emit: Callable[..., Any], new_id
     _check_references(companies, service, body)
     company = company_from_fixture(body, service)
     companies.put(company)
-    emit(CompanyCreated(company_id=company.id))
+    emit(DECLARED["company-created"](company_id=company.id))
     return company
 
 
@@ -51,7 +51,7 @@ def update_company(companies: CompanyDirectory, emit: Callable[..., Any], servic
     if company == current:
         return current  # nothing changed: no event (spec: "A company was updated")
     companies.put(company)
-    emit(CompanyUpdated(company_id=company.id))
+    emit(DECLARED["company-updated"](company_id=company.id))
     return company
 
 
@@ -59,7 +59,7 @@ def delete_company(companies: CompanyDirectory, emit: Callable[..., Any], compan
     """DELETE /_sandbox/companies/{id}: emits company-deleted."""
     company = companies.require(company_id)
     companies.delete(company.id)
-    emit(CompanyDeleted(company_id=company.id))
+    emit(DECLARED["company-deleted"](company_id=company.id))
 
 
 def set_company_status(companies: CompanyDirectory, emit: Callable[..., Any], company_id: str,
@@ -93,12 +93,12 @@ def set_company_status(companies: CompanyDirectory, emit: Callable[..., Any], co
         if company.status == UNDER_MAINTENANCE:
             emit(MaintenanceMode(company_id=company.id, status="operational", products=[]))
         elif company.status == DISABLED:
-            emit(CompanyUpdated(company_id=company.id))
+            emit(DECLARED["company-updated"](company_id=company.id))
     else:
         if company.status == DISABLED:
             return company
         updated = companies.with_changes(company, status=DISABLED, maintenance_products=())
-        emit(CompanyUpdated(company_id=company.id))
+        emit(DECLARED["company-updated"](company_id=company.id))
     return updated
 
 

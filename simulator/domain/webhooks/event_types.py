@@ -1,14 +1,14 @@
 """Every event type of the spec (spec: Events), each declared once as an `EventType`: its
 name, its family (what the body carries beside `data`) and the JSON Schema of its `data`.
 
-The declaration is the struct's: `@event("company-created", family=Family.COMPANY)` on its
+The declaration is the struct's: `@event("maintenance-mode", family=Family.COMPANY)` on its
 `data` struct declares the type (several names: one type each, in the catalog in the order
 declared). The struct is both the value and the schema: the emitting code makes it
-(`CompanyCreated(company_id=...)`) and hands it to `tenant.emit`, whose body carries it as
-JSON (a struct of several types: `declared(...)[name](**fields)`, a draft). The whole body's JSON Schema
-is derived from the same declaration (`EventType.schema`). A trigger
-(POST /_sandbox/events/trigger) asks the struct for an example (`EventData.example`), so a
-new event type triggers with no code of its own. It is published in the OpenAPI document's
+(`MaintenanceMode(company_id=...)`) and hands it to `tenant.emit`, whose body carries it as
+JSON (a struct of several types is drafted by name: `DECLARED[name](**fields)`, an unknown
+field a TypeError). The whole body's JSON Schema is derived from the same declaration
+(`EventType.schema`). A trigger (POST /_sandbox/events/trigger) asks the struct for an
+example (`EventData.example`), so a new event type triggers with no code of its own. It is published in the OpenAPI document's
 `webhooks` section and at GET /_sandbox/schemas/events/{eventType}, so customers can
 check their handlers; the tests check every emitted event against it.
 
@@ -261,20 +261,9 @@ class WorkflowFinished(EventData, kw_only=True):
                     tasks=[WorkflowTask(task=task.id, product=task.product, status=task.status)])
 
 
+@event("company-created", "company-updated", "company-deleted", family=Family.COMPANY)
 class CompanyId(EventData, kw_only=True):
     company_id: Id
-
-
-@event("company-created", family=Family.COMPANY)
-class CompanyCreated(CompanyId, kw_only=True): ...
-
-
-@event("company-updated", family=Family.COMPANY)
-class CompanyUpdated(CompanyId, kw_only=True): ...
-
-
-@event("company-deleted", family=Family.COMPANY)
-class CompanyDeleted(CompanyId, kw_only=True): ...
 
 
 @event("maintenance-mode", family=Family.COMPANY)
