@@ -6,9 +6,9 @@ from /proc (VmRSS, and VmHWM, the peak, reset before each step via clear_refs):
 1. A receiver that answers 200 and streams 1 GiB: the server's peak RSS over one delivery
    and how long the attempt took (it reads at most 4 KiB, then closes the connection).
 2. The largest snapshot a full tenant makes: a tenant with --max-tasks tasks (every one
-   completed, so each leaves a linked account with its records), --max-tokens tokens and
-   --max-events events with their deliveries and failed attempts; its size sets the
-   default restore limit (snapshot.MAX_DOCUMENT_BYTES).
+   completed, so each leaves a linked account with its records: --max-linked-accounts the
+   same), --max-tokens tokens and --max-events events with their deliveries and failed
+   attempts; its size sets the default restore limit (snapshot.MAX_DOCUMENT_BYTES).
 3. Restoring that snapshot: the server's peak RSS above its RSS before, as a multiple of
    the body, and the longest wait of GET /health polled every 10 ms meanwhile (the loop's
    stall; the parse, checks and build run in a worker thread).
@@ -84,7 +84,8 @@ class Sandbox:
     def __init__(self, tasks: int) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "payroll_sandbox", "serve", "--clock", "manual", "--host",
-             HOST, "--port", "0", "--max-tasks", str(tasks), "--seed", "1"],
+             HOST, "--port", "0", "--max-tasks", str(tasks), "--max-linked-accounts",
+             str(tasks), "--seed", "1"],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         line = self.process.stdout.readline().split()
         self.url = line[2]

@@ -51,10 +51,13 @@ def build_registry(settings: Settings, *, clock: Clock | None = None,
     if not any(a["environment"] == settings.environment for a in fixtures.accounts):
         raise ConfigError(str(fixtures.directory / "accounts.yaml"), "$.accounts",
                           f"no account has environment {settings.environment!r}")
-    limits = Limits(max_events=settings.max_events, max_tasks=settings.max_tasks,
-                    max_jobs=settings.max_jobs,
-                    max_tokens=settings.max_tokens, max_users=settings.max_users,
-                    max_callbacks=settings.max_callbacks)
+    for number, account in enumerate(fixtures.accounts):  # seeded at each start and reset
+        if len(account.get("linkedAccounts", [])) > settings.max_linked_accounts:
+            raise ConfigError(str(fixtures.directory / "accounts.yaml"),
+                              f"$.accounts[{number}].linkedAccounts",
+                              f"more than --max-linked-accounts {settings.max_linked_accounts}")
+    limits = Limits(**{name: getattr(settings, name) for name in Limits.__struct_fields__
+                       if hasattr(settings, name)})  # a tenant's bounds: the settings' own
     rules = Rules(service=fixtures.service, scenarios=loaded.scenarios, catalog=loaded.catalog,
                   index=loaded.index, profiles=ProfileFactory(settings.seed), seed=settings.seed,
                   limits=limits, data_profiles=fixtures.profiles)

@@ -326,6 +326,10 @@ class ProcessorTokenLimitReached(LimitReached):
     code = "processor-token-limit-reached"
 
 
+class LinkedAccountLimitReached(LimitReached):
+    code = "linked-account-limit-reached"
+
+
 class ShuttingDown(ApiError):
     status = 503
     code = "shutting-down"

@@ -66,6 +66,7 @@ class Settings:
     max_jobs: int = 100_000      # per tenant: jobs scheduled on its clock
     max_tokens: int = 10_000     # per tenant: public tokens
     max_users: int = 100_000     # per tenant
+    max_linked_accounts: int = 10_000  # per tenant: accounts tasks linked (then 429)
     max_callbacks: int = 2_000   # per tenant: the hosted flow's messages to the host page
     max_tenants: int = 1_000     # tenants made by the control plane
     max_tenants_per_maker: int = 250  # of those, made by one tenant (its share)
@@ -98,24 +99,13 @@ class Settings:
         return replace(self, **{k: v for k, v in values.items() if v is not None})
 
 
-# Names in the config file and the environment, mapped to Settings fields.
-_CONFIG_NAMES = {
-    "host": "host", "port": "port", "fixtures": "fixtures", "scenarios": "scenarios",
-    "seed": "seed", "clock": "clock", "timeScale": "time_scale", "clockStart": "clock_start",
-    "webhookUrl": "webhook_url",
-    "webhookTimeout": "webhook_timeout", "shutdownGrace": "shutdown_grace",
-    "environment": "environment", "logFormat": "log_format", "vendor": "vendor",
-    "aggregator": "aggregator", "sdkPrefix": "sdk_prefix", "sdkGlobal": "sdk_global",
-    "maxEvents": "max_events", "maxTasks": "max_tasks", "maxJobs": "max_jobs", "maxTokens": "max_tokens", "maxUsers": "max_users",
-    "maxCallbacks": "max_callbacks",
-    "maxTenants": "max_tenants",
-    "maxTenantsPerMaker": "max_tenants_per_maker", "allowedHosts": "allowed_hosts",
-    "frameAncestors": "frame_ancestors", "tenantIdleExpiry": "tenant_idle_expiry",
-    "stateFile": "state_file", "stateInterval": "state_interval",
-    "requestTimeout": "request_timeout", "idleTimeout": "idle_timeout",
-    "webhookAllow": "webhook_allow", "webhookDeny": "webhook_deny",
-    "maxConnections": "max_connections", "strictBodies": "strict_bodies",
-}
+# Names in the config file (each field's name in camelCase; `config` names no other file).
+_CONFIG_NAMES = {f.name.split("_")[0] + "".join(w.title() for w in f.name.split("_")[1:]): f.name
+                 for f in fields(Settings) if f.name != "config"}
+# The bounds (README: Limits): counts of at least 1 (max_connections' 0 means "from the
+# descriptor limit").
+BOUNDS = tuple(f.name for f in fields(Settings)
+               if f.name.startswith("max_") and f.name != "max_connections")
 _TYPES = {f.name: f.type for f in fields(Settings)}
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
 
@@ -163,9 +153,7 @@ def _check_choices(settings: Settings, source: str) -> None:
             raise ConfigError(source, "$.clock_start", problem)
     if not 0 <= settings.port <= 65535:
         raise ConfigError(source, "$.port", "must be between 0 and 65535")
-    for name in ("max_events", "max_tasks", "max_jobs", "max_tokens", "max_users", "max_callbacks",
-                 "max_tenants",
-                 "max_tenants_per_maker"):
+    for name in BOUNDS:
         if getattr(settings, name) < 1:
             raise ConfigError(source, f"$.{name}", "must be at least 1")
     if settings.tenant_idle_expiry < 0:

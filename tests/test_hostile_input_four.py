@@ -3,7 +3,8 @@ restore never makes another tenant wait.
 
 A tenant on a manual clock that makes tasks and never runs it is refused at --max-tasks
 (and at --max-jobs, --max-events for its jobs and pending deliveries) with a 429 naming
-the setting, nothing stored lost; a snapshot past a bound is refused with its path; a
+the setting, nothing stored lost; so is a task that would link a new account past
+--max-linked-accounts (a relink never); a snapshot past a bound is refused with its path; a
 large restore waits only on its own tenant's, within a memory budget that refuses at once.
 Real app, real HTTP, manual clock.
 """
@@ -14,12 +15,14 @@ import asyncio
 import io
 import json
 
+import yaml
 from calls import call, create_task, run_until_idle
-from conftest import ACME, GLOBEX, WALMART
+from conftest import ACME, GLOBEX, REPO, WALMART, run_cli
 
 from payroll_sandbox.edge import snapshot
 from payroll_sandbox.edge import snapshot_document
 from payroll_sandbox.edge.keys import SANDBOX
+from payroll_sandbox.settings import Settings, load_settings
 
 
 def refused(error: dict, code: str, flag: str, variable: str, key: str) -> None:
@@ -200,3 +203,79 @@ async def test_processor_tokens_are_refused_at_max_tokens(make_client):
         **document, "processorTokens": [{**token, "token": f"{token['token'][:-4]}{n:04d}"}
                                         for n in range(4)]}))["error"]
     assert [d["path"] for d in error["details"]] == ["$.processorTokens"], error
+
+
+async def linked(client) -> list[str]:
+    """The ids of the tenant's linked accounts, as its snapshot holds them."""
+    return [a["id"] for a in (await call(client, "GET", "/_sandbox/snapshot"))["data"]
+            ["linkedAccounts"]]
+
+
+async def test_linked_accounts_are_refused_at_max_linked_accounts(make_client):
+    """Linked accounts were bounded only by --max-users times the catalog's companies."""
+    client = await make_client(clock="manual", max_linked_accounts=3)
+    for n in range(2):
+        await create_task(client, f"user-{n}")
+    await run_until_idle(client)
+    coming = await create_task(client, "user-2")  # links the third when it ends
+    error = await create_task(client, "one-too-many", status=429)
+    refused(error, "linked-account-limit-reached", "--max-linked-accounts",
+            "PAYROLL_SANDBOX_MAX_LINKED_ACCOUNTS", "maxLinkedAccounts")
+    error = (await call(client, "POST", "/_sandbox/events/trigger", status=429, json={
+        "eventType": "income-updated", "identifier": "no-account-yet"}))["error"]
+    assert error["code"] == "linked-account-limit-reached", error
+    assert (await stats(client))["linkedAccounts"] == {"stored": 2, "max": 3}
+    again = await create_task(client, "user-2")  # the same account as the one coming
+    await run_until_idle(client)
+    accounts = await linked(client)
+    assert len(accounts) == 3
+    for task in (coming, again):  # none failed half-way for want of room
+        assert (await call(client, "GET", f"/task/{task['id']}"))["data"]["status"] == \
+            "completed"
+    await create_task(client, "one-too-many", status=429)
+    # a relink and a refresh of accounts it holds are never refused
+    relinked = await create_task(client, "user-0")
+    refreshed = await create_task(client, "user-1", company=None, product=None,
+                                  linkedAccount=accounts[1])
+    await run_until_idle(client)
+    for task in (relinked, refreshed):
+        assert (await call(client, "GET", f"/task/{task['id']}"))["data"]["status"] == \
+            "completed"
+    assert await linked(client) == accounts  # nothing stored lost, none added
+
+
+async def test_a_snapshot_past_max_linked_accounts_is_refused_with_its_path(make_client):
+    client = await make_client(clock="manual", max_linked_accounts=3)
+    await create_task(client, "linked")
+    await run_until_idle(client)
+    await create_task(client, "coming")  # its account is still to come
+    document = (await call(client, "GET", "/_sandbox/snapshot"))["data"]
+    [account] = document["linkedAccounts"]
+    error = (await call(client, "POST", "/_sandbox/snapshot", status=422, json={
+        **document, "linkedAccounts": [{**account, "id": f"{n:024x}"} for n in range(4)]}
+    ))["error"]
+    assert [d["path"] for d in error["details"]] == ["$.linkedAccounts"], error
+    assert "--max-linked-accounts 3" in error["details"][0]["message"], error
+    assert await linked(client) == [account["id"]]  # nothing restored
+    # restored, the account its running task links is counted again: room for one more
+    await call(client, "POST", "/_sandbox/snapshot", json=document)
+    await create_task(client, "third")
+    await create_task(client, "fourth", status=429)
+
+
+def test_the_linked_account_bound_comes_from_the_flag_the_variable_and_the_config(tmp_path):
+    config = tmp_path / "sandbox.yaml"
+    config.write_text("maxLinkedAccounts: 7\nmaxCallbacks: 9\n")  # the config refused both
+    assert (load_settings({"config": str(config)}, {}).max_linked_accounts,
+            load_settings({"config": str(config)}, {}).max_callbacks) == (7, 9)
+    assert load_settings({}, {"PAYROLL_SANDBOX_MAX_LINKED_ACCOUNTS": "8"}).max_linked_accounts == 8
+    assert Settings().max_linked_accounts == 10_000
+    # a fixture account seeding more than the bound stops the start, naming both
+    seeded = max(len(a.get("linkedAccounts", [])) for a in
+                 yaml.safe_load((REPO / "fixtures" / "accounts.yaml").read_text())["accounts"])
+    result = run_cli("serve", "--port", "0", "--max-linked-accounts", str(seeded - 1))
+    assert result.returncode == 2, result.stderr
+    assert ".linkedAccounts" in result.stderr, result.stderr
+    assert f"--max-linked-accounts {seeded - 1}" in result.stderr, result.stderr
+    result = run_cli("serve", "--port", "0", env={"PAYROLL_SANDBOX_MAX_LINKED_ACCOUNTS": "0"})
+    assert result.returncode == 2 and "$.max_linked_accounts" in result.stderr, result.stderr

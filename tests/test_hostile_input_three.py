@@ -243,12 +243,15 @@ def test_the_byte_limit_is_the_largest_snapshot_the_bounds_allow():
     from payroll_sandbox.edge.snapshot_document import FULL_TENANT_BYTES, max_document_bytes
 
     assert max_document_bytes(Limits()) == int(FULL_TENANT_BYTES * 1.25) < 160 * 2**20
-    assert max_document_bytes(Limits(max_tasks=100, max_events=50, max_tokens=100)) == 16 * 2**20
+    assert max_document_bytes(Limits(max_tasks=100, max_events=50, max_tokens=100,
+                                     max_linked_accounts=100)) == 16 * 2**20
     assert max_document_bytes(Limits(max_tasks=1_000_000)) == 256 * 2**20
+    assert max_document_bytes(Limits(max_linked_accounts=1_000_000)) == 256 * 2**20
 
 
 async def test_a_body_over_the_limit_is_refused_before_it_is_read(make_client):
-    client = await make_client(clock="manual", max_tasks=100, max_events=50, max_tokens=100)
+    client = await make_client(clock="manual", max_tasks=100, max_events=50, max_tokens=100,
+                               max_linked_accounts=100)
 
     async def endless():
         yield b"{"

@@ -15,7 +15,10 @@ import pytest
 
 from conftest import ACME
 from payroll_sandbox.app import create_app
-from payroll_sandbox.edge.operations import Auth
+from payroll_sandbox.domain.shapes import schema_of
+from payroll_sandbox.domain.tasks.views import TaskRecord, TaskTransition
+from payroll_sandbox.edge.examples import MADE_BY, Example, From, example_of
+from payroll_sandbox.edge.operations import Auth, Operation, Reply
 from payroll_sandbox.edge.routes import OPERATIONS
 from payroll_sandbox.settings import Settings
 
@@ -117,3 +120,38 @@ async def test_the_document_states_each_operations_auth(client, auth, security):
     assert ops
     for op in ops:
         assert document["paths"][op.path][op.method.lower()]["security"] == security, op.path
+
+
+async def _history() -> list[TaskTransition]: ...
+
+
+async def _tasks() -> Reply[list[TaskRecord]]: ...
+
+
+async def _untyped() -> dict: ...
+
+
+def test_an_operations_answer_is_its_handlers_return_annotation():
+    """`-> X` declares the answer's shape (a string under `from __future__ import
+    annotations`, read in the handler's module); `response=` wins where it is given."""
+    def declared(handler, **more):
+        return Operation("GET", "/x", handler, "x", **more)
+
+    assert declared(_history).response == schema_of(list[TaskTransition])
+    assert declared(_tasks).response == schema_of(list[TaskRecord])
+    assert declared(_untyped).response is None
+    assert declared(_history, response_shape=TaskRecord).response == schema_of(TaskRecord)
+
+
+def test_an_operation_without_an_example_takes_each_id_from_the_answer_that_makes_it():
+    """A new operation needs no example of its own: `{taskId}` comes from the task that
+    POST /task/create makes (an OpenAPI link /docs follows); one it declares wins."""
+    derived = example_of(Operation("GET", "/task/{taskId}/history", _history, "x"))
+    assert derived == Example(after=From("POST", "/task/create",
+                                         parameters={"taskId": "$response.body#/data/id"}))
+    assert example_of(Operation("GET", "/health-of/{thing}", _history, "x")) == Example()
+    own = Example(parameters={"taskId": "6410c0ffee0000000000a001"})
+    assert example_of(Operation("GET", "/task/{taskId}/history", _history, "x",
+                                example=own)) is own
+    makers = {(op.method, op.path) for op in OPERATIONS}
+    assert {(made.method, made.path) for made in MADE_BY.values()} <= makers

@@ -39,13 +39,15 @@ class Limits(msgspec.Struct, frozen=True):
     pending is evicted. Users past `max_users` are refused (429), and so is new work
     (a task, a triggered event) while live work fills a bound: `max_tasks` tasks that
     cannot go, `max_events` events whose deliveries are pending, `max_jobs` jobs on the
-    clock (Tenant.admit_work)."""
+    clock (Tenant.admit_work); and a task that would link a new account past
+    `max_linked_accounts` (LinkedAccounts.admit)."""
 
     max_events: int = 5_000
     max_tasks: int = 10_000
     max_jobs: int = 100_000
     max_tokens: int = 10_000
     max_users: int = 100_000
+    max_linked_accounts: int = 10_000
     max_aggregator_items: int = 10_000  # the aggregator API's items (domain/aggregator.py)
     max_callbacks: int = 2_000  # the hosted flow's messages to the host (domain/callbacks.py)
 

@@ -368,6 +368,7 @@ class Tenant:
             "tokens": {"stored": len(self.identity.tokens), "max": limits.max_tokens,
                        "evicted": self.identity.evicted},
             "users": {"stored": len(self.identity.users), "max": limits.max_users},
+            "linkedAccounts": {"stored": len(self.accounts), "max": limits.max_linked_accounts},
             "journal": {"stored": len(self.journal), "max": self.journal.max_entries,
                         "evicted": self.journal.evicted},
             "sdkCallbacks": {"stored": len(self.callbacks), "max": self.callbacks.max_entries,

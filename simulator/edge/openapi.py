@@ -7,9 +7,10 @@ parameters, path parameters (text that is not allowed) or request headers.
 
 For people reading it at /docs, it also groups the operations (TAGS: a group per resource,
 derived from the path unless an operation declares its own) and gives each one an example
-request that succeeds with the bundled default tenant (examples.py EXAMPLES); an id the sandbox makes
-(a task's, a linked account's) comes from an earlier answer, stated as an OpenAPI link on
-that answer. tests/test_docs_examples.py runs every example against a real server.
+request that succeeds with the bundled default tenant (its declared `example=`, else one
+examples.py derives); an id the sandbox makes (a task's, a linked account's) comes from an
+earlier answer, stated as an OpenAPI link on that answer. tests/test_docs_examples.py runs
+every example against a real server.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ from ..load.scenarios.loader import load_all_scenarios, scenario_folders
 from ..schemas import api
 from ..settings import Settings, bundled_dir
 from ..validate import schema_errors
-from .examples import EXAMPLES, PARAMETER_EXAMPLES, Example, From
-from .operations import AGGREGATOR, CLIENT_ID, CLIENT_SECRET, Auth, Operation
+from .examples import PARAMETER_EXAMPLES, Example, From, example_of
+from .operations import (AGGREGATOR, CLIENT_ID, CLIENT_SECRET, PATH_PARAMETER, Auth,
+                         Operation)
 
 _ERROR_RESPONSES = {
     "400": "Malformed JSON or a broken rule (e.g. `product` with `products`).",
@@ -259,7 +261,7 @@ def describe(op: Operation, names: dict[str, dict[str, Any]] | None = None,
     """One operation's OpenAPI description, from its declaration; `names` (profile_names)
     fills in the names only the running app knows, `example` its example request and
     `group` its tag where it declares none."""
-    path_names = _path_names(op.path)
+    path_names = PATH_PARAMETER.findall(op.path)
     parameters = [{"name": name, "in": "path", "required": True, "schema": _PATH_SEGMENT}
                   for name in path_names]
     if op.query is not None:
@@ -361,13 +363,6 @@ def _json_body(schema: dict[str, Any], *, required: bool = True) -> dict[str, An
     return {"required": required, "content": {"application/json": {"schema": schema}}}
 
 
-PATH_PARAMETER = re.compile(r"\{([^}:]+)")  # {name} or {name:regex}
-
-
-def _path_names(path: str) -> list[str]:
-    return PATH_PARAMETER.findall(path)
-
-
 DESCRIPTION = """\
 A local stand-in for the payroll-connectivity service (vendor `{vendor}`, {environment} \
 environment): its API at the real paths, and the sandbox's own console under `/_sandbox/`. \
@@ -443,8 +438,7 @@ def build_openapi(operations: list[Operation], service: ServiceProfile,
     paths: dict[str, Any] = {}
     names = profile_names(service, settings)
     aggregator = service.aggregator
-    examples = {(method, path.replace(AGGREGATOR, aggregator)): _at(example, aggregator)
-                for (method, path), example in EXAMPLES.items()}
+    examples = {(op.method, op.path): _at(example_of(op), aggregator) for op in operations}
     groups = {id(op): group_of(op.path, aggregator) for op in operations}
     # By group in the order of TAGS, each in declaration order.
     ordered = sorted(operations, key=lambda op: TAG_ORDER.get((op.tags or (groups[id(op)],))[0],

@@ -10,26 +10,30 @@ A handler names what it needs as parameters and gets exactly that: `tenant`, `to
 (the public token, or None under API keys), `body`, `query`, `params` (the path's),
 `headers`, `sandbox` (the app's collaborators) or, for pages and files, `request`. It
 returns the `data` (or a `Reply`, or a web.Response for pages and files, or a function
-that makes the data once the webhook attempts it started have settled).
+that makes the data once the webhook attempts it started have settled). Its return
+annotation is the answer's shape (`-> TaskRecord`, `-> Reply[list[EventRecord]]`);
+`response=` declares it only where the handler's value is not its shape.
 Model: FastAPI's declarations.
 """
 
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Awaitable, Callable
 from enum import Enum
 from functools import cached_property
-from typing import Any, get_origin
+from typing import Any, Generic, TypeVar, get_args, get_origin, get_type_hints
 
 import msgspec
 from aiohttp import web
 
-from ..domain.shapes import decoder, schema_of
+from ..domain.shapes import View, decoder, schema_of
 from ..errors import ApiError
 from ..static import static_text
 
 AGGREGATOR = "<aggregator>"  # in a declared path: the service profile's aggregator name
+PATH_PARAMETER = re.compile(r"\{([^}:]+)")  # in a declared path: {name} or {name:regex}
 
 
 class Auth(Enum):
@@ -64,11 +68,14 @@ class Dialect(msgspec.Struct, frozen=True):
     prefix: str | None = None
 
 
-class Reply(msgspec.Struct, frozen=True):
-    """A handler's answer when it is more than `data`: another status, or extra top-level
-    fields beside `data` (such as `total`)."""
+T = TypeVar("T")
 
-    data: Any
+
+class Reply(msgspec.Struct, Generic[T], frozen=True):
+    """A handler's answer when it is more than `data`: another status, or extra top-level
+    fields beside `data` (such as `total`). `-> Reply[X]` declares `data`'s shape."""
+
+    data: T
     status: int | None = None
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
@@ -103,6 +110,7 @@ class Operation(msgspec.Struct, frozen=True, dict=True):
     dialect: Dialect | None = None           # another API's conventions (None: this API's)
     wants: tuple[str, ...] = ()              # the handler's parameters (read once, below)
     rest: str | None = None                  # a path parameter that takes slashes too
+    example: Any = None                      # for /docs: examples.Example (None: derived)
 
     def __post_init__(self) -> None:
         if not self.wants:  # read here once, not by every app that routes the operation
@@ -120,7 +128,8 @@ class Operation(msgspec.Struct, frozen=True, dict=True):
 
     @cached_property
     def response(self) -> dict[str, Any] | None:
-        return _schema(self.response_shape)
+        return _schema(self.response_shape if self.response_shape is not None
+                       else returned(self.handler))
 
     @cached_property
     def decode_body(self) -> Callable[[Any], Any] | None:
@@ -153,6 +162,16 @@ def _schema(shape: Any) -> dict[str, Any] | None:
     if isinstance(shape, type) or get_origin(shape) is not None:  # a struct, list[...], ...
         return schema_of(shape)
     return shape()  # a function that makes it
+
+
+def returned(handler: Callable[..., Any]) -> Any:
+    """The shape a handler's return annotation names: a View, a list of them, or either
+    in a `Reply[...]`; None for anything else (a page, a file, untyped data)."""
+    shape = get_type_hints(handler).get("return")
+    if get_origin(shape) is Reply:
+        (shape,) = get_args(shape)
+    item = get_args(shape)[0] if get_origin(shape) is list else shape
+    return shape if isinstance(item, type) and issubclass(item, View) else None
 
 
 def parameters(handler: Callable[..., Any]) -> tuple[str, ...]:

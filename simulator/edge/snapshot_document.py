@@ -39,9 +39,10 @@ VERSION = 2
 # snapshot a tenant of this server can make: a full tenant at the default bounds (10,000
 # completed tasks with their linked accounts, 10,000 tokens, 5,000 events with failed
 # deliveries) measured 121.5 MiB (bench/hostile.py). The limit is that, scaled with the
-# server's --max-tasks, --max-events and --max-tokens, plus a quarter for longer
-# histories; never under 16 MiB nor over 256 MiB. A restore peaks at about 6 times its
-# body in memory, so large restores are admitted within a memory budget (RestoreAdmission).
+# server's --max-tasks, --max-linked-accounts, --max-events and --max-tokens, plus a
+# quarter for longer histories; never under 16 MiB nor over 256 MiB. A restore peaks at
+# about 6 times its body in memory, so large restores are admitted within a memory budget
+# (RestoreAdmission).
 FULL_TENANT_BYTES = 122 * 1024 * 1024
 MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
 MIN_DOCUMENT_BYTES = 16 * 1024 * 1024
@@ -50,7 +51,8 @@ LARGE_RESTORE = 8 * 1024 * 1024  # a body larger (or of unknown length) is admit
 
 def max_document_bytes(limits: Any) -> int:
     """The largest restore body this server reads, from its bounds (rules.Limits)."""
-    scale = max(limits.max_tasks / 10_000, limits.max_events / 5_000, limits.max_tokens / 10_000)
+    scale = max(limits.max_tasks / 10_000, limits.max_linked_accounts / 10_000,
+                limits.max_events / 5_000, limits.max_tokens / 10_000)
     return min(MAX_DOCUMENT_BYTES, max(MIN_DOCUMENT_BYTES, int(FULL_TENANT_BYTES * scale * 1.25)))
 
 
@@ -73,7 +75,7 @@ TOKEN_ELSEWHERE = ("A public token of this snapshot is held by another tenant of
                    "into that tenant.")
 TOO_LARGE = ("A snapshot to restore is at most {limit} bytes on this server (the largest "
              "a tenant of it can make, with room to spare: it grows with --max-tasks, "
-             "--max-events and --max-tokens).")
+             "--max-linked-accounts, --max-events and --max-tokens).")
 RESTORE_BUSY = ("Another large restore of this tenant is running; a tenant's large restores run "
                 "one at a time. Try again in a moment.")
 

@@ -248,7 +248,7 @@ CONFIG_SCHEMA = {
         "sdkGlobal": SDK_GLOBAL,
         **{name: {"type": "integer", "minimum": 1}
            for name in ("maxEvents", "maxTasks", "maxJobs", "maxTokens", "maxUsers", "maxTenants",
-                        "maxTenantsPerMaker")},
+                        "maxTenantsPerMaker", "maxLinkedAccounts", "maxCallbacks")},
         "allowedHosts": {"oneOf": [{"type": "string"},
                                    {"type": "array", "items": {"type": "string", "minLength": 1}}]},
         "frameAncestors": {"type": "string", "minLength": 1},

@@ -129,6 +129,7 @@ class Stats(Answer, kw_only=True):
     tasks: Bounded
     tokens: Bounded
     users: UsersKept
+    linked_accounts: UsersKept
     journal: Bounded
     sdk_callbacks: Bounded
     pending_jobs: Count

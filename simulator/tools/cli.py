@@ -223,6 +223,7 @@ def _add_serve_flags(serve: argparse.ArgumentParser, *, port: str = "default 808
                        ("jobs", "per tenant: jobs scheduled on its clock (100000)"),
                        ("tokens", "per tenant: public tokens kept (10000)"),
                        ("users", "per tenant: users (100000)"),
+                       ("linked-accounts", "per tenant: linked accounts (10000)"),
                        ("callbacks", "per tenant: the hosted flow's messages to the host "
                                      "page kept (2000)"),
                        ("tenants", "tenants the control plane may make (1000)"),

@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import random
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import date, timedelta
 from functools import cache
 from typing import Any, ClassVar
@@ -25,7 +25,7 @@ import msgspec
 from msgspec.structs import replace
 
 from ...clock import Clock
-from ...errors import (DepositAccountNotFound, LinkedAccountNotFound,
+from ...errors import (DepositAccountNotFound, LinkedAccountLimitReached, LinkedAccountNotFound,
                       StatementNotFound, ValidationFailed, field_detail)
 from ..webhooks.event_types import DECLARED, PiiDataDeleted
 from .data_records import DATA_RECORDS, LinkedAccountListRecord, LinkedAccountRecord
@@ -50,6 +50,11 @@ NEW_DEPOSIT_ACCOUNT_CHANCE = 0.02
 
 DAY = 86_400
 UNKNOWN_PROFILE = "No data profile is named {name!r} (known: {known})."
+LINKED_ACCOUNT_LIMIT = ("This tenant holds {stored} linked accounts, and tasks still running may "
+                        "link {coming} more; it keeps at most {limit}: --max-linked-accounts "
+                        "(PAYROLL_SANDBOX_MAX_LINKED_ACCOUNTS, config maxLinkedAccounts). A task "
+                        "that relinks one of its accounts is not refused. Reset it or raise the "
+                        "bound; nothing stored was changed.")
 
 
 class ProfileBinding(Command, kw_only=True):
@@ -132,6 +137,9 @@ class LinkedAccounts(Held[LinkedAccount]):
         self.identity, self.emit = identity, emit
         self.tasks: Any = None  # tasks.Tasks
         self._by_id: dict[str, LinkedAccount] = {}
+        self._by_pair: dict[tuple[str, str], LinkedAccount] = {}  # (identifier, company) -> first
+        # workflow id -> (identifier, company): the new account an unfinished workflow may link
+        self.coming: dict[str, tuple[str, str]] = {}
         # identifier -> {"profile": name?, "data": {...}?, "document": the two merged}
         self.profile_bindings: dict[str, dict[str, Any]] = {}
 
@@ -142,7 +150,9 @@ class LinkedAccounts(Held[LinkedAccount]):
     def sections() -> Sections:
         return Sections({"linkedAccounts": array(LinkedAccount)}, optional={
             "profileBindings": {"type": "object",
-                                "additionalProperties": schema_of(ProfileBinding)}})
+                                "additionalProperties": schema_of(ProfileBinding)}},
+            bounds={"linkedAccounts": lambda limits: (limits.max_linked_accounts,
+                                                      "--max-linked-accounts")})
 
     def dump(self) -> dict[str, Any]:
         document: dict[str, Any] = {
@@ -164,9 +174,21 @@ class LinkedAccounts(Held[LinkedAccount]):
 
     def restore(self, accounts: dict[str, LinkedAccount],
                 profile_bindings: dict[str, dict[str, Any]] | None = None) -> None:
-        """A snapshot's linked accounts and profile bindings (as load checked them)."""
-        self._by_id = accounts
+        """A snapshot's linked accounts and profile bindings (as load checked them), and
+        what its unfinished workflows may still link (admit; the tasks are restored first)."""
+        self._by_id, self._by_pair = accounts, {}
+        for account in accounts.values():
+            self._by_pair.setdefault((account.identifier, account.company_id), account)
         self.profile_bindings = profile_bindings or {}
+        tasks = self.tasks
+        for workflow in tasks.workflows.values():
+            first = tasks.get(workflow.tasks[0]) if workflow.tasks else None
+            if first is not None and not workflow.finished and first.linked_account is None:
+                pair = self._new_link(workflow.identifier, first.company_id, [
+                    *(tasks[t].product for t in workflow.tasks),
+                    *(p["product"] for p in workflow.pending)])
+                if pair is not None:
+                    self.coming[workflow.id] = pair
 
     def _profile(self, identifier: str, company: Company,
                  document: dict[str, Any] | None = None) -> tuple[Profile, dict[str, Any] | None]:
@@ -266,6 +288,7 @@ class LinkedAccounts(Held[LinkedAccount]):
             ids.object_id(), ids.object_id(), ids.object_id())
         self._collect_history(account, now)
         self._by_id[account.id] = account
+        self._by_pair.setdefault((identifier, company.id), account)
         if emit:
             self._emit(account, "linked-account-connected", {})
         self._schedule_refresh(account)
@@ -329,10 +352,31 @@ class LinkedAccounts(Held[LinkedAccount]):
         return account
 
     def find(self, identifier: str, company_id: str) -> LinkedAccount | None:
-        for account in self._by_id.values():
-            if account.identifier == identifier and account.company_id == company_id:
-                return account
-        return None
+        return self._by_pair.get((identifier, company_id))
+
+    def _new_link(self, identifier: str, company_id: str,
+                  products: Iterable[str]) -> tuple[str, str] | None:
+        """(identifier, company_id) when a task of `products` there may link a new account."""
+        pair = (identifier, company_id)
+        return None if pair in self._by_pair or not any(
+            p in USER_LINK_PRODUCTS for p in products) else pair
+
+    def admit(self, identifier: str, company_id: str,
+              products: Iterable[str]) -> tuple[str, str] | None:
+        """Room for the account new work of `products` for `identifier` at `company_id` may
+        link, or 429 naming --max-linked-accounts; the pair it may link (None: it links none,
+        as a relink, never refused). The accounts stored and those unfinished workflows may
+        still link (`coming`) never pass the bound together: nothing stored is lost, and no
+        task that succeeds ends without its account."""
+        pair = self._new_link(identifier, company_id, products)
+        limit = self.rules.limits.max_linked_accounts
+        if pair is None or len(self._by_id) + len(self.coming) < limit:
+            return pair
+        coming = {p for p in self.coming.values() if p not in self._by_pair}
+        if pair not in coming and len(self._by_id) + len(coming) >= limit:
+            raise LinkedAccountLimitReached(LINKED_ACCOUNT_LIMIT.format(
+                stored=len(self._by_id), coming=len(coming), limit=limit))
+        return pair
 
     # -- hooks into the task engine ---------------------------------------------------------
 

@@ -311,6 +311,8 @@ class Tasks(TaskChoices, TaskReads, Held[Task]):
         if account is not None and not account.connected:
             scenarios = [self.scenarios.get("auth-expired", s) for s in scenarios]
         self.admit(len(requests))
+        link = None if account is not None else self.accounts.admit(
+            identifier, company.id, [request.product for request in requests])
         user = self.identity.user(identifier)
         # Task events always carry the user's public token; a user who never had one
         # (tasks made with API keys) gets one, as the SDK flow would have issued.
@@ -327,6 +329,8 @@ class Tasks(TaskChoices, TaskReads, Held[Task]):
                                   watched=command.watched)
                  for request, scenario in zip(starting, scenarios)]
         self.workflows[workflow.id] = workflow
+        if link is not None:
+            self.accounts.coming[workflow.id] = link
         self.keep_bounded()
         return workflow, tasks
 
@@ -500,6 +504,7 @@ class Tasks(TaskChoices, TaskReads, Held[Task]):
         if not all(t.status in FINAL for t in tasks):
             return
         workflow.finished = True
+        self.accounts.coming.pop(workflow.id, None)
         failed = [t for t in tasks if t.status == FAILED]
         self.emit(made(WorkflowFinished, status=FAILED if failed else COMPLETED,
                        tasks=[WorkflowTask(task=t.id, product=t.product, status=t.status,

@@ -118,6 +118,8 @@ class Example:
             found = accounts.find(self.identifier, self.company.id)
             if found is None:
                 mine = [a for a in accounts.values() if a.identifier == self.identifier]
+                if not mine:
+                    accounts.admit(self.identifier, self.company.id, ["deposit"])
                 found = mine[-1] if mine else accounts.create(self.identifier, self.company,
                                                               "deposit", emit=False)
             self._account = found

@@ -36,6 +36,7 @@ from ...static import static_text
 from ...transport.cloudevents import SIGNATURE_HEADER, sign
 from ...transport.policy import RECEIVER_PATH
 from ..operations import NO_STORE, Auth, Reply, operation
+from ..examples import Example
 
 DEMO_VISITOR = "demo-visitor"
 DEMO = {"auth": Auth.NONE, "tags": ("demo",)}
@@ -131,17 +132,16 @@ async def demo_style() -> web.Response:
 
 
 @operation("POST", "/demo/token", "A public token for the demo visitor of the `demo` tenant "
-           "(the demo page's own origin only)", response=DemoToken, errors=(403, 404), **DEMO)
-async def demo_token(request, sandbox) -> dict:
+           "(the demo page's own origin only)", errors=(403, 404), **DEMO)
+async def demo_token(request, sandbox) -> DemoToken:
     tenant = _demo_tenant(request, sandbox)
     token = tenant.identity.create_access_token(DEMO_VISITOR)
     return DemoToken(public_token=token.public_token, identifier=DEMO_VISITOR)
 
 
 @operation("POST", "/demo/reset", "The `demo` tenant back to its fixtures, and the demo "
-           "receiver emptied (the demo page's own origin only)",
-           response=DemoReset, errors=(403, 404), **DEMO)
-async def demo_reset(request, sandbox) -> dict:
+           "receiver emptied (the demo page's own origin only)", errors=(403, 404), **DEMO)
+async def demo_reset(request, sandbox) -> DemoReset:
     """What the demo page's reset button calls, so the page never holds the tenant's keys."""
     tenant = _demo_tenant(request, sandbox)
     sandbox.registry.reset(tenant)  # a new webhook state: a new, empty inbox
@@ -150,11 +150,10 @@ async def demo_reset(request, sandbox) -> dict:
 
 @operation("GET", "/demo/profiles", "The named data profiles the demo page offers, and the one "
            "bound to the demo visitor (the demo page's own origin only)",
-           response=list[ProfileSummary],
            envelope={"bound": {"type": ["string", "null"],
                                "description": "The demo visitor's profile (null: none)."}},
            errors=(403, 404), **DEMO)
-async def demo_profiles(request, sandbox) -> Reply:
+async def demo_profiles(request, sandbox) -> Reply[list[ProfileSummary]]:
     tenant = _demo_tenant(request, sandbox)
     bound = tenant.accounts.profile_binding(DEMO_VISITOR)["profile"]
     return Reply(tenant.accounts.profile_names(), extra={"bound": bound})
@@ -162,8 +161,9 @@ async def demo_profiles(request, sandbox) -> Reply:
 
 @operation("PUT", "/demo/profile", "Whose payroll the demo visitor has: a data profile bound "
            "to their next linked accounts, or none (the demo page's own origin only)",
-           body=ProfileChoice, response=ProfileChosen, errors=(403, 404), **DEMO)
-async def choose_demo_profile(request, body, sandbox) -> dict:
+           body=ProfileChoice, errors=(403, 404), **DEMO,
+           example=Example({"profile": "gig-worker"}))
+async def choose_demo_profile(request, body, sandbox) -> ProfileChosen:
     """What the demo page's "Whose payroll" select sends before it opens the flow, so the
     linked account the flow makes takes the profile (PUT /_sandbox/users/{identifier}/profile
     without the tenant's keys); an unknown name is a 422 at $.profile."""
@@ -179,9 +179,8 @@ async def choose_demo_profile(request, body, sandbox) -> dict:
 
 @operation("POST", RECEIVER_PATH, "The demo's built-in webhook receiver: takes the `demo` "
            "tenant's signed CloudEvents and keeps the last ones for the demo page",
-           response=Kept,
            errors=(400, 401, 404), **DEMO)
-async def receive_demo_webhook(request, sandbox) -> dict:
+async def receive_demo_webhook(request, sandbox) -> Kept:
     """Plays the customer's backend: the signature is checked with the demo tenant's secret
     (a delivery that fails the check is refused with 401 and not kept), then the
     delivery is kept with what it means in plain words."""
@@ -206,10 +205,9 @@ async def receive_demo_webhook(request, sandbox) -> dict:
 
 
 @operation("GET", RECEIVER_PATH, "What the demo receiver received, oldest first (the demo "
-           "page's own origin only)", query=InboxQuery,
-           response=list[Received], envelope=INBOX_ENVELOPE,
+           "page's own origin only)", query=InboxQuery, envelope=INBOX_ENVELOPE,
            errors=(403, 404), **DEMO)
-async def demo_webhooks(request, query, sandbox) -> Reply:
+async def demo_webhooks(request, query, sandbox) -> Reply[list[Received]]:
     tenant = _demo_tenant(request, sandbox)
     inbox = inbox_of(tenant)
     return Reply(inbox.since(given(query.after, 0)),

@@ -25,7 +25,8 @@ from ...errors import (ApiError, Forbidden, MethodNotAllowed, MissingCredentials
 from ...domain.shapes import given, schema_of
 from ...schemas import aggregator as shapes
 from ...validate import UNKNOWN_FIELD, check_webhook_urls
-from ..operations import Auth, Dialect, operation
+from ..operations import AGGREGATOR, Auth, Dialect, operation
+from ..examples import RECEIVER, USER, Example, From
 
 PREFIX = "/aggregator-api"
 TAGS = ("aggregator",)
@@ -124,11 +125,19 @@ def _declare(path: str, summary: str, **declared: Any):
                      dialect=AGGREGATOR_API, tags=TAGS, **declared)
 
 
+# The examples' item (/docs): the access token /item/public_token/exchange's example answers.
+_ACCESS_TOKEN = {"access_token": "access-sandbox-9f0c7d0e-3c4b-4f1e-9a51-2d6f0c1b7a42"}
+_AFTER_EXCHANGE = From("POST", f"{PREFIX}/item/public_token/exchange",
+                       fields={"/access_token": "$response.body#/access_token"})
+_ITEM = Example(_ACCESS_TOKEN, after=_AFTER_EXCHANGE)
+
+
 # -- the operations ---------------------------------------------------------------------------
 
 @_declare("/sandbox/public_token/create", "Create a public token for a sandbox item",
-          body=shapes.PublicTokenCreate, response=shapes.PublicTokenCreated)
-async def sandbox_public_token_create(tenant, body, sandbox) -> dict:
+          body=shapes.PublicTokenCreate,
+          example=Example({"institution_id": "ins_109508", "initial_products": ["transactions"]}))
+async def sandbox_public_token_create(tenant, body, sandbox) -> shapes.PublicTokenCreated:
     """What the aggregator's link flow returns, without the flow: a new item at one of the
     sandbox's institutions with the products asked for (`options.transactions.days_requested`
     sets how much history the service gets, default 90; `options.webhook` where the item's
@@ -139,15 +148,18 @@ async def sandbox_public_token_create(tenant, body, sandbox) -> dict:
 
 
 @_declare("/item/public_token/exchange", "Exchange a public token for an access token",
-          body=shapes.PublicTokenExchange, response=shapes.PublicTokenExchanged)
-async def item_public_token_exchange(tenant, body) -> dict:
+          body=shapes.PublicTokenExchange,
+          example=Example(
+              {"public_token": "public-sandbox-5c4e6f2a-7d1b-4e8a-9c3f-1a2b3c4d5e6f"},
+              after=From("POST", f"{PREFIX}/sandbox/public_token/create",
+                         fields={"/public_token": "$response.body#/public_token"})))
+async def item_public_token_exchange(tenant, body) -> shapes.PublicTokenExchanged:
     """The spec's step 2 at the aggregator: the access token stays on the customer's server."""
     return tenant.aggregator.exchange_public_token(body.public_token)
 
 
-@_declare("/accounts/get", "An item's accounts", body=shapes.AccountsGet,
-          response=shapes.Accounts)
-async def accounts_get(tenant, body) -> dict:
+@_declare("/accounts/get", "An item's accounts", body=shapes.AccountsGet, example=_ITEM)
+async def accounts_get(tenant, body) -> shapes.Accounts:
     """The accounts to choose one from for the processor token; ITEM_LOGIN_REQUIRED after
     /sandbox/item/reset_login."""
     return tenant.aggregator.get_accounts(
@@ -155,31 +167,35 @@ async def accounts_get(tenant, body) -> dict:
 
 
 @_declare("/processor/token/create", "Create a processor token for the service",
-          body=shapes.ProcessorTokenCreate, response=shapes.ProcessorTokenCreated)
-async def processor_token_create(tenant, body, sandbox) -> dict:
+          body=shapes.ProcessorTokenCreate,
+          example=Example(
+              {**_ACCESS_TOKEN, "account_id": "vzeNDwK7KQIm4yEog683uElbp9GRLEFXGK98D",
+               "processor": "example"},
+              after=From("POST", f"{PREFIX}/accounts/get", fields={
+                  "/access_token": "$request.body#/access_token",
+                  "/account_id": "$response.body#/accounts/0/account_id"})))
+async def processor_token_create(tenant, body, sandbox) -> shapes.ProcessorTokenCreated:
     """The spec's step 3: `processor-<environment>-<uuid>`, which POST
     /<aggregator>/processor-links takes (step 4)."""
     return tenant.aggregator.create_processor_token(body)
 
 
-@_declare("/item/remove", "Remove an item", body=shapes.ItemRemove,
-          response=shapes.Answer)
-async def item_remove(tenant, body) -> dict:
+@_declare("/item/remove", "Remove an item", body=shapes.ItemRemove, example=_ITEM)
+async def item_remove(tenant, body) -> shapes.Answer:
     """The access token stops working; processor tokens of the item are revoked."""
     return tenant.aggregator.remove_item(body.access_token)
 
 
 @_declare("/sandbox/item/reset_login", "Make a sandbox item need its user to log in again",
-          body=shapes.ItemRequest, response=shapes.LoginReset)
-async def sandbox_item_reset_login(tenant, body) -> dict:
+          body=shapes.ItemRequest, example=_ITEM)
+async def sandbox_item_reset_login(tenant, body) -> shapes.LoginReset:
     """Processing of the item's processor links then ends in `<aggregator>-error` with
     ITEM_ERROR / ITEM_LOGIN_REQUIRED when it pulls transactions; a new item recovers."""
     return tenant.aggregator.reset_login(body.access_token)
 
 
-@_declare("/item/get", "An item and its status", body=shapes.ItemRequest,
-          response=shapes.ItemWithStatus)
-async def item_get(tenant, body) -> dict:
+@_declare("/item/get", "An item and its status", body=shapes.ItemRequest, example=_ITEM)
+async def item_get(tenant, body) -> shapes.ItemWithStatus:
     """The item: its products, webhook URL and `error` (ITEM_LOGIN_REQUIRED after
     /sandbox/item/reset_login, which this call reports rather than refuses), and when its
     transactions last updated and which webhook it last fired."""
@@ -187,8 +203,9 @@ async def item_get(tenant, body) -> dict:
 
 
 @_declare("/item/webhook/update", "Change where an item's webhooks go",
-          body=shapes.ItemWebhookUpdate, response=shapes.ItemAnswer, settles=True)
-async def item_webhook_update(tenant, body, sandbox) -> dict:
+          body=shapes.ItemWebhookUpdate, settles=True,
+          example=Example({**_ACCESS_TOKEN, "webhook": RECEIVER}, after=_AFTER_EXCHANGE))
+async def item_webhook_update(tenant, body, sandbox) -> shapes.ItemAnswer:
     """The item's webhooks go to `webhook` from now on; the aggregator's
     WEBHOOK_UPDATE_ACKNOWLEDGED goes there first (answered once its first attempt is)."""
     _check_webhook((given(body.webhook), "$.webhook"), sandbox)
@@ -196,8 +213,10 @@ async def item_webhook_update(tenant, body, sandbox) -> dict:
 
 
 @_declare("/link/token/create", "Create a link token", body=shapes.LinkTokenCreate,
-          response=shapes.LinkTokenCreated)
-async def link_token_create(tenant, body, sandbox) -> dict:
+          example=Example(
+              {"client_name": "Your app", "language": "en", "country_codes": ["US"],
+               "user": {"client_user_id": USER}, "products": ["transactions"]}))
+async def link_token_create(tenant, body, sandbox) -> shapes.LinkTokenCreated:
     """`link-<environment>-<uuid>`, for 4 hours, as the customer's server makes one before
     opening the aggregator's link flow. The sandbox has no link flow:
     /sandbox/public_token/create stands in for it. `access_token` (update mode) must be
@@ -207,8 +226,10 @@ async def link_token_create(tenant, body, sandbox) -> dict:
 
 
 @_declare("/institutions/get_by_id", "An institution", body=shapes.InstitutionsGetById,
-          response=shapes.InstitutionAnswer)
-async def institutions_get_by_id(tenant, body) -> dict:
+          example=Example(
+              {"institution_id": "ins_109508", "country_codes": ["US"],
+               "options": {"include_optional_metadata": True}}))
+async def institutions_get_by_id(tenant, body) -> shapes.InstitutionAnswer:
     """One of the sandbox's institutions (First Platypus Bank, ins_109508, and its
     siblings up to ins_109512; Platypus OAuth Bank, ins_127287), in a country asked for;
     `options.include_optional_metadata` adds its url, colour and logo,
@@ -217,8 +238,9 @@ async def institutions_get_by_id(tenant, body) -> dict:
 
 
 @_declare("/transactions/sync", "An item's transactions, page by page",
-          body=shapes.TransactionsSync, response=shapes.TransactionsPage)
-async def transactions_sync(tenant, body) -> dict:
+          body=shapes.TransactionsSync,
+          example=Example({**_ACCESS_TOKEN, "count": 100}, after=_AFTER_EXCHANGE))
+async def transactions_sync(tenant, body) -> shapes.TransactionsPage:
     """The item's transactions from `cursor` on, `count` at a time (100 by default), of
     `options.account_id` only when given: the `days_requested` days up to the day the item
     was linked, complete from the start. They are the transactions the service's pipeline
@@ -229,8 +251,11 @@ async def transactions_sync(tenant, body) -> dict:
 
 
 @_declare("/transactions/get", "An item's transactions between two dates",
-          body=shapes.TransactionsGet, response=shapes.TransactionsGot)
-async def transactions_get(tenant, body) -> dict:
+          body=shapes.TransactionsGet,
+          example=Example(
+              {**_ACCESS_TOKEN, "start_date": "2026-01-01", "end_date": "2026-12-31",
+               "options": {"count": 50, "offset": 0}}, after=_AFTER_EXCHANGE))
+async def transactions_get(tenant, body) -> shapes.TransactionsGot:
     """The item's transactions dated `start_date` to `end_date` (both included), newest
     first, `options.count` (100 by default, at most 500) from `options.offset`, of
     `options.account_ids` only when given; `total_transactions` counts them all. The same
@@ -241,8 +266,8 @@ async def transactions_get(tenant, body) -> dict:
 
 
 @_declare("/transactions/refresh", "Ask for an item's newest transactions",
-          body=shapes.ItemRequest, response=shapes.Answer, settles=True)
-async def transactions_refresh(tenant, body) -> dict:
+          body=shapes.ItemRequest, settles=True, example=_ITEM)
+async def transactions_refresh(tenant, body) -> shapes.Answer:
     """The item's webhook URL then gets TRANSACTIONS / SYNC_UPDATES_AVAILABLE and
     DEFAULT_UPDATE (`new_transactions` 0: the sandbox's history is whole from the link on),
     as the aggregator sends after a refresh (real-service facts 16); answered once their
@@ -251,8 +276,8 @@ async def transactions_refresh(tenant, body) -> dict:
 
 
 @_declare("/accounts/balance/get", "An item's accounts with their current balances",
-          body=shapes.BalanceGet, response=shapes.Accounts)
-async def accounts_balance_get(tenant, body) -> dict:
+          body=shapes.BalanceGet, example=_ITEM)
+async def accounts_balance_get(tenant, body) -> shapes.Accounts:
     """The item's accounts (of `options.account_ids` when given) with their balances, as
     /accounts/get gives them; ITEM_LOGIN_REQUIRED after a reset login."""
     return tenant.aggregator.get_balance(
@@ -260,8 +285,8 @@ async def accounts_balance_get(tenant, body) -> dict:
 
 
 @_declare("/auth/get", "An item's accounts with their account and routing numbers",
-          body=shapes.AccountsGet, response=shapes.AuthAnswer)
-async def auth_get(tenant, body) -> dict:
+          body=shapes.AccountsGet, example=_ITEM)
+async def auth_get(tenant, body) -> shapes.AuthAnswer:
     """The item's accounts and their ACH numbers (`numbers.ach`): the account number ends
     with the account's mask, the routing number is the institution's; what a user gives as
     a deposit account in the payroll flow. ITEM_LOGIN_REQUIRED after a reset login."""
@@ -270,8 +295,12 @@ async def auth_get(tenant, body) -> dict:
 
 
 @_declare("/webhook_verification_key/get", "The public key that verifies the aggregator's webhooks",
-          body=shapes.VerificationKeyGet, response=shapes.VerificationKey)
-async def webhook_verification_key_get(tenant, body) -> dict:
+          body=shapes.VerificationKeyGet,
+          example=Example(
+              {"key_id": "6c5516e1-92dc-479e-a8ff-5a51992e0001"},
+              after=From("GET", f"/_sandbox/{AGGREGATOR}/webhook-verification-key",
+                         fields={"/key_id": "$response.body#/data/keyId"})))
+async def webhook_verification_key_get(tenant, body) -> shapes.VerificationKey:
     """The JWK (ES256, P-256) whose id is the `kid` in the header of a webhook's
     Plaid-Verification JWT (real-service facts 15). Every webhook of the aggregator carries
     one, signed for its attempt: `iat` and `request_body_sha256`, the SHA-256 hex of the raw
@@ -280,8 +309,12 @@ async def webhook_verification_key_get(tenant, body) -> dict:
 
 
 @_declare("/sandbox/item/fire_webhook", "Fire one of the aggregator's webhooks for an item",
-          body=shapes.FireWebhook, response=shapes.WebhookFired, settles=True)
-async def sandbox_item_fire_webhook(tenant, body) -> dict:
+          body=shapes.FireWebhook, settles=True,
+          example=Example(
+              {**_ACCESS_TOKEN, "webhook_code": "SYNC_UPDATES_AVAILABLE"},
+              after=From("POST", f"{PREFIX}/item/webhook/update",
+                         fields={"/access_token": "$request.body#/access_token"})))
+async def sandbox_item_fire_webhook(tenant, body) -> shapes.WebhookFired:
     """The aggregator's webhook `webhook_code` goes to the item's webhook URL as the
     aggregator sends it: a JSON body `{webhook_type, webhook_code, item_id, ...,
     environment}` (SYNC_UPDATES_AVAILABLE, DEFAULT_UPDATE, RECURRING_TRANSACTIONS_UPDATE for

@@ -8,6 +8,7 @@ from ...domain.companies.search import (SearchRequest, check_products, company_f
                                            search_companies)
 from ...schemas.api import CompanyListQuery
 from ..operations import Auth, Reply, operation
+from ..examples import Example
 
 SEARCH_COMPANIES = {"type": "array", "items": {"$ref": "#/components/schemas/SearchCompany"}}
 COMPANIES = {"type": "array", "items": {"$ref": "#/components/schemas/Company"}}
@@ -16,7 +17,8 @@ COMPANY = {"$ref": "#/components/schemas/Company"}
 
 @operation("POST", "/company/search", "Search companies, most relevant first",
            auth=Auth.EITHER,  # the one operation the real API also opens to a public token
-           body=SearchRequest, response=SEARCH_COMPANIES, errors=(400, 404))
+           body=SearchRequest, response=SEARCH_COMPANIES, errors=(400, 404),
+           example=Example({"query": "walmart", "product": "deposit"}))
 async def search(tenant, body) -> list:
     found = search_companies(tenant.companies, tenant.manual_deposits, body,
                              tenant.rules.service.products)
@@ -25,7 +27,8 @@ async def search(tenant, body) -> list:
 
 @operation("GET", "/company/list", "List the catalog (disabled companies too)",
            query=CompanyListQuery, errors=(400,),
-           response=COMPANIES, envelope={"total": {"type": "integer"}})
+           response=COMPANIES, envelope={"total": {"type": "integer"}},
+           example=Example(parameters={"product": "deposit", "limit": 10}))
 async def list_companies(tenant, query) -> Reply:
     check_products(tenant.rules.service.products,
                    {"$.product": [query.product] if query.product else ()}, location="query")

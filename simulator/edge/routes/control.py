@@ -33,10 +33,13 @@ from ...schemas.responses import (CardTokenRecreation, ClockState, ClockAdvanced
 from ...static import static_text
 from ...validate import parse_time
 from ..operations import NO_STORE, Auth, Reply, operation, serve_file
+from ..examples import USER, Example, From
 from .sdk import CallbackRecord
 from .webhooks import event_record
 
 CONTROL = {"auth": Auth.API_KEYS, "tags": ("control plane",)}
+DOCS_TENANT = "docs-example"                # made by POST /_sandbox/tenants's example
+DOCS_COMPANY = "6410a0000000000000000d0c"   # made by POST /_sandbox/companies's example
 EVERYONE = {"type": ["string", "null"], "description": "The scenario bound to every user "
             "(PUT /_sandbox/scenario); a user's own binding wins."}
 TOTAL = {"total": {"type": "integer"}}
@@ -46,34 +49,34 @@ CURSOR = {**TOTAL, "revision": {"type": "integer", "description": "With `after`:
 
 
 @operation("POST", "/_sandbox/tenants", "Create a tenant (its own keys and state)",
-           body=TenantRequest, status=201, response=TenantView, errors=(429,), **CONTROL)
-async def create_tenant(tenant, body, sandbox) -> dict:
+           body=TenantRequest, status=201, errors=(429,), **CONTROL,
+           example=Example({"name": DOCS_TENANT, "products": ["deposit", "verify"]}))
+async def create_tenant(tenant, body, sandbox) -> TenantView:
     return TenantView.of(sandbox.registry.create_tenant(body, creator=tenant))
 
 
-@operation("GET", "/_sandbox/tenant", "The tenant these keys belong to",
-           response=TenantView, **CONTROL)
-async def current_tenant(tenant) -> dict:
+@operation("GET", "/_sandbox/tenant", "The tenant these keys belong to", **CONTROL)
+async def current_tenant(tenant) -> TenantView:
     """Which tenant these keys are (the pytest plugin's tenants, scripts that got keys)."""
     return TenantView.of(tenant)
 
 
 @operation("DELETE", "/_sandbox/tenants/{name}", "Delete a tenant (one these keys made, "
-           "or their own)", response=TenantDeleted, errors=(404, 409), **CONTROL)
-async def delete_tenant(tenant, params, sandbox) -> dict:
+           "or their own)", errors=(404, 409), **CONTROL,
+           example=Example(parameters={"name": DOCS_TENANT}))
+async def delete_tenant(tenant, params, sandbox) -> TenantDeleted:
     sandbox.registry.delete(params["name"], caller=tenant)
     return TenantDeleted(name=params["name"], deleted=True)
 
 
-@operation("POST", "/_sandbox/reset", "Reset this tenant to its fixtures", response=TenantView,
-           **CONTROL)
-async def reset(tenant, sandbox) -> dict:
+@operation("POST", "/_sandbox/reset", "Reset this tenant to its fixtures", **CONTROL)
+async def reset(tenant, sandbox) -> TenantView:
     return TenantView.of(sandbox.registry.reset(tenant))
 
 
 @operation("GET", "/_sandbox/requests", "Requests received, newest first",
-           query=JournalQuery, response=list[JournalEntry], **CONTROL)
-async def requests_journal(tenant, query) -> list:
+           query=JournalQuery, **CONTROL, example=Example(parameters={"limit": 10}))
+async def requests_journal(tenant, query) -> list[JournalEntry]:
     entries = tenant.journal.query(path=given(query.path), method=given(query.method),
                                    status=given(query.status), limit=query.limit)
     return [view_of(JournalEntry, entry) for entry in entries]
@@ -81,8 +84,10 @@ async def requests_journal(tenant, query) -> list:
 
 @operation("POST", "/_sandbox/requests/verify", "Check that requests like this one were "
            "received (the nearest others when not)", body=RequestsVerification,
-           response=RequestsVerified, errors=(422,), **CONTROL)
-async def verify_requests(tenant, body) -> dict:
+           errors=(422,), **CONTROL,
+           example=Example(
+               {"method": "POST", "path": "/task/create", "body": {"identifier": USER}}))
+async def verify_requests(tenant, body) -> RequestsVerified:
     """The journal (GET /_sandbox/requests) holds a request of this `method` and `path`
     (a `{name}` segment matches any one), with the `query` parameters and the `body`
     fields given (others are not looked at; an array matches item for item), at least
@@ -107,8 +112,9 @@ async def get_snapshot(tenant, sandbox) -> dict:
 
 
 @operation("POST", "/_sandbox/snapshot", "Restore an exported state, exactly",
-           response=SnapshotRestored, errors=(400, 409, 413, 415, 422, 429), **CONTROL)
-async def restore_snapshot(tenant, request, sandbox) -> dict:
+           errors=(400, 409, 413, 415, 422, 429), **CONTROL,
+           example=Example(after=From("GET", "/_sandbox/snapshot", body="$response.body#/data")))
+async def restore_snapshot(tenant, request, sandbox) -> SnapshotRestored:
     """The body is a document of GET /_sandbox/snapshot, up to the largest the server's
     bounds allow (152 MiB at the defaults); one large restore at a time (429
     `restore-busy`). The tenant keeps its name and keys. 422 `invalid-snapshot` names the
@@ -122,7 +128,8 @@ async def restore_snapshot(tenant, request, sandbox) -> dict:
 
 @operation("GET", "/_sandbox/bundle", "This tenant as a failed test's bundle: its snapshot, "
            "journal, ledger, clock and bindings", query=BundleQuery,
-           response=bundles.bundle_schema, **CONTROL)
+           response=bundles.bundle_schema, **CONTROL,
+           example=Example(parameters={"test": "tests/test_app.py::test_refund"}))
 async def get_bundle(tenant, query, sandbox) -> dict:
     """Taken as GET /_sandbox/snapshot is (between two runs of the clock, the attempts in
     flight finished): the snapshot, with the journal and the ledger as GET
@@ -152,14 +159,15 @@ def bundle_of(tenant, sandbox, test: str) -> dict:
 
 # -- the clock ----------------------------------------------------------------------------
 
-@operation("GET", "/_sandbox/clock", "The virtual clock", response=ClockState, **CONTROL)
-async def clock(tenant) -> dict:
+@operation("GET", "/_sandbox/clock", "The virtual clock", **CONTROL)
+async def clock(tenant) -> ClockState:
     return _clock_record(tenant)
 
 
 @operation("POST", "/_sandbox/clock/advance", "Move the clock forward (what falls due "
-           "runs, in order)", body=ClockAdvanceRequest, response=ClockAdvanced, **CONTROL)
-async def advance_clock(tenant, body) -> dict:
+           "runs, in order)", body=ClockAdvanceRequest, **CONTROL,
+           example=Example({"seconds": 60}))
+async def advance_clock(tenant, body) -> ClockAdvanced:
     """Stops at the work limit (README: Limits) with `complete: false` and the
     `remainingSeconds` to ask for next; the clock stands at the last job it ran."""
     target = tenant.clock.timestamp() + body.seconds
@@ -169,8 +177,8 @@ async def advance_clock(tenant, body) -> dict:
 
 
 @operation("POST", "/_sandbox/clock/run-until-idle", "Run the clock until nothing is pending",
-           response=ClockRun, **CONTROL)
-async def run_until_idle(tenant) -> dict:
+           **CONTROL)
+async def run_until_idle(tenant) -> ClockRun:
     result = await tenant.runner.run_until_idle()
     return _clock_record(tenant, ClockRun, **_run(result))
 
@@ -180,9 +188,8 @@ def _run(result) -> dict:
     return {"jobs_run": result.jobs, "events_emitted": result.events, "complete": result.complete}
 
 
-@operation("GET", "/_sandbox/stats", "What this tenant stores, and its limits",
-           response=Stats, **CONTROL)
-async def stats(tenant, sandbox) -> dict:
+@operation("GET", "/_sandbox/stats", "What this tenant stores, and its limits", **CONTROL)
+async def stats(tenant, sandbox) -> Stats:
     """Every bound of README > Limits with what is stored and how many items went."""
     registry = sandbox.registry
     return {**tenant.stats(), "tenants": {"stored": len(registry.tenants),
@@ -200,10 +207,9 @@ def _clock_record(tenant, view: type = ClockState, **more) -> ClockState:
 
 # -- events -------------------------------------------------------------------------------
 
-@operation("GET", "/_sandbox/events", "Events sent, with their deliveries",
-           query=EventsQuery, response=list[EventRecord], envelope=CURSOR,
-           **CONTROL)
-async def list_events(tenant, query, sandbox) -> Reply:
+@operation("GET", "/_sandbox/events", "Events sent, with their deliveries", query=EventsQuery,
+           envelope=CURSOR, **CONTROL, example=Example(parameters={"user": USER, "limit": 10}))
+async def list_events(tenant, query, sandbox) -> Reply[list[EventRecord]]:
     """Filters combine. Without `after`, the newest `limit` events, oldest first. With
     `after` (start with 0), the events emitted or delivered since that revision, in the
     order of their latest change, the first `limit` of them; the envelope's `revision` is
@@ -223,24 +229,24 @@ async def list_events(tenant, query, sandbox) -> Reply:
 
 
 @operation("GET", "/_sandbox/events/{eventId}", "An event and its deliveries",
-           response=EventRecord, errors=(404,), **CONTROL)
-async def get_event(tenant, params, sandbox) -> dict:
+           errors=(404,), **CONTROL)
+async def get_event(tenant, params, sandbox) -> EventRecord:
     return event_record(sandbox.dispatcher, tenant, tenant.events.get(params["eventId"]))
 
 
 # -- scenarios ----------------------------------------------------------------------------
 
 @operation("GET", "/_sandbox/scenarios", "Scenarios, and the users bound to one",
-           response=list[Scenario],
            envelope={"bindings": SCENARIO_BINDINGS, "everyone": EVERYONE}, **CONTROL)
-async def list_scenarios(tenant, sandbox) -> Reply:
+async def list_scenarios(tenant, sandbox) -> Reply[list[Scenario]]:
     return Reply([Scenario.of(s) for s in tenant.rules.scenarios.values()],
                  extra={"bindings": dict(tenant.tasks.bindings), "everyone": tenant.tasks.everyone})
 
 
 @operation("PUT", "/_sandbox/scenario", "Bind a scenario to every user's next tasks",
-           body=ScenarioBindingRequest, response=ScenarioBindingRequest, **CONTROL)
-async def bind_scenario_for_everyone(tenant, body) -> dict:
+           body=ScenarioBindingRequest, **CONTROL,
+           example=Example({"scenario": None}))  # every user unbound
+async def bind_scenario_for_everyone(tenant, body) -> ScenarioBindingRequest:
     """Below the request's `scenario` and a user's own binding, above the SDK login's
     username and the company's default (the pytest plugin's scenario matrix binds each
     item's scenario so)."""
@@ -249,8 +255,9 @@ async def bind_scenario_for_everyone(tenant, body) -> dict:
 
 
 @operation("PUT", "/_sandbox/users/{identifier}/scenario", "Bind a scenario to a user's next "
-           "tasks", body=ScenarioBindingRequest, response=ScenarioBinding, **CONTROL)
-async def bind_scenario(tenant, params, body, sandbox) -> dict:
+           "tasks", body=ScenarioBindingRequest, **CONTROL,
+           example=Example({"scenario": "happy-path"}))
+async def bind_scenario(tenant, params, body, sandbox) -> ScenarioBinding:
     identifier = params["identifier"]
     tenant.tasks.bind(identifier, body.scenario)
     return ScenarioBinding(identifier=identifier, scenario=body.scenario)
@@ -259,9 +266,8 @@ async def bind_scenario(tenant, params, body, sandbox) -> dict:
 # -- coverage (the customer suite's report: kit/coverage.py merges the tenants' tallies) ----
 
 @operation("GET", "/_sandbox/coverage", "What this tenant's run reached: scenarios, failure "
-           "reasons, event types delivered, faults, profiles", query=CoverageQuery,
-           response=Coverage, **CONTROL)
-async def read_coverage(tenant, query, sandbox) -> dict:
+           "reasons, event types delivered, faults, profiles", query=CoverageQuery, **CONTROL)
+async def read_coverage(tenant, query, sandbox) -> Coverage:
     """Counted from what GET /_sandbox/tasks, /_sandbox/events and /_sandbox/requests show
     (domain/webhooks/coverage.py), as it stands (attempts in flight are not waited for); with
     `catalog=true`, what there is to reach on this server as well."""
@@ -274,16 +280,17 @@ async def read_coverage(tenant, query, sandbox) -> dict:
 
 # -- data profiles (DESIGN.md: Payroll data you choose) ------------------------------------------
 
-@operation("GET", "/_sandbox/profiles", "The named data profiles, a line each",
-           response=list[ProfileSummary], **CONTROL)
-async def list_profiles(tenant) -> list:
+@operation("GET", "/_sandbox/profiles", "The named data profiles, a line each", **CONTROL)
+async def list_profiles(tenant) -> list[ProfileSummary]:
     return tenant.accounts.profile_names()
 
 
 @operation("PUT", "/_sandbox/users/{identifier}/profile", "Bind a data profile to a user's "
-           "next linked accounts", body=ProfileBindingRequest, response=ProfileBinding,
-           **CONTROL)
-async def bind_profile(tenant, params, body) -> dict:
+           "next linked accounts", body=ProfileBindingRequest, **CONTROL,
+           example=Example(
+               {"profile": "salaried", "data": {"income": {"income": 85000, "incomeType": "yearly",
+                                                           "payCycle": "biweekly"}}}))
+async def bind_profile(tenant, params, body) -> ProfileBinding:
     """`profile` names one of GET /_sandbox/profiles, `data` gives records of your own (over
     the named profile when both); the user's next linked accounts, through the API and the
     hosted flow alike, take it. A contradiction answers 422 with its JSON path and nothing
@@ -293,22 +300,22 @@ async def bind_profile(tenant, params, body) -> dict:
 
 
 @operation("GET", "/_sandbox/users/{identifier}/profile", "The data profile bound to a user",
-           response=ProfileBinding, **CONTROL)
-async def read_profile(tenant, params) -> dict:
+           **CONTROL)
+async def read_profile(tenant, params) -> ProfileBinding:
     return tenant.accounts.profile_binding(params["identifier"])
 
 
 @operation("DELETE", "/_sandbox/users/{identifier}/profile", "Unbind a user's data profile "
-           "(the next linked accounts come from the seed)", response=ProfileUnbound, **CONTROL)
-async def unbind_profile(tenant, params) -> dict:
+           "(the next linked accounts come from the seed)", **CONTROL)
+async def unbind_profile(tenant, params) -> ProfileUnbound:
     identifier = params["identifier"]
     return ProfileUnbound(identifier=identifier, removed=tenant.accounts.unbind_profile(identifier))
 
 
 @operation("PUT", "/_sandbox/users/{identifier}/card-token-recreation", "Turn a user's card "
            "token recreation off (payment-token-expired) or on",
-           body=CardTokenRecreationRequest, response=CardTokenRecreation, **CONTROL)
-async def card_token_recreation(tenant, params, body) -> dict:
+           body=CardTokenRecreationRequest, **CONTROL, example=Example({"enabled": True}))
+async def card_token_recreation(tenant, params, body) -> CardTokenRecreation:
     """Card tokens are recreated automatically (spec: payment-token-expired, "Recreation is
     normally automatic"); switched off, a card older than 24 hours fails the task."""
     identifier = params["identifier"]
@@ -323,7 +330,9 @@ COMPANY = {"$ref": "#/components/schemas/Company"}
 
 @operation("POST", "/_sandbox/companies", "Add a company (company-created)",
            body=COMPANY_CREATE_REQUEST, status=201, settles=True, response=COMPANY,
-           errors=(404, 409), **CONTROL)
+           errors=(404, 409), **CONTROL,
+           example=Example(
+               {"_id": DOCS_COMPANY, "name": "Docs Example Co", "tags": ["gig-economy"]}))
 async def create_company(tenant, body, sandbox) -> dict:
     _check_default_scenario(tenant, body)
     company = company_admin.create_company(tenant.companies, tenant.emit, tenant.ids.object_id,
@@ -332,7 +341,9 @@ async def create_company(tenant, body, sandbox) -> dict:
 
 
 @operation("PATCH", "/_sandbox/companies/{companyId}", "Change a company (company-updated)",
-           body=COMPANY_UPDATE_REQUEST, settles=True, response=COMPANY, errors=(404,), **CONTROL)
+           body=COMPANY_UPDATE_REQUEST, settles=True, response=COMPANY, errors=(404,), **CONTROL,
+           example=Example(
+               {"name": "Docs Example Company"}, parameters={"companyId": DOCS_COMPANY}))
 async def update_company(tenant, params, body, sandbox) -> dict:
     _check_default_scenario(tenant, body)
     company = company_admin.update_company(tenant.companies, tenant.emit, sandbox.registry.service,
@@ -346,17 +357,17 @@ def _check_default_scenario(tenant, body: dict) -> None:
 
 
 @operation("DELETE", "/_sandbox/companies/{companyId}", "Remove a company (company-deleted)",
-           settles=True, response=CompanyDeleted, errors=(404,), **CONTROL)
-async def delete_company(tenant, params) -> dict:
+           settles=True, errors=(404,), **CONTROL,
+           example=Example(parameters={"companyId": DOCS_COMPANY}))
+async def delete_company(tenant, params) -> CompanyDeleted:
     company_admin.delete_company(tenant.companies, tenant.emit, params["companyId"])
     return CompanyDeleted(_id=params["companyId"], deleted=True)
 
 
 @operation("POST", "/_sandbox/companies/{companyId}/status", "Put a company under maintenance, "
            "disable it or bring it back", body=CompanyStatusRequest, settles=True,
-           response=CompanyWithStatus,
-           errors=(404,), **CONTROL)
-async def company_status(tenant, params, body) -> dict:
+           errors=(404,), **CONTROL, example=Example({"status": "operational"}))
+async def company_status(tenant, params, body) -> CompanyWithStatus:
     company = company_admin.set_company_status(tenant.companies, tenant.emit,
                                                params["companyId"], body.status,
                                                given(body.products))
@@ -369,8 +380,8 @@ async def company_status(tenant, params, body) -> dict:
 # -- tasks and the dashboard ----------------------------------------------------------------
 
 @operation("GET", "/_sandbox/tasks", "Tasks of this tenant, newest first", query=TasksQuery,
-           response=list[TaskRecord], envelope=CURSOR, **CONTROL)
-async def list_tasks(tenant, query) -> Reply:
+           envelope=CURSOR, **CONTROL, example=Example(parameters={"user": USER, "limit": 10}))
+async def list_tasks(tenant, query) -> Reply[list[TaskRecord]]:
     """Every task of the tenant, newest first (`status`, `user`, `limit` filters); with
     `after`, the tasks created or moved since that revision, as GET /_sandbox/events."""
     read = _changes_since(tenant, query, TASK, tenant.tasks, changing="status")

@@ -6,20 +6,23 @@ from __future__ import annotations
 
 from ...domain.faults import FaultRule, FaultsRecord, FaultsRequest
 from ..operations import Auth, operation
+from ..examples import Example
 
 CONTROL = {"auth": Auth.API_KEYS, "tags": ("control plane",)}
 
 
 @operation("GET", "/_sandbox/faults/api", "The API fault rules, with how often each fired",
-           response=FaultsRecord, **CONTROL)
-async def get_api_faults(tenant) -> dict:
+           **CONTROL)
+async def get_api_faults(tenant) -> FaultsRecord:
     return FaultsRecord.of(tenant.api_faults)
 
 
 @operation("PUT", "/_sandbox/faults/api", "Make the app's own API calls fail on purpose: an "
            "error status (with retry-after), a slow answer or a reset connection",
-           body=FaultsRequest, response=FaultsRecord, **CONTROL)
-async def put_api_faults(tenant, body, sandbox) -> dict:
+           body=FaultsRequest, **CONTROL,
+           example=Example({"rules": [{"method": "POST", "path": "/task/create", "status": 429,
+                                       "retryAfter": 5, "count": 1}]}))
+async def put_api_faults(tenant, body, sandbox) -> FaultsRecord:
     """Each rule names an operation as this document does (`POST /task/create`,
     `GET /task/{taskId}`) and exactly one fault: `status` (with `retryAfter`), `latencyMs`
     or `reset`; `count` and `probability` limit it. The rules replace the tenant's. A
@@ -29,8 +32,7 @@ async def put_api_faults(tenant, body, sandbox) -> dict:
     return tenant.api_faults.put_rules(rules, sandbox.fault_targets())
 
 
-@operation("DELETE", "/_sandbox/faults/api", "Clear the API fault rules",
-           response=FaultsRecord, **CONTROL)
-async def delete_api_faults(tenant) -> dict:
+@operation("DELETE", "/_sandbox/faults/api", "Clear the API fault rules", **CONTROL)
+async def delete_api_faults(tenant) -> FaultsRecord:
     return tenant.api_faults.clear()
 

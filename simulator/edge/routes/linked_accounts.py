@@ -16,6 +16,7 @@ from ...schemas.api import DisconnectRequest, DataQuery
 from ...domain.accounts.data_records import DATA_RECORDS, LinkedAccountListRecord
 from ...schemas.responses import LINKED_ACCOUNT_ACTIONS, PiiDeleted
 from ..operations import Auth, operation
+from ..examples import MADE_BY, USER, Example
 
 IDENTIFIER_REQUIRED = "Name the user: ?identifier=... or /<resource>/{identifier}."
 RESOURCES = ("linked-accounts", *DATA_KINDS)  # spec: Linked-account data endpoints
@@ -70,17 +71,17 @@ for _kind in RESOURCES:
     _records = list[DATA_RECORDS[_kind]]
     _statements = _kind == "statements"
     operation("GET", f"/{_kind}", f"A user's {_kind.replace('-', ' ')}",
-              query=StatementsQuery if _statements else DataQuery,
-              response=_records, errors=(404,))(_data_of(_kind))
+              query=StatementsQuery if _statements else DataQuery, response=_records,
+              errors=(404,), example=Example(parameters={"identifier": USER, "limit": 3})
+              if _statements else None)(_data_of(_kind))
     operation("GET", f"/{_kind}/{{identifier}}", f"A user's {_kind.replace('-', ' ')}",
               query=AccountStatementsQuery if _statements else AccountQuery,
               response=_records, errors=(404,))(_data_of(_kind))
 
 
 @operation("GET", "/linked-account/list/{identifier}", "A user's linked accounts (the real "
-           "service's list)", response=list[LinkedAccountListRecord],
-           errors=(404,))
-async def linked_account_list(tenant, params, sandbox) -> list:
+           "service's list)", errors=(404,))
+async def linked_account_list(tenant, params, sandbox) -> list[LinkedAccountListRecord]:
     """The real service's path and record (real-service-facts 8, real-api-surface):
     `{_id, valid, transactRequired, company, connector, lastSuccess, lastFailure}` per
     linked account of the user."""
@@ -99,7 +100,8 @@ async def paystub(tenant, params, sandbox) -> web.Response:
                         headers={"content-disposition": disposition})
 
 
-def _on_account(action: str, summary: str, change, body: dict | None = None) -> None:
+def _on_account(action: str, summary: str, change, body: dict | None = None,
+                example: Example | None = None) -> None:
     """A control-plane change to one linked account: find it, change it, let the events go."""
 
     async def handler(tenant, params, sandbox, body):
@@ -110,7 +112,7 @@ def _on_account(action: str, summary: str, change, body: dict | None = None) -> 
     operation("POST", f"/_sandbox/linked-accounts/{{accountId}}/{action}", summary,
               auth=Auth.API_KEYS, body=body, settles=True,
               response=LINKED_ACCOUNT_ACTIONS[action], errors=(404,),
-              tags=("control plane",))(handler)
+              tags=("control plane",), example=example)(handler)
 
 
 def _disconnect(accounts, account, body):
@@ -136,7 +138,8 @@ def _remove_deposit_switch(accounts, account, body):
 
 
 _on_account("disconnect", "Disconnect a linked account (linked-account-disconnected)",
-            _disconnect, DisconnectRequest)
+            _disconnect, DisconnectRequest,
+            Example({"reason": "credentials-changed"}, after=MADE_BY["accountId"]))
 _on_account("reconnect", "Reconnect a linked account (linked-account-connected)", _reconnect)
 _on_account("refresh", "Refresh a linked account now (a push refresh)", _push_refresh)
 _on_account("remove-deposit-switch", "Remove the deposit switch (deposit-switch-removed)",
@@ -144,9 +147,9 @@ _on_account("remove-deposit-switch", "Remove the deposit switch (deposit-switch-
 
 
 @operation("POST", "/_sandbox/users/{identifier}/delete-pii", "Delete the user's personal data "
-           "now (pii-data-deleted)", auth=Auth.API_KEYS, settles=True, response=PiiDeleted,
-           errors=(404,), tags=("control plane",))
-async def delete_pii(tenant, params, sandbox) -> dict:
+           "now (pii-data-deleted)", auth=Auth.API_KEYS, settles=True, errors=(404,),
+           tags=("control plane",))
+async def delete_pii(tenant, params, sandbox) -> PiiDeleted:
     """The PII deletion cadence, now."""
     identifier = params["identifier"]
     tenant.accounts.accounts_of(identifier)  # 404 for an unknown user

@@ -22,8 +22,8 @@ class Health(View, kw_only=True):
                    "of the SHA-256 of service-spec.md.")] = UNSET
 
 
-@operation("GET", "/health", "Health check", auth=Auth.NONE, response=Health)
-async def health(sandbox) -> dict:
+@operation("GET", "/health", "Health check", auth=Auth.NONE)
+async def health(sandbox) -> Health:
     registry = sandbox.registry
     return Health(status="ok", environment=registry.tenants.environment,
                   vendor=registry.service.vendor, companies=len(registry.catalog),
@@ -40,7 +40,6 @@ INDEX = Index(dashboard="/_sandbox/", openapi="/openapi.json", docs="/docs", dem
               health="/health", sdk="/sdk/transact.js")
 
 
-@operation("GET", "/", "Where to go: the dashboard, the docs, the demo, the SDK",
-           auth=Auth.NONE, response=Index)
-async def index() -> dict:
+@operation("GET", "/", "Where to go: the dashboard, the docs, the demo, the SDK", auth=Auth.NONE)
+async def index() -> Index:
     return INDEX

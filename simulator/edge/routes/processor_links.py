@@ -15,43 +15,49 @@ from ...schemas.responses import (EmployerMatch, PROCESSING_RESULTS, ProcessorLi
                                  ProcessorLinkRegistered, ProcessorLinksRemoved, ProcessorToken,
                                  RecurringTransaction, WebhookKey)
 from ..operations import AGGREGATOR, Auth, Reply, operation
+from ..examples import USER, Example, From
 
 IDENTIFIER_HEADER = "user-identifier"
 IDENTIFIER_REQUIRED = "Send the user-identifier header."
 USER_HEADER = ((IDENTIFIER_HEADER, True),)
+# The examples' user (/docs): the one POST /<aggregator>/processor-links's example named.
+_AFTER_LINK = Example(parameters={IDENTIFIER_HEADER: USER}, after=From(
+    "POST", f"/{AGGREGATOR}/processor-links",
+    parameters={IDENTIFIER_HEADER: f"$request.header.{IDENTIFIER_HEADER}"}))
 
 
 @operation("POST", f"/{AGGREGATOR}/processor-links", "Register a processor token (processing "
            "starts)", auth=Auth.API_KEYS, body=ProcessorLinkRequest, status=202,
-           response=ProcessorLinkRegistered, errors=(400, 404, 409, 429),
-           headers=((IDENTIFIER_HEADER, False),))
-async def register(tenant, body, headers, sandbox) -> dict:
+           errors=(400, 404, 409, 429), headers=((IDENTIFIER_HEADER, False),),
+           example=Example(
+               {"processorToken": "processor-sandbox-0b5b3d5e-6a3f-4d7e-8f1a-3c2b1a0d9e8f"},
+               after=From("POST", f"/_sandbox/{AGGREGATOR}/processor-token",
+                          fields={"/processorToken": "$response.body#/data/processorToken"})))
+async def register(tenant, body, headers, sandbox) -> ProcessorLinkRegistered:
     link = tenant.links.register(body.processor_token,
                                             headers.get(IDENTIFIER_HEADER))
     return ProcessorLinkRegistered(id=link.id, status=link.status)
 
 
 @operation("DELETE", f"/{AGGREGATOR}/processor-links", "Remove a user's processor links "
-           "(processing stops)", auth=Auth.API_KEYS, response=ProcessorLinksRemoved,
-           errors=(404,), headers=USER_HEADER)
-async def remove(tenant, headers, sandbox) -> dict:
+           "(processing stops)", auth=Auth.API_KEYS, errors=(404,), headers=USER_HEADER,
+           example=_AFTER_LINK)
+async def remove(tenant, headers, sandbox) -> ProcessorLinksRemoved:
     links = tenant.links.remove_links(_identifier(headers))
     return ProcessorLinksRemoved(removed=[link.id for link in links])
 
 
 @operation("GET", f"/{AGGREGATOR}/employer-matches", "A user's employer matches",
-           auth=Auth.API_KEYS,
-           response=list[EmployerMatch], envelope=PROCESSING_RESULTS,
-           errors=(404,), headers=USER_HEADER)
-async def employer_matches(tenant, headers, sandbox) -> Reply:
+           auth=Auth.API_KEYS, envelope=PROCESSING_RESULTS, errors=(404,), headers=USER_HEADER,
+           example=_AFTER_LINK)
+async def employer_matches(tenant, headers, sandbox) -> Reply[list[EmployerMatch]]:
     return _results(tenant.links.results(_identifier(headers), CLASSIFY))
 
 
 @operation("GET", f"/{AGGREGATOR}/recurring-transactions", "A user's recurring transactions",
-           auth=Auth.API_KEYS, response=list[RecurringTransaction],
-           envelope=PROCESSING_RESULTS, errors=(404,),
-           headers=USER_HEADER)
-async def recurring_transactions(tenant, headers, sandbox) -> Reply:
+           auth=Auth.API_KEYS, envelope=PROCESSING_RESULTS, errors=(404,),
+           headers=USER_HEADER, example=_AFTER_LINK)
+async def recurring_transactions(tenant, headers, sandbox) -> Reply[list[RecurringTransaction]]:
     return _results(tenant.links.results(_identifier(headers), DETECT))
 
 
@@ -68,23 +74,22 @@ def _token(token) -> ProcessorToken:
 
 @operation("POST", f"/_sandbox/{AGGREGATOR}/processor-token", "Mint a processor token, as the "
            "aggregator would", auth=Auth.API_KEYS, body=ProcessorTokenRequest, status=201,
-           response=ProcessorToken, errors=(429,), tags=("control plane",))
-async def mint(tenant, body, sandbox) -> dict:
+           errors=(429,), tags=("control plane",), example=Example({"identifier": USER}))
+async def mint(tenant, body, sandbox) -> ProcessorToken:
     """What the aggregator's processor-token creation answers."""
     return _token(tenant.links.mint_token(body))
 
 
 @operation("POST", f"/_sandbox/{AGGREGATOR}/processor-token/{{token}}/revoke", "Revoke a "
            "processor token at the aggregator", auth=Auth.API_KEYS, settles=True,
-           response=ProcessorToken, errors=(404,), tags=("control plane",))
-async def revoke(tenant, params, sandbox) -> dict:
+           errors=(404,), tags=("control plane",))
+async def revoke(tenant, params, sandbox) -> ProcessorToken:
     return _token(tenant.links.revoke_token(params["token"]))
 
 
 @operation("GET", f"/_sandbox/{AGGREGATOR}/webhook-verification-key", "The key that signs the "
-           "aggregator's webhooks", auth=Auth.API_KEYS, response=WebhookKey,
-           tags=("control plane",))
-async def webhook_key(tenant) -> dict:
+           "aggregator's webhooks", auth=Auth.API_KEYS, tags=("control plane",))
+async def webhook_key(tenant) -> WebhookKey:
     """The tenant's key pair at the aggregator (made when the tenant starts, kept in its
     snapshots): its id, which each webhook's Plaid-Verification JWT names as `kid`, and
     the public JWK /aggregator-api/webhook_verification_key/get serves for that id. A test

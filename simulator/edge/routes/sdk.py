@@ -26,6 +26,7 @@ from ...schemas.responses import (LeftTask, Refusal, SdkCompany, SdkLeft, SdkSes
                                  SessionAccount, SessionUser)
 from ...static import static_text
 from ..operations import NO_STORE, Auth, operation, serve_file
+from ..examples import WALMART, Example, From
 
 class DepositFormQuery(Command, kw_only=True):
     company_id: of(str, min_length=1)
@@ -46,6 +47,7 @@ SearchCompanies = list[raw({"$ref": "#/components/schemas/SearchCompany"})]
 class SdkPopular(View, kw_only=True):
     companies: SearchCompanies
     payroll_providers: SearchCompanies
+_FLOW_TASKS = [{"operation": "deposit"}]  # the examples' (/docs)
 UNKNOWN_LOGO = ("No company of the shared catalog has the id {company_id!r} (a tenant's own "
                 "companies have no generated logo).")
 # A logo is a pure function of the catalog, which does not change while the server runs.
@@ -105,9 +107,14 @@ def checked_config(config: dict) -> dict:
 
 
 @operation("POST", "/sdk/session", "Start the hosted flow (its deeplink resolved)",
-           auth=Auth.PUBLIC_TOKEN,
-           body=SdkSessionRequest, response=SdkSession, errors=(404,))
-async def session(tenant, token, body, sandbox) -> dict:
+           auth=Auth.PUBLIC_TOKEN, body=SdkSessionRequest, errors=(404,),
+           example=Example(
+               {"config": {"publicToken": "public-token-of-POST-access-token",
+                           "tasks": _FLOW_TASKS,
+                           "deeplink": {"step": "login-company", "companyId": WALMART}}},
+               after=From("POST", "/access-token",
+                          fields={"/config/publicToken": "$response.body#/data/publicToken"})))
+async def session(tenant, token, body, sandbox) -> SdkSession:
     """Where the flow starts, with the token of the handshake (a configuration that still
     carries one must carry the same); the deeplink is resolved (invalid-company-id) and a
     linkedAccount opens its reconnect flow."""
@@ -142,8 +149,8 @@ RESUMED_STEP = "task-progress"
 
 @operation("POST", "/sdk/company", "The company the user picked, and "
            "whether the tasks can start there", auth=Auth.PUBLIC_TOKEN, body=SdkCompanyRequest,
-           response=SdkCompany, errors=(404,))
-async def company(tenant, body) -> dict:
+           errors=(404,), example=Example({"companyId": WALMART, "tasks": _FLOW_TASKS}))
+async def company(tenant, body) -> SdkCompany:
     """The company the user picked in the flow, with `refusal` (the API's error code and
     message) when the configured tasks cannot start there, e.g. a product under
     maintenance (spec: Company status)."""
@@ -159,8 +166,8 @@ def _refusal(refusal: dict | None) -> Refusal | None:
 
 @operation("POST", "/sdk/popular", "Popular employers and payroll providers, before the user types",
            auth=Auth.PUBLIC_TOKEN,
-           body=SdkPopularRequest, response=SdkPopular)
-async def popular(tenant, body) -> dict:
+           body=SdkPopularRequest, example=Example({"scope": "user-link"}))
+async def popular(tenant, body) -> SdkPopular:
     """Filtered as the flow's own search: the configured scope and operations, never a
     disabled company. `payrollOnly` (the search-payroll step) leaves `companies` empty."""
     found = sdk.popular_companies(tenant.companies, tenant.manual_deposits,
@@ -194,7 +201,9 @@ async def logo(params, request, sandbox) -> web.Response:
 @operation("POST", "/sdk/login", "Sign in at the company (the tasks start)",
            auth=Auth.PUBLIC_TOKEN, body=SdkLoginRequest,
            response=lambda: {"oneOf": [schema_of(TaskCreated), schema_of(SdkMfaChallenge)]},
-           errors=(403, 404, 429))
+           errors=(403, 404, 429),
+           example=Example({"companyId": WALMART, "username": "test-good",
+                            "password": "any password", "tasks": _FLOW_TASKS}))
 async def login(tenant, token, body, sandbox) -> dict:
     """Sign in with sandbox credentials: starts the configured tasks, or answers an MFA
     challenge (`{mfa: {type, prompt}}`, no task yet) that the page re-submits with
@@ -206,9 +215,10 @@ async def login(tenant, token, body, sandbox) -> dict:
 
 
 @operation("POST", "/sdk/leave", "The user leaves the flow before the outcome",
-           auth=Auth.PUBLIC_TOKEN, body=SdkLeaveRequest,
-           response=SdkLeft, errors=(404,))
-async def leave(tenant, token, body, sandbox) -> dict:
+           auth=Auth.PUBLIC_TOKEN, body=SdkLeaveRequest, errors=(404,),
+           example=Example({"taskId": "6410c0ffee0000000000a001"}, after=From(
+               "POST", "/task/create", fields={"/taskId": "$response.body#/data/id"})))
+async def leave(tenant, token, body, sandbox) -> SdkLeft:
     """The user left the hosted flow before its task resolved (close button, page gone):
     the tasks' events carry user.connected false from now on."""
     tasks = sdk.leave(tenant, token, body.task_id)
@@ -217,17 +227,16 @@ async def leave(tenant, token, body, sandbox) -> dict:
 
 
 @operation("GET", "/sdk/task/{taskId}", "The progress of a task the flow started",
-           auth=Auth.PUBLIC_TOKEN, response=TaskRecord,
-           errors=(404,))
-async def flow_task(tenant, token, params, sandbox) -> dict:
+           auth=Auth.PUBLIC_TOKEN, errors=(404,))
+async def flow_task(tenant, token, params, sandbox) -> TaskRecord:
     """The hosted flow polls its task here with the user's public token: the real API's
     task reads need API keys (real-service-facts 1), which a browser never holds."""
     return TaskRecord.of(tenant.tasks.get_task(params["taskId"], identifier=token.identifier))
 
 
 @operation("GET", "/sdk/workflow/{taskWorkflow}", "Every task the flow's sign-in started",
-           auth=Auth.PUBLIC_TOKEN, response=SdkWorkflow, errors=(404,))
-async def flow_workflow(tenant, token, params, sandbox) -> dict:
+           auth=Auth.PUBLIC_TOKEN, errors=(404,))
+async def flow_workflow(tenant, token, params, sandbox) -> SdkWorkflow:
     """The hosted flow follows its workflow here: each task as GET /task/{taskId} shows it,
     with `highLatency` once it has signed in for longer than the flow waits quietly; a
     task a `finish` option holds back is `pending` until it starts."""
@@ -235,8 +244,8 @@ async def flow_workflow(tenant, token, params, sandbox) -> dict:
 
 
 @operation("GET", "/sdk/linked-accounts", "The user's linked accounts (the account step)",
-           auth=Auth.PUBLIC_TOKEN, response=list[LinkedAccountRecord])
-async def flow_linked_accounts(tenant, token, sandbox) -> list:
+           auth=Auth.PUBLIC_TOKEN)
+async def flow_linked_accounts(tenant, token, sandbox) -> list[LinkedAccountRecord]:
     """The accounts the `account` deeplink step lists, for the token's own user (an unknown
     user has none yet)."""
     if token.identifier not in tenant.identity.users:
@@ -276,8 +285,8 @@ class AutopilotUnbound(View, kw_only=True):
 
 
 @operation("PUT", "/_sandbox/users/{identifier}/autopilot", "Bind what the user does in the "
-           "hosted flow: it plays the steps itself", body=Autopilot, response=AutopilotBinding,
-           errors=(422, 429), **CONTROL)
+           "hosted flow: it plays the steps itself", body=Autopilot, errors=(422, 429), **CONTROL,
+           example=Example({"company": WALMART, "username": "test-auth-expired"}))
 async def bind_autopilot(tenant, params, body) -> AutopilotBinding:
     """When the customer's frontend opens the hosted flow for this user, the page searches
     for and picks `company`, signs in with `username`, answers an MFA challenge with `mfa`,
@@ -290,15 +299,14 @@ async def bind_autopilot(tenant, params, body) -> AutopilotBinding:
     return AutopilotBinding(identifier=params["identifier"], autopilot=body)
 
 
-@operation("GET", "/_sandbox/users/{identifier}/autopilot", "The user's autopilot",
-           response=AutopilotBinding, **CONTROL)
+@operation("GET", "/_sandbox/users/{identifier}/autopilot", "The user's autopilot", **CONTROL)
 async def read_autopilot(tenant, params) -> AutopilotBinding:
     identifier = params["identifier"]
     return AutopilotBinding(identifier=identifier, autopilot=tenant.autopilots.get(identifier))
 
 
 @operation("DELETE", "/_sandbox/users/{identifier}/autopilot", "Unbind the user's autopilot "
-           "(the flow waits for clicks again)", response=AutopilotUnbound, **CONTROL)
+           "(the flow waits for clicks again)", **CONTROL)
 async def unbind_autopilot(tenant, params) -> AutopilotUnbound:
     identifier = params["identifier"]
     return AutopilotUnbound(identifier=identifier, removed=tenant.autopilots.unbind(identifier))
@@ -320,7 +328,7 @@ class SdkAutopilot(View, kw_only=True):
 
 
 @operation("GET", "/sdk/autopilot", "What the flow's user does, if an autopilot is bound",
-           auth=Auth.PUBLIC_TOKEN, response=SdkAutopilot)
+           auth=Auth.PUBLIC_TOKEN)
 async def flow_autopilot(tenant, token) -> SdkAutopilot:
     """The hosted page asks once the handshake gave it the token, then again for the
     tenant's clock while it pauses."""
@@ -343,7 +351,10 @@ class SdkCallbacksRecorded(View, kw_only=True):
 
 
 @operation("POST", "/sdk/callbacks", "What the hosted flow posted to the host page",
-           auth=Auth.PUBLIC_TOKEN, body=SdkCallbacksRequest, response=SdkCallbacksRecorded)
+           auth=Auth.PUBLIC_TOKEN, body=SdkCallbacksRequest,
+           example=Example({"flow": "3f2a9c1b", "messages": [{"event": "interaction", "payload": {
+               "name": "Initialized", "value": {"step": "search-company"}, "language": "en",
+               "product": "deposit"}}]}))
 async def record_callbacks(tenant, token, body) -> SdkCallbacksRecorded:
     """The flow's page sends each message it posts to the host here too (in order, a few
     at a time), for GET /_sandbox/sdk/callbacks."""
@@ -391,8 +402,8 @@ class CallbackRecord(View, kw_only=True):
 
 
 @operation("GET", "/_sandbox/sdk/callbacks", "What the hosted flow told the host page, oldest "
-           "first", query=CallbacksQuery, response=list[CallbackRecord], **CONTROL)
-async def list_callbacks(tenant, query) -> list:
+           "first", query=CallbacksQuery, **CONTROL)
+async def list_callbacks(tenant, query) -> list[CallbackRecord]:
     """Every message the hosted flow posted to the customer's page (onInteraction,
     onFinish, onClose, onDataRequest, onOpenUrl: `event` and `payload`), in the order the
     page posted them; `after` the last id read gives the new ones."""

@@ -9,14 +9,17 @@ from ...schemas.api import (SUCCEEDED, StoredPaymentMethods, Success, TaskDetail
                            UserTasksQuery)
 from ...schemas.responses import UserRemoved
 from ..operations import Auth, operation
+from ..examples import USER, Example
 
 REAL = {"auth": Auth.API_KEYS}
 
 
 @operation("PUT", "/user", "Store the bank accounts and cards a user's tasks can offer",
-           body=UserRequest, response=Success,
-           errors=(429,), **REAL)
-async def put_user(tenant, body) -> dict:
+           body=UserRequest, errors=(429,), **REAL,
+           example=Example({"identifier": USER, "data": {"bankAccounts": [{
+               "_id": "checking-1", "title": "Everyday checking", "accountNumber": "000123456789",
+               "routingNumber": "021000021", "accountType": "checking"}]}}))
+async def put_user(tenant, body) -> Success:
     """What is stored replaces what was; GET /_sandbox/users/{identifier}/payment-methods
     shows it."""
     users.put_user(tenant, body.identifier, body.data)
@@ -24,34 +27,31 @@ async def put_user(tenant, body) -> dict:
 
 
 @operation("GET", "/user/{identifier}/tasks", "A user's tasks, oldest first",
-           query=UserTasksQuery, response=list[TaskDetails],
-           errors=(404,), **REAL)
-async def list_user_tasks(tenant, params, query) -> list:
+           query=UserTasksQuery, errors=(404,), **REAL)
+async def list_user_tasks(tenant, params, query) -> list[TaskDetails]:
     available = given(query.payroll_data_available)
     return tenant.tasks.of_user(params["identifier"], status=given(query.status),
                                 payroll_data=None if available is None else available == "true")
 
 
 @operation("PUT", "/user/{identifier}/end-monitoring", "End continuous access to a user's "
-           "linked accounts",
-           response=Success, settles=True, errors=(404,), **REAL)
-async def end_monitoring(tenant, params, sandbox) -> dict:
+           "linked accounts", settles=True, errors=(404,), **REAL)
+async def end_monitoring(tenant, params, sandbox) -> Success:
     users.end_monitoring(tenant, params["identifier"])
     return SUCCEEDED
 
 
 @operation("GET", "/_sandbox/users/{identifier}/payment-methods",
-           "A user's stored bank accounts and cards", response=StoredPaymentMethods,
-           errors=(404,), tags=("control plane",),
+           "A user's stored bank accounts and cards", errors=(404,), tags=("control plane",),
            **REAL)
-async def stored_payment_methods(tenant, params) -> dict:
+async def stored_payment_methods(tenant, params) -> StoredPaymentMethods:
     return users.payment_methods(tenant, params["identifier"])
 
 
 @operation("DELETE", "/_sandbox/users/{identifier}", "Remove a user who has no tasks, linked "
-           "accounts or processor links", response=UserRemoved, errors=(409,),
-           tags=("control plane",), **REAL)
-async def remove_user(tenant, params) -> dict:
+           "accounts or processor links", errors=(409,), tags=("control plane",), **REAL,
+           example=Example(parameters={"identifier": "user-2"}))  # user-1 has tasks (409)
+async def remove_user(tenant, params) -> UserRemoved:
     """Their public tokens and stored payment methods go with them (`removed`: false when
     there was no such user: it is gone either way); a user with tasks, linked accounts or
     processor links stays (409 user-has-records). verify-against removes the user it made

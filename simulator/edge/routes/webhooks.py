@@ -23,24 +23,26 @@ from ...domain.webhooks.outbox import FaultPlan
 from ...transport.dispatcher import request_headers
 from ..keys import exchange_of
 from ..operations import Auth, Reply, operation
+from ..examples import RECEIVER, USER, WALMART, Example, From
 
 CONTROL = {"auth": Auth.API_KEYS, "tags": ("control plane",)}
 REAL = {"auth": Auth.API_KEYS}
 UNKNOWN_EVENT_TYPE = "No event type is named {event_type!r}."
 SECRET_PREFIX = "whsec-"
+_ENDPOINT = {"url": RECEIVER, "eventTypes": ["task-status-updated", "task-workflow-finished"]}
+_AFTER_ENDPOINT = From("POST", "/webhooks/endpoints",
+                       parameters={"id": "$response.body#/data/_id"})
 
 
-@operation("GET", "/_sandbox/webhooks/endpoints", "The webhook endpoints",
-           response=list[StoredEndpoint],
-           **CONTROL)
-async def get_endpoints(tenant, sandbox) -> list:
+@operation("GET", "/_sandbox/webhooks/endpoints", "The webhook endpoints", **CONTROL)
+async def get_endpoints(tenant, sandbox) -> list[StoredEndpoint]:
     return tenant.webhooks.endpoints
 
 
 @operation("PUT", "/_sandbox/webhooks/endpoints", "Replace the webhook endpoints",
            body=WebhookEndpointsRequest,
-           response=list[StoredEndpoint], errors=(404,), **CONTROL)
-async def put_endpoints(tenant, body, sandbox) -> list:
+           errors=(404,), **CONTROL, example=Example({"endpoints": [_ENDPOINT]}))
+async def put_endpoints(tenant, body, sandbox) -> list[StoredEndpoint]:
     """The whole list; each endpoint keeps its `_id` (the one it names, else the one its URL
     had), so /webhooks/endpoints/{id} goes on naming it."""
     _check_endpoints(body.endpoints, "$.endpoints[{n}]", sandbox)
@@ -67,15 +69,14 @@ def _endpoint_record(endpoint: dict, sandbox) -> WebhookEndpoint:
     return WebhookEndpoint(id=endpoint["_id"], url=endpoint["url"], event_types=list(types))
 
 
-@operation("GET", "/webhooks/endpoints", "List webhook endpoints",
-           response=list[WebhookEndpoint], **REAL)
-async def list_webhook_endpoints(tenant, sandbox) -> list:
+@operation("GET", "/webhooks/endpoints", "List webhook endpoints", **REAL)
+async def list_webhook_endpoints(tenant, sandbox) -> list[WebhookEndpoint]:
     return [_endpoint_record(e, sandbox) for e in tenant.webhooks.endpoints]
 
 
 @operation("POST", "/webhooks/endpoints", "Register a webhook endpoint",
-           body=WebhookEndpointRequest, response=WebhookEndpoint, errors=(404,), **REAL)
-async def create_webhook_endpoint(tenant, body, sandbox, request) -> dict:
+           body=WebhookEndpointRequest, errors=(404,), **REAL, example=Example(_ENDPOINT))
+async def create_webhook_endpoint(tenant, body, sandbox, request) -> WebhookEndpoint:
     """An unknown `secretId` is ignored, named in x-sandbox-warning, and the endpoint's
     deliveries are signed with the API secret (refused, 404, under --strict-bodies)."""
     _check_endpoints([body], "$", sandbox)
@@ -84,9 +85,10 @@ async def create_webhook_endpoint(tenant, body, sandbox, request) -> dict:
 
 
 @operation("PUT", "/webhooks/endpoints/{id}", "Change a webhook endpoint",
-           body=WebhookEndpointRequest, response=WebhookEndpoint,
-           errors=(404,), **REAL)
-async def update_webhook_endpoint(tenant, params, body, sandbox, request) -> dict:
+           body=WebhookEndpointRequest, errors=(404,), **REAL,
+           example=Example(
+               {**_ENDPOINT, "eventTypes": ["task-status-updated"]}, after=_AFTER_ENDPOINT))
+async def update_webhook_endpoint(tenant, params, body, sandbox, request) -> WebhookEndpoint:
     """An unknown `secretId`: as POST /webhooks/endpoints."""
     _check_endpoints([body], "$", sandbox)
     return _endpoint_record(tenant.webhooks.replace_endpoint(
@@ -99,22 +101,21 @@ def _lenient(sandbox, request) -> list[str] | None:
     return None if sandbox.settings.strict_bodies else exchange_of(request).warnings
 
 
-@operation("DELETE", "/webhooks/endpoints/{id}", "Delete a webhook endpoint", response=Success,
-           errors=(404,), **REAL)
-async def delete_webhook_endpoint(tenant, params) -> dict:
+@operation("DELETE", "/webhooks/endpoints/{id}", "Delete a webhook endpoint", errors=(404,),
+           example=Example(after=_AFTER_ENDPOINT), **REAL)
+async def delete_webhook_endpoint(tenant, params) -> Success:
     tenant.webhooks.remove_endpoint(params["id"])
     return SUCCEEDED
 
 
-@operation("GET", "/secrets", "List signing secrets",
-           response=list[Secret], **REAL)
-async def list_secrets(tenant) -> list:
+@operation("GET", "/secrets", "List signing secrets", **REAL)
+async def list_secrets(tenant) -> list[Secret]:
     return [msgspec.convert(secret, Secret) for secret in tenant.webhooks.secrets.values()]
 
 
-@operation("POST", "/secrets", "Create a signing secret", body=SecretRequest, response=Secret,
-           **REAL)
-async def create_secret(tenant, body) -> dict:
+@operation("POST", "/secrets", "Create a signing secret", body=SecretRequest, **REAL,
+           example=Example({"name": "production receiver"}))
+async def create_secret(tenant, body) -> Secret:
     """The token is random (never from the seed), as the API secret is."""
     secret = Secret(id=tenant.ids.object_id(), name=body.name, token=unguessable(SECRET_PREFIX),
                     created_at=isoformat(tenant.clock.timestamp()))
@@ -123,22 +124,23 @@ async def create_secret(tenant, body) -> dict:
 
 
 @operation("DELETE", "/secrets/{id}", "Delete a signing secret no endpoint uses",
-           response=Success, errors=(404, 409), **REAL)
-async def delete_secret(tenant, params) -> dict:
+           errors=(404, 409), **REAL,
+           example=Example(after=From(
+               "POST", "/secrets", parameters={"id": "$response.body#/data/_id"})))
+async def delete_secret(tenant, params) -> Success:
     tenant.webhooks.remove_secret(params["id"])
     return SUCCEEDED
 
 
-@operation("GET", "/_sandbox/webhooks/faults", "The delivery faults set",
-           response=WebhookFaults, **CONTROL)
-async def get_faults(tenant, sandbox) -> dict:
+@operation("GET", "/_sandbox/webhooks/faults", "The delivery faults set", **CONTROL)
+async def get_faults(tenant, sandbox) -> WebhookFaults:
     return view_of(WebhookFaults, tenant.webhooks.faults)
 
 
 @operation("PUT", "/_sandbox/webhooks/faults", "Make deliveries misbehave (duplicates, "
            "out of order, delays)", body=WebhookFaultsRequest,
-           response=WebhookFaults, **CONTROL)
-async def put_faults(tenant, body, sandbox) -> dict:
+           **CONTROL, example=Example({"duplicate": 0.0, "outOfOrder": 0.0, "delay": 0.0}))
+async def put_faults(tenant, body, sandbox) -> WebhookFaults:
     faults = FaultPlan(duplicate=given(body.duplicate, 0.0),
                        out_of_order=given(body.out_of_order, 0.0), delay=given(body.delay, 0.0),
                        delay_seconds=given(body.delay_seconds, 60.0))
@@ -147,9 +149,9 @@ async def put_faults(tenant, body, sandbox) -> dict:
 
 
 @operation("POST", "/_sandbox/webhooks/replay", "Send events again (same ce-id)",
-           body=ReplayRequest, settles=True, response=list[Replayed],
-           envelope={"total": {"type": "integer"}}, errors=(404,), **CONTROL)
-async def replay(tenant, body, sandbox) -> Reply:
+           body=ReplayRequest, settles=True, envelope={"total": {"type": "integer"}},
+           errors=(404,), example=Example({"userIdentifier": USER}), **CONTROL)
+async def replay(tenant, body, sandbox) -> Reply[list[Replayed]]:
     since = until = None
     if body.since is not UNSET:
         since = parse_time(body.since, "$.from", location="body")
@@ -170,7 +172,9 @@ async def replay(tenant, body, sandbox) -> Reply:
 
 @operation("POST", "/_sandbox/events/trigger", "Send any event now, with realistic data",
            body=TriggerRequest, status=201, settles=True, response=EventRecord,
-           errors=(404, 429), **CONTROL)
+           errors=(404, 429), **CONTROL,
+           example=Example(
+               {"eventType": "task-status-updated", "identifier": USER, "companyId": WALMART}))
 async def trigger(tenant, body, sandbox):
     event = trigger_event(tenant, sandbox.registry.service.aggregator, body)
     # Rendered after the attempts settled, so the record shows how they went.
