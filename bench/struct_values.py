@@ -10,7 +10,7 @@ beside the same figures of another tree (`--root`). Nothing here is a PASS/FAIL 
       `list[X]` there included), named as an operation's `body=`/`query=` when the pipeline
       decodes bodies by type (routes/pipeline.py calls msgspec.json.decode or convert with
       the operation's shape), made from a record (`view_of(X, record)`, `X.of(...)`), an
-      event type's data (declared with `EventType`/`_declare`: emitting one makes it), or
+      event type's data (declared with `@event`: emitting one makes it), or
       nested as a field's type in a struct that is itself a value
       (a value's fields are made with it). An operation's struct is counted where a call
       names it as `body=`, `query=` or `command=`.
@@ -98,6 +98,10 @@ def values(trees: dict[Path, ast.AST], shapes: dict[str, dict[str, str]],
     used: set[str] = set()
     for tree in trees.values():
         for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and any(  # @event(...): made when emitted
+                    isinstance(d, ast.Call) and callee_name(d.func) == "event"
+                    for d in node.decorator_list):
+                used.add(node.name)
             if not isinstance(node, ast.Call):
                 continue
             func = node.func
@@ -115,7 +119,7 @@ def values(trees: dict[Path, ast.AST], shapes: dict[str, dict[str, str]],
                          if isinstance(arg, (ast.Name, ast.Attribute))} & shapes.keys()
             if callee_name(func) in ("view_of", "made", "example_of") and node.args:
                 used |= _names_in(node.args[0]) & shapes.keys()
-            if callee_name(func) in ("EventType", "_declare", "defstruct"):  # made when emitted
+            if callee_name(func) in ("event", "defstruct"):  # made when emitted
                 used |= _names_in(node) & shapes.keys()
             callee = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
             if callee in ("decode", "convert"):

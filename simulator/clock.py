@@ -127,6 +127,24 @@ def isoformat(timestamp: float) -> str:
     return _written(datetime.fromtimestamp(timestamp, tz=timezone.utc))
 
 
+class Moment(float):
+    """A moment (seconds since the epoch) that JSON shows as `isoformat` writes it: a field
+    of this type computes as a number, and answers and snapshots write it as the one text
+    (msgspec's hooks: `moment_text`, `read_moment`)."""
+
+
+def moment_text(value: object) -> str:
+    if isinstance(value, Moment):
+        return isoformat(value)
+    raise NotImplementedError(type(value))
+
+
+def read_moment(kind: type, value: object) -> Moment:
+    if kind is Moment and isinstance(value, str):
+        return Moment(datetime.fromisoformat(value).timestamp())  # ValueError: not one
+    raise NotImplementedError(kind)
+
+
 def _written(moment: datetime) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 

@@ -20,7 +20,7 @@ import pytest
 
 from conftest import REPO, WALMART
 from engine import DAY, Engine, engine  # noqa: F401  (engine: a fixture)
-from payroll_sandbox.clock import isoformat
+from payroll_sandbox.clock import isoformat, moment_text
 from payroll_sandbox.domain.webhooks.events import Event
 from payroll_sandbox.domain.tasks.views import TaskRecord
 from payroll_sandbox.domain.tasks.records import Task
@@ -292,7 +292,7 @@ def test_scenario_task_events_carry_the_spec_fields(engine, scenario):
     target = expected.target
     workflow_id, created = scenario_task(engine, scenario, identifier="fields-user")
     engine.run_until_idle()
-    task = msgspec.to_builtins(TaskRecord.of(created))  # GET /task/{id}
+    task = msgspec.to_builtins(TaskRecord.of(created), enc_hook=moment_text)  # GET /task/{id}
     events = task_events(engine, created.id)
     assert events
 
@@ -381,7 +381,7 @@ def test_task_status_patched_follows_failed_and_workflow_finished_only(engine):
     # The engine finishes the workflow in the same step as the failure; the patch comes
     # an hour later and is the only status event after the failure.
     assert types[failed_at + 1:] == ["task-workflow-finished", "task-status-patched"]
-    record = msgspec.to_builtins(TaskRecord.of(task))
+    record = msgspec.to_builtins(TaskRecord.of(task), enc_hook=moment_text)
     assert (record["status"], record["previousStatus"]) == ("completed", "failed")
     assert "reason" not in record
 

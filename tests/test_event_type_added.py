@@ -1,4 +1,4 @@
-"""A new event type is its struct and one entry of its family's table (domain/event_types.py):
+"""A new event type is its struct, declared by `@event(...)` (domain/event_types.py):
 POST /_sandbox/events/trigger makes realistic data for it from the struct alone (the records
 its fields name resolve, the rest is made from their types), with no code of its own. No
 such type is needed today, so the test declares one before the app is imported, in a
@@ -15,15 +15,13 @@ SCRIPT = textwrap.dedent('''
     from payroll_sandbox.domain.webhooks import event_types as types
     from payroll_sandbox.domain.shapes import choice, of
 
+    @types.event("payslip-ready")
     class PayslipReady(types.Linked, kw_only=True):
         """A pay slip the employer published."""
 
         records: of(list[types.Id], "The statements it covers.")
         pages: of(int, ge=1, le=4)
         channel: choice("email", "portal")
-
-    types.CONTINUOUS_ACCESS["payslip-ready"] = types.EventType(
-        "payslip-ready", types.Family.USER, PayslipReady)
 
     from aiohttp.test_utils import TestClient, TestServer
     from jsonschema import Draft202012Validator

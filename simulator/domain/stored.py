@@ -14,6 +14,7 @@ from typing import Annotated, Any, ClassVar, get_args, get_origin
 import msgspec
 from msgspec import Meta
 
+from ..clock import moment_text, read_moment
 from .dates import calendar_day_field
 from .shapes import schema_of
 
@@ -55,14 +56,15 @@ def described(kind: Any, schema: dict[str, Any]) -> Any:
 
 def stored(record: Stored) -> dict[str, Any]:
     """A record as a snapshot writes it: msgspec's builtins, less what `_changes` says."""
-    return _changed(type(record), msgspec.to_builtins(record))
+    return _changed(type(record), msgspec.to_builtins(record, enc_hook=moment_text))
 
 
 def loaded(data: Any, kind: Any, path: str) -> Any:
     """Checked data (the document's schema) as `kind` (a record, a list of them), or a
     LoadError at its path where msgspec finds more (the schema and the struct agree)."""
     try:
-        return msgspec.convert(data, kind, strict=False)  # 2.0 is an integer, as in JSON Schema
+        # 2.0 is an integer, as in JSON Schema
+        return msgspec.convert(data, kind, strict=False, dec_hook=read_moment)
     except msgspec.ValidationError as error:
         message, _, where = str(error).partition(" - at `$")
         raise LoadError(path + where.rstrip("`"), message) from None

@@ -28,7 +28,7 @@ from .flow.callbacks import Callbacks
 from .changes import EVENT, TASK, Changes
 from .companies.companies import CompanyDirectory, ManualDepositRule
 from .webhooks.events import Event, EventLog, event_body
-from .webhooks.event_types import Draft
+from .webhooks.event_types import Draft, EventData
 from .faults import ApiFaults
 from .identity.identity import Identity, Ids, PublicToken
 from .accounts.linked_accounts import LinkedAccounts
@@ -36,7 +36,7 @@ from .parts import TenantSettings
 from .links.processor_links import ProcessorLinks
 from .rules import Rules
 from .sections import STRING, STRINGS, TIME, Sections, obj
-from .tasks.tasks import Tasks
+from .tasks.tasks import Tasks, task_event_fields
 from .tasks.records import (EXPIRED_FILE_URL, FILE_URL_LIFETIME, INVALID_FILE_URL, FileUrlExpired,
                             InvalidFileUrl, Task, TaskFile)
 from .timeline import Timeline
@@ -312,15 +312,22 @@ class Tenant:
             raise JobLimitReached(JOB_LIMIT.format(stored=len(self.timeline),
                                                    limit=limits.max_jobs))
 
-    def emit(self, event: Draft | str, *, identifier: str | None = None,
-             task_id: str | None = None, at: float | None = None, **body: Any) -> Event:
+    def emit(self, event: EventData | Draft | str, *, identifier: str | None = None,
+             task_id: str | None = None, at: float | None = None,
+             for_task: Task | None = None, **body: Any) -> Event:
         """Store a new event in the ledger (listeners such as the dispatcher see it next).
 
-        `event` is what its type made (`COMPANY_CREATED(companyId=...)`, domain/event_types.py),
-        or a type's name with `data` among `body`. `identifier` and `task_id` index the
-        event for filters and replay; `body` holds the body's other fields (`user`, and for
-        task events `task`, `company`, ...).
+        `event` is its data struct (`CompanyCreated(company_id=...)`, domain/event_types.py),
+        a draft its type made, or a type's name with `data` among `body`. `identifier` and
+        `task_id` index the event for filters and replay; `body` holds the body's other
+        fields (`user`, and for task events `task`, `company`, ...): a task event's come
+        from its task, `for_task`.
         """
+        if isinstance(event, EventData):
+            event = type(event).event_type.draft(event)
+        if for_task is not None:
+            identifier, task_id = for_task.identifier, for_task.id
+            body.update(task_event_fields(for_task, self.companies.get(for_task.company_id)))
         if isinstance(event, Draft):
             event_type = event.type.name
             if event.data is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from functools import partial
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
@@ -17,6 +18,7 @@ import orjson
 from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 
+from ..clock import moment_text
 from ..errors import ApiError, MalformedBody, MethodNotAllowed, RequestTimeout, field_detail
 from .keys import DIALECTS, SANDBOX, exchange_of
 from .logs import escape_controls
@@ -28,6 +30,7 @@ BODY_TOO_SLOW = ("The request's body did not arrive within {seconds:g} seconds "
                  "(--request-timeout).")
 WRONG_METHOD = "{method} is not allowed on {path}; allowed: {allowed}."
 JSON_HEADERS = {"Content-Type": "application/json; charset=utf-8"}
+_builtins = partial(msgspec.to_builtins, enc_hook=moment_text)  # a struct, a clock.Moment
 
 
 def json_response(data: Any, *, status: int = 200,
@@ -38,9 +41,9 @@ def json_response(data: Any, *, status: int = 200,
     search answer about as much as its validation. A value orjson refuses (an integer
     past 64 bits) goes through json.dumps, which raises on what is not JSON at all."""
     try:
-        body = orjson.dumps(data, default=msgspec.to_builtins, option=orjson.OPT_NON_STR_KEYS)
+        body = orjson.dumps(data, default=_builtins, option=orjson.OPT_NON_STR_KEYS)
     except TypeError:
-        body = json.dumps(data, default=msgspec.to_builtins).encode()
+        body = json.dumps(data, default=_builtins).encode()
     # The content type as a header: web.Response's content_type and charset arguments
     # format it anew for every answer.
     return web.Response(body=body, status=status, headers=JSON_HEADERS if headers is None

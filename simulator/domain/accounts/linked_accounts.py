@@ -28,7 +28,7 @@ from msgspec.structs import replace
 from ...clock import Clock
 from ...errors import (DepositAccountNotFound, LinkedAccountLimitReached, LinkedAccountNotFound,
                       StatementNotFound, ValidationFailed, field_detail)
-from ..webhooks.event_types import CONTINUOUS_ACCESS, PII_DATA_DELETED
+from ..webhooks.event_types import DECLARED, PiiDataDeleted
 from .data_records import DATA_RECORDS, LinkedAccountListRecord, LinkedAccountRecord
 from . import data_profiles
 from . import payroll_records as records
@@ -684,7 +684,7 @@ class LinkedAccounts(Held[LinkedAccount]):
         if task_id is None:
             tasks = [t for t in self.tasks.values() if t.identifier == identifier]
             task_id = tasks[-1].id if tasks else self.ids.object_id()
-        self.emit(PII_DATA_DELETED(), identifier=identifier, task_id=task_id,
+        self.emit(PiiDataDeleted(), identifier=identifier, task_id=task_id,
                   user={"_id": user.id, "identifier": identifier}, task=task_id)
 
     # -- records ----------------------------------------------------------------------------
@@ -740,9 +740,8 @@ class LinkedAccounts(Held[LinkedAccount]):
               task_id: str | None = None) -> None:
         # The task of a pull refresh is named in the data (README: the synced events of a
         # pull refresh carry its task id); the spec does not show these payloads.
-        self.emit(CONTINUOUS_ACCESS[event_type](linked_account=account.id,
-                                                  company_id=account.company_id, task=task_id,
-                                                  **data),
+        self.emit(DECLARED[event_type](linked_account=account.id,
+                                       company_id=account.company_id, task=task_id, **data),
                     identifier=account.identifier, task_id=task_id,
                     user={"_id": account.user_id, "identifier": account.identifier})
 

@@ -16,8 +16,7 @@ from ...errors import (CompanyExists, CompanyNotFound, UnknownProducts, Validati
 from ..rules import ServiceProfile
 from .companies import (DISABLED, OPERATIONAL, UNDER_MAINTENANCE, UNKNOWN_COMPANY, Company,
                         CompanyDirectory, company_from_fixture)
-from ..webhooks.event_types import (COMPANY_CREATED, COMPANY_DELETED, COMPANY_UPDATED,
-                                    MAINTENANCE_MODE)
+from ..webhooks.event_types import DECLARED, MaintenanceMode
 
 ALREADY_EXISTS = "A company with the id {company_id!r} already exists."
 NOT_A_PARENT = "Company {company_id!r} is not tagged franchise-parent."
@@ -37,7 +36,7 @@ def create_company(companies: CompanyDirectory, emit: Callable[..., Any], new_id
     _check_references(companies, service, body)
     company = company_from_fixture(body, service)
     companies.put(company)
-    emit(COMPANY_CREATED(company_id=company.id))
+    emit(DECLARED["company-created"](company_id=company.id))
     return company
 
 
@@ -52,7 +51,7 @@ def update_company(companies: CompanyDirectory, emit: Callable[..., Any], servic
     if company == current:
         return current  # nothing changed: no event (spec: "A company was updated")
     companies.put(company)
-    emit(COMPANY_UPDATED(company_id=company.id))
+    emit(DECLARED["company-updated"](company_id=company.id))
     return company
 
 
@@ -60,7 +59,7 @@ def delete_company(companies: CompanyDirectory, emit: Callable[..., Any], compan
     """DELETE /_sandbox/companies/{id}: emits company-deleted."""
     company = companies.require(company_id)
     companies.delete(company.id)
-    emit(COMPANY_DELETED(company_id=company.id))
+    emit(DECLARED["company-deleted"](company_id=company.id))
 
 
 def set_company_status(companies: CompanyDirectory, emit: Callable[..., Any], company_id: str,
@@ -85,21 +84,21 @@ def set_company_status(companies: CompanyDirectory, emit: Callable[..., Any], co
             return company
         updated = companies.with_changes(company, status=status,
                                                 maintenance_products=maintenance_products)
-        emit(MAINTENANCE_MODE(company_id=company.id, status="maintenance",
-                                     products=list(maintenance_products)))
+        emit(MaintenanceMode(company_id=company.id, status="maintenance",
+                             products=list(maintenance_products)))
     elif status == OPERATIONAL:
         if company.status == OPERATIONAL:
             return company
         updated = companies.with_changes(company, status=status, maintenance_products=())
         if company.status == UNDER_MAINTENANCE:
-            emit(MAINTENANCE_MODE(company_id=company.id, status="operational", products=[]))
+            emit(MaintenanceMode(company_id=company.id, status="operational", products=[]))
         elif company.status == DISABLED:
-            emit(COMPANY_UPDATED(company_id=company.id))
+            emit(DECLARED["company-updated"](company_id=company.id))
     else:
         if company.status == DISABLED:
             return company
         updated = companies.with_changes(company, status=DISABLED, maintenance_products=())
-        emit(COMPANY_UPDATED(company_id=company.id))
+        emit(DECLARED["company-updated"](company_id=company.id))
     return updated
 
 

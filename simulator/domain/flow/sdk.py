@@ -23,7 +23,7 @@ import msgspec
 from ...errors import (ApiError, CredentialsRefused, InvalidCompanyId, InvalidConfig,
                       PublicTokenMismatch, TaskNotFound, ValidationFailed, field_detail)
 from ..pdf import text_pdf
-from ...validate import parse_time, strict_json
+from ...validate import strict_json
 from ..companies.companies import Company, CompanyDirectory, ManualDepositRule
 from .flow_words import ENGLISH, flow_words
 from ..companies.search import company_filter
@@ -373,8 +373,8 @@ def flow_workflow(tenant: Tenant, token: PublicToken, workflow_id: str) -> dict[
 def _slow(task: Task, now: float) -> bool:
     if task.status != PROCESSING or task.authenticated:
         return False
-    started = next((h["at"] for h in reversed(task.history) if h["status"] == PROCESSING), None)
-    return started is not None and now - parse_time(started, "$.history") >= HIGH_LATENCY_SECONDS
+    started = next((h.at for h in reversed(task.history) if h.status == PROCESSING), None)
+    return started is not None and now - started >= HIGH_LATENCY_SECONDS
 
 
 def deeplink_company(tenant: Tenant, config: dict[str, Any]) -> Company | None:

@@ -24,7 +24,7 @@ from ...errors import (ApiError, IdentifierMismatch, InvalidProcessorToken, Othe
                       ValidationFailed, field_detail)
 from rapidfuzz import fuzz
 
-from ..webhooks.event_types import processor_link_events
+from ..webhooks.event_types import declared
 from .aggregator_data import PAYROLL_WORDS, checking_history
 from ..companies.companies import OPERATIONAL, Company, CompanyDirectory, ManualDepositRule
 from ..tasks.states import DAYS_REQUESTED
@@ -339,7 +339,7 @@ class ProcessorLinks(Held[ProcessorLink]):
         self._emit(link, f"{self.aggregator}-error", dict(error))
 
     def _emit(self, link: ProcessorLink, event_type: str, data: dict[str, Any]) -> None:
-        draft = processor_link_events(self.aggregator)[event_type].from_json(
+        draft = declared(self.aggregator)[event_type].from_json(
             {"processorLink": link.id, **data})
         self.emit(draft, identifier=link.identifier,
                   user={"_id": link.user_id, "identifier": link.identifier})

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from hashlib import sha256
 from typing import Any
 
+from ...clock import isoformat
 from ..companies.companies import Company, CompanyDirectory
 from .states import COMPLETED, FLOWS
 
@@ -73,7 +74,7 @@ def _account(company: Company, task: Any, scope_of: ScopeOf) -> dict[str, Any]:
                         for a in actions if a["type"] in BILL_FLOWS]}
     account: dict[str, Any] = {"_id": account_id, "company": company.branding_summary(),
                                "actions": actions, "bills": [bill],
-                               "updatedAt": task.history[-1]["at"]}
+                               "updatedAt": isoformat(task.history[-1].at)}
     if task.payment_method:
         account["paymentMethod"] = task.payment_method
     return account

@@ -8,9 +8,9 @@ from typing import Any, ClassVar
 import msgspec
 
 from ...errors import NotFound, Unauthorized
-from ..shapes import UNSET, Command, Maybe, choice, of, raw, schema_of
+from ..shapes import UNSET, Command, Instant, Maybe, View, choice, of, raw, schema_of
 from ..stored import Stored, Time, described
-from .states import (COMPLETED, FAILED, PAYMENT_METHOD, PROCESSING, QUEUED, REQUEST_FIELDS,
+from .states import (COMPLETED, FAILED, FAILURE_REASONS, PAYMENT_METHOD, PROCESSING, QUEUED, REQUEST_FIELDS,
                      field_schemas)
 
 
@@ -54,7 +54,8 @@ class Task(Stored, weakref=True):  # weakref: a deleted tenant's are followed
     payment_method: dict[str, Any] | None = None
     linked_account: str | None = None
     payment_method_given: bool = False
-    history: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    history: described(list[TaskTransition], {"type": "array", "items": {"type": "object"}}
+                       ) = msgspec.field(default_factory=list)
     # {type, amount}: the deposit's split
     distribution: described(dict[str, Any] | None, schema_of(Distribution | None)) = None
     on_complete: choice(CONTINUE, FINISH) = CONTINUE
@@ -77,6 +78,16 @@ class Task(Stored, weakref=True):  # weakref: a deleted tenant's are followed
         if self.saw_outcome is not None:
             return self.saw_outcome
         return self.watched and not self.user_left
+
+
+class TaskTransition(View, kw_only=True):
+    """One move of a task; the first is its creation (`queued`, no previousStatus)."""
+
+    status: choice(*TASK_STATUSES)
+    previous_status: Maybe[choice(*TASK_STATUSES)] = UNSET
+    at: Instant
+    patch: Maybe[of(bool, "A correction of a final status (task-status-patched).")] = UNSET
+    reason: Maybe[choice(*FAILURE_REASONS)] = UNSET
 
 
 class Workflow(Stored):

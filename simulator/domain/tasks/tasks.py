@@ -16,20 +16,20 @@ from typing import Any
 
 import msgspec
 
-from ...clock import Clock, isoformat
+from ...clock import Clock, Moment
 from ...errors import (CompanyMismatch, CompanyNotFound,
                       IllegalTransition,
                       LinkedAccountNotFound, TaskLimitReached, ValidationFailed, field_detail)
 from ..changes import TASK, Changes
 from ..companies.companies import (UNKNOWN_COMPANY, Company, CompanyDirectory)
 from ..companies.company_admin import set_company_status
-from ..webhooks.event_types import (PAY_LINK_ACCOUNTS_UPDATED, TASK_AUTHENTICATION_STATUS_UPDATED,
-                          TASK_STATUS_PATCHED, TASK_STATUS_UPDATED, TASK_WORKFLOW_FINISHED, Bill,
-                          Draft, PayLinkAccount, WorkflowTask)
+from ..webhooks.event_types import (Authenticated, Bill, PayLinkAccount, PayLinkAccounts,
+                                    TaskStatusPatched, TaskStatusUpdated, WorkflowFinished,
+                                    WorkflowTask)
 from ..parts import Held, TenantSettings
 from .pay_link import PAY_LINK
 from ..rules import Rules
-from ..shapes import (UNSET, Command, given, of)
+from ..shapes import UNSET, Command, given, made, of, view_of
 from .states import (COMPLETED, FAILED, FINAL, PROCESSING, QUEUED,
                      STEP_FIELDS, Scenario, Step,
                      emits_status_update, transition_error,
@@ -37,7 +37,7 @@ from .states import (COMPLETED, FAILED, FINAL, PROCESSING, QUEUED,
 from ..stored import LoadError, Stored, array, stored
 from ..sections import COUNT, STRING, STRINGS, TIME, Sections, obj, unique
 from ..timeline import Timeline, action_kind
-from .records import Task, Workflow
+from .records import Task, TaskTransition, Workflow
 from .requests import CreateTask, TaskRequest, first_batch
 from .reads import TaskReads
 from .choosing import HAPPY_PATH, TaskChoices
@@ -352,7 +352,7 @@ class Tasks(TaskChoices, TaskReads, Held[Task]):
             payment_method_given=request.payment_method is not None, watched=watched,
             distribution=request.distribution, on_complete=request.on_complete,
             on_fail=request.on_fail, fields=request.fields)
-        task.history.append({"status": QUEUED, "at": isoformat(task.created_at)})
+        task.history.append(TaskTransition(status=QUEUED, at=Moment(task.created_at)))
         self._by_id[task.id] = task
         self.changes.touch(TASK, task.id)
         workflow.tasks.append(task.id)
@@ -425,8 +425,8 @@ class Tasks(TaskChoices, TaskReads, Held[Task]):
         if status is not None and status != PROCESSING:
             self._move(task, status, reason=changes.get("reason"), patch=patch)
         if "accounts" in changes:
-            self._emit_task_event(task, PAY_LINK_ACCOUNTS_UPDATED(
-                accounts=self._accounts(task, changes["accounts"])))
+            self.emit(PayLinkAccounts(accounts=self._accounts(task, changes["accounts"])),
+                      for_task=task)
         # Continuous access: a step may change the task's linked account or delete the
         # user's data, and every task that ends may make or refresh a linked account.
         if "linkedAccount" in changes:
@@ -461,8 +461,7 @@ class Tasks(TaskChoices, TaskReads, Held[Task]):
         if task.status in FINAL or authenticated == task.authenticated:
             return
         task.authenticated = authenticated
-        self._emit_task_event(task, TASK_AUTHENTICATION_STATUS_UPDATED(
-            authenticated=task.authenticated))
+        self.emit(Authenticated(authenticated=task.authenticated), for_task=task)
 
     def _move(self, task: Task, status: str, *, reason: str | None,
               patch: bool) -> None:
@@ -473,21 +472,17 @@ class Tasks(TaskChoices, TaskReads, Held[Task]):
         task.reason = reason if status == FAILED else None
         if status in FINAL and task.saw_outcome is None:
             task.saw_outcome = task.watched and not task.user_left
-        task.history.append({"status": status, "previousStatus": task.previous_status,
-                             "at": isoformat(self.clock.timestamp()), "patch": patch,
-                             **({"reason": reason} if reason else {})})
+        task.history.append(TaskTransition(
+            status=status, previous_status=task.previous_status,
+            at=Moment(self.clock.timestamp()), patch=patch, reason=reason or UNSET))
         event_type = emits_status_update(task.previous_status, status, patch=patch)
-        if event_type == TASK_STATUS_PATCHED.name:
-            self._emit_task_event(task, TASK_STATUS_PATCHED(
-                authenticated=task.authenticated, status=task.status,
-                previous_status=task.previous_status, payment_method=task.payment_method or None))
-        elif event_type == TASK_STATUS_UPDATED.name:
-            self._emit_task_event(task, TASK_STATUS_UPDATED(
-                previous_status=task.previous_status, status=task.status,
-                authenticated=task.authenticated, payment_method=task.payment_method,
-                reason=task.reason,
-                **{name: getattr(task, name) for name, field in STEP_FIELDS.items()
-                   if status == FAILED or not field.on_failure_only}))
+        if event_type == TaskStatusPatched.event_type.name:
+            self.emit(view_of(TaskStatusPatched, task, payment_method=task.payment_method or None),
+                      for_task=task)
+        elif event_type == TaskStatusUpdated.event_type.name:  # the task's fields, by name
+            self.emit(view_of(TaskStatusUpdated, task, **{
+                name: UNSET for name, field in STEP_FIELDS.items()
+                if status != FAILED and field.on_failure_only}), for_task=task)
 
     def _accounts(self, task: Task, updates: list[dict[str, Any]]) -> list[PayLinkAccount]:
         """A step's `accounts` (its scenario file's) as the event says them: each account's
@@ -511,15 +506,11 @@ class Tasks(TaskChoices, TaskReads, Held[Task]):
         workflow.finished = True
         self.accounts.release(workflow.id)
         failed = [t for t in tasks if t.status == FAILED]
-        self._emit_task_event(task, TASK_WORKFLOW_FINISHED(
-            status=FAILED if failed else COMPLETED,
-            tasks=[WorkflowTask(task=t.id, product=t.product, status=t.status,
-                                reason=t.reason or UNSET) for t in tasks],
-            failure_reason=(failure_reason or failed[0].reason) if failed else None))
-
-    def _emit_task_event(self, task: Task, draft: Draft) -> None:
-        self.emit(draft, identifier=task.identifier, task_id=task.id,
-                  **task_event_fields(task, self.companies.get(task.company_id)))
+        self.emit(made(WorkflowFinished, status=FAILED if failed else COMPLETED,
+                       tasks=[WorkflowTask(task=t.id, product=t.product, status=t.status,
+                                           reason=t.reason or UNSET) for t in tasks],
+                       failure_reason=(failure_reason or failed[0].reason) if failed else None),
+                  for_task=task)
 
     # -- reading ----------------------------------------------------------------------------
 

@@ -10,7 +10,8 @@ from ..companies.companies import COMPANY_STATUSES, Branding, SearchCompany, Sea
 from ..identity.identity import UserView
 from ..shapes import (UNSET, Command, DateTime, Maybe, Metadata, Name, View, choice, field, of,
                       raw, view_of)
-from .records import CONTINUE, TASK_STATUSES, Distribution, Task, TaskFile, Workflow, next_step
+from .records import (CONTINUE, TASK_STATUSES, Distribution, Task, TaskFile, TaskTransition,
+                      Workflow, next_step)
 from .requests import ON_COMPLETE, ON_FAIL, RequestFields
 from .states import (FAILED, FAILURE_REASONS, STEP_FIELDS, WRITTEN_PAYMENT_METHOD,
                      AUTHENTICATION_METHODS as TASK_AUTHENTICATION_METHODS, field_schemas)
@@ -29,15 +30,6 @@ Reason = choice(*FAILURE_REASONS)
 # of another scope has none of those values: null.
 TASK_AUTHENTICATION = ("A pay-link task's: true-auth or smart-auth. Any other task's: null.")
 
-
-class TaskTransition(View, kw_only=True):
-    """One move of a task; the first is its creation (`queued`, no previousStatus)."""
-
-    status: TaskStatus
-    previous_status: Maybe[TaskStatus] = UNSET
-    at: DateTime
-    patch: Maybe[of(bool, "A correction of a final status (task-status-patched).")] = UNSET
-    reason: Maybe[Reason] = UNSET
 
 _STEP_FIELDS = field_schemas(STEP_FIELDS)  # flow, meta, ... (domain/states.py)
 

@@ -1,13 +1,14 @@
 """Every event type of the spec (spec: Events), each declared once as an `EventType`: its
 name, its family (what the body carries beside `data`) and the JSON Schema of its `data`.
 
-The declaration's struct is both the value and the schema. The emitting code calls the
-declaration with the data's fields (`COMPANY_CREATED(company_id=...)`), which makes its
-struct (an unknown field is a TypeError, as the struct's constructor says), and hands the
-draft to `tenant.emit`, whose body carries the struct as JSON. The whole body's JSON Schema
-is derived from the same declaration (`EventType.schema`). A trigger
-(POST /_sandbox/events/trigger) asks the struct for an example (`EventData.example`), so a
-new event type triggers with no code of its own. It is published in the OpenAPI document's
+The declaration is the struct's: `@event("maintenance-mode", family=Family.COMPANY)` on its
+`data` struct declares the type (several names: one type each, in the catalog in the order
+declared). The struct is both the value and the schema: the emitting code makes it
+(`MaintenanceMode(company_id=...)`) and hands it to `tenant.emit`, whose body carries it as
+JSON (a struct of several types is drafted by name: `DECLARED[name](**fields)`, an unknown
+field a TypeError). The whole body's JSON Schema is derived from the same declaration
+(`EventType.schema`). A trigger (POST /_sandbox/events/trigger) asks the struct for an
+example (`EventData.example`), so a new event type triggers with no code of its own. It is published in the OpenAPI document's
 `webhooks` section and at GET /_sandbox/schemas/events/{eventType}, so customers can
 check their handlers; the tests check every emitted event against it.
 
@@ -17,9 +18,10 @@ shown", the sandbox's choice is documented in each schema's description.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
 from functools import cache, cached_property, lru_cache
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import msgspec
 
@@ -55,33 +57,30 @@ class EventType(msgspec.Struct, frozen=True, eq=False, dict=True):
 
     name: str
     family: Family
-    shape: type | None  # the struct that declares `data` (domain/shapes.py); None: no data
+    shape: type  # the struct that declares `data` (domain/shapes.py; a privacy event's: none)
 
     @cached_property
-    def data(self) -> dict[str, Any] | None:
+    def data(self) -> dict[str, Any]:
         """The JSON Schema of `data` (derived on first use, not at import)."""
-        return None if self.shape is None else schema_of(self.shape)
+        return schema_of(self.shape)
 
     def __call__(self, **fields: Any) -> Draft:
         """The event with its `data` struct made of these fields (their struct names; one
         given as None is left out where the field takes no null). A field the struct does not
         have, or a required one missing, is a mistake of the emitting code: TypeError,
         before anything is stored."""
-        if self.shape is None:
-            if fields:
-                raise TypeError(f"{self.name} has no data, given {sorted(fields)}")
-            return Draft(self, None)
-        return Draft(self, made(self.shape, **fields))
+        return self.draft(made(self.shape, **fields))
 
     def from_json(self, document: dict[str, Any]) -> Draft:
         """The event with its `data` struct read from JSON data in its JSON names (a scenario
         file's, say; a field it does not declare is dropped)."""
         return Draft(self, msgspec.convert(document, self.shape))
 
-    def draft(self, data: dict[str, Any] | None) -> Draft:
-        """A draft of data made elsewhere (a trigger's overrides, a checker's body), which
-        its maker checks against `schema()` as a whole."""
-        return Draft(self, data)
+    def draft(self, data: Any) -> Draft:
+        """A draft of data made elsewhere (a struct, a trigger's overrides, a checker's
+        body), which its maker checks against `schema()` as a whole (a privacy event's
+        body has no data)."""
+        return Draft(self, None if self.family is Family.PRIVACY else data)
 
     @cached_property
     def schema(self) -> dict[str, Any]:
@@ -141,8 +140,18 @@ Id = of(str, min_length=1)
 Status = choice("queued", "processing", "completed", "failed")
 
 
-def _declare(family: Family, data: dict[str, Any]) -> dict[str, EventType]:
-    return {name: EventType(name, family, shape) for name, shape in data.items()}
+DECLARED: dict[str, EventType] = {}  # every type by name, as declared (`{aggregator}` unfilled)
+
+
+def event(*names: str, family: Family = Family.USER) -> Callable[[type], type]:
+    """Declares the struct below the `data` of these event types (in the catalog in this
+    order); a struct of one type is emitted as it is (`tenant.emit(TaskNote(...))`)."""
+    def declare(shape: type) -> type:
+        types = [EventType(name, family, shape) for name in names]
+        DECLARED.update((declared.name, declared) for declared in types)
+        shape.event_type = types[0] if len(types) == 1 else None
+        return shape
+    return declare
 
 
 def example_of(shape: type[msgspec.Struct], context: Any) -> Any:
@@ -160,6 +169,7 @@ def example_of(shape: type[msgspec.Struct], context: Any) -> Any:
 
 class EventData(View, kw_only=True):
     # An event type's `data`: the struct its emitter makes and its webhook carries.
+    event_type: ClassVar[EventType | None] = None  # its one type (`@event`), if one
 
     @classmethod
     def example(cls, context: Any) -> EventData:
@@ -188,7 +198,7 @@ def _resolving(cls: type, context: Any) -> _TaskStatusUpdated:
 
 # The fields a scenario step sets (domain/states.py: STEP_FIELDS, one entry each; flow, meta,
 # ...) after the task's own.
-TaskStatusUpdated = msgspec.defstruct(
+TaskStatusUpdated = event("task-status-updated", family=Family.TASK)(msgspec.defstruct(
     "TaskStatusUpdated", [(name, Maybe[raw(schema)], UNSET)
                           for name, schema in field_schemas(STEP_FIELDS).items()],
     bases=(_TaskStatusUpdated,), kw_only=True, module=__name__, namespace={
@@ -200,13 +210,15 @@ TaskStatusUpdated = msgspec.defstruct(
              "then": {"required": ["reason"]}},
             {"if": {"properties": {"previousStatus": {"const": "queued"}}},
              "then": {"properties": {"status": {"const": "failed"}}}}]},
-        "example": classmethod(_resolving)})
+        "example": classmethod(_resolving)}))
 
 
+@event("task-authentication-status-updated", family=Family.TASK)
 class Authenticated(EventData, kw_only=True):
     authenticated: bool
 
 
+@event("task-status-patched", family=Family.TASK)
 class TaskStatusPatched(Authenticated, kw_only=True):
     status: Status
     previous_status: Status
@@ -229,6 +241,7 @@ class WorkflowTask(View, kw_only=True):
     reason: Maybe[str] = UNSET
 
 
+@event("task-workflow-finished", family=Family.TASK)
 class WorkflowFinished(EventData, kw_only=True):
     """The spec shows only a failure reason; the sandbox adds the outcome and the workflow's
     tasks."""
@@ -248,22 +261,12 @@ class WorkflowFinished(EventData, kw_only=True):
                     tasks=[WorkflowTask(task=task.id, product=task.product, status=task.status)])
 
 
-TASK_EVENTS = _declare(Family.TASK, {
-    "task-status-updated": TaskStatusUpdated,
-    "task-authentication-status-updated": Authenticated,
-    "task-status-patched": TaskStatusPatched,
-    "task-workflow-finished": WorkflowFinished,
-})
-TASK_STATUS_UPDATED = TASK_EVENTS["task-status-updated"]
-TASK_AUTHENTICATION_STATUS_UPDATED = TASK_EVENTS["task-authentication-status-updated"]
-TASK_STATUS_PATCHED = TASK_EVENTS["task-status-patched"]
-TASK_WORKFLOW_FINISHED = TASK_EVENTS["task-workflow-finished"]
-
-
+@event("company-created", "company-updated", "company-deleted", family=Family.COMPANY)
 class CompanyId(EventData, kw_only=True):
     company_id: Id
 
 
+@event("maintenance-mode", family=Family.COMPANY)
 class MaintenanceMode(CompanyId, kw_only=True):
     __schema_extra__ = {"if": {"properties": {"status": {"const": "operational"}}},
                         "then": {"properties": {"products": {"maxItems": 0}}}}
@@ -279,18 +282,6 @@ class MaintenanceMode(CompanyId, kw_only=True):
                    products=list(company.available_products))
 
 
-COMPANY_EVENTS = _declare(Family.COMPANY, {
-    "company-created": CompanyId,
-    "company-updated": CompanyId,
-    "company-deleted": CompanyId,
-    "maintenance-mode": MaintenanceMode,
-})
-COMPANY_CREATED = COMPANY_EVENTS["company-created"]
-COMPANY_UPDATED = COMPANY_EVENTS["company-updated"]
-COMPANY_DELETED = COMPANY_EVENTS["company-deleted"]
-MAINTENANCE_MODE = COMPANY_EVENTS["maintenance-mode"]
-
-
 class Bill(View, kw_only=True):
     id: Id = field(name="_id")
     changed_fields: Maybe[list[choice(*CHANGED_FIELDS)]] = UNSET
@@ -302,6 +293,9 @@ class PayLinkAccount(View, kw_only=True):
     bills: list[Bill]
 
 
+# A pay-link task's event: it carries the task's fields too, though its schema asks only
+# for the user and the data.
+@event("pay-link-accounts-updated")
 class PayLinkAccounts(EventData, kw_only=True):
     accounts: list[PayLinkAccount]
 
@@ -312,10 +306,9 @@ class PayLinkAccounts(EventData, kw_only=True):
             Bill(id=context.new_id(), changed_fields=["amount", "dueDate"])])])
 
 
-# A pay-link task's event: it carries the task's fields too, though its schema asks only
-# for the user and the data.
-PAY_LINK_ACCOUNTS_UPDATED = EventType("pay-link-accounts-updated", Family.USER, PayLinkAccounts)
-PII_DATA_DELETED = EventType("pii-data-deleted", Family.PRIVACY, None)
+@event("pii-data-deleted", family=Family.PRIVACY)
+class PiiDataDeleted(EventData, kw_only=True):
+    """No data (spec: Privacy event): the body names the user and the task."""
 
 
 class Linked(EventData, kw_only=True):
@@ -325,11 +318,16 @@ class Linked(EventData, kw_only=True):
                    "or a sign-in again); absent for a push refresh.")] = UNSET
 
 
+@event(*(f"{kind}-synced" for kind in ("statements", "income", "timesheets", "employment",
+                                         "identity", "taxes", "deposit-accounts")))
 class Synced(Linked, kw_only=True):
     """Not shown by the spec: the sandbox names the linked account and company, and the task
     of a pull refresh."""
 
 
+@event("statements-added", "income-updated", "timesheets-added", "employment-updated",
+       "identity-updated", "taxes-added", "deposit-accounts-added", "deposit-accounts-updated",
+       "deposit-accounts-removed")
 class Changed(Linked, kw_only=True):
     """Not shown by the spec: the sandbox names the linked account, company and the changed
     records; fetch them from the data endpoints."""
@@ -337,14 +335,22 @@ class Changed(Linked, kw_only=True):
     records: of(list[Id], "Ids of the records that changed.")
 
 
+@event("deposit-switch-removed")
 class DepositSwitchRemoved(Linked, kw_only=True):
     deposit_account: Id
 
 
+@event("linked-account-connected")
+class Connected(Synced, kw_only=True):
+    __doc__ = Synced.__doc__
+
+
+@event("linked-account-disconnected")
 class Disconnected(Linked, kw_only=True):
     reason: choice("timeout", "credentials-changed", "system-update")
 
 
+@event("earn-user-data")
 class EarnUserData(Linked, kw_only=True):
     net_hourly_rate: float
     unpaid_hours_in_pay_period: float
@@ -354,36 +360,25 @@ class EarnUserData(Linked, kw_only=True):
     company_id: Maybe[Id] = UNSET
 
 
-CONTINUOUS_ACCESS = _declare(Family.USER, {
-    **{f"{kind}-synced": Synced for kind in
-       ("statements", "income", "timesheets", "employment", "identity", "taxes", "deposit-accounts")},
-    **{name: Changed for name in
-       ("statements-added", "income-updated", "timesheets-added", "employment-updated",
-        "identity-updated", "taxes-added", "deposit-accounts-added", "deposit-accounts-updated",
-        "deposit-accounts-removed")},
-    "deposit-switch-removed": DepositSwitchRemoved,
-    "linked-account-connected": Synced,
-    "linked-account-disconnected": Disconnected,
-    "earn-user-data": EarnUserData,
-})
-
-
 class LinkEvent(EventData, kw_only=True):
     processor_link: Id
 
 
+@event("employer-classification-completed")
 class ClassificationCompleted(LinkEvent, kw_only=True):
     """Not shown by the spec: fetch results from employer-matches."""
 
     matches: of(int, ge=0)
 
 
+@event("recurring-transaction-detection-completed")
 class DetectionCompleted(LinkEvent, kw_only=True):
     """Not shown by the spec: fetch results from recurring-transactions."""
 
     recurring_transactions: of(int, ge=0)
 
 
+@event("{aggregator}-error")  # named after the aggregator
 class AggregatorError(LinkEvent, kw_only=True):
     error_type: str
     error_code: str
@@ -398,22 +393,16 @@ class AggregatorError(LinkEvent, kw_only=True):
 
 
 @lru_cache(maxsize=64)
-def processor_link_events(aggregator: str) -> dict[str, EventType]:
-    """The processor-link events, the aggregator's error named after it."""
-    return _declare(Family.USER, {
-        "employer-classification-completed": ClassificationCompleted,
-        "recurring-transaction-detection-completed": DetectionCompleted,
-        f"{aggregator}-error": AggregatorError,
-    })
-
-
-@lru_cache(maxsize=64)
 def declared(aggregator: str) -> dict[str, EventType]:
     """Every event type of the spec by name, in the spec's order, with the aggregator's
     name filled in."""
-    return {**TASK_EVENTS, **COMPANY_EVENTS, PAY_LINK_ACCOUNTS_UPDATED.name: PAY_LINK_ACCOUNTS_UPDATED,
-            PII_DATA_DELETED.name: PII_DATA_DELETED, **CONTINUOUS_ACCESS,
-            **processor_link_events(aggregator)}
+    return {(named := name.format(aggregator=aggregator)): declaration if named == name
+            else EventType(named, declaration.family, declaration.shape)
+            for name, declaration in DECLARED.items()}
+
+
+TASK_EVENTS = frozenset(name for name, declaration in DECLARED.items()
+                        if declaration.family is Family.TASK)
 
 
 def event_types(aggregator: str) -> list[str]:

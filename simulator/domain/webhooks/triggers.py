@@ -24,11 +24,11 @@ from ...errors import (CompanyNotFound, TaskNotFound, UnknownEventType, Validati
 from .event_types import EventType, Family, declared, example_of
 from ..companies.companies import OPERATIONAL, UNKNOWN_COMPANY, Company
 from .events import Event
-from ...clock import isoformat
+from ...clock import Moment
 from ..tasks.states import COMPLETED, PROCESSING, QUEUED
 from ..accounts import payroll_records
 from ..tasks.tasks import task_event_fields
-from ..tasks.records import UNKNOWN_TASK, Task, Workflow
+from ..tasks.records import UNKNOWN_TASK, Task, TaskTransition, Workflow
 from ..identity.identity import DEFAULT_TOKEN_LIFETIME
 from ..shapes import UNSET, given, is_struct
 from ..tenants import Tenant
@@ -64,7 +64,7 @@ def trigger_event(tenant: Tenant, aggregator: str, request: Any) -> Event:
             task = task or _stored_task(tenant, identifier, company)
             fields["task"] = task.id
     data = None
-    if declaration.shape is not None:
+    if declaration.family is not Family.PRIVACY:
         example = declaration.shape.example(Example(tenant, declaration, task, company,
                                                     identifier))
         data = {**msgspec.to_builtins(example), **overrides} if overrides else example
@@ -178,9 +178,9 @@ def _stored_task(tenant: Tenant, identifier: str, company: Company) -> Task:
                 created_at=now, authentication_method=tenant.tasks.authentication_method(company, product),
                 public_token=_public_token(tenant, identifier), status=COMPLETED,
                 previous_status=PROCESSING, authenticated=True,
-                history=[{"status": QUEUED, "at": isoformat(now)},
-                         *({"status": status, "previousStatus": previous, "at": isoformat(now),
-                            "patch": False}
+                history=[TaskTransition(status=QUEUED, at=Moment(now)),
+                         *(TaskTransition(status=status, previous_status=previous,
+                                          at=Moment(now), patch=False)
                            for previous, status in ((QUEUED, PROCESSING),
                                                     (PROCESSING, COMPLETED)))])
     tenant.tasks.file(task, Workflow(id=task.workflow, identifier=identifier, tasks=[task.id],
