@@ -10,8 +10,8 @@ import msgspec
 from ...errors import NotFound, Unauthorized
 from ..shapes import UNSET, Command, Instant, Maybe, View, choice, of, raw, schema_of
 from ..stored import Stored, Time, described
-from .states import (COMPLETED, FAILED, FAILURE_REASONS, PAYMENT_METHOD, PROCESSING, QUEUED, REQUEST_FIELDS,
-                     field_schemas)
+from .states import (COMPLETED, COMPUTED_FIELDS, FAILED, FAILURE_REASONS, PAYMENT_METHOD, PROCESSING,
+                     QUEUED, REQUEST_FIELDS, field_schemas)
 
 
 # A workflow's next step after a task ends (the task options onComplete / onFail).
@@ -78,6 +78,14 @@ class Task(Stored, weakref=True):  # weakref: a deleted tenant's are followed
         if self.saw_outcome is not None:
             return self.saw_outcome
         return self.watched and not self.user_left
+
+    def __getattr__(self, name: str) -> Any:
+        """A computed field (states.COMPUTED_FIELDS) reads as an attribute of the task, so
+        its views and events take it by name as they take the stored ones."""
+        field = COMPUTED_FIELDS.get(name)
+        if field is None or field.compute is None:
+            raise AttributeError(name)
+        return field.compute(self)
 
 
 class TaskTransition(View, kw_only=True):

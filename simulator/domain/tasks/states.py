@@ -129,12 +129,14 @@ def written_payment_method(method: dict[str, Any] | None) -> dict[str, Any] | No
 
 
 class TaskField(msgspec.Struct, frozen=True):
-    """A task field declared once (STEP_FIELDS, REQUEST_FIELDS): its JSON Schema, what it is,
-    and for a step's field whether only a failure's event carries it."""
+    """A task field declared once (STEP_FIELDS, REQUEST_FIELDS, COMPUTED_FIELDS): its JSON
+    Schema, what it is, for a step's field whether only a failure's event carries it, and
+    for a computed one how it is computed from the Task record (None: not yet known)."""
 
     schema: dict[str, Any]
     description: str = ""
     on_failure_only: bool = False
+    compute: Callable[[Any], Any] | None = None
 
 
 MANAGED_BY = {"type": "object", "additionalProperties": False, "required": ["companyId", "name"],
@@ -163,6 +165,12 @@ STEP_FIELDS: dict[str, TaskField] = {
 # /task/{taskId} shows, snapshots keep and every event of the task carries as given
 # (Task.fields). An entry is all such a field takes: none is needed today.
 REQUEST_FIELDS: dict[str, TaskField] = {}
+
+
+# The fields the sandbox computes from a task's record (`compute`). An entry is all such a
+# field takes: the Task reads it as an attribute, GET /task/{taskId} and task-status-updated
+# show it, and snapshots keep what it is computed from. None is needed today.
+COMPUTED_FIELDS: dict[str, TaskField] = {}
 
 
 def field_schemas(fields: dict[str, TaskField]) -> dict[str, dict[str, Any]]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from ...clock import isoformat
 from ..companies.companies import COMPANY_STATUSES, Branding, SearchCompany, SearchConnector, Tag
 from ..identity.identity import UserView
@@ -13,7 +15,7 @@ from ..shapes import (UNSET, Command, DateTime, Maybe, Metadata, Name, View, cho
 from .records import (CONTINUE, TASK_STATUSES, Distribution, Task, TaskFile, TaskTransition,
                       Workflow, next_step)
 from .requests import ON_COMPLETE, ON_FAIL, RequestFields
-from .states import (FAILED, FAILURE_REASONS, STEP_FIELDS, WRITTEN_PAYMENT_METHOD,
+from .states import (COMPUTED_FIELDS, FAILED, FAILURE_REASONS, STEP_FIELDS, WRITTEN_PAYMENT_METHOD,
                      AUTHENTICATION_METHODS as TASK_AUTHENTICATION_METHODS, field_schemas)
 
 
@@ -42,10 +44,11 @@ class TaskUser(UserView, kw_only=True):
     connected: bool
 
 
-class TaskFields(RequestFields, kw_only=True):
+class _TaskFields(RequestFields, kw_only=True):
     # A task's fields as GET /task/{taskId} shows them (TaskRecord), but `id` and
     # `company`: the real Task (TaskDetails) takes its own. Most are the Task's own, by
-    # name; `shown` gives the rest. The request fields it was given are shown too.
+    # name; `shown` gives the rest. The request fields it was given are shown too, and
+    # the computed ones (TaskFields) after the rest.
     task_workflow: str
     status: TaskStatus
     previous_status: choice(None, "queued", "processing", "failed")
@@ -77,6 +80,13 @@ class TaskFields(RequestFields, kw_only=True):
                                  connected=task.connected),
                 "on_complete": task.on_complete if options else UNSET,
                 "on_fail": task.on_fail if options else UNSET, **task.fields}
+
+
+# The fields the sandbox computes (domain/states.py: COMPUTED_FIELDS), each read from the
+# Task by name.
+TaskFields = msgspec.defstruct("TaskFields", [
+    (name, Maybe[raw(schema)], UNSET) for name, schema in field_schemas(COMPUTED_FIELDS).items()],
+    bases=(_TaskFields,), kw_only=True, module=__name__)
 
 
 class TaskRecord(TaskFields, kw_only=True):

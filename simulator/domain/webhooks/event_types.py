@@ -30,7 +30,7 @@ from ..companies.companies import CompanySummary
 from ..accounts.data_records import payroll_day
 from ..identity.identity import UserView
 from ..shapes import UNSET, Maybe, View, choice, field, made, of, raw, schema_of
-from ..tasks.states import (AUTHENTICATION_METHODS, CHANGED_FIELDS, COMPLETED, FAILED, FAILURE_REASONS,
+from ..tasks.states import (AUTHENTICATION_METHODS, CHANGED_FIELDS, COMPLETED, COMPUTED_FIELDS, FAILED, FAILURE_REASONS,
                      FINAL, PROCESSING, REQUEST_FIELDS, STEP_FIELDS, UPDATE_TYPES,
                      WRITTEN_PAYMENT_METHOD, field_schemas)
 
@@ -196,11 +196,11 @@ def _resolving(cls: type, context: Any) -> _TaskStatusUpdated:
                authenticated=task.authenticated, reason=task.reason or UNSET)
 
 
-# The fields a scenario step sets (domain/states.py: STEP_FIELDS, one entry each; flow, meta,
-# ...) after the task's own.
+# The fields a scenario step sets and those the sandbox computes (domain/states.py:
+# STEP_FIELDS, COMPUTED_FIELDS, one entry each; flow, meta, ...) after the task's own.
 TaskStatusUpdated = event("task-status-updated", family=Family.TASK)(msgspec.defstruct(
-    "TaskStatusUpdated", [(name, Maybe[raw(schema)], UNSET)
-                          for name, schema in field_schemas(STEP_FIELDS).items()],
+    "TaskStatusUpdated", [(name, Maybe[raw(schema)], UNSET) for name, schema in
+                          field_schemas({**STEP_FIELDS, **COMPUTED_FIELDS}).items()],
     bases=(_TaskStatusUpdated,), kw_only=True, module=__name__, namespace={
         "__doc__": "Emitted when a Task resolves (spec: Task events): the status is final; "
                    "previousStatus is processing, or queued for a task that failed before it "
