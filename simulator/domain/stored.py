@@ -22,10 +22,9 @@ from .shapes import schema_of
 # field says which (`created_at: Time`), and its schema and its load hold it there.
 MAX_TIME = 253_402_300_799.0 - 4 * 31_536_000  # 9995-12-31: isoformat's year 9999, a margin
 MAX_COUNT = 2**53 - 1                          # a JavaScript-safe integer
-MAX_AMOUNT = 1e12
 Time = Annotated[float, Meta(ge=0, le=MAX_TIME)]  # seconds since the epoch (virtual or wall)
 Count = Annotated[int, Meta(ge=0, le=MAX_COUNT)]
-Amount = Annotated[float, Meta(ge=0, le=MAX_AMOUNT)]
+Amount = Annotated[float, Meta(ge=0, le=1e12)]
 Day = Annotated[date, Meta(extra_json_schema=calendar_day_field())]  # written YYYY-MM-DD
 
 
@@ -62,8 +61,7 @@ def stored(record: Stored) -> dict[str, Any]:
 def loaded(data: Any, kind: Any, path: str) -> Any:
     """Checked data (the document's schema) as `kind` (a record, a list of them), or a
     LoadError at its path where msgspec finds more (the schema and the struct agree)."""
-    try:
-        # 2.0 is an integer, as in JSON Schema
+    try:  # strict=False: 2.0 is an integer, as in JSON Schema
         return msgspec.convert(data, kind, strict=False, dec_hook=read_moment)
     except msgspec.ValidationError as error:
         message, _, where = str(error).partition(" - at `$")
@@ -84,6 +82,10 @@ def array(cls: type) -> dict[str, Any]:
     return {"type": "array", "items": schema(cls)}
 
 
+def _is_stored(kind: Any) -> bool:
+    return isinstance(kind, type) and issubclass(kind, Stored)
+
+
 def _field_schema(kind: Any) -> dict[str, Any]:
     given = [meta for meta in getattr(kind, "__metadata__", ()) if isinstance(meta, _Given)]
     if given:
@@ -91,10 +93,6 @@ def _field_schema(kind: Any) -> dict[str, Any]:
     if get_origin(kind) is list and _is_stored(get_args(kind)[0]):
         return array(get_args(kind)[0])
     return schema(kind) if _is_stored(kind) else schema_of(kind)
-
-
-def _is_stored(kind: Any) -> bool:
-    return isinstance(kind, type) and issubclass(kind, Stored)
 
 
 @cache
