@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import textwrap
 from datetime import date
 from typing import Any
 
@@ -68,3 +69,38 @@ def script_result(script: str) -> dict:
                           timeout=120)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+_APP_SCRIPT = """
+import asyncio, json
+{setup}
+from aiohttp.test_utils import TestClient, TestServer
+from payroll_sandbox.app import create_app
+from payroll_sandbox.settings import Settings
+
+ACME = {acme!r}
+WALMART = {walmart!r}
+
+
+async def main():
+    seen = {{}}
+    async with TestClient(TestServer(create_app(Settings({settings})))) as client:
+        async def call(method, path, body=None):
+            response = await client.request(method, path, json=body, headers=ACME)
+            return response.status, (await response.json())
+
+{body}
+    print(json.dumps(seen))
+
+
+asyncio.run(main())
+"""
+
+
+def app_result(setup: str, body: str, settings: str = "") -> dict:
+    """`script_result` of the real app in a process of its own: `setup` changes the
+    package's tables first; `body` (inside `async with` the app's client) calls the API
+    with `call(method, path, body)` under acme's keys and fills `seen`, printed as JSON."""
+    return script_result(_APP_SCRIPT.format(
+        setup=textwrap.dedent(setup), settings=settings, acme=ACME, walmart=WALMART,
+        body=textwrap.indent(textwrap.dedent(body), " " * 8)))

@@ -7,66 +7,46 @@ app there."""
 
 from __future__ import annotations
 
-import textwrap
+from calls import app_result
 
-from calls import script_result
+SETUP = '''
+from payroll_sandbox.domain.tasks import states
 
-SCRIPT = textwrap.dedent('''
-    import asyncio, json
-    from payroll_sandbox.domain.tasks import states
+def duration(task):
+    if task.status not in states.FINAL:
+        return None
+    return round(task.history[-1].at - task.created_at, 3)
 
-    def duration(task):
-        if task.status not in states.FINAL:
-            return None
-        return round(task.history[-1].at - task.created_at, 3)
+states.COMPUTED_FIELDS["durationSeconds"] = states.TaskField(
+    {"type": "number", "minimum": 0}, "Seconds from its creation to its last transition.",
+    compute=duration)
+'''
 
-    states.COMPUTED_FIELDS["durationSeconds"] = states.TaskField(
-        {"type": "number", "minimum": 0}, "Seconds from its creation to its last transition.",
-        compute=duration)
-
-    from aiohttp.test_utils import TestClient, TestServer
-    from payroll_sandbox.app import create_app
-    from payroll_sandbox.settings import Settings
-
-    ACME = {"x-api-key": "sandbox-key-acme-0001", "x-api-secret": "sandbox-secret-acme-0001"}
-    WALMART = "6410a0000000000000000001"
-
-
-    async def main():
-        seen = {}
-        async with TestClient(TestServer(create_app(Settings(clock="manual")))) as client:
-            async def call(method, path, body=None):
-                response = await client.request(method, path, json=body, headers=ACME)
-                return response.status, (await response.json())
-
-            created = (await call("POST", "/task/create", {
-                "identifier": "u1", "company": WALMART, "product": "deposit"}))[1]["data"]
-            task_id = created["id"]
-            seen["running"] = (await call("GET", f"/task/{task_id}"))[1]["data"]
-            await call("POST", "/_sandbox/clock/run-until-idle")
-            seen["record"] = (await call("GET", f"/task/{task_id}"))[1]["data"]
-            seen["details"] = (await call("GET", f"/task/{task_id}/details"))[1]["data"]
-            events = (await call("GET", "/_sandbox/events?task=" + task_id))[1]["data"]
-            seen["events"] = {e["eventType"]: (e["body"].get("data") or {}).get("durationSeconds")
-                              for e in events}
-            snapshot = (await call("GET", "/_sandbox/snapshot"))[1]["data"]
-            await call("POST", "/_sandbox/reset")
-            seen["restore"] = (await call("POST", "/_sandbox/snapshot", snapshot))[0]
-            seen["restored"] = (await call("GET", f"/task/{task_id}"))[1]["data"]
-            document = await (await client.get("/openapi.json")).json()
-            seen["documented"] = [json.dumps(document["paths"][path]["get"]["responses"]["200"])
-                                  for path in ("/task/{taskId}", "/task/{taskId}/details")]
-            seen["event_documented"] = (await call(
-                "GET", "/_sandbox/schemas/events/task-status-updated"))[1]
-        print(json.dumps(seen))
-
-
-    asyncio.run(main())
-''')
+CALLS = '''
+created = (await call("POST", "/task/create", {
+    "identifier": "u1", "company": WALMART, "product": "deposit"}))[1]["data"]
+task_id = created["id"]
+seen["running"] = (await call("GET", f"/task/{task_id}"))[1]["data"]
+await call("POST", "/_sandbox/clock/run-until-idle")
+seen["record"] = (await call("GET", f"/task/{task_id}"))[1]["data"]
+seen["details"] = (await call("GET", f"/task/{task_id}/details"))[1]["data"]
+events = (await call("GET", "/_sandbox/events?task=" + task_id))[1]["data"]
+seen["events"] = {e["eventType"]: (e["body"].get("data") or {}).get("durationSeconds")
+                  for e in events}
+snapshot = (await call("GET", "/_sandbox/snapshot"))[1]["data"]
+await call("POST", "/_sandbox/reset")
+seen["restore"] = (await call("POST", "/_sandbox/snapshot", snapshot))[0]
+seen["restored"] = (await call("GET", f"/task/{task_id}"))[1]["data"]
+document = await (await client.get("/openapi.json")).json()
+seen["documented"] = [json.dumps(document["paths"][path]["get"]["responses"]["200"])
+                      for path in ("/task/{taskId}", "/task/{taskId}/details")]
+seen["event_documented"] = (await call(
+    "GET", "/_sandbox/schemas/events/task-status-updated"))[1]
+'''
 
 
 def test_a_computed_field_is_one_entry_of_the_table():
-    seen = script_result(SCRIPT)
+    seen = app_result(SETUP, CALLS, settings='clock="manual"')
     record = seen["record"]
     assert "durationSeconds" not in seen["running"]  # not known while the task runs
     assert record["status"] in ("completed", "failed")

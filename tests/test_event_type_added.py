@@ -6,59 +6,40 @@ process of its own, and drives the real app there."""
 
 from __future__ import annotations
 
-import textwrap
+from calls import app_result
 
-from calls import script_result
+SETUP = '''
+from jsonschema import Draft202012Validator
+from payroll_sandbox.domain.webhooks import event_types as types
+from payroll_sandbox.domain.shapes import choice, of
 
-SCRIPT = textwrap.dedent('''
-    import asyncio, json
-    from payroll_sandbox.domain.webhooks import event_types as types
-    from payroll_sandbox.domain.shapes import choice, of
+@types.event("payslip-ready")
+class PayslipReady(types.Linked, kw_only=True):
+    """A pay slip the employer published."""
 
-    @types.event("payslip-ready")
-    class PayslipReady(types.Linked, kw_only=True):
-        """A pay slip the employer published."""
+    records: of(list[types.Id], "The statements it covers.")
+    pages: of(int, ge=1, le=4)
+    channel: choice("email", "portal")
+'''
 
-        records: of(list[types.Id], "The statements it covers.")
-        pages: of(int, ge=1, le=4)
-        channel: choice("email", "portal")
-
-    from aiohttp.test_utils import TestClient, TestServer
-    from jsonschema import Draft202012Validator
-    from payroll_sandbox.app import create_app
-    from payroll_sandbox.settings import Settings
-
-    ACME = {"x-api-key": "sandbox-key-acme-0001", "x-api-secret": "sandbox-secret-acme-0001"}
-
-
-    async def main():
-        seen = {}
-        async with TestClient(TestServer(create_app(Settings(clock="manual")))) as client:
-            async def call(method, path, body=None):
-                response = await client.request(method, path, json=body, headers=ACME)
-                return response.status, (await response.json())
-
-            seen["trigger"] = await call("POST", "/_sandbox/events/trigger",
-                                         {"eventType": "payslip-ready", "identifier": "u1"})
-            body = seen["trigger"][1]["data"]["body"]
-            schema = (await call("GET", "/_sandbox/schemas/events/payslip-ready"))[1]
-            seen["errors"] = [e.message for e in Draft202012Validator(schema).iter_errors(body)]
-            seen["accounts"] = [a["_id"] for a in
-                                (await call("GET", "/linked-accounts?identifier=u1"))[1]["data"]]
-            seen["statements"] = [s["_id"] for s in
-                                  (await call("GET", "/statements?identifier=u1"))[1]["data"]]
-            seen["overridden"] = await call("POST", "/_sandbox/events/trigger", {
-                "eventType": "payslip-ready", "identifier": "u1", "data": {"pages": 9}})
-            seen["body"] = body
-        print(json.dumps(seen))
-
-
-    asyncio.run(main())
-''')
+CALLS = '''
+seen["trigger"] = await call("POST", "/_sandbox/events/trigger",
+                             {"eventType": "payslip-ready", "identifier": "u1"})
+body = seen["trigger"][1]["data"]["body"]
+schema = (await call("GET", "/_sandbox/schemas/events/payslip-ready"))[1]
+seen["errors"] = [e.message for e in Draft202012Validator(schema).iter_errors(body)]
+seen["accounts"] = [a["_id"] for a in
+                    (await call("GET", "/linked-accounts?identifier=u1"))[1]["data"]]
+seen["statements"] = [s["_id"] for s in
+                      (await call("GET", "/statements?identifier=u1"))[1]["data"]]
+seen["overridden"] = await call("POST", "/_sandbox/events/trigger", {
+    "eventType": "payslip-ready", "identifier": "u1", "data": {"pages": 9}})
+seen["body"] = body
+'''
 
 
 def test_a_new_event_type_triggers_from_its_struct_alone():
-    seen = script_result(SCRIPT)
+    seen = app_result(SETUP, CALLS, settings='clock="manual"')
     assert seen["trigger"][0] == 201, seen["trigger"]
     assert seen["errors"] == []  # the body matches the schema derived from the same struct
     data = seen["body"]["data"]

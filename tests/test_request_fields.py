@@ -6,73 +6,53 @@ real app there."""
 
 from __future__ import annotations
 
-import textwrap
+from calls import app_result
 
-from calls import script_result
+SETUP = '''
+from payroll_sandbox.domain.tasks import states
+states.REQUEST_FIELDS["costCenter"] = states.TaskField(
+    {"type": "string", "minLength": 1, "maxLength": 20}, "The customer's cost center.")
+'''
 
-SCRIPT = textwrap.dedent('''
-    import asyncio, json
-    from payroll_sandbox.domain.tasks import states
-    states.REQUEST_FIELDS["costCenter"] = states.TaskField(
-        {"type": "string", "minLength": 1, "maxLength": 20}, "The customer's cost center.")
-
-    from aiohttp.test_utils import TestClient, TestServer
-    from payroll_sandbox.app import create_app
-    from payroll_sandbox.settings import Settings
-
-    ACME = {"x-api-key": "sandbox-key-acme-0001", "x-api-secret": "sandbox-secret-acme-0001"}
-    WALMART = "6410a0000000000000000001"
-
-
-    async def main():
-        seen = {}
-        async with TestClient(TestServer(create_app(Settings()))) as client:
-            async def call(method, path, body=None):
-                response = await client.request(method, path, json=body, headers=ACME)
-                return response.status, (await response.json())
-
-            seen["one"] = await call("POST", "/task/create", {
-                "identifier": "u1", "company": WALMART, "product": "deposit",
-                "costCenter": "CC-7"})
-            seen["several"] = await call("POST", "/task/create", {
-                "identifier": "u2", "company": WALMART, "costCenter": "TOP",
-                "tasks": [{"product": "deposit"}, {"product": "verify", "costCenter": "OWN"}]})
-            seen["wrong"] = await call("POST", "/task/create", {
-                "identifier": "u3", "company": WALMART, "product": "deposit", "costCenter": ""})
-            task_id = seen["one"][1]["data"]["id"]
-            seen["record"] = await call("GET", f"/task/{task_id}")
-            seen["several_records"] = [
-                (await call("GET", f"/task/{t['id']}"))[1]["data"].get("costCenter")
-                for t in seen["several"][1]["data"]["tasks"]]
-            await call("POST", "/_sandbox/clock/run-until-idle")
-            events = (await call("GET", "/_sandbox/events?task=" + task_id))[1]["data"]
-            seen["events"] = [e["body"].get("costCenter") for e in events]
-            # A task held back by a `finish` option keeps its field until it starts.
-            gated = (await call("POST", "/task/create", {
-                "identifier": "u4", "company": WALMART, "tasks": [
-                    {"product": "deposit", "onFail": "finish"},
-                    {"product": "verify", "costCenter": "LATER"}]}))[1]["data"]
-            snapshot = (await call("GET", "/_sandbox/snapshot"))[1]["data"]
-            seen["stored"] = [t.get("fields") for t in snapshot["tasks"]]
-            await call("POST", "/_sandbox/reset")
-            seen["restore"] = (await call("POST", "/_sandbox/snapshot", snapshot))[0]
-            seen["restored"] = (await call("GET", f"/task/{task_id}"))[1]["data"].get("costCenter")
-            await call("POST", "/_sandbox/clock/run-until-idle")
-            workflow = (await call("GET", "/_sandbox/tasks?user=u4"))[1]["data"]
-            seen["held"] = [t.get("costCenter") for t in workflow]
-            seen["gated"] = len(gated["tasks"])
-            document = await (await client.get("/openapi.json")).json()
-            create = document["paths"]["/task/create"]["post"]["requestBody"]["content"]
-            seen["documented"] = create["application/json"]["schema"]["properties"]["costCenter"]
-        print(json.dumps(seen))
-
-
-    asyncio.run(main())
-''')
+CALLS = '''
+seen["one"] = await call("POST", "/task/create", {
+    "identifier": "u1", "company": WALMART, "product": "deposit",
+    "costCenter": "CC-7"})
+seen["several"] = await call("POST", "/task/create", {
+    "identifier": "u2", "company": WALMART, "costCenter": "TOP",
+    "tasks": [{"product": "deposit"}, {"product": "verify", "costCenter": "OWN"}]})
+seen["wrong"] = await call("POST", "/task/create", {
+    "identifier": "u3", "company": WALMART, "product": "deposit", "costCenter": ""})
+task_id = seen["one"][1]["data"]["id"]
+seen["record"] = await call("GET", f"/task/{task_id}")
+seen["several_records"] = [
+    (await call("GET", f"/task/{t['id']}"))[1]["data"].get("costCenter")
+    for t in seen["several"][1]["data"]["tasks"]]
+await call("POST", "/_sandbox/clock/run-until-idle")
+events = (await call("GET", "/_sandbox/events?task=" + task_id))[1]["data"]
+seen["events"] = [e["body"].get("costCenter") for e in events]
+# A task held back by a `finish` option keeps its field until it starts.
+gated = (await call("POST", "/task/create", {
+    "identifier": "u4", "company": WALMART, "tasks": [
+        {"product": "deposit", "onFail": "finish"},
+        {"product": "verify", "costCenter": "LATER"}]}))[1]["data"]
+snapshot = (await call("GET", "/_sandbox/snapshot"))[1]["data"]
+seen["stored"] = [t.get("fields") for t in snapshot["tasks"]]
+await call("POST", "/_sandbox/reset")
+seen["restore"] = (await call("POST", "/_sandbox/snapshot", snapshot))[0]
+seen["restored"] = (await call("GET", f"/task/{task_id}"))[1]["data"].get("costCenter")
+await call("POST", "/_sandbox/clock/run-until-idle")
+workflow = (await call("GET", "/_sandbox/tasks?user=u4"))[1]["data"]
+seen["held"] = [t.get("costCenter") for t in workflow]
+seen["gated"] = len(gated["tasks"])
+document = await (await client.get("/openapi.json")).json()
+create = document["paths"]["/task/create"]["post"]["requestBody"]["content"]
+seen["documented"] = create["application/json"]["schema"]["properties"]["costCenter"]
+'''
 
 
 def test_a_request_field_is_one_entry_of_the_table():
-    seen = script_result(SCRIPT)
+    seen = app_result(SETUP, CALLS)
     assert seen["one"][0] == 200
     assert seen["record"][1]["data"]["costCenter"] == "CC-7"
     # A task of `tasks` takes the top-level value unless it gives its own.
