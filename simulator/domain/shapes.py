@@ -77,8 +77,9 @@ def view_of(view: type[S], record: Any, **differing: Any) -> S:
     name (its JSON name comes from the view's rename), those whose name or form differs
     `differing`. A None where the view's field takes no null (an optional one, Maybe, that
     does not say `| None`) is left out (UNSET), as an absent field is."""
-    return made(view, **{name: differing[name] if name in differing
-                         else getattr(record, name, UNSET) for name in _view_fields(view)})
+    return view(**{name: UNSET if (value := differing[name] if name in differing
+                                   else getattr(record, name, UNSET)) is None and not nullable
+                   else value for name, nullable in _view_fields(view).items()})
 
 
 def made(view: type[S], **fields: Any) -> S:
