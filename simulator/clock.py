@@ -140,9 +140,14 @@ def moment_text(value: object) -> str:
 
 
 def read_moment(kind: type, value: object) -> Moment:
-    if kind is Moment and isinstance(value, str):
-        return Moment(datetime.fromisoformat(value).timestamp())  # ValueError: not one
-    raise NotImplementedError(kind)
+    """msgspec's dec_hook: a Moment from its text; anything else a ValueError or TypeError,
+    which msgspec reports as a ValidationError at the field's path (a snapshot's 422)."""
+    if kind is not Moment:
+        raise NotImplementedError(kind)
+    if not isinstance(value, str):
+        raise TypeError(f"Expected a date-time text, got {type(value).__name__}")
+    moment = datetime.fromisoformat(value)  # ValueError: not one
+    return Moment((moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp())
 
 
 def _written(moment: datetime) -> str:
