@@ -18,6 +18,14 @@ import pytest_asyncio
 from aiohttp import web
 from aiohttp.test_utils import BaseTestServer, TestClient, TestServer
 
+# The aggregator's key is made on first use, and cryptography and PyJWT imported then
+# (domain/links/aggregator_keys.py). pytester's in-process runs take out of sys.modules what
+# each imported first, and cryptography's Rust module cannot be loaded twice in a process
+# ("PyO3 modules may only be initialized once"): imported here, before any run, it stays.
+import cryptography.exceptions  # noqa: E402,F401
+import cryptography.hazmat.primitives.asymmetric.ec  # noqa: E402,F401
+import cryptography.hazmat.primitives.serialization  # noqa: E402,F401
+import jwt.algorithms  # noqa: E402,F401
 from payroll_sandbox.app import build_registry, create_app, load
 from payroll_sandbox.clock import Clock
 from payroll_sandbox.settings import Settings
