@@ -259,6 +259,7 @@ PRODUCTS = "products"
 PROCESSOR_TOKENS = "processor-tokens"  # not a list: the pattern processor-<environment>-<uuid>
 
 Text = of(str, min_length=1)
+Count = of(int, ge=0)  # a count an answer shows (stored.Count also bounds what a restore reads)
 Name = of(str, min_length=1, max_length=200)
 Identifier = of(str, "The user's id in the customer's system.", min_length=1, max_length=256,
                 pattern=NO_CONTROL_CHARACTER)

@@ -36,6 +36,7 @@ from .parts import TenantSettings
 from .links.processor_links import ProcessorLinks
 from .rules import Rules
 from .sections import STRING, STRINGS, TIME, Sections, obj
+from .shapes import Answer, Count
 from .tasks.tasks import Tasks, task_event_fields
 from .tasks.records import (EXPIRED_FILE_URL, FILE_URL_LIFETIME, INVALID_FILE_URL, FileUrlExpired,
                             InvalidFileUrl, Task, TaskFile)
@@ -80,6 +81,40 @@ class TenantServices(msgspec.Struct, frozen=True):
     dispatcher: Any                                  # webhooks.dispatcher.Dispatcher
     run: Callable[[Tenant], Any]                     # tenant -> scheduler.Runner
     timer: Any = None                                # scheduler.RealTimer, or None
+
+
+# -- what a tenant keeps (GET /_sandbox/stats: README, Limits) ------------------------------
+
+class Bounded(Answer, kw_only=True):
+    stored: Count
+    max: Count
+    evicted: Count
+
+
+class EventsKept(Bounded, kw_only=True):
+    emitted: Count
+
+
+class DeliveriesKept(Answer, kw_only=True):
+    stored: Count
+    in_flight: Count
+
+
+class UsersKept(Answer, kw_only=True):
+    stored: Count
+    max: Count
+
+
+class TenantStats(Answer, kw_only=True):
+    events: EventsKept
+    deliveries: DeliveriesKept
+    tasks: Bounded
+    tokens: Bounded
+    users: UsersKept
+    linked_accounts: UsersKept
+    journal: Bounded
+    sdk_callbacks: Bounded
+    pending_jobs: Count
 
 
 class Tenant:
@@ -355,26 +390,25 @@ class Tenant:
         --tenant-idle-expiry: TenantRegistry.expire_idle)."""
         self.last_request = time.monotonic()
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> TenantStats:
         """What the tenant keeps, its bounds, and what it evicted (GET /_sandbox/stats)."""
         limits = self.rules.limits
         deliveries = sum(len(d) for d in self.webhooks.deliveries.values())
-        return {
-            "events": {"stored": len(self.events), "max": limits.max_events,
-                       "emitted": self.events.emitted, "evicted": self.events.evicted},
-            "deliveries": {"stored": deliveries, "inFlight": len(self.webhooks.in_flight)},
-            "tasks": {"stored": len(self.tasks), "max": limits.max_tasks,
-                      "evicted": self.tasks.evicted},
-            "tokens": {"stored": len(self.identity.tokens), "max": limits.max_tokens,
-                       "evicted": self.identity.evicted},
-            "users": {"stored": len(self.identity.users), "max": limits.max_users},
-            "linkedAccounts": {"stored": len(self.accounts), "max": limits.max_linked_accounts},
-            "journal": {"stored": len(self.journal), "max": self.journal.max_entries,
-                        "evicted": self.journal.evicted},
-            "sdkCallbacks": {"stored": len(self.callbacks), "max": self.callbacks.max_entries,
-                             "evicted": self.callbacks.evicted},
-            "pendingJobs": len(self.timeline),
-        }
+        return TenantStats(
+            events=EventsKept(stored=len(self.events), max=limits.max_events,
+                              emitted=self.events.emitted, evicted=self.events.evicted),
+            deliveries=DeliveriesKept(stored=deliveries, in_flight=len(self.webhooks.in_flight)),
+            tasks=Bounded(stored=len(self.tasks), max=limits.max_tasks,
+                          evicted=self.tasks.evicted),
+            tokens=Bounded(stored=len(self.identity.tokens), max=limits.max_tokens,
+                           evicted=self.identity.evicted),
+            users=UsersKept(stored=len(self.identity.users), max=limits.max_users),
+            linked_accounts=UsersKept(stored=len(self.accounts), max=limits.max_linked_accounts),
+            journal=Bounded(stored=len(self.journal), max=self.journal.max_entries,
+                            evicted=self.journal.evicted),
+            sdk_callbacks=Bounded(stored=len(self.callbacks), max=self.callbacks.max_entries,
+                                  evicted=self.callbacks.evicted),
+            pending_jobs=len(self.timeline))
 
     # -- a task's files, by a signed URL (GET /task/{taskId}/file/{fileId}/generate-url) --
 

@@ -19,10 +19,11 @@ from ..domain.accounts.data_profiles import PROFILE_SCHEMA
 from ..domain.flow.sdk import FlowTask
 from ..domain.accounts.data_records import LinkedAccountRecord
 from ..domain.faults import FiredRule
-from ..domain.shapes import UNSET, Answer, Maybe, View, choice, field, of, raw, schema_of, view_of
+from ..domain.shapes import UNSET, Answer, Count, Maybe, View, choice, field, of, raw, schema_of, view_of
 from ..domain.tasks.states import (DEEPLINK_STEPS, SCENARIO_KINDS, STEP_STATUSES,
                              WRITTEN_PAYMENT_METHOD)
 from ..domain.tasks.views import TaskStatus
+from ..domain.tenants import TenantStats
 from .api import (DELIVERY_STATES, CardTokenRecreationRequest, EndpointId, EndpointWrite,
                   ScenarioBindingRequest, WebhookFaultsRequest)
 from .aggregator import Jwk
@@ -30,7 +31,6 @@ from .fixtures import ENVIRONMENTS
 from .scenarios import STEP
 
 Id = of(str, min_length=1)
-Count = of(int, ge=0)
 DateTime = raw(DATE_TIME)  # the one form answers write (dates.py)
 TRUE = raw({"const": True})
 NULL = {"type": "null"}
@@ -95,44 +95,15 @@ class ClockAdvanced(ClockRun, kw_only=True):
 
 # -- what the tenant keeps ----------------------------------------------------------------
 
-class Bounded(Answer, kw_only=True):
-    stored: Count
-    max: Count
-    evicted: Count
-
-
-class EventsKept(Bounded, kw_only=True):
-    emitted: Count
-
-
-class DeliveriesKept(Answer, kw_only=True):
-    stored: Count
-    in_flight: Count
-
-
-class UsersKept(Answer, kw_only=True):
-    stored: Count
-    max: Count
-
-
 class TenantsKept(Answer, kw_only=True):
     stored: Count
     max_created: Count
     expired_idle: of(Count, "Deleted for being idle.")
 
 
-class Stats(Answer, kw_only=True):
+class Stats(TenantStats, kw_only=True):
     """Every bound of README > Limits, with what is stored and how many items went."""
 
-    events: EventsKept
-    deliveries: DeliveriesKept
-    tasks: Bounded
-    tokens: Bounded
-    users: UsersKept
-    linked_accounts: UsersKept
-    journal: Bounded
-    sdk_callbacks: Bounded
-    pending_jobs: Count
     tenants: TenantsKept
 
 

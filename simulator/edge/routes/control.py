@@ -29,7 +29,7 @@ from ...schemas.responses import (CardTokenRecreation, ClockState, ClockAdvanced
                                  CompanyDeleted, CompanyWithStatus, EventRecord,
                                  JournalEntry, ProfileBinding, RequestsVerified, ProfileSummary,
                                  ProfileUnbound, Scenario, ScenarioBinding, SCENARIO_BINDINGS,
-                                 SnapshotRestored, Stats, TenantView, TenantDeleted)
+                                 SnapshotRestored, Stats, TenantsKept, TenantView, TenantDeleted)
 from ...static import static_text
 from ...validate import parse_time
 from ..operations import NO_STORE, Auth, Reply, operation, serve_file
@@ -192,9 +192,9 @@ def _run(result) -> dict:
 async def stats(tenant, sandbox) -> Stats:
     """Every bound of README > Limits with what is stored and how many items went."""
     registry = sandbox.registry
-    return {**tenant.stats(), "tenants": {"stored": len(registry.tenants),
-                                          "maxCreated": registry.max_tenants,
-                                          "expiredIdle": registry.expired}}
+    return view_of(Stats, tenant.stats(), tenants=TenantsKept(
+        stored=len(registry.tenants), max_created=registry.max_tenants,
+        expired_idle=registry.expired))
 
 
 def _clock_record(tenant, view: type = ClockState, **more) -> ClockState:
