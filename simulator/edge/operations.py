@@ -204,12 +204,20 @@ OPERATIONS: list[Operation] = []  # every operation of every route module, in de
 NO_STORE = {"cache-control": "no-store"}  # the sandbox's pages change with the package
 
 
-def serve_file(path: str, summary: str, content_type: str, **declared: Any) -> None:
-    """Declares an operation that answers a file of simulator/static (a script, a style)."""
-    name = path.rsplit("/", 1)[-1]
+def serve_file(path: str, summary: str, content_type: str, file: str | None = None,
+               **declared: Any) -> None:
+    """Declares an operation that answers a file of simulator/static (a page, a script, a
+    style): `file`, else the last segment of `path`."""
+    name = file or path.rsplit("/", 1)[-1]
 
     async def asset() -> web.Response:
         return web.Response(text=static_text(name), content_type=content_type, headers=NO_STORE)
 
     asset.__name__ = f"asset_{name.replace('.', '_')}"
     operation("GET", path, summary, auth=Auth.NONE, content_type=content_type, **declared)(asset)
+
+
+def serve_script_and_styles(assets: str, whose: str, **declared: Any) -> None:
+    """Declares GET `<assets>.js` and `<assets>.css`: `whose` script and styles."""
+    serve_file(f"{assets}.js", f"The {whose} script", "application/javascript", **declared)
+    serve_file(f"{assets}.css", f"The {whose} styles", "text/css", **declared)

@@ -32,10 +32,9 @@ from ..render import read_within_time
 from ...domain.dates import date_time_field
 from ...domain.shapes import UNSET, Answer, Command, Maybe, View, choice, given, of, raw
 from ...schemas.responses import DemoReset, ProfileSummary
-from ...static import static_text
 from ...transport.cloudevents import SIGNATURE_HEADER, sign
 from ...transport.policy import RECEIVER_PATH
-from ..operations import NO_STORE, Auth, Reply, operation
+from ..operations import Auth, Reply, operation, serve_file, serve_script_and_styles
 from ..examples import Example
 
 DEMO_VISITOR = "demo-visitor"
@@ -112,23 +111,9 @@ class InvalidSignature(Unauthorized):
 
 # -- pages ------------------------------------------------------------------------------
 
-@operation("GET", "/demo", "A host page that opens the hosted flow (no keys in it)",
-           content_type="text/html", **DEMO)
-async def demo_page() -> web.Response:
-    return web.Response(text=static_text("demo.html"), content_type="text/html",
-                        headers=NO_STORE)
-
-
-@operation("GET", "/demo/demo.js", "The demo page's script", content_type="application/javascript",
-           **DEMO)
-async def demo_script() -> web.Response:
-    return web.Response(text=static_text("demo.js"), content_type="application/javascript",
-                        headers=NO_STORE)
-
-
-@operation("GET", "/demo/demo.css", "The demo page's styles", content_type="text/css", **DEMO)
-async def demo_style() -> web.Response:
-    return web.Response(text=static_text("demo.css"), content_type="text/css", headers=NO_STORE)
+serve_file("/demo", "A host page that opens the hosted flow (no keys in it)", "text/html",
+           "demo.html", tags=DEMO["tags"])
+serve_script_and_styles("/demo/demo", "demo page's", tags=DEMO["tags"])
 
 
 @operation("POST", "/demo/token", "A public token for the demo visitor of the `demo` tenant "

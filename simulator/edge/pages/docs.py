@@ -12,8 +12,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from ...static import static_text
-from ..operations import NO_STORE, Auth, operation
+from ..operations import Auth, operation, serve_file, serve_script_and_styles
 
 # The Swagger UI files the page loads, and their types: nothing else of the package is served.
 ASSETS = {"swagger-ui.css": "text/css", "swagger-ui-bundle.js": "application/javascript"}
@@ -29,24 +28,9 @@ def _swagger_ui_files() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "static"
 
 
-@operation("GET", "/docs", "This API reference (Swagger UI)",
-           content_type="text/html", **DOCS)
-async def docs_page() -> web.Response:
-    return web.Response(text=static_text("docs.html"), content_type="text/html",
-                        headers=NO_STORE)
-
-
-@operation("GET", "/docs/docs.js", "The reference page's script",
-           content_type="application/javascript", **DOCS)
-async def docs_script() -> web.Response:
-    return web.Response(text=static_text("docs.js"), content_type="application/javascript",
-                        headers=NO_STORE)
-
-
-@operation("GET", "/docs/docs.css", "The reference page's styles",
-           content_type="text/css", **DOCS)
-async def docs_style() -> web.Response:
-    return web.Response(text=static_text("docs.css"), content_type="text/css", headers=NO_STORE)
+serve_file("/docs", "This API reference (Swagger UI)", "text/html", "docs.html",
+           tags=DOCS["tags"])
+serve_script_and_styles("/docs/docs", "reference page's", tags=DOCS["tags"])
 
 
 def _serve_asset(name: str, content_type: str) -> None:

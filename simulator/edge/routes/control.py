@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-from aiohttp import web
 
 from .. import bundles, snapshot
 from .. import snapshot_document
@@ -30,9 +29,8 @@ from ...schemas.responses import (CardTokenRecreation, ClockState, ClockAdvanced
                                  JournalEntry, ProfileBinding, RequestsVerified, ProfileSummary,
                                  ProfileUnbound, Scenario, ScenarioBinding, SCENARIO_BINDINGS,
                                  SnapshotRestored, Stats, TenantsKept, TenantView, TenantDeleted)
-from ...static import static_text
 from ...validate import parse_time
-from ..operations import NO_STORE, Auth, Reply, operation, serve_file
+from ..operations import Auth, Reply, operation, serve_file, serve_script_and_styles
 from ..examples import USER, Example, From
 from .sdk import CallbackRecord
 from .webhooks import event_record
@@ -437,14 +435,6 @@ def _changes_since(tenant, query: Any, kind: str, stored: dict, changing: str) -
     return _ChangesRead(tenant, kind, query.after, False, items)
 
 
-@operation("GET", "/_sandbox/", "The dashboard (a page that asks for the keys)",
-           auth=Auth.NONE, content_type="text/html", tags=("control plane",))
-async def dashboard() -> web.Response:
-    return web.Response(text=static_text("dashboard.html"), content_type="text/html",
-                        headers=NO_STORE)
-
-
-for _name, _type in (("dashboard.js", "application/javascript"), ("dashboard.css", "text/css")):
-    serve_file(f"/_sandbox/{_name}",
-               f"The dashboard's {'script' if _name.endswith('.js') else 'styles'}", _type,
-               tags=("control plane",))
+serve_file("/_sandbox/", "The dashboard (a page that asks for the keys)", "text/html",
+           "dashboard.html", tags=("control plane",))
+serve_script_and_styles("/_sandbox/dashboard", "dashboard's", tags=("control plane",))

@@ -25,7 +25,7 @@ from ...domain.accounts.data_records import LinkedAccountRecord
 from ...schemas.responses import (LeftTask, Refusal, SdkCompany, SdkLeft, SdkSession, SdkWorkflow,
                                  SessionAccount, SessionUser)
 from ...static import static_text
-from ..operations import NO_STORE, Auth, operation, serve_file
+from ..operations import NO_STORE, Auth, operation, serve_script_and_styles
 from ..examples import WALMART, Example, From
 
 class DepositFormQuery(Command, kw_only=True):
@@ -66,9 +66,7 @@ async def transact_js(sandbox) -> web.Response:
     return web.Response(text=script, content_type="application/javascript", headers=NO_STORE)
 
 
-for _name, _type in (("flow.js", "application/javascript"), ("flow.css", "text/css")):
-    serve_file(f"/sdk/{_name}",
-               f"The hosted flow's {'script' if _name.endswith('.js') else 'styles'}", _type)
+serve_script_and_styles("/sdk/flow", "hosted flow's")
 
 
 @operation("GET", "/initialize/{config}", "The hosted flow's page for a "
