@@ -24,8 +24,6 @@ import hashlib
 import os
 import re
 import stat
-import tempfile
-from contextlib import suppress
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -142,20 +140,14 @@ def file_name(test: str) -> str:
 
 
 def write_bundle(folder: Path, test: str, data: bytes) -> Path:
-    """`data` as `<folder>/<file_name(test)>`, written whole (a temporary file in the
-    folder, then renamed over the name: a symlink of that name is replaced, never
-    followed, so nothing is written outside the folder). The folder is made if needed."""
+    """`data` as `<folder>/<file_name(test)>`, written whole (state_file.write_atomically:
+    a symlink of that name is replaced, never followed, so nothing is written outside the
+    folder). The folder is made if needed."""
+    from .state_file import write_atomically
+
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / file_name(test)
-    descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=".bundle.", suffix=".tmp")
-    try:
-        with os.fdopen(descriptor, "wb") as file:
-            file.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        with suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
+    write_atomically(path, data, follow_links=False)
     return path
 
 

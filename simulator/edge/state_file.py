@@ -97,12 +97,13 @@ def load_state(sandbox: Any, path: Path) -> int:
     return len(document["tenants"])
 
 
-def write_atomically(path: Path, data: bytes) -> None:
+def write_atomically(path: Path, data: bytes, *, follow_links: bool = True) -> None:
     """A temporary file in the same folder, written and fsynced, then os.replace and an
     fsync of the folder: a crash leaves the old file or the new one, never a torn one.
     The file holds API keys: only its owner may read it (mkstemp's 0600). A symlink is
-    followed: its target is what is replaced (in the target's folder), the link stays."""
-    path = path.resolve()
+    followed: its target is what is replaced (in the target's folder), the link stays;
+    without `follow_links`, the link is what is replaced."""
+    path = path.resolve() if follow_links else path
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
                                              suffix=".tmp")
     try:
