@@ -453,17 +453,11 @@ def build_openapi(operations: list[Operation], service: ServiceProfile,
             "summary": webhook_summary(event_type, service.aggregator),
             "description": "A CloudEvent in binary content mode: the `ce-*` headers below, "
                            "the event's JSON body.",
-            "parameters": [
-                {"name": "ce-specversion", "in": "header", "required": True,
-                 "schema": {"const": "1.0"}},
-                {"name": "ce-source", "in": "header", "required": True,
-                 "schema": {"const": f"com.{service.vendor}"}},
-                {"name": "ce-type", "in": "header", "required": True,
-                 "schema": {"const": f"com.{service.vendor}.{event_type}"}},
-                {"name": "ce-time", "in": "header", "required": True,
-                 "schema": date_time_field("The body's eventTime.")},
-                {"name": "ce-id", "in": "header", "required": True, "schema": {"type": "string"}},
-            ],
+            "parameters": [{"name": f"ce-{name}", "in": "header", "required": True,
+                            "schema": schema} for name, schema in (
+                ("specversion", {"const": "1.0"}), ("source", {"const": f"com.{service.vendor}"}),
+                ("type", {"const": f"com.{service.vendor}.{event_type}"}),
+                ("time", date_time_field("The body's eventTime.")), ("id", {"type": "string"}))],
             "requestBody": _json_body(event_schema(event_type, service.aggregator)),
             "responses": {"200": {"description": "Any 2xx acknowledges; anything else is "
                                                  "retried (3 attempts, 30 s apart)."}},

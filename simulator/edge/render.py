@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import msgspec
 from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
+from yarl import URL
 
 from ..clock import moment_text
 from ..errors import ApiError, MalformedBody, MethodNotAllowed, RequestTimeout, field_detail
@@ -105,3 +106,10 @@ async def read_within_time(request: web.Request, reading: Awaitable[T]) -> T:
         encoding = request.headers.get("content-encoding", "none")
         raise MalformedBody(UNDECODABLE.format(encoding=escape_controls(encoding)[:40]),
                             details=[field_detail("$", "cannot be decoded")]) from None
+
+
+def origin(request: web.Request) -> str:
+    """`scheme://host[:port]` of the request (the base of the URLs an answer holds). Not
+    request.url: aiohttp < 3.10.7 builds it with host="name:port", which today's yarl
+    refuses (ValueError); this is how later aiohttp builds it."""
+    return str(URL.build(scheme=request.scheme, authority=request.host).origin())

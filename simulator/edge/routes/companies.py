@@ -41,14 +41,10 @@ async def list_companies(tenant, query) -> Reply:
                  extra={"total": len(matching)})
 
 
+# The real path second: a decorator applies from the bottom up.
+@operation("GET", "/company/{companyId}/details", "A company's details, at the real path",
+           auth=Auth.API_KEYS, response=COMPANY, errors=(404,))
 @operation("GET", "/company/{companyId}", "A company and what its connector can do",
            response=COMPANY, errors=(404,))
 async def company_details(tenant, params) -> dict:
-    return full_record(tenant.companies.require(params["companyId"]), tenant.manual_deposits)
-
-
-@operation("GET", "/company/{companyId}/details", "A company's details, at the real path",
-           auth=Auth.API_KEYS, response=COMPANY,
-           errors=(404,))
-async def company_details_real(tenant, params) -> dict:
     return full_record(tenant.companies.require(params["companyId"]), tenant.manual_deposits)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 
 from aiohttp import web
-from yarl import URL
 
 from ...domain.accounts.linked_accounts import DATA_KINDS
 from ...domain.accounts.payroll_records import paystub_lines
@@ -16,6 +15,7 @@ from ...schemas.api import DisconnectRequest, DataQuery
 from ...domain.accounts.data_records import DATA_RECORDS, LinkedAccountListRecord
 from ...schemas.responses import LINKED_ACCOUNT_ACTIONS, PiiDeleted
 from ..operations import Auth, operation
+from ..render import origin
 from ..examples import MADE_BY, USER, Example
 
 IDENTIFIER_REQUIRED = "Name the user: ?identifier=... or /<resource>/{identifier}."
@@ -40,9 +40,7 @@ def _data_of(kind: str):
                               or given(getattr(query, "identifier", UNSET)))
         service = tenant.accounts
         accounts = service.accounts_of(identifier, given(query.linked_account))
-        # Not request.url: aiohttp < 3.10.7 builds it with host="name:port", which today's
-        # yarl refuses (ValueError); this is how later aiohttp builds it.
-        base_url = str(URL.build(scheme=request.scheme, authority=request.host).origin())
+        base_url = origin(request)
         records = [record for account in accounts
                    for record in service.records(kind, account, base_url=base_url)]
         limit = getattr(query, "limit", None)

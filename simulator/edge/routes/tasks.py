@@ -4,7 +4,6 @@ operations at their real paths (docs/spec/real-api-surface.md: Tasks)."""
 from __future__ import annotations
 
 from aiohttp import web
-from yarl import URL
 
 from ...clock import isoformat
 from ...domain.accounts.payroll_records import paystub_lines
@@ -16,6 +15,7 @@ from ...domain.tasks.requests import CreateTask, TaskCreateRequest
 from ...schemas.api import (FileQuery, FileUrl, PrescreenRequest, TaskWorkflowCreated,
                            TaskWorkflowRequest)
 from ..operations import Auth, Reply, operation
+from ..render import origin
 from ..examples import USER, WALMART, Example, From
 
 REAL = {"auth": Auth.API_KEYS}  # the reconstruction's default: API key and secret
@@ -84,7 +84,7 @@ async def generate_file_url(tenant, params, request, sandbox) -> Reply[FileUrl]:
     `data` envelope, so readers of either form find it."""
     task = tenant.tasks.get_task(params["taskId"])
     path, expires = tenant.file_url(task, params["fileId"])
-    url = _origin(request) + path
+    url = origin(request) + path
     return Reply(FileUrl(url=url, expires_at=isoformat(expires)), extra={"url": url})
 
 
@@ -105,9 +105,3 @@ async def task_file(params, query, sandbox) -> web.Response:
                                tenant.clock.now().date())
     return web.Response(body=pdf, content_type=file.content_type,
                         headers={"content-disposition": f'inline; filename="{file.name}"'})
-
-
-def _origin(request: web.Request) -> str:
-    # Not request.url: aiohttp < 3.10.7 builds it with host="name:port", which today's
-    # yarl refuses (routes/linked_accounts.py does the same).
-    return str(URL.build(scheme=request.scheme, authority=request.host).origin())
