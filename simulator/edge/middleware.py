@@ -151,11 +151,7 @@ def _http_error(request: web.Request, error: web.HTTPException) -> tuple[ApiErro
                             or ", ".join(sorted(error.allowed_methods))), None
     if isinstance(error, web.HTTPNotFound):
         return RouteNotFound(NO_ROUTE.format(method=request.method, path=request.path)), None
-    return ApiError(error.reason, code=_kebab(error.reason)), error.status
-
-
-def _kebab(text: str) -> str:
-    return "-".join(text.lower().split())
+    return ApiError(error.reason, code="-".join(error.reason.lower().split())), error.status
 
 
 def page_headers(frame_ancestors: str) -> dict[str, str]:

@@ -48,6 +48,9 @@ class Auth(Enum):
     AGGREGATOR = "aggregator"
 
 
+# The control plane's operations (the sandbox's own console): API keys, and their group.
+CONTROL = {"auth": Auth.API_KEYS, "tags": ("control plane",)}
+
 # Auth.AGGREGATOR: where the client id and secret come (header, else body field).
 CLIENT_ID = ("PLAID-CLIENT-ID", "client_id")
 CLIENT_SECRET = ("PLAID-SECRET", "secret")

@@ -44,29 +44,19 @@ def add_routes(app: web.Application, operations: Iterable[Operation]) -> None:
     for op in operations:
         if "{" not in op.path:
             fixed.setdefault(op.path, set()).add(op.method)
-    app[FIXED_PATHS] = {path: ", ".join(sorted(methods)) for path, methods in fixed.items()}
+    allowed = app[FIXED_PATHS] = {path: ", ".join(sorted(methods))
+                                  for path, methods in fixed.items()}
     app[FIXED_SIBLINGS] = _siblings(operations, fixed)
     app[DIALECTS] = {op.dialect.prefix: op.dialect for op in operations
                      if op.dialect is not None and op.dialect.prefix}
     for op in operations:
-        handler = _endpoint(op, _shadowed(op, fixed))
+        handler = _endpoint(op, allowed if "{" in op.path else None)
         path = op.path if op.rest is None else op.path.replace(f"{{{op.rest}}}",
                                                                f"{{{op.rest}:{REST}}}")
         if op.method == "GET":  # HEAD answers as GET would, without the body
             app.router.add_get(path, handler)
         else:
             app.router.add_route(op.method, path, handler)
-
-
-def _shadowed(op: Operation, fixed: dict[str, set[str]]) -> dict[str, str]:
-    """The fixed paths `op`'s parameters would also match, with the methods they take
-    (GET /task/{taskId} matches /task/create): asked with op's method, those are a 405
-    for the fixed path, not a 404 for a task named "create"."""
-    if "{" not in op.path:
-        return {}
-    segments = op.path.split("/")
-    return {path: ", ".join(sorted(methods)) for path, methods in fixed.items()
-            if op.method not in methods and _fits(segments, path.split("/"))}
 
 
 def _fits(template: list[str], path: list[str]) -> bool:
@@ -127,7 +117,7 @@ def ignored_warnings(template: str, names: Sequence[str]) -> list[str]:
 OFFERED = ("tenant", "token", "body", "query", "params", "headers", "sandbox", "request")
 
 
-def _endpoint(op: Operation, shadowed: dict[str, str] | None = None
+def _endpoint(op: Operation, fixed: dict[str, str] | None = None
               ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     # The handler's arguments by their place among what the pipeline offers (OFFERED).
     wants = tuple((name, OFFERED.index(name)) for name in op.wants)
@@ -138,8 +128,11 @@ def _endpoint(op: Operation, shadowed: dict[str, str] | None = None
     faultable = op.auth is not Auth.NONE and not op.path.startswith(CONTROL_PLANE)
 
     async def handle(request: web.Request) -> web.StreamResponse:
-        if shadowed and request.path in shadowed:
-            raise wrong_method(request, shadowed[request.path])
+        # A fixed path this parameter route matches too (GET /task/{taskId} matches
+        # /task/create), asked with a method it does not take (`fixed`: path -> its methods):
+        # a 405 for the fixed path, not a 404 for a task named "create".
+        if fixed and (allowed := fixed.get(request.path)) and op.method not in allowed.split(", "):
+            raise wrong_method(request, allowed)
         sandbox = request.app[SANDBOX]
         exchange = exchange_of(request)
         if op.auth is Auth.AGGREGATOR:

@@ -23,7 +23,7 @@ import json
 import logging
 import re
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from functools import cache
 from typing import Any
@@ -192,21 +192,15 @@ class Screen:
                 raise Fault(InvalidSnapshot, INVALID, self.problems)
 
 
-_SCREENED: dict[frozenset[str], dict[str, Any]] = {}
-
-
 def _screened_schema(sections: frozenset[str]) -> dict[str, Any]:
     """snapshot_schema() with the records of `sections` taking anything (the screen checked
-    them); made once per set."""
+    them)."""
     whole = snapshot_schema()
     if not sections:
         return whole
-    if sections not in _SCREENED:
-        properties = whole["properties"]
-        _SCREENED[sections] = {**whole, "properties": {
-            name: {**schema, "items": {}} if name in sections else schema
-            for name, schema in properties.items()}}
-    return _SCREENED[sections]
+    return _derived(whole, ("screened", sections), lambda: {**whole, "properties": {
+        name: {**schema, "items": {}} if name in sections else schema
+        for name, schema in whole["properties"].items()}})
 
 
 CLOCK_BEHIND = ("earlier than what the snapshot stores (an event or task of {latest}): every "
@@ -256,30 +250,31 @@ def _schema_errors_in_pieces(document: Any, schema: dict[str, Any],
     return _prefixed(schema_errors(document, schema), path)
 
 
-_ARRAYS: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
-
-
 def _array_itself(schema: dict[str, Any]) -> dict[str, Any]:
-    """An array's schema without its items' (its length and the like), made once."""
-    entry = _ARRAYS.get(id(schema))
-    if entry is None or entry[0] is not schema:
-        entry = _ARRAYS[id(schema)] = (schema, {k: v for k, v in schema.items() if k != "items"})
-    return entry[1]
-
-
-_WITHOUT: dict[tuple[int, frozenset[str]], dict[str, Any]] = {}
+    """An array's schema without its items' (its length and the like)."""
+    return _derived(schema, "array", lambda: {k: v for k, v in schema.items() if k != "items"})
 
 
 def _without(schema: dict[str, Any], names: frozenset[str]) -> dict[str, Any]:
-    """The schema with the properties `names` taking anything (they are checked apart);
-    made once per set of names, so its compiled validator is reused."""
+    """The schema with the properties `names` taking anything (they are checked apart)."""
     if not names:
         return schema
-    key = (id(schema), names)
-    if key not in _WITHOUT:
-        _WITHOUT[key] = {**schema, "properties": {
-            name: ({} if name in names else sub) for name, sub in schema["properties"].items()}}
-    return _WITHOUT[key]
+    return _derived(schema, ("without", names), lambda: {**schema, "properties": {
+        name: ({} if name in names else sub) for name, sub in schema["properties"].items()}})
+
+
+_DERIVED: dict[tuple[int, Any], tuple[dict[str, Any], dict[str, Any]]] = {}
+
+
+def _derived(schema: dict[str, Any], how: Any, make: Callable[[], dict[str, Any]]
+             ) -> dict[str, Any]:
+    """What `make` derives from `schema` (`how` says what), made once per schema and `how`,
+    so that its compiled validator is reused; `schema` is kept with it, so its id is never
+    another schema's."""
+    key = (id(schema), how)
+    if key not in _DERIVED:
+        _DERIVED[key] = (schema, make())
+    return _DERIVED[key][1]
 
 
 def _prefixed(problems: list[tuple[str, str]], path: str) -> list[tuple[str, str]]:

@@ -30,12 +30,11 @@ from ...schemas.responses import (CardTokenRecreation, ClockState, ClockAdvanced
                                  ProfileUnbound, Scenario, ScenarioBinding, SCENARIO_BINDINGS,
                                  SnapshotRestored, Stats, TenantsKept, TenantView, TenantDeleted)
 from ...validate import parse_time
-from ..operations import Auth, Reply, operation, serve_file, serve_script_and_styles
+from ..operations import CONTROL, Reply, operation, serve_file, serve_script_and_styles
 from ..examples import USER, Example, From
 from .sdk import CallbackRecord
 from .webhooks import event_record
 
-CONTROL = {"auth": Auth.API_KEYS, "tags": ("control plane",)}
 DOCS_TENANT = "docs-example"                # made by POST /_sandbox/tenants's example
 DOCS_COMPANY = "6410a0000000000000000d0c"   # made by POST /_sandbox/companies's example
 EVERYONE = {"type": ["string", "null"], "description": "The scenario bound to every user "
@@ -436,5 +435,5 @@ def _changes_since(tenant, query: Any, kind: str, stored: dict, changing: str) -
 
 
 serve_file("/_sandbox/", "The dashboard (a page that asks for the keys)", "text/html",
-           "dashboard.html", tags=("control plane",))
-serve_script_and_styles("/_sandbox/dashboard", "dashboard's", tags=("control plane",))
+           "dashboard.html", tags=CONTROL["tags"])
+serve_script_and_styles("/_sandbox/dashboard", "dashboard's", tags=CONTROL["tags"])

@@ -5,10 +5,8 @@
 from __future__ import annotations
 
 from ...domain.faults import FaultRule, FaultsRecord, FaultsRequest
-from ..operations import Auth, operation
+from ..operations import CONTROL, operation
 from ..examples import Example
-
-CONTROL = {"auth": Auth.API_KEYS, "tags": ("control plane",)}
 
 
 @operation("GET", "/_sandbox/faults/api", "The API fault rules, with how often each fired",

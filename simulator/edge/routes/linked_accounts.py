@@ -14,7 +14,7 @@ from ...domain.shapes import UNSET, Command, Maybe, given, of
 from ...schemas.api import DisconnectRequest, DataQuery
 from ...domain.accounts.data_records import DATA_RECORDS, LinkedAccountListRecord
 from ...schemas.responses import LINKED_ACCOUNT_ACTIONS, PiiDeleted
-from ..operations import Auth, operation
+from ..operations import CONTROL, operation
 from ..render import origin
 from ..examples import MADE_BY, USER, Example
 
@@ -108,9 +108,8 @@ def _on_account(action: str, summary: str, change, body: dict | None = None,
 
     handler.__name__ = action.replace("-", "_")
     operation("POST", f"/_sandbox/linked-accounts/{{accountId}}/{action}", summary,
-              auth=Auth.API_KEYS, body=body, settles=True,
-              response=LINKED_ACCOUNT_ACTIONS[action], errors=(404,),
-              tags=("control plane",), example=example)(handler)
+              body=body, settles=True, response=LINKED_ACCOUNT_ACTIONS[action], errors=(404,),
+              example=example, **CONTROL)(handler)
 
 
 def _disconnect(accounts, account, body):
@@ -145,8 +144,7 @@ _on_account("remove-deposit-switch", "Remove the deposit switch (deposit-switch-
 
 
 @operation("POST", "/_sandbox/users/{identifier}/delete-pii", "Delete the user's personal data "
-           "now (pii-data-deleted)", auth=Auth.API_KEYS, settles=True, errors=(404,),
-           tags=("control plane",))
+           "now (pii-data-deleted)", settles=True, errors=(404,), **CONTROL)
 async def delete_pii(tenant, params, sandbox) -> PiiDeleted:
     """The PII deletion cadence, now."""
     identifier = params["identifier"]

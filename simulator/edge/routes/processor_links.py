@@ -14,7 +14,7 @@ from ...schemas.api import ProcessorLinkRequest
 from ...schemas.responses import (EmployerMatch, PROCESSING_RESULTS, ProcessorLink,
                                  ProcessorLinkRegistered, ProcessorLinksRemoved, ProcessorToken,
                                  RecurringTransaction, WebhookKey)
-from ..operations import AGGREGATOR, Auth, Reply, operation
+from ..operations import AGGREGATOR, CONTROL, Auth, Reply, operation
 from ..examples import USER, Example, From
 
 IDENTIFIER_HEADER = "user-identifier"
@@ -73,22 +73,21 @@ def _token(token) -> ProcessorToken:
 
 
 @operation("POST", f"/_sandbox/{AGGREGATOR}/processor-token", "Mint a processor token, as the "
-           "aggregator would", auth=Auth.API_KEYS, body=ProcessorTokenRequest, status=201,
-           errors=(429,), tags=("control plane",), example=Example({"identifier": USER}))
+           "aggregator would", body=ProcessorTokenRequest, status=201,
+           errors=(429,), example=Example({"identifier": USER}), **CONTROL)
 async def mint(tenant, body, sandbox) -> ProcessorToken:
     """What the aggregator's processor-token creation answers."""
     return _token(tenant.links.mint_token(body))
 
 
 @operation("POST", f"/_sandbox/{AGGREGATOR}/processor-token/{{token}}/revoke", "Revoke a "
-           "processor token at the aggregator", auth=Auth.API_KEYS, settles=True,
-           errors=(404,), tags=("control plane",))
+           "processor token at the aggregator", settles=True, errors=(404,), **CONTROL)
 async def revoke(tenant, params, sandbox) -> ProcessorToken:
     return _token(tenant.links.revoke_token(params["token"]))
 
 
 @operation("GET", f"/_sandbox/{AGGREGATOR}/webhook-verification-key", "The key that signs the "
-           "aggregator's webhooks", auth=Auth.API_KEYS, tags=("control plane",))
+           "aggregator's webhooks", **CONTROL)
 async def webhook_key(tenant) -> WebhookKey:
     """The tenant's key pair at the aggregator (made when the tenant starts, kept in its
     snapshots): its id, which each webhook's Plaid-Verification JWT names as `kid`, and

@@ -25,7 +25,7 @@ from ...domain.accounts.data_records import LinkedAccountRecord
 from ...schemas.responses import (LeftTask, Refusal, SdkCompany, SdkLeft, SdkSession, SdkWorkflow,
                                  SessionAccount, SessionUser)
 from ...static import static_text
-from ..operations import NO_STORE, Auth, operation, serve_script_and_styles
+from ..operations import CONTROL, NO_STORE, Auth, operation, serve_script_and_styles
 from ..examples import WALMART, Example, From
 
 class DepositFormQuery(Command, kw_only=True):
@@ -267,8 +267,6 @@ async def deposit_form(query, sandbox) -> web.Response:
 
 
 # -- the autopilot (domain/autopilot.py) and what the flow told the host (domain/callbacks.py)
-
-CONTROL = {"auth": Auth.API_KEYS, "tags": ("control plane",)}
 
 
 class AutopilotBinding(View, kw_only=True):

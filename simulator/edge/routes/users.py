@@ -8,7 +8,7 @@ from ...domain.shapes import given
 from ...schemas.api import (SUCCEEDED, StoredPaymentMethods, Success, TaskDetails, UserRequest,
                            UserTasksQuery)
 from ...schemas.responses import UserRemoved
-from ..operations import Auth, operation
+from ..operations import CONTROL, Auth, operation
 from ..examples import USER, Example
 
 REAL = {"auth": Auth.API_KEYS}
@@ -42,14 +42,13 @@ async def end_monitoring(tenant, params, sandbox) -> Success:
 
 
 @operation("GET", "/_sandbox/users/{identifier}/payment-methods",
-           "A user's stored bank accounts and cards", errors=(404,), tags=("control plane",),
-           **REAL)
+           "A user's stored bank accounts and cards", errors=(404,), **CONTROL)
 async def stored_payment_methods(tenant, params) -> StoredPaymentMethods:
     return users.payment_methods(tenant, params["identifier"])
 
 
 @operation("DELETE", "/_sandbox/users/{identifier}", "Remove a user who has no tasks, linked "
-           "accounts or processor links", errors=(409,), tags=("control plane",), **REAL,
+           "accounts or processor links", errors=(409,), **CONTROL,
            example=Example(parameters={"identifier": "user-2"}))  # user-1 has tasks (409)
 async def remove_user(tenant, params) -> UserRemoved:
     """Their public tokens and stored payment methods go with them (`removed`: false when

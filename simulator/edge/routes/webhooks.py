@@ -22,10 +22,9 @@ from ...validate import check_webhook_urls, parse_time
 from ...domain.webhooks.outbox import FaultPlan
 from ...transport.dispatcher import request_headers
 from ..keys import exchange_of
-from ..operations import Auth, Reply, operation
+from ..operations import CONTROL, Auth, Reply, operation
 from ..examples import RECEIVER, USER, WALMART, Example, From
 
-CONTROL = {"auth": Auth.API_KEYS, "tags": ("control plane",)}
 REAL = {"auth": Auth.API_KEYS}
 UNKNOWN_EVENT_TYPE = "No event type is named {event_type!r}."
 SECRET_PREFIX = "whsec-"
