@@ -245,6 +245,18 @@ def check_header(document: Any, sandbox: Any, expected: str = FORMAT,
                     [("$.seed", f"this server has --seed {seed}")])
 
 
+def _finder(found: str, what: str) -> Callable[[Any, str], Any]:
+    """A lookup of Loading's objects `found` by id: LookupError naming `what` when missing."""
+
+    def find(self: Any, key: str) -> Any:
+        objects = getattr(self, found)
+        if key not in objects:
+            raise LookupError(f"the snapshot has no {what} {key!r}")
+        return objects[key]
+
+    return find
+
+
 class Loading:
     """What the parts' loads of one document share: the tenant it goes into (read, never
     changed: a load may run off the event loop), what the server checks it against, and
@@ -266,20 +278,12 @@ class Loading:
         self.events: dict[str, Any] = {}
         self.deliveries: dict[str, list[Any]] = {}  # event id -> its deliveries, in order
 
-    def task(self, task_id: str) -> Any:
-        return _find(self.tasks, task_id, "task")
-
-    def linked_account(self, account_id: str) -> Any:
-        return _find(self.accounts, account_id, "linked account")
-
-    def processor_link(self, link_id: str) -> Any:
-        return _find(self.links, link_id, "processor link")
-
-    def processor_token(self, token: str) -> Any:
-        return _find(self.processor_tokens, token, "processor token")
-
-    def event(self, event_id: str) -> Any:
-        return _find(self.events, event_id, "event")
+    # The objects loaded so far, by id (a miss names what is missing).
+    task = _finder("tasks", "task")
+    linked_account = _finder("accounts", "linked account")
+    processor_link = _finder("links", "processor link")
+    processor_token = _finder("processor_tokens", "processor token")
+    event = _finder("events", "event")
 
     def delivery(self, event_id: str, number: int) -> Any:
         deliveries = self.deliveries.get(event_id, [])
@@ -301,8 +305,3 @@ class Loading:
             raise LookupError(f"the scenario {scenario_name!r} has {len(scenario.steps)} steps")
         return scenario.steps[index]
 
-
-def _find(found: dict[str, Any], key: str, what: str) -> Any:
-    if key not in found:
-        raise LookupError(f"the snapshot has no {what} {key!r}")
-    return found[key]
