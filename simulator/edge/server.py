@@ -26,6 +26,7 @@ from aiohttp import web
 from aiohttp.http_exceptions import ContentEncodingError, LineTooLong
 from aiohttp.web_protocol import RequestHandler
 
+from ..errors import ApiError
 from .logs import escape_controls
 from ..settings import Settings
 
@@ -177,8 +178,7 @@ class _RequestHandler(RequestHandler):
         status, code, text = _refusal(status, exc, message)
         log.warning("refused a malformed request from %s: %d %s: %s", request.remote, status,
                     code, text)
-        body = {"error": {"code": code, "message": text, "details": []}}
-        response = web.Response(status=status, body=orjson.dumps(body),
+        response = web.Response(status=status, body=orjson.dumps(ApiError(text, code=code).body()),
                                 content_type="application/json", charset="utf-8")
         response.force_close()
         return response

@@ -9,10 +9,11 @@ atomically.
 
 Nothing is pickled, and this module describes no record: each part of the tenant saves and
 loads itself (domain/stored.py), its records declared once next to their structs, and
-its scheduled jobs as data (domain/timeline.py ACTION_KINDS). Here are the document's
-header, the order of the parts, the migrations of older versions, the reading of a body
-and the state file. The seeded generators' states and the counters travel with it: a
-restored tenant makes the same ids and events as the one it was taken from.
+its scheduled jobs as data (domain/timeline.py ACTION_KINDS). Here are taking a snapshot
+and checking, reading and restoring one; the document itself (its header, versions, parts
+and schema) is snapshot_document.py's, --state-file state_file.py's. The seeded generators'
+states and the counters travel with it: a restored tenant makes the same ids and events as
+the one it was taken from.
 """
 
 from __future__ import annotations
@@ -54,10 +55,6 @@ RESTORE_PEAK = 6  # a restore's peak memory, in times its body (RestoreAdmission
 RESTORE_OVER_BUDGET = ("Large restores running on this server hold its memory budget for them "
                        "({budget} MiB); this one needs about {need} MiB. Try again in a "
                        "moment.")
-
-
-# The document (its header, versions, the parts and their schema): snapshot_document.py;
-# --state-file: state_file.py.
 
 
 # -- taking a snapshot --------------------------------------------------------------------------
