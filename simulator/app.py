@@ -24,7 +24,7 @@ from .edge.routes import OPERATIONS, add_routes
 from .transport.scheduler import RealTimer, Runner
 from .settings import Settings
 from .edge.snapshot import RestoreAdmission, restore_budget
-from .edge.state_file import STATE_FILE, StateFile, save_on_shutdown
+from .edge.state_file import STATE_FILE, StateFile
 from .transport.dispatcher import ATTEMPT_TIMEOUT, Dispatcher
 from .transport.policy import OutboundPolicy
 
@@ -128,7 +128,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None,
     app.cleanup_ctx.append(_background_context)
     app[STATE_FILE] = StateFile(sandbox)  # --state-file (nothing without it)
     # --state-file: the last save, before deliveries stop (pending retries stay pending).
-    app.on_shutdown.append(save_on_shutdown)
+    app.on_shutdown.append(app[STATE_FILE].on_shutdown)
     # On shutdown (SIGTERM), before the server waits for handlers: in-flight webhook
     # attempts finish or are recorded as interrupted, so no handler waits on them.
     app.on_shutdown.append(_stop_deliveries)

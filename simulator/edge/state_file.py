@@ -236,8 +236,3 @@ class StateFile:
 
 
 STATE_FILE = web.AppKey("state_file", StateFile)
-
-
-async def save_on_shutdown(app: web.Application) -> None:
-    """on_shutdown: the state file's last save (before the deliveries stop)."""
-    await app[STATE_FILE].on_shutdown(app)
