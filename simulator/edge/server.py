@@ -36,12 +36,6 @@ log = logging.getLogger("payroll_sandbox.error")
 DESCRIPTORS_KEPT = 256  # descriptors left for files, webhook connections and the listener
 
 
-def descriptor_limit() -> int | None:
-    """This process's soft limit of open descriptors (None: unlimited)."""
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    return None if soft == resource.RLIM_INFINITY else soft
-
-
 class ConnectionLimits(msgspec.Struct, frozen=True):
     request_timeout: float   # wall seconds for a request's head (and, elsewhere, body)
     idle_timeout: float      # an idle kept-alive connection
@@ -52,8 +46,9 @@ class ConnectionLimits(msgspec.Struct, frozen=True):
         """The settings' limits; max_connections 0 is the descriptor limit less some."""
         cap = settings.max_connections
         if not cap:
-            limit = descriptor_limit()
-            cap = 10_000 if limit is None else max(64, min(10_000, limit - DESCRIPTORS_KEPT))
+            soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)  # this process's limit
+            cap = (10_000 if soft == resource.RLIM_INFINITY
+                   else max(64, min(10_000, soft - DESCRIPTORS_KEPT)))
         return cls(request_timeout=settings.request_timeout, idle_timeout=settings.idle_timeout,
                    max_connections=cap)
 
