@@ -142,7 +142,7 @@ async def sandbox_public_token_create(tenant, body, sandbox) -> shapes.PublicTok
     sandbox's institutions with the products asked for (`options.transactions.days_requested`
     sets how much history the service gets, default 90; `options.webhook` where the item's
     webhooks go)."""
-    _check_webhook((given(body.options.webhook) if body.options else None, "$.options.webhook"),
+    _check_webhook(given(body.options.webhook) if body.options else None, "$.options.webhook",
                    sandbox)
     return tenant.aggregator.create_sandbox_public_token(body)
 
@@ -208,7 +208,7 @@ async def item_get(tenant, body) -> shapes.ItemWithStatus:
 async def item_webhook_update(tenant, body, sandbox) -> shapes.ItemAnswer:
     """The item's webhooks go to `webhook` from now on; the aggregator's
     WEBHOOK_UPDATE_ACKNOWLEDGED goes there first (answered once its first attempt is)."""
-    _check_webhook((given(body.webhook), "$.webhook"), sandbox)
+    _check_webhook(given(body.webhook), "$.webhook", sandbox)
     return tenant.aggregator.update_webhook(body.access_token, given(body.webhook))
 
 
@@ -221,7 +221,7 @@ async def link_token_create(tenant, body, sandbox) -> shapes.LinkTokenCreated:
     opening the aggregator's link flow. The sandbox has no link flow:
     /sandbox/public_token/create stands in for it. `access_token` (update mode) must be
     an item's, `webhook` a URL the sandbox may send to."""
-    _check_webhook((given(body.webhook), "$.webhook"), sandbox)
+    _check_webhook(given(body.webhook), "$.webhook", sandbox)
     return tenant.aggregator.create_link_token(body)
 
 
@@ -327,9 +327,8 @@ async def sandbox_item_fire_webhook(tenant, body) -> shapes.WebhookFired:
     return tenant.aggregator.fire_webhook(body)
 
 
-def _check_webhook(given: tuple[str | None, str], sandbox) -> None:
+def _check_webhook(url: str | None, path: str, sandbox) -> None:
     """A webhook URL the sandbox may send to (the outbound policy), as an endpoint's must
-    be; none (or empty) is none. Refused: INVALID_FIELD naming the field."""
-    url, path = given
+    be; none (or empty) is none. Refused: INVALID_FIELD naming the field at `path`."""
     if url:
         check_webhook_urls([(path, url)], sandbox.dispatcher.policy)
