@@ -186,7 +186,7 @@ async def receive_demo_webhook(request, sandbox) -> Kept:
                  if name.lower().startswith("ce-") or name.lower() in KEPT_HEADERS},
         summary=summary(body, tenant, sandbox.registry.service.aggregator),
         received_at=isoformat(tenant.clock.timestamp()))
-    return Kept(received=received["ceId"], sequence=received["sequence"], signature=signature)
+    return Kept(received=received.ce_id, sequence=received.sequence, signature=signature)
 
 
 @operation("GET", RECEIVER_PATH, "What the demo receiver received, oldest first (the demo "
@@ -223,25 +223,25 @@ class Inbox(msgspec.Struct):
     seen: Counter = msgspec.field(default_factory=Counter)  # ce-id -> how many of `received` have it
 
     def add(self, *, ce_id: str, body: dict[str, Any], signature: str, headers: dict[str, str],
-            summary: str, received_at: str) -> dict[str, Any]:
+            summary: str, received_at: str) -> Received:
         self.count += 1
         if len(self.received) == RECEIVED_KEPT:
-            oldest = self.received[0]["ceId"]
+            oldest = self.received[0].ce_id
             self.seen[oldest] -= 1
             if not self.seen[oldest]:
                 del self.seen[oldest]
         user = body.get("user")
-        record = {"sequence": self.count, "receivedAt": received_at,
-                  "eventType": str(body.get("eventType", "")), "ceId": ce_id,
-                  "user": user.get("identifier") if isinstance(user, dict) else None,
-                  "summary": summary, "signature": signature, "repeat": ce_id in self.seen,
-                  "headers": headers, "body": body}
+        record = Received(sequence=self.count, received_at=received_at,
+                          event_type=str(body.get("eventType", "")), ce_id=ce_id,
+                          user=user.get("identifier") if isinstance(user, dict) else None,
+                          summary=summary, signature=signature, repeat=ce_id in self.seen,
+                          headers=headers, body=body)
         self.received.append(record)
         self.seen[ce_id] += 1
         return record
 
-    def since(self, after: int) -> list[dict[str, Any]]:
-        return [r for r in self.received if r["sequence"] > after]
+    def since(self, after: int) -> list[Received]:
+        return [r for r in self.received if r.sequence > after]
 
 
 _GENERATIONS = itertools.count(1)
