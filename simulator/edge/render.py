@@ -108,6 +108,12 @@ async def read_within_time(request: web.Request, reading: Awaitable[T]) -> T:
                             details=[field_detail("$", "cannot be decoded")]) from None
 
 
+def pdf_response(pdf: bytes, name: str, content_type: str = "application/pdf") -> web.Response:
+    """A PDF answer the browser shows (inline), saved as `name`."""
+    return web.Response(body=pdf, content_type=content_type,
+                        headers={"content-disposition": f'inline; filename="{name}"'})
+
+
 def origin(request: web.Request) -> str:
     """`scheme://host[:port]` of the request (the base of the URLs an answer holds). Not
     request.url: aiohttp < 3.10.7 builds it with host="name:port", which today's yarl

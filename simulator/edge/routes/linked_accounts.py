@@ -15,7 +15,7 @@ from ...schemas.api import DisconnectRequest, DataQuery
 from ...domain.accounts.data_records import DATA_RECORDS, LinkedAccountListRecord
 from ...schemas.responses import LINKED_ACCOUNT_ACTIONS, PiiDeleted
 from ..operations import CONTROL, operation
-from ..render import origin
+from ..render import origin, pdf_response
 from ..examples import MADE_BY, USER, Example
 
 IDENTIFIER_REQUIRED = "Name the user: ?identifier=... or /<resource>/{identifier}."
@@ -92,10 +92,8 @@ async def paystub(tenant, params, sandbox) -> web.Response:
     """A statement's `paystub`: the pay statement as a one-page PDF, with the same
     credentials as the data endpoints (API keys)."""
     account, statement = tenant.accounts.paystub(params["statementId"])
-    disposition = f'inline; filename="paystub-{statement["_id"]}.pdf"'
-    return web.Response(body=text_pdf(paystub_lines(account, statement)),
-                        content_type="application/pdf",
-                        headers={"content-disposition": disposition})
+    return pdf_response(text_pdf(paystub_lines(account, statement)),
+                        f"paystub-{statement['_id']}.pdf")
 
 
 def _on_account(action: str, summary: str, change, body: dict | None = None,

@@ -27,6 +27,7 @@ from ...schemas.responses import (LeftTask, Refusal, SdkCompany, SdkLeft, SdkSes
 from ...static import static_text
 from ..operations import CONTROL, NO_STORE, Auth, operation, serve_script_and_styles
 from ..examples import WALMART, Example, From
+from ..render import pdf_response
 
 class DepositFormQuery(Command, kw_only=True):
     company_id: of(str, min_length=1)
@@ -262,8 +263,7 @@ async def deposit_form(query, sandbox) -> web.Response:
         given(query.public_token, ""))
     company = tenant.companies.require(query.company_id)
     pdf = sdk.deposit_form_pdf(company.name, token.identifier, tenant.clock.now().date())
-    return web.Response(body=pdf, content_type="application/pdf", headers={
-        "content-disposition": f'inline; filename="direct-deposit-{company.id}.pdf"'})
+    return pdf_response(pdf, f"direct-deposit-{company.id}.pdf")
 
 
 # -- the autopilot (domain/autopilot.py) and what the flow told the host (domain/callbacks.py)

@@ -15,7 +15,7 @@ from ...domain.tasks.requests import CreateTask, TaskCreateRequest
 from ...schemas.api import (FileQuery, FileUrl, PrescreenRequest, TaskWorkflowCreated,
                            TaskWorkflowRequest)
 from ..operations import Auth, Reply, operation
-from ..render import origin
+from ..render import origin, pdf_response
 from ..examples import USER, WALMART, Example, From
 
 REAL = {"auth": Auth.API_KEYS}  # the reconstruction's default: API key and secret
@@ -103,5 +103,4 @@ async def task_file(params, query, sandbox) -> web.Response:
         company = tenant.companies.get(task.company_id)
         pdf = deposit_form_pdf(company.name if company else "your employer", task.identifier,
                                tenant.clock.now().date())
-    return web.Response(body=pdf, content_type=file.content_type,
-                        headers={"content-disposition": f'inline; filename="{file.name}"'})
+    return pdf_response(pdf, file.name, file.content_type)
