@@ -18,8 +18,6 @@ from ..operations import Auth, Reply, operation
 from ..render import origin, pdf_response
 from ..examples import USER, WALMART, Example, From
 
-REAL = {"auth": Auth.API_KEYS}  # the reconstruction's default: API key and secret
-
 
 @operation("POST", "/task/create", "Create a task (or a workflow of several)",
            body=TaskCreateRequest, errors=(400, 403, 404, 429),
@@ -37,15 +35,14 @@ async def get_task(tenant, token, params, sandbox) -> views.TaskRecord:
     return views.TaskRecord.of(task)
 
 
-@operation("GET", "/task/{taskId}/details", "A task's details (the real Task)",
-           errors=(404,), **REAL)
+@operation("GET", "/task/{taskId}/details", "A task's details (the real Task)", errors=(404,))
 async def task_details(tenant, params, sandbox) -> views.TaskDetails:
     """The real Task (`_id`, `status`, `product`, `authentication`, `company`,
     `payrollDataAvailable`, `createdAt`), then the sandbox's own fields and `files`."""
     return tenant.tasks.details_of(tenant.tasks.get_task(params["taskId"]))
 
 
-@operation("GET", "/task/{taskId}/status", "A task's status", errors=(404,), **REAL)
+@operation("GET", "/task/{taskId}/status", "A task's status", errors=(404,))
 async def task_status(tenant, params, sandbox) -> views.TaskStatusAnswer:
     task = tenant.tasks.get_task(params["taskId"])
     return views.TaskStatusAnswer(task=views.StatusOfTask.of(
@@ -53,7 +50,7 @@ async def task_status(tenant, params, sandbox) -> views.TaskStatusAnswer:
 
 
 @operation("POST", "/task/prescreen", "Prescreen: how likely a task at a company is to work",
-           body=PrescreenRequest, **REAL,
+           body=PrescreenRequest,
            example=Example({"company": {"id": WALMART}, "product": "deposit"}))
 async def prescreen(tenant, body) -> views.Prescreen:
     """HIGH when the company is known, operational, offers the product and has headless
@@ -63,7 +60,7 @@ async def prescreen(tenant, body) -> views.Prescreen:
 
 @operation("POST", "/task-workflow/from-linked-account", "Refresh a linked account (tasks on it)",
            body=TaskWorkflowRequest, command=TaskCreateRequest,
-           errors=(400, 403, 404, 429), **REAL,
+           errors=(400, 403, 404, 429),
            example=Example(
                {"linkedAccount": "6410b1c2d3e4f5a6b7c8d9e0", "tasks": [{"operation": "verify"}]},
                after=From("GET", "/linked-account/list/{identifier}",
@@ -78,7 +75,7 @@ async def create_task_workflow(tenant, body, sandbox) -> TaskWorkflowCreated:
 @operation("GET", "/task/{taskId}/file/{fileId}/generate-url", "A signed URL for a task's file",
            envelope={"url": {"type": "string", "format": "uri",
                              "description": "The same URL, bare, as the old docs show it."}},
-           errors=(404,), **REAL)
+           errors=(404,))
 async def generate_file_url(tenant, params, request, sandbox) -> Reply[FileUrl]:
     """The old docs show this answer bare (`{url}`): the sandbox answers `url` beside its
     `data` envelope, so readers of either form find it."""

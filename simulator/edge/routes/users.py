@@ -8,14 +8,12 @@ from ...domain.shapes import given
 from ...schemas.api import (SUCCEEDED, StoredPaymentMethods, Success, TaskDetails, UserRequest,
                            UserTasksQuery)
 from ...schemas.responses import UserRemoved
-from ..operations import CONTROL, Auth, operation
+from ..operations import CONTROL, operation
 from ..examples import USER, Example
-
-REAL = {"auth": Auth.API_KEYS}
 
 
 @operation("PUT", "/user", "Store the bank accounts and cards a user's tasks can offer",
-           body=UserRequest, errors=(429,), **REAL,
+           body=UserRequest, errors=(429,),
            example=Example({"identifier": USER, "data": {"bankAccounts": [{
                "_id": "checking-1", "title": "Everyday checking", "accountNumber": "000123456789",
                "routingNumber": "021000021", "accountType": "checking"}]}}))
@@ -27,7 +25,7 @@ async def put_user(tenant, body) -> Success:
 
 
 @operation("GET", "/user/{identifier}/tasks", "A user's tasks, oldest first",
-           query=UserTasksQuery, errors=(404,), **REAL)
+           query=UserTasksQuery, errors=(404,))
 async def list_user_tasks(tenant, params, query) -> list[TaskDetails]:
     available = given(query.payroll_data_available)
     return tenant.tasks.of_user(params["identifier"], status=given(query.status),
@@ -35,7 +33,7 @@ async def list_user_tasks(tenant, params, query) -> list[TaskDetails]:
 
 
 @operation("PUT", "/user/{identifier}/end-monitoring", "End continuous access to a user's "
-           "linked accounts", settles=True, errors=(404,), **REAL)
+           "linked accounts", settles=True, errors=(404,))
 async def end_monitoring(tenant, params, sandbox) -> Success:
     users.end_monitoring(tenant, params["identifier"])
     return SUCCEEDED

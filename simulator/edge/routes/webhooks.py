@@ -25,7 +25,6 @@ from ..keys import exchange_of
 from ..operations import CONTROL, Auth, Reply, operation
 from ..examples import RECEIVER, USER, WALMART, Example, From
 
-REAL = {"auth": Auth.API_KEYS}
 UNKNOWN_EVENT_TYPE = "No event type is named {event_type!r}."
 SECRET_PREFIX = "whsec-"
 _ENDPOINT = {"url": RECEIVER, "eventTypes": ["task-status-updated", "task-workflow-finished"]}
@@ -68,13 +67,13 @@ def _endpoint_record(endpoint: dict, sandbox) -> WebhookEndpoint:
     return WebhookEndpoint(id=endpoint["_id"], url=endpoint["url"], event_types=list(types))
 
 
-@operation("GET", "/webhooks/endpoints", "List webhook endpoints", **REAL)
+@operation("GET", "/webhooks/endpoints", "List webhook endpoints")
 async def list_webhook_endpoints(tenant, sandbox) -> list[WebhookEndpoint]:
     return [_endpoint_record(e, sandbox) for e in tenant.webhooks.endpoints]
 
 
 @operation("POST", "/webhooks/endpoints", "Register a webhook endpoint",
-           body=WebhookEndpointRequest, errors=(404,), **REAL, example=Example(_ENDPOINT))
+           body=WebhookEndpointRequest, errors=(404,), example=Example(_ENDPOINT))
 async def create_webhook_endpoint(tenant, body, sandbox, request) -> WebhookEndpoint:
     """An unknown `secretId` is ignored, named in x-sandbox-warning, and the endpoint's
     deliveries are signed with the API secret (refused, 404, under --strict-bodies)."""
@@ -84,7 +83,7 @@ async def create_webhook_endpoint(tenant, body, sandbox, request) -> WebhookEndp
 
 
 @operation("PUT", "/webhooks/endpoints/{id}", "Change a webhook endpoint",
-           body=WebhookEndpointRequest, errors=(404,), **REAL,
+           body=WebhookEndpointRequest, errors=(404,),
            example=Example(
                {**_ENDPOINT, "eventTypes": ["task-status-updated"]}, after=_AFTER_ENDPOINT))
 async def update_webhook_endpoint(tenant, params, body, sandbox, request) -> WebhookEndpoint:
@@ -101,18 +100,18 @@ def _lenient(sandbox, request) -> list[str] | None:
 
 
 @operation("DELETE", "/webhooks/endpoints/{id}", "Delete a webhook endpoint", errors=(404,),
-           example=Example(after=_AFTER_ENDPOINT), **REAL)
+           example=Example(after=_AFTER_ENDPOINT))
 async def delete_webhook_endpoint(tenant, params) -> Success:
     tenant.webhooks.remove_endpoint(params["id"])
     return SUCCEEDED
 
 
-@operation("GET", "/secrets", "List signing secrets", **REAL)
+@operation("GET", "/secrets", "List signing secrets")
 async def list_secrets(tenant) -> list[Secret]:
     return [msgspec.convert(secret, Secret) for secret in tenant.webhooks.secrets.values()]
 
 
-@operation("POST", "/secrets", "Create a signing secret", body=SecretRequest, **REAL,
+@operation("POST", "/secrets", "Create a signing secret", body=SecretRequest,
            example=Example({"name": "production receiver"}))
 async def create_secret(tenant, body) -> Secret:
     """The token is random (never from the seed), as the API secret is."""
@@ -123,7 +122,7 @@ async def create_secret(tenant, body) -> Secret:
 
 
 @operation("DELETE", "/secrets/{id}", "Delete a signing secret no endpoint uses",
-           errors=(404, 409), **REAL,
+           errors=(404, 409),
            example=Example(after=From(
                "POST", "/secrets", parameters={"id": "$response.body#/data/_id"})))
 async def delete_secret(tenant, params) -> Success:
