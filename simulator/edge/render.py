@@ -1,5 +1,6 @@
 """What the edge writes and reads of bodies: every JSON answer, the one error body, the 405
-refusal, and a request's body read within the server's --request-timeout.
+refusal, a PDF shown inline, the request's origin (the base of URLs in answers), and a
+request's body read within the server's --request-timeout.
 
 The edge middleware and the operations' pipeline (routes/pipeline.py) render through
 these; so do the few handlers that read a raw body themselves.
