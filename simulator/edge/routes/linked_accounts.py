@@ -22,22 +22,17 @@ IDENTIFIER_REQUIRED = "Name the user: ?identifier=... or /<resource>/{identifier
 RESOURCES = ("linked-accounts", *DATA_KINDS)  # spec: Linked-account data endpoints
 
 
-def _user_of(named: str | None) -> str:
-    """The user a data request is about (server side: API keys, real-service-facts 1)."""
-    if named is None:
-        raise ValidationFailed(IDENTIFIER_REQUIRED, details=[
-            field_detail("$.identifier", IDENTIFIER_REQUIRED, location="query")])
-    return named
-
-
 def _data_of(kind: str):
     """GET /<kind>?identifier=... or /<kind>/{identifier}, optional linkedAccount (and for
     statements `limit`: the newest that many, in date order)."""
 
     async def data(tenant, query, params, request, sandbox) -> list:
-        # The user in the path, or (DataQuery) in the query.
-        identifier = _user_of(params.get("identifier")
-                              or given(getattr(query, "identifier", UNSET)))
+        # The user in the path, or (DataQuery) in the query (server side: API keys,
+        # real-service-facts 1).
+        identifier = params.get("identifier") or given(getattr(query, "identifier", UNSET))
+        if identifier is None:
+            raise ValidationFailed(IDENTIFIER_REQUIRED, details=[
+                field_detail("$.identifier", IDENTIFIER_REQUIRED, location="query")])
         service = tenant.accounts
         accounts = service.accounts_of(identifier, given(query.linked_account))
         base_url = origin(request)
