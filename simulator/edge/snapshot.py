@@ -72,12 +72,14 @@ def take(tenant: Tenant, sandbox: Any) -> dict[str, Any]:
             "seed": sandbox.registry.seed, "takenAt": sections["clock"]["now"], **sections}
 
 
-async def take_settled(tenant: Tenant, sandbox: Any) -> dict[str, Any]:
-    """GET /_sandbox/snapshot: between two runs of the clock, once the tenant's webhook
-    attempts in flight have finished (so the ledger shows how they went)."""
+async def take_settled(tenant: Tenant, sandbox: Any,
+                       taking: Callable[[Tenant, Any], dict[str, Any]] = take) -> dict[str, Any]:
+    """GET /_sandbox/snapshot (and /_sandbox/bundle, `taking` its bundle): between two runs
+    of the clock, once the tenant's webhook attempts in flight have finished (so the ledger
+    shows how they went)."""
     async with tenant.runner.lock:
         await sandbox.dispatcher.settle(tenant)
-        return take(tenant, sandbox)
+        return taking(tenant, sandbox)
 
 
 # -- checking and restoring ---------------------------------------------------------------------

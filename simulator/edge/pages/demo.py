@@ -297,7 +297,8 @@ CHANGES = {"statements-added": "New pay statements from {company}",
            "earn-user-data": "Earnings of this pay period from {company}",
            "company-created": "{company} added to the catalog",
            "company-updated": "{company} updated in the catalog",
-           "company-deleted": "{company} removed from the catalog"}
+           "company-deleted": "{company} removed from the catalog",
+           "pii-data-deleted": "Personal data deleted, as the retention rule asks"}
 
 
 def summary(body: dict[str, Any], tenant: Tenant, aggregator: str) -> str:
@@ -333,8 +334,6 @@ def summary(body: dict[str, Any], tenant: Tenant, aggregator: str) -> str:
             return f"{company} is back from maintenance"
         products = ", ".join(str(p) for p in data.get("products") or ())
         return f"{company} is under maintenance" + (f" for {products}" if products else "")
-    if kind == "pii-data-deleted":
-        return "Personal data deleted, as the retention rule asks"
     if kind == "pay-link-accounts-updated":
         return f"Bill accounts updated ({len(data.get('accounts') or ())})"
     if kind == "employer-classification-completed":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -134,9 +135,8 @@ async def get_bundle(tenant, query, sandbox) -> dict:
     scenario bindings and the seed. No key of the tenant is in it; a URL's user
     information is redacted. The pytest plugin writes one per failed test; `payroll-sandbox
     serve --open-bundle FILE` restores it."""
-    async with tenant.runner.lock:
-        await sandbox.dispatcher.settle(tenant)
-        return bundle_of(tenant, sandbox, given(query.test, ""))
+    return await snapshot.take_settled(tenant, sandbox,
+                                       partial(bundle_of, test=given(query.test, "")))
 
 
 def bundle_of(tenant, sandbox, test: str) -> dict:
