@@ -266,15 +266,11 @@ def load_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = 
                 values[name] = base / values[name]
         settings = settings.with_overrides(config=path, **values)
 
-    from_env = {}
-    for name in _TYPES:
-        raw = environ.get(ENV_PREFIX + name.upper())
-        if raw is not None and name != "config":
-            from_env[name] = _coerce(name, raw, f"environment variable {ENV_PREFIX}{name.upper()}")
-    settings = settings.with_overrides(**from_env)
-
+    names = [name for name in _TYPES if name != "config"]
+    from_env = {name: _coerce(name, environ[variable], f"environment variable {variable}")
+                for name in names if (variable := ENV_PREFIX + name.upper()) in environ}
     from_flags = {name: _coerce(name, flags[name], f"flag --{name.replace('_', '-')}")
-                  for name in _TYPES if flags.get(name) is not None and name != "config"}
-    settings = settings.with_overrides(**from_flags)
+                  for name in names if flags.get(name) is not None}
+    settings = settings.with_overrides(**from_env).with_overrides(**from_flags)
     _check_choices(settings, "settings")
     return settings
