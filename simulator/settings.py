@@ -140,6 +140,7 @@ _IN_CONFIG = {
 }
 _JSON_TYPES = {"str": "string", "Path": "string", "int": "integer", "float": "number",
                "bool": "boolean"}
+_CONVERT = {"int": int, "float": float, "Path": Path}  # from a flag, a variable, YAML
 
 
 def _config_property(name: str) -> dict[str, Any]:
@@ -177,14 +178,11 @@ def _coerce(name: str, raw: Any, source: str) -> Any:
             if str(raw).strip().lower() in _TRUE | _FALSE:
                 return str(raw).strip().lower() in _TRUE
             raise ValueError(raw)
-        if kind in ("int", "int | None"):
-            return int(raw)
         if kind == "str" and isinstance(raw, list):  # a list in the config file
             return ",".join(str(item) for item in raw)
-        if kind in ("float", "float | None"):
-            return float(raw)
-        if kind in ("Path", "Path | None"):
-            return Path(raw)
+        convert = _CONVERT.get(kind.removesuffix(" | None"))
+        if convert is not None:
+            return convert(raw)
     except (TypeError, ValueError):
         raise ConfigError(source, f"$.{name}", f"{raw!r} is not a valid {kind}") from None
     return raw
