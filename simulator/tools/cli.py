@@ -232,7 +232,7 @@ def _add_serve_flags(serve: argparse.ArgumentParser, *, port: str = "default 808
 
 
 def _add_key_options(command: argparse.ArgumentParser, use: str = "") -> None:
-    """--api-key and --api-secret of a running server's tenant; `control_plane_keys`
+    """--api-key and --api-secret of a running server's tenant; `client.sandbox_keys`
     fills in their defaults."""
     command.add_argument("--api-key", help="default $PAYROLL_SANDBOX_API_KEY or the bundled "
                                            f"default tenant's{use}")

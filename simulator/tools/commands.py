@@ -78,7 +78,8 @@ def trigger_command(args: argparse.Namespace) -> int:
     """POST /_sandbox/events/trigger on a running server; prints the event with its deliveries."""
     import json
 
-    from ..client import CannotReach, NotASandbox, SandboxClient, SandboxError, sandbox_url
+    from ..client import (CannotReach, NotASandbox, SandboxClient, SandboxError, sandbox_keys,
+                          sandbox_url)
 
     body: dict = {"eventType": args.event_type}
     for name, value in (("identifier", args.identifier), ("taskId", args.task_id),
@@ -93,7 +94,7 @@ def trigger_command(args: argparse.Namespace) -> int:
             return EXIT_CONFIG
 
     async def trigger() -> object:
-        async with SandboxClient(sandbox_url(args.url), *control_plane_keys(args)) as client:
+        async with SandboxClient(sandbox_url(args.url), *sandbox_keys(args.api_key, args.api_secret)) as client:
             answer = await client.answer("POST", "/_sandbox/events/trigger", body, strict=True)
             return answer.data
 
@@ -111,23 +112,15 @@ def trigger_command(args: argparse.Namespace) -> int:
 
 def listen_command(args: argparse.Namespace) -> int:
     """Follow a running server's ledger (simulator/tools/listen.py); URL and keys as `trigger`."""
-    from ..client import sandbox_url
+    from ..client import sandbox_keys, sandbox_url
     from .listen import ListenOptions, run
 
-    key, secret = control_plane_keys(args)
+    key, secret = sandbox_keys(args.api_key, args.api_secret)
     types = frozenset(t.strip() for item in args.events or () for t in item.split(",")
                       if t.strip())
     return run(ListenOptions(
         url=sandbox_url(args.url), api_key=key, api_secret=secret, forward_to=args.forward_to,
         event_types=types or None, as_json=args.json))
-
-
-def control_plane_keys(args: argparse.Namespace) -> tuple[str, str]:
-    """--api-key and --api-secret, else $PAYROLL_SANDBOX_API_KEY and _SECRET, else the
-    bundled default tenant's (both from one place: a key never goes with another's secret)."""
-    from ..client import sandbox_keys
-
-    return sandbox_keys(args.api_key, args.api_secret)
 
 
 def check_handler_command(args: argparse.Namespace) -> int:
@@ -136,11 +129,12 @@ def check_handler_command(args: argparse.Namespace) -> int:
     import json
 
     from ..checker import CheckerError, check_handler
+    from ..client import sandbox_keys
 
     types = [t.strip() for item in args.events or () for t in item.split(",") if t.strip()]
     products = None if args.products is None else ",".join(args.products)
     # Keys default as for trigger and listen, with --url only (without it, keys are refused).
-    key, secret = (control_plane_keys(args) if args.sandbox_url
+    key, secret = (sandbox_keys(args.api_key, args.api_secret) if args.sandbox_url
                    else (args.api_key, args.api_secret))
     source = f" with events from {args.sandbox_url}" if args.sandbox_url else ""
     print(f"payroll-sandbox: checking {args.url}{source}", file=sys.stderr, flush=True)
