@@ -315,9 +315,7 @@ class AsyncSandbox(SandboxClient):
 
     async def bind_scenario(self, identifier: str, scenario: str | None) -> None:
         """The user's next tasks run `scenario` (None removes the binding)."""
-        await self.request("PUT",
-                           f"/_sandbox/users/{urllib.parse.quote(identifier, safe='')}/scenario",
-                           {"scenario": scenario})
+        await self.request("PUT", _user_path(identifier, "scenario"), {"scenario": scenario})
 
     async def use_profile(self, identifier: str, name: str | None = None,
                           **data: Any) -> dict[str, Any]:
@@ -326,7 +324,7 @@ class AsyncSandbox(SandboxClient):
         kinds as keywords (`income={"income": 85000, "incomeType": "yearly"}`,
         `deposit_accounts=[...]` or `depositAccounts`). Neither: the binding goes. Returns
         the binding (PUT /_sandbox/users/{identifier}/profile)."""
-        path = f"/_sandbox/users/{urllib.parse.quote(identifier, safe='')}/profile"
+        path = _user_path(identifier, "profile")
         if name is None and not data:
             return await self.request("DELETE", path)
         body: dict[str, Any] = {}
@@ -351,7 +349,7 @@ class AsyncSandbox(SandboxClient):
         /_sandbox/users/{identifier}/autopilot takes them. `company=None` unbinds it.
         Returns the bound plan (None once unbound); SandboxError (422) for a plan the flow
         cannot play (an unknown company, a scenario that does not fit the product)."""
-        path = f"/_sandbox/users/{urllib.parse.quote(identifier, safe='')}/autopilot"
+        path = _user_path(identifier, "autopilot")
         if company is None:
             await self.request("DELETE", path)
             return None
@@ -465,8 +463,7 @@ class AsyncSandbox(SandboxClient):
         return (await self.request("PUT", API_FAULTS, rules))["rules"]
 
 
-# -- webhook receivers --------------------------------------------------------------------
-
+# -- the hosted flow's callbacks -------------------------------------------------------------
 
 def _is_callback(entry: Mapping[str, Any], event: str | None, name: str | None,
                  match: Mapping[str, Any]) -> bool:
@@ -485,10 +482,8 @@ def _callback_timeout(identifier: str, event: str | None, name: str | None,
             f"{identifier!r} within {timeout:g} s; it told: {told}")
 
 
-# -- the failure report: deliveries that never got a 2xx ------------------------------------
-
-
-# -- your own ASGI app on a real port -----------------------------------------------------------
+def _user_path(identifier: str, part: str) -> str:
+    return f"/_sandbox/users/{urllib.parse.quote(identifier, safe='')}/{part}"
 
 
 def _camel(name: str) -> str:
