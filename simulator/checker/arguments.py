@@ -20,11 +20,19 @@ def default_secret() -> str:
     return default_credentials()[1]
 
 
-def checked_url(url: str, flag: str) -> str:
+def url_problem(url: str, flag: str) -> str | None:
+    """`<flag> '<url>'` and why it is not an http(s) URL a client can call; None when it is
+    one (check-handler, listen and verify-against word their refusals so)."""
     problem = http_url_problem(url)
+    if problem is None:
+        return None
+    return f"{flag} {url!r}{' ' if problem.startswith('is ') else ': '}{problem}"
+
+
+def checked_url(url: str, flag: str) -> str:
+    problem = url_problem(url, flag)
     if problem is not None:
-        raise CheckerError(f"{flag} {url!r} {problem}" if problem.startswith("is ")
-                           else f"{flag} {url!r}: {problem}")
+        raise CheckerError(problem)
     return url
 
 

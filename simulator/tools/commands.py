@@ -94,7 +94,8 @@ def trigger_command(args: argparse.Namespace) -> int:
             return EXIT_CONFIG
 
     async def trigger() -> object:
-        async with SandboxClient(sandbox_url(args.url), *sandbox_keys(args.api_key, args.api_secret)) as client:
+        keys = sandbox_keys(args.api_key, args.api_secret)
+        async with SandboxClient(sandbox_url(args.url), *keys) as client:
             answer = await client.answer("POST", "/_sandbox/events/trigger", body, strict=True)
             return answer.data
 

@@ -21,10 +21,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, TextIO
-from urllib.parse import urlsplit
 
 import orjson
 
+from ..checker.arguments import url_problem
 from ..domain.webhooks.events import Event
 from ..client import CannotReach, NotASandbox, SandboxClient, SandboxError, new_session
 from ..transport.cloudevents import SIGNATURE_HEADER, sign, to_message
@@ -325,13 +325,9 @@ def _busy(status: int) -> bool:
 
 
 def check_url(url: str, flag: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ListenError(f"{flag} {url!r} is not an http:// or https:// URL with a host")
-    try:
-        parts.port  # raises on a port that is not a number from 0 to 65535
-    except ValueError as error:
-        raise ListenError(f"{flag} {url!r}: {error}") from None
+    problem = url_problem(url, flag)
+    if problem is not None:
+        raise ListenError(problem)
     return url.rstrip("/") if flag == "--url" else url
 
 
