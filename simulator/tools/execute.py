@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ..client import KEY_VARIABLE, SECRET_VARIABLE, URL_VARIABLE
 from ..domain.webhooks import coverage as tenant_coverage
 from ..domain.webhooks.event_types import event_types
 from ..domain.webhooks.outbox import DELIVERED, PENDING, Delivery
@@ -30,10 +31,6 @@ from ..transport.redact import loggable_url
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-URL_VARIABLE = "PAYROLL_SANDBOX_URL"
-KEY_VARIABLE = "PAYROLL_SANDBOX_API_KEY"
-SECRET_VARIABLE = "PAYROLL_SANDBOX_API_SECRET"
 
 # Signals passed on to CMD. SIGINT from a terminal's Ctrl-C reaches CMD by itself (the
 # terminal signals the whole foreground process group): passed on only when it came from
@@ -93,7 +90,7 @@ class Ledgers:
         self.registry = registry
         self._before: dict[int, tuple[Delivery, int]] = {
             id(delivery): (delivery, len(delivery.attempts))
-            for tenant in registry.tenants for delivery in _deliveries(tenant)}
+            for tenant in registry.tenants for _, delivery in _deliveries(tenant)}
         self._gone: list[tuple[str, str, Delivery, str]] = []
         registry.leaving.append(self._leaving)
 
@@ -107,20 +104,15 @@ class Ledgers:
         return before is None or len(delivery.attempts) > before[1]
 
     def _leaving(self, tenant: Any, why: str) -> None:
-        for event_id, deliveries in tenant.webhooks.deliveries.items():
-            event = tenant.events.by_id.get(event_id)
-            for delivery in deliveries:
-                if delivery.state != DELIVERED and self._of_the_run(delivery):
-                    self._gone.append((tenant.name, event.type if event else "?", delivery, why))
+        self._gone += [(tenant.name, event_type, delivery, why)
+                       for event_type, delivery in _deliveries(tenant)
+                       if delivery.state != DELIVERED and self._of_the_run(delivery)]
 
     def undelivered(self) -> list[Undelivered]:
         """In the order the tenants left, then the live tenants' in ledger order."""
-        found = list(self._gone)
-        for tenant in self.registry.tenants:
-            for event_id, deliveries in tenant.webhooks.deliveries.items():
-                event = tenant.events.by_id.get(event_id)
-                found.extend((tenant.name, event.type if event else "?", delivery, "")
-                             for delivery in deliveries)
+        found = self._gone + [(tenant.name, event_type, delivery, "")
+                              for tenant in self.registry.tenants
+                              for event_type, delivery in _deliveries(tenant)]
         return [Undelivered(tenant=name, event_type=event_type, event_id=delivery.event_id,
                             url=delivery.url, state=delivery.state,
                             attempts=sum(1 for a in delivery.attempts if a.fault != "duplicate"),
@@ -156,7 +148,7 @@ class Bundles:
         return encode(bundle_of(tenant, self.sandbox, self.test))
 
     def _leaving(self, tenant: Any, why: str) -> None:
-        if len(tenant.journal) or tenant.journal.evicted:
+        if _requests(tenant):
             self._left.append((f"exec-{tenant.name}-{why}-{len(self._left) + 1}",
                                self._bundle(tenant)))
             del self._left[:-MAX_LEFT_BUNDLES]
@@ -169,7 +161,7 @@ class Bundles:
             return ""
         found = [*self._left, *((f"exec-{tenant.name}", self._bundle(tenant))
                                 for tenant in list(self.sandbox.registry.tenants)
-                                if len(tenant.journal) or tenant.journal.evicted)]
+                                if _requests(tenant))]
         try:
             paths = [write_bundle(self.folder, name, data) for name, data in found]
         except OSError as error:
@@ -181,8 +173,13 @@ class Bundles:
                 f"payroll-sandbox serve --open-bundle {paths[-1]})")
 
 
-def _deliveries(tenant: Any) -> list[Delivery]:
-    return [d for deliveries in tenant.webhooks.deliveries.values() for d in deliveries]
+def _deliveries(tenant: Any) -> list[tuple[str, Delivery]]:
+    """Each delivery of the tenant's ledger, with its event's type."""
+    found = []
+    for event_id, deliveries in tenant.webhooks.deliveries.items():
+        event = tenant.events.by_id.get(event_id)
+        found += [(event.type if event else "?", delivery) for delivery in deliveries]
+    return found
 
 
 def report(undelivered: Sequence[Undelivered]) -> str:
