@@ -113,13 +113,8 @@ class Sandbox:
                        loopback=self.loopback)
 
     def check_handler(self, url: str, secret: str | None = None, **options: Any) -> Any:
-        """Judges the webhook handler at `url` as the service will treat it (README:
-        Checking your webhook handler): a report whose `ok` is true when no check failed
-        and whose text reads as an assertion message (`assert report.ok, report`).
-        `options` as `payroll_sandbox.checker.check_handler` takes them (`events`,
-        `state_url`, `burst`, `timeout`, ...); `sandbox_url=self.base_url,
-        api_key=self.api_key, api_secret=self.api_secret` has this sandbox make the events
-        (its service profile) instead of an in-process one."""
+        """AsyncSandbox.check_handler, blocking: the report on the webhook handler at `url`
+        (`assert report.ok, report`; README: Checking your webhook handler)."""
         from ..checker import check_handler
         from .coverage import handler_checks
 

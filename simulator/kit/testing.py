@@ -404,15 +404,11 @@ class AsyncSandbox(SandboxClient):
         the matching requests' journal ids. Raises RequestNotMade (an AssertionError)
         naming the nearest requests that did not match (3 at most) and every JSON path
         where each differs."""
-        expected: dict[str, Any] = {"method": method, "path": path}
-        if body is not None:
-            expected["body"] = body
-        if query is not None:
-            expected["query"] = {name: str(value) for name, value in query.items()}
-        if times is not None:
-            expected["times"] = times
+        expected = {"method": method, "path": path, "body": body, "times": times,
+                    "query": None if query is None else {k: str(v) for k, v in query.items()}}
         try:
-            return (await self.post(VERIFY, expected))["matched"]
+            return (await self.post(VERIFY, {k: v for k, v in expected.items()
+                                             if v is not None}))["matched"]
         except SandboxError as error:
             if error.code != "not-called":
                 raise
