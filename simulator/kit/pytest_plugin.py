@@ -109,12 +109,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                         metavar={"int": "N", "datetime": "DATETIME"}.get(kind, "DIR"),
                         help=f"{text} (ini: {name})")
         parser.addini(name, f"payroll-sandbox: {text}", default=None)
-    group.addoption("--payroll-sandbox-receiver-host", dest=RECEIVER_HOST, metavar="HOST",
-                    help=f"{RECEIVER_HOST_HELP} (ini: {RECEIVER_HOST})")
-    parser.addini(RECEIVER_HOST, f"payroll-sandbox: {RECEIVER_HOST_HELP}", default=None)
-    group.addoption("--payroll-sandbox-bundles", dest=BUNDLES, metavar="DIR|off",
-                    help=f"{BUNDLES_HELP} (ini: {BUNDLES})")
-    parser.addini(BUNDLES, f"payroll-sandbox: {BUNDLES_HELP}", default=None)
+    for name, metavar, text in ((RECEIVER_HOST, "HOST", RECEIVER_HOST_HELP),
+                                (BUNDLES, "DIR|off", BUNDLES_HELP)):
+        group.addoption(f"--{name.replace('_', '-')}", dest=name, metavar=metavar,
+                        help=f"{text} (ini: {name})")
+        parser.addini(name, f"payroll-sandbox: {text}", default=None)
     group.addoption("--payroll-sandbox-coverage", dest=COVERAGE, metavar="FILE",
                     help="write what the suite's tenants reached (scenarios, failure reasons, "
                          "event types delivered, faults, profiles, handler checks) and what "

@@ -237,9 +237,6 @@ class AsyncSandbox(SandboxClient):
     def __repr__(self) -> str:
         return f"<AsyncSandbox {self.name or 'tenant'} at {self.base_url}>"
 
-    async def __aenter__(self) -> AsyncSandbox:
-        return self
-
     async def request(self, method: str, path: str, body: Any = None, *,
                       headers: dict[str, str] | None = None) -> Any:
         """Any API call with this tenant's keys; returns `data` (raises SandboxError on a

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import operator
 import os
 import signal
 import sys
@@ -90,8 +91,7 @@ def _fingerprint(record: dict[str, Any]) -> int:
     return hash((record["time"], orjson.dumps(record["body"])))
 
 
-def _sequence(record: dict[str, Any]) -> int:
-    return record["sequence"]
+_sequence = operator.itemgetter("sequence")
 
 
 def _finished(attempt: dict[str, Any]) -> bool:
