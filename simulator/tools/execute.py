@@ -80,7 +80,15 @@ def _why(delivery: Delivery, fate: str = "") -> str:
     return error or "no attempt made"
 
 
-class Ledgers:
+class _Leaving:
+    """What is told of each tenant that leaves `self.registry` (`_leaving`) until `close()`."""
+
+    def close(self) -> None:
+        if self._leaving in self.registry.leaving:
+            self.registry.leaving.remove(self._leaving)
+
+
+class Ledgers(_Leaving):
     """Every tenant's deliveries of the run that never got a 2xx: the tenants alive at the
     end, and those deleted or reset meanwhile (kept as they leave, their attempts still
     landing on the records). Deliveries there before CMD started (a --state-file's) count
@@ -93,10 +101,6 @@ class Ledgers:
             for tenant in registry.tenants for _, delivery in _deliveries(tenant)}
         self._gone: list[tuple[str, str, Delivery, str]] = []
         registry.leaving.append(self._leaving)
-
-    def close(self) -> None:
-        if self._leaving in self.registry.leaving:
-            self.registry.leaving.remove(self._leaving)
 
     def _of_the_run(self, delivery: Delivery) -> bool:
         # Ids are safe keys: _before holds each delivery, so none is freed and its id reused.
@@ -125,21 +129,17 @@ class Ledgers:
 MAX_LEFT_BUNDLES = 50
 
 
-class Bundles:
+class Bundles(_Leaving):
     """The bundles of a run's tenants, written when CMD fails: the live tenants the run
     touched (a request journaled) at the end, and those deleted or reset meanwhile, taken
     as they leave (MAX_LEFT_BUNDLES of them, the newest)."""
 
     def __init__(self, sandbox: Any, folder: Path | None, argv: Sequence[str]) -> None:
-        self.sandbox, self.folder = sandbox, folder
+        self.sandbox, self.folder, self.registry = sandbox, folder, sandbox.registry
         self.test = "exec: " + " ".join(argv)
         self._left: list[tuple[str, bytes]] = []
         if folder is not None:
             sandbox.registry.leaving.append(self._leaving)
-
-    def close(self) -> None:
-        if self._leaving in self.sandbox.registry.leaving:
-            self.sandbox.registry.leaving.remove(self._leaving)
 
     def _bundle(self, tenant: Any) -> bytes:
         from ..edge.routes.control import bundle_of
@@ -283,7 +283,7 @@ async def settle(sandbox: Any, limit: float = SETTLE_LIMIT) -> None:
         await asyncio.gather(everything, stopped, return_exceptions=True)
 
 
-class Tallies:
+class Tallies(_Leaving):
     """The coverage tallies (domain/webhooks/coverage.py) of every tenant the run touched (one that
     took a request during it): those deleted or reset meanwhile, read as they leave, and
     those alive at the end."""
@@ -293,10 +293,6 @@ class Tallies:
         self._before = {id(tenant): _requests(tenant) for tenant in registry.tenants}
         self.tally = suite_coverage.Tally()
         registry.leaving.append(self._leaving)
-
-    def close(self) -> None:
-        if self._leaving in self.registry.leaving:
-            self.registry.leaving.remove(self._leaving)
 
     def _touched(self, tenant: Any) -> bool:
         return _requests(tenant) > self._before.get(id(tenant), 0)
