@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 from datetime import date, timedelta
 from functools import cache
+from itertools import pairwise
 from typing import Any
 
 import msgspec
@@ -251,11 +252,15 @@ class ProcessorLinks(Held[ProcessorLink]):
         self._schedule(link, token)
         return link
 
-    def remove_links(self, identifier: str) -> list[ProcessorLink]:
-        """DELETE: every link of the user goes, and nothing pending runs afterwards."""
+    def _links_of(self, identifier: str) -> list[ProcessorLink]:
         links = [l for l in self._by_id.values() if l.identifier == identifier]
         if not links:
             raise ProcessorLinksNotFound(NO_LINKS.format(identifier=identifier))
+        return links
+
+    def remove_links(self, identifier: str) -> list[ProcessorLink]:
+        """DELETE: every link of the user goes, and nothing pending runs afterwards."""
+        links = self._links_of(identifier)
         for link in links:
             self.timeline.cancel_owned(link.id)
             del self._by_id[link.id]
@@ -264,9 +269,7 @@ class ProcessorLinks(Held[ProcessorLink]):
     def results(self, identifier: str, kind: str) -> dict[str, Any]:
         """Employer matches or recurring transactions of every link of the user, with the
         links' status, so a caller sees when processing has not completed."""
-        links = [l for l in self._by_id.values() if l.identifier == identifier]
-        if not links:
-            raise ProcessorLinksNotFound(NO_LINKS.format(identifier=identifier))
+        links = self._links_of(identifier)
         data = []
         for link in links:
             found = link.employer_matches if kind == CLASSIFY else link.recurring
@@ -442,7 +445,7 @@ def _cadence(dates: list[date]) -> str:
 
     if len(dates) < 2:
         return "unknown"
-    gap = statistics.median((b - a).days for a, b in zip(sorted(dates), sorted(dates)[1:]))
+    gap = statistics.median((b - a).days for a, b in pairwise(sorted(dates)))
     if gap <= 8:
         return "weekly"
     if gap <= 16:
