@@ -20,6 +20,7 @@ from typing import Any
 
 import msgspec
 
+from ..accounts.pay_calendar import days
 from ..companies.companies import OPERATIONAL, Catalog, Company
 
 # How a bank statement names a payroll deposit (the pipeline's employer classification reads
@@ -140,36 +141,27 @@ def checking_history(rng: random.Random, first: date, last: date, employers: lis
     account's history, for an item's accounts and the control plane's processor tokens."""
     for employer in rng.sample(employers, k=min(len(employers), 1 if rng.random() < 0.8 else 2)):
         pay = rng.uniform(900, 3600)
-        day = first + timedelta(days=rng.randrange(14))
+        start = first + timedelta(days=rng.randrange(14))
         label = f"{employer.name.upper()} {rng.choice(PAYROLL_WORDS)}"
-        while day <= last:
+        for day in days(start, last, 14):
             add(day, -pay * rng.uniform(0.97, 1.03), label, "payroll")
-            day += timedelta(days=14)
     for merchant in rng.sample(merchants, k=min(len(merchants), rng.randint(3, 6))):
         cadence = rng.choice((30, 30, 30, 7, 14))
         amount = rng.choice((9.99, 12.99, 15.49, 29.99, 54.0, 79.99, 110.0))
-        day = first + timedelta(days=rng.randrange(cadence))
-        while day <= last:
+        for day in days(first + timedelta(days=rng.randrange(cadence)), last, cadence):
             add(day, amount, merchant.name.upper(), "subscription")
-            day += timedelta(days=cadence)
-    day = first
-    while day <= last:
+    for day in days(first, last):
         if rng.random() < 0.6:
             add(day, rng.uniform(3, 140), rng.choice(ONE_OFF), "purchase")
-        day += timedelta(days=1)
 
 
 def _savings(rng: random.Random, first: date, last: date, add: Add) -> None:
     """A transfer in every 30 days, and the interest it earns each month."""
     transfer = rng.choice((50.0, 100.0, 150.0, 200.0, 250.0))
-    day = first + timedelta(days=rng.randrange(30))
-    while day <= last:
+    for day in days(first + timedelta(days=rng.randrange(30)), last, 30):
         add(day, -transfer, TRANSFER_IN, "transfer")
-        day += timedelta(days=30)
-    day = first + timedelta(days=rng.randrange(30))
-    while day <= last:
+    for day in days(first + timedelta(days=rng.randrange(30)), last, 30):
         add(day, -rng.uniform(0.4, 3.5), INTEREST, "interest")
-        day += timedelta(days=30)
 
 
 # The employers and merchants of a catalog a history draws from, worked out once per catalog.
