@@ -299,7 +299,8 @@ class LinkedAccounts(Held[LinkedAccount]):
             self._unlinked -= (identifier, company.id) in self._reserved
         if emit:
             self._emit(account, "linked-account-connected", {})
-        self._schedule_refresh(account)
+        if self.settings.refresh_interval:
+            self._schedule_refresh(account, now, self.settings.refresh_interval)
         self._schedule_pii_deletion(account)
         self._schedule_life_events(account)
         return account
@@ -310,16 +311,11 @@ class LinkedAccounts(Held[LinkedAccount]):
         ids = self.ids
         account.deposit_accounts = [{"_id": ids.object_id(), **a}
                                     for a in account.profile.deposit_accounts]
-        today = day(now)
-        profile = account.profile
-        history_start = max(profile.start_date, today - timedelta(days=90))
-        if profile.statement_count is not None:  # a data profile's count: the latest ones
-            history_start = max(profile.start_date, today - timedelta(days=10 * 366))
-        account.statements = records.statements(ids, account, history_start, today)
-        if profile.statement_count is not None:
-            account.statements = account.statements[len(account.statements)
-                                                    - profile.statement_count:] \
-                if profile.statement_count < len(account.statements) else account.statements
+        today, profile = day(now), account.profile
+        count = profile.statement_count  # a data profile's count: the latest ones
+        since = today - timedelta(days=90 if count is None else 10 * 366)
+        found = records.statements(ids, account, max(profile.start_date, since), today)
+        account.statements = found if count is None else found[max(0, len(found) - count):]
         account.timesheets = records.timesheets(ids, account, today - timedelta(days=14), today)
         account.taxes = records.tax_forms(ids, account, 0, today)
 
@@ -651,13 +647,11 @@ class LinkedAccounts(Held[LinkedAccount]):
         self._emit(account, "deposit-accounts-removed", {"records": [removed["_id"]]})
         return removed
 
-    def _schedule_refresh(self, account: LinkedAccount) -> None:
-        interval = self.settings.refresh_interval
-        if not interval:
-            return
-        self.timeline.schedule(account.created_at + interval,
-                               _PushRefresh(self.itself, account, interval), background=True,
-                               label=f"push refresh of {account.id}", owner=account.id)
+    def _schedule_refresh(self, account: LinkedAccount, since: float, interval: float) -> None:
+        """The account's next push refresh, `interval` seconds after `since`."""
+        self.timeline.schedule(since + interval, _PushRefresh(self.itself, account, interval),
+                               background=True, label=f"push refresh of {account.id}",
+                               owner=account.id)
 
     # -- privacy ----------------------------------------------------------------------------
 
@@ -767,9 +761,7 @@ class _PushRefresh(msgspec.Struct, frozen=True):
             return  # deleted
         if account.connected:
             accounts.refresh(account)
-        accounts.timeline.schedule(accounts.clock.timestamp() + self.interval, self,
-                                   background=True, label=f"push refresh of {account.id}",
-                                   owner=account.id)
+        accounts._schedule_refresh(account, accounts.clock.timestamp(), self.interval)
 
     def stored(self) -> Stored:
         return self.Stored(account=self.account.id, interval=self.interval)
