@@ -140,15 +140,10 @@ FAILURE_SENTENCES = {
 # (make the change with the company directly), `close` (nothing the flow can do).
 # Choosing another company is offered besides, wherever the flow may go back to search.
 NEXT_STEPS = {
-    "auth-expired": "retry", "connection-error": "retry", "device-disconnected": "retry",
-    "action-failed": "retry", "plan-selection-required": "retry",
-    "product-not-supported": "manual", "subscription-inactive": "retry",
-    "subscription-managed-by-partner-provider": "close", "subscription-not-found": "retry",
-    "payment-method-locked": "retry", "payment-method-not-supported": "another-card",
-    "payment-method-insufficient-funds": "another-card", "payment-method-limit-reached": "retry",
-    "payment-method-declined": "another-card", "user-abandon": "retry",
-    "payment-token-expired": "another-card", "payment-switch-unsuccessful": "retry",
-    "system-unavailable": "retry", "unexpected-response": "retry", "unknown-failure": "retry",
+    **dict.fromkeys(FAILURE_SENTENCES, "retry"),
+    "product-not-supported": "manual", "subscription-managed-by-partner-provider": "close",
+    **dict.fromkeys(("payment-method-not-supported", "payment-method-insufficient-funds",
+                     "payment-method-declined", "payment-token-expired"), "another-card"),
 }
 
 # The errors that end the flow's session: the user can only start again from the app.
