@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import random
 import zlib
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from datetime import date, timedelta
 from functools import cache
@@ -43,6 +43,8 @@ from ..sections import Sections, unique
 from ..timeline import Timeline, action_kind
 
 USER_LINK_PRODUCTS = ("deposit", "verify")
+# What a sync found, by kind of data: the events it sends there, each with the records it names.
+Changes = defaultdict[str, list[tuple[str, list[str]]]]
 DATA_KINDS = ("statements", "income", "timesheets", "employment", "identity", "taxes",
               "deposit-accounts")
 # Chances per push refresh that something changes at the employer.
@@ -454,23 +456,22 @@ class LinkedAccounts(Held[LinkedAccount]):
         rng = random.Random(zlib.crc32(f"{account.id}:{account.refreshes}".encode()))
         account.refreshes += 1
         account.last_refresh = now
-        changes: dict[str, list[tuple[str, list[str]]]] = {}
+        changes: Changes = defaultdict(list)
 
         self._follow_profile(account, changes)
         self._collect(account, since + timedelta(days=1), today, changes)
         if rng.random() < RAISE_CHANCE and account.profile.employment_status == "active":
             self.give_raise(account, rng.uniform(0.03, 0.08))
-            changes.setdefault("income", []).append(("income-updated", [account.income_id]))
+            changes["income"].append(("income-updated", [account.income_id]))
         if rng.random() < NEW_DEPOSIT_ACCOUNT_CHANCE:
             added, adjusted = self.add_deposit_account(account, rng)
-            changes.setdefault("deposit-accounts", []).append(
-                ("deposit-accounts-added", [added["_id"]]))
+            changes["deposit-accounts"].append(("deposit-accounts-added", [added["_id"]]))
             if adjusted is not None:
                 changes["deposit-accounts"].append(("deposit-accounts-updated", [adjusted["_id"]]))
 
         self._announce(account, changes, task_id)
 
-    def _announce(self, account: LinkedAccount, changes: dict[str, list[tuple[str, list[str]]]],
+    def _announce(self, account: LinkedAccount, changes: Changes,
                   task_id: str | None = None) -> None:
         """What a sync sends: `*-synced` for each kind of data, each followed by what changed
         in it, then earn-user-data."""
@@ -486,8 +487,7 @@ class LinkedAccounts(Held[LinkedAccount]):
             "unpaid_hours_in_pay_period": income["unpaidHoursInPayPeriod"],
             "current_pay_period_start": income["currentPayPeriodStart"]}, task_id=task_id)
 
-    def _follow_profile(self, account: LinkedAccount,
-                        changes: dict[str, list[tuple[str, list[str]]]]) -> None:
+    def _follow_profile(self, account: LinkedAccount, changes: Changes) -> None:
         """A profile bound to the user since the account's records were made (or changed
         since): the records follow it from this refresh on, and what changed is announced
         (a raise income-updated, a termination employment-updated, a new deposit account
@@ -505,7 +505,7 @@ class LinkedAccounts(Held[LinkedAccount]):
             self._replace_deposit_accounts(account, after.deposit_accounts, changes)
 
     def _note_changes(self, account: LinkedAccount, before: Profile, after: Profile,
-                      changes: dict[str, list[tuple[str, list[str]]]]) -> None:
+                      changes: Changes) -> None:
         """The `*-updated` events a change of the person or job sends (a raise
         income-updated, a termination employment-updated, ...)."""
 
@@ -513,14 +513,12 @@ class LinkedAccounts(Held[LinkedAccount]):
             return any(getattr(before, n) != getattr(after, n) for n in names)
 
         if changed("annual_income", "hourly_rate", "employee_type", "pay_cycle", "tax_rate"):
-            changes.setdefault("income", []).append(("income-updated", [account.income_id]))
+            changes["income"].append(("income-updated", [account.income_id]))
         if changed("employment_status", "end_date", "job_title", "weekly_hours", "start_date"):
-            changes.setdefault("employment", []).append(
-                ("employment-updated", [account.employment_id]))
+            changes["employment"].append(("employment-updated", [account.employment_id]))
         if changed("first_name", "last_name", "email", "phone", "address", "city", "state",
                    "postal_code", "date_of_birth", "ssn_last4"):
-            changes.setdefault("identity", []).append(
-                ("identity-updated", [account.identity_id]))
+            changes["identity"].append(("identity-updated", [account.identity_id]))
 
     # -- life events (data_profiles: timeline) ------------------------------------------------
 
@@ -551,7 +549,7 @@ class LinkedAccounts(Held[LinkedAccount]):
         unit = "hourly" if account.profile.employee_type == "hourly" else "yearly"
         wanted = data_profiles.life_event_changes(entry, day(account.created_at), unit)
         heard = account.connected and not account.pii_deleted
-        changes: dict[str, list[tuple[str, list[str]]]] = {}
+        changes: Changes = defaultdict(list)
         if heard:
             now = self.clock.timestamp()
             self._collect(account, day(account.last_refresh) + timedelta(days=1), day(now),
@@ -573,7 +571,7 @@ class LinkedAccounts(Held[LinkedAccount]):
         self._announce(account, changes)
 
     def _replace_deposit_accounts(self, account: LinkedAccount, wanted: list[dict[str, Any]],
-                                  changes: dict[str, list[tuple[str, list[str]]]]) -> None:
+                                  changes: Changes) -> None:
         """The deposit accounts a profile now gives: the same account number is the same
         account (updated if its split changed), a new one added, a missing one removed."""
         held = {a["accountNumber"]: a for a in account.deposit_accounts}
@@ -589,17 +587,14 @@ class LinkedAccounts(Held[LinkedAccount]):
                     updated.append(old["_id"])
             kept.append(record)
         account.deposit_accounts = kept
-        found = changes.setdefault("deposit-accounts", [])
         for event_type, ids in (("deposit-accounts-added", added),
                                 ("deposit-accounts-updated", updated),
                                 ("deposit-accounts-removed", [a["_id"] for a in held.values()])):
             if ids:
-                found.append((event_type, ids))
-        if not found:
-            del changes["deposit-accounts"]
+                changes["deposit-accounts"].append((event_type, ids))
 
     def _collect(self, account: LinkedAccount, first: date, today: date,
-                 changes: dict[str, list[tuple[str, list[str]]]]) -> None:
+                 changes: Changes) -> None:
         """New statements, timesheets and tax forms since the last refresh."""
         for kind, event_type, held, found in (
                 ("statements", "statements-added", account.statements,
