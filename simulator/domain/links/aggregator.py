@@ -214,12 +214,6 @@ _ACCOUNTS = (("Checking", "Standard Checking", "0000", "checking", (50, 5000)),
              ("Saving", "Silver Standard 0.1% Interest Saving", "1111", "savings", (200, 20000)))
 
 
-def account_number(mask: str) -> str:
-    """An account's number at the aggregator (/auth/get): 16 digits ending with its mask,
-    as the aggregator's sandbox numbers (1111222233330000) are."""
-    return f"111122223333{mask}"
-
-
 # -- institutions and cursors ------------------------------------------------------------------
 
 def institution(institution_id: str) -> Institution:
@@ -281,16 +275,6 @@ NOT_FIRED = {"SMS_MICRODEPOSITS_VERIFICATION": "same-day micro-deposits (AUTH)",
 WEBHOOK_CODES = (*FIRED, *NOT_FIRED)
 WEBHOOK_TYPES = ("AUTH", "HOLDINGS", "INVESTMENTS_TRANSACTIONS", "ITEM", "LIABILITIES",
                  "TRANSACTIONS", "ASSETS", "IDENTITY", "INCOME")
-
-
-def token_index(items: dict[str, Item]) -> dict[str, str]:
-    """Every live token of these items -> its item id (a restore rebuilds it)."""
-    index = {}
-    for item in items.values():
-        for token in (item.public_token, item.access_token):
-            if token is not None:
-                index[token] = item.item_id
-    return index
 
 
 class Aggregator:
@@ -513,10 +497,11 @@ class Aggregator:
         return self.get_accounts(access_token, account_ids)
 
     def get_auth(self, access_token: str, account_ids: list[str] | None = None) -> dict[str, Any]:
-        """/auth/get: the accounts and their ACH numbers: the account number ends with the
-        account's mask (/accounts/get), the routing number is the institution's. The item
-        gains the `auth` product if its link did not ask for it, as the aggregator adds a
-        product whose call an item gets."""
+        """/auth/get: the accounts and their ACH numbers: the account number is 16 digits
+        ending with the account's mask (/accounts/get), as the aggregator's sandbox numbers
+        (1111222233330000) are; the routing number is the institution's. The item gains the
+        `auth` product if its link did not ask for it, as the aggregator adds a product whose
+        call an item gets."""
         answer = self.get_accounts(access_token, account_ids)
         item = self.item_of(access_token)
         if "auth" not in item.products:
@@ -524,7 +509,7 @@ class Aggregator:
             answer["item"] = item.record()
         routing = institution(item.institution_id).routing_numbers[0]
         answer["numbers"] = {
-            "ach": [{"account_id": a.account_id, "account": account_number(a.mask),
+            "ach": [{"account_id": a.account_id, "account": f"111122223333{a.mask}",
                      "routing": routing, "wire_routing": routing,
                      "is_tokenized_account_number": False, "can_transfer_in": None,
                      "can_transfer_out": None}
@@ -700,7 +685,8 @@ class Aggregator:
 
     def restore(self, items: dict[str, Item], webhook_key: WebhookKey | None = None) -> None:
         self.items = items
-        self.tokens = token_index(items)
+        self.tokens = {token: item.item_id for item in items.values()
+                       for token in (item.public_token, item.access_token) if token is not None}
         if webhook_key is not None:
             self._webhook_key = webhook_key
 
