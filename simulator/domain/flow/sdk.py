@@ -367,15 +367,9 @@ def deeplink_company(tenant: Tenant, config: dict[str, Any]) -> Company | None:
     API's own reason for it (`company-disabled`, the session's `refusal`), not with
     invalid-company-id, which errors 3 keeps for an empty or wrong id."""
     deeplink = config.get("deeplink") or {}
-    step = deeplink.get("step")
-    if step not in STEPS_NEEDING_COMPANY and "companyId" not in deeplink:
+    if deeplink.get("step") not in STEPS_NEEDING_COMPANY and "companyId" not in deeplink:
         return None
-    company_id = deeplink.get("companyId")
-    company = tenant.companies.get(company_id) if isinstance(company_id, str) and company_id else None
-    if company is None:
-        raise InvalidCompanyId(INVALID_COMPANY_ID,
-                               details=[field_detail("$.deeplink.companyId", "not a company _id")])
-    return company
+    return _company(tenant, deeplink.get("companyId"), "$.deeplink.companyId")
 
 
 def operations_of(tasks: list[dict[str, Any]] | None, company: Company) -> list[dict[str, Any]]:
@@ -418,11 +412,12 @@ def company_for_flow(tenant: Tenant, company_id: str,
     return company, refusal(tenant, company, tasks)
 
 
-def _company(tenant: Tenant, company_id: str) -> Company:
-    company = tenant.companies.get(company_id)
+def _company(tenant: Tenant, company_id: Any, path: str = "$.companyId") -> Company:
+    """The company whose `_id` is `company_id`, or invalid-company-id naming `path`."""
+    company = tenant.companies.get(company_id) if isinstance(company_id, str) and company_id else None
     if company is None:
         raise InvalidCompanyId(INVALID_COMPANY_ID,
-                               details=[field_detail("$.companyId", "not a company _id")])
+                               details=[field_detail(path, "not a company _id")])
     return company
 
 
