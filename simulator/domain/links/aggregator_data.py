@@ -32,6 +32,13 @@ TRANSFER_IN = "TRANSFER FROM CHECKING"
 INTEREST = "INTEREST EARNED"
 
 
+def payer(name: str) -> str:
+    """Who paid a payroll deposit: its name on the statement without the payroll words."""
+    for word in PAYROLL_WORDS:
+        name = name.replace(word, "")
+    return name.strip()
+
+
 # -- institutions -----------------------------------------------------------------------------
 
 _PRODUCTS = ("assets", "auth", "balance", "identity", "income_verification", "investments",
@@ -230,10 +237,7 @@ def transaction_record(transaction: dict[str, Any]) -> dict[str, Any]:
     counterparties = []
     merchant_name = None
     if category == "payroll":
-        payer = name
-        for word in PAYROLL_WORDS:
-            payer = payer.replace(word, "")
-        counterparties.append(_counterparty(payer.strip().title(), "income_source"))
+        counterparties.append(_counterparty(payer(name).title(), "income_source"))
     elif category in ("subscription", "purchase"):
         merchant_name = name.title()
         counterparties.append(_counterparty(merchant_name, "merchant"))

@@ -26,7 +26,7 @@ from ...errors import (ApiError, IdentifierMismatch, InvalidProcessorToken, Othe
 from rapidfuzz import fuzz
 
 from ..webhooks.event_types import declared
-from .aggregator_data import PAYROLL_WORDS, checking_history
+from .aggregator_data import PAYROLL_WORDS, checking_history, payer
 from ..companies.companies import OPERATIONAL, Company, CompanyDirectory, ManualDepositRule
 from ..tasks.states import DAYS_REQUESTED
 from ..companies.search import SearchRequest, normalize, search_companies
@@ -380,15 +380,12 @@ class ProcessorLinks(Held[ProcessorLink]):
         by_payer: dict[str, list[dict[str, Any]]] = {}
         for transaction in link.transactions:
             if transaction["amount"] < 0 and any(w in transaction["name"] for w in PAYROLL_WORDS):
-                payer = transaction["name"]
-                for word in PAYROLL_WORDS:
-                    payer = payer.replace(word, "")
-                by_payer.setdefault(payer.strip(), []).append(transaction)
+                by_payer.setdefault(payer(transaction["name"]), []).append(transaction)
         import statistics  # here, not at the top: with fractions and decimal, 5 ms of a start
 
         matches = []
-        for payer, deposits in sorted(by_payer.items()):
-            match = self._catalog_match(payer)
+        for name, deposits in sorted(by_payer.items()):
+            match = self._catalog_match(name)
             if match is None:
                 continue
             company, confidence = match
