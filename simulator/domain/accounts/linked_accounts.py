@@ -131,9 +131,8 @@ class LinkedAccounts(Held[LinkedAccount]):
     def __init__(self, rules: Rules, *, name: str, account: dict[str, Any], ids: Any,
                  clock: Clock, timeline: Timeline, companies: CompanyDirectory,
                  settings: TenantSettings, identity: Any, emit: Callable[..., Any]) -> None:
-        # Given what it uses, not the tenant: the world's rules, the tenant's name and
-        # account (its ready-made linked accounts), seeded ids, clock, timeline, company
-        # directory, settings, users and how it emits; and the tasks, once they exist.
+        # Given what it uses, not the tenant (`account`: its ready-made linked accounts;
+        # `identity`: its users); the tasks once they exist.
         self.rules = rules
         self.name, self.account, self.ids, self.clock = name, account, ids, clock
         self.timeline, self.companies, self.settings = timeline, companies, settings

@@ -279,10 +279,9 @@ WEBHOOK_TYPES = ("AUTH", "HOLDINGS", "INVESTMENTS_TRANSACTIONS", "ITEM", "LIABIL
 
 class Aggregator:
     """The aggregator's side of one tenant (its own API under /aggregator-api/): the items
-    its sandbox linked, with their accounts and tokens. The one writer of its state. It is
-    given what it uses, not the tenant: the tenant's seeded ids, clock, environment and
-    rules (the catalog and the bounds), its ledger (the webhooks it sent), how it sends a
-    webhook of its own, and the processor links, whose tokens its items mint."""
+    its sandbox linked, with their accounts and tokens. The one writer of its state, given
+    what it uses, not the tenant (`events`: the ledger of the webhooks it sent; `links`:
+    the processor links, whose tokens its items mint)."""
 
     def __init__(self, *, ids: Any, clock: Clock, environment: str, rules: Any,
                  events: EventLog, emit_webhook: Callable[[str, str, dict[str, Any]], Any],

@@ -129,10 +129,8 @@ class ProcessorTokenRequest(Command, kw_only=True):
 class ProcessorLinks(Held[ProcessorLink]):
     """One tenant's processor tokens and processor links, and the pipeline that runs each
     link: read as a mapping of link id -> ProcessorLink; changed only through its methods.
-    It is given what it uses, not the tenant: the world's rules, the tenant's seeded ids,
-    environment, clock, timeline, company directory, settings (its products), users, and
-    how it emits an event; and the aggregator's items (`items`), which are given it once
-    they exist, as they are given these links."""
+    It is given what it uses, not the tenant; the aggregator's items (`items`) once they
+    exist, as they are given these links."""
 
     def __init__(self, rules: Rules, *, ids: Any, environment: str, clock: Clock,
                  timeline: Timeline, companies: CompanyDirectory, settings: TenantSettings,
