@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
@@ -179,11 +179,16 @@ _CANDIDATES: weakref.WeakKeyDictionary[Catalog, tuple[list[Company], list[Compan
 def _candidates(catalog: Catalog) -> tuple[list[Company], list[Company]]:
     found = _CANDIDATES.get(catalog)
     if found is None:
-        operational = [c for c in catalog.ordered if c.status == OPERATIONAL]
-        found = _CANDIDATES[catalog] = (
-            [c for c in operational if "user-link" in c.scopes and not c.franchise_parent],
-            [c for c in operational if "pay-link" in c.scopes])
+        found = _CANDIDATES[catalog] = candidates(catalog.ordered)
     return found
+
+
+def candidates(companies: Iterable[Company]) -> tuple[list[Company], list[Company]]:
+    """The employers and the merchants among `companies` (operational) a checking history
+    draws from."""
+    operational = [c for c in companies if c.status == OPERATIONAL]
+    return ([c for c in operational if "user-link" in c.scopes and not c.franchise_parent],
+            [c for c in operational if "pay-link" in c.scopes])
 
 
 # -- the aggregator's Transaction object ------------------------------------------------------

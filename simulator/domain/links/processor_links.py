@@ -26,8 +26,8 @@ from ...errors import (ApiError, IdentifierMismatch, InvalidProcessorToken, Othe
 from rapidfuzz import fuzz
 
 from ..webhooks.event_types import declared
-from .aggregator_data import PAYROLL_WORDS, checking_history, payer
-from ..companies.companies import OPERATIONAL, Company, CompanyDirectory, ManualDepositRule
+from .aggregator_data import PAYROLL_WORDS, candidates, checking_history, payer
+from ..companies.companies import Company, CompanyDirectory, ManualDepositRule
 from ..tasks.states import DAYS_REQUESTED
 from ..companies.search import SearchRequest, normalize, search_companies
 from ..rules import Rules
@@ -357,9 +357,7 @@ class ProcessorLinks(Held[ProcessorLink]):
         rng = random.Random(f"{link.id}:transactions")
         today = self.clock.now().date()
         first = today - timedelta(days=token.days_requested - 1)
-        companies = [c for c in self.companies.ordered() if c.status == OPERATIONAL]
-        employers = [c for c in companies if "user-link" in c.scopes and not c.franchise_parent]
-        merchants = [c for c in companies if "pay-link" in c.scopes]
+        employers, merchants = candidates(self.companies.ordered())
         transactions: list[dict[str, Any]] = []
 
         def add(day: date, amount: float, name: str, category: str) -> None:
