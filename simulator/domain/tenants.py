@@ -239,7 +239,7 @@ class Tenant:
         # API faults on purpose (PUT /_sandbox/faults/api), their draws seeded per tenant.
         self.api_faults = ApiFaults(random.Random(f"{self._seed}:{self.name}:api-faults"))
         self.events.listeners.append(lambda event: self.changes.touch(EVENT, event.id))
-        self.events.listeners.append(self.webhooks.on_event)  # queues, never sends
+        self.events.listeners.append(self.webhooks.deliver)  # queues, never sends
         self.runner = self.services.run(self)
         if self.services.timer is not None:
             self.services.timer.watch(self.runner)
