@@ -85,8 +85,9 @@ class Company(Stored):
         return all(p in self.available_products for p in products)
 
 
-class ManualDepositRule(msgspec.Struct, frozen=True):
-    """The account-level manual-deposit configuration (accounts.yaml `manualDeposits`)."""
+class ManualDepositRule(Stored, frozen=True):
+    """The account-level manual-deposit configuration (accounts.yaml `manualDeposits`; a
+    snapshot's `tenant.manualDeposits`)."""
 
     enabled: bool = False
     companies: frozenset[str] = frozenset()
