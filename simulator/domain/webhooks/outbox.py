@@ -109,13 +109,16 @@ class Delivery(Stored, weakref=True):  # weakref: a deleted tenant's are followe
 
 
 
+Share = of(float, ge=0, le=1)
+
+
 class FaultPlan(Stored, frozen=True):
     """Delivery faults on purpose, per tenant, deterministic from the seed."""
 
-    duplicate: float = 0.0      # probability that a delivered event is sent once more
-    out_of_order: float = 0.0   # probability that an event is held back behind the next one
-    delay: float = 0.0          # probability that the first attempt waits `delay_seconds`
-    delay_seconds: float = 60.0
+    duplicate: Share = 0.0      # probability that a delivered event is sent once more
+    out_of_order: Share = 0.0   # probability that an event is held back behind the next one
+    delay: Share = 0.0          # probability that the first attempt waits `delay_seconds`
+    delay_seconds: of(float, ge=0, le=86_400) = 60.0
 
 
 class Send(msgspec.Struct, frozen=True, eq=False):
