@@ -20,7 +20,7 @@ import json
 import os
 import urllib.parse
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import msgspec
 
@@ -132,7 +132,7 @@ class SandboxClient:
         self._session = session
         self._owns_session = session is None
 
-    async def __aenter__(self) -> SandboxClient:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:

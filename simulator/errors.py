@@ -2,7 +2,7 @@
 
 Domain code raises these; exactly one middleware turns them into the error body
 `{"error": {"code", "message", "details"}}` (DESIGN.md, Errors). The status comes from
-the base class (NotFound: 404, ...), the code from the class itself.
+the family (NotFound: 404, ...), the code from the class itself.
 """
 
 from __future__ import annotations
@@ -27,40 +27,25 @@ class ApiError(Exception):
     def body(self) -> dict[str, Any]:
         return {"error": {"code": self.code, "message": self.message, "details": self.details}}
 
-
-class BadRequest(ApiError):
-    status = 400
-    code = "bad-request"
-
-
-class MalformedJson(ApiError):
-    status = 400
-    code = "malformed-json"
+    @classmethod
+    def coded(cls, code: str, *, status: int | None = None) -> type[ApiError]:
+        """The subclass of this family that answers with `code` (and `status`, else the
+        family's), named after its code: `NotFound.coded("task-not-found")` is TaskNotFound."""
+        name = "".join(word.title() for word in code.split("-"))
+        return type(name, (cls,), {"code": code, "status": status or cls.status,
+                                   "__module__": __name__})
 
 
-class MalformedBody(ApiError):
-    """A body its own content-encoding cannot decode (a `gzip` body that is not gzip)."""
-    status = 400
-    code = "malformed-body"
+# -- the families, one a status (a code below, or a part's own error, belongs to one) -------
 
-
-class Unauthorized(ApiError):
-    status = 401
-    code = "unauthorized"
-
-
-class Forbidden(ApiError):
-    status = 403
-    code = "forbidden"
-
-
-class HostNotAllowed(Forbidden):
-    code = "host-not-allowed"
-
-
-class NotFound(ApiError):
-    status = 404
-    code = "not-found"
+BadRequest = ApiError.coded("bad-request", status=400)
+MalformedJson = ApiError.coded("malformed-json", status=400)
+# A body its own content-encoding cannot decode (a `gzip` body that is not gzip).
+MalformedBody = ApiError.coded("malformed-body", status=400)
+Unauthorized = ApiError.coded("unauthorized", status=401)
+Forbidden = ApiError.coded("forbidden", status=403)
+HostNotAllowed = Forbidden.coded("host-not-allowed")
+NotFound = ApiError.coded("not-found", status=404)
 
 
 class MethodNotAllowed(ApiError):
@@ -69,207 +54,87 @@ class MethodNotAllowed(ApiError):
     allow: str | None = None  # the methods the path takes, for the Allow header
 
 
-class Conflict(ApiError):
-    status = 409
-    code = "conflict"
+Conflict = ApiError.coded("conflict", status=409)
+PayloadTooLarge = ApiError.coded("payload-too-large", status=413)
+RequestTimeout = ApiError.coded("request-timeout", status=408)
+UnsupportedMediaType = ApiError.coded("unsupported-media-type", status=415)
+ValidationFailed = ApiError.coded("validation-failed", status=422)
+InternalError = ApiError.coded("internal-error", status=500)
+ShuttingDown = ApiError.coded("shutting-down", status=503)
 
 
-class PayloadTooLarge(ApiError):
-    status = 413
-    code = "payload-too-large"
+class LimitReached(ApiError):
+    """429: a bound of the sandbox is reached (README: Limits); `retry-after` says when
+    trying again makes sense."""
 
-
-class RequestTimeout(ApiError):
-    status = 408
-    code = "request-timeout"
-
-
-class UnsupportedMediaType(ApiError):
-    status = 415
-    code = "unsupported-media-type"
-
-
-class ValidationFailed(ApiError):
-    status = 422
-    code = "validation-failed"
-
-
-class InternalError(ApiError):
-    status = 500
-    code = "internal-error"
+    status = 429
+    code = "limit-reached"
+    retry_after = 60
 
 
 # -- the codes the API answers with, one class each (README: Errors) ----------------------
 
-class ApiKeysRequired(Unauthorized):
-    code = "api-keys-required"
-
-
-class CompanyDisabled(Forbidden):
-    code = "company-disabled"
-
-
-class CompanyExists(Conflict):
-    code = "company-exists"
-
-
-class CompanyManualDeposits(Forbidden):
-    code = "company-manual-deposits"
-
-
-class CompanyMismatch(ValidationFailed):
-    code = "company-mismatch"
-
-
-class CompanyNotFound(NotFound):
-    code = "company-not-found"
-
-
-class CompanyUnderMaintenance(Forbidden):
-    code = "company-under-maintenance"
-
-
-class DepositAccountNotFound(NotFound):
-    code = "deposit-account-not-found"
-
-
-class EventNotFound(NotFound):
-    code = "event-not-found"
-
-
-class IdentifierMismatch(ValidationFailed):
-    code = "identifier-mismatch"
-
-
-class IllegalTransition(ApiError):
-    code = "illegal-transition"
-
-
-class InvalidConfig(BadRequest):
-    code = "invalid-config"
-
-
-class InvalidCredentials(Unauthorized):
-    code = "invalid-credentials"
-
-
-class InvalidProcessorToken(ValidationFailed):
-    code = "invalid-processor-token"
-
-
-class InvalidPublicToken(Unauthorized):
-    code = "invalid-public-token"
-
-
-class LinkedAccountNotFound(NotFound):
-    code = "linked-account-not-found"
-
-
-class LinkedAccountNotYours(Unauthorized):
-    code = "linked-account-not-yours"
-
-
-class MissingCredentials(Unauthorized):
-    code = "missing-credentials"
-
-
-class ProcessorLinksNotFound(NotFound):
-    code = "processor-links-not-found"
-
-
-class ProcessorTokenAlreadyRegistered(Conflict):
-    code = "processor-token-already-registered"
-
-
-class ProcessorTokenNotFound(NotFound):
-    code = "processor-token-not-found"
-
-
-class ProcessorTokenRevoked(Conflict):
-    code = "processor-token-revoked"
-
-
-class ProductAndProducts(BadRequest):
-    code = "product-and-products"
-
-
-class UnknownProduct(BadRequest):
-    """A search or company-list filter names a product the service lacks (the surface:
-    `product` is an enum): 400, each field at fault in `details`."""
-
-    code = "unknown-product"
-
-
-class ProductNotOffered(BadRequest):
-    code = "product-not-offered"
-
-
-class PublicTokenExpired(Unauthorized):
-    code = "public-token-expired"
-
-
-class PublicTokenMismatch(Unauthorized):
-    code = "public-token-mismatch"
-
-
-class PublicTokenRequired(Unauthorized):
-    code = "public-token-required"
-
-
-class RouteNotFound(NotFound):
-    code = "route-not-found"
-
-
-class StatementNotFound(NotFound):
-    code = "statement-not-found"
-
-
-class TaskNotFound(NotFound):
-    code = "task-not-found"
-
-
-class TenantNotFound(NotFound):
-    code = "tenant-not-found"
-
-
-class UnknownEventType(ValidationFailed):
-    code = "unknown-event-type"
-
+ApiKeysRequired = Unauthorized.coded("api-keys-required")
+CompanyDisabled = Forbidden.coded("company-disabled")
+CompanyExists = Conflict.coded("company-exists")
+CompanyManualDeposits = Forbidden.coded("company-manual-deposits")
+CompanyMismatch = ValidationFailed.coded("company-mismatch")
+CompanyNotFound = NotFound.coded("company-not-found")
+CompanyUnderMaintenance = Forbidden.coded("company-under-maintenance")
+CredentialsRefused = Unauthorized.coded("credentials-refused")
+DepositAccountNotFound = NotFound.coded("deposit-account-not-found")
+EventNotFound = NotFound.coded("event-not-found")
+IdentifierMismatch = ValidationFailed.coded("identifier-mismatch")
+IllegalTransition = ApiError.coded("illegal-transition")
+InvalidCompanyId = NotFound.coded("invalid-company-id")
+InvalidConfig = BadRequest.coded("invalid-config")
+InvalidCredentials = Unauthorized.coded("invalid-credentials")
+InvalidProcessorToken = ValidationFailed.coded("invalid-processor-token")
+InvalidPublicToken = Unauthorized.coded("invalid-public-token")
+LinkedAccountNotFound = NotFound.coded("linked-account-not-found")
+LinkedAccountNotYours = Unauthorized.coded("linked-account-not-yours")
+MissingCredentials = Unauthorized.coded("missing-credentials")
+ProcessorLinksNotFound = NotFound.coded("processor-links-not-found")
+ProcessorTokenAlreadyRegistered = Conflict.coded("processor-token-already-registered")
+ProcessorTokenNotFound = NotFound.coded("processor-token-not-found")
+ProcessorTokenRevoked = Conflict.coded("processor-token-revoked")
+ProductAndProducts = BadRequest.coded("product-and-products")
+ProductNotOffered = BadRequest.coded("product-not-offered")
+PublicTokenExpired = Unauthorized.coded("public-token-expired")
+PublicTokenMismatch = Unauthorized.coded("public-token-mismatch")
+PublicTokenRequired = Unauthorized.coded("public-token-required")
+RouteNotFound = NotFound.coded("route-not-found")
+ScenarioDoesNotFit = ValidationFailed.coded("scenario-does-not-fit")
+StatementNotFound = NotFound.coded("statement-not-found")
+TaskNotFound = NotFound.coded("task-not-found")
+TenantNotDeletable = Conflict.coded("tenant-not-deletable")
+TenantNotFound = NotFound.coded("tenant-not-found")
+UnknownEventType = ValidationFailed.coded("unknown-event-type")
+# A search or company-list filter names a product the service lacks (the surface: `product`
+# is an enum): 400, each field at fault in `details`.
+UnknownProduct = BadRequest.coded("unknown-product")
+UnknownProducts = ValidationFailed.coded("unknown-products")
+UnknownScenario = ValidationFailed.coded("unknown-scenario")
+UserNotFound = NotFound.coded("user-not-found")
+WrongEnvironment = Unauthorized.coded("wrong-environment")
+
+EventLimitReached = LimitReached.coded("event-limit-reached")
+JobLimitReached = LimitReached.coded("job-limit-reached")
+LinkedAccountLimitReached = LimitReached.coded("linked-account-limit-reached")
+ProcessorTokenLimitReached = LimitReached.coded("processor-token-limit-reached")
+TaskLimitReached = LimitReached.coded("task-limit-reached")
+TenantLimitReached = LimitReached.coded("tenant-limit-reached")
+UserLimitReached = LimitReached.coded("user-limit-reached")
+
+
+# Two codes a second family answers with too, each its own class (named apart from its code).
 
 class EventTypeNotFound(NotFound):
     code = "unknown-event-type"
 
 
-class UnknownProducts(ValidationFailed):
-    code = "unknown-products"
-
-
-class UnknownScenario(ValidationFailed):
-    code = "unknown-scenario"
-
-
-class ScenarioDoesNotFit(ValidationFailed):
-    code = "scenario-does-not-fit"
-
-
-class UserNotFound(NotFound):
-    code = "user-not-found"
-
-
 class OtherEnvironmentToken(BadRequest):
     code = "wrong-environment"
-
-
-class WrongEnvironment(Unauthorized):
-    code = "wrong-environment"
-
-
-class InvalidCompanyId(NotFound):
-    code = "invalid-company-id"
-
-
-class CredentialsRefused(Unauthorized):
-    code = "credentials-refused"
 
 
 class NotCalled(ValidationFailed):
@@ -287,52 +152,6 @@ class NotCalled(ValidationFailed):
         body = super().body()
         body["error"].update(matched=self.matched, nearMisses=self.near_misses)
         return body
-
-
-class TenantNotDeletable(Conflict):
-    code = "tenant-not-deletable"
-
-
-class LimitReached(ApiError):
-    """429: a bound of the sandbox is reached (README: Limits); `retry-after` says when
-    trying again makes sense."""
-
-    status = 429
-    code = "limit-reached"
-    retry_after = 60
-
-
-class UserLimitReached(LimitReached):
-    code = "user-limit-reached"
-
-
-class TenantLimitReached(LimitReached):
-    code = "tenant-limit-reached"
-
-
-class TaskLimitReached(LimitReached):
-    code = "task-limit-reached"
-
-
-class EventLimitReached(LimitReached):
-    code = "event-limit-reached"
-
-
-class JobLimitReached(LimitReached):
-    code = "job-limit-reached"
-
-
-class ProcessorTokenLimitReached(LimitReached):
-    code = "processor-token-limit-reached"
-
-
-class LinkedAccountLimitReached(LimitReached):
-    code = "linked-account-limit-reached"
-
-
-class ShuttingDown(ApiError):
-    status = 503
-    code = "shutting-down"
 
 
 def field_detail(path: str, message: str, *, location: str = "body") -> dict[str, str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .clock import start_problem
-from .schemas.fixtures import CONFIG_SCHEMA
+from .schemas.fixtures import ENVIRONMENTS, SERVICE_SCHEMA
 from .validate import ConfigError, load_yaml, validate_document
 from .transport import SHUTDOWN_GRACE
 
@@ -109,6 +109,65 @@ BOUNDS = tuple(f.name for f in fields(Settings)
 _TYPES = {f.name: f.type for f in fields(Settings)}
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
 
+# What a setting may be besides its type, declared once: the config file's schema is made of
+# it (each fault named with the file), and the settings of every source are checked by it.
+CHOICES = {"clock": ("real", "manual"), "environment": tuple(ENVIRONMENTS),
+           "log_format": ("text", "json")}
+_MORE_THAN_0 = {"time_scale": "must be greater than 0",
+                "request_timeout": "must be more than 0 seconds",
+                "idle_timeout": "must be more than 0 seconds"}
+_0_OR_MORE = {"tenant_idle_expiry": "must be 0 (never) or more seconds",
+              "max_connections": "must be 0 (from the descriptor limit) or more",
+              "shutdown_grace": "must be 0 (at once) or more seconds",
+              "state_interval": "must be 0 (only on shutdown) or more seconds"}
+_NAMES = {"oneOf": [{"type": "string"},  # comma-separated, or a list in the config file
+                    {"type": "array", "items": {"type": "string", "minLength": 1}}]}
+_SERVICE = SERVICE_SCHEMA["properties"]  # the service profile's overrides: as service.yaml
+# Checked in the config file as written here (the merged value is checked after, or not).
+_IN_CONFIG = {
+    "port": {"type": "integer", "minimum": 0, "maximum": 65535},
+    "clock_start": {"type": "string", "description": "Where every tenant's clock starts "
+                                                     "(ISO 8601 date-time)."},
+    "webhook_url": {"type": "string", "pattern": r"^https?://"},
+    "webhook_timeout": {"type": "number", "exclusiveMinimum": 0},
+    "vendor": _SERVICE["vendor"],
+    "aggregator": _SERVICE["aggregator"],
+    "sdk_prefix": _SERVICE["sdkPrefix"],
+    "sdk_global": _SERVICE["sdkGlobal"],
+    **dict.fromkeys(("allowed_hosts", "webhook_allow", "webhook_deny"), _NAMES),
+    "frame_ancestors": {"type": "string", "minLength": 1},
+    "state_file": {"type": "string", "minLength": 1},
+}
+_JSON_TYPES = {"str": "string", "Path": "string", "int": "integer", "float": "number",
+               "bool": "boolean"}
+_CONVERT = {"int": int, "float": float, "Path": Path}  # from a flag, a variable, YAML
+
+
+def _config_property(name: str) -> dict[str, Any]:
+    """The JSON Schema of one setting in the config file: as _IN_CONFIG writes it, else
+    its type and the rules above."""
+    if name in _IN_CONFIG:
+        return _IN_CONFIG[name]
+    if name in CHOICES:
+        return {"enum": list(CHOICES[name])}
+    schema: dict[str, Any] = {"type": _JSON_TYPES[_TYPES[name].removesuffix(" | None")]}
+    if name in _MORE_THAN_0:
+        schema["exclusiveMinimum"] = 0
+    if name in _0_OR_MORE:
+        schema["minimum"] = 0
+    if name in BOUNDS:
+        schema["minimum"] = 1
+    return schema
+
+
+CONFIG_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "--config FILE: the same settings as the flags",
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {key: _config_property(name) for key, name in _CONFIG_NAMES.items()},
+}
+
 
 def _coerce(name: str, raw: Any, source: str) -> Any:
     kind = _TYPES[name]
@@ -119,14 +178,11 @@ def _coerce(name: str, raw: Any, source: str) -> Any:
             if str(raw).strip().lower() in _TRUE | _FALSE:
                 return str(raw).strip().lower() in _TRUE
             raise ValueError(raw)
-        if kind in ("int", "int | None"):
-            return int(raw)
         if kind == "str" and isinstance(raw, list):  # a list in the config file
             return ",".join(str(item) for item in raw)
-        if kind in ("float", "float | None"):
-            return float(raw)
-        if kind in ("Path", "Path | None"):
-            return Path(raw)
+        convert = _CONVERT.get(kind.removesuffix(" | None"))
+        if convert is not None:
+            return convert(raw)
     except (TypeError, ValueError):
         raise ConfigError(source, f"$.{name}", f"{raw!r} is not a valid {kind}") from None
     return raw
@@ -139,14 +195,10 @@ def fresh_seed() -> int:
 
 
 def _check_choices(settings: Settings, source: str) -> None:
-    choices = {"clock": ("real", "manual"), "environment": ("sandbox", "production"),
-               "log_format": ("text", "json")}
-    for name, allowed in choices.items():
+    for name, allowed in CHOICES.items():
         value = getattr(settings, name)
         if value not in allowed:
             raise ConfigError(source, f"$.{name}", f"{value!r} is not one of {', '.join(allowed)}")
-    if settings.time_scale <= 0:
-        raise ConfigError(source, "$.time_scale", "must be greater than 0")
     if settings.clock_start is not None:
         problem = start_problem(settings.clock_start)
         if problem is not None:
@@ -156,22 +208,15 @@ def _check_choices(settings: Settings, source: str) -> None:
     for name in BOUNDS:
         if getattr(settings, name) < 1:
             raise ConfigError(source, f"$.{name}", "must be at least 1")
-    if settings.tenant_idle_expiry < 0:
-        raise ConfigError(source, "$.tenant_idle_expiry", "must be 0 (never) or more seconds")
+    for name, message in _MORE_THAN_0.items():
+        if getattr(settings, name) <= 0:
+            raise ConfigError(source, f"$.{name}", message)
+    for name, message in _0_OR_MORE.items():
+        if getattr(settings, name) < 0:
+            raise ConfigError(source, f"$.{name}", message)
     if any(c in settings.frame_ancestors for c in ";,\r\n"):
         raise ConfigError(source, "$.frame_ancestors",
                           "sources separated by spaces, without ';' or ','")
-    for name in ("request_timeout", "idle_timeout"):
-        if getattr(settings, name) <= 0:
-            raise ConfigError(source, f"$.{name}", "must be more than 0 seconds")
-    if settings.max_connections < 0:
-        raise ConfigError(source, "$.max_connections", "must be 0 (from the descriptor limit) "
-                          "or more")
-    if settings.shutdown_grace < 0:
-        raise ConfigError(source, "$.shutdown_grace", "must be 0 (at once) or more seconds")
-    if settings.state_interval < 0:
-        raise ConfigError(source, "$.state_interval",
-                          "must be 0 (only on shutdown) or more seconds")
     if settings.state_file is not None:
         folder = settings.state_file.resolve().parent  # a symlink's target is written
         if not folder.is_dir():
@@ -219,15 +264,11 @@ def load_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = 
                 values[name] = base / values[name]
         settings = settings.with_overrides(config=path, **values)
 
-    from_env = {}
-    for name in _TYPES:
-        raw = environ.get(ENV_PREFIX + name.upper())
-        if raw is not None and name != "config":
-            from_env[name] = _coerce(name, raw, f"environment variable {ENV_PREFIX}{name.upper()}")
-    settings = settings.with_overrides(**from_env)
-
+    names = [name for name in _TYPES if name != "config"]
+    from_env = {name: _coerce(name, environ[variable], f"environment variable {variable}")
+                for name in names if (variable := ENV_PREFIX + name.upper()) in environ}
     from_flags = {name: _coerce(name, flags[name], f"flag --{name.replace('_', '-')}")
-                  for name in _TYPES if flags.get(name) is not None and name != "config"}
-    settings = settings.with_overrides(**from_flags)
+                  for name in names if flags.get(name) is not None}
+    settings = settings.with_overrides(**from_env).with_overrides(**from_flags)
     _check_choices(settings, "settings")
     return settings

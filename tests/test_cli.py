@@ -8,12 +8,13 @@ import subprocess
 import sys
 import urllib.request
 from contextlib import contextmanager
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 from conftest import REPO, WALMART, run_cli
 
-from payroll_sandbox.settings import bundled_dir
+from payroll_sandbox.settings import CONFIG_SCHEMA, Settings, bundled_dir, load_settings
 
 SERVING = "payroll-sandbox serving "
 
@@ -175,6 +176,18 @@ def test_a_config_file_sets_the_environment(tmp_path):
     config.write_text("environment: production\nseed: 3\n")
     with serving("--config", str(config)) as (_, _key, _secret, line):
         assert "environment=production" in line
+
+
+def test_the_config_file_takes_every_setting_the_flags_take(tmp_path):
+    """Its schema is made from Settings: each setting but `config` has its camelCase key,
+    `strictBodies` too (docs/configuration.md), and a list is read as commas."""
+    assert len(CONFIG_SCHEMA["properties"]) == len(fields(Settings)) - 1
+    assert "`strictBodies`" in (REPO / "docs" / "configuration.md").read_text()
+    config = tmp_path / "sandbox.yaml"
+    config.write_text("strictBodies: true\nwebhookDeny: [10.0.0.0/8, metadata.internal]\n")
+    settings = load_settings({"config": str(config)}, {})
+    assert settings.strict_bodies is True
+    assert settings.webhook_deny == "10.0.0.0/8,metadata.internal"
 
 
 def test_a_bad_environment_variable_is_exit_2():

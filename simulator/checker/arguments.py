@@ -20,11 +20,19 @@ def default_secret() -> str:
     return default_credentials()[1]
 
 
-def checked_url(url: str, flag: str) -> str:
+def url_problem(url: str, flag: str) -> str | None:
+    """`<flag> '<url>'` and why it is not an http(s) URL a client can call; None when it is
+    one (check-handler, listen and verify-against word their refusals so)."""
     problem = http_url_problem(url)
+    if problem is None:
+        return None
+    return f"{flag} {url!r}{' ' if problem.startswith('is ') else ': '}{problem}"
+
+
+def checked_url(url: str, flag: str) -> str:
+    problem = url_problem(url, flag)
     if problem is not None:
-        raise CheckerError(f"{flag} {url!r} {problem}" if problem.startswith("is ")
-                           else f"{flag} {url!r}: {problem}")
+        raise CheckerError(problem)
     return url
 
 
@@ -34,15 +42,21 @@ def names_of(value: Iterable[str] | str) -> set[str]:
     return {n.strip() for n in names if n.strip()}
 
 
+def checked_names(value: Iterable[str] | str, known: list[str], flag: str, noun: str) -> set[str]:
+    """The names `flag` gives (names_of), each one of `known`; CheckerError otherwise."""
+    wanted = names_of(value)
+    unknown = sorted(wanted - set(known))
+    if unknown:
+        raise CheckerError(f"{flag}: no {noun} is named {', '.join(unknown)} "
+                           f"(known: {', '.join(known)})")
+    if not wanted:
+        raise CheckerError(f"{flag} names no {noun}")
+    return wanted
+
+
 def select_types(events: Iterable[str] | str | None, known: list[str]) -> list[str]:
     """The event types to check: all, or the named ones in the spec's order."""
     if events is None:
         return list(known)
-    wanted = names_of(events)
-    unknown = sorted(wanted - set(known))
-    if unknown:
-        raise CheckerError(f"--events: no event type is named {', '.join(unknown)} "
-                           f"(known: {', '.join(known)})")
-    if not wanted:
-        raise CheckerError("--events names no event type")
+    wanted = checked_names(events, known, "--events", "event type")
     return [t for t in known if t in wanted]

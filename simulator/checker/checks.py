@@ -14,6 +14,7 @@ import asyncio
 import math
 import statistics
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -259,11 +260,9 @@ class Suite:
         deliveries = await asyncio.gather(*(one(e) for e in events))
         latencies = sorted(d.latency_ms for d in deliveries if d.sent and d.latency_ms is not None)
         p99 = _percentile(latencies, 0.99)
-        counts: dict[str, int] = {}
-        for d in deliveries:
-            kind = (f"{d.status // 100}xx" if d.status is not None
-                    else "not sent" if not d.sent else _error_kind(d.error))
-            counts[kind] = counts.get(kind, 0) + 1
+        counts = dict(Counter(f"{d.status // 100}xx" if d.status is not None
+                              else "not sent" if not d.sent else _error_kind(d.error)
+                              for d in deliveries))
         passed = all(d.ok for d in deliveries) and p99 is not None and p99 < self.timeout * 1000
         received = (f"2xx to all {len(deliveries)}" if counts.get("2xx") == len(deliveries)
                     else ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())))

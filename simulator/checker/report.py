@@ -109,7 +109,7 @@ class Report:
 
     @property
     def failed_names(self) -> set[str]:
-        return {c.name for c in self.checks if c.status == FAIL}
+        return {c.name for c in self.failed}
 
     @property
     def skipped_names(self) -> set[str]:

@@ -11,7 +11,7 @@ from typing import Any
 from ..domain.webhooks.events import Event
 from ..domain.tasks.states import FAILURE_REASONS
 from ..domain.webhooks.event_types import TASK_EVENTS
-from .arguments import CheckerError, names_of
+from .arguments import CheckerError, checked_names
 
 CARRIER_SCENARIO = "happy-path"   # the real task a triggered task event names (fits every product)
 
@@ -42,13 +42,8 @@ class EventSource(ABC):
     async def select_products(self, products: Iterable[str] | str | None) -> list[str]:
         """The products to check, in the profile's order: the named ones, or every one
         some company of the sandbox takes a task of."""
-        wanted = set(self.products) if products is None else names_of(products)
-        unknown = sorted(wanted - set(self.products))
-        if unknown:
-            raise CheckerError(f"--products: no product is named {', '.join(unknown)} "
-                               f"(known: {', '.join(self.products)})")
-        if not wanted:
-            raise CheckerError("--products names no product")
+        wanted = (set(self.products) if products is None
+                  else checked_names(products, self.products, "--products", "product"))
         chosen = []
         for product in (p for p in self.products if p in wanted):
             if await self.company_for(product) is not None:

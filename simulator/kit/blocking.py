@@ -28,12 +28,8 @@ def _blocking(method: Callable[Concatenate[AsyncSandbox, P], Coroutine[Any, Any,
 
     @functools.wraps(method)
     def blocking(self: Sandbox, *args: P.args, **kwargs: P.kwargs) -> T:
-        refuse_on_a_running_loop(f"payroll_sandbox.{name}", ASYNC_TWIN,
-                                  f"async_payroll_sandbox.{name}(...)")
-        twin = self._twin()
-        result = _sync_clients().run(method(twin, *args, **kwargs), timeout=None)
-        self._warn_held(twin)
-        return result
+        return self._run(lambda twin: method(twin, *args, **kwargs), f"payroll_sandbox.{name}",
+                         f"async_payroll_sandbox.{name}(...)")
 
     blocking.__qualname__ = f"Sandbox.{name}"
     return blocking
@@ -75,13 +71,9 @@ class Sandbox:
                 headers: dict[str, str] | None = None) -> Any:
         """Any API call with this tenant's keys; returns `data` (raises SandboxError on 4xx/5xx;
         BlockingCallError at once on a thread that runs an event loop)."""
-        refuse_on_a_running_loop(f"payroll_sandbox's {method} {path.split('?')[0]}", ASYNC_TWIN,
-                                  f"async_payroll_sandbox.request({method!r}, {path!r}, ...)")
-        twin = self._twin()
-        data = _sync_clients().run(twin.request(method, path, body, headers=headers),
-                                   timeout=None)
-        self._warn_held(twin)
-        return data
+        return self._run(lambda twin: twin.request(method, path, body, headers=headers),
+                         f"payroll_sandbox's {method} {path.split('?')[0]}",
+                         f"async_payroll_sandbox.request({method!r}, {path!r}, ...)")
 
     def get(self, path: str, **query: Any) -> Any:
         return self.request("GET", with_query(path, query))
@@ -113,13 +105,8 @@ class Sandbox:
                        loopback=self.loopback)
 
     def check_handler(self, url: str, secret: str | None = None, **options: Any) -> Any:
-        """Judges the webhook handler at `url` as the service will treat it (README:
-        Checking your webhook handler): a report whose `ok` is true when no check failed
-        and whose text reads as an assertion message (`assert report.ok, report`).
-        `options` as `payroll_sandbox.checker.check_handler` takes them (`events`,
-        `state_url`, `burst`, `timeout`, ...); `sandbox_url=self.base_url,
-        api_key=self.api_key, api_secret=self.api_secret` has this sandbox make the events
-        (its service profile) instead of an in-process one."""
+        """AsyncSandbox.check_handler, blocking: the report on the webhook handler at `url`
+        (`assert report.ok, report`; README: Checking your webhook handler)."""
         from ..checker import check_handler
         from .coverage import handler_checks
 
@@ -135,20 +122,19 @@ class Sandbox:
     api_faults = _blocking(AsyncSandbox.api_faults)
     clear_api_faults = _blocking(AsyncSandbox.clear_api_faults)
 
-    def _twin(self) -> AsyncSandbox:
-        """This tenant as an AsyncSandbox on the sync clients' loop and session, keeping
-        the warnings of its calls for `_warn_held`."""
+    def _run(self, call: Callable[[AsyncSandbox], Coroutine[Any, Any, T]], what: str,
+             example: str) -> T:
+        """`call` on this tenant as an AsyncSandbox (on the sync clients' loop and session)
+        run to its end; refused at once on a thread that runs a loop. The warnings of its
+        calls are given on this (the caller's) thread: pytest records the test thread's."""
+        refuse_on_a_running_loop(what, ASYNC_TWIN, example)
         twin = AsyncSandbox(self.base_url, self.api_key, self.api_secret, self.name,
                             session=_sync_clients().session, loopback=self.loopback)
         twin._held = []
-        return twin
-
-    @staticmethod
-    def _warn_held(twin: AsyncSandbox) -> None:
-        """The warnings of the twin's calls, on this (the caller's) thread: pytest records
-        the warnings of the test's thread."""
-        for method, path, warning in twin._held or ():
+        result = _sync_clients().run(call(twin), timeout=None)
+        for method, path, warning in twin._held:
             warn_ignored(method, path, warning)
+        return result
 
 
 class _SyncClients(LoopThread):

@@ -25,6 +25,7 @@ SECTIONS = (("scenarios", "scenarios"), ("reasons", "failure reasons"),
             ("lifeEvents", "life events"), ("handlerChecks", "handler checks passed"))
 TALLIED = ("products", *(key for key, _ in SECTIONS))
 GATED = "reasons"  # the gate's measure: the catalog's failure reasons of the products used
+WHOLE = ("eventTypes", "apiFaults", "webhookFaults", "profiles", "lifeEvents")  # not per product
 
 
 class CoverageError(Exception):
@@ -70,10 +71,7 @@ def catalog_for(catalog: Mapping[str, Any], products: Iterable[str]) -> dict[str
                  if not used or used & set(entry["products"])}
     return {"scenarios": sorted(scenarios),
             "reasons": sorted({e["reason"] for e in scenarios.values() if e["reason"]}),
-            "eventTypes": list(catalog["eventTypes"]), "apiFaults": list(catalog["apiFaults"]),
-            "webhookFaults": list(catalog["webhookFaults"]),
-            "profiles": list(catalog["profiles"]),
-            "lifeEvents": list(catalog.get("lifeEvents", ())), "handlerChecks": list(CHECKS)}
+            **{key: list(catalog.get(key, ())) for key in WHOLE}, "handlerChecks": list(CHECKS)}
 
 
 def report(tally: Tally, catalog: Mapping[str, Any] | None) -> dict[str, Any]:

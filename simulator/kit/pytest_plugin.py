@@ -109,12 +109,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                         metavar={"int": "N", "datetime": "DATETIME"}.get(kind, "DIR"),
                         help=f"{text} (ini: {name})")
         parser.addini(name, f"payroll-sandbox: {text}", default=None)
-    group.addoption("--payroll-sandbox-receiver-host", dest=RECEIVER_HOST, metavar="HOST",
-                    help=f"{RECEIVER_HOST_HELP} (ini: {RECEIVER_HOST})")
-    parser.addini(RECEIVER_HOST, f"payroll-sandbox: {RECEIVER_HOST_HELP}", default=None)
-    group.addoption("--payroll-sandbox-bundles", dest=BUNDLES, metavar="DIR|off",
-                    help=f"{BUNDLES_HELP} (ini: {BUNDLES})")
-    parser.addini(BUNDLES, f"payroll-sandbox: {BUNDLES_HELP}", default=None)
+    for name, metavar, text in ((RECEIVER_HOST, "HOST", RECEIVER_HOST_HELP),
+                                (BUNDLES, "DIR|off", BUNDLES_HELP)):
+        group.addoption(f"--{name.replace('_', '-')}", dest=name, metavar=metavar,
+                        help=f"{text} (ini: {name})")
+        parser.addini(name, f"payroll-sandbox: {text}", default=None)
     group.addoption("--payroll-sandbox-coverage", dest=COVERAGE, metavar="FILE",
                     help="write what the suite's tenants reached (scenarios, failure reasons, "
                          "event types delivered, faults, profiles, handler checks) and what "
@@ -240,12 +239,9 @@ def payroll_sandbox_server(_payroll_sandbox_thread: LoopThread) -> Sandbox:
     """The session's sandbox, as its default tenant (PAYROLL_SANDBOX_URL: yours)."""
     url = os.environ.get(URL_VARIABLE)
     if url:
-        from ..client import default_credentials
+        from ..client import sandbox_keys
 
-        key = os.environ.get("PAYROLL_SANDBOX_API_KEY")
-        secret = os.environ.get("PAYROLL_SANDBOX_API_SECRET")
-        if not key or not secret:
-            key, secret = default_credentials()
+        key, secret = sandbox_keys()
         # Yours may not share this machine's loopback (a container's published port looks
         # local): the first loopback webhook URL given finds out, once per session.
         return Sandbox(url, key, secret, loopback=LoopbackCheck(url, key, secret))
@@ -253,12 +249,9 @@ def payroll_sandbox_server(_payroll_sandbox_thread: LoopThread) -> Sandbox:
     return Sandbox(_payroll_sandbox_thread.base_url, *_payroll_sandbox_thread.keys)
 
 
-def _clock_start(config: pytest.Config) -> str | None:
-    """payroll_sandbox_clock_start as an option, ini key or variable (the in-process server's
-    settings hold it too; a server of yours (PAYROLL_SANDBOX_URL) gets it per tenant)."""
-    name = "payroll_sandbox_clock_start"
-    return (config.getoption(name) or config.getini(name)
-            or os.environ.get("PAYROLL_SANDBOX_CLOCK_START") or None)
+def _setting(config: pytest.Config, name: str) -> str | None:
+    """The option `name`, else its ini key, else its variable (`name` in upper case)."""
+    return config.getoption(name) or config.getini(name) or os.environ.get(name.upper()) or None
 
 
 @pytest.fixture(scope="session")
@@ -267,10 +260,7 @@ def payroll_sandbox_receiver_host(request: pytest.FixtureRequest) -> ReceiverHos
     --payroll-sandbox-receiver-host (ini, PAYROLL_SANDBOX_RECEIVER_HOST) every interface
     and that host. Your own app's server can use it too: `aiohttp_server(app,
     host=host.listen)`, then `host.url(server.port, "/webhooks")`."""
-    config = request.config
-    value = (config.getoption(RECEIVER_HOST) or config.getini(RECEIVER_HOST)
-             or os.environ.get(RECEIVER_HOST.upper()))
-    return ReceiverHost.advertising(value)
+    return ReceiverHost.advertising(_setting(request.config, RECEIVER_HOST))
 
 
 # -- the failure report ---------------------------------------------------------------------
@@ -426,8 +416,9 @@ def tenant_name(test: str) -> str:
 def payroll_sandbox_clock_start(request: pytest.FixtureRequest) -> str | None:
     """Where this test's tenant's clock starts (ISO 8601; None: now): the option, ini key or
     variable `payroll_sandbox_clock_start`. Override it (a fixture of this name in a
-    conftest, module or class) or parametrize it to pin one test's start."""
-    return _clock_start(request.config)
+    conftest, module or class) or parametrize it to pin one test's start. The in-process
+    server's settings hold it too; a server of yours (PAYROLL_SANDBOX_URL) gets it per tenant."""
+    return _setting(request.config, "payroll_sandbox_clock_start")
 
 
 @pytest.fixture

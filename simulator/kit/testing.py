@@ -237,9 +237,6 @@ class AsyncSandbox(SandboxClient):
     def __repr__(self) -> str:
         return f"<AsyncSandbox {self.name or 'tenant'} at {self.base_url}>"
 
-    async def __aenter__(self) -> AsyncSandbox:
-        return self
-
     async def request(self, method: str, path: str, body: Any = None, *,
                       headers: dict[str, str] | None = None) -> Any:
         """Any API call with this tenant's keys; returns `data` (raises SandboxError on a
@@ -315,9 +312,7 @@ class AsyncSandbox(SandboxClient):
 
     async def bind_scenario(self, identifier: str, scenario: str | None) -> None:
         """The user's next tasks run `scenario` (None removes the binding)."""
-        await self.request("PUT",
-                           f"/_sandbox/users/{urllib.parse.quote(identifier, safe='')}/scenario",
-                           {"scenario": scenario})
+        await self.request("PUT", _user_path(identifier, "scenario"), {"scenario": scenario})
 
     async def use_profile(self, identifier: str, name: str | None = None,
                           **data: Any) -> dict[str, Any]:
@@ -326,7 +321,7 @@ class AsyncSandbox(SandboxClient):
         kinds as keywords (`income={"income": 85000, "incomeType": "yearly"}`,
         `deposit_accounts=[...]` or `depositAccounts`). Neither: the binding goes. Returns
         the binding (PUT /_sandbox/users/{identifier}/profile)."""
-        path = f"/_sandbox/users/{urllib.parse.quote(identifier, safe='')}/profile"
+        path = _user_path(identifier, "profile")
         if name is None and not data:
             return await self.request("DELETE", path)
         body: dict[str, Any] = {}
@@ -351,7 +346,7 @@ class AsyncSandbox(SandboxClient):
         /_sandbox/users/{identifier}/autopilot takes them. `company=None` unbinds it.
         Returns the bound plan (None once unbound); SandboxError (422) for a plan the flow
         cannot play (an unknown company, a scenario that does not fit the product)."""
-        path = f"/_sandbox/users/{urllib.parse.quote(identifier, safe='')}/autopilot"
+        path = _user_path(identifier, "autopilot")
         if company is None:
             await self.request("DELETE", path)
             return None
@@ -406,15 +401,11 @@ class AsyncSandbox(SandboxClient):
         the matching requests' journal ids. Raises RequestNotMade (an AssertionError)
         naming the nearest requests that did not match (3 at most) and every JSON path
         where each differs."""
-        expected: dict[str, Any] = {"method": method, "path": path}
-        if body is not None:
-            expected["body"] = body
-        if query is not None:
-            expected["query"] = {name: str(value) for name, value in query.items()}
-        if times is not None:
-            expected["times"] = times
+        expected = {"method": method, "path": path, "body": body, "times": times,
+                    "query": None if query is None else {k: str(v) for k, v in query.items()}}
         try:
-            return (await self.post(VERIFY, expected))["matched"]
+            return (await self.post(VERIFY, {k: v for k, v in expected.items()
+                                             if v is not None}))["matched"]
         except SandboxError as error:
             if error.code != "not-called":
                 raise
@@ -465,8 +456,7 @@ class AsyncSandbox(SandboxClient):
         return (await self.request("PUT", API_FAULTS, rules))["rules"]
 
 
-# -- webhook receivers --------------------------------------------------------------------
-
+# -- the hosted flow's callbacks -------------------------------------------------------------
 
 def _is_callback(entry: Mapping[str, Any], event: str | None, name: str | None,
                  match: Mapping[str, Any]) -> bool:
@@ -485,10 +475,8 @@ def _callback_timeout(identifier: str, event: str | None, name: str | None,
             f"{identifier!r} within {timeout:g} s; it told: {told}")
 
 
-# -- the failure report: deliveries that never got a 2xx ------------------------------------
-
-
-# -- your own ASGI app on a real port -----------------------------------------------------------
+def _user_path(identifier: str, part: str) -> str:
+    return f"/_sandbox/users/{urllib.parse.quote(identifier, safe='')}/{part}"
 
 
 def _camel(name: str) -> str:

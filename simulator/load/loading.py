@@ -57,7 +57,7 @@ def _from_files(settings: Settings, folders: list[Path]) -> LoadedFixtures:
             raise ConfigError(str(settings.scenarios / f"{default}.yaml"), "$.kind",
                               f"{default} is the default {kind} scenario: it must be one")
     known_companies = {c["_id"] for c in fixtures.companies}
-    catalog_of_fixtures = Catalog(build_companies(fixtures))
+    catalog = Catalog(build_companies(fixtures))
     for number, account in enumerate(fixtures.accounts):
         problem = start_problem(account.get("clock", {}).get("start", "1970-01-01T00:00:00Z"))
         if problem is not None:
@@ -70,7 +70,7 @@ def _from_files(settings: Settings, folders: list[Path]) -> LoadedFixtures:
                                   f"no hand-written company has the id {entry['company']!r}")
             _check_profile(entry, fixtures, where, start_day(settings.clock_start))
         for entry_number, entry in enumerate(account.get("autopilots", [])):
-            _check_autopilot(entry, fixtures, scenarios, catalog_of_fixtures,
+            _check_autopilot(entry, fixtures, scenarios, catalog,
                              account.get("products"),
                              f"$.accounts[{number}].autopilots[{entry_number}]")
     for number, company in enumerate(fixtures.companies):
@@ -79,7 +79,6 @@ def _from_files(settings: Settings, folders: list[Path]) -> LoadedFixtures:
             raise ConfigError(str(fixtures.directory / "companies.yaml"),
                               f"$.companies[{number}].defaultScenario",
                               f"no task scenario named {name!r}")
-    catalog = catalog_of_fixtures
     return LoadedFixtures(fixtures=fixtures, catalog=catalog, index=SearchIndex(catalog.ordered),
                           scenarios=scenarios)
 

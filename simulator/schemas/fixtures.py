@@ -1,4 +1,4 @@
-"""JSON Schemas of the fixture files and the config file (draft 2020-12).
+"""JSON Schemas of the fixture files (draft 2020-12; the config file's: settings.py).
 
 Start-up and `payroll-sandbox fixtures validate` check every file against these;
 a fault names the file and the JSON path.
@@ -219,47 +219,5 @@ COMPANIES_SCHEMA = {
                                                   "franchise networks."},
             },
         },
-    },
-}
-
-CONFIG_SCHEMA = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "title": "--config FILE: the same settings as the flags",
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "host": {"type": "string"},
-        "port": {"type": "integer", "minimum": 0, "maximum": 65535},
-        "fixtures": {"type": "string"},
-        "scenarios": {"type": "string"},
-        "seed": {"type": "integer"},
-        "clock": {"enum": ["real", "manual"]},
-        "timeScale": {"type": "number", "exclusiveMinimum": 0},
-        "clockStart": {"type": "string", "description": "Where every tenant's clock starts "
-                                                        "(ISO 8601 date-time)."},
-        "webhookUrl": {"type": "string", "pattern": r"^https?://"},
-        "webhookTimeout": {"type": "number", "exclusiveMinimum": 0},
-        "shutdownGrace": {"type": "number", "minimum": 0},
-        "environment": {"enum": ENVIRONMENTS},
-        "logFormat": {"enum": ["text", "json"]},
-        "vendor": _LABEL,
-        "aggregator": {"type": "string", "pattern": r"^[a-z][a-z0-9-]*$"},
-        "sdkPrefix": {"type": "string", "pattern": r"^[a-z][a-z0-9-]*$"},
-        "sdkGlobal": SDK_GLOBAL,
-        **{name: {"type": "integer", "minimum": 1}
-           for name in ("maxEvents", "maxTasks", "maxJobs", "maxTokens", "maxUsers", "maxTenants",
-                        "maxTenantsPerMaker", "maxLinkedAccounts", "maxCallbacks")},
-        "allowedHosts": {"oneOf": [{"type": "string"},
-                                   {"type": "array", "items": {"type": "string", "minLength": 1}}]},
-        "frameAncestors": {"type": "string", "minLength": 1},
-        "tenantIdleExpiry": {"type": "number", "minimum": 0},
-        "stateFile": {"type": "string", "minLength": 1},
-        "stateInterval": {"type": "number", "minimum": 0},
-        "requestTimeout": {"type": "number", "exclusiveMinimum": 0},
-        **{name: {"oneOf": [{"type": "string"},
-                            {"type": "array", "items": {"type": "string", "minLength": 1}}]}
-           for name in ("webhookAllow", "webhookDeny")},
-        "idleTimeout": {"type": "number", "exclusiveMinimum": 0},
-        "maxConnections": {"type": "integer", "minimum": 0},
     },
 }

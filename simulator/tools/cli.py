@@ -232,7 +232,7 @@ def _add_serve_flags(serve: argparse.ArgumentParser, *, port: str = "default 808
 
 
 def _add_key_options(command: argparse.ArgumentParser, use: str = "") -> None:
-    """--api-key and --api-secret of a running server's tenant; `control_plane_keys`
+    """--api-key and --api-secret of a running server's tenant; `client.sandbox_keys`
     fills in their defaults."""
     command.add_argument("--api-key", help="default $PAYROLL_SANDBOX_API_KEY or the bundled "
                                            f"default tenant's{use}")
@@ -243,28 +243,12 @@ def _add_key_options(command: argparse.ArgumentParser, use: str = "") -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        if args.command == "serve":
-            return _serve(vars(args))
-        if args.command == "exec":
-            return _exec(vars(args))
-        if args.command == "fixtures":
-            return check_fixtures(args.directory)
-        if args.command == "scenarios":
-            return scenarios_command(args.action, args.directory, getattr(args, "force", False))
-        if args.command == "trigger":
-            return trigger_command(args)
-        if args.command == "listen":
-            return listen_command(args)
-        if args.command == "check-handler":
-            return check_handler_command(args)
-        if args.command == "verify-against":
-            return verify_against_command(args)
+        return COMMANDS[args.command](args)
     except ConfigError as error:
         for file, path, message in error.problems:
             print(f"payroll-sandbox: configuration error: {file}: {path}: {message}",
                   file=sys.stderr)
         return EXIT_CONFIG
-    return 1
 
 
 def ready_line(host: str, port: int, environment: str, api_key: str, api_secret: str,
@@ -317,13 +301,7 @@ def _serve(flags: dict) -> int:
         opened = _open_bundle(app, Path(bundle)) if bundle else None
     finally:
         gc.enable()
-    from ..edge.logs import batch_access_log
-
-    try:
-        with asyncio.Runner(loop_factory=_loop_factory(flags.get("loop"))) as runner:
-            runner.run(_run(app, settings, opened=opened))
-    finally:
-        batch_access_log(None)  # the last lines out
+    _run_loop(flags, _run(app, settings, opened=opened))
     return 0
 
 
@@ -367,16 +345,11 @@ def _exec(flags: dict) -> int:
     # (no access lines), and undelivered webhooks are the report's, not the log's.
     logging.getLogger("payroll_sandbox").setLevel(logging.WARNING)
     logging.getLogger("payroll_sandbox.webhooks").setLevel(logging.ERROR)
-    from ..edge.logs import batch_access_log
-
     try:
-        with asyncio.Runner(loop_factory=_loop_factory(flags.get("loop"))) as runner:
-            status, text = runner.run(_run(app, settings, functools.partial(
-                execute.beside, argv, coverage=coverage, bundles=bundles)))
+        status, text = _run_loop(flags, _run(app, settings, functools.partial(
+            execute.beside, argv, coverage=coverage, bundles=bundles)))
     except KeyboardInterrupt:  # before CMD started
         return 130
-    finally:
-        batch_access_log(None)
     if text:
         print(text, file=sys.stderr, flush=True)
     return status
@@ -419,6 +392,17 @@ def _open_bundle(app: Any, path: Path) -> Callable[[str], str]:
                 f"{base_url}/_sandbox/#key={tenant.api_key}&secret={tenant.api_secret}")
 
     return opened
+
+
+def _run_loop(flags: dict, main: Any) -> Any:
+    """Runs `main` on the event loop of `--loop`; the access log's last lines go out after."""
+    from ..edge.logs import batch_access_log
+
+    try:
+        with asyncio.Runner(loop_factory=_loop_factory(flags.get("loop"))) as runner:
+            return runner.run(main)
+    finally:
+        batch_access_log(None)
 
 
 def _loop_factory(kind: str | None):
@@ -471,3 +455,14 @@ async def _run(app, settings, beside=None, opened=None) -> Any:
         await runner.cleanup()
 
 
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "serve": lambda args: _serve(vars(args)),
+    "exec": lambda args: _exec(vars(args)),
+    "fixtures": lambda args: check_fixtures(args.directory),
+    "scenarios": lambda args: scenarios_command(args.action, args.directory,
+                                                getattr(args, "force", False)),
+    "trigger": trigger_command,
+    "listen": listen_command,
+    "check-handler": check_handler_command,
+    "verify-against": verify_against_command,
+}

@@ -7,7 +7,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
 EXIT_CONFIG = 2
@@ -78,7 +80,8 @@ def trigger_command(args: argparse.Namespace) -> int:
     """POST /_sandbox/events/trigger on a running server; prints the event with its deliveries."""
     import json
 
-    from ..client import CannotReach, NotASandbox, SandboxClient, SandboxError, sandbox_url
+    from ..client import (CannotReach, NotASandbox, SandboxClient, SandboxError, sandbox_keys,
+                          sandbox_url)
 
     body: dict = {"eventType": args.event_type}
     for name, value in (("identifier", args.identifier), ("taskId", args.task_id),
@@ -93,7 +96,8 @@ def trigger_command(args: argparse.Namespace) -> int:
             return EXIT_CONFIG
 
     async def trigger() -> object:
-        async with SandboxClient(sandbox_url(args.url), *control_plane_keys(args)) as client:
+        keys = sandbox_keys(args.api_key, args.api_secret)
+        async with SandboxClient(sandbox_url(args.url), *keys) as client:
             answer = await client.answer("POST", "/_sandbox/events/trigger", body, strict=True)
             return answer.data
 
@@ -111,58 +115,38 @@ def trigger_command(args: argparse.Namespace) -> int:
 
 def listen_command(args: argparse.Namespace) -> int:
     """Follow a running server's ledger (simulator/tools/listen.py); URL and keys as `trigger`."""
-    from ..client import sandbox_url
+    from ..client import sandbox_keys, sandbox_url
     from .listen import ListenOptions, run
 
-    key, secret = control_plane_keys(args)
-    types = frozenset(t.strip() for item in args.events or () for t in item.split(",")
-                      if t.strip())
+    key, secret = sandbox_keys(args.api_key, args.api_secret)
+    types = frozenset(_names(args.events))
     return run(ListenOptions(
         url=sandbox_url(args.url), api_key=key, api_secret=secret, forward_to=args.forward_to,
         event_types=types or None, as_json=args.json))
 
 
-def control_plane_keys(args: argparse.Namespace) -> tuple[str, str]:
-    """--api-key and --api-secret, else $PAYROLL_SANDBOX_API_KEY and _SECRET, else the
-    bundled default tenant's (both from one place: a key never goes with another's secret)."""
-    from ..client import sandbox_keys
-
-    return sandbox_keys(args.api_key, args.api_secret)
-
-
 def check_handler_command(args: argparse.Namespace) -> int:
     """Judge a webhook handler (simulator/checker/): exit 0 when no check failed, 1 when
     one did, 2 when the arguments cannot make a run."""
-    import json
-
     from ..checker import CheckerError, check_handler
+    from ..client import sandbox_keys
 
-    types = [t.strip() for item in args.events or () for t in item.split(",") if t.strip()]
+    types = _names(args.events)
     products = None if args.products is None else ",".join(args.products)
     # Keys default as for trigger and listen, with --url only (without it, keys are refused).
-    key, secret = (control_plane_keys(args) if args.sandbox_url
+    key, secret = (sandbox_keys(args.api_key, args.api_secret) if args.sandbox_url
                    else (args.api_key, args.api_secret))
     source = f" with events from {args.sandbox_url}" if args.sandbox_url else ""
     print(f"payroll-sandbox: checking {args.url}{source}", file=sys.stderr, flush=True)
-    try:
-        report = check_handler(args.url, secret=args.secret, events=types or None,
-                               state_url=args.state_url, products=products,
-                               sandbox_url=args.sandbox_url, api_key=key, api_secret=secret)
-    except CheckerError as error:
-        print(f"payroll-sandbox: {error}", file=sys.stderr)
-        return EXIT_CONFIG
-    except KeyboardInterrupt:  # the run stopped; a temporary tenant was deleted on the way
-        print("payroll-sandbox: check-handler interrupted", file=sys.stderr)
-        return 130
-    print(json.dumps(report.to_dict(), indent=2) if args.json else report.text())
-    return 0 if report.ok else 1
+    # Interrupted, the run stops; a temporary tenant is deleted on the way.
+    return _reported(args, "check-handler", CheckerError, lambda: check_handler(
+        args.url, secret=args.secret, events=types or None, state_url=args.state_url,
+        products=products, sandbox_url=args.sandbox_url, api_key=key, api_secret=secret))
 
 
 def verify_against_command(args: argparse.Namespace) -> int:
     """The drift check (simulator/tools/verify.py): exit 0 when no probe differs, 1 when one
     does, 2 when the run cannot be made (bad arguments, production, unreachable)."""
-    import json
-
     from .verify import verify
     from .probes import VerifyError
 
@@ -172,14 +156,29 @@ def verify_against_command(args: argparse.Namespace) -> int:
     if args.aggregator_url is not None:
         aggregator = (args.aggregator_url, args.aggregator_client_id or "",
                       args.aggregator_secret or "")
+    return _reported(args, "verify-against", VerifyError, lambda: verify(
+        args.url, args.key, args.secret, identifier=args.identifier,
+        trust_host=args.trust_host, aggregator=aggregator))
+
+
+def _reported(args: argparse.Namespace, command: str, refused: type[Exception],
+              run: Callable[[], Any]) -> int:
+    """`run()`'s report printed (text, or JSON with --json): exit 0 when it is ok, 1 when
+    not; 2 with the message of a `refused` run; 130 when interrupted."""
+    import json
+
     try:
-        report = verify(args.url, args.key, args.secret, identifier=args.identifier,
-                        trust_host=args.trust_host, aggregator=aggregator)
-    except VerifyError as error:
+        report = run()
+    except refused as error:
         print(f"payroll-sandbox: {error}", file=sys.stderr)
         return EXIT_CONFIG
     except KeyboardInterrupt:
-        print("payroll-sandbox: verify-against interrupted", file=sys.stderr)
+        print(f"payroll-sandbox: {command} interrupted", file=sys.stderr)
         return 130
     print(json.dumps(report.to_dict(), indent=2) if args.json else report.text())
     return 0 if report.ok else 1
+
+
+def _names(values: list[str] | None) -> list[str]:
+    """The names of a repeatable comma-separated flag (--events a,b --events c)."""
+    return [name.strip() for item in values or () for name in item.split(",") if name.strip()]

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ..client import KEY_VARIABLE, SECRET_VARIABLE, URL_VARIABLE
 from ..domain.webhooks import coverage as tenant_coverage
 from ..domain.webhooks.event_types import event_types
 from ..domain.webhooks.outbox import DELIVERED, PENDING, Delivery
@@ -30,10 +31,6 @@ from ..transport.redact import loggable_url
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-URL_VARIABLE = "PAYROLL_SANDBOX_URL"
-KEY_VARIABLE = "PAYROLL_SANDBOX_API_KEY"
-SECRET_VARIABLE = "PAYROLL_SANDBOX_API_SECRET"
 
 # Signals passed on to CMD. SIGINT from a terminal's Ctrl-C reaches CMD by itself (the
 # terminal signals the whole foreground process group): passed on only when it came from
@@ -83,7 +80,15 @@ def _why(delivery: Delivery, fate: str = "") -> str:
     return error or "no attempt made"
 
 
-class Ledgers:
+class _Leaving:
+    """What is told of each tenant that leaves `self.registry` (`_leaving`) until `close()`."""
+
+    def close(self) -> None:
+        if self._leaving in self.registry.leaving:
+            self.registry.leaving.remove(self._leaving)
+
+
+class Ledgers(_Leaving):
     """Every tenant's deliveries of the run that never got a 2xx: the tenants alive at the
     end, and those deleted or reset meanwhile (kept as they leave, their attempts still
     landing on the records). Deliveries there before CMD started (a --state-file's) count
@@ -93,13 +98,9 @@ class Ledgers:
         self.registry = registry
         self._before: dict[int, tuple[Delivery, int]] = {
             id(delivery): (delivery, len(delivery.attempts))
-            for tenant in registry.tenants for delivery in _deliveries(tenant)}
+            for tenant in registry.tenants for _, delivery in _deliveries(tenant)}
         self._gone: list[tuple[str, str, Delivery, str]] = []
         registry.leaving.append(self._leaving)
-
-    def close(self) -> None:
-        if self._leaving in self.registry.leaving:
-            self.registry.leaving.remove(self._leaving)
 
     def _of_the_run(self, delivery: Delivery) -> bool:
         # Ids are safe keys: _before holds each delivery, so none is freed and its id reused.
@@ -107,20 +108,15 @@ class Ledgers:
         return before is None or len(delivery.attempts) > before[1]
 
     def _leaving(self, tenant: Any, why: str) -> None:
-        for event_id, deliveries in tenant.webhooks.deliveries.items():
-            event = tenant.events.by_id.get(event_id)
-            for delivery in deliveries:
-                if delivery.state != DELIVERED and self._of_the_run(delivery):
-                    self._gone.append((tenant.name, event.type if event else "?", delivery, why))
+        self._gone += [(tenant.name, event_type, delivery, why)
+                       for event_type, delivery in _deliveries(tenant)
+                       if delivery.state != DELIVERED and self._of_the_run(delivery)]
 
     def undelivered(self) -> list[Undelivered]:
         """In the order the tenants left, then the live tenants' in ledger order."""
-        found = list(self._gone)
-        for tenant in self.registry.tenants:
-            for event_id, deliveries in tenant.webhooks.deliveries.items():
-                event = tenant.events.by_id.get(event_id)
-                found.extend((tenant.name, event.type if event else "?", delivery, "")
-                             for delivery in deliveries)
+        found = self._gone + [(tenant.name, event_type, delivery, "")
+                              for tenant in self.registry.tenants
+                              for event_type, delivery in _deliveries(tenant)]
         return [Undelivered(tenant=name, event_type=event_type, event_id=delivery.event_id,
                             url=delivery.url, state=delivery.state,
                             attempts=sum(1 for a in delivery.attempts if a.fault != "duplicate"),
@@ -133,21 +129,17 @@ class Ledgers:
 MAX_LEFT_BUNDLES = 50
 
 
-class Bundles:
+class Bundles(_Leaving):
     """The bundles of a run's tenants, written when CMD fails: the live tenants the run
     touched (a request journaled) at the end, and those deleted or reset meanwhile, taken
     as they leave (MAX_LEFT_BUNDLES of them, the newest)."""
 
     def __init__(self, sandbox: Any, folder: Path | None, argv: Sequence[str]) -> None:
-        self.sandbox, self.folder = sandbox, folder
+        self.sandbox, self.folder, self.registry = sandbox, folder, sandbox.registry
         self.test = "exec: " + " ".join(argv)
         self._left: list[tuple[str, bytes]] = []
         if folder is not None:
             sandbox.registry.leaving.append(self._leaving)
-
-    def close(self) -> None:
-        if self._leaving in self.sandbox.registry.leaving:
-            self.sandbox.registry.leaving.remove(self._leaving)
 
     def _bundle(self, tenant: Any) -> bytes:
         from ..edge.routes.control import bundle_of
@@ -156,7 +148,7 @@ class Bundles:
         return encode(bundle_of(tenant, self.sandbox, self.test))
 
     def _leaving(self, tenant: Any, why: str) -> None:
-        if len(tenant.journal) or tenant.journal.evicted:
+        if _requests(tenant):
             self._left.append((f"exec-{tenant.name}-{why}-{len(self._left) + 1}",
                                self._bundle(tenant)))
             del self._left[:-MAX_LEFT_BUNDLES]
@@ -169,7 +161,7 @@ class Bundles:
             return ""
         found = [*self._left, *((f"exec-{tenant.name}", self._bundle(tenant))
                                 for tenant in list(self.sandbox.registry.tenants)
-                                if len(tenant.journal) or tenant.journal.evicted)]
+                                if _requests(tenant))]
         try:
             paths = [write_bundle(self.folder, name, data) for name, data in found]
         except OSError as error:
@@ -181,8 +173,13 @@ class Bundles:
                 f"payroll-sandbox serve --open-bundle {paths[-1]})")
 
 
-def _deliveries(tenant: Any) -> list[Delivery]:
-    return [d for deliveries in tenant.webhooks.deliveries.values() for d in deliveries]
+def _deliveries(tenant: Any) -> list[tuple[str, Delivery]]:
+    """Each delivery of the tenant's ledger, with its event's type."""
+    found = []
+    for event_id, deliveries in tenant.webhooks.deliveries.items():
+        event = tenant.events.by_id.get(event_id)
+        found += [(event.type if event else "?", delivery) for delivery in deliveries]
+    return found
 
 
 def report(undelivered: Sequence[Undelivered]) -> str:
@@ -286,7 +283,7 @@ async def settle(sandbox: Any, limit: float = SETTLE_LIMIT) -> None:
         await asyncio.gather(everything, stopped, return_exceptions=True)
 
 
-class Tallies:
+class Tallies(_Leaving):
     """The coverage tallies (domain/webhooks/coverage.py) of every tenant the run touched (one that
     took a request during it): those deleted or reset meanwhile, read as they leave, and
     those alive at the end."""
@@ -296,10 +293,6 @@ class Tallies:
         self._before = {id(tenant): _requests(tenant) for tenant in registry.tenants}
         self.tally = suite_coverage.Tally()
         registry.leaving.append(self._leaving)
-
-    def close(self) -> None:
-        if self._leaving in self.registry.leaving:
-            self.registry.leaving.remove(self._leaving)
 
     def _touched(self, tenant: Any) -> bool:
         return _requests(tenant) > self._before.get(id(tenant), 0)

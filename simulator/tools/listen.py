@@ -14,21 +14,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import operator
 import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any, TextIO
-from urllib.parse import urlsplit
 
 import orjson
 
+from ..checker.arguments import url_problem
 from ..domain.webhooks.events import Event
 from ..client import CannotReach, NotASandbox, SandboxClient, SandboxError, new_session
 from ..transport.cloudevents import SIGNATURE_HEADER, sign, to_message
 from ..transport.sender import post
+from ..validate import parse_time
 
 POLL_INTERVAL = 0.5     # wall seconds between two reads of the ledger
 PAGE = 10000            # the most one GET /_sandbox/events returns
@@ -44,10 +45,6 @@ class ListenError(Exception):
 
 class Unreachable(ListenError):
     """The server did not answer (refused, reset, timed out): worth trying again."""
-
-
-class NotFound(ListenError):
-    pass
 
 
 Fetch = Callable[..., Awaitable[dict[str, Any]]]
@@ -94,8 +91,7 @@ def _fingerprint(record: dict[str, Any]) -> int:
     return hash((record["time"], orjson.dumps(record["body"])))
 
 
-def _sequence(record: dict[str, Any]) -> int:
-    return record["sequence"]
+_sequence = operator.itemgetter("sequence")
 
 
 def _finished(attempt: dict[str, Any]) -> bool:
@@ -105,13 +101,6 @@ def _finished(attempt: dict[str, Any]) -> bool:
 
 def _finished_count(attempts: list[dict[str, Any]]) -> int:
     return sum(1 for _ in itertools.takewhile(_finished, attempts))
-
-
-def _epoch(iso: str) -> float:
-    moment = datetime.fromisoformat(iso.replace("Z", "+00:00"))
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.timestamp()
 
 
 class Follower:
@@ -313,8 +302,6 @@ class Client:
         except SandboxError as error:
             if _busy(error.status):
                 raise Unreachable(f"GET {path} on {self.base} answered {error.line}") from None
-            if error.status == 404:
-                raise NotFound(error.line) from None
             raise ListenError(error.line) from None
         return {"data": answer.data, **answer.extra}
 
@@ -325,13 +312,9 @@ def _busy(status: int) -> bool:
 
 
 def check_url(url: str, flag: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ListenError(f"{flag} {url!r} is not an http:// or https:// URL with a host")
-    try:
-        parts.port  # raises on a port that is not a number from 0 to 65535
-    except ValueError as error:
-        raise ListenError(f"{flag} {url!r}: {error}") from None
+    problem = url_problem(url, flag)
+    if problem is not None:
+        raise ListenError(problem)
     return url.rstrip("/") if flag == "--url" else url
 
 
@@ -353,7 +336,7 @@ class Forwarder:
         """The headers the sandbox sent for this event (the ledger keeps them with every
         attempt) or, for an event it sent nowhere, the same built as the sandbox builds
         them; the body is the compact JSON the sandbox stores, signs and sends."""
-        event = Event(id=record["id"], type=record["eventType"], time=_epoch(record["time"]),
+        event = Event(id=record["id"], type=record["eventType"], time=parse_time(record["time"], "$.time"),
                       body=record["body"], sequence=record["sequence"])
         sent = next((a["requestHeaders"] for d in record["deliveries"] for a in d["attempts"]
                      if a.get("requestHeaders")), None)

@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..kit.testing import is_loopback
-from ..validate import http_url_problem
+from ..checker.arguments import url_problem
 
 COMPANY_STATUS = ("operational", "under-maintenance", "disabled")
 TASK_STATUS = ("queued", "processing", "completed", "failed")
@@ -267,10 +267,9 @@ PRODUCTION_WORDS = ("production", "prod", "live")
 
 
 def checked_url(url: str) -> str:
-    problem = http_url_problem(url)
+    problem = url_problem(url, "URL")
     if problem is not None:
-        raise VerifyError(f"URL {url!r} {problem}" if problem.startswith("is ")
-                          else f"URL {url!r}: {problem}")
+        raise VerifyError(problem)
     parts = urlsplit(url)
     if parts.query or parts.fragment:
         raise VerifyError(f"URL {url!r}: give the service's base URL, without a query or "
