@@ -257,10 +257,8 @@ def child_path(path: str, key: str | int) -> str:
 
 
 def _leaves(value: Any) -> int:
-    if isinstance(value, dict):
-        return sum(_leaves(item) for item in value.values()) or 1
-    if isinstance(value, list):
-        return sum(_leaves(item) for item in value) or 1
+    if isinstance(value, (dict, list)):
+        return sum(map(_leaves, value.values() if isinstance(value, dict) else value)) or 1
     return 1
 
 
@@ -274,32 +272,24 @@ def _same(expected: Any, actual: Any) -> bool:
 def json_differences(expected: Any, actual: Any, path: str,
                      leaves: Callable[[Any], int] = _leaves) -> list[Difference]:
     """Where `actual` differs from `expected`: an object matches when each field `expected`
-    names matches (its other fields are not looked at), an array item for item."""
-    if isinstance(expected, dict):
-        if not isinstance(actual, dict):
-            return [Difference(path, expected, actual, leaves(expected))]
-        found: list[Difference] = []
-        for key, value in expected.items():
-            child = child_path(path, key)
-            if key in actual:
-                found += json_differences(value, actual[key], child, leaves)
-            else:
-                found.append(Difference(child, value, weight=leaves(value)))
-        return found
-    if isinstance(expected, list):
-        if not isinstance(actual, list):
-            return [Difference(path, expected, actual, leaves(expected))]
-        found = []
-        for number, value in enumerate(expected):
-            child = child_path(path, number)
-            if number < len(actual):
-                found += json_differences(value, actual[number], child, leaves)
-            else:
-                found.append(Difference(child, value, weight=leaves(value)))
+    names matches (its other fields are not looked at), an array item for item (and an
+    item past those expected differs)."""
+    if not isinstance(expected, (dict, list)):
+        return [] if _same(expected, actual) else [Difference(path, expected, actual)]
+    if not isinstance(actual, type(expected)):
+        return [Difference(path, expected, actual, leaves(expected))]
+    keyed = isinstance(expected, dict)
+    found: list[Difference] = []
+    for key, value in expected.items() if keyed else enumerate(expected):
+        child = child_path(path, key)
+        if key in actual if keyed else key < len(actual):
+            found += json_differences(value, actual[key], child, leaves)
+        else:
+            found.append(Difference(child, value, weight=leaves(value)))
+    if not keyed:
         found += [Difference(child_path(path, number), UNSET, item)
                   for number, item in enumerate(actual[len(expected):], len(expected))]
-        return found
-    return [] if _same(expected, actual) else [Difference(path, expected, actual)]
+    return found
 
 
 class Expectation:

@@ -47,17 +47,13 @@ def held(tenant: Tenant) -> int:
     return len(tenant.tasks) + len(tenant.events) + len(tenant.journal)
 
 
-def release_memory(freed: int) -> None:
-    """After a reset or a delete that freed `freed` records: if they were many, collect the
-    tenant's old objects now (they hold cycles) and hand freed memory back to the system,
-    so a long-running server shrinks again."""
-    if freed >= RELEASE_AFTER:
-        give_back_memory()
-
-
-def give_back_memory() -> None:
+def give_back_memory(freed: int = RELEASE_AFTER) -> None:
     """Collect the garbage now and hand the heap's free pages back to the system (glibc),
-    so a long-running server shrinks again after a big piece of work let go."""
+    so a long-running server shrinks again after a big piece of work let go: after a
+    reset, delete or expiry that freed `freed` records, only if they were many (the old
+    objects hold cycles)."""
+    if freed < RELEASE_AFTER:
+        return
     gc.collect()
     import ctypes  # here, not at the top: 4 ms of every start, for a rare call
 
@@ -75,7 +71,6 @@ class TenantRegistry:
         self.rules = rules
         self.service = rules.service
         self.catalog = rules.catalog
-        self.index = rules.index
         self.seed = rules.seed
         self.scenarios = rules.scenarios
         self.tenants = Tenants(environment)
@@ -196,7 +191,7 @@ class TenantRegistry:
         freed = held(tenant)
         self._leaving(tenant, "reset")
         tenant.reset()
-        release_memory(freed)
+        give_back_memory(freed)
         return tenant
 
     def delete(self, name: str, caller: Tenant) -> None:
@@ -210,7 +205,7 @@ class TenantRegistry:
             raise TenantNotFound(UNKNOWN_TENANT.format(name=name))
         if name not in self._made_by:
             raise TenantNotDeletable(FIXTURE_TENANT.format(name=name))
-        release_memory(self._forget(tenant))
+        give_back_memory(self._forget(tenant))
 
     def expire_idle(self, max_idle: float, now: float | None = None) -> list[str]:
         """Deletes every tenant made by the control plane whose latest request is more than
@@ -223,7 +218,7 @@ class TenantRegistry:
         freed = sum(self._forget(tenant) for tenant in idle)
         if idle:
             self.expired += len(idle)
-            release_memory(freed)
+            give_back_memory(freed)
         return [tenant.name for tenant in idle]
 
     def _leaving(self, tenant: Tenant, why: str) -> None:

@@ -36,6 +36,7 @@ from .parts import TenantSettings
 from .links.processor_links import ProcessorLinks
 from .rules import Rules
 from .sections import STRING, STRINGS, TIME, Sections, obj
+from .stored import stored
 from .shapes import Answer, Count
 from .tasks.tasks import Tasks, task_event_fields
 from .tasks.records import (EXPIRED_FILE_URL, FILE_URL_LIFETIME, INVALID_FILE_URL, FileUrlExpired,
@@ -239,7 +240,7 @@ class Tenant:
         # API faults on purpose (PUT /_sandbox/faults/api), their draws seeded per tenant.
         self.api_faults = ApiFaults(random.Random(f"{self._seed}:{self.name}:api-faults"))
         self.events.listeners.append(lambda event: self.changes.touch(EVENT, event.id))
-        self.events.listeners.append(self.webhooks.on_event)  # queues, never sends
+        self.events.listeners.append(self.webhooks.deliver)  # queues, never sends
         self.runner = self.services.run(self)
         if self.services.timer is not None:
             self.services.timer.watch(self.runner)
@@ -285,13 +286,9 @@ class Tenant:
             "clock": obj({"timestamp": TIME}, {"now": STRING})})
 
     def dump_settings(self) -> dict[str, Any]:
-        rule = self.manual_deposits
         now = self.clock.timestamp()
         return {"tenant": {"name": self.name, "products": list(self.products),
-                           "manualDeposits": {
-                               "enabled": rule.enabled, "companies": sorted(rule.companies),
-                               "withoutProgrammaticAuthentication":
-                                   rule.without_programmatic_authentication},
+                           "manualDeposits": stored(self.manual_deposits),
                            "signing": self.signing, "refreshInterval": self.refresh_interval,
                            "piiDeletionInterval": self.pii_deletion_interval},
                 "clock": {"timestamp": now, "now": isoformat(now)}}

@@ -93,16 +93,18 @@ class Timeline:
 
     def schedule(self, due: float, action: Callable[[], Any], *, label: str = "",
                  background: bool = False, owner: str | None = None) -> Job:
-        sequence = next(self._counter)
-        job = Job(due, sequence, action, label, background, owner)
-        heapq.heappush(self._heap, (due, sequence, job))
-        if not background:
-            self._busy += 1
-        if owner is not None:
-            self._owned[owner] = self._owned.get(owner, 0) + 1
+        job = Job(due, next(self._counter), action, label, background, owner)
+        self._push(job)
         if self.on_schedule is not None:
             self.on_schedule(job)
         return job
+
+    def _push(self, job: Job) -> None:
+        heapq.heappush(self._heap, (job.due, job.sequence, job))
+        if not job.background:
+            self._busy += 1
+        if job.owner is not None:
+            self._owned[job.owner] = self._owned.get(job.owner, 0) + 1
 
     def cancel(self, job: Job) -> None:
         if not job.cancelled and not job.handed_out:
@@ -206,28 +208,26 @@ class Timeline:
     def load(document: dict[str, Any], loading: Any) -> dict[str, Any]:
         """Each job's action as its kind describes it, rebuilt with the loaded objects it
         names (`loading` finds them); sequences once each, below the next."""
-        problems = []
+        problems, actions = [], []
         for number, raw in enumerate(document["jobs"]):
             kind = ACTION_KINDS[raw["action"]["kind"]]
             rest = {name: value for name, value in raw["action"].items() if name != "kind"}
+            actions.append((kind, rest))
             problems += [(f"$.jobs[{number}].action{path[1:]}", message) for path, message
                          in schema_errors(rest, schema_of(kind.Stored))]
         if problems:
             raise LoadError(*problems[0], problems[1:])
         next_sequence = document["counters"]["nextJobSequence"]
         jobs, sequences = [], set()
-        for number, raw in enumerate(document["jobs"]):
+        for number, (raw, (kind, rest)) in enumerate(zip(document["jobs"], actions)):
             path = f"$.jobs[{number}]"
             if raw["sequence"] in sequences:
                 raise LoadError(f"{path}.sequence", "appears twice")
             if raw["sequence"] >= next_sequence:
                 raise LoadError(f"{path}.sequence", "must be below counters.nextJobSequence")
             sequences.add(raw["sequence"])
-            kind = ACTION_KINDS[raw["action"]["kind"]]
-            stored = msgspec.convert({name: value for name, value in raw["action"].items()
-                                      if name != "kind"}, kind.Stored, strict=False)
             try:
-                action = kind.rebuild(stored, loading)
+                action = kind.rebuild(msgspec.convert(rest, kind.Stored, strict=False), loading)
             except LookupError as error:
                 raise LoadError(f"{path}.action", str(error).strip("'\"")) from None
             jobs.append(Job(float(raw["due"]), raw["sequence"], action, raw["label"],
@@ -238,11 +238,7 @@ class Timeline:
         """A snapshot's pending jobs, each with its own due time and sequence, so they run
         in exactly the saved order; the next job scheduled gets `next_sequence`."""
         for job in jobs:
-            heapq.heappush(self._heap, (job.due, job.sequence, job))
-            if not job.background:
-                self._busy += 1
-            if job.owner is not None:
-                self._owned[job.owner] = self._owned.get(job.owner, 0) + 1
+            self._push(job)
         self._counter = itertools.count(next_sequence)
 
     def clear(self) -> None:

@@ -152,14 +152,11 @@ class OutboundPolicy:
     def attempt_problem(self, url: str) -> str | None:
         """url_problem of a URL as an attempt is about to go to it, worked out once per URL
         (parsing it and probing for local addresses was a tenth of an attempt's cost)."""
-        try:
-            return self._refusals[url]
-        except KeyError:
-            pass
-        if len(self._refusals) >= KEPT_URLS:
-            self._refusals.clear()
-        problem = self._refusals[url] = self.url_problem(yarl.URL(url))
-        return problem
+        if url not in self._refusals:
+            if len(self._refusals) >= KEPT_URLS:
+                self._refusals.clear()
+            self._refusals[url] = self.url_problem(yarl.URL(url))
+        return self._refusals[url]
 
     def own_addresses(self) -> list[tuple[str, int]]:
         """(address, port) to reach this sandbox at, loopback first: where RECEIVER_HOST

@@ -166,7 +166,7 @@ class Runner:
         try:
             job.action()
         except Exception:  # one broken job must not stop the clock for everything else
-            log.exception("job %s failed", job.label or job.action)
+            log.exception("job %s failed", job.label)
             # ... nor leave its task or link stuck where it was: an action that can fail
             # its record visibly (a status and an event) does so.
             fail = getattr(job.action, "fail", None)
@@ -174,7 +174,7 @@ class Runner:
                 try:
                     fail()
                 except Exception:
-                    log.exception("job %s could not fail its record", job.label or job.action)
+                    log.exception("job %s could not fail its record", job.label)
 
 
 START_GRACE = 1.0  # wall seconds: wake-ups further out than this are armed after start

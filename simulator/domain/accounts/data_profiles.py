@@ -354,27 +354,33 @@ def _contradictions(document: dict[str, Any], today: date, where: str) -> list[t
     return found
 
 
+# The fields a document gives as they are (a day: resolved), and the Profile attribute each
+# sets: (kind of record, field, attribute).
+_ATTRIBUTES = (*(("identity", name, attribute) for name, attribute in (
+                   ("firstName", "first_name"), ("lastName", "last_name"), ("email", "email"),
+                   ("phone", "phone"), ("address", "address"), ("city", "city"),
+                   ("state", "state"), ("postalCode", "postal_code"),
+                   ("dateOfBirth", "date_of_birth"))),
+               ("employment", "startDate", "start_date"), ("employment", "jobTitle", "job_title"),
+               ("income", "payCycle", "pay_cycle"), ("taxes", "rate", "tax_rate"),
+               ("timesheets", "hoursVariation", "hours_variation"),
+               ("statements", "count", "statement_count"),
+               ("statements", "firstPayDate", "first_pay_date"))
+
+
 def apply(profile: Profile, document: dict[str, Any], today: date, *,
           accounts_key: str = "") -> Profile:
     """The person and job of `profile` with a (checked, one job's) document over them; what
     derives from what the document gives follows it (the annual income from an hourly wage
     and the hours, the wage from a salary)."""
     changes: dict[str, Any] = {}
-    identity = document.get("identity", {})
-    for name, attribute in (("firstName", "first_name"), ("lastName", "last_name"),
-                            ("email", "email"), ("phone", "phone"), ("address", "address"),
-                            ("city", "city"), ("state", "state"), ("postalCode", "postal_code")):
-        if name in identity:
-            changes[attribute] = identity[name]
-    if "dateOfBirth" in identity:
-        changes["date_of_birth"] = resolve_day(identity["dateOfBirth"], today)
-    if "ssn" in identity:
-        changes["ssn_last4"] = identity["ssn"][-4:]
+    for kind, name, attribute in _ATTRIBUTES:
+        if name in document.get(kind, {}):
+            value = document[kind][name]
+            changes[attribute] = resolve_day(value, today) if name in DAY_FIELDS else value
+    if "ssn" in document.get("identity", {}):
+        changes["ssn_last4"] = document["identity"]["ssn"][-4:]
     employment = document.get("employment", {})
-    if "startDate" in employment:
-        changes["start_date"] = resolve_day(employment["startDate"], today)
-    if "jobTitle" in employment:
-        changes["job_title"] = employment["jobTitle"]
     if employment.get("employmentStatus") == "terminated":
         # Without its end date, the job ended ENDED_DAYS_AGO days ago (not before it began).
         changes["employment_status"] = "terminated"
@@ -393,17 +399,6 @@ def apply(profile: Profile, document: dict[str, Any], today: date, *,
         annual = income.get("income", profile.annual_income)
         changes.update(employee_type="salaried", annual_income=round(float(annual), 2),
                        hourly_rate=round(annual / (weekly_hours * 52), 2))
-    if "payCycle" in income:
-        changes["pay_cycle"] = income["payCycle"]
-    if "rate" in document.get("taxes", {}):
-        changes["tax_rate"] = document["taxes"]["rate"]
-    if "hoursVariation" in document.get("timesheets", {}):
-        changes["hours_variation"] = document["timesheets"]["hoursVariation"]
-    statements = document.get("statements", {})
-    if "count" in statements:
-        changes["statement_count"] = statements["count"]
-    if "firstPayDate" in statements:
-        changes["first_pay_date"] = resolve_day(statements["firstPayDate"], today)
     if "depositAccounts" in document:
         changes["deposit_accounts"] = deposit_accounts(profile, document["depositAccounts"],
                                                        accounts_key)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import random
 import zlib
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from datetime import date, timedelta
 from functools import cache
@@ -43,6 +43,8 @@ from ..sections import Sections, unique
 from ..timeline import Timeline, action_kind
 
 USER_LINK_PRODUCTS = ("deposit", "verify")
+# What a sync found, by kind of data: the events it sends there, each with the records it names.
+Changes = defaultdict[str, list[tuple[str, list[str]]]]
 DATA_KINDS = ("statements", "income", "timesheets", "employment", "identity", "taxes",
               "deposit-accounts")
 # Chances per push refresh that something changes at the employer.
@@ -129,9 +131,8 @@ class LinkedAccounts(Held[LinkedAccount]):
     def __init__(self, rules: Rules, *, name: str, account: dict[str, Any], ids: Any,
                  clock: Clock, timeline: Timeline, companies: CompanyDirectory,
                  settings: TenantSettings, identity: Any, emit: Callable[..., Any]) -> None:
-        # Given what it uses, not the tenant: the world's rules, the tenant's name and
-        # account (its ready-made linked accounts), seeded ids, clock, timeline, company
-        # directory, settings, users and how it emits; and the tasks, once they exist.
+        # Given what it uses, not the tenant (`account`: its ready-made linked accounts;
+        # `identity`: its users); the tasks once they exist.
         self.rules = rules
         self.name, self.account, self.ids, self.clock = name, account, ids, clock
         self.timeline, self.companies, self.settings = timeline, companies, settings
@@ -299,7 +300,8 @@ class LinkedAccounts(Held[LinkedAccount]):
             self._unlinked -= (identifier, company.id) in self._reserved
         if emit:
             self._emit(account, "linked-account-connected", {})
-        self._schedule_refresh(account)
+        if self.settings.refresh_interval:
+            self._schedule_refresh(account, now, self.settings.refresh_interval)
         self._schedule_pii_deletion(account)
         self._schedule_life_events(account)
         return account
@@ -310,16 +312,11 @@ class LinkedAccounts(Held[LinkedAccount]):
         ids = self.ids
         account.deposit_accounts = [{"_id": ids.object_id(), **a}
                                     for a in account.profile.deposit_accounts]
-        today = day(now)
-        profile = account.profile
-        history_start = max(profile.start_date, today - timedelta(days=90))
-        if profile.statement_count is not None:  # a data profile's count: the latest ones
-            history_start = max(profile.start_date, today - timedelta(days=10 * 366))
-        account.statements = records.statements(ids, account, history_start, today)
-        if profile.statement_count is not None:
-            account.statements = account.statements[len(account.statements)
-                                                    - profile.statement_count:] \
-                if profile.statement_count < len(account.statements) else account.statements
+        today, profile = day(now), account.profile
+        count = profile.statement_count  # a data profile's count: the latest ones
+        since = today - timedelta(days=90 if count is None else 10 * 366)
+        found = records.statements(ids, account, max(profile.start_date, since), today)
+        account.statements = found if count is None else found[max(0, len(found) - count):]
         account.timesheets = records.timesheets(ids, account, today - timedelta(days=14), today)
         account.taxes = records.tax_forms(ids, account, 0, today)
 
@@ -458,23 +455,22 @@ class LinkedAccounts(Held[LinkedAccount]):
         rng = random.Random(zlib.crc32(f"{account.id}:{account.refreshes}".encode()))
         account.refreshes += 1
         account.last_refresh = now
-        changes: dict[str, list[tuple[str, list[str]]]] = {}
+        changes: Changes = defaultdict(list)
 
         self._follow_profile(account, changes)
         self._collect(account, since + timedelta(days=1), today, changes)
         if rng.random() < RAISE_CHANCE and account.profile.employment_status == "active":
             self.give_raise(account, rng.uniform(0.03, 0.08))
-            changes.setdefault("income", []).append(("income-updated", [account.income_id]))
+            changes["income"].append(("income-updated", [account.income_id]))
         if rng.random() < NEW_DEPOSIT_ACCOUNT_CHANCE:
             added, adjusted = self.add_deposit_account(account, rng)
-            changes.setdefault("deposit-accounts", []).append(
-                ("deposit-accounts-added", [added["_id"]]))
+            changes["deposit-accounts"].append(("deposit-accounts-added", [added["_id"]]))
             if adjusted is not None:
                 changes["deposit-accounts"].append(("deposit-accounts-updated", [adjusted["_id"]]))
 
         self._announce(account, changes, task_id)
 
-    def _announce(self, account: LinkedAccount, changes: dict[str, list[tuple[str, list[str]]]],
+    def _announce(self, account: LinkedAccount, changes: Changes,
                   task_id: str | None = None) -> None:
         """What a sync sends: `*-synced` for each kind of data, each followed by what changed
         in it, then earn-user-data."""
@@ -490,8 +486,7 @@ class LinkedAccounts(Held[LinkedAccount]):
             "unpaid_hours_in_pay_period": income["unpaidHoursInPayPeriod"],
             "current_pay_period_start": income["currentPayPeriodStart"]}, task_id=task_id)
 
-    def _follow_profile(self, account: LinkedAccount,
-                        changes: dict[str, list[tuple[str, list[str]]]]) -> None:
+    def _follow_profile(self, account: LinkedAccount, changes: Changes) -> None:
         """A profile bound to the user since the account's records were made (or changed
         since): the records follow it from this refresh on, and what changed is announced
         (a raise income-updated, a termination employment-updated, a new deposit account
@@ -509,7 +504,7 @@ class LinkedAccounts(Held[LinkedAccount]):
             self._replace_deposit_accounts(account, after.deposit_accounts, changes)
 
     def _note_changes(self, account: LinkedAccount, before: Profile, after: Profile,
-                      changes: dict[str, list[tuple[str, list[str]]]]) -> None:
+                      changes: Changes) -> None:
         """The `*-updated` events a change of the person or job sends (a raise
         income-updated, a termination employment-updated, ...)."""
 
@@ -517,14 +512,12 @@ class LinkedAccounts(Held[LinkedAccount]):
             return any(getattr(before, n) != getattr(after, n) for n in names)
 
         if changed("annual_income", "hourly_rate", "employee_type", "pay_cycle", "tax_rate"):
-            changes.setdefault("income", []).append(("income-updated", [account.income_id]))
+            changes["income"].append(("income-updated", [account.income_id]))
         if changed("employment_status", "end_date", "job_title", "weekly_hours", "start_date"):
-            changes.setdefault("employment", []).append(
-                ("employment-updated", [account.employment_id]))
+            changes["employment"].append(("employment-updated", [account.employment_id]))
         if changed("first_name", "last_name", "email", "phone", "address", "city", "state",
                    "postal_code", "date_of_birth", "ssn_last4"):
-            changes.setdefault("identity", []).append(
-                ("identity-updated", [account.identity_id]))
+            changes["identity"].append(("identity-updated", [account.identity_id]))
 
     # -- life events (data_profiles: timeline) ------------------------------------------------
 
@@ -555,7 +548,7 @@ class LinkedAccounts(Held[LinkedAccount]):
         unit = "hourly" if account.profile.employee_type == "hourly" else "yearly"
         wanted = data_profiles.life_event_changes(entry, day(account.created_at), unit)
         heard = account.connected and not account.pii_deleted
-        changes: dict[str, list[tuple[str, list[str]]]] = {}
+        changes: Changes = defaultdict(list)
         if heard:
             now = self.clock.timestamp()
             self._collect(account, day(account.last_refresh) + timedelta(days=1), day(now),
@@ -577,7 +570,7 @@ class LinkedAccounts(Held[LinkedAccount]):
         self._announce(account, changes)
 
     def _replace_deposit_accounts(self, account: LinkedAccount, wanted: list[dict[str, Any]],
-                                  changes: dict[str, list[tuple[str, list[str]]]]) -> None:
+                                  changes: Changes) -> None:
         """The deposit accounts a profile now gives: the same account number is the same
         account (updated if its split changed), a new one added, a missing one removed."""
         held = {a["accountNumber"]: a for a in account.deposit_accounts}
@@ -593,17 +586,14 @@ class LinkedAccounts(Held[LinkedAccount]):
                     updated.append(old["_id"])
             kept.append(record)
         account.deposit_accounts = kept
-        found = changes.setdefault("deposit-accounts", [])
         for event_type, ids in (("deposit-accounts-added", added),
                                 ("deposit-accounts-updated", updated),
                                 ("deposit-accounts-removed", [a["_id"] for a in held.values()])):
             if ids:
-                found.append((event_type, ids))
-        if not found:
-            del changes["deposit-accounts"]
+                changes["deposit-accounts"].append((event_type, ids))
 
     def _collect(self, account: LinkedAccount, first: date, today: date,
-                 changes: dict[str, list[tuple[str, list[str]]]]) -> None:
+                 changes: Changes) -> None:
         """New statements, timesheets and tax forms since the last refresh."""
         for kind, event_type, held, found in (
                 ("statements", "statements-added", account.statements,
@@ -651,13 +641,11 @@ class LinkedAccounts(Held[LinkedAccount]):
         self._emit(account, "deposit-accounts-removed", {"records": [removed["_id"]]})
         return removed
 
-    def _schedule_refresh(self, account: LinkedAccount) -> None:
-        interval = self.settings.refresh_interval
-        if not interval:
-            return
-        self.timeline.schedule(account.created_at + interval,
-                               _PushRefresh(self.itself, account, interval), background=True,
-                               label=f"push refresh of {account.id}", owner=account.id)
+    def _schedule_refresh(self, account: LinkedAccount, since: float, interval: float) -> None:
+        """The account's next push refresh, `interval` seconds after `since`."""
+        self.timeline.schedule(since + interval, _PushRefresh(self.itself, account, interval),
+                               background=True, label=f"push refresh of {account.id}",
+                               owner=account.id)
 
     # -- privacy ----------------------------------------------------------------------------
 
@@ -767,9 +755,7 @@ class _PushRefresh(msgspec.Struct, frozen=True):
             return  # deleted
         if account.connected:
             accounts.refresh(account)
-        accounts.timeline.schedule(accounts.clock.timestamp() + self.interval, self,
-                                   background=True, label=f"push refresh of {account.id}",
-                                   owner=account.id)
+        accounts._schedule_refresh(account, accounts.clock.timestamp(), self.interval)
 
     def stored(self) -> Stored:
         return self.Stored(account=self.account.id, interval=self.interval)

@@ -66,11 +66,12 @@ def day(timestamp: float) -> date:
     return datetime.fromtimestamp(timestamp, tz=timezone.utc).date()
 
 
-def days(first: date, last: date) -> Iterator[date]:
+def days(first: date, last: date, step: int = 1) -> Iterator[date]:
+    """`first`, then every `step` days up to `last` (included)."""
     day = first
     while day <= last:
         yield day
-        day += timedelta(days=1)
+        day += timedelta(days=step)
 
 
 def _month_end(day: date) -> date:
@@ -96,20 +97,15 @@ def _pay_dates(cycle: str, anchor: date | None, first: date, last: date) -> tupl
     if anchor is not None:
         step = 7 if cycle == "weekly" else 14
         offset = max(0, -(-(first - anchor).days // step))
-        day = anchor + timedelta(days=offset * step)
-        days = []
-        while day <= last:
-            days.append(day)
-            day += timedelta(days=step)
-        return tuple(days)
-    days = []
+        return tuple(days(anchor + timedelta(days=offset * step), last, step))
+    found = []
     month = first.replace(day=1)
     while month <= last:
         candidates = [_month_end(month)] if cycle == "monthly" else [month.replace(day=15),
                                                                       _month_end(month)]
-        days += [d for d in candidates if first <= d <= last]
+        found += [d for d in candidates if first <= d <= last]
         month = _month_end(month) + timedelta(days=1)
-    return tuple(days)
+    return tuple(found)
 
 
 def next_pay_date(profile: Profile, today: date) -> date:

@@ -158,10 +158,8 @@ def data_records(kind: str, account: Account, now: float, *,
     if kind == "statements":
         return [{**s, "paystub": base_url + PAYSTUB_PATH.format(statement_id=s["_id"]), **link}
                 for s in account.statements]
-    if kind == "timesheets":
-        return [{**t, **link} for t in account.timesheets]
-    if kind == "taxes":
-        return [{**t, **link} for t in account.taxes]
+    if kind in ("timesheets", "taxes"):
+        return [{**record, **link} for record in getattr(account, kind)]
     if kind == "deposit-accounts":
         # A `total` account takes whatever the others leave: it has no amount of its own
         # (null), whatever share the sandbox keeps for it to split from later.

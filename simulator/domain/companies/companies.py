@@ -85,8 +85,9 @@ class Company(Stored):
         return all(p in self.available_products for p in products)
 
 
-class ManualDepositRule(msgspec.Struct, frozen=True):
-    """The account-level manual-deposit configuration (accounts.yaml `manualDeposits`)."""
+class ManualDepositRule(Stored, frozen=True):
+    """The account-level manual-deposit configuration (accounts.yaml `manualDeposits`; a
+    snapshot's `tenant.manualDeposits`)."""
 
     enabled: bool = False
     companies: frozenset[str] = frozenset()
@@ -117,7 +118,10 @@ def effective_tags(company: Company, rule: ManualDepositRule) -> list[str]:
     return tags
 
 
-def _common_fields(company: Company, rule: ManualDepositRule) -> dict[str, Any]:
+def _record(company: Company, rule: ManualDepositRule, capabilities: dict[str, Any],
+            **more: Any) -> dict[str, Any]:
+    """`_id`, `name`, `status`, `branding`, `tags`, `franchiseParent` (if any), `more`, and
+    the connector with these `capabilities`."""
     record: dict[str, Any] = {
         "_id": company.id,
         "name": company.name,
@@ -127,31 +131,24 @@ def _common_fields(company: Company, rule: ManualDepositRule) -> dict[str, Any]:
     }
     if company.franchise_parent:
         record["franchiseParent"] = company.franchise_parent
+    record.update(more)
+    record["connector"] = {
+        "_id": company.connector_id,
+        "availableProducts": list(company.available_products),
+        "capabilities": capabilities,
+    }
     return record
 
 
 def search_record(company: Company, rule: ManualDepositRule) -> dict[str, Any]:
-    """A search result item: `_id`, `name`, `status`, `branding`, `tags`, slim `connector`."""
-    record = _common_fields(company, rule)
-    record["connector"] = {
-        "_id": company.connector_id,
-        "availableProducts": list(company.available_products),
-        "capabilities": {k: company.capabilities[k] for k in SLIM_CAPABILITIES
-                         if k in company.capabilities},
-    }
-    return record
+    """A search result item: the slim connector (SLIM_CAPABILITIES only)."""
+    return _record(company, rule, {k: company.capabilities[k] for k in SLIM_CAPABILITIES
+                                   if k in company.capabilities})
 
 
 def full_record(company: Company, rule: ManualDepositRule) -> dict[str, Any]:
     """Company List and Company Details: the full connector capabilities and the scopes."""
-    record = _common_fields(company, rule)
-    record["scopes"] = sorted(company.scopes)
-    record["connector"] = {
-        "_id": company.connector_id,
-        "availableProducts": list(company.available_products),
-        "capabilities": dict(company.capabilities),
-    }
-    return record
+    return _record(company, rule, dict(company.capabilities), scopes=sorted(company.scopes))
 
 
 class Catalog:

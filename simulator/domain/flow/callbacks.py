@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from functools import cache
+from itertools import islice
 from typing import Any
 
 import msgspec
@@ -76,14 +77,8 @@ class Callbacks:
     def query(self, *, identifier: str | None = None, after: int = 0,
               limit: int = 500) -> list[FlowCallback]:
         """Oldest first: those after the id `after`, of `identifier` when given."""
-        found = []
-        for entry in self._entries:
-            if entry.id <= after or identifier is not None and entry.identifier != identifier:
-                continue
-            found.append(entry)
-            if len(found) == limit:
-                break
-        return found
+        return list(islice((entry for entry in self._entries if entry.id > after and (
+            identifier is None or entry.identifier == identifier)), limit))
 
     # -- snapshot (domain/stored.py) ----------------------------------------------------------
 

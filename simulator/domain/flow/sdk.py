@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Callable, Iterable, Mapping
+from itertools import islice
 from typing import Any
 
 import msgspec
@@ -139,31 +140,24 @@ FAILURE_SENTENCES = {
 # (make the change with the company directly), `close` (nothing the flow can do).
 # Choosing another company is offered besides, wherever the flow may go back to search.
 NEXT_STEPS = {
-    "auth-expired": "retry", "connection-error": "retry", "device-disconnected": "retry",
-    "action-failed": "retry", "plan-selection-required": "retry",
-    "product-not-supported": "manual", "subscription-inactive": "retry",
-    "subscription-managed-by-partner-provider": "close", "subscription-not-found": "retry",
-    "payment-method-locked": "retry", "payment-method-not-supported": "another-card",
-    "payment-method-insufficient-funds": "another-card", "payment-method-limit-reached": "retry",
-    "payment-method-declined": "another-card", "user-abandon": "retry",
-    "payment-token-expired": "another-card", "payment-switch-unsuccessful": "retry",
-    "system-unavailable": "retry", "unexpected-response": "retry", "unknown-failure": "retry",
+    **dict.fromkeys(FAILURE_SENTENCES, "retry"),
+    "product-not-supported": "manual", "subscription-managed-by-partner-provider": "close",
+    **dict.fromkeys(("payment-method-not-supported", "payment-method-insufficient-funds",
+                     "payment-method-declined", "payment-token-expired"), "another-card"),
 }
 
+# The errors that end the flow's session: the user can only start again from the app.
+SESSION_ENDED_CODES = ("public-token-mismatch", "public-token-required", "public-token-expired",
+                       "invalid-public-token", "identifier-mismatch", "invalid-credentials",
+                       "missing-credentials", "wrong-environment", "unauthorized")
 _SESSION_ENDED = ("This session has expired or isn't valid any more. Close this window and "
                   "start again from the app.")
+_RECONNECT_LOST = ("We couldn't find the account you want to reconnect. Close this window "
+                   "and start again from the app.")
 ERROR_SENTENCES = {
     "invalid-config": "This connection link isn't set up correctly. Close this window and "
                       "contact the app that sent you here.",
-    "public-token-mismatch": _SESSION_ENDED,
-    "public-token-required": _SESSION_ENDED,
-    "public-token-expired": _SESSION_ENDED,
-    "invalid-public-token": _SESSION_ENDED,
-    "identifier-mismatch": _SESSION_ENDED,
-    "invalid-credentials": _SESSION_ENDED,
-    "missing-credentials": _SESSION_ENDED,
-    "wrong-environment": _SESSION_ENDED,
-    "unauthorized": _SESSION_ENDED,
+    **dict.fromkeys(SESSION_ENDED_CODES, _SESSION_ENDED),
     "invalid-company-id": "We couldn't find the employer this link points to. Close this "
                           "window and try again from the app.",
     "company-not-found": "We couldn't find that company. Go back and search for it again.",
@@ -176,10 +170,8 @@ ERROR_SENTENCES = {
     "product-not-offered": "{company} doesn't support this kind of connection. Go back and "
                            "choose another company.",
     "credentials-refused": "That username or password isn't right. Check them and try again.",
-    "linked-account-not-found": "We couldn't find the account you want to reconnect. Close "
-                                "this window and start again from the app.",
-    "linked-account-not-yours": "We couldn't find the account you want to reconnect. Close "
-                                "this window and start again from the app.",
+    "linked-account-not-found": _RECONNECT_LOST,
+    "linked-account-not-yours": _RECONNECT_LOST,
     "task-not-found": "We lost track of your connection. Close this window and start again.",
     "validation-failed": "Some of the details weren't accepted. Check what you entered and try "
                          "again.",
@@ -243,15 +235,7 @@ _RECONNECT_LOST_ES = ("No encontramos la cuenta que quieres volver a conectar. C
 ERROR_SENTENCES_ES = {
     "invalid-config": "Este enlace de conexión no está bien configurado. Cierra esta ventana y "
                       "comunícate con la app que te trajo aquí.",
-    "public-token-mismatch": _SESSION_ENDED_ES,
-    "public-token-required": _SESSION_ENDED_ES,
-    "public-token-expired": _SESSION_ENDED_ES,
-    "invalid-public-token": _SESSION_ENDED_ES,
-    "identifier-mismatch": _SESSION_ENDED_ES,
-    "invalid-credentials": _SESSION_ENDED_ES,
-    "missing-credentials": _SESSION_ENDED_ES,
-    "wrong-environment": _SESSION_ENDED_ES,
-    "unauthorized": _SESSION_ENDED_ES,
+    **dict.fromkeys(SESSION_ENDED_CODES, _SESSION_ENDED_ES),
     "invalid-company-id": "No encontramos el empleador al que apunta este enlace. Cierra esta "
                           "ventana y vuelve a intentarlo desde la app.",
     "company-not-found": "No encontramos esa empresa. Vuelve atrás y búscala de nuevo.",
@@ -305,8 +289,7 @@ def decode_config(encoded: str) -> dict[str, Any]:
         raw = base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
         config = strict_json(raw)  # NaN or a 1,500-deep document: 400, not a stuck page
     except (binascii.Error, ValueError):
-        raise InvalidConfig(INVALID_CONFIG,
-                            details=[field_detail("$", INVALID_CONFIG, location="path")]) from None
+        config = None
     if not isinstance(config, dict):
         raise InvalidConfig(INVALID_CONFIG,
                             details=[field_detail("$", INVALID_CONFIG, location="path")])
@@ -384,15 +367,9 @@ def deeplink_company(tenant: Tenant, config: dict[str, Any]) -> Company | None:
     API's own reason for it (`company-disabled`, the session's `refusal`), not with
     invalid-company-id, which errors 3 keeps for an empty or wrong id."""
     deeplink = config.get("deeplink") or {}
-    step = deeplink.get("step")
-    if step not in STEPS_NEEDING_COMPANY and "companyId" not in deeplink:
+    if deeplink.get("step") not in STEPS_NEEDING_COMPANY and "companyId" not in deeplink:
         return None
-    company_id = deeplink.get("companyId")
-    company = tenant.companies.get(company_id) if isinstance(company_id, str) and company_id else None
-    if company is None:
-        raise InvalidCompanyId(INVALID_COMPANY_ID,
-                               details=[field_detail("$.deeplink.companyId", "not a company _id")])
-    return company
+    return _company(tenant, deeplink.get("companyId"), "$.deeplink.companyId")
 
 
 def operations_of(tasks: list[dict[str, Any]] | None, company: Company) -> list[dict[str, Any]]:
@@ -435,11 +412,12 @@ def company_for_flow(tenant: Tenant, company_id: str,
     return company, refusal(tenant, company, tasks)
 
 
-def _company(tenant: Tenant, company_id: str) -> Company:
-    company = tenant.companies.get(company_id)
+def _company(tenant: Tenant, company_id: Any, path: str = "$.companyId") -> Company:
+    """The company whose `_id` is `company_id`, or invalid-company-id naming `path`."""
+    company = tenant.companies.get(company_id) if isinstance(company_id, str) and company_id else None
     if company is None:
         raise InvalidCompanyId(INVALID_COMPANY_ID,
-                               details=[field_detail("$.companyId", "not a company _id")])
+                               details=[field_detail(path, "not a company _id")])
     return company
 
 
@@ -502,13 +480,7 @@ EXACT_TIER = 0  # SearchIndex.ranked: the exact name comes first, as tier 0
 
 def _first(directory: CompanyDirectory, keep: Callable[[Company], bool]) -> list[Company]:
     """A catalog without the bundled names: its first payroll providers, by name."""
-    found: list[Company] = []
-    for company in directory.ordered():
-        if keep(company):
-            found.append(company)
-            if len(found) == POPULAR_PAYROLL_LIMIT:
-                break
-    return found
+    return list(islice(filter(keep, directory.ordered()), POPULAR_PAYROLL_LIMIT))
 
 
 # -- what the progress screen names ---------------------------------------------------------

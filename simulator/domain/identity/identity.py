@@ -164,11 +164,15 @@ class Identity:
     def revoke(self, public_token: str) -> None:
         """PUT /access-token/{publicToken}/revoke: the token stops working at once (401
         invalid-public-token afterwards); the user and what they did stay."""
-        token = self.tokens.pop(public_token, None)
-        if token is None:
+        if public_token not in self.tokens:
             raise PublicTokenNotFound(UNKNOWN_TOKEN.format(token=public_token),
                                       details=[field_detail("$.publicToken", "unknown",
                                                             location="path")])
+        self._drop(public_token)
+
+    def _drop(self, public_token: str) -> None:
+        """The token goes, and with it its user's latest token if it was that one."""
+        token = self.tokens.pop(public_token)
         if self.latest_token.get(token.identifier) == public_token:
             del self.latest_token[token.identifier]
 
@@ -189,9 +193,7 @@ class Identity:
         expired = [t for t, token in self.tokens.items() if token.expires_at <= now]
         live = [t for t, token in self.tokens.items() if token.expires_at > now]
         for public_token in (expired + live)[:len(self.tokens) - keep]:
-            token = self.tokens.pop(public_token)
-            if self.latest_token.get(token.identifier) == public_token:
-                del self.latest_token[token.identifier]
+            self._drop(public_token)
             self.evicted += 1
 
     # -- snapshot (domain/stored.py): the users, their tokens and the tenant's seeded ids ----

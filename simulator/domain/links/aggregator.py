@@ -214,12 +214,6 @@ _ACCOUNTS = (("Checking", "Standard Checking", "0000", "checking", (50, 5000)),
              ("Saving", "Silver Standard 0.1% Interest Saving", "1111", "savings", (200, 20000)))
 
 
-def account_number(mask: str) -> str:
-    """An account's number at the aggregator (/auth/get): 16 digits ending with its mask,
-    as the aggregator's sandbox numbers (1111222233330000) are."""
-    return f"111122223333{mask}"
-
-
 # -- institutions and cursors ------------------------------------------------------------------
 
 def institution(institution_id: str) -> Institution:
@@ -283,22 +277,11 @@ WEBHOOK_TYPES = ("AUTH", "HOLDINGS", "INVESTMENTS_TRANSACTIONS", "ITEM", "LIABIL
                  "TRANSACTIONS", "ASSETS", "IDENTITY", "INCOME")
 
 
-def token_index(items: dict[str, Item]) -> dict[str, str]:
-    """Every live token of these items -> its item id (a restore rebuilds it)."""
-    index = {}
-    for item in items.values():
-        for token in (item.public_token, item.access_token):
-            if token is not None:
-                index[token] = item.item_id
-    return index
-
-
 class Aggregator:
     """The aggregator's side of one tenant (its own API under /aggregator-api/): the items
-    its sandbox linked, with their accounts and tokens. The one writer of its state. It is
-    given what it uses, not the tenant: the tenant's seeded ids, clock, environment and
-    rules (the catalog and the bounds), its ledger (the webhooks it sent), how it sends a
-    webhook of its own, and the processor links, whose tokens its items mint."""
+    its sandbox linked, with their accounts and tokens. The one writer of its state, given
+    what it uses, not the tenant (`events`: the ledger of the webhooks it sent; `links`:
+    the processor links, whose tokens its items mint)."""
 
     def __init__(self, *, ids: Any, clock: Clock, environment: str, rules: Any,
                  events: EventLog, emit_webhook: Callable[[str, str, dict[str, Any]], Any],
@@ -355,10 +338,7 @@ class Aggregator:
 
     def exchange_public_token(self, public_token: str) -> dict[str, Any]:
         """/item/public_token/exchange: the item's access token for its public token (once)."""
-        self._check_environment(public_token, "public", InvalidPublicToken)
-        item = self.items.get(self.tokens.get(public_token, ""))
-        if item is None or item.public_token != public_token:
-            raise InvalidPublicToken(UNKNOWN_PUBLIC_TOKEN)
+        item = self._token_item(public_token, "public", InvalidPublicToken, UNKNOWN_PUBLIC_TOKEN)
         if self.clock.timestamp() >= item.public_token_expires_at:
             raise InvalidPublicToken(EXPIRED_PUBLIC_TOKEN)
         del self.tokens[public_token]
@@ -375,9 +355,7 @@ class Aggregator:
         item = self.item_of(access_token)
         if item.login_required:
             raise ItemLoginRequired(LOGIN_REQUIRED)
-        self._known_accounts(item, account_ids)
-        return {"accounts": [a.record() for a in item.accounts
-                             if account_ids is None or a.account_id in account_ids],
+        return {"accounts": [a.record() for a in self._accounts(item, account_ids)],
                 "item": item.record(), "request_id": self._request_id()}
 
     def create_processor_token(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -460,14 +438,13 @@ class Aggregator:
         item = self._transactions_item(request.access_token)
         options = given(request.options)
         account_id = given(options.account_id) if options else None
-        self._known_accounts(item, None if account_id is None else [account_id])
+        accounts = self._accounts(item, None if account_id is None else [account_id])
         history = [t for t in item_history(item, self.rules.catalog)
                    if account_id is None or t["account_id"] == account_id]
         start = _cursor_offset(given(request.cursor) or "", item, account_id, len(history))
         end = min(len(history), start + given(request.count, SYNC_COUNT))
         return {"transactions_update_status": "HISTORICAL_UPDATE_COMPLETE",
-                "accounts": [a.record() for a in item.accounts
-                             if account_id is None or a.account_id == account_id],
+                "accounts": [a.record() for a in accounts],
                 "added": [transaction_record(t) for t in history[start:end]],
                 "modified": [], "removed": [],
                 "next_cursor": _cursor(item, account_id, end), "has_more": end < len(history),
@@ -485,15 +462,14 @@ class Aggregator:
                                                      end=request.end_date))
         options = given(request.options)
         account_ids = given(options.account_ids) if options else None
-        self._known_accounts(item, account_ids)
+        accounts = self._accounts(item, account_ids)
         found = [t for t in item_history(item, self.rules.catalog)
                  if request.start_date <= t["date"] <= request.end_date
                  and (account_ids is None or t["account_id"] in account_ids)]
         found.reverse()  # newest first, as the aggregator answers
         offset = given(options.offset, 0) if options else 0
         count = given(options.count, GET_COUNT) if options else GET_COUNT
-        return {"accounts": [a.record() for a in item.accounts
-                             if account_ids is None or a.account_id in account_ids],
+        return {"accounts": [a.record() for a in accounts],
                 "transactions": [transaction_record(t) for t in found[offset:offset + count]],
                 "total_transactions": len(found), "item": item.record(),
                 "request_id": self._request_id()}
@@ -506,10 +482,10 @@ class Aggregator:
         so DEFAULT_UPDATE counts no new transaction. No webhook URL: nothing is sent."""
         item = self._transactions_item(access_token)
         if item.webhook:
-            self._send_webhook(item, item.webhook, "TRANSACTIONS", "SYNC_UPDATES_AVAILABLE",
+            self._send_webhook(item, "TRANSACTIONS", "SYNC_UPDATES_AVAILABLE",
                                self._webhook_fields(item, "TRANSACTIONS",
                                                     "SYNC_UPDATES_AVAILABLE", None))
-            self._send_webhook(item, item.webhook, "TRANSACTIONS", "DEFAULT_UPDATE",
+            self._send_webhook(item, "TRANSACTIONS", "DEFAULT_UPDATE",
                                {"error": None, "new_transactions": 0})
         return {"request_id": self._request_id()}
 
@@ -520,10 +496,11 @@ class Aggregator:
         return self.get_accounts(access_token, account_ids)
 
     def get_auth(self, access_token: str, account_ids: list[str] | None = None) -> dict[str, Any]:
-        """/auth/get: the accounts and their ACH numbers: the account number ends with the
-        account's mask (/accounts/get), the routing number is the institution's. The item
-        gains the `auth` product if its link did not ask for it, as the aggregator adds a
-        product whose call an item gets."""
+        """/auth/get: the accounts and their ACH numbers: the account number is 16 digits
+        ending with the account's mask (/accounts/get), as the aggregator's sandbox numbers
+        (1111222233330000) are; the routing number is the institution's. The item gains the
+        `auth` product if its link did not ask for it, as the aggregator adds a product whose
+        call an item gets."""
         answer = self.get_accounts(access_token, account_ids)
         item = self.item_of(access_token)
         if "auth" not in item.products:
@@ -531,11 +508,11 @@ class Aggregator:
             answer["item"] = item.record()
         routing = institution(item.institution_id).routing_numbers[0]
         answer["numbers"] = {
-            "ach": [{"account_id": a.account_id, "account": account_number(a.mask),
+            "ach": [{"account_id": a.account_id, "account": f"111122223333{a.mask}",
                      "routing": routing, "wire_routing": routing,
                      "is_tokenized_account_number": False, "can_transfer_in": None,
                      "can_transfer_out": None}
-                    for a in item.accounts if account_ids is None or a.account_id in account_ids],
+                    for a in self._accounts(item, account_ids)],
             "eft": [], "international": [], "bacs": []}
         return answer
 
@@ -552,12 +529,14 @@ class Aggregator:
         return verification_header(self.webhook_key, body, issued_at)
 
     @staticmethod
-    def _known_accounts(item: Item, account_ids: list[str] | None) -> None:
-        """Every account id asked for is the item's, else INVALID_ACCOUNT_ID."""
+    def _accounts(item: Item, account_ids: list[str] | None) -> list[Account]:
+        """The item's accounts, those of `account_ids` when given: every id asked for is the
+        item's, else INVALID_ACCOUNT_ID."""
         known = {account.account_id for account in item.accounts}
         for account_id in account_ids or ():
             if account_id not in known:
                 raise InvalidAccountId(UNKNOWN_ACCOUNT.format(account_id=account_id))
+        return [a for a in item.accounts if account_ids is None or a.account_id in account_ids]
 
     def _transactions_item(self, access_token: str) -> Item:
         """The item of an access token, when its transactions can be read: as the pipeline's
@@ -596,7 +575,7 @@ class Aggregator:
         fields = self._webhook_fields(item, webhook_type, code, given(request.options))
         if code == "LOGIN_REPAIRED":
             item.login_required = False
-        self._send_webhook(item, item.webhook, webhook_type, code, fields)
+        self._send_webhook(item, webhook_type, code, fields)
         return {"webhook_fired": True, "request_id": self._request_id()}
 
     def update_webhook(self, access_token: str, webhook: str | None) -> dict[str, Any]:
@@ -605,7 +584,7 @@ class Aggregator:
         item = self.item_of(access_token)
         item.webhook = webhook or None
         if item.webhook is not None:
-            self._send_webhook(item, item.webhook, "ITEM", "WEBHOOK_UPDATE_ACKNOWLEDGED",
+            self._send_webhook(item, "ITEM", "WEBHOOK_UPDATE_ACKNOWLEDGED",
                                {"error": None, "new_webhook_url": item.webhook})
         return {"item": item.record(), "request_id": self._request_id()}
 
@@ -632,13 +611,13 @@ class Aggregator:
             return {"account_id": account_ids[0]}
         return {"error": None} if code == "NEW_ACCOUNTS_AVAILABLE" else {}
 
-    def _send_webhook(self, item: Item, url: str, webhook_type: str, code: str,
+    def _send_webhook(self, item: Item, webhook_type: str, code: str,
                       fields: dict[str, Any]) -> None:
         """The webhook in the tenant's ledger (eventType `<webhook_type>.<webhook_code>`), to
-        `url`: the outbox delivers it as every delivery, its attempts on the ledger."""
+        the item's URL: the outbox delivers it as every delivery, its attempts on the ledger."""
         body = {"webhook_type": webhook_type, "webhook_code": code, "item_id": item.item_id,
                 **fields, "environment": self.environment}
-        self.emit_webhook(url, f"{webhook_type}.{code}", body)
+        self.emit_webhook(item.webhook, f"{webhook_type}.{code}", body)
 
     def _last_webhook(self, item: Item) -> Any:
         """The latest webhook of the item still in the ledger (None: none)."""
@@ -672,11 +651,7 @@ class Aggregator:
 
     def item_of(self, access_token: str) -> Item:
         """The item of an access token of this tenant (another tenant's is unknown here)."""
-        self._check_environment(access_token, "access", InvalidAccessToken)
-        item = self.items.get(self.tokens.get(access_token, ""))
-        if item is None or item.access_token != access_token:
-            raise InvalidAccessToken(UNKNOWN_ACCESS_TOKEN)
-        return item
+        return self._token_item(access_token, "access", InvalidAccessToken, UNKNOWN_ACCESS_TOKEN)
 
     # -- snapshot (domain/stored.py): a section added later; a snapshot without it has no
     # items at the aggregator's API.
@@ -703,13 +678,14 @@ class Aggregator:
             except ValueError:
                 raise LoadError("$.aggregatorWebhookKey.privateKey",
                                 "is no PEM-encoded P-256 private key") from None
-        if "aggregatorItems" not in document:
-            return {"items": {}, "webhook_key": key}
-        return {"items": unique(document, "aggregatorItems", Item, "item_id"), "webhook_key": key}
+        items = (unique(document, "aggregatorItems", Item, "item_id")
+                 if "aggregatorItems" in document else {})
+        return {"items": items, "webhook_key": key}
 
     def restore(self, items: dict[str, Item], webhook_key: WebhookKey | None = None) -> None:
         self.items = items
-        self.tokens = token_index(items)
+        self.tokens = {token: item.item_id for item in items.values()
+                       for token in (item.public_token, item.access_token) if token is not None}
         if webhook_key is not None:
             self._webhook_key = webhook_key
 
@@ -735,8 +711,10 @@ class Aggregator:
         for token in (item.public_token, item.access_token):
             self.tokens.pop(token, None)
 
-    def _check_environment(self, token: str, kind: str, error: type[AggregatorError]) -> None:
-        """A token of the other environment is named as such (the aggregator's own wording)."""
+    def _token_item(self, token: str, kind: str, error: type[AggregatorError],
+                    unknown: str) -> Item:
+        """The item whose live `kind` token (public, access) `token` is; a token of the other
+        environment is named as such (the aggregator's own wording)."""
         for environment in ("sandbox", "production"):
             if token.startswith(f"{kind}-{environment}-") and environment != self.environment:
                 raise error(OTHER_ENVIRONMENT.format(kind=kind, theirs=environment,
@@ -744,3 +722,7 @@ class Aggregator:
         if not token.startswith(f"{kind}-"):
             raise error(f"provided {kind} token is in an invalid format. "
                         + EXPECTED_FORMAT.format(kind=kind))
+        item = self.items.get(self.tokens.get(token, ""))
+        if item is None or getattr(item, f"{kind}_token") != token:
+            raise error(unknown)
+        return item

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import random
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
 import msgspec
 
+from ..accounts.pay_calendar import days
 from ..companies.companies import OPERATIONAL, Catalog, Company
 
 # How a bank statement names a payroll deposit (the pipeline's employer classification reads
@@ -29,6 +30,13 @@ ONE_OFF = ("COFFEE BAR", "GAS STATION", "GROCERY MART", "PHARMACY", "RESTAURANT"
            "HARDWARE STORE", "BOOKSTORE", "PARKING", "TAXI", "ONLINE MARKET")
 TRANSFER_IN = "TRANSFER FROM CHECKING"
 INTEREST = "INTEREST EARNED"
+
+
+def payer(name: str) -> str:
+    """Who paid a payroll deposit: its name on the statement without the payroll words."""
+    for word in PAYROLL_WORDS:
+        name = name.replace(word, "")
+    return name.strip()
 
 
 # -- institutions -----------------------------------------------------------------------------
@@ -140,36 +148,27 @@ def checking_history(rng: random.Random, first: date, last: date, employers: lis
     account's history, for an item's accounts and the control plane's processor tokens."""
     for employer in rng.sample(employers, k=min(len(employers), 1 if rng.random() < 0.8 else 2)):
         pay = rng.uniform(900, 3600)
-        day = first + timedelta(days=rng.randrange(14))
+        start = first + timedelta(days=rng.randrange(14))
         label = f"{employer.name.upper()} {rng.choice(PAYROLL_WORDS)}"
-        while day <= last:
+        for day in days(start, last, 14):
             add(day, -pay * rng.uniform(0.97, 1.03), label, "payroll")
-            day += timedelta(days=14)
     for merchant in rng.sample(merchants, k=min(len(merchants), rng.randint(3, 6))):
         cadence = rng.choice((30, 30, 30, 7, 14))
         amount = rng.choice((9.99, 12.99, 15.49, 29.99, 54.0, 79.99, 110.0))
-        day = first + timedelta(days=rng.randrange(cadence))
-        while day <= last:
+        for day in days(first + timedelta(days=rng.randrange(cadence)), last, cadence):
             add(day, amount, merchant.name.upper(), "subscription")
-            day += timedelta(days=cadence)
-    day = first
-    while day <= last:
+    for day in days(first, last):
         if rng.random() < 0.6:
             add(day, rng.uniform(3, 140), rng.choice(ONE_OFF), "purchase")
-        day += timedelta(days=1)
 
 
 def _savings(rng: random.Random, first: date, last: date, add: Add) -> None:
     """A transfer in every 30 days, and the interest it earns each month."""
     transfer = rng.choice((50.0, 100.0, 150.0, 200.0, 250.0))
-    day = first + timedelta(days=rng.randrange(30))
-    while day <= last:
+    for day in days(first + timedelta(days=rng.randrange(30)), last, 30):
         add(day, -transfer, TRANSFER_IN, "transfer")
-        day += timedelta(days=30)
-    day = first + timedelta(days=rng.randrange(30))
-    while day <= last:
+    for day in days(first + timedelta(days=rng.randrange(30)), last, 30):
         add(day, -rng.uniform(0.4, 3.5), INTEREST, "interest")
-        day += timedelta(days=30)
 
 
 # The employers and merchants of a catalog a history draws from, worked out once per catalog.
@@ -180,11 +179,16 @@ _CANDIDATES: weakref.WeakKeyDictionary[Catalog, tuple[list[Company], list[Compan
 def _candidates(catalog: Catalog) -> tuple[list[Company], list[Company]]:
     found = _CANDIDATES.get(catalog)
     if found is None:
-        operational = [c for c in catalog.ordered if c.status == OPERATIONAL]
-        found = _CANDIDATES[catalog] = (
-            [c for c in operational if "user-link" in c.scopes and not c.franchise_parent],
-            [c for c in operational if "pay-link" in c.scopes])
+        found = _CANDIDATES[catalog] = candidates(catalog.ordered)
     return found
+
+
+def candidates(companies: Iterable[Company]) -> tuple[list[Company], list[Company]]:
+    """The employers and the merchants among `companies` (operational) a checking history
+    draws from."""
+    operational = [c for c in companies if c.status == OPERATIONAL]
+    return ([c for c in operational if "user-link" in c.scopes and not c.franchise_parent],
+            [c for c in operational if "pay-link" in c.scopes])
 
 
 # -- the aggregator's Transaction object ------------------------------------------------------
@@ -238,10 +242,7 @@ def transaction_record(transaction: dict[str, Any]) -> dict[str, Any]:
     counterparties = []
     merchant_name = None
     if category == "payroll":
-        payer = name
-        for word in PAYROLL_WORDS:
-            payer = payer.replace(word, "")
-        counterparties.append(_counterparty(payer.strip().title(), "income_source"))
+        counterparties.append(_counterparty(payer(name).title(), "income_source"))
     elif category in ("subscription", "purchase"):
         merchant_name = name.title()
         counterparties.append(_counterparty(merchant_name, "merchant"))

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 from datetime import date, timedelta
 from functools import cache
+from itertools import pairwise
 from typing import Any
 
 import msgspec
@@ -25,8 +26,8 @@ from ...errors import (ApiError, IdentifierMismatch, InvalidProcessorToken, Othe
 from rapidfuzz import fuzz
 
 from ..webhooks.event_types import declared
-from .aggregator_data import PAYROLL_WORDS, checking_history
-from ..companies.companies import OPERATIONAL, Company, CompanyDirectory, ManualDepositRule
+from .aggregator_data import PAYROLL_WORDS, candidates, checking_history, payer
+from ..companies.companies import Company, CompanyDirectory, ManualDepositRule
 from ..tasks.states import DAYS_REQUESTED
 from ..companies.search import SearchRequest, normalize, search_companies
 from ..rules import Rules
@@ -128,10 +129,8 @@ class ProcessorTokenRequest(Command, kw_only=True):
 class ProcessorLinks(Held[ProcessorLink]):
     """One tenant's processor tokens and processor links, and the pipeline that runs each
     link: read as a mapping of link id -> ProcessorLink; changed only through its methods.
-    It is given what it uses, not the tenant: the world's rules, the tenant's seeded ids,
-    environment, clock, timeline, company directory, settings (its products), users, and
-    how it emits an event; and the aggregator's items (`items`), which are given it once
-    they exist, as they are given these links."""
+    It is given what it uses, not the tenant; the aggregator's items (`items`) once they
+    exist, as they are given these links."""
 
     def __init__(self, rules: Rules, *, ids: Any, environment: str, clock: Clock,
                  timeline: Timeline, companies: CompanyDirectory, settings: TenantSettings,
@@ -251,11 +250,15 @@ class ProcessorLinks(Held[ProcessorLink]):
         self._schedule(link, token)
         return link
 
-    def remove_links(self, identifier: str) -> list[ProcessorLink]:
-        """DELETE: every link of the user goes, and nothing pending runs afterwards."""
+    def _links_of(self, identifier: str) -> list[ProcessorLink]:
         links = [l for l in self._by_id.values() if l.identifier == identifier]
         if not links:
             raise ProcessorLinksNotFound(NO_LINKS.format(identifier=identifier))
+        return links
+
+    def remove_links(self, identifier: str) -> list[ProcessorLink]:
+        """DELETE: every link of the user goes, and nothing pending runs afterwards."""
+        links = self._links_of(identifier)
         for link in links:
             self.timeline.cancel_owned(link.id)
             del self._by_id[link.id]
@@ -264,9 +267,7 @@ class ProcessorLinks(Held[ProcessorLink]):
     def results(self, identifier: str, kind: str) -> dict[str, Any]:
         """Employer matches or recurring transactions of every link of the user, with the
         links' status, so a caller sees when processing has not completed."""
-        links = [l for l in self._by_id.values() if l.identifier == identifier]
-        if not links:
-            raise ProcessorLinksNotFound(NO_LINKS.format(identifier=identifier))
+        links = self._links_of(identifier)
         data = []
         for link in links:
             found = link.employer_matches if kind == CLASSIFY else link.recurring
@@ -356,9 +357,7 @@ class ProcessorLinks(Held[ProcessorLink]):
         rng = random.Random(f"{link.id}:transactions")
         today = self.clock.now().date()
         first = today - timedelta(days=token.days_requested - 1)
-        companies = [c for c in self.companies.ordered() if c.status == OPERATIONAL]
-        employers = [c for c in companies if "user-link" in c.scopes and not c.franchise_parent]
-        merchants = [c for c in companies if "pay-link" in c.scopes]
+        employers, merchants = candidates(self.companies.ordered())
         transactions: list[dict[str, Any]] = []
 
         def add(day: date, amount: float, name: str, category: str) -> None:
@@ -377,15 +376,12 @@ class ProcessorLinks(Held[ProcessorLink]):
         by_payer: dict[str, list[dict[str, Any]]] = {}
         for transaction in link.transactions:
             if transaction["amount"] < 0 and any(w in transaction["name"] for w in PAYROLL_WORDS):
-                payer = transaction["name"]
-                for word in PAYROLL_WORDS:
-                    payer = payer.replace(word, "")
-                by_payer.setdefault(payer.strip(), []).append(transaction)
+                by_payer.setdefault(payer(transaction["name"]), []).append(transaction)
         import statistics  # here, not at the top: with fractions and decimal, 5 ms of a start
 
         matches = []
-        for payer, deposits in sorted(by_payer.items()):
-            match = self._catalog_match(payer)
+        for name, deposits in sorted(by_payer.items()):
+            match = self._catalog_match(name)
             if match is None:
                 continue
             company, confidence = match
@@ -442,7 +438,7 @@ def _cadence(dates: list[date]) -> str:
 
     if len(dates) < 2:
         return "unknown"
-    gap = statistics.median((b - a).days for a, b in zip(sorted(dates), sorted(dates)[1:]))
+    gap = statistics.median((b - a).days for a, b in pairwise(sorted(dates)))
     if gap <= 8:
         return "weekly"
     if gap <= 16:

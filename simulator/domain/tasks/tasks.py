@@ -512,9 +512,6 @@ class Tasks(TaskChoices, TaskReads, Held[Task]):
                        failure_reason=(failure_reason or failed[0].reason) if failed else None),
                   for_task=task)
 
-    # -- reading ----------------------------------------------------------------------------
-
-    # -- the task as the real service shows it ---------------------------------------------
 
 def task_event_fields(task: Task, company: Company | None) -> dict[str, Any]:
     """What every task event carries beside its `data` (spec: Task events): the user (with
@@ -531,8 +528,6 @@ def task_event_fields(task: Task, company: Company | None) -> dict[str, Any]:
     fields.update(task.fields)
     return fields
 
-
-# -- the real service's task operations (docs/spec/real-api-surface.md: Tasks) -------------
 
 @action_kind("task-step")
 class _StepAction(msgspec.Struct, eq=False):

@@ -163,11 +163,6 @@ class EventLog:
             self.on_evict(event_id)
         self.evicted += len(gone)
 
-    @property
-    def next_eviction(self) -> int | None:
-        """The size at which the ledger next looks for events to evict."""
-        return self._next_eviction
-
     # -- snapshot (domain/stored.py) ----------------------------------------------------------
 
     @staticmethod

@@ -109,17 +109,16 @@ class Delivery(Stored, weakref=True):  # weakref: a deleted tenant's are followe
 
 
 
-class FaultPlan(msgspec.Struct, frozen=True):
+Share = of(float, ge=0, le=1)
+
+
+class FaultPlan(Stored, frozen=True):
     """Delivery faults on purpose, per tenant, deterministic from the seed."""
 
-    duplicate: float = 0.0      # probability that a delivered event is sent once more
-    out_of_order: float = 0.0   # probability that an event is held back behind the next one
-    delay: float = 0.0          # probability that the first attempt waits `delay_seconds`
-    delay_seconds: float = 60.0
-
-    def record(self) -> dict[str, float]:
-        return {"duplicate": self.duplicate, "outOfOrder": self.out_of_order, "delay": self.delay,
-                "delaySeconds": self.delay_seconds}
+    duplicate: Share = 0.0      # probability that a delivered event is sent once more
+    out_of_order: Share = 0.0   # probability that an event is held back behind the next one
+    delay: Share = 0.0          # probability that the first attempt waits `delay_seconds`
+    delay_seconds: of(float, ge=0, le=86_400) = 60.0
 
 
 class Send(msgspec.Struct, frozen=True, eq=False):
@@ -327,7 +326,7 @@ class Outbox:
                         del record["attempts"][number]
                         record["nextAttemptAt"] = isoformat(attempt.time)
         return {"webhooks": {"endpoints": [dict(e) for e in self.endpoints],
-                             "faults": self.faults.record(), "deliveries": deliveries,
+                             "faults": stored(self.faults), "deliveries": deliveries,
                              "held": [{"event": event.id, "delivery": delivery.number}
                                       for delivery, event in self.held],
                              "secrets": [dict(secret) for secret in self.secrets.values()]},
@@ -373,7 +372,6 @@ class Outbox:
                                 f"must be {len(of_event) + 1}: the event's deliveries are "
                                 "numbered 1, 2, ... in order")
             of_event.append(delivery)
-        faults = webhooks["faults"]
         held = []
         for number, pair in enumerate(webhooks["held"]):
             try:
@@ -395,9 +393,7 @@ class Outbox:
             if endpoint.get("secretId") is not None and endpoint["secretId"] not in secrets:
                 raise LoadError(f"$.webhooks.endpoints[{number}].secretId", "no such secret")
         return {"endpoints": endpoints, "secrets": secrets,
-                "faults": FaultPlan(duplicate=faults["duplicate"],
-                                    out_of_order=faults["outOfOrder"], delay=faults["delay"],
-                                    delay_seconds=faults["delaySeconds"]),
+                "faults": loaded(webhooks["faults"], FaultPlan, "$.webhooks.faults"),
                 "deliveries": deliveries, "held": held, "roll": roll}
 
     def restore(self, *, endpoints: list[dict[str, Any]], secrets: dict[str, dict[str, Any]],
@@ -445,10 +441,6 @@ class Outbox:
 
     # -- delivering ---------------------------------------------------------------------------
 
-    def on_event(self, event: Event) -> None:
-        """A new event in the ledger (its listener): delivered to every endpoint of its type."""
-        self.deliver(event)
-
     def deliver(self, event: Event, *, replay: bool = False) -> list[Delivery]:
         """New deliveries of `event` to every endpoint registered for its type (another
         API's webhook: to its one URL), their first attempts queued (or held, or delayed,
@@ -483,13 +475,13 @@ class Outbox:
                                    _ReleaseHeld(self.itself), label="release held event")
         else:
             self.start_attempt(delivery, event)
-        for held_delivery, held_event in held:
-            if held_delivery.state == PENDING and not held_delivery.attempts:
-                self.start_attempt(held_delivery, held_event)
+        self.release_held(held)
 
-    def release_held(self) -> None:
-        """Held deliveries go out (behind the event that overtook them, or a second later)."""
-        held, self.held = self.held, []
+    def release_held(self, held: list[tuple[Delivery, Event]] | None = None) -> None:
+        """Held deliveries go out (behind the event that overtook them, or a second later):
+        `held`, else all the outbox holds."""
+        if held is None:
+            held, self.held = self.held, []
         for delivery, event in held:
             if delivery.state == PENDING and not delivery.attempts:
                 self.start_attempt(delivery, event)
