@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import operator
 import socket
 import struct
 from contextlib import suppress
@@ -119,8 +120,11 @@ OFFERED = ("tenant", "token", "body", "query", "params", "headers", "sandbox", "
 
 def _endpoint(op: Operation, fixed: dict[str, str] | None = None
               ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
-    # The handler's arguments by their place among what the pipeline offers (OFFERED).
-    wants = tuple((name, OFFERED.index(name)) for name in op.wants)
+    # The handler's arguments, in its parameters' order, taken from what the pipeline
+    # offers (OFFERED) by their places: a positional call, no dict made for it.
+    places = [OFFERED.index(name) for name in op.wants]
+    take = (operator.itemgetter(*places) if len(places) > 1
+            else lambda offered: [offered[place] for place in places])
     # The control plane is the sandbox's own: a typo in a test's setup is refused there.
     strict = op.strict  # unknown fields refused whatever --strict-bodies says
     # The tenant's API fault rules apply here (domain/faults.py); never to the control
@@ -177,7 +181,7 @@ def _endpoint(op: Operation, fixed: dict[str, str] | None = None
         offered = (tenant, token, body, query, request.match_info, request.headers, sandbox,
                    request)
         try:
-            result = await op.handler(**{name: offered[place] for name, place in wants})
+            result = await op.handler(*take(offered))
         finally:  # what the handler's events queued goes out now (the domain sends nothing)
             if tenant is not None and tenant.webhooks.queue:
                 sandbox.dispatcher.flush(tenant.webhooks)
@@ -295,6 +299,8 @@ async def _authenticate_client(request: web.Request, sandbox: Any) -> Any:
 
 def _check_path(params: Mapping[str, str]) -> None:
     """Ids and identifiers in the path hold no control character or lone surrogate (422)."""
+    if all(map(str.isprintable, params.values())):  # neither is printable: checked in C
+        return
     faults = [field_detail(name, problem, location="path") for name, value in params.items()
               if (problem := text_problem(value)) is not None]
     if faults:

@@ -79,13 +79,13 @@ class Task(Stored, weakref=True):  # weakref: a deleted tenant's are followed
             return self.saw_outcome
         return self.watched and not self.user_left
 
-    def __getattr__(self, name: str) -> Any:
-        """A computed field (states.COMPUTED_FIELDS) reads as an attribute of the task, so
-        its views and events take it by name as they take the stored ones."""
-        field = COMPUTED_FIELDS.get(name)
-        if field is None or field.compute is None:
-            raise AttributeError(name)
-        return field.compute(self)
+
+# A computed field (states.COMPUTED_FIELDS) reads as a property of the task, so its views and
+# events take it by name as they take the stored ones (one not yet known reads as absent).
+# A property, not a `__getattr__`: that would slow every attribute a task is read by.
+for _name, _field in COMPUTED_FIELDS.items():
+    if _field.compute is not None:
+        setattr(Task, _name, property(_field.compute))
 
 
 class TaskTransition(View, kw_only=True):

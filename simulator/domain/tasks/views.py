@@ -11,7 +11,7 @@ from ...clock import isoformat
 from ..companies.companies import COMPANY_STATUSES, Branding, SearchCompany, SearchConnector, Tag
 from ..identity.identity import UserView
 from ..shapes import (UNSET, Command, DateTime, Maybe, Metadata, Name, View, choice, field, of,
-                      raw, view_of)
+                      raw, view_from, view_of)
 from .records import (CONTINUE, TASK_STATUSES, Distribution, Task, TaskFile, TaskTransition,
                       Workflow, next_step)
 from .requests import ON_COMPLETE, ON_FAIL, RequestFields
@@ -72,14 +72,15 @@ class _TaskFields(RequestFields, kw_only=True):
 
 
     @staticmethod
-    def shown(task: Task) -> dict[str, Any]:
-        """The fields of a task's view whose names or forms are not the Task's own."""
+    def shown(task: Task, **more: Any) -> dict[str, Any]:
+        """The fields of a task's view whose names or forms are not the Task's own (and
+        those of a view that adds fields: `more`)."""
         options = task.on_complete != CONTINUE or task.on_fail != CONTINUE
         return {"task_workflow": task.workflow, "created_at": isoformat(task.created_at),
                 "user": TaskUser(id=task.user_id, identifier=task.identifier,
                                  connected=task.connected),
                 "on_complete": task.on_complete if options else UNSET,
-                "on_fail": task.on_fail if options else UNSET, **task.fields}
+                "on_fail": task.on_fail if options else UNSET, **task.fields, **more}
 
 
 # The fields the sandbox computes (domain/states.py: COMPUTED_FIELDS), each read from the
@@ -100,7 +101,7 @@ class TaskRecord(TaskFields, kw_only=True):
     def of(cls, task: Task, **more: Any) -> TaskRecord:
         """GET /task/{id}: the task, its outcome and every transition it made (a view that
         adds fields: `more`)."""
-        return view_of(cls, task, company=task.company_id, **cls.shown(task), **more)
+        return view_from(cls, task, cls.shown(task, company=task.company_id, **more))
 
 
 class StartedTask(Command, kw_only=True):
@@ -156,10 +157,11 @@ class TaskDetails(TaskFields, kw_only=True):
            files: list[TaskFile]) -> TaskDetails:
         """GET /task/{taskId}/details: the real service's Task, then the sandbox's own
         fields (GET /task/{taskId}) and the task's files."""
-        return view_of(cls, task, authentication=task.authentication_method, company=company,
-                       payroll_data_available=payroll_data_available,
-                       fail_reason=task.reason if task.status == FAILED else None,
-                       files=[view_of(TaskFileView, file) for file in files], **cls.shown(task))
+        return view_from(cls, task, cls.shown(
+            task, authentication=task.authentication_method, company=company,
+            payroll_data_available=payroll_data_available,
+            fail_reason=task.reason if task.status == FAILED else None,
+            files=[view_of(TaskFileView, file) for file in files]))
 
 
 class StatusOfTask(View, kw_only=True):
