@@ -70,7 +70,7 @@ def decoder(shape: Any) -> Any:
     if unused:
         return lambda document: msgspec.convert(
             {k: v for k, v in document.items() if k not in unused}, shape, strict=False)
-    return lambda document: msgspec.convert(document, shape, strict=False)
+    return functools.partial(msgspec.convert, type=shape, strict=False)
 
 
 def view_of(view: type[S], record: Any, **differing: Any) -> S:

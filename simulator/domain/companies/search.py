@@ -260,10 +260,11 @@ def search_companies(companies: CompanyDirectory, rule: ManualDepositRule,
         raise ProductAndProducts(PRODUCT_AND_PRODUCTS,
                                  details=[field_detail("$.product", PRODUCT_AND_PRODUCTS),
                                           field_detail("$.products", PRODUCT_AND_PRODUCTS)])
-    if known_products is not None:
+    products = query.products or ()  # UNSET is falsy, as an empty list (no filter) is
+    if known_products is not None and (query.product or products):
         check_products(known_products, {
             "$.product": [query.product] if query.product else (),
-            **{f"$.products[{n}]": [p] for n, p in enumerate(given(query.products, ()))}})
+            **{f"$.products[{n}]": [p] for n, p in enumerate(products)}})
     base_within = overlay_within = None
     parent_id = given(query.franchise_parent)
     if parent_id is not None:
@@ -283,9 +284,9 @@ def search_companies(companies: CompanyDirectory, rule: ManualDepositRule,
         ranked = heapq.merge(ranked, overlay.ranked(query.query, overlay_within),
                              key=lambda pair: pair[0])
 
-    keep = company_filter(rule, scopes=given(query.scopes, ()),
-                          products=(query.product,) if query.product else given(query.products, ()),
-                          tags=given(query.tags, ()), excluded_tags=given(query.excluded_tags, ()))
+    keep = company_filter(rule, scopes=query.scopes or (),
+                          products=(query.product,) if query.product else products,
+                          tags=query.tags or (), excluded_tags=query.excluded_tags or ())
     results: list[Company] = []
     for _, company in ranked:
         if keep(company):
