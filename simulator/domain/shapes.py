@@ -90,7 +90,8 @@ def view_from(view: type[S], record: Any, differing: dict[str, Any]) -> S:
 def _maker(view: type, record_type: type, differing: tuple[str, ...]) -> Any:
     """`view_of` for one view, record type and set of differing fields, written out as one
     constructor call (as `dataclasses` writes `__init__`): a task's view is made on every
-    GET /task/{taskId}, and this costs a third of reading the fields into a dict first.
+    GET /task/{taskId}, and this is cheaper than reading the fields into a dict first
+    (docs/benchmarks.md, bench/instructions.py).
     A None is left out only where the view's field takes none and the record's may hold
     one (a struct field typed so, a differing field, any other attribute)."""
     typed = ({field.name: field.type for field in msgspec.structs.fields(record_type)}
