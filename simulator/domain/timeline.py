@@ -42,26 +42,21 @@ def action_kind(kind: str) -> Callable[[type], type]:
     return register
 
 
-class Job:
+class Job(msgspec.Struct, eq=False):
     """One thing due on a tenant's clock. Ordered by (due, sequence): the heap holds
     `(due, sequence, job)` tuples, so ordering is a C tuple comparison (sequences are
-    unique: the job itself is never compared)."""
+    unique: the job itself is never compared). A struct: made in C, a task makes several."""
 
-    __slots__ = ("due", "sequence", "action", "_label", "background", "owner", "cancelled",
-                 "handed_out")
-
-    def __init__(self, due: float, sequence: int, action: Callable[[], Any], label: str = "",
-                 background: bool = False, owner: str | None = None) -> None:
-        self.due = due
-        self.sequence = sequence
-        self.action = action
-        self._label = label
-        # Background jobs (periodic refreshes) do not keep the timeline busy: run-until-idle
-        # stops when only they are left.
-        self.background = background
-        self.owner = owner
-        self.cancelled = False
-        self.handed_out = False  # pop_due gave it to the runner
+    due: float
+    sequence: int
+    action: Callable[[], Any]
+    _label: str = ""
+    # Background jobs (periodic refreshes) do not keep the timeline busy: run-until-idle
+    # stops when only they are left.
+    background: bool = False
+    owner: str | None = None
+    cancelled: bool = False
+    handed_out: bool = False  # pop_due gave it to the runner
 
     @property
     def label(self) -> str:
@@ -93,18 +88,16 @@ class Timeline:
 
     def schedule(self, due: float, action: Callable[[], Any], *, label: str = "",
                  background: bool = False, owner: str | None = None) -> Job:
-        job = Job(due, next(self._counter), action, label, background, owner)
-        self._push(job)
+        sequence = next(self._counter)
+        job = Job(due, sequence, action, label, background, owner)
+        heapq.heappush(self._heap, (due, sequence, job))
+        if not background:
+            self._busy += 1
+        if owner is not None:
+            self._owned[owner] = self._owned.get(owner, 0) + 1
         if self.on_schedule is not None:
             self.on_schedule(job)
         return job
-
-    def _push(self, job: Job) -> None:
-        heapq.heappush(self._heap, (job.due, job.sequence, job))
-        if not job.background:
-            self._busy += 1
-        if job.owner is not None:
-            self._owned[job.owner] = self._owned.get(job.owner, 0) + 1
 
     def cancel(self, job: Job) -> None:
         if not job.cancelled and not job.handed_out:
@@ -237,8 +230,12 @@ class Timeline:
     def restore(self, jobs: list[Job], next_sequence: int) -> None:
         """A snapshot's pending jobs, each with its own due time and sequence, so they run
         in exactly the saved order; the next job scheduled gets `next_sequence`."""
+        hook, self.on_schedule = self.on_schedule, None  # restored, not newly scheduled
         for job in jobs:
-            self._push(job)
+            self._counter = itertools.count(job.sequence)
+            self.schedule(job.due, job.action, label=job._label, background=job.background,
+                          owner=job.owner)
+        self.on_schedule = hook
         self._counter = itertools.count(next_sequence)
 
     def clear(self) -> None:

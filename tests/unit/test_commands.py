@@ -31,8 +31,8 @@ def test_create_task_reads_the_spec_names_and_who_asks():
         "scenario": "happy-path"})
     command = CreateTask(request, token=Token("ada", "tok"))
     assert isinstance(request, TaskCreateRequest)
-    assert (command.linked_account, request.operation, command.product_field) == (
-        "acct-1", "deposit", "operation")
+    assert (command.linked_account, request.operation, request.product) == (
+        "acct-1", "deposit", UNSET)
     assert command.token_identifier == "ada"
     assert (request.metadata, request.scenario, request.identifier) == (
         {"a": 1}, "happy-path", UNSET)
@@ -46,7 +46,7 @@ def test_create_task_with_several_tasks_and_under_api_keys():
     assert [type(t) for t in request.tasks] == [TaskItem, TaskItem]
     assert [(t.product, t.on_complete, t.on_fail) for t in request.tasks] == [
         ("deposit", "finish", "continue"), ("pay-link", "continue", "continue")]
-    assert request.product is UNSET and command.product_field == "product"
+    assert request.product is UNSET and request.operation is UNSET
     assert command.token_identifier is None and not command.watched
 
 

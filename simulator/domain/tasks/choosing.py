@@ -83,11 +83,12 @@ class TaskChoices:
 
     def _identifier(self, command: CreateTask) -> str:
         identifier = command.request.identifier
-        if command.token_identifier is not None:
-            if identifier not in (UNSET, command.token_identifier):
+        if command.token is not None:
+            token_identifier = command.token.identifier
+            if identifier not in (UNSET, token_identifier):
                 raise IdentifierMismatch(IDENTIFIER_MISMATCH,
                                          details=[field_detail("$.identifier", IDENTIFIER_MISMATCH)])
-            return command.token_identifier
+            return token_identifier
         if identifier is UNSET:
             raise ValidationFailed(IDENTIFIER_REQUIRED,
                                    details=[field_detail("$.identifier", IDENTIFIER_REQUIRED)])
@@ -95,14 +96,15 @@ class TaskChoices:
 
     def _task_requests(self, command: CreateTask) -> list[TaskRequest]:
         request = command.request
-        metadata, distribution = given(request.metadata), given(request.distribution)
+        # Empty metadata is metadata; UNSET is false, a split is not.
+        metadata, distribution = given(request.metadata), request.distribution or None
         if metadata is not None:
             check_metadata(metadata, "$.metadata")
-        for n, item in enumerate(given(request.tasks, ())):
-            if item.metadata is not UNSET:
-                check_metadata(item.metadata, f"$.tasks[{n}].metadata")
         top_fields = given_fields(request)
         if request.tasks is not UNSET:
+            for n, item in enumerate(request.tasks):
+                if item.metadata is not UNSET:
+                    check_metadata(item.metadata, f"$.tasks[{n}].metadata")
             return [TaskRequest(product=item.product or item.operation,
                                 metadata=given(item.metadata, metadata),
                                 payment_method=written_payment_method(given(item.payment_method)),
@@ -111,14 +113,17 @@ class TaskChoices:
                                 on_complete=item.on_complete, on_fail=item.on_fail,
                                 fields={**top_fields, **given_fields(item)})
                     for n, item in enumerate(request.tasks)]
-        product = given(request.product, given(request.operation))
-        if product is None:
+        # `operation`: the legacy name of `product`.
+        if request.product is not UNSET:
+            product, path = request.product, "$.product"
+        elif request.operation is not UNSET:
+            product, path = request.operation, "$.operation"
+        else:
             raise ValidationFailed(PRODUCT_REQUIRED,
                                    details=[field_detail("$.product", PRODUCT_REQUIRED)])
         return [TaskRequest(product=product, metadata=metadata,
                             payment_method=written_payment_method(given(request.payment_method)),
-                            path=f"$.{command.product_field}", distribution=_split(distribution),
-                            fields=top_fields)]
+                            path=path, distribution=_split(distribution), fields=top_fields)]
 
     def check_company_accepts(self, company: Company, product: str, path: str) -> None:
         """Spec: "Starting an authentication flow against an under-maintenance or disabled

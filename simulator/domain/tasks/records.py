@@ -88,7 +88,8 @@ for _name, _field in COMPUTED_FIELDS.items():
         setattr(Task, _name, property(_field.compute))
 
 
-class TaskTransition(View, kw_only=True):
+# gc=False: texts and a moment only, never in a cycle, so the collector need not track it.
+class TaskTransition(View, kw_only=True, gc=False):
     """One move of a task; the first is its creation (`queued`, no previousStatus)."""
 
     status: choice(*TASK_STATUSES)

@@ -11,7 +11,7 @@ import msgspec
 
 from ...errors import ValidationFailed, field_detail
 from ..shapes import (NO_CONTROL_CHARACTER, TASK_SCENARIOS, UNSET, Command, Maybe, Metadata, Text,
-                      given, of, raw, text)
+                      of, raw, text)
 from .records import CONTINUE, FINISH, Distribution, next_step
 from .states import (PAYMENT_METHOD, REQUEST_FIELDS, field_schemas, given_fields,
                      written_payment_method)
@@ -136,15 +136,8 @@ class CreateTask(msgspec.Struct, frozen=True):
     @property
     def linked_account(self) -> str | None:
         """The account a pull refresh acts on (`linkedAccountId` is the spec's name)."""
-        request = self.request
-        return given(request.linked_account, given(request.linked_account_id))
-
-    @property
-    def product_field(self) -> str:
-        """How the body named its one task's product (`operation`: the legacy name)."""
-        request = self.request
-        return "operation" if request.product is UNSET and request.operation is not UNSET \
-            else "product"
+        request = self.request  # UNSET is false, an id is not
+        return request.linked_account or request.linked_account_id or None
 
 
 def _split(distribution: Distribution | None) -> dict[str, Any] | None:

@@ -276,8 +276,9 @@ class Tasks(TaskChoices, TaskReads, Held[Task]):
         """
         account = None
         asked = command.request
-        if command.linked_account is not None:
-            account = self.accounts.require(command.linked_account)
+        linked = command.linked_account
+        if linked is not None:
+            account = self.accounts.require(linked)
             if given(asked.company, account.company_id) != account.company_id:
                 raise CompanyMismatch(REFRESH_COMPANY,
                                       details=[field_detail("$.company", REFRESH_COMPANY)])
@@ -304,7 +305,8 @@ class Tasks(TaskChoices, TaskReads, Held[Task]):
         for request in requests:
             self.check_company_accepts(company, request.product, request.path)
         # Each task's own: a scenario must fit the task's product (DESIGN.md, Scenarios).
-        scenarios = [self.select_scenario(identifier, company, given(asked.scenario),
+        requested = asked.scenario or None  # UNSET is false, a name is not
+        scenarios = [self.select_scenario(identifier, company, requested,
                                           command.login_scenario, product=request.product,
                                           product_path=request.path)
                      for request in requests]
@@ -325,7 +327,7 @@ class Tasks(TaskChoices, TaskReads, Held[Task]):
                             for request, scenario in zip(waiting, scenarios[len(starting):])]
         self.waiting += len(workflow.pending)
         tasks = [self._start_task(workflow, company, request, scenario, user_id=user.id,
-                                  public_token=token, linked_account=command.linked_account,
+                                  public_token=token, linked_account=linked,
                                   watched=command.watched)
                  for request, scenario in zip(starting, scenarios)]
         self.workflows[workflow.id] = workflow
