@@ -224,6 +224,12 @@ def institution(institution_id: str) -> Institution:
     return found
 
 
+def option(request: Any, name: str, default: Any = None) -> Any:
+    """`request.options.<name>`, or `default` where the request leaves it (or its options) out."""
+    options = given(request.options)
+    return default if options is None else given(getattr(options, name), default)
+
+
 def _cursor(item: Item, account_id: str | None, offset: int) -> str:
     """An opaque cursor, as the aggregator's are: the item, the account asked for, and how
     far into their history the reader is."""
@@ -306,13 +312,16 @@ class Aggregator:
     def _request_id(self) -> str:
         return self.ids.secret("")[:15]
 
+    def _answer(self, **fields: Any) -> dict[str, Any]:
+        """An answer of the aggregator's: its fields, then its `request_id`."""
+        return {**fields, "request_id": self._request_id()}
+
     def create_sandbox_public_token(self, request: dict[str, Any]) -> dict[str, Any]:
         """/sandbox/public_token/create: a linked item at `institution_id` (one of the
         sandbox's institutions) with `initial_products`, and the public token its link flow
         would return; `options.webhook` is the URL its webhooks go to."""
         institution(request.institution_id)
-        options = given(request.options)
-        transactions = given(options.transactions) if options else None
+        transactions = option(request, "transactions")
         item_id = self.ids.secret("")
         rng = random.Random(f"{item_id}:balances")
         accounts = []
@@ -326,15 +335,15 @@ class Aggregator:
         now = self.clock.timestamp()
         item = Item(item_id=item_id, institution_id=request.institution_id,
                     products=list(dict.fromkeys(request.initial_products)),
-                    days_requested=given(transactions.days_requested, DEFAULT_DAYS_REQUESTED)
-                    if transactions else DEFAULT_DAYS_REQUESTED,
-                    webhook=(given(options.webhook) if options else None) or None, accounts=accounts, created_at=now,
+                    days_requested=transactions.days_requested if transactions
+                    else DEFAULT_DAYS_REQUESTED,
+                    webhook=option(request, "webhook") or None, accounts=accounts, created_at=now,
                     public_token=unguessable(f"public-{self.environment}-"),
                     public_token_expires_at=now + PUBLIC_TOKEN_LIFETIME)
         self.items[item.item_id] = item
         self.tokens[item.public_token] = item.item_id
         self.keep_items_bounded()
-        return {"public_token": item.public_token, "request_id": self._request_id()}
+        return self._answer(public_token=item.public_token)
 
     def exchange_public_token(self, public_token: str) -> dict[str, Any]:
         """/item/public_token/exchange: the item's access token for its public token (once)."""
@@ -345,18 +354,17 @@ class Aggregator:
         item.public_token = None
         item.access_token = unguessable(f"access-{self.environment}-")
         self.tokens[item.access_token] = item.item_id
-        return {"access_token": item.access_token, "item_id": item.item_id,
-                "request_id": self._request_id()}
+        return self._answer(access_token=item.access_token, item_id=item.item_id)
 
-    def get_accounts(self, access_token: str,
-                     account_ids: list[str] | None = None) -> dict[str, Any]:
-        """/accounts/get: the item's accounts (those of `account_ids` when given) and the item;
-        an item whose login was reset answers ITEM_LOGIN_REQUIRED until it is relinked."""
-        item = self.item_of(access_token)
+    def get_accounts(self, request: Any) -> dict[str, Any]:
+        """/accounts/get and /accounts/balance/get (the sandbox's balances do not move): the
+        item's accounts (those of `options.account_ids` when given) and the item; an item
+        whose login was reset answers ITEM_LOGIN_REQUIRED until it is relinked."""
+        item = self.item_of(request.access_token)
         if item.login_required:
             raise ItemLoginRequired(LOGIN_REQUIRED)
-        return {"accounts": [a.record() for a in self._accounts(item, account_ids)],
-                "item": item.record(), "request_id": self._request_id()}
+        accounts = self._accounts(item, option(request, "account_ids"))
+        return self._answer(accounts=[a.record() for a in accounts], item=item.record())
 
     def create_processor_token(self, request: dict[str, Any]) -> dict[str, Any]:
         """/processor/token/create: a processor token for one account of the item, for the
@@ -369,7 +377,7 @@ class Aggregator:
         token = self.links.mint_token(ProcessorTokenRequest(days_requested=item.days_requested,
                                                             products=list(item.products)),
                                       item_id=item.item_id, account_id=account.account_id)
-        return {"processor_token": token.token, "request_id": self._request_id()}
+        return self._answer(processor_token=token.token)
 
     def remove_item(self, access_token: str) -> dict[str, Any]:
         """/item/remove: the item and its access token are gone; the processor tokens made from
@@ -378,7 +386,7 @@ class Aggregator:
         item = self.item_of(access_token)
         self._forget(item)
         self.links.revoke_item_tokens(item.item_id)
-        return {"request_id": self._request_id()}
+        return self._answer()
 
     def reset_login(self, access_token: str) -> dict[str, Any]:
         """/sandbox/item/reset_login: the item needs its user to log in again; pulling
@@ -386,7 +394,7 @@ class Aggregator:
         A new item (a new link) is what recovers here."""
         item = self.item_of(access_token)
         item.login_required = True
-        return {"reset_login": True, "request_id": self._request_id()}
+        return self._answer(reset_login=True)
 
     def get_item(self, access_token: str) -> dict[str, Any]:
         """/item/get: the item, its `error` (ITEM_LOGIN_REQUIRED once its login was reset: the
@@ -396,12 +404,11 @@ class Aggregator:
         last = self._last_webhook(item)
         last_webhook = None if last is None else {"sent_at": isoformat(last.time),
                                                   "code_sent": last.body["webhook_code"]}
-        return {"item": item.record(),
-                "status": {"investments": None,
-                           "transactions": {"last_successful_update": isoformat(item.created_at),
-                                            "last_failed_update": None},
-                           "last_webhook": last_webhook},
-                "request_id": self._request_id()}
+        return self._answer(item=item.record(), status={
+            "investments": None,
+            "transactions": {"last_successful_update": isoformat(item.created_at),
+                             "last_failed_update": None},
+            "last_webhook": last_webhook})
 
     def create_link_token(self, request: dict[str, Any]) -> dict[str, Any]:
         """/link/token/create: a link token for the aggregator's link flow (4 hours). The
@@ -409,9 +416,8 @@ class Aggregator:
         the token only answers; an `access_token` (update mode) must be one of the tenant's."""
         if given(request.access_token) is not None:
             self.item_of(request.access_token)
-        return {"link_token": unguessable(f"link-{self.environment}-"),
-                "expiration": isoformat(self.clock.timestamp() + LINK_TOKEN_LIFETIME),
-                "request_id": self._request_id()}
+        return self._answer(link_token=unguessable(f"link-{self.environment}-"),
+                            expiration=isoformat(self.clock.timestamp() + LINK_TOKEN_LIFETIME))
 
     def get_institution(self, request: dict[str, Any]) -> dict[str, Any]:
         """/institutions/get_by_id: one of the sandbox's institutions, in one of the countries
@@ -420,13 +426,10 @@ class Aggregator:
         if not set(request.country_codes) & set(found.country_codes):
             raise InvalidInstitution(OTHER_COUNTRY.format(
                 institution_id=found.institution_id, codes=", ".join(request.country_codes)))
-        options = given(request.options)
         status = (institution_status(isoformat(self.clock.timestamp() - 86_400))
-                  if options and given(options.include_status) else None)
-        return {"institution": found.record(
-                    optional_metadata=bool(options and given(options.include_optional_metadata)),
-                    status=status),
-                "request_id": self._request_id()}
+                  if option(request, "include_status") else None)
+        return self._answer(institution=found.record(
+            optional_metadata=bool(option(request, "include_optional_metadata")), status=status))
 
     def sync_transactions(self, request: dict[str, Any]) -> dict[str, Any]:
         """/transactions/sync: the item's transactions (of `options.account_id` only, when
@@ -436,19 +439,17 @@ class Aggregator:
         again. They are the transactions the service's pipeline pulls through a processor
         token of the item (pulled_transactions)."""
         item = self._transactions_item(request.access_token)
-        options = given(request.options)
-        account_id = given(options.account_id) if options else None
+        account_id = option(request, "account_id")
         accounts = self._accounts(item, None if account_id is None else [account_id])
         history = [t for t in item_history(item, self.rules.catalog)
                    if account_id is None or t["account_id"] == account_id]
         start = _cursor_offset(given(request.cursor) or "", item, account_id, len(history))
-        end = min(len(history), start + given(request.count, SYNC_COUNT))
-        return {"transactions_update_status": "HISTORICAL_UPDATE_COMPLETE",
-                "accounts": [a.record() for a in accounts],
-                "added": [transaction_record(t) for t in history[start:end]],
-                "modified": [], "removed": [],
-                "next_cursor": _cursor(item, account_id, end), "has_more": end < len(history),
-                "request_id": self._request_id()}
+        end = min(len(history), start + request.count)
+        return self._answer(transactions_update_status="HISTORICAL_UPDATE_COMPLETE",
+                            accounts=[a.record() for a in accounts],
+                            added=[transaction_record(t) for t in history[start:end]],
+                            modified=[], removed=[], next_cursor=_cursor(item, account_id, end),
+                            has_more=end < len(history))
 
     def get_transactions(self, request: Any) -> dict[str, Any]:
         """/transactions/get (facts 16): the item's transactions dated `start_date` to
@@ -460,19 +461,17 @@ class Aggregator:
         if request.start_date > request.end_date:
             raise InvalidField(DATES_REVERSED.format(start=request.start_date,
                                                      end=request.end_date))
-        options = given(request.options)
-        account_ids = given(options.account_ids) if options else None
+        account_ids = option(request, "account_ids")
         accounts = self._accounts(item, account_ids)
         found = [t for t in item_history(item, self.rules.catalog)
                  if request.start_date <= t["date"] <= request.end_date
                  and (account_ids is None or t["account_id"] in account_ids)]
         found.reverse()  # newest first, as the aggregator answers
-        offset = given(options.offset, 0) if options else 0
-        count = given(options.count, GET_COUNT) if options else GET_COUNT
-        return {"accounts": [a.record() for a in accounts],
-                "transactions": [transaction_record(t) for t in found[offset:offset + count]],
-                "total_transactions": len(found), "item": item.record(),
-                "request_id": self._request_id()}
+        offset, count = option(request, "offset", 0), option(request, "count", GET_COUNT)
+        return self._answer(
+            accounts=[a.record() for a in accounts],
+            transactions=[transaction_record(t) for t in found[offset:offset + count]],
+            total_transactions=len(found), item=item.record())
 
     def refresh_transactions(self, access_token: str) -> dict[str, Any]:
         """/transactions/refresh (facts 16): the item's webhook gets what the aggregator sends
@@ -487,22 +486,16 @@ class Aggregator:
                                                     "SYNC_UPDATES_AVAILABLE", None))
             self._send_webhook(item, "TRANSACTIONS", "DEFAULT_UPDATE",
                                {"error": None, "new_transactions": 0})
-        return {"request_id": self._request_id()}
+        return self._answer()
 
-    def get_balance(self, access_token: str,
-                    account_ids: list[str] | None = None) -> dict[str, Any]:
-        """/accounts/balance/get: the accounts with their balances, as /accounts/get gives
-        them (the sandbox's balances do not move)."""
-        return self.get_accounts(access_token, account_ids)
-
-    def get_auth(self, access_token: str, account_ids: list[str] | None = None) -> dict[str, Any]:
+    def get_auth(self, request: Any) -> dict[str, Any]:
         """/auth/get: the accounts and their ACH numbers: the account number is 16 digits
         ending with the account's mask (/accounts/get), as the aggregator's sandbox numbers
         (1111222233330000) are; the routing number is the institution's. The item gains the
         `auth` product if its link did not ask for it, as the aggregator adds a product whose
         call an item gets."""
-        answer = self.get_accounts(access_token, account_ids)
-        item = self.item_of(access_token)
+        answer = self.get_accounts(request)
+        item = self.item_of(request.access_token)
         if "auth" not in item.products:
             item.products.append("auth")
             answer["item"] = item.record()
@@ -512,7 +505,7 @@ class Aggregator:
                      "routing": routing, "wire_routing": routing,
                      "is_tokenized_account_number": False, "can_transfer_in": None,
                      "can_transfer_out": None}
-                    for a in self._accounts(item, account_ids)],
+                    for a in self._accounts(item, option(request, "account_ids"))],
             "eft": [], "international": [], "bacs": []}
         return answer
 
@@ -521,7 +514,7 @@ class Aggregator:
         the `kid` of a webhook's Plaid-Verification JWT; any other id is refused."""
         if key_id != self.webhook_key.kid:
             raise InvalidWebhookVerificationKeyId(UNKNOWN_KEY.format(key_id=key_id))
-        return {"key": public_jwk(self.webhook_key), "request_id": self._request_id()}
+        return self._answer(key=public_jwk(self.webhook_key))
 
     def verification_header(self, body: bytes, issued_at: int) -> dict[str, str]:
         """The Plaid-Verification header of one attempt of a webhook of the aggregator's
@@ -572,11 +565,11 @@ class Aggregator:
                 product=product, products=", ".join(item.products), type=webhook_type, code=code))
         if not item.webhook:
             raise SandboxWebhookInvalid(NO_WEBHOOK)
-        fields = self._webhook_fields(item, webhook_type, code, given(request.options))
+        fields = self._webhook_fields(item, webhook_type, code, request)
         if code == "LOGIN_REPAIRED":
             item.login_required = False
         self._send_webhook(item, webhook_type, code, fields)
-        return {"webhook_fired": True, "request_id": self._request_id()}
+        return self._answer(webhook_fired=True)
 
     def update_webhook(self, access_token: str, webhook: str | None) -> dict[str, Any]:
         """/item/webhook/update: the item's webhooks go to `webhook` from now on (none: no
@@ -586,14 +579,15 @@ class Aggregator:
         if item.webhook is not None:
             self._send_webhook(item, "ITEM", "WEBHOOK_UPDATE_ACKNOWLEDGED",
                                {"error": None, "new_webhook_url": item.webhook})
-        return {"item": item.record(), "request_id": self._request_id()}
+        return self._answer(item=item.record())
 
     def _webhook_fields(self, item: Item, webhook_type: str, code: str,
-                        options: Any) -> dict[str, Any]:
-        """What the aggregator's webhook says beyond its type, code, item and environment."""
+                        request: Any) -> dict[str, Any]:
+        """What the aggregator's webhook says beyond its type, code, item and environment
+        (`request`: /sandbox/item/fire_webhook's, whose options may say more)."""
         account_ids = [a.account_id for a in item.accounts]
         if code == "DEFAULT_UPDATE" and webhook_type == "TRANSACTIONS":
-            asked = given(options.new_transactions) if options else None
+            asked = option(request, "new_transactions")
             return {"error": None, "new_transactions": asked if asked is not None
                     else len(item_history(item, self.rules.catalog))}
         if code == "DEFAULT_UPDATE":

@@ -142,8 +142,7 @@ async def sandbox_public_token_create(tenant, body, sandbox) -> shapes.PublicTok
     sandbox's institutions with the products asked for (`options.transactions.days_requested`
     sets how much history the service gets, default 90; `options.webhook` where the item's
     webhooks go)."""
-    _check_webhook(given(body.options.webhook) if body.options else None, "$.options.webhook",
-                   sandbox)
+    _check_webhook(aggregator.option(body, "webhook"), "$.options.webhook", sandbox)
     return tenant.aggregator.create_sandbox_public_token(body)
 
 
@@ -162,8 +161,7 @@ async def item_public_token_exchange(tenant, body) -> shapes.PublicTokenExchange
 async def accounts_get(tenant, body) -> shapes.Accounts:
     """The accounts to choose one from for the processor token; ITEM_LOGIN_REQUIRED after
     /sandbox/item/reset_login."""
-    return tenant.aggregator.get_accounts(
-        body.access_token, given(body.options.account_ids) if body.options else None)
+    return tenant.aggregator.get_accounts(body)
 
 
 @_declare("/processor/token/create", "Create a processor token for the service",
@@ -280,8 +278,7 @@ async def transactions_refresh(tenant, body) -> shapes.Answer:
 async def accounts_balance_get(tenant, body) -> shapes.Accounts:
     """The item's accounts (of `options.account_ids` when given) with their balances, as
     /accounts/get gives them; ITEM_LOGIN_REQUIRED after a reset login."""
-    return tenant.aggregator.get_balance(
-        body.access_token, given(body.options.account_ids) if body.options else None)
+    return tenant.aggregator.get_accounts(body)
 
 
 @_declare("/auth/get", "An item's accounts with their account and routing numbers",
@@ -290,8 +287,7 @@ async def auth_get(tenant, body) -> shapes.AuthAnswer:
     """The item's accounts and their ACH numbers (`numbers.ach`): the account number ends
     with the account's mask, the routing number is the institution's; what a user gives as
     a deposit account in the payroll flow. ITEM_LOGIN_REQUIRED after a reset login."""
-    return tenant.aggregator.get_auth(
-        body.access_token, given(body.options.account_ids) if body.options else None)
+    return tenant.aggregator.get_auth(body)
 
 
 @_declare("/webhook_verification_key/get", "The public key that verifies the aggregator's webhooks",
