@@ -80,16 +80,9 @@ RESTORE_BUSY = ("Another large restore of this tenant is running; a tenant's lar
                 "one at a time. Try again in a moment.")
 
 
-class InvalidSnapshot(ValidationFailed):
-    code = "invalid-snapshot"
-
-
-class SnapshotIncompatible(Conflict):
-    code = "snapshot-incompatible"
-
-
-class SnapshotConflict(Conflict):
-    code = "snapshot-conflict"
+InvalidSnapshot = ValidationFailed.coded("invalid-snapshot")
+SnapshotIncompatible = Conflict.coded("snapshot-incompatible")
+SnapshotConflict = Conflict.coded("snapshot-conflict")
 
 
 class RestoreBusy(LimitReached):

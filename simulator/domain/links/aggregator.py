@@ -105,52 +105,25 @@ class AggregatorError(ApiError):
                 "error_message": self.message, "display_message": self.display_message}
 
 
-class InvalidPublicToken(AggregatorError):
-    error_code = "INVALID_PUBLIC_TOKEN"
+def _coded(error_code: str, error_type: str = "INVALID_INPUT") -> type[AggregatorError]:
+    """The AggregatorError of `error_code` (of `error_type`), named after its code:
+    INVALID_PUBLIC_TOKEN is InvalidPublicToken (as ApiError.coded names the sandbox's)."""
+    return type(error_code.title().replace("_", ""), (AggregatorError,),
+                {"error_type": error_type, "error_code": error_code, "__module__": __name__})
 
 
-class InvalidAccessToken(AggregatorError):
-    error_code = "INVALID_ACCESS_TOKEN"
-
-
-class InvalidAccountId(AggregatorError):
-    error_code = "INVALID_ACCOUNT_ID"
-
-
-class ItemLoginRequired(AggregatorError):
-    error_type = "ITEM_ERROR"
-    error_code = "ITEM_LOGIN_REQUIRED"
-
-
-class ProductsNotSupported(AggregatorError):
-    """The item lacks the product asked for (the pipeline's aggregator-error says the same
-    of an item linked for `auth` only)."""
-
-    error_type = "ITEM_ERROR"
-    error_code = "PRODUCTS_NOT_SUPPORTED"
-
-
-class InvalidInstitution(AggregatorError):
-    error_code = "INVALID_INSTITUTION"
-
-
-class InvalidField(AggregatorError):
-    error_type = "INVALID_REQUEST"
-    error_code = "INVALID_FIELD"
-
-
-class InvalidWebhookVerificationKeyId(AggregatorError):
-    error_code = "INVALID_WEBHOOK_VERIFICATION_KEY_ID"
-
-
-class SandboxWebhookInvalid(AggregatorError):
-    error_type = "SANDBOX_ERROR"
-    error_code = "SANDBOX_WEBHOOK_INVALID"
-
-
-class SandboxProductNotEnabled(AggregatorError):
-    error_type = "SANDBOX_ERROR"
-    error_code = "SANDBOX_PRODUCT_NOT_ENABLED"
+InvalidPublicToken = _coded("INVALID_PUBLIC_TOKEN")
+InvalidAccessToken = _coded("INVALID_ACCESS_TOKEN")
+InvalidAccountId = _coded("INVALID_ACCOUNT_ID")
+ItemLoginRequired = _coded("ITEM_LOGIN_REQUIRED", "ITEM_ERROR")
+# The item lacks the product asked for (the pipeline's aggregator-error says the same of an
+# item linked for `auth` only).
+ProductsNotSupported = _coded("PRODUCTS_NOT_SUPPORTED", "ITEM_ERROR")
+InvalidInstitution = _coded("INVALID_INSTITUTION")
+InvalidField = _coded("INVALID_FIELD", "INVALID_REQUEST")
+InvalidWebhookVerificationKeyId = _coded("INVALID_WEBHOOK_VERIFICATION_KEY_ID")
+SandboxWebhookInvalid = _coded("SANDBOX_WEBHOOK_INVALID", "SANDBOX_ERROR")
+SandboxProductNotEnabled = _coded("SANDBOX_PRODUCT_NOT_ENABLED", "SANDBOX_ERROR")
 
 
 # -- records ----------------------------------------------------------------------------------

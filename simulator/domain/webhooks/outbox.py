@@ -50,16 +50,9 @@ SECRET_IN_USE = ("The signing secret {secret_id!r} signs the webhooks of endpoin
 DUPLICATE_ID = "Two endpoints have the id {endpoint_id!r}."
 
 
-class WebhookEndpointNotFound(NotFound):
-    code = "webhook-endpoint-not-found"
-
-
-class SecretNotFound(NotFound):
-    code = "secret-not-found"
-
-
-class SecretInUse(Conflict):
-    code = "secret-in-use"
+WebhookEndpointNotFound = NotFound.coded("webhook-endpoint-not-found")
+SecretNotFound = NotFound.coded("secret-not-found")
+SecretInUse = Conflict.coded("secret-in-use")
 
 
 class Attempt(Stored):
