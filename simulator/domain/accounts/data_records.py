@@ -175,6 +175,9 @@ class Tax(DataRecord, kw_only=True):
     employer: Maybe[str] = UNSET
 
 
+# The kinds of data a linked account holds, in the order a sync announces them (`<kind>-synced`).
+DATA_KINDS = ("statements", "income", "timesheets", "employment", "identity", "taxes",
+              "deposit-accounts")
 # Each GET /<kind>'s record (its schema is schema_of(record), derived on first use).
 DATA_RECORDS: dict[str, type[View]] = {
     "linked-accounts": LinkedAccountRecord, "income": Income, "statements": Statement,

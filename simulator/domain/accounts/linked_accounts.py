@@ -29,7 +29,7 @@ from ...clock import Clock
 from ...errors import (DepositAccountNotFound, LinkedAccountLimitReached, LinkedAccountNotFound,
                       StatementNotFound, ValidationFailed, field_detail)
 from ..webhooks.event_types import DECLARED, PiiDataDeleted
-from .data_records import DATA_RECORDS, LinkedAccountListRecord, LinkedAccountRecord
+from .data_records import DATA_KINDS, DATA_RECORDS, LinkedAccountListRecord, LinkedAccountRecord
 from . import data_profiles
 from . import payroll_records as records
 from ..companies.companies import Company, CompanyDirectory
@@ -45,8 +45,6 @@ from ..timeline import Timeline, action_kind
 USER_LINK_PRODUCTS = ("deposit", "verify")
 # What a sync found, by kind of data: the events it sends there, each with the records it names.
 Changes = defaultdict[str, list[tuple[str, list[str]]]]
-DATA_KINDS = ("statements", "income", "timesheets", "employment", "identity", "taxes",
-              "deposit-accounts")
 # Chances per push refresh that something changes at the employer.
 RAISE_CHANCE = 0.04
 NEW_DEPOSIT_ACCOUNT_CHANCE = 0.02
@@ -320,12 +318,6 @@ class LinkedAccounts(Held[LinkedAccount]):
         account.timesheets = records.timesheets(ids, account, today - timedelta(days=14), today)
         account.taxes = records.tax_forms(ids, account, 0, today)
 
-    def _collect_again(self, account: LinkedAccount) -> None:
-        """A sign-in after the user's personal data was deleted: the service collects it
-        again, as at the first sign-in (README: Fidelity)."""
-        account.pii_deleted = False
-        self._collect_history(account, self.clock.timestamp())
-
     def disconnect(self, account: LinkedAccount, reason: str = "timeout") -> None:
         """The session expired or was revoked (spec: Linked account connection)."""
         if account.connected:
@@ -420,8 +412,9 @@ class LinkedAccounts(Held[LinkedAccount]):
             else:
                 # Signed in again: connected, and its data synced now (lastSuccess moves).
                 self.reconnect(account)
-                if account.pii_deleted:
-                    self._collect_again(account)
+                if account.pii_deleted:  # collected again, as at the first sign-in (README)
+                    account.pii_deleted = False
+                    self._collect_history(account, self.clock.timestamp())
                 self.refresh(account, task_id=task.id)
 
     def on_pii_step(self, task: Any) -> None:

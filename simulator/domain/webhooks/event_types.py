@@ -27,7 +27,7 @@ import msgspec
 
 from ..dates import date_time_field
 from ..companies.companies import CompanySummary
-from ..accounts.data_records import payroll_day
+from ..accounts.data_records import DATA_KINDS, payroll_day
 from ..identity.identity import UserView
 from ..shapes import UNSET, Maybe, View, choice, field, made, of, raw, schema_of
 from ..tasks.states import (AUTHENTICATION_METHODS, CHANGED_FIELDS, COMPLETED, COMPUTED_FIELDS, FAILED, FAILURE_REASONS,
@@ -318,8 +318,7 @@ class Linked(EventData, kw_only=True):
                    "or a sign-in again); absent for a push refresh.")] = UNSET
 
 
-@event(*(f"{kind}-synced" for kind in ("statements", "income", "timesheets", "employment",
-                                         "identity", "taxes", "deposit-accounts")))
+@event(*(f"{kind}-synced" for kind in DATA_KINDS))
 class Synced(Linked, kw_only=True):
     """Not shown by the spec: the sandbox names the linked account and company, and the task
     of a pull refresh."""
