@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from itertools import islice
 from typing import Any
 
@@ -450,7 +450,9 @@ def popular_companies(directory: CompanyDirectory, rule: ManualDepositRule, *,
     keep_payroll = company_filter(rule, scopes=scopes, products=products, tags=(PAYROLL_PROVIDER,))
 
     named = [c for c in (_named(directory, n) for n in POPULAR_PAYROLL_PROVIDERS) if c is not None]
-    payroll = [c for c in named if keep_payroll(c)] if named else _first(directory, keep_payroll)
+    # A catalog without the bundled names: its first payroll providers, by name.
+    payroll = [c for c in named if keep_payroll(c)] if named else list(
+        islice(filter(keep_payroll, directory.ordered()), POPULAR_PAYROLL_LIMIT))
     payroll = payroll[:POPULAR_PAYROLL_LIMIT]
     if payroll_only:
         return {"companies": [], "payrollProviders": payroll}
@@ -476,11 +478,6 @@ def _named(directory: CompanyDirectory, name: str) -> Company | None:
 
 
 EXACT_TIER = 0  # SearchIndex.ranked: the exact name comes first, as tier 0
-
-
-def _first(directory: CompanyDirectory, keep: Callable[[Company], bool]) -> list[Company]:
-    """A catalog without the bundled names: its first payroll providers, by name."""
-    return list(islice(filter(keep, directory.ordered()), POPULAR_PAYROLL_LIMIT))
 
 
 # -- what the progress screen names ---------------------------------------------------------

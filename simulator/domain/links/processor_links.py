@@ -114,8 +114,7 @@ class ProcessorLink(Stored):
 class ProcessorTokenRequest(Command, kw_only=True):
     identifier: Maybe[of(str, "The user the token is for (else: the user-identifier header at "
                          "registration).", min_length=1, pattern=NO_CONTROL_CHARACTER)] = UNSET
-    days_requested: of(int, "transactions.days_requested of the link token.",
-                       ge=DAYS_REQUESTED["minimum"], le=DAYS_REQUESTED["maximum"]) = 90
+    days_requested: of(DaysRequested, "transactions.days_requested of the link token.") = 90
     products: of(list[choice("transactions", "auth")], "Products the link token requested; "
                  "only auth fails the pipeline.", min_length=1, unique=True,
                  extra_json_schema={"default": ["transactions"]}
@@ -407,7 +406,7 @@ class ProcessorLinks(Held[ProcessorLink]):
                 continue
             amounts = {c["amount"] for c in charges}
             dates = sorted(date.fromisoformat(c["date"]) for c in charges)
-            gaps = [(b - a).days for a, b in zip(dates, dates[1:])]
+            gaps = [(b - a).days for a, b in pairwise(dates)]
             if len(amounts) > 1 or max(gaps) - min(gaps) > 3:
                 continue  # not the same charge at a steady interval
             interval = round(statistics.median(gaps))
