@@ -488,18 +488,18 @@ class LinkedAccounts(Held[LinkedAccount]):
         wanted = self._bound_job(account.identifier, mine.index(account.id))
         if wanted is None or wanted == account.profile_document:
             return
-        before = account.profile
-        after = data_profiles.apply(before, wanted, day(self.clock.timestamp()))
-        account.profile, account.profile_document = after, wanted
+        after = data_profiles.apply(account.profile, wanted, day(self.clock.timestamp()))
+        account.profile_document = wanted
         self._schedule_life_events(account, after=self.clock.timestamp())
-        self._note_changes(account, before, after, changes)
-        if "depositAccounts" in wanted:
-            self._replace_deposit_accounts(account, after.deposit_accounts, changes)
+        self._change_profile(account, after, wanted, changes)
 
-    def _note_changes(self, account: LinkedAccount, before: Profile, after: Profile,
-                      changes: Changes) -> None:
-        """The `*-updated` events a change of the person or job sends (a raise
-        income-updated, a termination employment-updated, ...)."""
+    def _change_profile(self, account: LinkedAccount, after: Profile, wanted: dict[str, Any],
+                        changes: Changes) -> None:
+        """The person and job become `after` (a profile or life event `wanted` gave): the
+        `*-updated` events that sends (a raise income-updated, a termination
+        employment-updated, ...), and the deposit accounts `wanted` gives, unless the user's
+        personal data is deleted."""
+        before, account.profile = account.profile, after
 
         def changed(*names: str) -> bool:
             return any(getattr(before, n) != getattr(after, n) for n in names)
@@ -511,6 +511,8 @@ class LinkedAccounts(Held[LinkedAccount]):
         if changed("first_name", "last_name", "email", "phone", "address", "city", "state",
                    "postal_code", "date_of_birth", "ssn_last4"):
             changes["identity"].append(("identity-updated", [account.identity_id]))
+        if "depositAccounts" in wanted and not account.pii_deleted:
+            self._replace_deposit_accounts(account, after.deposit_accounts, changes)
 
     # -- life events (data_profiles: timeline) ------------------------------------------------
 
@@ -547,14 +549,11 @@ class LinkedAccounts(Held[LinkedAccount]):
             self._collect(account, day(account.last_refresh) + timedelta(days=1), day(now),
                           changes)
             account.last_refresh = now
-        before = account.profile
-        account.profile = data_profiles.apply_life_event(
-            before, wanted, day(account.created_at), key=f"{entry['at']}:{number}:")
-        self._note_changes(account, before, account.profile, changes)
         switched = (account.deposit_accounts[-1] if account.product == "deposit"
                     and account.deposit_accounts else None)
-        if "depositAccounts" in wanted and not account.pii_deleted:
-            self._replace_deposit_accounts(account, account.profile.deposit_accounts, changes)
+        self._change_profile(account, data_profiles.apply_life_event(
+            account.profile, wanted, day(account.created_at), key=f"{entry['at']}:{number}:"),
+            wanted, changes)
         if not heard:
             return
         kept = {a["_id"] for a in account.deposit_accounts}
