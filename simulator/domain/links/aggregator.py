@@ -344,9 +344,7 @@ class Aggregator:
         processor named (the service's key at the aggregator). The token carries the item,
         its products and days_requested to the service's pipeline."""
         item = self.item_of(request.access_token)
-        account = next((a for a in item.accounts if a.account_id == request.account_id), None)
-        if account is None:
-            raise InvalidAccountId(UNKNOWN_ACCOUNT.format(account_id=request.account_id))
+        account = self._accounts(item, [request.account_id])[0]
         token = self.links.mint_token(ProcessorTokenRequest(days_requested=item.days_requested,
                                                             products=list(item.products)),
                                       item_id=item.item_id, account_id=account.account_id)

@@ -224,16 +224,14 @@ class Outbox:
         `secretId` is left out and said there, rather than refused (SecretNotFound)."""
         if len(self.endpoints) >= MAX_ENDPOINTS:
             raise ValidationFailed(TOO_MANY_ENDPOINTS, details=[field_detail("$", "too many")])
-        endpoint = self._known_secret(endpoint, ignored)
-        made = {"_id": endpoint_id, **endpoint}
+        made = {"_id": endpoint_id, **self._known_secret(endpoint, ignored)}
         self.endpoints = [*self.endpoints, made]
         return made
 
     def replace_endpoint(self, endpoint_id: str, endpoint: dict[str, Any],
                          ignored: list[str] | None = None) -> dict[str, Any]:
         number = self._endpoint_number(endpoint_id)
-        endpoint = self._known_secret(endpoint, ignored)
-        made = {"_id": endpoint_id, **endpoint}
+        made = {"_id": endpoint_id, **self._known_secret(endpoint, ignored)}
         self.endpoints = [made if n == number else e for n, e in enumerate(self.endpoints)]
         return made
 
