@@ -11,7 +11,6 @@ flow's rule: sdk.autopilot_problem.
 
 from __future__ import annotations
 
-import copy
 from functools import cache
 from typing import Any
 
@@ -85,8 +84,8 @@ class Autopilots:
 
     @staticmethod
     def load(document: dict[str, Any], loading: Any) -> dict[str, Any]:
-        return {"bound": loaded(copy.deepcopy(document.get("autopilots", {})),
-                                dict[str, Autopilot], "$.autopilots")}
+        return {"bound": loaded(document.get("autopilots", {}), dict[str, Autopilot],
+                                "$.autopilots")}
 
     def restore(self, bound: dict[str, Autopilot]) -> None:
         self.bound = bound
