@@ -451,11 +451,6 @@ class _StageChanges(View, kw_only=True):
     last: Maybe[bool] = UNSET
 
 
-class _StoredStage(Command, kw_only=True):
-    link: str
-    changes: _StageChanges
-
-
 @action_kind("processor-link-stage")
 class _Stage(msgspec.Struct, frozen=True):
     """A scenario step of a processor link, due on the timeline."""
@@ -468,7 +463,9 @@ class _Stage(msgspec.Struct, frozen=True):
     changes: dict[str, Any]
 
     # In a snapshot: the link (its token follows) and the step's changes as they are.
-    Stored = _StoredStage
+    class Stored(Command, kw_only=True):
+        link: str
+        changes: _StageChanges
 
     def __call__(self) -> None:
         self.links().run_step(self.link, self.token, self.changes)
@@ -477,11 +474,11 @@ class _Stage(msgspec.Struct, frozen=True):
         """The step raised: the link ends in `error`, with its event."""
         self.links().fail_broken(self.link)
 
-    def stored(self) -> _StoredStage:
-        return _StoredStage(link=self.link.id, changes=self.changes)
+    def stored(self) -> Stored:
+        return self.Stored(link=self.link.id, changes=self.changes)
 
     @classmethod
-    def rebuild(cls, data: _StoredStage, context: Any) -> _Stage:
+    def rebuild(cls, data: Stored, context: Any) -> _Stage:
         changes = msgspec.to_builtins(data.changes)  # as the step's changes are run
         if "aggregatorError" not in changes and "stage" not in changes:
             raise LookupError("a stage's changes name a `stage` or an `aggregatorError`")
