@@ -85,6 +85,13 @@ USER_PERMISSION_REVOKED = ("the user has revoked access to this item at the inst
 
 # -- errors, in the aggregator's terms ------------------------------------------------------------
 
+def error_object(error_type: str, error_code: str, message: str) -> dict[str, Any]:
+    """The aggregator's error object: its error body without request_id (the `errorType`/
+    `errorCode` of an aggregator-error event come from the same fields)."""
+    return {"error_type": error_type, "error_code": error_code, "error_message": message,
+            "display_message": None}
+
+
 class AggregatorError(ApiError):
     """An error of the aggregator's API: its `error_type` and `error_code` (HTTP 400, as the
     aggregator answers item and input errors). `code` (the journal's) follows from them."""
@@ -92,17 +99,14 @@ class AggregatorError(ApiError):
     status = 400
     error_type = "INVALID_INPUT"
     error_code = "INVALID_INPUT"
-    display_message: str | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls.code = cls.error_code.lower().replace("_", "-")
 
     def aggregator_error(self) -> dict[str, Any]:
-        """The error as the aggregator reports it (its error body without request_id; the
-        `errorType`/`errorCode` of an aggregator-error event come from the same fields)."""
-        return {"error_type": self.error_type, "error_code": self.error_code,
-                "error_message": self.message, "display_message": self.display_message}
+        """The error as the aggregator reports it (error_object)."""
+        return error_object(self.error_type, self.error_code, self.message)
 
 
 def _coded(error_code: str, error_type: str = "INVALID_INPUT") -> type[AggregatorError]:
@@ -570,8 +574,7 @@ class Aggregator:
         if code == "PENDING_DISCONNECT":
             return {"reason": "INSTITUTION_MIGRATION"}
         if code == "USER_PERMISSION_REVOKED":
-            return {"error": {"error_type": "ITEM_ERROR", "error_code": "USER_PERMISSION_REVOKED",
-                              "error_message": USER_PERMISSION_REVOKED, "display_message": None}}
+            return {"error": error_object("ITEM_ERROR", code, USER_PERMISSION_REVOKED)}
         if code == "USER_ACCOUNT_REVOKED":
             return {"account_id": account_ids[0]}
         return {"error": None} if code == "NEW_ACCOUNTS_AVAILABLE" else {}

@@ -20,6 +20,7 @@ import uuid
 from typing import Any
 
 from ...domain.links import aggregator
+from ...domain.links.aggregator import error_object
 from ...errors import (ApiError, Forbidden, MethodNotAllowed, MissingCredentials, RouteNotFound,
                       Unauthorized, ValidationFailed)
 from ...domain.shapes import given, schema_of
@@ -48,26 +49,26 @@ def render_error(error: ApiError, status: int) -> tuple[int, dict[str, Any]]:
     another method than POST (405 with Allow: the aggregator publishes no answer for it),
     limits (429), refusals of the sandbox itself (403) and its failures."""
     if isinstance(error, RouteNotFound):
-        fields = _fields("INVALID_REQUEST", "NOT_FOUND", NOT_FOUND.format(why=_clause(error)))
+        fields = error_object("INVALID_REQUEST", "NOT_FOUND", NOT_FOUND.format(why=_clause(error)))
     elif isinstance(error, MethodNotAllowed):
-        fields = _fields("INVALID_REQUEST", "METHOD_NOT_ALLOWED",
-                         ONLY_POST.format(why=_clause(error)))
+        fields = error_object("INVALID_REQUEST", "METHOD_NOT_ALLOWED",
+                               ONLY_POST.format(why=_clause(error)))
     elif isinstance(error, aggregator.AggregatorError):
         fields = error.aggregator_error()
     elif isinstance(error, MissingCredentials):
-        fields = _fields("INVALID_REQUEST", "MISSING_FIELDS",
-                         MISSING_FIELDS.format(fields="client_id, secret"))
+        fields = error_object("INVALID_REQUEST", "MISSING_FIELDS",
+                               MISSING_FIELDS.format(fields="client_id, secret"))
     elif isinstance(error, Unauthorized):  # a wrong key or secret, or the other environment's
         message = error.message if error.code == "wrong-environment" else INVALID_API_KEYS
-        fields = _fields("INVALID_INPUT", "INVALID_API_KEYS", message)
+        fields = error_object("INVALID_INPUT", "INVALID_API_KEYS", message)
     elif isinstance(error, ValidationFailed):
         fields = _invalid_body(error)
     elif status == 429:
-        fields = _fields("RATE_LIMIT_EXCEEDED", "RATE_LIMIT", error.message)
+        fields = error_object("RATE_LIMIT_EXCEEDED", "RATE_LIMIT", error.message)
     elif status >= 500:
-        fields = _fields("API_ERROR", "INTERNAL_SERVER_ERROR", error.message)
+        fields = error_object("API_ERROR", "INTERNAL_SERVER_ERROR", error.message)
     else:  # malformed JSON, an undecodable or too large body, a body that came too slowly
-        fields = _fields("INVALID_REQUEST", "INVALID_BODY", error.message)
+        fields = error_object("INVALID_REQUEST", "INVALID_BODY", error.message)
     if not (status == 429 or status >= 500 or isinstance(
             error, (Forbidden, RouteNotFound, MethodNotAllowed))):
         status = 400
@@ -78,11 +79,6 @@ def _clause(error: ApiError) -> str:
     """The sandbox's sentence as a clause of the aggregator's lower-case messages."""
     message = error.message.rstrip(".")
     return message[:1].lower() + message[1:] if message[1:2].islower() else message
-
-
-def _fields(error_type: str, error_code: str, message: str) -> dict[str, Any]:
-    return {"error_type": error_type, "error_code": error_code, "error_message": message,
-            "display_message": None}
 
 
 def _invalid_body(error: ApiError) -> dict[str, Any]:
@@ -101,12 +97,12 @@ def _invalid_body(error: ApiError) -> dict[str, Any]:
         else:
             invalid.append(f"{path or 'body'}: {message}")
     if missing:
-        return _fields("INVALID_REQUEST", "MISSING_FIELDS",
-                       MISSING_FIELDS.format(fields=", ".join(missing)))
+        return error_object("INVALID_REQUEST", "MISSING_FIELDS",
+                             MISSING_FIELDS.format(fields=", ".join(missing)))
     if unknown:
-        return _fields("INVALID_REQUEST", "UNKNOWN_FIELDS",
-                       UNKNOWN_FIELDS.format(fields=", ".join(unknown)))
-    return _fields("INVALID_REQUEST", "INVALID_FIELD", "; ".join(invalid) or error.message)
+        return error_object("INVALID_REQUEST", "UNKNOWN_FIELDS",
+                             UNKNOWN_FIELDS.format(fields=", ".join(unknown)))
+    return error_object("INVALID_REQUEST", "INVALID_FIELD", "; ".join(invalid) or error.message)
 
 
 AGGREGATOR_API = Dialect(
