@@ -425,10 +425,8 @@ class Outbox:
         if not deliveries:
             return "none"
         states = {d.state for d in deliveries}
-        for state in (PENDING, FAILED, INTERRUPTED):
-            if state in states:
-                return state
-        return DELIVERED
+        return next((state for state in (PENDING, FAILED, INTERRUPTED) if state in states),
+                    DELIVERED)
 
     # -- delivering ---------------------------------------------------------------------------
 
