@@ -193,13 +193,11 @@ class _ServerThread(LoopThread):
     async def _setup(self) -> None:
         from ..app import create_app, long_lived
         from ..edge.keys import SANDBOX
-        from ..edge.server import SandboxRunner, start_site
+        from ..edge.server import start_site
 
         with long_lived():  # each test's tenant deletion collects; the catalog stays out
             app = create_app(self.settings)
-        self._runner = SandboxRunner(app, access_log=None)
-        await self._runner.setup()
-        _, port = await start_site(self._runner, "127.0.0.1", 0)
+        self._runner, _, port = await start_site(app)
         self.base_url = f"http://127.0.0.1:{port}"
         tenant = app[SANDBOX].registry.tenants.default()
         self.keys = (tenant.api_key, tenant.api_secret)

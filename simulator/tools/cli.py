@@ -422,34 +422,26 @@ async def _run(app, settings, beside=None, opened=None) -> Any:
     """Serves `app` until SIGINT or SIGTERM (`serve`), or while `beside(app, base_url)`
     runs (`exec`: the ready line then goes to standard error); returns what it returns."""
     from ..edge.keys import SANDBOX
-    from ..edge.server import SandboxRunner, start_site
+    from ..edge.server import start_site
 
-    runner = SandboxRunner(app, access_log=None, handle_signals=False)
-    await runner.setup()
     try:
-        host, port = await start_site(runner, settings.host, settings.port)
+        runner, host, port = await start_site(app, settings.host, settings.port)
     except OSError as error:
-        await runner.cleanup()
         raise ConfigError("settings", "$.port", f"cannot listen on {settings.host}:"
                           f"{settings.port}: {error.strerror}") from None
     tenant = app[SANDBOX].registry.tenants.default()
     line = ready_line(host, port, settings.environment, tenant.api_key, tenant.api_secret,
                       settings.seed)
-    if beside is not None:
-        print(line, file=sys.stderr, flush=True)
-        try:
-            return await beside(app, reachable_url(host, port))
-        finally:
-            await runner.cleanup()
-    print(line, flush=True)
-    if opened is not None:
-        print(opened(reachable_url(host, port)), flush=True)
-
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
     try:
+        if beside is not None:
+            print(line, file=sys.stderr, flush=True)
+            return await beside(app, reachable_url(host, port))
+        print(line, flush=True)
+        if opened is not None:
+            print(opened(reachable_url(host, port)), flush=True)
+        stop = asyncio.Event()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            asyncio.get_running_loop().add_signal_handler(signum, stop.set)
         await stop.wait()
     finally:
         await runner.cleanup()
