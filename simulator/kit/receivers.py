@@ -5,6 +5,7 @@ sandbox in a container reaches) that check each delivery's signature, answer as 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import threading
@@ -205,10 +206,19 @@ class _Receiving:
                 if len(shown) < len(deliveries) else "")
         return f"{len(deliveries)}: {more}" + "; ".join(d.describe() for d in shown)
 
-    def _timed_out(self, event_type: str, match: Mapping[str, Any],
-                   timeout: float) -> AssertionError:
-        return AssertionError(f"no {event_type}{where_it_was(match)} delivery was accepted within "
-                              f"{timeout:g} s; received {self._summary()}")
+    def _look(self, event_type: str, match: Mapping[str, Any], deadline: float,
+              timeout: float) -> tuple[dict[str, Any] | None, float]:
+        """The first accepted delivery of `event_type` matching `match` (None: none yet) and
+        the seconds left; AssertionError on a refused delivery, or none by `deadline`."""
+        self.check()
+        found = self._matching(event_type, match)
+        if found:
+            return found[0], 0.0
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise AssertionError(f"no {event_type}{where_it_was(match)} delivery was accepted "
+                                 f"within {timeout:g} s; received {self._summary()}")
+        return None, remaining
 
     def _recorded(self) -> None:
         """A delivery was recorded (on the serving loop): wake whoever waits."""
@@ -335,13 +345,9 @@ class WebhookReceiver(_Receiving):
         while True:
             with self._lock:
                 seen = len(self._deliveries)
-            self.check()
-            found = self._matching(event_type, match)
-            if found:
-                return found[0]
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise self._timed_out(event_type, match, timeout)
+            found, remaining = self._look(event_type, match, deadline, timeout)
+            if found is not None:
+                return found
             with self._changed:
                 if len(self._deliveries) == seen:  # nothing new since the look above
                     self._changed.wait(remaining)
@@ -398,18 +404,12 @@ class AsyncWebhookReceiver(_Receiving):
         assert self._changed is not None, "the receiver is not started"
         deadline = time.monotonic() + timeout
         while True:
-            self.check()
-            found = self._matching(event_type, match)
-            if found:
-                return found[0]
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise self._timed_out(event_type, match, timeout)
+            found, remaining = self._look(event_type, match, deadline, timeout)
+            if found is not None:
+                return found
             self._changed.clear()
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), remaining)
-            except TimeoutError:
-                pass
 
     def _recorded(self) -> None:
         if self._changed is not None:
