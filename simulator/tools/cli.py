@@ -293,14 +293,8 @@ def _serve(flags: dict) -> int:
         from ..edge.bundles import bundle_seed
 
         defaults = {"clock": "manual", "seed": bundle_seed(Path(bundle))}
-    # Start-up (the server's imports, the catalog, the app) makes what lives as long as the
-    # process: the collector stays off until long_lived freezes it (20-30 ms of a start).
-    gc.disable()
-    try:
-        app, settings = _start_up(flags, defaults)
-        opened = _open_bundle(app, Path(bundle)) if bundle else None
-    finally:
-        gc.enable()
+    app, settings = _start_up(flags, defaults)
+    opened = _open_bundle(app, Path(bundle)) if bundle else None
     _run_loop(flags, _run(app, settings, opened=opened))
     return 0
 
@@ -336,11 +330,7 @@ def _exec(flags: dict) -> int:
     except CoverageError as error:
         print(error, file=sys.stderr)
         return EXIT_CONFIG
-    gc.disable()
-    try:
-        app, settings = _start_up(flags, EXEC_DEFAULTS)
-    finally:
-        gc.enable()
+    app, settings = _start_up(flags, EXEC_DEFAULTS)
     # CMD's output is the run's: the server's own lines are its warnings and errors only
     # (no access lines), and undelivered webhooks are the report's, not the log's.
     logging.getLogger("payroll_sandbox").setLevel(logging.WARNING)
@@ -357,22 +347,28 @@ def _exec(flags: dict) -> int:
 
 def _start_up(flags: dict, defaults: dict | None = None) -> tuple[Any, Any]:
     """The app `serve` (and `exec`, with its `defaults`) runs, and its settings."""
-    from ..settings import fresh_seed, load_settings
+    # Start-up (the server's imports, the catalog, the app) makes what lives as long as the
+    # process: the collector stays off until long_lived freezes it (20-30 ms of a start).
+    gc.disable()
+    try:
+        from ..settings import fresh_seed, load_settings
 
-    settings = load_settings(flags, default_seed=None, defaults=defaults)
-    if settings.seed is None:  # none given: the saved run's, or a fresh one (never repeated)
-        saved = None
-        if settings.state_file is not None:
-            from ..edge.state_file import saved_seed
+        settings = load_settings(flags, default_seed=None, defaults=defaults)
+        if settings.seed is None:  # none given: the saved run's, or a fresh one (never repeated)
+            saved = None
+            if settings.state_file is not None:
+                from ..edge.state_file import saved_seed
 
-            saved = saved_seed(settings.state_file)
-        settings = replace(settings, seed=fresh_seed() if saved is None else saved)
-    _configure_logging(settings.log_format)
-    from ..app import build_registry, create_app, long_lived, tune_collector
+                saved = saved_seed(settings.state_file)
+            settings = replace(settings, seed=fresh_seed() if saved is None else saved)
+        _configure_logging(settings.log_format)
+        from ..app import build_registry, create_app, long_lived, tune_collector
 
-    with long_lived():  # start-up makes only what lives as long as the process
-        app = create_app(settings, registry=build_registry(settings))
-    tune_collector()
+        with long_lived():  # start-up makes only what lives as long as the process
+            app = create_app(settings, registry=build_registry(settings))
+        tune_collector()
+    finally:
+        gc.enable()
     return app, settings
 
 
