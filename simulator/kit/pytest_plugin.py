@@ -354,7 +354,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         found = matrix.cases(sandbox_settings(metafunc.config), marker.kwargs)
     except (matrix.MatrixError, ConfigError) as error:
         raise pytest.Collector.CollectError(str(error)) from None
-    metafunc.parametrize("_payroll_sandbox_case", found, ids=matrix.ids(found), indirect=True)
+    metafunc.parametrize("_payroll_sandbox_case", found, ids=[case.scenario for case in found],
+                         indirect=True)
 
 
 _COVERAGE = pytest.StashKey[SessionCoverage]()

@@ -362,11 +362,11 @@ def _start_up(flags: dict, defaults: dict | None = None) -> tuple[Any, Any]:
                 saved = saved_seed(settings.state_file)
             settings = replace(settings, seed=fresh_seed() if saved is None else saved)
         _configure_logging(settings.log_format)
-        from ..app import build_registry, create_app, long_lived, tune_collector
+        from ..app import SERVER_GC_THRESHOLDS, build_registry, create_app, long_lived
 
         with long_lived():  # start-up makes only what lives as long as the process
             app = create_app(settings, registry=build_registry(settings))
-        tune_collector()
+        gc.set_threshold(*SERVER_GC_THRESHOLDS)
     finally:
         gc.enable()
     return app, settings
