@@ -73,14 +73,16 @@ class SandboxRunner(web.AppRunner):
         return server
 
 
-async def start_site(app: web.Application, host: str = "127.0.0.1",
-                     port: int = 0) -> tuple[SandboxRunner, str, int]:
-    """Serves `app` (no access log) on host:port (0: a free port) and tells the outbound
-    policy, which refuses webhooks to the sandbox itself; the runner (its cleanup() stops
-    it, and it is cleaned up already when listening fails) and the address and port."""
+async def start_site(app: web.Application, host: str = "127.0.0.1", port: int = 0, *,
+                     runner_class: type[web.AppRunner] = SandboxRunner,
+                     **options: Any) -> tuple[Any, str, int]:
+    """Serves `app` (no access log; `options` are more of the runner's) on host:port (0: a
+    free port) and tells a sandbox's outbound policy, which refuses webhooks to the sandbox
+    itself; the runner (its cleanup() stops it; cleaned up already when listening fails)
+    and the address and port. The sandbox's apps and the kit's webhook receivers start so."""
     from .keys import SANDBOX
 
-    runner = SandboxRunner(app, access_log=None)
+    runner = runner_class(app, **{"access_log": None, **options})
     await runner.setup()
     try:
         await web.TCPSite(runner, host, port).start()

@@ -186,8 +186,7 @@ class _ServerThread(LoopThread):
     def __init__(self, settings: Any) -> None:
         super().__init__("payroll-sandbox")
         self.settings = settings
-        self.base_url = ""
-        self.keys: tuple[str, str] = ("", "")
+        self.sandbox: Sandbox | None = None  # its default tenant, once it serves
         self._runner: Any = None
 
     async def _setup(self) -> None:
@@ -198,13 +197,11 @@ class _ServerThread(LoopThread):
         with long_lived():  # each test's tenant deletion collects; the catalog stays out
             app = create_app(self.settings)
         self._runner, _, port = await start_site(app)
-        self.base_url = f"http://127.0.0.1:{port}"
         tenant = app[SANDBOX].registry.tenants.default()
-        self.keys = (tenant.api_key, tenant.api_secret)
+        self.sandbox = Sandbox(f"http://127.0.0.1:{port}", tenant.api_key, tenant.api_secret)
 
-    async def _cleanup(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
+    async def _cleanup(self) -> None:  # (only after a _setup that went through)
+        await self._runner.cleanup()
 
 
 @pytest.fixture(scope="session")
@@ -243,8 +240,8 @@ def payroll_sandbox_server(_payroll_sandbox_thread: LoopThread) -> Sandbox:
         # Yours may not share this machine's loopback (a container's published port looks
         # local): the first loopback webhook URL given finds out, once per session.
         return Sandbox(url, key, secret, loopback=LoopbackCheck(url, key, secret))
-    assert isinstance(_payroll_sandbox_thread, _ServerThread)
-    return Sandbox(_payroll_sandbox_thread.base_url, *_payroll_sandbox_thread.keys)
+    assert isinstance(_payroll_sandbox_thread, _ServerThread) and _payroll_sandbox_thread.sandbox
+    return _payroll_sandbox_thread.sandbox
 
 
 def _setting(config: pytest.Config, name: str) -> str | None:

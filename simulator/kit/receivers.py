@@ -226,16 +226,15 @@ class _Receiving:
     async def _serve(self) -> None:
         from aiohttp import web
 
+        from ..edge.server import start_site
+
         app = web.Application()
         app.router.add_post(self.path, self._handle)
         self._release = asyncio.Event()
         # handler_cancellation: when the sandbox gives up on a hung attempt, its handler goes.
-        runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=1.0,
-                               access_log=None)
-        await runner.setup()
-        await web.TCPSite(runner, self.host.listen, 0).start()
-        self._runner = runner
-        self.port = runner.addresses[0][1]
+        self._runner, _, self.port = await start_site(
+            app, self.host.listen, runner_class=web.AppRunner, handler_cancellation=True,
+            shutdown_timeout=1.0)
 
     async def _stop(self) -> None:
         if self._release is not None:

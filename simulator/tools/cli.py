@@ -310,14 +310,12 @@ def _exec(flags: dict) -> int:
     exit status; the undelivered webhooks of the run on standard error after it."""
     import functools
 
-    from . import execute
-
+    from ..edge.bundles import folder_setting
     from ..kit.coverage import CoverageError, check_writable
+    from . import execute
 
     argv = list(flags.pop("argv") or [])
     coverage = flags.pop("coverage", None)
-    from ..edge.bundles import folder_setting
-
     bundles = folder_setting(flags.pop("bundles", None), Path.cwd())
     if argv[:1] == ["--"]:
         argv = argv[1:]
