@@ -84,8 +84,6 @@ def _parser() -> argparse.ArgumentParser:
     trigger.add_argument("--task-id", help="an existing task")
     trigger.add_argument("--company-id", help="a company id")
     trigger.add_argument("--data", help="JSON object merged over the generated data")
-    trigger.add_argument("--url", help="base URL (default $PAYROLL_SANDBOX_URL or "
-                                       "http://127.0.0.1:8080)")
     _add_key_options(trigger)
 
     listen = commands.add_parser(
@@ -93,8 +91,6 @@ def _parser() -> argparse.ArgumentParser:
         description="One line per new event and per delivery attempt of a running server, "
                     "as they happen. With --forward-to, each new event is also sent to that "
                     "URL as the sandbox sends it (CloudEvent, signed). Ctrl-C stops.")
-    listen.add_argument("--url", help="base URL (default $PAYROLL_SANDBOX_URL or "
-                                      "http://127.0.0.1:8080)")
     _add_key_options(listen)
     listen.add_argument("--forward-to", metavar="URL",
                         help="deliver each new event to this URL (e.g. your local handler)")
@@ -129,11 +125,11 @@ def _parser() -> argparse.ArgumentParser:
                        help='where the handler shows what it stored: a list of {"task", '
                             '"status", "reason"} or a mapping from task id to {"status", '
                             '"reason"}, alone or under "outcomes"')
-    check.add_argument("--url", dest="sandbox_url", metavar="SANDBOX_URL",
-                       help="make the events on this running sandbox (its vendor, event "
-                            "names, companies and scenarios), in a temporary tenant deleted "
-                            "afterwards (default: an in-process sandbox)")
-    _add_key_options(check, " (with --url: they make the temporary tenant)")
+    _add_key_options(check, " (with --url: they make the temporary tenant)",
+                     dest="sandbox_url", metavar="SANDBOX_URL",
+                     help="make the events on this running sandbox (its vendor, event names, "
+                          "companies and scenarios), in a temporary tenant deleted afterwards "
+                          "(default: an in-process sandbox)")
     check.add_argument("--json", action="store_true", help="the report as one JSON document")
 
     verify = commands.add_parser(
@@ -231,9 +227,11 @@ def _add_serve_flags(serve: argparse.ArgumentParser, *, port: str = "default 808
         serve.add_argument(f"--max-{name}", type=int, metavar="N", help=what)
 
 
-def _add_key_options(command: argparse.ArgumentParser, use: str = "") -> None:
-    """--api-key and --api-secret of a running server's tenant; `client.sandbox_keys`
-    fills in their defaults."""
+def _add_key_options(command: argparse.ArgumentParser, use: str = "", **url: Any) -> None:
+    """--url of a running server (`url`: check-handler's own), --api-key and --api-secret
+    of its tenant; `client.sandbox_url` and `client.sandbox_keys` fill in their defaults."""
+    command.add_argument("--url", **url or {
+        "help": "base URL (default $PAYROLL_SANDBOX_URL or http://127.0.0.1:8080)"})
     command.add_argument("--api-key", help="default $PAYROLL_SANDBOX_API_KEY or the bundled "
                                            f"default tenant's{use}")
     command.add_argument("--api-secret", help="default $PAYROLL_SANDBOX_API_SECRET or the "
