@@ -43,6 +43,7 @@ The types come from payroll_sandbox.kit.testing.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from dataclasses import dataclass
@@ -487,24 +488,14 @@ def payroll_sandbox_asgi_server(
     its base URL; `options` are more uvicorn.Config arguments. The app runs on an event
     loop in a thread of its own, in sync and async tests alike; every server it started
     stops after the test (the app's lifespan shutdown runs)."""
-    servers: list[AsgiServer] = []
+    with contextlib.ExitStack() as started:  # each closed, newest first, even if one fails
 
-    def serve(app: Any, **options: Any) -> str:
-        server = AsgiServer(app, host=payroll_sandbox_receiver_host, **options).start()
-        servers.append(server)
-        return server.url
+        def serve(app: Any, **options: Any) -> str:
+            server = AsgiServer(app, host=payroll_sandbox_receiver_host, **options).start()
+            started.callback(server.close)
+            return server.url
 
-    try:
         yield serve
-    finally:
-        errors = []
-        for server in reversed(servers):
-            try:
-                server.close()
-            except Exception as error:
-                errors.append(error)
-        if errors:
-            raise errors[0]
 
 
 @pytest.fixture
