@@ -457,10 +457,8 @@ def payroll_sandbox(payroll_sandbox_server: Sandbox, payroll_sandbox_clock_start
     collected = request.config.stash.get(_COVERAGE, None)
     if collected is not None:
         collected.read(tenant)
-    try:
+    with contextlib.suppress(SandboxError):  # already gone (the test deleted or reset it)
         tenant.request("DELETE", f"/_sandbox/tenants/{tenant.name}")
-    except SandboxError:
-        pass  # already gone (the test deleted or reset it)
 
 
 @pytest.fixture
