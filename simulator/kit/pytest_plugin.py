@@ -104,15 +104,12 @@ OPTIONS = {
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("payroll-sandbox", "the in-process payroll sandbox server")
-    for name, (_, kind, text) in OPTIONS.items():
-        group.addoption(f"--{name.replace('_', '-')}", dest=name,
-                        type=int if kind == "int" else str,
-                        metavar={"int": "N", "datetime": "DATETIME"}.get(kind, "DIR"),
-                        help=f"{text} (ini: {name})")
-        parser.addini(name, f"payroll-sandbox: {text}", default=None)
-    for name, metavar, text in ((RECEIVER_HOST, "HOST", RECEIVER_HOST_HELP),
-                                (BUNDLES, "DIR|off", BUNDLES_HELP)):
-        group.addoption(f"--{name.replace('_', '-')}", dest=name, metavar=metavar,
+    settings = [(name, int if kind == "int" else str,
+                 {"int": "N", "datetime": "DATETIME"}.get(kind, "DIR"), text)
+                for name, (_, kind, text) in OPTIONS.items()]
+    for name, kind, metavar, text in (*settings, (RECEIVER_HOST, str, "HOST", RECEIVER_HOST_HELP),
+                                      (BUNDLES, str, "DIR|off", BUNDLES_HELP)):
+        group.addoption(f"--{name.replace('_', '-')}", dest=name, type=kind, metavar=metavar,
                         help=f"{text} (ini: {name})")
         parser.addini(name, f"payroll-sandbox: {text}", default=None)
     group.addoption("--payroll-sandbox-coverage", dest=COVERAGE, metavar="FILE",
