@@ -444,6 +444,23 @@ async def test_the_aggregators_operations_say_both_ways_their_credentials_come(c
     assert (neither.status, (await neither.json())["error_code"]) == (400, "MISSING_FIELDS")
 
 
+async def test_credentials_in_a_body_that_trickles_in_are_read_with_the_body(client):
+    """The edge reads a body once and keeps it: an aggregator operation whose credentials are
+    in its body reads it for them, then for the operation, whether it came whole with its
+    headers or in chunks after them (chunked, the slow path)."""
+    body = json.dumps({**_LINK_TOKEN, **_PAIR}).encode()
+
+    async def chunks():
+        for start in range(0, len(body), 16):
+            yield body[start:start + 16]
+
+    path = "/aggregator-api/link/token/create"
+    for data in (body, chunks()):
+        answer = await client.post(path, data=data, headers={"content-type": "application/json"})
+        assert answer.status == 200, await answer.text()
+        assert (await answer.json())["link_token"].startswith("link-sandbox-")
+
+
 # -- 2. unknown fields in bulk ------------------------------------------------------------------
 
 async def test_a_body_of_many_unknown_fields_keeps_a_bounded_number_of_warnings(make_client):

@@ -25,7 +25,7 @@ from ..errors import ApiError, ApiKeysRequired, PublicTokenRequired, ValidationF
 from ..domain.journal import journal_body
 from .keys import DIALECTS, FIXED_PATHS, FIXED_SIBLINGS, SANDBOX, Exchange, exchange_of
 from .operations import CLIENT_ID, CLIENT_SECRET, Auth, Operation, Reply
-from .render import json_response, read_within_time, wrong_method
+from .render import json_response, read_body, wrong_method
 from ..validate import (INVALID_BODY, INVALID_QUERY, INVALID_TEXT, check_json_type, parse_json_body,
                         parse_query, text_problem)
 
@@ -154,7 +154,7 @@ def _endpoint(op: Operation, fixed: dict[str, str] | None = None
         lenient = not (strict or sandbox.settings.strict_bodies)
         warnings = exchange.warnings
         if op.body is not None:
-            raw = await read_within_time(request, request.read())
+            raw = await read_body(request)
             ignored: list[str] | None = [] if lenient else None
             try:
                 if raw:
@@ -253,7 +253,7 @@ async def _keep_body(request: web.Request) -> None:
     """A faulted request's body, read whole (as a server that fails after reading it) and
     kept for the journal (its text when it is no JSON); one that cannot be read is not."""
     try:
-        raw = await read_within_time(request, request.read())
+        raw = await read_body(request)
     except (ApiError, web.HTTPException):
         return
     if raw:
@@ -283,7 +283,7 @@ async def _authenticate_client(request: web.Request, sandbox: Any) -> Any:
     has none; its own fault is told after the credentials')."""
     key, secret = (request.headers.get(header) for header, _ in (CLIENT_ID, CLIENT_SECRET))
     if not (key and secret):
-        raw = await read_within_time(request, request.read())
+        raw = await read_body(request)
         try:
             document = parse_json_body(raw, None)
         except ApiError:

@@ -42,7 +42,7 @@ from ..stored import Count, Stored, Time, array, described, stored
 from ..sections import Sections, unique
 from ..timeline import Timeline, action_kind
 
-USER_LINK_PRODUCTS = ("deposit", "verify")
+USER_LINK_PRODUCTS = frozenset({"deposit", "verify"})
 # What a sync found, by kind of data: the events it sends there, each with the records it names.
 Changes = defaultdict[str, list[tuple[str, list[str]]]]
 DATA_KINDS = ("statements", "income", "timesheets", "employment", "identity", "taxes",
@@ -363,8 +363,7 @@ class LinkedAccounts(Held[LinkedAccount]):
                   products: Iterable[str]) -> tuple[str, str] | None:
         """(identifier, company_id) when a task of `products` there may link a new account."""
         pair = (identifier, company_id)
-        return None if pair in self._by_pair or not any(
-            p in USER_LINK_PRODUCTS for p in products) else pair
+        return None if pair in self._by_pair or USER_LINK_PRODUCTS.isdisjoint(products) else pair
 
     def admit(self, identifier: str, company_id: str,
               products: Iterable[str]) -> tuple[str, str] | None:
@@ -384,8 +383,9 @@ class LinkedAccounts(Held[LinkedAccount]):
     def reserve(self, workflow_id: str, pair: tuple[str, str]) -> None:
         """An unfinished workflow may link the account of `pair` (admit said there is room)."""
         self.coming[workflow_id] = pair
-        self._unlinked += not self._reserved[pair] and pair not in self._by_pair
-        self._reserved[pair] += 1
+        held = self._reserved.get(pair, 0)  # get: a Counter's [] calls __missing__ in Python
+        self._unlinked += not held and pair not in self._by_pair
+        self._reserved[pair] = held + 1
 
     def release(self, workflow_id: str) -> None:
         """The workflow finished: whatever it linked is stored, its reservation ends."""

@@ -28,7 +28,7 @@ from aiohttp import web
 from ...clock import isoformat
 from ...domain.tenants import DEMO_TENANT, Tenant
 from ...errors import Forbidden, MalformedJson, TenantNotFound, Unauthorized
-from ..render import read_within_time
+from ..render import read_body
 from ...domain.dates import date_time_field
 from ...domain.shapes import UNSET, Answer, Command, Maybe, View, choice, given, of, raw
 from ...schemas.responses import DemoReset, ProfileSummary
@@ -172,7 +172,7 @@ async def receive_demo_webhook(request, sandbox) -> Kept:
     tenant = sandbox.registry.tenants.get(DEMO_TENANT)
     if tenant is None:
         raise TenantNotFound(NO_DEMO)
-    raw = await read_within_time(request, request.read())
+    raw = await read_body(request)
     signature = _signature(tenant, raw, request.headers.get(SIGNATURE_HEADER))
     try:
         body = json.loads(raw)
