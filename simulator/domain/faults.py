@@ -146,8 +146,7 @@ class InjectedFault(ApiError):
             self.retry_after = rule.retry_after
 
 
-class UnknownOperation(ValidationFailed):
-    code = "unknown-operation"
+UnknownOperation = ValidationFailed.coded("unknown-operation")
 
 
 class FaultRule(Stored, frozen=True):

@@ -43,8 +43,7 @@ class StoredMethods(Command, kw_only=True):
     cards: of(list[raw(PAYMENT_METHOD)], max_length=20)
 
 
-class PublicTokenNotFound(NotFound):
-    code = "public-token-not-found"
+PublicTokenNotFound = NotFound.coded("public-token-not-found")
 
 
 class Ids:

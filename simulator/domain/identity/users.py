@@ -24,8 +24,7 @@ UNREMOVABLE_USER = ("The user {identifier!r} has tasks, linked accounts or proce
                     "delete their personal data (delete-pii) or reset the tenant instead.")
 
 
-class UserHasRecords(Conflict):
-    code = "user-has-records"
+UserHasRecords = Conflict.coded("user-has-records")
 
 
 def put_user(tenant: Tenant, identifier: str, data: Any) -> dict[str, Any]:

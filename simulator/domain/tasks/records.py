@@ -156,16 +156,9 @@ EXPIRED_FILE_URL = ("This file URL expired at {expires}; ask for a new one "
                     "(GET /task/{{taskId}}/file/{{fileId}}/generate-url).")
 
 
-class FileNotFound(NotFound):
-    code = "file-not-found"
-
-
-class InvalidFileUrl(Unauthorized):
-    code = "invalid-file-url"
-
-
-class FileUrlExpired(Unauthorized):
-    code = "file-url-expired"
+FileNotFound = NotFound.coded("file-not-found")
+InvalidFileUrl = Unauthorized.coded("invalid-file-url")
+FileUrlExpired = Unauthorized.coded("file-url-expired")
 
 
 class TaskFile(msgspec.Struct, frozen=True):

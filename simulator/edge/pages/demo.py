@@ -105,8 +105,7 @@ INBOX_ENVELOPE = {"inbox": {"type": "integer", "description": "Changes when the 
                   "last": {"type": "integer", "description": "The newest `sequence`."}}
 
 
-class InvalidSignature(Unauthorized):
-    code = "invalid-signature"
+InvalidSignature = Unauthorized.coded("invalid-signature")
 
 
 # -- pages ------------------------------------------------------------------------------
