@@ -86,12 +86,8 @@ def long_lived() -> Iterator[None]:
 # each over a growing heap of stored tasks; at 10,000 that is 14 times rarer. It bought
 # task create 0.30 -> 0.39 of a bare aiohttp server, access-token 0.41 -> 0.48
 # (bench/throughput.py). Cycles wait longer for collection: 10,000 new objects at most.
+# `serve` and `exec` set them; a test process keeps Python's.
 SERVER_GC_THRESHOLDS = (10_000, 10, 10)
-
-
-def tune_collector() -> None:
-    """The collector set for a long-running server (`serve`; not a test process's)."""
-    gc.set_threshold(*SERVER_GC_THRESHOLDS)
 
 
 def tenant_services(dispatcher: Dispatcher, timer: RealTimer | None = None) -> TenantServices:

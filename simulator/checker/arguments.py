@@ -20,26 +20,20 @@ def default_secret() -> str:
     return default_credentials()[1]
 
 
-def url_problem(url: str, flag: str) -> str | None:
-    """`<flag> '<url>'` and why it is not an http(s) URL a client can call; None when it is
-    one (check-handler, listen and verify-against word their refusals so)."""
+def checked_url(url: str, flag: str, error: type[Exception] = CheckerError) -> str:
+    """`url` when it is an http(s) URL a client can call; else `error` saying `<flag>
+    '<url>'` and why (check-handler, listen and verify-against word their refusals so)."""
     problem = http_url_problem(url)
-    if problem is None:
-        return None
-    return f"{flag} {url!r}{' ' if problem.startswith('is ') else ': '}{problem}"
-
-
-def checked_url(url: str, flag: str) -> str:
-    problem = url_problem(url, flag)
     if problem is not None:
-        raise CheckerError(problem)
+        raise error(f"{flag} {url!r}{' ' if problem.startswith('is ') else ': '}{problem}")
     return url
 
 
 def names_of(value: Iterable[str] | str) -> set[str]:
-    """Names given as a list or as one comma-separated string."""
-    names = value.split(",") if isinstance(value, str) else list(value)
-    return {n.strip() for n in names if n.strip()}
+    """Names given as one comma-separated string, or a list of them (a repeatable flag:
+    --events a,b --events c)."""
+    items = [value] if isinstance(value, str) else value
+    return {name.strip() for item in items for name in item.split(",") if name.strip()}
 
 
 def checked_names(value: Iterable[str] | str, known: list[str], flag: str, noun: str) -> set[str]:

@@ -115,10 +115,8 @@ class Suite:
     # every-event-type
 
     async def every_event_type(self) -> CheckResult:
-        deliveries = []
-        for event_type in self.selected:
-            event = await self.trigger(event_type)
-            deliveries.append(await self.deliver(EVERY_EVENT_TYPE, event))
+        deliveries = [await self.deliver(EVERY_EVENT_TYPE, await self.trigger(event_type))
+                      for event_type in self.selected]
         bad = [d for d in deliveries if not d.ok]
         answered = [d for d in deliveries if d.latency_ms is not None and d.status is not None]
         received = f"2xx from {len(deliveries) - len(bad)} of {len(deliveries)}"
@@ -194,10 +192,9 @@ class Suite:
         if not tasks:
             return CheckResult(OUT_OF_ORDER, SKIP, "nothing", "nothing", expected,
                                note="--events selects fewer than two event types of one task")
-        deliveries = []
-        for events in tasks:
-            for event in reversed(events):   # newest first: the final status overtakes the rest
-                deliveries.append(await self.deliver(OUT_OF_ORDER, event))
+        # Each task's newest first: the final status overtakes the rest.
+        deliveries = [await self.deliver(OUT_OF_ORDER, event)
+                      for events in tasks for event in reversed(events)]
         bad = [d for d in deliveries if not d.ok]
         received = f"2xx to {len(deliveries) - len(bad)} of {len(deliveries)}"
         if bad:

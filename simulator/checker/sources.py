@@ -18,9 +18,8 @@ CARRIER_SCENARIO = "happy-path"   # the real task a triggered task event names (
 
 class EventSource(ABC):
     """Where the suite's events come from: an in-process sandbox (`InProcessSource`) or a
-    running one (`RemoteSource`, `--url`). Either way each event is a `domain.events.Event`
-    as that sandbox made it; the checks see only this interface. Used as `async with`:
-    a remote source makes its temporary tenant on entry and deletes it on exit."""
+    running one (`RemoteSource`, `--url`). Used as `async with`: a remote source makes its
+    temporary tenant on entry and deletes it on exit."""
 
     vendor: str            # ce-source com.<vendor>, ce-type com.<vendor>.<eventType>
     types: list[str]       # every event type, in the spec's order, as that sandbox names them

@@ -73,17 +73,27 @@ class SandboxRunner(web.AppRunner):
         return server
 
 
-async def start_site(runner: web.AppRunner, host: str, port: int) -> tuple[str, int]:
-    """Listens on host:port (0: a free port) and tells the outbound policy, which refuses
-    webhooks to the sandbox itself; the address and port it listens on."""
+async def start_site(app: web.Application, host: str = "127.0.0.1", port: int = 0, *,
+                     runner_class: type[web.AppRunner] = SandboxRunner,
+                     **options: Any) -> tuple[Any, str, int]:
+    """Serves `app` (no access log; `options` are more of the runner's) on host:port (0: a
+    free port) and tells a sandbox's outbound policy, which refuses webhooks to the sandbox
+    itself; the runner (its cleanup() stops it; cleaned up already when listening fails)
+    and the address and port. The sandbox's apps and the kit's webhook receivers start so."""
     from .keys import SANDBOX
 
-    await web.TCPSite(runner, host, port).start()
-    sandbox = runner.app.get(SANDBOX)
+    runner = runner_class(app, **{"access_log": None, **options})
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, host, port).start()
+    except BaseException:
+        await runner.cleanup()
+        raise
+    sandbox = app.get(SANDBOX)
     if sandbox is not None:
         sandbox.dispatcher.policy.serving(runner.addresses)
     bound_host, bound_port = runner.addresses[0][:2]
-    return bound_host, bound_port
+    return runner, bound_host, bound_port
 
 
 class _Server(web.Server):

@@ -1,6 +1,4 @@
-"""The blocking client for sync tests: `Sandbox`, each method its AsyncSandbox twin's run to
-its end on one event loop in a thread that every Sandbox of the process shares (with one
-aiohttp session)."""
+"""The blocking client for sync tests: `Sandbox` (its docstring says how it runs)."""
 
 from __future__ import annotations
 

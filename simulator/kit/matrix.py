@@ -183,7 +183,3 @@ def _drive(coroutine: Coroutine[Any, Any, Any]) -> Any:
         return done.value
     finally:
         coroutine.close()
-
-
-def ids(found: Iterable[Case]) -> list[str]:
-    return [case.scenario for case in found]

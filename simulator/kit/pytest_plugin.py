@@ -43,6 +43,7 @@ The types come from payroll_sandbox.kit.testing.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from dataclasses import dataclass
@@ -103,15 +104,12 @@ OPTIONS = {
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("payroll-sandbox", "the in-process payroll sandbox server")
-    for name, (_, kind, text) in OPTIONS.items():
-        group.addoption(f"--{name.replace('_', '-')}", dest=name,
-                        type=int if kind == "int" else str,
-                        metavar={"int": "N", "datetime": "DATETIME"}.get(kind, "DIR"),
-                        help=f"{text} (ini: {name})")
-        parser.addini(name, f"payroll-sandbox: {text}", default=None)
-    for name, metavar, text in ((RECEIVER_HOST, "HOST", RECEIVER_HOST_HELP),
-                                (BUNDLES, "DIR|off", BUNDLES_HELP)):
-        group.addoption(f"--{name.replace('_', '-')}", dest=name, metavar=metavar,
+    settings = [(name, int if kind == "int" else str,
+                 {"int": "N", "datetime": "DATETIME"}.get(kind, "DIR"), text)
+                for name, (_, kind, text) in OPTIONS.items()]
+    for name, kind, metavar, text in (*settings, (RECEIVER_HOST, str, "HOST", RECEIVER_HOST_HELP),
+                                      (BUNDLES, str, "DIR|off", BUNDLES_HELP)):
+        group.addoption(f"--{name.replace('_', '-')}", dest=name, type=kind, metavar=metavar,
                         help=f"{text} (ini: {name})")
         parser.addini(name, f"payroll-sandbox: {text}", default=None)
     group.addoption("--payroll-sandbox-coverage", dest=COVERAGE, metavar="FILE",
@@ -186,27 +184,22 @@ class _ServerThread(LoopThread):
     def __init__(self, settings: Any) -> None:
         super().__init__("payroll-sandbox")
         self.settings = settings
-        self.base_url = ""
-        self.keys: tuple[str, str] = ("", "")
+        self.sandbox: Sandbox | None = None  # its default tenant, once it serves
         self._runner: Any = None
 
     async def _setup(self) -> None:
         from ..app import create_app, long_lived
         from ..edge.keys import SANDBOX
-        from ..edge.server import SandboxRunner, start_site
+        from ..edge.server import start_site
 
         with long_lived():  # each test's tenant deletion collects; the catalog stays out
             app = create_app(self.settings)
-        self._runner = SandboxRunner(app, access_log=None)
-        await self._runner.setup()
-        _, port = await start_site(self._runner, "127.0.0.1", 0)
-        self.base_url = f"http://127.0.0.1:{port}"
+        self._runner, _, port = await start_site(app)
         tenant = app[SANDBOX].registry.tenants.default()
-        self.keys = (tenant.api_key, tenant.api_secret)
+        self.sandbox = Sandbox(f"http://127.0.0.1:{port}", tenant.api_key, tenant.api_secret)
 
-    async def _cleanup(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
+    async def _cleanup(self) -> None:  # (only after a _setup that went through)
+        await self._runner.cleanup()
 
 
 @pytest.fixture(scope="session")
@@ -245,8 +238,8 @@ def payroll_sandbox_server(_payroll_sandbox_thread: LoopThread) -> Sandbox:
         # Yours may not share this machine's loopback (a container's published port looks
         # local): the first loopback webhook URL given finds out, once per session.
         return Sandbox(url, key, secret, loopback=LoopbackCheck(url, key, secret))
-    assert isinstance(_payroll_sandbox_thread, _ServerThread)
-    return Sandbox(_payroll_sandbox_thread.base_url, *_payroll_sandbox_thread.keys)
+    assert isinstance(_payroll_sandbox_thread, _ServerThread) and _payroll_sandbox_thread.sandbox
+    return _payroll_sandbox_thread.sandbox
 
 
 def _setting(config: pytest.Config, name: str) -> str | None:
@@ -356,7 +349,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         found = matrix.cases(sandbox_settings(metafunc.config), marker.kwargs)
     except (matrix.MatrixError, ConfigError) as error:
         raise pytest.Collector.CollectError(str(error)) from None
-    metafunc.parametrize("_payroll_sandbox_case", found, ids=matrix.ids(found), indirect=True)
+    metafunc.parametrize("_payroll_sandbox_case", found, ids=[case.scenario for case in found],
+                         indirect=True)
 
 
 _COVERAGE = pytest.StashKey[SessionCoverage]()
@@ -460,10 +454,8 @@ def payroll_sandbox(payroll_sandbox_server: Sandbox, payroll_sandbox_clock_start
     collected = request.config.stash.get(_COVERAGE, None)
     if collected is not None:
         collected.read(tenant)
-    try:
+    with contextlib.suppress(SandboxError):  # already gone (the test deleted or reset it)
         tenant.request("DELETE", f"/_sandbox/tenants/{tenant.name}")
-    except SandboxError:
-        pass  # already gone (the test deleted or reset it)
 
 
 @pytest.fixture
@@ -491,24 +483,14 @@ def payroll_sandbox_asgi_server(
     its base URL; `options` are more uvicorn.Config arguments. The app runs on an event
     loop in a thread of its own, in sync and async tests alike; every server it started
     stops after the test (the app's lifespan shutdown runs)."""
-    servers: list[AsgiServer] = []
+    with contextlib.ExitStack() as started:  # each closed, newest first, even if one fails
 
-    def serve(app: Any, **options: Any) -> str:
-        server = AsgiServer(app, host=payroll_sandbox_receiver_host, **options).start()
-        servers.append(server)
-        return server.url
+        def serve(app: Any, **options: Any) -> str:
+            server = AsgiServer(app, host=payroll_sandbox_receiver_host, **options).start()
+            started.callback(server.close)
+            return server.url
 
-    try:
         yield serve
-    finally:
-        errors = []
-        for server in reversed(servers):
-            try:
-                server.close()
-            except Exception as error:
-                errors.append(error)
-        if errors:
-            raise errors[0]
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ sandbox in a container reaches) that check each delivery's signature, answer as 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import threading
@@ -205,10 +206,19 @@ class _Receiving:
                 if len(shown) < len(deliveries) else "")
         return f"{len(deliveries)}: {more}" + "; ".join(d.describe() for d in shown)
 
-    def _timed_out(self, event_type: str, match: Mapping[str, Any],
-                   timeout: float) -> AssertionError:
-        return AssertionError(f"no {event_type}{where_it_was(match)} delivery was accepted within "
-                              f"{timeout:g} s; received {self._summary()}")
+    def _look(self, event_type: str, match: Mapping[str, Any], deadline: float,
+              timeout: float) -> tuple[dict[str, Any] | None, float]:
+        """The first accepted delivery of `event_type` matching `match` (None: none yet) and
+        the seconds left; AssertionError on a refused delivery, or none by `deadline`."""
+        self.check()
+        found = self._matching(event_type, match)
+        if found:
+            return found[0], 0.0
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise AssertionError(f"no {event_type}{where_it_was(match)} delivery was accepted "
+                                 f"within {timeout:g} s; received {self._summary()}")
+        return None, remaining
 
     def _recorded(self) -> None:
         """A delivery was recorded (on the serving loop): wake whoever waits."""
@@ -216,16 +226,15 @@ class _Receiving:
     async def _serve(self) -> None:
         from aiohttp import web
 
+        from ..edge.server import start_site
+
         app = web.Application()
         app.router.add_post(self.path, self._handle)
         self._release = asyncio.Event()
         # handler_cancellation: when the sandbox gives up on a hung attempt, its handler goes.
-        runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=1.0,
-                               access_log=None)
-        await runner.setup()
-        await web.TCPSite(runner, self.host.listen, 0).start()
-        self._runner = runner
-        self.port = runner.addresses[0][1]
+        self._runner, _, self.port = await start_site(
+            app, self.host.listen, runner_class=web.AppRunner, handler_cancellation=True,
+            shutdown_timeout=1.0)
 
     async def _stop(self) -> None:
         if self._release is not None:
@@ -335,13 +344,9 @@ class WebhookReceiver(_Receiving):
         while True:
             with self._lock:
                 seen = len(self._deliveries)
-            self.check()
-            found = self._matching(event_type, match)
-            if found:
-                return found[0]
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise self._timed_out(event_type, match, timeout)
+            found, remaining = self._look(event_type, match, deadline, timeout)
+            if found is not None:
+                return found
             with self._changed:
                 if len(self._deliveries) == seen:  # nothing new since the look above
                     self._changed.wait(remaining)
@@ -398,18 +403,12 @@ class AsyncWebhookReceiver(_Receiving):
         assert self._changed is not None, "the receiver is not started"
         deadline = time.monotonic() + timeout
         while True:
-            self.check()
-            found = self._matching(event_type, match)
-            if found:
-                return found[0]
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise self._timed_out(event_type, match, timeout)
+            found, remaining = self._look(event_type, match, deadline, timeout)
+            if found is not None:
+                return found
             self._changed.clear()
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), remaining)
-            except TimeoutError:
-                pass
 
     def _recorded(self) -> None:
         if self._changed is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from .probes import SANDBOX, SERVICE, Probe
@@ -29,8 +29,7 @@ class Difference:
     probe: str = ""
 
     def record(self) -> dict[str, Any]:
-        return {"probe": self.probe, "kind": self.kind, "path": self.path,
-                "service": self.service, "sandbox": self.sandbox, "message": self.message}
+        return {"probe": self.probe, **asdict(self)}
 
 
 @dataclass(frozen=True)
@@ -42,7 +41,7 @@ class Note:
     probe: str = ""
 
     def record(self) -> dict[str, Any]:
-        return {"probe": self.probe, "path": self.path, "message": self.message}
+        return {"probe": self.probe, **asdict(self)}
 
 
 @dataclass(frozen=True)

@@ -84,8 +84,6 @@ def _parser() -> argparse.ArgumentParser:
     trigger.add_argument("--task-id", help="an existing task")
     trigger.add_argument("--company-id", help="a company id")
     trigger.add_argument("--data", help="JSON object merged over the generated data")
-    trigger.add_argument("--url", help="base URL (default $PAYROLL_SANDBOX_URL or "
-                                       "http://127.0.0.1:8080)")
     _add_key_options(trigger)
 
     listen = commands.add_parser(
@@ -93,8 +91,6 @@ def _parser() -> argparse.ArgumentParser:
         description="One line per new event and per delivery attempt of a running server, "
                     "as they happen. With --forward-to, each new event is also sent to that "
                     "URL as the sandbox sends it (CloudEvent, signed). Ctrl-C stops.")
-    listen.add_argument("--url", help="base URL (default $PAYROLL_SANDBOX_URL or "
-                                      "http://127.0.0.1:8080)")
     _add_key_options(listen)
     listen.add_argument("--forward-to", metavar="URL",
                         help="deliver each new event to this URL (e.g. your local handler)")
@@ -129,11 +125,11 @@ def _parser() -> argparse.ArgumentParser:
                        help='where the handler shows what it stored: a list of {"task", '
                             '"status", "reason"} or a mapping from task id to {"status", '
                             '"reason"}, alone or under "outcomes"')
-    check.add_argument("--url", dest="sandbox_url", metavar="SANDBOX_URL",
-                       help="make the events on this running sandbox (its vendor, event "
-                            "names, companies and scenarios), in a temporary tenant deleted "
-                            "afterwards (default: an in-process sandbox)")
-    _add_key_options(check, " (with --url: they make the temporary tenant)")
+    _add_key_options(check, " (with --url: they make the temporary tenant)",
+                     dest="sandbox_url", metavar="SANDBOX_URL",
+                     help="make the events on this running sandbox (its vendor, event names, "
+                          "companies and scenarios), in a temporary tenant deleted afterwards "
+                          "(default: an in-process sandbox)")
     check.add_argument("--json", action="store_true", help="the report as one JSON document")
 
     verify = commands.add_parser(
@@ -231,9 +227,11 @@ def _add_serve_flags(serve: argparse.ArgumentParser, *, port: str = "default 808
         serve.add_argument(f"--max-{name}", type=int, metavar="N", help=what)
 
 
-def _add_key_options(command: argparse.ArgumentParser, use: str = "") -> None:
-    """--api-key and --api-secret of a running server's tenant; `client.sandbox_keys`
-    fills in their defaults."""
+def _add_key_options(command: argparse.ArgumentParser, use: str = "", **url: Any) -> None:
+    """--url of a running server (`url`: check-handler's own), --api-key and --api-secret
+    of its tenant; `client.sandbox_url` and `client.sandbox_keys` fill in their defaults."""
+    command.add_argument("--url", **url or {
+        "help": "base URL (default $PAYROLL_SANDBOX_URL or http://127.0.0.1:8080)"})
     command.add_argument("--api-key", help="default $PAYROLL_SANDBOX_API_KEY or the bundled "
                                            f"default tenant's{use}")
     command.add_argument("--api-secret", help="default $PAYROLL_SANDBOX_API_SECRET or the "
@@ -293,14 +291,8 @@ def _serve(flags: dict) -> int:
         from ..edge.bundles import bundle_seed
 
         defaults = {"clock": "manual", "seed": bundle_seed(Path(bundle))}
-    # Start-up (the server's imports, the catalog, the app) makes what lives as long as the
-    # process: the collector stays off until long_lived freezes it (20-30 ms of a start).
-    gc.disable()
-    try:
-        app, settings = _start_up(flags, defaults)
-        opened = _open_bundle(app, Path(bundle)) if bundle else None
-    finally:
-        gc.enable()
+    app, settings = _start_up(flags, defaults)
+    opened = _open_bundle(app, Path(bundle)) if bundle else None
     _run_loop(flags, _run(app, settings, opened=opened))
     return 0
 
@@ -316,14 +308,12 @@ def _exec(flags: dict) -> int:
     exit status; the undelivered webhooks of the run on standard error after it."""
     import functools
 
-    from . import execute
-
+    from ..edge.bundles import folder_setting
     from ..kit.coverage import CoverageError, check_writable
+    from . import execute
 
     argv = list(flags.pop("argv") or [])
     coverage = flags.pop("coverage", None)
-    from ..edge.bundles import folder_setting
-
     bundles = folder_setting(flags.pop("bundles", None), Path.cwd())
     if argv[:1] == ["--"]:
         argv = argv[1:]
@@ -336,11 +326,7 @@ def _exec(flags: dict) -> int:
     except CoverageError as error:
         print(error, file=sys.stderr)
         return EXIT_CONFIG
-    gc.disable()
-    try:
-        app, settings = _start_up(flags, EXEC_DEFAULTS)
-    finally:
-        gc.enable()
+    app, settings = _start_up(flags, EXEC_DEFAULTS)
     # CMD's output is the run's: the server's own lines are its warnings and errors only
     # (no access lines), and undelivered webhooks are the report's, not the log's.
     logging.getLogger("payroll_sandbox").setLevel(logging.WARNING)
@@ -357,22 +343,28 @@ def _exec(flags: dict) -> int:
 
 def _start_up(flags: dict, defaults: dict | None = None) -> tuple[Any, Any]:
     """The app `serve` (and `exec`, with its `defaults`) runs, and its settings."""
-    from ..settings import fresh_seed, load_settings
+    # Start-up (the server's imports, the catalog, the app) makes what lives as long as the
+    # process: the collector stays off until long_lived freezes it (20-30 ms of a start).
+    gc.disable()
+    try:
+        from ..settings import fresh_seed, load_settings
 
-    settings = load_settings(flags, default_seed=None, defaults=defaults)
-    if settings.seed is None:  # none given: the saved run's, or a fresh one (never repeated)
-        saved = None
-        if settings.state_file is not None:
-            from ..edge.state_file import saved_seed
+        settings = load_settings(flags, default_seed=None, defaults=defaults)
+        if settings.seed is None:  # none given: the saved run's, or a fresh one (never repeated)
+            saved = None
+            if settings.state_file is not None:
+                from ..edge.state_file import saved_seed
 
-            saved = saved_seed(settings.state_file)
-        settings = replace(settings, seed=fresh_seed() if saved is None else saved)
-    _configure_logging(settings.log_format)
-    from ..app import build_registry, create_app, long_lived, tune_collector
+                saved = saved_seed(settings.state_file)
+            settings = replace(settings, seed=fresh_seed() if saved is None else saved)
+        _configure_logging(settings.log_format)
+        from ..app import SERVER_GC_THRESHOLDS, build_registry, create_app, long_lived
 
-    with long_lived():  # start-up makes only what lives as long as the process
-        app = create_app(settings, registry=build_registry(settings))
-    tune_collector()
+        with long_lived():  # start-up makes only what lives as long as the process
+            app = create_app(settings, registry=build_registry(settings))
+        gc.set_threshold(*SERVER_GC_THRESHOLDS)
+    finally:
+        gc.enable()
     return app, settings
 
 
@@ -422,34 +414,26 @@ async def _run(app, settings, beside=None, opened=None) -> Any:
     """Serves `app` until SIGINT or SIGTERM (`serve`), or while `beside(app, base_url)`
     runs (`exec`: the ready line then goes to standard error); returns what it returns."""
     from ..edge.keys import SANDBOX
-    from ..edge.server import SandboxRunner, start_site
+    from ..edge.server import start_site
 
-    runner = SandboxRunner(app, access_log=None, handle_signals=False)
-    await runner.setup()
     try:
-        host, port = await start_site(runner, settings.host, settings.port)
+        runner, host, port = await start_site(app, settings.host, settings.port)
     except OSError as error:
-        await runner.cleanup()
         raise ConfigError("settings", "$.port", f"cannot listen on {settings.host}:"
                           f"{settings.port}: {error.strerror}") from None
     tenant = app[SANDBOX].registry.tenants.default()
     line = ready_line(host, port, settings.environment, tenant.api_key, tenant.api_secret,
                       settings.seed)
-    if beside is not None:
-        print(line, file=sys.stderr, flush=True)
-        try:
-            return await beside(app, reachable_url(host, port))
-        finally:
-            await runner.cleanup()
-    print(line, flush=True)
-    if opened is not None:
-        print(opened(reachable_url(host, port)), flush=True)
-
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
     try:
+        if beside is not None:
+            print(line, file=sys.stderr, flush=True)
+            return await beside(app, reachable_url(host, port))
+        print(line, flush=True)
+        if opened is not None:
+            print(opened(reachable_url(host, port)), flush=True)
+        stop = asyncio.Event()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            asyncio.get_running_loop().add_signal_handler(signum, stop.set)
         await stop.wait()
     finally:
         await runner.cleanup()

@@ -115,11 +115,12 @@ def trigger_command(args: argparse.Namespace) -> int:
 
 def listen_command(args: argparse.Namespace) -> int:
     """Follow a running server's ledger (simulator/tools/listen.py); URL and keys as `trigger`."""
+    from ..checker.arguments import names_of
     from ..client import sandbox_keys, sandbox_url
     from .listen import ListenOptions, run
 
     key, secret = sandbox_keys(args.api_key, args.api_secret)
-    types = frozenset(_names(args.events))
+    types = frozenset(names_of(args.events or ()))
     return run(ListenOptions(
         url=sandbox_url(args.url), api_key=key, api_secret=secret, forward_to=args.forward_to,
         event_types=types or None, as_json=args.json))
@@ -129,9 +130,10 @@ def check_handler_command(args: argparse.Namespace) -> int:
     """Judge a webhook handler (simulator/checker/): exit 0 when no check failed, 1 when
     one did, 2 when the arguments cannot make a run."""
     from ..checker import CheckerError, check_handler
+    from ..checker.arguments import names_of
     from ..client import sandbox_keys
 
-    types = _names(args.events)
+    types = names_of(args.events or ())
     products = None if args.products is None else ",".join(args.products)
     # Keys default as for trigger and listen, with --url only (without it, keys are refused).
     key, secret = (sandbox_keys(args.api_key, args.api_secret) if args.sandbox_url
@@ -177,8 +179,3 @@ def _reported(args: argparse.Namespace, command: str, refused: type[Exception],
         return 130
     print(json.dumps(report.to_dict(), indent=2) if args.json else report.text())
     return 0 if report.ok else 1
-
-
-def _names(values: list[str] | None) -> list[str]:
-    """The names of a repeatable comma-separated flag (--events a,b --events c)."""
-    return [name.strip() for item in values or () for name in item.split(",") if name.strip()]

@@ -12,6 +12,7 @@ as a bundle (bundles.py; `--bundles DIR|off`), those it deleted or reset on the 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
@@ -243,10 +244,8 @@ async def run_command(argv: Sequence[str], env: Mapping[str, str]) -> int:
             if from_terminal and interrupts == 1:
                 return  # the terminal's Ctrl-C reached CMD already
         if process.returncode is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
                 process.send_signal(signum)
-            except ProcessLookupError:
-                pass
 
     for signum in FORWARDED:
         loop.add_signal_handler(signum, forward, signum)

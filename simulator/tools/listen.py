@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 import orjson
 
-from ..checker.arguments import url_problem
+from ..checker.arguments import checked_url
 from ..domain.webhooks.events import Event
 from ..client import CannotReach, NotASandbox, SandboxClient, SandboxError, new_session
 from ..transport.cloudevents import SIGNATURE_HEADER, sign, to_message
@@ -311,13 +311,6 @@ def _busy(status: int) -> bool:
     return status == 429 or status >= 500
 
 
-def check_url(url: str, flag: str) -> str:
-    problem = url_problem(url, flag)
-    if problem is not None:
-        raise ListenError(problem)
-    return url.rstrip("/") if flag == "--url" else url
-
-
 # -- forwarding -----------------------------------------------------------------------------
 
 class Forwarder:
@@ -494,8 +487,9 @@ def run(options: ListenOptions, out: TextIO = sys.stdout, err: TextIO = sys.stde
 
 
 async def _listen(options: ListenOptions, out: TextIO, err: TextIO) -> int:
-    url = check_url(options.url, "--url")
-    forward_to = check_url(options.forward_to, "--forward-to") if options.forward_to else None
+    url = checked_url(options.url, "--url", ListenError).rstrip("/")
+    forward_to = (checked_url(options.forward_to, "--forward-to", ListenError)
+                  if options.forward_to else None)
     main = asyncio.current_task()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

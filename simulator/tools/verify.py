@@ -507,15 +507,13 @@ async def in_process_sandbox(identifier: str) -> AsyncIterator[Target]:
 
     from ..app import create_app
     from ..edge.keys import SANDBOX as SANDBOX_KEY
-    from ..edge.server import SandboxRunner, start_site
+    from ..edge.server import start_site
     from ..settings import Settings
 
     app = create_app(Settings(host="127.0.0.1", port=0, clock="manual"))
     tenant = app[SANDBOX_KEY].registry.tenants.default()
-    runner = SandboxRunner(app, access_log=None, handle_signals=False)
-    await runner.setup()
+    runner, host, port = await start_site(app)
     try:
-        host, port = await start_site(runner, "127.0.0.1", 0)
         origin = f"http://{host}:{port}"
         target = Target(SANDBOX, origin, tenant.api_key, tenant.api_secret,
                         Target(SANDBOX, origin + AGGREGATOR_PREFIX, tenant.api_key,
