@@ -130,11 +130,12 @@ def _request_key(name: str, kind: type[T]) -> Any:
 class Exchange:
     """What the edge and the pipeline learn of one request, for its journal entry and its
     headers: the tenant (None: a request of no tenant's), the error code answered, the
-    body as the journal keeps it, what the API ignored (x-sandbox-warning) and the API
-    fault rule that fired (domain/faults.py). One object read by attribute: six request
-    keys, each a mapping lookup, cost every request a few microseconds."""
+    body as the journal keeps it, what the API ignored (x-sandbox-warning), the API fault
+    rule that fired (domain/faults.py) and the body as read (render.read_body: a second
+    reader gets it again). One object read by attribute: six request keys, each a mapping
+    lookup, cost every request a few microseconds."""
 
-    __slots__ = ("tenant", "error_code", "body", "warnings", "fault")
+    __slots__ = ("tenant", "error_code", "body", "warnings", "fault", "raw")
 
     def __init__(self) -> None:
         self.tenant: Tenant | None = None
@@ -142,6 +143,7 @@ class Exchange:
         self.body: Any = None
         self.warnings: list[str] = []
         self.fault: dict[str, Any] | None = None
+        self.raw: bytes | None = None
 
 
 # Request-scoped values: the edge puts one Exchange on every request.

@@ -154,7 +154,7 @@ def _endpoint(op: Operation, fixed: dict[str, str] | None = None
         lenient = not (strict or sandbox.settings.strict_bodies)
         warnings = exchange.warnings
         if op.body is not None:
-            raw = await read_body(request)
+            raw = await read_body(request, exchange)
             ignored: list[str] | None = [] if lenient else None
             try:
                 if raw:
@@ -165,7 +165,8 @@ def _endpoint(op: Operation, fixed: dict[str, str] | None = None
                                              len(raw))
                 raise
             finally:
-                warnings += ignored_warnings("unknown field {} ignored", ignored or ())
+                if ignored:
+                    warnings += ignored_warnings("unknown field {} ignored", ignored)
             exchange.body = journal_body(_without_secret(body), len(raw))
             if op.decode_body is not None:
                 body = _typed(op.decode_body, body, INVALID_BODY, "body")
@@ -174,8 +175,9 @@ def _endpoint(op: Operation, fixed: dict[str, str] | None = None
             try:
                 query = parse_query(request.query, op.query, ignored=ignored)
             finally:
-                warnings += ignored_warnings("unknown query parameter {} ignored",
-                                             [name[2:] for name in ignored or ()])
+                if ignored:
+                    warnings += ignored_warnings("unknown query parameter {} ignored",
+                                                 [name[2:] for name in ignored])
             if op.decode_query is not None:
                 query = _typed(op.decode_query, query, INVALID_QUERY, "query")
         offered = (tenant, token, body, query, request.match_info, request.headers, sandbox,

@@ -21,7 +21,7 @@ from yarl import URL
 
 from ..clock import moment_text
 from ..errors import ApiError, MalformedBody, MethodNotAllowed, RequestTimeout, field_detail
-from .keys import DIALECTS, SANDBOX, exchange_of
+from .keys import DIALECTS, SANDBOX, Exchange, exchange_of
 from .logs import escape_controls
 from ..settings import Settings
 
@@ -91,12 +91,14 @@ def wrong_method(request: web.Request, allowed: str) -> MethodNotAllowed:
     return refusal
 
 
-async def read_body(request: web.Request) -> bytes:
+async def read_body(request: web.Request, exchange: Exchange | None = None) -> bytes:
     """A request's body, within --request-timeout (read_within_time) and the server's
     body bound (413). One that came whole with its headers is taken as it is, without
-    aiohttp's read loop (a tenth of a small POST's own cost), and kept for a second reader
-    (an aggregator operation's credentials may be in its body)."""
-    raw = request.get(_BODY)
+    aiohttp's read loop (POST /task/create: 9.5k of its 1,014.6k instructions), and kept
+    on the request's exchange for a second reader (an aggregator operation's credentials
+    may be in its body)."""
+    exchange = exchange or exchange_of(request)
+    raw = exchange.raw
     if raw is None:
         content = request.content
         if content.is_eof() and content.exception() is None:
@@ -105,11 +107,8 @@ async def read_body(request: web.Request) -> bytes:
                 raise web.HTTPRequestEntityTooLarge(request.client_max_size, len(raw))
         else:  # still coming, or broken (a gzip body that does not decode): read says it
             raw = await read_within_time(request, request.read())
-        request[_BODY] = raw
+        exchange.raw = raw
     return raw
-
-
-_BODY = web.RequestKey("body", bytes)  # the body, once read_body took it from the stream
 
 
 async def read_within_time(request: web.Request, reading: Awaitable[T]) -> T:
