@@ -23,6 +23,7 @@ from aiohttp import web
 from ..domain.faults import Fired, FiredRule, InjectedFault
 from ..errors import ApiError, ApiKeysRequired, PublicTokenRequired, ValidationFailed, field_detail
 from ..domain.journal import journal_body
+from ..domain.shapes import View
 from .keys import DIALECTS, FIXED_PATHS, FIXED_SIBLINGS, SANDBOX, Exchange, exchange_of
 from .operations import CLIENT_ID, CLIENT_SECRET, Auth, Operation, Reply
 from .render import json_response, read_body, wrong_method
@@ -191,6 +192,8 @@ def _endpoint(op: Operation, fixed: dict[str, str] | None = None
             await sandbox.dispatcher.settle(tenant)
         if callable(result):  # an answer that shows what the settled attempts did
             result = result()
+        if isinstance(result, View) and op.dialect is None:  # the common answer: first
+            return json_response({"data": result}, status=op.status)
         if isinstance(result, web.StreamResponse):
             return result
         if op.dialect is not None:

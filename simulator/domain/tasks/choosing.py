@@ -53,9 +53,8 @@ class TaskChoices:
             return scenario
         for name in (self.bindings.get(identifier), self.everyone, login_scenario,
                      company.default_scenario if company else None):
-            scenario = self.scenarios.get(name) if name is not None else None
-            if (scenario is not None and scenario.kind == "task"
-                    and (product is None or self.fits(scenario, product))):
+            if name is not None and (scenario := self.scenarios.get(name)) is not None and (
+                    scenario.kind == "task" and (product is None or self.fits(scenario, product))):
                 return scenario
         return self.scenarios[HAPPY_PATH]
 

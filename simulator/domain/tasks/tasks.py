@@ -323,9 +323,10 @@ class Tasks(TaskChoices, TaskReads, Held[Task]):
                  or self.identity.create_access_token(identifier).public_token)
         workflow = Workflow(id=self.ids.object_id(), identifier=identifier, tasks=[])
         starting, waiting = first_batch(requests)
-        workflow.pending = [request.pending(scenario.name)
-                            for request, scenario in zip(waiting, scenarios[len(starting):])]
-        self.waiting += len(workflow.pending)
+        if waiting:
+            workflow.pending = [request.pending(scenario.name) for request, scenario
+                                in zip(waiting, scenarios[len(starting):])]
+            self.waiting += len(waiting)
         tasks = [self._start_task(workflow, company, request, scenario, user_id=user.id,
                                   public_token=token, linked_account=linked,
                                   watched=command.watched)
