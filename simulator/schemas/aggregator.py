@@ -3,8 +3,6 @@ error body as structs (domain/shapes.py), in its snake_case names. A request's s
 the tenant's credentials in the body too (`client_id`, `secret`), as the aggregator does;
 its nested objects and its answers are open (the aggregator adds fields)."""
 
-import msgspec
-
 from ..domain.links import aggregator
 from ..domain.shapes import (NO_CONTROL_CHARACTER, UNSET, Command, Maybe, View, choice, of, raw,
                              schema_of)
@@ -25,13 +23,6 @@ ACCEPTED = "Accepted as the aggregator takes it; the sandbox's link tokens do no
 
 class Open(View, rename=None, kw_only=True):
     """An object of the aggregator's: snake_case names, other fields allowed."""
-
-
-def _all_optional(name: str, fields: dict[str, object], doc: str | None = None) -> type:
-    """An object of the aggregator's (Open) whose every field may be left out."""
-    return msgspec.defstruct(name, [(field, Maybe[kind], UNSET) for field, kind in fields.items()],
-                             bases=(Open,), kw_only=True, module=__name__,
-                             namespace={"__doc__": doc} if doc else None)
 
 
 class Request(Command, rename=None, kw_only=True):
@@ -145,9 +136,11 @@ class LinkTokenCreate(Request, kw_only=True):
     redirect_uri: Maybe[Url] = UNSET
 
 
-InstitutionOptions = _all_optional("InstitutionOptions", dict.fromkeys((
-    "include_optional_metadata", "include_status", "include_auth_metadata",
-    "include_payment_initiation_metadata"), bool))
+class InstitutionOptions(Open, kw_only=True):
+    include_optional_metadata: Maybe[bool] = UNSET
+    include_status: Maybe[bool] = UNSET
+    include_auth_metadata: Maybe[bool] = UNSET
+    include_payment_initiation_metadata: Maybe[bool] = UNSET
 
 
 class InstitutionsGetById(Request, kw_only=True):
@@ -302,13 +295,24 @@ class ProductStatus(Open, kw_only=True):
     breakdown: Breakdown
 
 
-HealthIncident = _all_optional("HealthIncident",
-                               {"start_date": str, "end_date": str | None, "title": str})
-InstitutionStatus = _all_optional("InstitutionStatus", {
-    **dict.fromkeys(("item_logins", "transactions_updates", "auth", "identity",
-                     "investments_updates", "liabilities_updates", "liabilities", "investments"),
-                    ProductStatus),
-    "health_incidents": list[HealthIncident]}, "With include_status.")
+class HealthIncident(Open, kw_only=True):
+    start_date: Maybe[str] = UNSET
+    end_date: Maybe[str | None] = UNSET
+    title: Maybe[str] = UNSET
+
+
+class InstitutionStatus(Open, kw_only=True):
+    """With include_status."""
+
+    item_logins: Maybe[ProductStatus] = UNSET
+    transactions_updates: Maybe[ProductStatus] = UNSET
+    auth: Maybe[ProductStatus] = UNSET
+    identity: Maybe[ProductStatus] = UNSET
+    investments_updates: Maybe[ProductStatus] = UNSET
+    liabilities_updates: Maybe[ProductStatus] = UNSET
+    liabilities: Maybe[ProductStatus] = UNSET
+    investments: Maybe[ProductStatus] = UNSET
+    health_incidents: Maybe[list[HealthIncident]] = UNSET
 
 
 class InstitutionRecord(Open, kw_only=True):
@@ -342,13 +346,26 @@ class Counterparty(Open, kw_only=True):
     confidence_level: Maybe[str | None] = UNSET
 
 
-Location = _all_optional("Location", {
-    **dict.fromkeys(("address", "city", "region", "postal_code", "country", "store_number"),
-                    str | None),
-    "lat": float | None, "lon": float | None})
-PaymentMeta = _all_optional("PaymentMeta", dict.fromkeys((
-    "reference_number", "ppd_id", "payee", "by_order_of", "payer", "payment_method",
-    "payment_processor", "reason"), str | None))
+class Location(Open, kw_only=True):
+    address: Maybe[str | None] = UNSET
+    city: Maybe[str | None] = UNSET
+    region: Maybe[str | None] = UNSET
+    postal_code: Maybe[str | None] = UNSET
+    country: Maybe[str | None] = UNSET
+    store_number: Maybe[str | None] = UNSET
+    lat: Maybe[float | None] = UNSET
+    lon: Maybe[float | None] = UNSET
+
+
+class PaymentMeta(Open, kw_only=True):
+    reference_number: Maybe[str | None] = UNSET
+    ppd_id: Maybe[str | None] = UNSET
+    payee: Maybe[str | None] = UNSET
+    by_order_of: Maybe[str | None] = UNSET
+    payer: Maybe[str | None] = UNSET
+    payment_method: Maybe[str | None] = UNSET
+    payment_processor: Maybe[str | None] = UNSET
+    reason: Maybe[str | None] = UNSET
 
 
 class Transaction(Open, kw_only=True):
