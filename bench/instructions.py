@@ -7,7 +7,10 @@ virtualenv with the package installed, e.g. one of the tree before a change and 
 main) runs the app in one process with a client (`--clock manual`, PYTHONHASHSEED=0),
 sends the same request 100 times and then, in a second process, 700 times; the
 difference over 600 is what one request costs, start-up and the client's set-up taken
-out (the client's own share stays in, the same for every Python).
+out (the client's own share stays in, the same for every Python). The app starts as `serve`
+starts it (frozen out of the collector's way, the server's thresholds): otherwise a full
+collection over the start-up's objects, landing in one of the two runs and not the other,
+moved a row by half.
 
     python bench/instructions.py [--python PY ...] [--rows task health search create]
 
@@ -23,14 +26,16 @@ import subprocess
 import sys
 
 REQUESTS = """
-import asyncio, sys
+import asyncio, gc, sys
 import aiohttp
 from aiohttp import web
-from payroll_sandbox.app import create_app
+from payroll_sandbox.app import SERVER_GC_THRESHOLDS, create_app, long_lived
 from payroll_sandbox.settings import load_settings
 
 async def main(count, row):
-    app = create_app(load_settings({"clock": "manual"}, {}))
+    with long_lived():  # as `serve` starts: the app frozen out of the collector's way
+        app = create_app(load_settings({"clock": "manual"}, {}))
+    gc.set_threshold(*SERVER_GC_THRESHOLDS)
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
