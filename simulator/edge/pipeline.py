@@ -14,6 +14,7 @@ import operator
 import socket
 import struct
 from contextlib import suppress
+from functools import lru_cache
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -48,7 +49,7 @@ def add_routes(app: web.Application, operations: Iterable[Operation]) -> None:
             fixed.setdefault(op.path, set()).add(op.method)
     allowed = app[FIXED_PATHS] = {path: ", ".join(sorted(methods))
                                   for path, methods in fixed.items()}
-    app[FIXED_SIBLINGS] = _siblings(operations, fixed)
+    app[FIXED_SIBLINGS] = _siblings(tuple((op.method, op.path, op.rest) for op in operations))
     app[DIALECTS] = {op.dialect.prefix: op.dialect for op in operations
                      if op.dialect is not None and op.dialect.prefix}
     for op in operations:
@@ -68,14 +69,20 @@ def _fits(template: list[str], path: list[str]) -> bool:
         b != "" if a.startswith("{") else a == b for a, b in zip(template, path))
 
 
-def _siblings(operations: list[Operation], fixed: dict[str, set[str]]
+@lru_cache(maxsize=8)
+def _siblings(routes: tuple[tuple[str, str, str | None], ...]
               ) -> list[tuple[list[str], dict[str, list[str]]]]:
     """For each parameter route with fixed paths of its shape: those paths by each method
-    they take that the parameter route does not (app[FIXED_SIBLINGS])."""
+    they take that the parameter route does not (app[FIXED_SIBLINGS], read only). Of the
+    routes' (method, path, rest): every app of the same operations shares it (a test suite
+    makes one app a test; this pairs every route with every path)."""
+    fixed: dict[str, set[str]] = {}
     templates: dict[str, set[str]] = {}
-    for op in operations:
-        if "{" in op.path and op.rest is None:
-            templates.setdefault(op.path, set()).add(op.method)
+    for method, path, rest in routes:
+        if "{" not in path:
+            fixed.setdefault(path, set()).add(method)
+        elif rest is None:
+            templates.setdefault(path, set()).add(method)
     found = []
     for template, own in templates.items():
         segments = template.split("/")
