@@ -132,7 +132,7 @@ class Moment(float):
     of this type computes as a number, and answers and snapshots write it as the one text
     (msgspec's hooks: `moment_text`, `read_moment`)."""
 
-    __slots__ = ()  # a number only: no dict, and not tracked by the garbage collector
+    __slots__ = ()  # a number only: no dict of its own
 
 
 def moment_text(value: object) -> str:

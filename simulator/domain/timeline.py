@@ -230,12 +230,12 @@ class Timeline:
     def restore(self, jobs: list[Job], next_sequence: int) -> None:
         """A snapshot's pending jobs, each with its own due time and sequence, so they run
         in exactly the saved order; the next job scheduled gets `next_sequence`."""
-        hook, self.on_schedule = self.on_schedule, None  # restored, not newly scheduled
-        for job in jobs:
-            self._counter = itertools.count(job.sequence)
-            self.schedule(job.due, job.action, label=job._label, background=job.background,
-                          owner=job.owner)
-        self.on_schedule = hook
+        for job in jobs:  # as schedule() keeps a job, without its hook (restored, not new)
+            heapq.heappush(self._heap, (job.due, job.sequence, job))
+            if not job.background:
+                self._busy += 1
+            if job.owner is not None:
+                self._owned[job.owner] = self._owned.get(job.owner, 0) + 1
         self._counter = itertools.count(next_sequence)
 
     def clear(self) -> None:

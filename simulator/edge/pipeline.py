@@ -43,13 +43,9 @@ TOKEN_REQUIRED = "The hosted flow authenticates with the user's public token (x-
 
 def add_routes(app: web.Application, operations: Iterable[Operation]) -> None:
     operations = list(operations)
-    fixed: dict[str, set[str]] = {}  # a path without parameters -> its methods
-    for op in operations:
-        if "{" not in op.path:
-            fixed.setdefault(op.path, set()).add(op.method)
-    allowed = app[FIXED_PATHS] = {path: ", ".join(sorted(methods))
-                                  for path, methods in fixed.items()}
-    app[FIXED_SIBLINGS] = _siblings(tuple((op.method, op.path, op.rest) for op in operations))
+    allowed, app[FIXED_SIBLINGS] = _fixed_paths(tuple((op.method, op.path, op.rest)
+                                                      for op in operations))
+    app[FIXED_PATHS] = allowed
     app[DIALECTS] = {op.dialect.prefix: op.dialect for op in operations
                      if op.dialect is not None and op.dialect.prefix}
     for op in operations:
@@ -70,13 +66,14 @@ def _fits(template: list[str], path: list[str]) -> bool:
 
 
 @lru_cache(maxsize=8)
-def _siblings(routes: tuple[tuple[str, str, str | None], ...]
-              ) -> list[tuple[list[str], dict[str, list[str]]]]:
-    """For each parameter route with fixed paths of its shape: those paths by each method
-    they take that the parameter route does not (app[FIXED_SIBLINGS], read only). Of the
-    routes' (method, path, rest): every app of the same operations shares it (a test suite
-    makes one app a test; this pairs every route with every path)."""
-    fixed: dict[str, set[str]] = {}
+def _fixed_paths(routes: tuple[tuple[str, str, str | None], ...]
+                 ) -> tuple[dict[str, str], list[tuple[list[str], dict[str, list[str]]]]]:
+    """Of the routes' (method, path, rest), read only: each path without parameters with
+    its methods (app[FIXED_PATHS]), and for each parameter route with fixed paths of its
+    shape, those paths by each method they take that the parameter route does not
+    (app[FIXED_SIBLINGS]). Every app of the same operations shares them (a test suite makes
+    one app a test; this pairs every route with every path)."""
+    fixed: dict[str, set[str]] = {}  # a path without parameters -> its methods
     templates: dict[str, set[str]] = {}
     for method, path, rest in routes:
         if "{" not in path:
@@ -93,7 +90,7 @@ def _siblings(routes: tuple[tuple[str, str, str | None], ...]
                     by_method.setdefault(method, []).append(path)
         if by_method:
             found.append((segments, by_method))
-    return found
+    return {path: ", ".join(sorted(methods)) for path, methods in fixed.items()}, found
 
 
 def fixed_paths_meant(request: web.Request) -> list[str]:

@@ -103,7 +103,7 @@ async def read_body(request: web.Request, exchange: Exchange | None = None) -> b
         content = request.content
         if content.is_eof() and content.exception() is None:
             raw = content.read_nowait()
-            if len(raw) > request.client_max_size:
+            if request.client_max_size and len(raw) > request.client_max_size:  # 0: none
                 raise web.HTTPRequestEntityTooLarge(request.client_max_size, len(raw))
         else:  # still coming, or broken (a gzip body that does not decode): read says it
             raw = await read_within_time(request, request.read())
