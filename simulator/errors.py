@@ -7,6 +7,7 @@ the family (NotFound: 404, ...), the code from the class itself.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 
@@ -30,10 +31,12 @@ class ApiError(Exception):
     @classmethod
     def coded(cls, code: str, *, status: int | None = None) -> type[ApiError]:
         """The subclass of this family that answers with `code` (and `status`, else the
-        family's), named after its code: `NotFound.coded("task-not-found")` is TaskNotFound."""
+        family's), named after its code: `NotFound.coded("task-not-found")` is TaskNotFound,
+        of the module that makes it (as namedtuple does: reprs, tracebacks and pickle find
+        it there)."""
         name = "".join(word.title() for word in code.split("-"))
         return type(name, (cls,), {"code": code, "status": status or cls.status,
-                                   "__module__": __name__})
+                                   "__module__": sys._getframe(1).f_globals["__name__"]})
 
 
 # -- the families, one a status (a code below, or a part's own error, belongs to one) -------

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -539,6 +539,22 @@ def http_url_problem(url: str) -> str | None:
     except ValueError as error:
         return str(error)
     return None
+
+
+def checked_url(url: str, flag: str, error: type[Exception]) -> str:
+    """`url` when it is an http(s) URL a client can call; else `error` saying `<flag>
+    '<url>'` and why (check-handler, listen and verify-against word their refusals so)."""
+    problem = http_url_problem(url)
+    if problem is not None:
+        raise error(f"{flag} {url!r}{' ' if problem.startswith('is ') else ': '}{problem}")
+    return url
+
+
+def names_of(value: Iterable[str] | str) -> set[str]:
+    """Names given as one comma-separated string, or a list of them (a repeatable flag:
+    --events a,b --events c)."""
+    items = [value] if isinstance(value, str) else value
+    return {name.strip() for item in items for name in item.split(",") if name.strip()}
 
 
 def webhook_url_problem(url: str, policy: Any = None) -> str | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..client import default_credentials
-from ..validate import http_url_problem
+from ..validate import names_of
 
 
 class CheckerError(ValueError):
@@ -18,22 +18,6 @@ def default_secret() -> str:
     """The bundled default tenant's API secret: what that tenant's webhooks are signed
     with, as `listen` and `trigger` default to its keys."""
     return default_credentials()[1]
-
-
-def checked_url(url: str, flag: str, error: type[Exception] = CheckerError) -> str:
-    """`url` when it is an http(s) URL a client can call; else `error` saying `<flag>
-    '<url>'` and why (check-handler, listen and verify-against word their refusals so)."""
-    problem = http_url_problem(url)
-    if problem is not None:
-        raise error(f"{flag} {url!r}{' ' if problem.startswith('is ') else ': '}{problem}")
-    return url
-
-
-def names_of(value: Iterable[str] | str) -> set[str]:
-    """Names given as one comma-separated string, or a list of them (a repeatable flag:
-    --events a,b --events c)."""
-    items = [value] if isinstance(value, str) else value
-    return {name.strip() for item in items for name in item.split(",") if name.strip()}
 
 
 def checked_names(value: Iterable[str] | str, known: list[str], flag: str, noun: str) -> set[str]:

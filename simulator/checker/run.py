@@ -11,7 +11,8 @@ from typing import Any
 
 from ..transport.dispatcher import ATTEMPT_TIMEOUT
 from ..transport.sender import new_session
-from .arguments import CheckerError, checked_url, default_secret, select_types
+from ..validate import checked_url
+from .arguments import CheckerError, default_secret, select_types
 from .checks import BURST_CONCURRENCY, BURST_DELIVERIES, STATE_SETTLE, Suite
 from .delivering import Deliverer
 from .in_process import InProcessSource
@@ -62,10 +63,10 @@ async def check_handler_async(url: str, secret: str | None = None,
                               state_settle: float = STATE_SETTLE,
                               seed: int | None = None) -> Report:
     """`check_handler`, awaitable."""
-    url = checked_url(url, "URL")
-    state_url = checked_url(state_url, "--state-url") if state_url else None
+    url = checked_url(url, "URL", CheckerError)
+    state_url = checked_url(state_url, "--state-url", CheckerError) if state_url else None
     if sandbox_url is not None:
-        sandbox_url = checked_url(sandbox_url, "--url")
+        sandbox_url = checked_url(sandbox_url, "--url", CheckerError)
         if not (api_key and api_secret):
             raise CheckerError("--url needs --api-key and --api-secret: the keys of a tenant "
                                "of that sandbox")

@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from .. import __version__
-from ..domain.accounts.linked_accounts import DATA_KINDS
+from ..domain.accounts.data_records import DATA_KINDS
 from ..domain.companies.companies import FullCompany, SearchCompany
 from ..domain.dates import date_time_field
 from ..domain.links.processor_links import TOKEN_PATTERN

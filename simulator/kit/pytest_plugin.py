@@ -52,7 +52,7 @@ from typing import Any
 
 import pytest
 
-from ..client import with_query
+from ..client import URL_VARIABLE, with_query
 from . import coverage
 from . import matrix
 from .matrix import MARKER, Case
@@ -70,7 +70,6 @@ except ImportError:  # the async fixtures need it; the sync ones do not
 
 __all__ = ["Sandbox", "SandboxError"]  # importable from here as before; payroll_sandbox.kit.testing has all
 
-URL_VARIABLE = "PAYROLL_SANDBOX_URL"
 COVERAGE = "payroll_sandbox_coverage"
 FAIL_UNDER = "payroll_sandbox_cov_fail_under"
 WORKER_OUTPUT = "payroll_sandbox_coverage"  # an xdist worker's tally, for the controller
@@ -198,8 +197,9 @@ class _ServerThread(LoopThread):
         tenant = app[SANDBOX].registry.tenants.default()
         self.sandbox = Sandbox(f"http://127.0.0.1:{port}", tenant.api_key, tenant.api_secret)
 
-    async def _cleanup(self) -> None:  # (only after a _setup that went through)
-        await self._runner.cleanup()
+    async def _cleanup(self) -> None:  # stop() may come before _setup went through
+        if self._runner is not None:
+            await self._runner.cleanup()
 
 
 @pytest.fixture(scope="session")

@@ -17,6 +17,7 @@ from ..domain.shapes import (EVENT_TYPES, PROCESSOR_TOKENS, PRODUCTS, TASK_SCENA
                              Text, Texts, UserIdentifier, View, after_cursor, choice, field, of,
                              raw, schema_of, text)
 from ..domain.tasks.states import (ACCOUNT_NUMBER, WRITTEN_PAYMENT_METHOD)
+from ..domain.webhooks.outbox import Share as Probability  # one range for both
 from ..domain.tasks.views import TaskDetails, TaskStatus
 from ..domain.tasks.requests import (ScenarioName, TaskCreateRequest, TaskItems,
                                      TaskOptions)
@@ -192,7 +193,6 @@ class WebhookEndpointsRequest(Command, kw_only=True):
     endpoints: of(list[EndpointWrite], max_length=50)
 
 
-Probability = of(float, ge=0, le=1)
 
 
 class WebhookFaultsRequest(Command, kw_only=True):

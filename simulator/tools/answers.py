@@ -173,19 +173,22 @@ def _compare(service: Shape, sandbox: Shape, path: str, enums: Mapping[str, tupl
             f"{path}: the service answers {_a(service.described())}, the sandbox "
             f"{_a(sandbox.described())}"))
     if "object" in ours and "object" in theirs:
-        for name in {**service.fields, **sandbox.fields}:  # the service's order, then ours
+        for name, shape in service.fields.items():
             child = _child(path, name)
-            at_service, at_sandbox = service.fields.get(name), sandbox.fields.get(name)
-            if at_service is not None and at_sandbox is not None:
-                _compare(at_service, at_sandbox, child, enums, differences, notes)
-                continue
-            side, other = (SERVICE, SANDBOX) if at_sandbox is None else (SANDBOX, SERVICE)
-            described = (at_service or at_sandbox).described()
-            differences.append(Difference(
-                "missing" if side == SERVICE else "extra", child,
-                described if side == SERVICE else None, described if side == SANDBOX else None,
-                f"{child}: only the {side} answers this field ({_a(described)}); "
-                f"the {other} has no such field"))
+            if name in sandbox.fields:
+                _compare(shape, sandbox.fields[name], child, enums, differences, notes)
+            else:
+                differences.append(Difference(
+                    "missing", child, shape.described(), None,
+                    f"{child}: only the service answers this field ({_a(shape.described())}); "
+                    "the sandbox has no such field"))
+        for name, shape in sandbox.fields.items():
+            if name not in service.fields:
+                child = _child(path, name)
+                differences.append(Difference(
+                    "extra", child, None, shape.described(),
+                    f"{child}: only the sandbox answers this field ({_a(shape.described())}); "
+                    "the service has no such field"))
     if "array" in ours and "array" in theirs:
         if service.items is not None and sandbox.items is not None:
             _compare(service.items, sandbox.items, f"{path}[]", enums, differences, notes)

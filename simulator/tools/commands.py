@@ -115,7 +115,7 @@ def trigger_command(args: argparse.Namespace) -> int:
 
 def listen_command(args: argparse.Namespace) -> int:
     """Follow a running server's ledger (simulator/tools/listen.py); URL and keys as `trigger`."""
-    from ..checker.arguments import names_of
+    from ..validate import names_of
     from ..client import sandbox_keys, sandbox_url
     from .listen import ListenOptions, run
 
@@ -130,11 +130,10 @@ def check_handler_command(args: argparse.Namespace) -> int:
     """Judge a webhook handler (simulator/checker/): exit 0 when no check failed, 1 when
     one did, 2 when the arguments cannot make a run."""
     from ..checker import CheckerError, check_handler
-    from ..checker.arguments import names_of
+    from ..validate import names_of
     from ..client import sandbox_keys
 
     types = names_of(args.events or ())
-    products = None if args.products is None else ",".join(args.products)
     # Keys default as for trigger and listen, with --url only (without it, keys are refused).
     key, secret = (sandbox_keys(args.api_key, args.api_secret) if args.sandbox_url
                    else (args.api_key, args.api_secret))
@@ -143,7 +142,7 @@ def check_handler_command(args: argparse.Namespace) -> int:
     # Interrupted, the run stops; a temporary tenant is deleted on the way.
     return _reported(args, "check-handler", CheckerError, lambda: check_handler(
         args.url, secret=args.secret, events=types or None, state_url=args.state_url,
-        products=products, sandbox_url=args.sandbox_url, api_key=key, api_secret=secret))
+        products=args.products, sandbox_url=args.sandbox_url, api_key=key, api_secret=secret))
 
 
 def verify_against_command(args: argparse.Namespace) -> int:

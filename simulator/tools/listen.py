@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 import orjson
 
-from ..checker.arguments import checked_url
+from ..validate import checked_url
 from ..domain.webhooks.events import Event
 from ..client import CannotReach, NotASandbox, SandboxClient, SandboxError, new_session
 from ..transport.cloudevents import SIGNATURE_HEADER, sign, to_message

@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..kit.testing import is_loopback
-from ..checker import arguments
+from ..validate import checked_url as checked_http_url
 
 COMPANY_STATUS = ("operational", "under-maintenance", "disabled")
 TASK_STATUS = ("queued", "processing", "completed", "failed")
@@ -267,7 +267,7 @@ PRODUCTION_WORDS = ("production", "prod", "live")
 
 
 def checked_url(url: str) -> str:
-    parts = urlsplit(arguments.checked_url(url, "URL", VerifyError))
+    parts = urlsplit(checked_http_url(url, "URL", VerifyError))
     if parts.query or parts.fragment:
         raise VerifyError(f"URL {url!r}: give the service's base URL, without a query or "
                           "fragment")

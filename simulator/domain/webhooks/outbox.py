@@ -26,8 +26,8 @@ from ...errors import Conflict, NotFound, ValidationFailed, field_detail
 from ..changes import EVENT, Changes
 from .events import Event
 from ..shapes import Command, of
-from ..stored import Amount, Count, LoadError, Stored, Time, array, loaded, stored
-from ..sections import (COUNT, PROBABILITY, RANDOM_STATE, STRING, STRINGS, Sections,
+from ..stored import Amount, Count, LoadError, Stored, Time, array, loaded, schema, stored
+from ..sections import (COUNT, RANDOM_STATE, STRING, STRINGS, Sections,
                         checked_random_state, obj, random_state)
 from ..timeline import Timeline, action_kind
 
@@ -290,9 +290,7 @@ class Outbox:
             "webhooks": obj({
                 "endpoints": {"type": "array", "items": obj(
                     {"url": STRING}, {"_id": STRING, "eventTypes": STRINGS, "secretId": STRING})},
-                "faults": obj({"duplicate": PROBABILITY, "outOfOrder": PROBABILITY,
-                               "delay": PROBABILITY,
-                               "delaySeconds": {"type": "number", "minimum": 0, "maximum": 86400}}),
+                "faults": obj(schema(FaultPlan)["properties"]),
                 "deliveries": array(Delivery),
                 "held": {"type": "array", "items": obj({"event": STRING, "delivery": COUNT})}}, {
                 "secrets": {"type": "array", "items": obj(
@@ -464,13 +462,14 @@ class Outbox:
                                    _ReleaseHeld(self.itself), label="release held event")
         else:
             self.start_attempt(delivery, event)
-        self.release_held(held)
+        self._start_held(held)
 
-    def release_held(self, held: list[tuple[Delivery, Event]] | None = None) -> None:
-        """Held deliveries go out (behind the event that overtook them, or a second later):
-        `held`, else all the outbox holds."""
-        if held is None:
-            held, self.held = self.held, []
+    def release_held(self) -> None:
+        """Held deliveries go out (behind the event that overtook them, or a second later)."""
+        held, self.held = self.held, []
+        self._start_held(held)
+
+    def _start_held(self, held: list[tuple[Delivery, Event]]) -> None:
         for delivery, event in held:
             if delivery.state == PENDING and not delivery.attempts:
                 self.start_attempt(delivery, event)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from ...domain.accounts.linked_accounts import DATA_KINDS
+from ...domain.accounts.data_records import DATA_KINDS
 from ...domain.accounts.payroll_records import paystub_lines
 from ...errors import ValidationFailed, field_detail
 from ...domain.pdf import text_pdf
