@@ -248,7 +248,8 @@ async def open_demo(server, browser_context):
     return page, errors
 
 
-async def sign_in(page, username: str = "test-good") -> None:
+async def sign_in(page, username: str = "test-good"):
+    """Through the flow to its progress screen: the login answered, the task is there."""
     await page.get_by_role("button", name="Connect payroll").click()
     flow = page.frame_locator(FLOW)
     await flow.locator("#app[data-screen='search']").wait_for()
@@ -257,6 +258,7 @@ async def sign_in(page, username: str = "test-good") -> None:
     await flow.get_by_test_id("username").fill(username)
     await flow.get_by_test_id("password").fill("any")
     await flow.get_by_test_id("submit").click()
+    await flow.locator("#app[data-screen='progress']").wait_for()
     return flow
 
 

@@ -317,6 +317,7 @@ async def test_flow_look_tab_stays_in_the_flow_as_in_a_modal(page, sandbox):
     flow = await open_flow(page, sandbox, "look-tab",
                            deeplink={"step": "login-company", "companyId": WALMART})
     await sign_in(flow, "test-good")
+    await on_screen(flow, "progress")  # the login answered: the task is there to run
     await call(sandbox, "POST", "/_sandbox/clock/run-until-idle")
     await on_screen(flow, "done")
     frame = await frame_of(page)
