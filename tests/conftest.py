@@ -6,6 +6,7 @@ tenants and a manual clock, so tests never sleep and never see each other.
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -26,7 +27,7 @@ import cryptography.exceptions  # noqa: E402,F401
 import cryptography.hazmat.primitives.asymmetric.ec  # noqa: E402,F401
 import cryptography.hazmat.primitives.serialization  # noqa: E402,F401
 import jwt.algorithms  # noqa: E402,F401
-from payroll_sandbox.app import build_registry, create_app, load
+from payroll_sandbox.app import SERVER_GC_THRESHOLDS, build_registry, create_app, load
 from payroll_sandbox.clock import Clock
 from payroll_sandbox.settings import Settings
 
@@ -67,6 +68,31 @@ SLOW_FILES = frozenset({
 def pytest_itemcollected(item: pytest.Item) -> None:
     if item.path.name in SLOW_FILES:
         item.add_marker(pytest.mark.slow)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under the README's `pytest` (-m "not slow") a slow file is not even imported: each
+    worker imported them (chromium's driver, schemathesis, ...) only to leave their tests
+    out, about 4 s of CPU a worker. Any other selection collects them and marks them."""
+    if collection_path.name in SLOW_FILES and config.option.markexpr == "not slow":
+        return True
+    return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session):
+    """The suite's process collects garbage as `serve` does (app.py SERVER_GC_THRESHOLDS),
+    with what collection imported frozen out of the collector's way. Python's thresholds
+    ran a full collection every few tests over a heap of a few hundred thousand objects
+    (the modules, the catalog, the apps of the tests so far): a fifth of the suite's CPU."""
+    gc.disable()
+    try:
+        return (yield)
+    finally:
+        gc.collect()
+        gc.freeze()
+        gc.set_threshold(*SERVER_GC_THRESHOLDS)
+        gc.enable()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -260,6 +286,18 @@ async def readable_in_both_themes(page, context: str | None = None,
         found = [(v["id"], v["impact"], [n["target"] for n in v["nodes"]][:3])
                  for v in violations if v["id"] not in ignore]
         assert not found, (scheme, found)
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, request, monkeypatch) -> pytest.Pytester:
+    """pytester's runs leave out the plugins the suite leaves out (pyproject's addopts
+    `-p no:...`): an in-process run took out of sys.modules what it imported first, so
+    each run imported schemathesis and Hypothesis anew (about 2.5 s a run)."""
+    addopts = request.config.getini("addopts")
+    unused = [f"-p {name}" for flag, name in zip(addopts, addopts[1:])
+              if flag == "-p" and name.startswith("no:")]
+    monkeypatch.setenv("PYTEST_ADDOPTS", " ".join(unused))
+    return pytester
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,7 @@ the cache (PAYROLL_SANDBOX_CACHE_DIR, default ~/.cache/payroll-sandbox; `off`: n
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.util
 import json
@@ -24,6 +25,11 @@ from typing import Any
 # The pool files a build read, with a digest of each (loadcache keeps them with the load
 # it caches, and a load whose pool files changed since is built again).
 READ: list[tuple[str, str]] = []
+# Pools read and checked in this process, by their file's digest: every app a test suite
+# makes reads the same file (a file changed or planted since is other bytes, checked
+# anew). Callers only read them. At most CHECKED_KEPT, the first checked dropped first.
+CHECKED_KEPT = 4
+_CHECKED: dict[str, dict[str, list[str]]] = {}
 # A word of a pool: plain text of a sane length (a planted file made company names markup).
 _WORD = re.compile(r"[^<>&\x00-\x1f\x7f-\x9f]{1,200}")
 
@@ -37,12 +43,18 @@ def faker_pools(name: str, seed: int, size: int,
     cache = folder / f"{name}-{seed}-{size}-faker{faker_version()}.json" if folder else None
     data = read_own(cache) if cache else None
     if data is not None:
-        try:
-            cached = json.loads(data)
-        except ValueError:  # damaged: draw again
-            cached = None
-        if is_pools(cached):
-            READ.append((str(cache), digest(data)))
+        known = digest(data)
+        if (cached := _CHECKED.get(known)) is None:
+            try:
+                document = json.loads(data)
+            except ValueError:  # damaged: draw again
+                document = None
+            if is_pools(document):
+                while len(_CHECKED) >= CHECKED_KEPT:
+                    del _CHECKED[next(iter(_CHECKED))]  # the first checked goes first
+                cached = _CHECKED[known] = document
+        if cached is not None:
+            READ.append((str(cache), known))
             return cached
     from faker import Faker  # slow to import: only when the pool is not cached
 
@@ -106,6 +118,7 @@ def keep(path: Path, data: bytes) -> bool:
         return False
 
 
+@functools.cache  # the installed Faker does not change under a running process
 def faker_version() -> str:
     """Faker's installed version, from the name of its dist-info folder beside the package:
     what importlib.metadata reads, without importing it (13 ms of a start) or Faker."""

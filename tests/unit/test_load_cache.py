@@ -151,3 +151,29 @@ def test_the_cache_folder_keeps_at_most_kept_loads(cache):
         assert loadcache.cached(iter(()), ("case", number), lambda: number, int) == number
     survivors = [pickle.loads(path.read_bytes())[0] for path in kept(cache)]  # (load, pools)
     assert len(set(survivors)) == loadcache.KEPT_LOADS  # whole files, one per load
+
+
+def test_word_pools_read_again_are_checked_once_and_at_most_checked_kept_are_kept(cache):
+    """Every app reads the word pools' file again; the same bytes are checked once in a
+    process (pools.CHECKED_KEPT contents at most), and other bytes are checked anew."""
+    from payroll_sandbox.load import pools
+
+    drawn: list[int] = []
+
+    def draw(fake, size: int) -> dict[str, list[str]]:
+        drawn.append(size)
+        return {"words": [f"Word{n}" for n in range(size)]}
+
+    drawn_first = pools.faker_pools("bound-test", 1, 3, draw)  # drawn and written
+    first = pools.faker_pools("bound-test", 1, 3, draw)  # read back and checked
+    assert first == drawn_first
+    assert pools.faker_pools("bound-test", 1, 3, draw) is first  # read again, not checked again
+    assert drawn == [3]
+    for size in range(4, 5 + pools.CHECKED_KEPT):  # other files: each checked, the first go
+        assert pools.faker_pools("bound-test", 1, size, draw) == draw(None, size)
+        assert pools.faker_pools("bound-test", 1, size, draw)["words"][-1] == f"Word{size - 1}"
+    assert len(pools._CHECKED) <= pools.CHECKED_KEPT
+    assert first not in pools._CHECKED.values()
+    (path,) = cache.glob("bound-test-1-3-*.json")
+    path.write_text('{"words": ["<b>planted</b>"]}')  # other bytes: checked, refused, drawn
+    assert pools.faker_pools("bound-test", 1, 3, draw) == first
