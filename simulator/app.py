@@ -20,7 +20,7 @@ from .domain.tenants import TenantServices
 from .edge.keys import SANDBOX, HostPolicy, Sandbox
 from .load.loading import LoadedFixtures, load
 from .edge.middleware import MAX_BODY_BYTES, edge_middleware
-from .edge.routes import OPERATIONS, add_routes
+from .edge.routes import add_routes, routes_at
 from .transport.scheduler import RealTimer, Runner
 from .settings import Settings
 from .edge.snapshot import RestoreAdmission, restore_budget
@@ -113,14 +113,15 @@ def create_app(settings: Settings, *, clock: Clock | None = None,
         policy=OutboundPolicy.from_settings(settings), grace=settings.shutdown_grace,
         timeout=settings.webhook_timeout or ATTEMPT_TIMEOUT / (settings.time_scale if real else 1))
     registry.open(tenant_services(dispatcher, RealTimer() if real else None))
-    operations = [op.at(service.aggregator) for op in OPERATIONS]
+    routes = routes_at(service.aggregator)
     sandbox = Sandbox(settings=settings, registry=registry, dispatcher=dispatcher,
-                      operations=operations, host_policy=HostPolicy.from_settings(settings),
+                      operations=list(routes.operations),
+                      host_policy=HostPolicy.from_settings(settings),
                       large_restores=RestoreAdmission(restore_budget(registry.rules.limits)))
     app = web.Application(client_max_size=MAX_BODY_BYTES,
                           middlewares=[edge_middleware])
     app[SANDBOX] = sandbox
-    add_routes(app, operations)
+    add_routes(app, routes)
     app.cleanup_ctx.append(_background_context)
     app[STATE_FILE] = StateFile(sandbox)  # --state-file (nothing without it)
     # --state-file: the last save, before deliveries stop (pending retries stay pending).

@@ -1,8 +1,9 @@
 """The one pipeline that applies the declared operations (operations.py) to every request:
 auth -> parse and validate -> handler -> settle -> render `{"data": ...}`.
 
-`add_routes` makes each operation an aiohttp route whose handler is this pipeline around
-the operation's own handler, which gets exactly the parameters it names.
+`routes_of` makes each operation an aiohttp route whose handler is this pipeline around
+the operation's own handler, which gets exactly the parameters it names; `add_routes`
+gives an app those routes.
 Model: stripe-mock's single HandleRequest pipeline.
 """
 
@@ -14,9 +15,8 @@ import operator
 import socket
 import struct
 from contextlib import suppress
-from functools import lru_cache
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 from aiohttp import web
@@ -41,21 +41,43 @@ API_KEYS_REQUIRED = "This operation needs the x-api-key and x-api-secret headers
 TOKEN_REQUIRED = "The hosted flow authenticates with the user's public token (x-public-token)."
 
 
-def add_routes(app: web.Application, operations: Iterable[Operation]) -> None:
-    operations = list(operations)
-    allowed, app[FIXED_SIBLINGS] = _fixed_paths(tuple((op.method, op.path, op.rest)
-                                                      for op in operations))
-    app[FIXED_PATHS] = allowed
-    app[DIALECTS] = {op.dialect.prefix: op.dialect for op in operations
-                     if op.dialect is not None and op.dialect.prefix}
+class Routes(NamedTuple):
+    """The aiohttp resources of some operations, with what the edge reads beside them."""
+
+    operations: tuple[Operation, ...]
+    resources: tuple[web.AbstractResource, ...]
+    fixed: dict[str, str]  # app[FIXED_PATHS]
+    siblings: list[tuple[list[str], dict[str, list[str]]]]  # app[FIXED_SIBLINGS]
+    dialects: dict[str, Any]  # app[DIALECTS]
+
+
+def routes_of(operations: Iterable[Operation]) -> Routes:
+    """Each operation an aiohttp resource whose handler is this pipeline around the
+    operation's own handler. They belong to no app, so every app of the same operations
+    registers the same ones (routes.routes_at): a test suite makes an app a test, and
+    aiohttp's making of resources and routes was 60% of making one. Such an app is never
+    mounted under a prefix (add_subapp would prefix them in every app)."""
+    operations = tuple(operations)
+    fixed, siblings = _fixed_paths([(op.method, op.path, op.rest) for op in operations])
+    router = web.UrlDispatcher()
     for op in operations:
-        handler = _endpoint(op, allowed if "{" in op.path else None)
+        handler = _endpoint(op, fixed if "{" in op.path else None)
         path = op.path if op.rest is None else op.path.replace(f"{{{op.rest}}}",
                                                                f"{{{op.rest}:{REST}}}")
         if op.method == "GET":  # HEAD answers as GET would, without the body
-            app.router.add_get(path, handler)
+            router.add_get(path, handler)
         else:
-            app.router.add_route(op.method, path, handler)
+            router.add_route(op.method, path, handler)
+    dialects = {op.dialect.prefix: op.dialect for op in operations
+                if op.dialect is not None and op.dialect.prefix}
+    return Routes(operations, tuple(router.resources()), fixed, siblings, dialects)
+
+
+def add_routes(app: web.Application, routes: Routes) -> None:
+    app[FIXED_PATHS], app[FIXED_SIBLINGS], app[DIALECTS] = (routes.fixed, routes.siblings,
+                                                            routes.dialects)
+    for resource in routes.resources:
+        app.router.register_resource(resource)
 
 
 def _fits(template: list[str], path: list[str]) -> bool:
@@ -65,14 +87,12 @@ def _fits(template: list[str], path: list[str]) -> bool:
         b != "" if a.startswith("{") else a == b for a, b in zip(template, path))
 
 
-@lru_cache(maxsize=8)
-def _fixed_paths(routes: tuple[tuple[str, str, str | None], ...]
+def _fixed_paths(routes: list[tuple[str, str, str | None]]
                  ) -> tuple[dict[str, str], list[tuple[list[str], dict[str, list[str]]]]]:
     """Of the routes' (method, path, rest), read only: each path without parameters with
     its methods (app[FIXED_PATHS]), and for each parameter route with fixed paths of its
     shape, those paths by each method they take that the parameter route does not
-    (app[FIXED_SIBLINGS]). Every app of the same operations shares them (a test suite makes
-    one app a test; this pairs every route with every path)."""
+    (app[FIXED_SIBLINGS])."""
     fixed: dict[str, set[str]] = {}  # a path without parameters -> its methods
     templates: dict[str, set[str]] = {}
     for method, path, rest in routes:

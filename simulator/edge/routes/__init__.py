@@ -4,6 +4,8 @@ Each module declares its operations beside their handlers (operations.py); the a
 them as routes and openapi.py describes them, from the same declarations.
 """
 
+from functools import lru_cache
+
 from ..operations import OPERATIONS, Operation
 # Declared in the order /openapi.json has always listed them (the pages among the routes).
 from . import access, aggregator_api, companies, control  # noqa: F401
@@ -12,6 +14,13 @@ from . import faults  # noqa: F401
 from ..pages import flow_modules  # noqa: F401
 from . import (linked_accounts, meta, pay_link, processor_links, sdk, tasks,  # noqa: F401
                users, webhooks)
-from ..pipeline import add_routes
+from ..pipeline import Routes, add_routes, routes_of
 
-__all__ = ["OPERATIONS", "Operation", "add_routes"]
+__all__ = ["OPERATIONS", "Operation", "Routes", "add_routes", "routes_at"]
+
+
+@lru_cache(maxsize=4)
+def routes_at(aggregator: str) -> Routes:
+    """Every operation, with the service profile's aggregator name in its paths, and its
+    route: made once a process for each name, shared by every app of that name."""
+    return routes_of(op.at(aggregator) for op in OPERATIONS)
