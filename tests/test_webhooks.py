@@ -34,9 +34,9 @@ INTERVAL = 30             # spec: Limits, 30 seconds between attempts
 def make_sandbox(aiohttp_client, loaded, receiver):
     """A client of a fresh app delivering to the receiver: `await make_sandbox(seed=2)`."""
 
-    async def make(seed: int = 1, clock: str = "manual"):
+    async def make(seed: int = 1, clock: str = "manual", webhook_timeout: float = 0.5):
         settings = Settings(port=0, clock=clock, seed=seed, webhook_url=receiver.url(HOOKS),
-                            webhook_timeout=0.5)
+                            webhook_timeout=webhook_timeout)
         store = build_registry(settings, clock=Clock(mode=clock, start=START), loaded=loaded)
         return await aiohttp_client(create_app(settings, registry=store))
 
@@ -674,14 +674,17 @@ async def run_fault_sequence(client) -> list:
 
 
 async def test_faults_are_the_same_for_the_same_seed(make_sandbox, receiver):
-    first = await run_fault_sequence(await make_sandbox(seed=7))
-    second = await run_fault_sequence(await make_sandbox(seed=7))
+    # The receiver always answers, but on a loaded machine not always within 0.5 s: a timed
+    # out attempt is retried instead of copied (the duplicate fault follows a success), and
+    # the two runs then differ for the machine's sake, not the seed's.
+    first = await run_fault_sequence(await make_sandbox(seed=7, webhook_timeout=10))
+    second = await run_fault_sequence(await make_sandbox(seed=7, webhook_timeout=10))
 
     assert first == second
     kinds = {fault.split(" ")[0] for _, faults, _ in first for fault in faults}
     assert kinds == {"duplicate", "out-of-order", "delayed"}  # 0.5 each: every kind happened
     assert any(not faults for _, faults, _ in first)
-    other = await run_fault_sequence(await make_sandbox(seed=8))
+    other = await run_fault_sequence(await make_sandbox(seed=8, webhook_timeout=10))
     assert [f for _, f, _ in other] != [f for _, f, _ in first]
 
 
