@@ -86,7 +86,8 @@ def long_lived() -> Iterator[None]:
 # each over a growing heap of stored tasks; at 10,000 that is 14 times rarer. It bought
 # task create 0.30 -> 0.39 of a bare aiohttp server, access-token 0.41 -> 0.48
 # (bench/throughput.py). Cycles wait longer for collection: 10,000 new objects at most.
-# `serve` and `exec` set them; a test process keeps Python's.
+# `serve` and `exec` set them, and this repository's suite (tests/conftest.py); a customer's
+# test process keeps Python's (the plugin freezes the heap once its app is built, no more).
 SERVER_GC_THRESHOLDS = (10_000, 10, 10)
 
 
