@@ -27,7 +27,8 @@ import cryptography.exceptions  # noqa: E402,F401
 import cryptography.hazmat.primitives.asymmetric.ec  # noqa: E402,F401
 import cryptography.hazmat.primitives.serialization  # noqa: E402,F401
 import jwt.algorithms  # noqa: E402,F401
-from payroll_sandbox.app import SERVER_GC_THRESHOLDS, build_registry, create_app, load
+from payroll_sandbox.app import (SERVER_GC_THRESHOLDS, build_registry, create_app, load,
+                                 long_lived)
 from payroll_sandbox.clock import Clock
 from payroll_sandbox.settings import Settings
 
@@ -85,14 +86,10 @@ def pytest_collection(session: pytest.Session):
     with what collection imported frozen out of the collector's way. Python's thresholds
     ran a full collection every few tests over a heap of a few hundred thousand objects
     (the modules, the catalog, the apps of the tests so far): a fifth of the suite's CPU."""
-    gc.disable()
-    try:
-        return (yield)
-    finally:
-        gc.collect()
-        gc.freeze()
-        gc.set_threshold(*SERVER_GC_THRESHOLDS)
-        gc.enable()
+    with long_lived():  # as serve's start-up: what collection imports lives as long
+        collected = yield
+    gc.set_threshold(*SERVER_GC_THRESHOLDS)
+    return collected
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
