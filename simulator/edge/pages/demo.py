@@ -19,7 +19,7 @@ import hmac
 import itertools
 import json
 import weakref
-from collections import Counter, deque
+from collections import deque
 from typing import Any
 
 import msgspec
@@ -219,24 +219,19 @@ class Inbox(msgspec.Struct):
     webhooks: Any  # the tenant's webhook state it belongs to
     received: deque = msgspec.field(default_factory=lambda: deque(maxlen=RECEIVED_KEPT))
     count: int = 0
-    seen: Counter = msgspec.field(default_factory=Counter)  # ce-id -> how many of `received` have it
 
     def add(self, *, ce_id: str, body: dict[str, Any], signature: str, headers: dict[str, str],
             summary: str, received_at: str) -> Received:
         self.count += 1
-        if len(self.received) == RECEIVED_KEPT:
-            oldest = self.received[0].ce_id
-            self.seen[oldest] -= 1
-            if not self.seen[oldest]:
-                del self.seen[oldest]
+        # A repeat of the deliveries kept beside it (the oldest goes as this one comes).
+        kept = list(self.received)[1 - RECEIVED_KEPT:]
         user = body.get("user")
         record = Received(sequence=self.count, received_at=received_at,
                           event_type=str(body.get("eventType", "")), ce_id=ce_id,
                           user=user.get("identifier") if isinstance(user, dict) else None,
-                          summary=summary, signature=signature, repeat=ce_id in self.seen,
-                          headers=headers, body=body)
+                          summary=summary, signature=signature,
+                          repeat=any(r.ce_id == ce_id for r in kept), headers=headers, body=body)
         self.received.append(record)
-        self.seen[ce_id] += 1
         return record
 
     def since(self, after: int) -> list[Received]:
