@@ -33,6 +33,7 @@ from ...schemas.responses import (CardTokenRecreation, ClockState, ClockAdvanced
 from ...validate import parse_time
 from ..operations import CONTROL, Reply, operation, serve_file, serve_script_and_styles
 from ..examples import USER, Example, From
+from .companies import COMPANY
 from .sdk import CallbackRecord
 from .webhooks import event_record
 
@@ -321,9 +322,6 @@ async def card_token_recreation(tenant, params, body) -> CardTokenRecreation:
 
 
 # -- companies ----------------------------------------------------------------------------
-
-COMPANY = {"$ref": "#/components/schemas/Company"}
-
 
 @operation("POST", "/_sandbox/companies", "Add a company (company-created)",
            body=COMPANY_CREATE_REQUEST, status=201, settles=True, response=COMPANY,
