@@ -75,11 +75,10 @@ T = TypeVar("T")
 
 
 class Reply(msgspec.Struct, Generic[T], frozen=True):
-    """A handler's answer when it is more than `data`: another status, or extra top-level
-    fields beside `data` (such as `total`). `-> Reply[X]` declares `data`'s shape."""
+    """A handler's answer when it is more than `data`: extra top-level fields beside `data`
+    (such as `total`). `-> Reply[X]` declares `data`'s shape."""
 
     data: T
-    status: int | None = None
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
