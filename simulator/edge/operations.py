@@ -64,7 +64,6 @@ class Dialect(msgspec.Struct, frozen=True):
     description) with `error_schema`. Every path under `prefix` answers in this dialect,
     those no operation has (404) and methods its paths do not take (405) included."""
 
-    name: str
     render_error: Callable[[ApiError, int], tuple[int, dict[str, Any]]]
     error_schema: dict[str, Any]
     errors: dict[int, str]
