@@ -168,9 +168,7 @@ async def receive_demo_webhook(request, sandbox) -> Kept:
     """Plays the customer's backend: the signature is checked with the demo tenant's secret
     (a delivery that fails the check is refused with 401 and not kept), then the
     delivery is kept with what it means in plain words."""
-    tenant = sandbox.registry.tenants.get(DEMO_TENANT)
-    if tenant is None:
-        raise TenantNotFound(NO_DEMO)
+    tenant = _demo_tenant(request, sandbox, page=False)
     raw = await read_body(request)
     signature = _signature(tenant, raw, request.headers.get(SIGNATURE_HEADER))
     try:
@@ -251,8 +249,9 @@ def inbox_of(tenant: Tenant) -> Inbox:
     return inbox
 
 
-def _demo_tenant(request: web.Request, sandbox: Any) -> Tenant:
-    if not _same_origin(request):
+def _demo_tenant(request: web.Request, sandbox: Any, *, page: bool = True) -> Tenant:
+    """The `demo` tenant, for a call of the demo page (same origin only) or its receiver's."""
+    if page and not _same_origin(request):
         raise Forbidden(CROSS_ORIGIN)
     tenant = sandbox.registry.tenants.get(DEMO_TENANT)
     if tenant is None:
