@@ -143,16 +143,15 @@ async def get_bundle(tenant, query, sandbox) -> dict:
 def bundle_of(tenant, sandbox, test: str) -> dict:
     """The tenant's bundle as it is now (synchronous: at a job boundary), as JSON builtins."""
     journal = reversed(tenant.journal.query(limit=MAX_ENTRIES))
-    events = tenant.events.query()
-    return bundles.document(
-        test=test, tenant=tenant.name, seed=sandbox.registry.seed,
-        clock=msgspec.to_builtins(_clock_record(tenant)), bindings=dict(tenant.tasks.bindings),
-        snapshot=snapshot.take(tenant, sandbox),
-        requests=msgspec.to_builtins([view_of(JournalEntry, entry) for entry in journal]),
-        events=msgspec.to_builtins([event_record(sandbox.dispatcher, tenant, event)
-                                    for event in events]),
-        callbacks=msgspec.to_builtins([view_of(CallbackRecord, entry) for entry in
-                                       tenant.callbacks.query(limit=len(tenant.callbacks) or 1)]))
+    callbacks = tenant.callbacks.query(limit=len(tenant.callbacks) or 1)
+    views = msgspec.to_builtins({
+        "clock": _clock_record(tenant),
+        "requests": [view_of(JournalEntry, entry) for entry in journal],
+        "events": [event_record(sandbox.dispatcher, tenant, e) for e in tenant.events.query()],
+        "callbacks": [view_of(CallbackRecord, entry) for entry in callbacks]})
+    return bundles.document(test=test, tenant=tenant.name, seed=sandbox.registry.seed,
+                            bindings=dict(tenant.tasks.bindings),
+                            snapshot=snapshot.take(tenant, sandbox), **views)
 
 
 # -- the clock ----------------------------------------------------------------------------
