@@ -407,12 +407,8 @@ async def restore_settled(tenant: Tenant, sandbox: Any, request: web.Request) ->
     """POST /_sandbox/snapshot: the body read (bounded in size and time), then parsed,
     checked and built in a worker thread, so the event loop serves every other tenant
     meanwhile; put in place between two runs of the tenant's clock. What it restored.
-
-    A large body (or one of unknown length) is admitted by RestoreAdmission: it waits
-    only on a large restore of its own tenant (for --request-timeout at most, then 429),
-    and one the server's memory budget cannot hold now is refused at once (429 with
-    `retry-after`). Once it ends, refused or not, the memory it took goes back to the
-    system."""
+    A large body (or one of unknown length) is admitted first (RestoreAdmission); once it
+    ends, refused or not, the memory it took goes back to the system."""
     limit = max_document_bytes(tenant.rules.limits)
     length = request.content_length
     if length is not None and length > limit:
