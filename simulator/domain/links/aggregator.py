@@ -286,12 +286,9 @@ class Aggregator:
 
     # -- the aggregator's API ---------------------------------------------------------------
 
-    def _request_id(self) -> str:
-        return self.ids.secret("")[:15]
-
     def _answer(self, **fields: Any) -> dict[str, Any]:
         """An answer of the aggregator's: its fields, then its `request_id`."""
-        return {**fields, "request_id": self._request_id()}
+        return {**fields, "request_id": self.ids.secret("")[:15]}
 
     def create_sandbox_public_token(self, request: dict[str, Any]) -> dict[str, Any]:
         """/sandbox/public_token/create: a linked item at `institution_id` (one of the
