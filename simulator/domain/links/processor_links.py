@@ -41,7 +41,6 @@ from ..timeline import Timeline, action_kind
 TOKEN_PATTERN = re.compile(r"^processor-(sandbox|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-"
                            r"[0-9a-f]{4}-[0-9a-f]{12}$")
 PULL, CLASSIFY, DETECT = "pull-transactions", "employer-classification", "recurring-transaction-detection"
-STAGE_PRODUCT = {CLASSIFY: "employer-classification", DETECT: "recurring-transaction-detection"}
 DEFAULT_SCENARIO = "processor-link-happy-path"
 PROCESSOR_TOKEN_LIMIT = ("This tenant holds {stored} processor tokens (each with its link at "
                          "most), and keeps at most {limit}: --max-tokens "
@@ -308,8 +307,8 @@ class ProcessorLinks(Held[ProcessorLink]):
                                   "errorMessage": ONLY_AUTH})
                 return
             link.transactions = self._transactions(link, token)
-        elif STAGE_PRODUCT[stage] not in self.settings.products:
-            pass  # the customer account does not have this product: the stage is skipped
+        elif stage not in self.settings.products:
+            pass  # a later stage is named after its product, which this account lacks: skipped
         elif stage == CLASSIFY:
             link.employer_matches = self._classify(link)
             link.stages.append(stage)
