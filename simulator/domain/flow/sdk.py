@@ -26,7 +26,7 @@ from ...errors import (ApiError, CredentialsRefused, InvalidCompanyId, InvalidCo
 from ..pdf import text_pdf
 from ...validate import strict_json
 from ..companies.companies import Company, CompanyDirectory, ManualDepositRule
-from .flow_words import ENGLISH, flow_words
+from .flow_words import ENGLISH, WORDS
 from ..companies.search import company_filter
 from ..shapes import UNSET, View, choice, given, of
 from ..tasks.states import PROCESSING
@@ -274,7 +274,7 @@ def user_messages(language: str = ENGLISH) -> dict[str, Any]:
     the English its scripts write (flow_words.py). A language the sandbox lacks is English."""
     reasons, errors, fallback = USER_SENTENCES.get(language, USER_SENTENCES[ENGLISH])
     messages: dict[str, Any] = {"reasons": reasons, "errors": errors, "fallback": fallback}
-    words = flow_words(language)
+    words = WORDS.get(language)
     if words:
         messages["words"] = words
     return messages
