@@ -376,10 +376,8 @@ def operations_of(tasks: list[dict[str, Any]] | None, company: Company) -> list[
     """The configured tasks, or the company's default operation when none is configured."""
     if tasks:
         return tasks
-    for operation in DEFAULT_OPERATIONS:
-        if operation in company.available_products:
-            return [{"operation": operation}]
-    return [{"operation": company.available_products[0]}]
+    offered = company.available_products
+    return [{"operation": next((o for o in DEFAULT_OPERATIONS if o in offered), offered[0])}]
 
 
 def check_flow_can_start(tenant: Tenant, company: Company,
