@@ -584,10 +584,8 @@ class Aggregator:
 
     def _last_webhook(self, item: Item) -> Any:
         """The latest webhook of the item still in the ledger (None: none)."""
-        for event in reversed(self.events.by_id.values()):
-            if event.url is not None and event.body.get("item_id") == item.item_id:
-                return event
-        return None
+        return next((event for event in reversed(self.events.by_id.values())
+                     if event.url is not None and event.body.get("item_id") == item.item_id), None)
 
     def pulled_transactions(self, item_id: str, account_id: str) -> list[dict[str, Any]]:
         """What the service pulls through a processor token of an item (`pull_error` said it
