@@ -271,8 +271,7 @@ class ProcessorLinks(Held[ProcessorLink]):
             data += [{**item, "processorLink": link.id} for item in found or []]
         statuses = {l.status for l in links}
         # A relink still processing is what a polling client waits for, not the old error.
-        status = PROCESSING if PROCESSING in statuses else (
-            COMPLETED if COMPLETED in statuses else ERROR)
+        status = next((s for s in (PROCESSING, COMPLETED) if s in statuses), ERROR)
         return {"data": data, "status": status, "links": links}
 
     # -- the pipeline -----------------------------------------------------------------------
