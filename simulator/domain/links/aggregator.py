@@ -422,11 +422,9 @@ class Aggregator:
                             has_more=end < len(history))
 
     def get_transactions(self, request: Any) -> dict[str, Any]:
-        """/transactions/get (facts 16): the item's transactions dated `start_date` to
-        `end_date` (both included), newest first, of `options.account_ids` only when given,
-        `options.count` (100 by default) from `options.offset`, and how many there are in all
-        (`total_transactions`). The same history /transactions/sync pages through and the
-        service's pipeline pulls."""
+        """/transactions/get (facts 16): a page of the item's transactions dated `start_date`
+        to `end_date` (both included), newest first, and how many there are in all: the
+        history /transactions/sync pages through and the service's pipeline pulls."""
         item = self._live_item(request.access_token, transactions=True)
         if request.start_date > request.end_date:
             raise InvalidField(DATES_REVERSED.format(start=request.start_date,
