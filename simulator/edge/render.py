@@ -72,10 +72,8 @@ def render_error(request: web.Request, error: ApiError, status: int | None = Non
 def _dialect_of_path(request: web.Request) -> Any:
     """The dialect whose prefix the request's path is under (operations.Dialect.prefix)."""
     path = request.path
-    for prefix, dialect in request.app.get(DIALECTS, {}).items():
-        if path == prefix or path.startswith(prefix + "/"):
-            return dialect
-    return None
+    return next((dialect for prefix, dialect in request.app.get(DIALECTS, {}).items()
+                 if path == prefix or path.startswith(prefix + "/")), None)
 
 
 def wrong_method(request: web.Request, allowed: str) -> MethodNotAllowed:
