@@ -3,10 +3,6 @@
 One line per new event and per delivery attempt, as they happen; with `--forward-to`,
 each new event is also sent to a local URL as the sandbox sends it (the same CloudEvent
 headers, signature and body bytes), as `stripe listen --forward-to` does for Stripe.
-
-The ledger is read through the control plane: `Follower` holds the cursor of
-GET /_sandbox/events?after=<revision>, so a poll reads only what changed since the last
-one, and shows each event once and every attempt once.
 """
 
 from __future__ import annotations

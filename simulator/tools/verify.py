@@ -11,7 +11,7 @@ dates) are never compared.
 The probes cover every operation of real-api-surface.md: each read (on the test user
 `--identifier`, the catalog, that user's tasks), and each write on what the run makes for
 itself alone: a user of its own (`verify-<random>`), a webhook endpoint and a signing
-secret, all removed when the probes are done (`_clean_up`); a write that would reach
+secret, all removed when the probes are done (`clean_up`); a write that would reach
 anything else is sent as a refused input (an unknown linked account). Before anything
 is sent, `refusal` and `production_signal` stop a run aimed at what looks like production.
 """
