@@ -469,7 +469,7 @@ async def _listen(options: ListenOptions, out: TextIO, err: TextIO) -> int:
     def warn(text: str) -> None:
         print(f"{PREFIX}: {text}", file=err, flush=True)
 
-    try:
+    with contextlib.suppress(asyncio.CancelledError):  # Ctrl-C or SIGTERM: the end
         async with new_session() as session:
             client = Client(session, url, options.api_key, options.api_secret)
             tenant = (await client.fetch("/_sandbox/tenant"))["data"]
@@ -505,8 +505,6 @@ async def _listen(options: ListenOptions, out: TextIO, err: TextIO) -> int:
                 for task in tasks:
                     task.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
-    except asyncio.CancelledError:  # Ctrl-C or SIGTERM
-        return 0
     return 0
 
 
