@@ -308,9 +308,7 @@ class _Run:
                     raise outcome
             for (side, (path, _)), (status, _, body) in zip(sends.items(), done):
                 answers[side] = Answer(status, body, path)
-        for side, answer in answers.items():
-            if answer is not None:
-                self._capture(probe, side, answer)
+                self._capture(probe, side, answers[side])
         differences: list[Difference] = []
         service, sandbox = answers[SERVICE], answers[SANDBOX]
         if service is not None and sandbox is not None:
