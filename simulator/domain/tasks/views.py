@@ -12,10 +12,11 @@ from ..companies.companies import COMPANY_STATUSES, Branding, SearchCompany, Sea
 from ..identity.identity import UserView
 from ..shapes import (UNSET, Command, DateTime, Maybe, Metadata, Name, View, choice, field, of,
                       raw, view_from, view_of)
-from .records import (CONTINUE, TASK_STATUSES, Distribution, Task, TaskFile, TaskTransition,
+from .records import (CONTINUE, Distribution, Task, TaskFile, TaskTransition,
                       Workflow, next_step)
 from .requests import ON_COMPLETE, ON_FAIL, RequestFields
-from .states import (COMPUTED_FIELDS, FAILED, FAILURE_REASONS, STEP_FIELDS, WRITTEN_PAYMENT_METHOD,
+from .states import (COMPUTED_FIELDS, FAILED, FAILURE_REASONS, STEP_FIELDS, TASK_AUTHENTICATION,
+                     TASK_STATUSES, WRITTEN_PAYMENT_METHOD,
                      AUTHENTICATION_METHODS as TASK_AUTHENTICATION_METHODS, field_schemas)
 
 
@@ -28,9 +29,6 @@ class TaskFileView(View, kw_only=True):
     content_type: str
 
 Reason = choice(*FAILURE_REASONS)
-# Spec (Task): authenticationMethod, "For pay-link Tasks: `true-auth`, `smart-auth`"; a task
-# of another scope has none of those values: null.
-TASK_AUTHENTICATION = ("A pay-link task's: true-auth or smart-auth. Any other task's: null.")
 
 
 _STEP_FIELDS = field_schemas(STEP_FIELDS)  # flow, meta, ... (domain/states.py)
