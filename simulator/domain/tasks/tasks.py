@@ -106,9 +106,6 @@ class Tasks(TaskChoices, TaskReads, Held[Task]):
         # before a task is made.
         self.admit_work: Callable[[], None] = lambda: None
 
-    def scope_of(self, product: str) -> str | None:
-        return self.rules.scope_of(product)
-
     def file(self, task: Task, workflow: Workflow) -> None:
         """Keep a task made outside a scenario (a triggered event's, already final) with
         its workflow, so the ids an event names answer on GET /task/{id}."""
@@ -414,7 +411,7 @@ class Tasks(TaskChoices, TaskReads, Held[Task]):
         for name in STEP_FIELDS:  # never `product`: a task runs a scenario that fits it
             if name in changes:
                 setattr(task, name, changes[name])
-        if "authenticationMethod" in changes and self.scope_of(task.product) == PAY_LINK:
+        if "authenticationMethod" in changes and self.rules.scope_of(task.product) == PAY_LINK:
             task.authentication_method = changes["authenticationMethod"]
         if "paymentMethod" in changes and not task.payment_method_given:
             # The scenario's payment method stands in only when the request named none.
