@@ -77,9 +77,7 @@ class Tasks(TaskChoices, TaskReads, Held[Task]):
     def __init__(self, rules: Rules, *, ids: Any, clock: Clock, timeline: Timeline,
                  changes: Changes, companies: CompanyDirectory, settings: TenantSettings,
                  identity: Any, emit: Callable[..., Any]) -> None:
-        # Given what it uses, not the tenant: the world's rules, the tenant's seeded ids,
-        # clock, timeline, change window, company directory, settings, users and how it
-        # emits; and the linked accounts, once they exist.
+        # Given what it uses, not the tenant (parts.py); the linked accounts once they exist.
         self.rules = rules
         self.ids, self.clock, self.timeline, self.changes = ids, clock, timeline, changes
         self.companies, self.settings, self.identity, self.emit = companies, settings, identity, emit

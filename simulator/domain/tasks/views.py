@@ -97,8 +97,7 @@ class TaskRecord(TaskFields, kw_only=True):
 
     @classmethod
     def of(cls, task: Task, **more: Any) -> TaskRecord:
-        """GET /task/{id}: the task, its outcome and every transition it made (a view that
-        adds fields: `more`)."""
+        """GET /task/{id} (and a view that adds fields: `more`)."""
         return view_from(cls, task, cls.shown(task, company=task.company_id, **more))
 
 
@@ -118,8 +117,7 @@ class TaskCreated(View, kw_only=True):
 
     @classmethod
     def of(cls, workflow: Workflow, tasks: list[Task]) -> TaskCreated:
-        """What task creation answers: the first task, its workflow, and every task started
-        (a task after one whose onComplete or onFail is `finish` starts when that one ends)."""
+        """What task creation answers: the first task, its workflow and every task started."""
         return cls(id=tasks[0].id, status=tasks[0].status, task_workflow=workflow.id,
                    tasks=[view_of(StartedTask, task) for task in tasks])
 
@@ -153,8 +151,7 @@ class TaskDetails(TaskFields, kw_only=True):
     @classmethod
     def of(cls, task: Task, *, company: Any, payroll_data_available: bool,
            files: list[TaskFile]) -> TaskDetails:
-        """GET /task/{taskId}/details: the real service's Task, then the sandbox's own
-        fields (GET /task/{taskId}) and the task's files."""
+        """GET /task/{taskId}/details."""
         return view_from(cls, task, cls.shown(
             task, authentication=task.authentication_method, company=company,
             payroll_data_available=payroll_data_available,
