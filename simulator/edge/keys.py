@@ -42,8 +42,7 @@ class HostPolicy:
     @classmethod
     def from_settings(cls, settings: Settings) -> HostPolicy:
         names = {n.strip().lower().rstrip(".") for n in settings.allowed_hosts.split(",")}
-        names.discard("")
-        return cls(names=frozenset(names - {WILDCARD}), any_name=WILDCARD in names)
+        return cls(names=frozenset(names - {WILDCARD, ""}), any_name=WILDCARD in names)
 
     def allows(self, host_header: str | None) -> bool:
         if self.any_name:

@@ -64,7 +64,6 @@ class Dialect(msgspec.Struct, frozen=True):
     description) with `error_schema`. Every path under `prefix` answers in this dialect,
     those no operation has (404) and methods its paths do not take (405) included."""
 
-    name: str
     render_error: Callable[[ApiError, int], tuple[int, dict[str, Any]]]
     error_schema: dict[str, Any]
     errors: dict[int, str]
@@ -75,11 +74,10 @@ T = TypeVar("T")
 
 
 class Reply(msgspec.Struct, Generic[T], frozen=True):
-    """A handler's answer when it is more than `data`: another status, or extra top-level
-    fields beside `data` (such as `total`). `-> Reply[X]` declares `data`'s shape."""
+    """A handler's answer when it is more than `data`: extra top-level fields beside `data`
+    (such as `total`). `-> Reply[X]` declares `data`'s shape."""
 
     data: T
-    status: int | None = None
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
