@@ -28,6 +28,7 @@ from aiohttp import web
 from ...clock import isoformat
 from ...domain.tenants import DEMO_TENANT, Tenant
 from ...errors import Forbidden, MalformedJson, TenantNotFound, Unauthorized
+from .. import render
 from ..render import read_body
 from ...domain.dates import date_time_field
 from ...domain.shapes import UNSET, Answer, Command, Maybe, View, choice, given, of, raw
@@ -260,12 +261,13 @@ def _demo_tenant(request: web.Request, sandbox: Any, *, page: bool = True) -> Te
 
 
 def _same_origin(request: web.Request) -> bool:
-    """A browser says where a request comes from: Sec-Fetch-Site, and Origin on a POST."""
+    """A browser says where a request comes from: Sec-Fetch-Site, and Origin on a POST (with
+    no default port, which a Host header may carry)."""
     site = request.headers.get("sec-fetch-site")
     if site is not None and site != "same-origin":
         return False
     origin = request.headers.get("origin")
-    return origin is None or origin == f"{request.scheme}://{request.host}"
+    return origin is None or origin == render.origin(request)
 
 
 # -- plain words ----------------------------------------------------------------------------
