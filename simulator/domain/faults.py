@@ -5,7 +5,7 @@ and its retry and backoff code is exercised.
 
 A rule names one operation as the OpenAPI document does (method and declared path, with
 its `{params}`) and one fault; `count` spends it, `probability` draws from the tenant's
-seeded generator, so a run repeats. The pipeline (routes/pipeline.py) asks `fire` for
+seeded generator, so a run repeats. The pipeline (edge/pipeline.py) asks `fire` for
 every request after authentication and carries out what fired before the handler runs,
 so a faulted request changes nothing; the control plane is never faulted, so a test can
 always take its rules back. Pure: no HTTP here.

@@ -4,7 +4,7 @@ Each API operation is declared once, as an `Operation`: method, path, handler, t
 kind, the request body and query schemas, whether it settles webhook deliveries, a
 summary, the errors it can answer and its response schema. Everything else is derived
 from that declaration: the aiohttp routes and the pipeline every request goes through
-(routes/pipeline.py) and the whole OpenAPI document (openapi.py).
+(edge/pipeline.py) and the whole OpenAPI document (openapi.py).
 
 A handler names what it needs as parameters and gets exactly that: `tenant`, `token`
 (the public token, or None under API keys), `body`, `query`, `params` (the path's),

@@ -2,7 +2,7 @@
 refusal, a PDF shown inline, the request's origin (the base of URLs in answers), and a
 request's body read within the server's --request-timeout.
 
-The edge middleware and the operations' pipeline (routes/pipeline.py) render through
+The edge middleware and the operations' pipeline (edge/pipeline.py) render through
 these; so do the few handlers that read a raw body themselves.
 """
 

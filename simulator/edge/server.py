@@ -9,7 +9,7 @@
   kept-alive connection), an idle kept-alive connection closes after `--idle-timeout`, and
   at most `--max-connections` are open: past it the oldest idle or half-open ones close
   first, so a new client (a health check) is still answered. Bodies have the same time
-  limit where they are read (middleware.read_within_time).
+  limit where they are read (render.read_within_time).
 
 The runner makes its connections' handlers a subclass that does both.
 """
