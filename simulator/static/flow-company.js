@@ -4,8 +4,8 @@
 
 import { api, close, interaction, searchFilters } from "./flow-api.js";
 import { app, config, mayChooseAnother, remember, screens, state } from "./flow-state.js";
-import { button, companyHero, companyTitle, el, errorSentence, field, icon, iconHero, logo,
-         nextId, screen, t } from "./flow-ui.js";
+import { button, companyHero, companyRow, companyTitle, el, errorSentence, field, icon, iconHero,
+         logo, nextId, screen, t } from "./flow-ui.js";
 
 export function fail(code, company) {
   interaction("Error", { code: code });
@@ -60,13 +60,8 @@ function pick(company, payrollOnly, where) {
 }
 
 function resultRow(company, payrollOnly) {
-  var meta = describe(company);
-  return el("li", {}, [el("button", { type: "button", "data-company": company._id,
-    onclick: function () { pick(company, payrollOnly, "search"); } }, [
-      logo(company, "sm"),
-      el("span", { "class": "text" }, [el("span", { "class": "name", text: company.name }),
-        meta ? el("span", { "class": "meta" + (meta.warn ? " warn" : ""), text: meta.text }) : null]),
-      el("span", { "class": "chevron", "aria-hidden": "true" }, [icon("chevron")])])]);
+  return companyRow(company, { "data-company": company._id,
+    onclick: function () { pick(company, payrollOnly, "search"); } }, describe(company));
 }
 
 function tile(company, payrollOnly) {

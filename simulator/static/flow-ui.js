@@ -272,6 +272,15 @@ export function logo(company, size) {
   return box;
 }
 
+/* A company in a list: a button with its logo, its name and `meta` ({text, warn}) below. */
+export function companyRow(company, attributes, meta) {
+  return el("li", {}, [el("button", Object.assign({ type: "button" }, attributes), [
+    logo(company, "sm"),
+    el("span", { "class": "text" }, [el("span", { "class": "name", text: company.name }),
+      meta ? el("span", { "class": "meta" + (meta.warn ? " warn" : ""), text: meta.text }) : null]),
+    el("span", { "class": "chevron", "aria-hidden": "true" }, [icon("chevron")])])]);
+}
+
 function badged(node, kind) {
   var marks = { success: "check", failure: "x", warning: "wrench" };
   node.appendChild(el("span", { "class": "badge badge-" + kind, "aria-hidden": "true" }, [icon(marks[kind])]));
