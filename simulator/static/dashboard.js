@@ -326,12 +326,16 @@
       row.task.history.forEach(function (h) { times.push(seconds(h.at)); });
     }
     row.callbacks.forEach(function (entry) { times.push(seconds(entry.time)); });
-    row.events.forEach(function (event) {
-      times.push(seconds(event.time));
-      event.deliveries.forEach(function (d) {
-        d.attempts.forEach(function (a) { times.push(seconds(a.time)); });
-        if (d.nextAttemptAt) { times.push(seconds(d.nextAttemptAt)); }
-      });
+    row.events.forEach(function (event) { times.push.apply(times, eventTimes(event)); });
+    return times;
+  }
+
+  /* An event's time, then each attempt's and each retry due. */
+  function eventTimes(event) {
+    var times = [seconds(event.time)];
+    event.deliveries.forEach(function (d) {
+      d.attempts.forEach(function (a) { times.push(seconds(a.time)); });
+      if (d.nextAttemptAt) { times.push(seconds(d.nextAttemptAt)); }
     });
     return times;
   }
@@ -431,11 +435,8 @@
   function stack(events, at) {
     var ends = [];
     return events.map(function (event) {
-      var start = at(seconds(event.time)), end = start;
-      event.deliveries.forEach(function (d) {
-        d.attempts.forEach(function (a) { end = Math.max(end, at(seconds(a.time))); });
-        if (d.nextAttemptAt) { end = Math.max(end, at(seconds(d.nextAttemptAt))); }
-      });
+      var times = eventTimes(event).map(at);
+      var start = times[0], end = Math.max.apply(null, times);
       var level = 0;
       while (level < ends.length && ends[level] + GAP > start) { level += 1; }
       ends[level] = end;
