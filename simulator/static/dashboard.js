@@ -284,6 +284,14 @@
     node.setAttribute("data-focus", key);
     if (current) { node.setAttribute("aria-current", "true"); }
   }
+  /* A button that reads as a link; `focusKey` and `current` as mark() takes them. */
+  function link(text, label, focusKey, current) {
+    var button = el("button", "link", text);
+    button.type = "button";
+    button.setAttribute("aria-label", label);
+    mark(button, focusKey, current);
+    return button;
+  }
   function isSelected(kind, id) { return !!selected && selected.kind === kind && selected.id === id; }
 
   function renderClock() {
@@ -378,23 +386,17 @@
     var label = el("div", "lane-label");
     var track = el("div", "track");
     if (task) {
-      var open = el("button", "link", "task " + short(task.id));
-      open.type = "button";
-      open.setAttribute("aria-label", "task " + task.id + ", " + task.status);
-      mark(open, "lane:" + task.id, isSelected("task", task.id));
+      var open = link("task " + short(task.id), "task " + task.id + ", " + task.status, "lane:" + task.id,
+                      isSelected("task", task.id));
       open.onclick = function () { select("task", task.id); };
-      label.appendChild(open);
-      label.appendChild(el("span", null, task.user.identifier + " \u00b7 " + task.scenario));
       var status = el("span", null);
       status.appendChild(el("span", "pill " + task.status, task.status + (task.reason ? ": " + task.reason : "")));
-      label.appendChild(status);
+      label.append(open, el("span", null, task.user.identifier + " \u00b7 " + task.scenario), status);
       if (isSelected("task", task.id)) { item.className += " selected"; }
     } else if (row.flow) {
-      label.appendChild(el("strong", null, "Hosted flow"));
-      label.appendChild(el("span", null, row.flow.identifier + " \u00b7 no task shown"));
+      label.append(el("strong", null, "Hosted flow"), el("span", null, row.flow.identifier + " \u00b7 no task shown"));
     } else {
-      label.appendChild(el("strong", null, "Other events"));
-      label.appendChild(el("span", null, "not of a task shown"));
+      label.append(el("strong", null, "Other events"), el("span", null, "not of a task shown"));
     }
     ticks.forEach(function (t) {
       var line = el("span", "gridline");
@@ -424,8 +426,7 @@
     track.style.height = (LEVEL_TOP + LEVEL * Math.max(1, used + told)) + "px";
     row.events.forEach(function (event, index) { marks(track, event, x, LEVEL_TOP + LEVEL * levels[index]); });
     if (told) { callbackMarks(track, row.callbacks, x, LEVEL_TOP + LEVEL * used); }
-    item.appendChild(label);
-    item.appendChild(track);
+    item.append(label, track);
     return item;
   }
 
@@ -530,14 +531,9 @@
     Array.from(tasks.values()).sort(byCreation).reverse().slice(0, TABLE_TASKS).forEach(function (task) {
       var tr = el("tr", "clickable");
       var first = el("td", "mono");
-      var open = el("button", "link", short(task.id));
-      open.type = "button";
-      open.setAttribute("aria-label", "task " + task.id);
-      mark(open, "task-row:" + task.id, isSelected("task", task.id));
-      first.appendChild(open);
-      tr.appendChild(first);
-      [cell(task.user.identifier), cell(task.product), cell(task.scenario), cell(task.status, task.status),
-       cell(task.reason)].forEach(function (td) { tr.appendChild(td); });
+      first.appendChild(link(short(task.id), "task " + task.id, "task-row:" + task.id, isSelected("task", task.id)));
+      tr.append(first, cell(task.user.identifier), cell(task.product), cell(task.scenario),
+                cell(task.status, task.status), cell(task.reason));
       tr.onclick = function () { select("task", task.id); };
       taskBody.appendChild(tr);
     });
@@ -546,16 +542,11 @@
     Array.from(events.values()).sort(bySequence).reverse().slice(0, TABLE_EVENTS).forEach(function (event) {
       var tr = el("tr", "clickable" + (isSelected("event", event.id) ? " selected" : ""));
       var first = el("td", "mono");
-      var open = el("button", "link", clockTime(seconds(event.time)));
-      open.type = "button";
-      open.setAttribute("aria-label", event.eventType + " at " + event.time);
-      mark(open, "event-row:" + event.id, isSelected("event", event.id));
-      first.appendChild(open);
-      tr.appendChild(first);
+      first.appendChild(link(clockTime(seconds(event.time)), event.eventType + " at " + event.time,
+                             "event-row:" + event.id, isSelected("event", event.id)));
       var delivery = el("td");
       delivery.appendChild(endpointList(endpoints(event)));
-      [cell(event.eventType), cell(event.userIdentifier), cell(short(event.task)),
-       delivery].forEach(function (td) { tr.appendChild(td); });
+      tr.append(first, cell(event.eventType), cell(event.userIdentifier), cell(short(event.task)), delivery);
       tr.onclick = function () { select("event", event.id); };
       eventBody.appendChild(tr);
     });
@@ -598,20 +589,21 @@
         var tr = el("tr");
         tr.setAttribute("data-delivery", String(index + 1));
         tr.setAttribute("data-time", String(when));
-        [nowrap(cell("#" + (index + 1) + (delivery.replay ? " (resent)" : ""))),
-         cell(attempt.number + (attempt.fault ? " (" + attempt.fault + ")" : "")),
-         nowrap(cell(clockTime(when) + (previous == null ? "" : " (+" + duration(when - previous) + ")"))),
-         nowrap(cell(delivery.url)),
-         cell(attempt.status == null ? (kind === "pending" ? "in flight" : "no answer") : attempt.status, kind),
-         cell(attempt.latencyMs == null ? "" : Math.round(attempt.latencyMs) + " ms"),
-         cell(attempt.error || "")].forEach(function (td) { tr.appendChild(td); });
+        tr.append(nowrap(cell("#" + (index + 1) + (delivery.replay ? " (resent)" : ""))),
+                  cell(attempt.number + (attempt.fault ? " (" + attempt.fault + ")" : "")),
+                  nowrap(cell(clockTime(when) + (previous == null ? "" : " (+" + duration(when - previous) + ")"))),
+                  nowrap(cell(delivery.url)),
+                  cell(attempt.status == null ? (kind === "pending" ? "in flight" : "no answer") : attempt.status, kind),
+                  cell(attempt.latencyMs == null ? "" : Math.round(attempt.latencyMs) + " ms"),
+                  cell(attempt.error || ""));
         body.appendChild(tr);
         previous = when;
       });
       if (delivery.nextAttemptAt) {
         var tr = el("tr");
-        [cell("#" + (index + 1)), cell(delivery.attempts.length + 1), cell(clockTime(seconds(delivery.nextAttemptAt))),
-         nowrap(cell(delivery.url)), cell("retry due", "pending"), cell(""), cell("")].forEach(function (td) { tr.appendChild(td); });
+        tr.append(cell("#" + (index + 1)), cell(delivery.attempts.length + 1),
+                  cell(clockTime(seconds(delivery.nextAttemptAt))), nowrap(cell(delivery.url)),
+                  cell("retry due", "pending"), cell(""), cell(""));
         body.appendChild(tr);
       }
     });
@@ -627,8 +619,8 @@
     body.textContent = "";
     task.history.forEach(function (h) {
       var tr = el("tr");
-      [cell(clockTime(seconds(h.at))), cell(h.status, h.status), cell(h.previousStatus || ""),
-       cell((h.reason || "") + (h.patch ? " (patch)" : ""))].forEach(function (td) { tr.appendChild(td); });
+      tr.append(cell(clockTime(seconds(h.at))), cell(h.status, h.status), cell(h.previousStatus || ""),
+                cell((h.reason || "") + (h.patch ? " (patch)" : "")));
       body.appendChild(tr);
     });
   }
@@ -834,10 +826,9 @@
         var limits = [];
         if (rule.count != null) { limits.push(rule.count + " times"); }
         if (rule.probability != null && rule.probability < 1) { limits.push(Math.round(rule.probability * 100) + "% of calls"); }
-        var op = el("td", "mono", rule.method + " " + rule.path);
-        [op, cell(what + (limits.length ? " (" + limits.join(", ") + ")" : "")),
-         cell(rule.fired + (rule.remaining != null ? " (" + rule.remaining + " left)" : ""))]
-          .forEach(function (td) { tr.appendChild(td); });
+        tr.append(el("td", "mono", rule.method + " " + rule.path),
+                  cell(what + (limits.length ? " (" + limits.join(", ") + ")" : "")),
+                  cell(rule.fired + (rule.remaining != null ? " (" + rule.remaining + " left)" : "")));
         body.appendChild(tr);
       });
     }).catch(function (error) {
@@ -869,13 +860,9 @@
       list.textContent = "";
       Object.keys(json.bindings).forEach(function (identifier) {
         var item = el("li");
-        item.appendChild(el("span", null, identifier + " \u2192 " + json.bindings[identifier]));
-        var remove = el("button", "link", "unbind");
-        remove.type = "button";
-        remove.setAttribute("aria-label", "unbind " + identifier);
-        mark(remove, "unbind:" + identifier, false);
+        var remove = link("unbind", "unbind " + identifier, "unbind:" + identifier, false);
         remove.onclick = function () { bind(identifier, null); };
-        item.appendChild(remove);
+        item.append(el("span", null, identifier + " \u2192 " + json.bindings[identifier]), remove);
         list.appendChild(item);
       });
     }).catch(function (error) { say(error.message); });
