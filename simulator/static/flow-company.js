@@ -45,12 +45,10 @@ function meta() { return { "payroll-provider": t("Payroll provider"), "gig-econo
              "franchise-parent": t("All locations"), "manual-deposits": t("Set up by hand") }; }
 function describe(company) {
   if (company.status === "under-maintenance") { return { text: t("Under maintenance"), warn: true }; }
-  var tags = company.tags || [];
   var names = meta();
-  for (var i = tags.length - 1; i >= 0; i--) {
-    if (names[tags[i]]) { return { text: names[tags[i]] }; }
-  }
-  return null;
+  // The last of its tags that has a name.
+  var tag = (company.tags || []).filter(function (one) { return names[one]; }).pop();
+  return tag ? { text: names[tag] } : null;
 }
 
 function pick(company, payrollOnly, where) {
