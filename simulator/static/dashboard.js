@@ -450,48 +450,46 @@
     var states = endpoints(event), state = overall(states);
     var marker = el("button", "event-marker " + LOOK[state]);
     marker.type = "button";
-    marker.style.left = x(at);
-    marker.style.top = top + "px";
     marker.setAttribute("data-event", event.id);
     marker.setAttribute("data-time", String(at));
     marker.setAttribute("data-delivery", state);
-    var name = event.eventType + " at " + clockTime(at) + ": " + statesText(states);
-    marker.setAttribute("aria-label", name);
-    marker.title = name;
     if (isSelected("event", event.id)) { marker.className += " selected"; }
     mark(marker, "marker:" + event.id, isSelected("event", event.id));
     marker.onclick = function () { select("event", event.id); };
-    track.appendChild(marker);
+    pin(track, marker, x(at), top, event.eventType + " at " + clockTime(at) + ": " + statesText(states));
     event.deliveries.forEach(function (delivery, index) {
       delivery.attempts.forEach(function (attempt) {
         var kind = attempt.fault === "duplicate" ? "dup" : outcome(attempt);
         var when = seconds(attempt.time);
         var dot = el("span", "dot attempt " + kind + (delivery.replay ? " replay" : ""));
-        dot.style.left = x(when);
-        dot.style.top = (top + 17) + "px";
         dot.setAttribute("role", "img");
         dot.setAttribute("data-event", event.id);
         dot.setAttribute("data-delivery", String(index + 1));
         dot.setAttribute("data-attempt", String(attempt.number));
         dot.setAttribute("data-time", String(when));
         dot.setAttribute("data-outcome", kind);
-        var text = (delivery.replay ? "resent " : "") + "attempt " + attempt.number + " of " + event.eventType +
-          " at " + clockTime(when) + ": " + (attempt.status || "no answer") + (attempt.error ? ", " + attempt.error : "");
-        dot.setAttribute("aria-label", text);
-        dot.title = text;
-        track.appendChild(dot);
+        pin(track, dot, x(when), top + 17, (delivery.replay ? "resent " : "") + "attempt " + attempt.number +
+          " of " + event.eventType + " at " + clockTime(when) + ": " + (attempt.status || "no answer") +
+          (attempt.error ? ", " + attempt.error : ""));
       });
       if (delivery.nextAttemptAt) {
         var due = seconds(delivery.nextAttemptAt);
         var next = el("span", "dot due");
-        next.style.left = x(due);
-        next.style.top = (top + 17) + "px";
         next.setAttribute("role", "img");
-        next.setAttribute("aria-label", "retry of " + event.eventType + " due at " + clockTime(due));
-        next.title = "retry due at " + clockTime(due);
-        track.appendChild(next);
+        pin(track, next, x(due), top + 17, "retry of " + event.eventType + " due at " + clockTime(due),
+            "retry due at " + clockTime(due));
       }
     });
+  }
+
+  /* `node` on a lane's track at `left`, `top` px down, named for screen readers and on
+   * hover (`title` when the hover says it shorter). */
+  function pin(track, node, left, top, label, title) {
+    node.style.left = left;
+    node.style.top = top + "px";
+    node.setAttribute("aria-label", label);
+    node.title = title || label;
+    track.appendChild(node);
   }
 
   /* The flow's messages to the host page, one mark per instant (most come at one virtual
@@ -513,15 +511,10 @@
       var side = x.at(at) > 60 ? " leftwards" : "";
       var mark = el("span", "callback" + side + (last.event === "interaction" ? "" : " " + last.event),
                     (group.length > 1 ? group.length + " \u00b7 " : "") + said[said.length - 1]);
-      mark.style.left = x(at);
-      mark.style.top = top + "px";
       mark.setAttribute("role", "img");
       mark.setAttribute("data-callbacks", group.map(function (e) { return e.id; }).join(" "));
-      var text = group.length + " message" + (group.length > 1 ? "s" : "") + " to the host page at " +
-        clockTime(at) + ": " + said.join(", ");
-      mark.setAttribute("aria-label", text);
-      mark.title = text;
-      track.appendChild(mark);
+      pin(track, mark, x(at), top, group.length + " message" + (group.length > 1 ? "s" : "") +
+          " to the host page at " + clockTime(at) + ": " + said.join(", "));
     });
   }
 
