@@ -106,15 +106,9 @@
   function nowrap(td) { td.className += (td.className ? " " : "") + "nowrap"; return td; }
   function short(id) { return id ? "\u2026" + String(id).slice(-8) : ""; }
   function seconds(iso) { return Date.parse(iso) / 1000; }
-  function pad(n) { return (n < 10 ? "0" : "") + n; }
-  function clockTime(t, withSeconds) {
-    var d = new Date(t * 1000);
-    return pad(d.getUTCHours()) + ":" + pad(d.getUTCMinutes()) + (withSeconds === false ? "" : ":" + pad(d.getUTCSeconds()));
-  }
-  function fullTime(t) {
-    var d = new Date(t * 1000);
-    return d.getUTCFullYear() + "-" + pad(d.getUTCMonth() + 1) + "-" + pad(d.getUTCDate()) + " " + clockTime(t);
-  }
+  function iso(t) { return new Date(t * 1000).toISOString(); }  // UTC: 2026-05-28T20:26:43.000Z
+  function clockTime(t, withSeconds) { return iso(t).slice(11, withSeconds === false ? 16 : 19); }
+  function fullTime(t) { return iso(t).slice(0, 19).replace("T", " "); }
   function duration(s) {
     s = Math.round(s);
     if (s < 120) { return s + " s"; }
