@@ -145,8 +145,6 @@
   }
   var LOOK = { delivered: "delivered", failed: "failed", retrying: "pending", waiting: "pending",
                sending: "pending", interrupted: "interrupted", none: "none", mixed: "mixed" };
-  var PREPOSITION = { delivered: " to ", failed: " at ", retrying: " to ", waiting: " to ",
-                      sending: " to ", interrupted: " to " };
   function endpointName(url) {
     try {
       var parsed = new URL(url);
@@ -156,7 +154,7 @@
   function statesText(states) {
     if (!states.length) { return "no endpoint"; }
     return states.map(function (s) {
-      return s.state + PREPOSITION[s.state] + endpointName(s.url) + (s.resent ? " (resent)" : "");
+      return s.state + (s.state === "failed" ? " at " : " to ") + endpointName(s.url) + (s.resent ? " (resent)" : "");
     }).join(", ");
   }
   function endpointList(states) {
