@@ -45,8 +45,7 @@ export function errorSentence(code, company) {
 export function el(tag, attributes, children) {
   var node = document.createElement(tag);
   Object.keys(attributes || {}).forEach(function (key) {
-    if (key === "onclick" || key === "oninput" || key === "onsubmit" || key === "onchange" ||
-        key === "onkeydown") {
+    if (/^on/.test(key)) {  // a handler, as a property
       node[key] = attributes[key];
     } else if (key === "text") { node.textContent = attributes[key]; }
     else if (key === "style") {
