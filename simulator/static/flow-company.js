@@ -70,19 +70,15 @@ function tile(company, payrollOnly) {
 
 /* What the search screen shows before the user types: popular companies, as tiles. */
 function popularSections(popular, payrollOnly) {
-  var sections = [];
   var groups = [["companies", config.scope === "pay-link" ? t("Popular") : t("Popular employers"), "popular"],
                 ["payrollProviders", t("Payroll providers"), "popular-payroll"]];
-  groups.forEach(function (group) {
-    var companies = popular[group[0]] || [];
-    if (!companies.length) { return; }
+  return groups.filter(function (group) { return (popular[group[0]] || []).length; }).map(function (group) {
     var id = "section-" + nextId();
-    sections.push(el("section", { "class": "section", "aria-labelledby": id }, [
+    return el("section", { "class": "section", "aria-labelledby": id }, [
       el("h2", { id: id, text: group[1] }),
       el("ul", { "class": "tiles", "data-testid": group[2], "aria-labelledby": id },
-         companies.map(function (c) { return tile(c, payrollOnly); }))]));
+         popular[group[0]].map(function (c) { return tile(c, payrollOnly); }))]);
   });
-  return sections;
 }
 
 /* Arrow keys move between the search box and the companies, as in a list: up and down
