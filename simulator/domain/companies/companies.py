@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 from msgspec.structs import replace
 
-from ...errors import CompanyNotFound
+from ...errors import CompanyNotFound, field_detail
 from ..shapes import UNSET, Maybe, View, choice, field, of
 from ..stored import Count, LoadError, Stored, loaded, schema, stored
 from ..sections import STRING, Sections, obj
@@ -170,12 +170,6 @@ class Catalog:
     def get(self, company_id: str) -> Company | None:
         return self._by_id.get(company_id)
 
-    def require(self, company_id: str) -> Company:
-        company = self._by_id.get(company_id)
-        if company is None:
-            raise CompanyNotFound(UNKNOWN_COMPANY.format(company_id=company_id))
-        return company
-
     def children_of(self, parent_id: str) -> list[Company]:
         return self._children.get(parent_id, [])
 
@@ -199,10 +193,12 @@ class CompanyDirectory:
             return self.changed[company_id]
         return self.base.get(company_id)
 
-    def require(self, company_id: str) -> Company:
+    def require(self, company_id: str, path: str | None = None) -> Company:
+        """The company, or 404 company-not-found (naming `path`, where a body gave the id)."""
         company = self.get(company_id)
         if company is None:
-            raise CompanyNotFound(UNKNOWN_COMPANY.format(company_id=company_id))
+            raise CompanyNotFound(UNKNOWN_COMPANY.format(company_id=company_id), details=[
+                field_detail(path, "unknown company id")] if path else None)
         return company
 
     def ordered(self) -> list[Company]:

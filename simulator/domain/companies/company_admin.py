@@ -11,11 +11,10 @@ from typing import Any
 
 from msgspec.structs import replace
 
-from ...errors import (CompanyExists, CompanyNotFound, UnknownProducts, ValidationFailed,
-                       field_detail)
+from ...errors import CompanyExists, UnknownProducts, ValidationFailed, field_detail
 from ..rules import ServiceProfile
-from .companies import (DISABLED, OPERATIONAL, UNDER_MAINTENANCE, UNKNOWN_COMPANY, Company,
-                        CompanyDirectory, company_from_fixture)
+from .companies import (DISABLED, OPERATIONAL, UNDER_MAINTENANCE, Company, CompanyDirectory,
+                        company_from_fixture)
 from ..webhooks.event_types import DECLARED, MaintenanceMode
 
 ALREADY_EXISTS = "A company with the id {company_id!r} already exists."
@@ -113,10 +112,8 @@ def _check_references(companies: CompanyDirectory, service: ServiceProfile,
     parent_id = body.get("franchiseParent")
     child = "franchise-child" in body.get("tags", [])
     if parent_id is not None:
-        parent = companies.get(parent_id) if parent_id != body.get("_id") else None
-        if parent is None and parent_id != body.get("_id"):  # unknown: a 404 as everywhere
-            raise CompanyNotFound(UNKNOWN_COMPANY.format(company_id=parent_id),
-                                  details=[field_detail("$.franchiseParent", "unknown company id")])
+        parent = (None if parent_id == body.get("_id")  # itself: not a parent (below)
+                  else companies.require(parent_id, "$.franchiseParent"))  # unknown: a 404
         if parent is None or "franchise-parent" not in parent.tags:  # itself, or no parent
             raise ValidationFailed(NOT_A_PARENT.format(company_id=parent_id),
                                    details=[field_detail("$.franchiseParent", "not a franchise parent")])

@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterable, Iterator
 from rapidfuzz import fuzz, process
 from rapidfuzz.utils import default_process
 
-from ...errors import CompanyNotFound, ProductAndProducts, UnknownProduct, field_detail
+from ...errors import ProductAndProducts, UnknownProduct, field_detail
 from ..shapes import UNSET, Command, Maybe, Texts, choice, given, of, text
-from .companies import (DISABLED, SCOPES, UNKNOWN_COMPANY, Company, CompanyDirectory, Tag,
+from .companies import (DISABLED, SCOPES, Company, CompanyDirectory, Tag,
                         ManualDepositRule, effective_tags, set_attributes)
 
 DEFAULT_LIMIT = 20
@@ -268,11 +268,7 @@ def search_companies(companies: CompanyDirectory, rule: ManualDepositRule,
     base_within = overlay_within = None
     parent_id = given(query.franchise_parent)
     if parent_id is not None:
-        parent = companies.get(parent_id)
-        if parent is None:
-            raise CompanyNotFound(UNKNOWN_COMPANY.format(company_id=parent_id),
-                                  details=[field_detail("$.franchiseParent", "unknown company id")])
-        children = companies.children_of(parent.id)
+        children = companies.children_of(companies.require(parent_id, "$.franchiseParent").id)
         base_within = companies.index.ordinals_of(c for c in children if c.id not in companies.changed)
         overlay_within = frozenset()  # resolved below against the overlay's own ordinals
     ranked = companies.index.ranked(query.query, base_within, skip=companies.changed.__contains__)
