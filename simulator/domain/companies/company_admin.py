@@ -13,7 +13,7 @@ from msgspec.structs import replace
 
 from ...errors import CompanyExists, UnknownProducts, ValidationFailed, field_detail
 from ..rules import ServiceProfile
-from .companies import (DISABLED, OPERATIONAL, UNDER_MAINTENANCE, Company, CompanyDirectory,
+from .companies import (OPERATIONAL, UNDER_MAINTENANCE, Company, CompanyDirectory,
                         company_from_fixture)
 from ..webhooks.event_types import DECLARED, MaintenanceMode
 
@@ -72,39 +72,31 @@ def set_company_status(companies: CompanyDirectory, emit: Callable[..., Any], co
     set again, with the same products, emits nothing.
     """
     company = companies.require(company_id)
-    if products:
-        unknown = sorted(set(products) - set(company.available_products))
-        if unknown:
-            raise_unknown_products(unknown)
-    maintenance_products = tuple(products or company.available_products)
+    _refuse_unknown(sorted(set(products or ()) - set(company.available_products)),
+                    "$.products", "not offered by the company")
+    same, maintenance_products = company.status == status, ()
     if status == UNDER_MAINTENANCE:
-        if (company.status == UNDER_MAINTENANCE
-                and company.maintenance_products == maintenance_products):
-            return company
-        updated = companies.with_changes(company, status=status,
-                                                maintenance_products=maintenance_products)
-        emit(MaintenanceMode(company_id=company.id, status="maintenance",
-                             products=list(maintenance_products)))
-    elif status == OPERATIONAL:
-        if company.status == OPERATIONAL:
-            return company
-        updated = companies.with_changes(company, status=status, maintenance_products=())
-        if company.status == UNDER_MAINTENANCE:
-            emit(MaintenanceMode(company_id=company.id, status="operational", products=[]))
-        elif company.status == DISABLED:
-            emit(DECLARED["company-updated"](company_id=company.id))
+        maintenance_products = tuple(products or company.available_products)
+        same = same and company.maintenance_products == maintenance_products
+        event = MaintenanceMode(company_id=company.id, status="maintenance",
+                                products=list(maintenance_products))
+    elif status == OPERATIONAL and company.status == UNDER_MAINTENANCE:
+        event = MaintenanceMode(company_id=company.id, status="operational", products=[])
     else:
-        if company.status == DISABLED:
-            return company
-        updated = companies.with_changes(company, status=DISABLED, maintenance_products=())
-        emit(DECLARED["company-updated"](company_id=company.id))
+        event = DECLARED["company-updated"](company_id=company.id)
+    if same:
+        return company
+    updated = companies.with_changes(company, status=status,
+                                     maintenance_products=maintenance_products)
+    emit(event)
     return updated
 
 
-def raise_unknown_products(unknown: list[str]) -> None:
-    raise UnknownProducts(UNKNOWN_PRODUCTS.format(products=", ".join(unknown)),
-                          details=[field_detail("$.products", f"not offered by the company: {p}")
-                                    for p in unknown])
+def _refuse_unknown(unknown: list[str], path: str, why: str) -> None:
+    """The unknown-products error naming each product at `path`, if there are any."""
+    if unknown:
+        raise UnknownProducts(UNKNOWN_PRODUCTS.format(products=", ".join(unknown)),
+                              details=[field_detail(path, f"{why}: {p}") for p in unknown])
 
 
 def _check_references(companies: CompanyDirectory, service: ServiceProfile,
@@ -123,11 +115,8 @@ def _check_references(companies: CompanyDirectory, service: ServiceProfile,
         raise ValidationFailed(PARENT_NEEDED,
                                details=[field_detail("$.franchiseParent", PARENT_NEEDED)])
     products = body.get("connector", {}).get("availableProducts", [])
-    unknown = [p for p in products if p not in service.products]
-    if unknown:
-        raise UnknownProducts(
-            UNKNOWN_PRODUCTS.format(products=", ".join(unknown)),
-            details=[field_detail("$.connector.availableProducts", f"unknown: {p}") for p in unknown])
+    _refuse_unknown([p for p in products if p not in service.products],
+                    "$.connector.availableProducts", "unknown")
 
 
 def fixture_of(company: Company) -> dict[str, Any]:
