@@ -18,6 +18,8 @@ import heapq
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from itertools import chain, islice
+from operator import itemgetter
 
 from rapidfuzz import fuzz, process
 from rapidfuzz.utils import default_process
@@ -217,9 +219,7 @@ class SearchIndex:
                 found = process.extract(name, self.names, scorer=fuzz.ratio,
                                         score_cutoff=WHOLE_NAME_SIMILARITY, limit=MAX_LIMIT)
                 return tuple(sorted((ordinal, round(score)) for _, score, ordinal in found))
-            hits: Counter[int] = Counter()
-            for ordinals in rare:
-                hits.update(ordinals)
+            hits = Counter(chain.from_iterable(rare))
             candidates = hits
             if len(hits) > MAX_FUZZY_CANDIDATES:
                 # Names holding the most query words first, then the shortest names.
@@ -283,13 +283,7 @@ def search_companies(companies: CompanyDirectory, rule: ManualDepositRule,
     keep = company_filter(rule, scopes=query.scopes or (),
                           products=(query.product,) if query.product else products,
                           tags=query.tags or (), excluded_tags=query.excluded_tags or ())
-    results: list[Company] = []
-    for _, company in ranked:
-        if keep(company):
-            results.append(company)
-            if len(results) == query.limit:
-                break
-    return results
+    return list(islice(filter(keep, map(itemgetter(1), ranked)), query.limit))
 
 
 def company_filter(rule: ManualDepositRule, *, scopes: Iterable[str] = (),
