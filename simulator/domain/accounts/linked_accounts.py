@@ -222,18 +222,15 @@ class LinkedAccounts(Held[LinkedAccount]):
         named profile with `data` over it; a profile that is unknown or contradicts itself
         is refused (422, its JSON path) and nothing changes."""
         named = self.rules.data_profiles
-        document: dict[str, Any] = {}
-        if name is not None:
-            if name not in named:
-                raise ValidationFailed(
-                    UNKNOWN_PROFILE.format(name=name, known=", ".join(sorted(named))),
-                    details=[field_detail("$.profile", "unknown profile")])
-            document = {k: v for k, v in named[name].items() if k != "description"}
-        today = self.clock.now().date()
+        if name is not None and name not in named:
+            raise ValidationFailed(
+                UNKNOWN_PROFILE.format(name=name, known=", ".join(sorted(named))),
+                details=[field_detail("$.profile", "unknown profile")])
+        document = data_profiles.chosen(named.get(name), data)
         if data is not None:
             # data over a named profile is a part: its contradictions are the merged one's
+            today = self.clock.now().date()
             data_profiles.check(data, today, "$.data", whole=name is None)
-            document = data_profiles.merge(document, data)
             data_profiles.check(document, today, "$.data")
         self.identity.user(identifier)
         binding: dict[str, Any] = {"document": document}
@@ -269,10 +266,8 @@ class LinkedAccounts(Held[LinkedAccount]):
             company = self.companies.require(entry["company"])
             document = None
             if "profile" in entry or "data" in entry:  # checked at load (loading.py)
-                profile = named[entry["profile"]] if "profile" in entry else {}
-                document = data_profiles.job(data_profiles.merge(
-                    {k: v for k, v in profile.items() if k != "description"},
-                    entry.get("data", {})), 0)
+                document = data_profiles.job(
+                    data_profiles.chosen(named.get(entry.get("profile")), entry.get("data")), 0)
             account = self.create(entry["identifier"], company, entry.get("product", "deposit"),
                                   emit=False, document=document)
             account.connected = entry.get("connected", True)
