@@ -279,13 +279,12 @@ class LinkedAccounts(Held[LinkedAccount]):
         user = self.identity.user(identifier)
         now = self.clock.timestamp()
         profile, document = self._profile(identifier, company, document)
-        account = LinkedAccount(id=self.ids.object_id(), identifier=identifier, user_id=user.id,
+        ids = self.ids  # the account's id, then its employment's, identity's and income's
+        account = LinkedAccount(id=ids.object_id(), identifier=identifier, user_id=user.id,
                                 company_id=company.id, product=product, profile=profile,
                                 company_at_link=company, created_at=now, last_refresh=now,
-                                profile_document=document)
-        ids = self.ids
-        account.employment_id, account.identity_id, account.income_id = (
-            ids.object_id(), ids.object_id(), ids.object_id())
+                                profile_document=document, employment_id=ids.object_id(),
+                                identity_id=ids.object_id(), income_id=ids.object_id())
         self._collect_history(account, now)
         self._by_id[account.id] = account
         if (identifier, company.id) not in self._by_pair:
@@ -387,14 +386,12 @@ class LinkedAccounts(Held[LinkedAccount]):
 
     def on_task_final(self, task: Any) -> None:
         """A completed user-link task leaves a linked account; a completed refresh refreshes."""
+        account = self._by_id.get(task.linked_account)  # a refresh's (none for a new link)
         if task.status != COMPLETED:
-            if task.linked_account is not None and task.status == FAILED:
-                account = self._by_id.get(task.linked_account)
-                if account is not None:
-                    account.last_failure = self.clock.timestamp()
+            if account is not None and task.status == FAILED:
+                account.last_failure = self.clock.timestamp()
             return
         if task.linked_account is not None:
-            account = self._by_id.get(task.linked_account)
             if account is not None and account.connected:
                 self.refresh(account, task_id=task.id)
             return
