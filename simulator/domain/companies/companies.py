@@ -102,12 +102,9 @@ class ManualDepositRule(Stored, frozen=True):
                        "withoutProgrammaticAuthentication", False))
 
     def applies_to(self, company: Company) -> bool:
-        if not self.enabled:
-            return False
-        if company.id in self.companies:
-            return True
-        return (self.without_programmatic_authentication
-                and not company.has_programmatic_authentication())
+        return self.enabled and (company.id in self.companies or (
+            self.without_programmatic_authentication
+            and not company.has_programmatic_authentication()))
 
 
 def effective_tags(company: Company, rule: ManualDepositRule) -> list[str]:
