@@ -125,9 +125,6 @@ class SearchIndex:
     def ordinals_of(self, companies: Iterable[Company]) -> frozenset[int]:
         return frozenset(self._ordinal_by_id[c.id] for c in companies)
 
-    def __len__(self) -> int:
-        return len(self.companies)
-
     def ranked(self, query: str, within: frozenset[int] | None = None,
                skip: Callable[[str], bool] | None = None) -> Iterator[tuple[tuple, Company]]:
         """(rank key, company) of every match, most relevant first, each once.
