@@ -164,20 +164,18 @@ class SearchIndex:
         high = bisect_left(self._vocabulary, prefix + "\uffff", low)
         return self._vocabulary[low:min(high, low + PREFIX_WORDS)]
 
+    def _holding(self, words: Iterable[str]) -> set[int]:
+        """The names holding any of these catalog words."""
+        return set(chain.from_iterable(self._postings[word] for word in words))
+
     def _word_matches(self, words: list[str]) -> list[int]:
         *whole, typing = words
-        sets: list[set[int]] = []
-        for word in whole:
-            if word not in self._postings:
-                return []
-            sets.append(set(self._postings[word]))
-        typed: set[int] = set()
-        for word in self._words_starting(typing):
-            typed.update(self._postings.get(word, ()))
-        sets.append(typed)
+        if any(word not in self._postings for word in whole):
+            return []
+        sets = [set(self._postings[word]) for word in whole]
+        sets.append(self._holding(self._words_starting(typing)))
         sets.sort(key=len)
-        matches = sets[0].intersection(*sets[1:])
-        return sorted(matches)
+        return sorted(sets[0].intersection(*sets[1:]))
 
     def _similar_words(self, word: str) -> list[str]:
         if len(word) < 3:
@@ -195,14 +193,8 @@ class SearchIndex:
             # A small scope (one franchise network): compare every name in it.
             candidates: Iterable[int] = within
         else:
-            per_word = []
-            for word in words:
-                ordinals: set[int] = set()
-                for similar in self._similar_words(word):
-                    ordinals.update(self._postings[similar])
-                if ordinals:
-                    per_word.append(ordinals)
-            per_word.sort(key=len)
+            per_word = sorted(filter(None, (self._holding(self._similar_words(word))
+                                            for word in words)), key=len)
             # Common words ("and", "inc") bring no candidates by themselves; if every
             # word is common, take the names holding the two rarest.
             rare = [s for s in per_word if len(s) <= COMMON_WORD]
