@@ -18,7 +18,7 @@ import random
 import zlib
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
-from datetime import date, timedelta
+from datetime import timedelta
 from functools import cache
 from typing import Any, ClassVar
 
@@ -435,15 +435,12 @@ class LinkedAccounts(Held[LinkedAccount]):
         user signs in again through the SDK (README: Fidelity)."""
         if account.pii_deleted:
             return
-        now = self.clock.timestamp()
-        since, today = day(account.last_refresh), day(now)
         rng = random.Random(zlib.crc32(f"{account.id}:{account.refreshes}".encode()))
         account.refreshes += 1
-        account.last_refresh = now
         changes: Changes = defaultdict(list)
 
         self._follow_profile(account, changes)
-        self._collect(account, since + timedelta(days=1), today, changes)
+        self._collect(account, changes)
         if rng.random() < RAISE_CHANCE and account.profile.employment_status == "active":
             self.give_raise(account, rng.uniform(0.03, 0.08))
             changes["income"].append(("income-updated", [account.income_id]))
@@ -537,10 +534,7 @@ class LinkedAccounts(Held[LinkedAccount]):
         heard = account.connected and not account.pii_deleted
         changes: Changes = defaultdict(list)
         if heard:
-            now = self.clock.timestamp()
-            self._collect(account, day(account.last_refresh) + timedelta(days=1), day(now),
-                          changes)
-            account.last_refresh = now
+            self._collect(account, changes)
         switched = (account.deposit_accounts[-1] if account.product == "deposit"
                     and account.deposit_accounts else None)
         self._change_profile(account, data_profiles.apply_life_event(
@@ -576,9 +570,12 @@ class LinkedAccounts(Held[LinkedAccount]):
             if ids:
                 changes["deposit-accounts"].append((event_type, ids))
 
-    def _collect(self, account: LinkedAccount, first: date, today: date,
-                 changes: Changes) -> None:
-        """New statements, timesheets and tax forms since the last refresh."""
+    def _collect(self, account: LinkedAccount, changes: Changes) -> None:
+        """A sync's new statements, timesheets and tax forms: those since the day of the last
+        one, which is now."""
+        now = self.clock.timestamp()
+        first, today = day(account.last_refresh) + timedelta(days=1), day(now)
+        account.last_refresh = now
         for kind, event_type, held, found in (
                 ("statements", "statements-added", account.statements,
                  records.statements(self.ids, account, first, today)),
