@@ -470,9 +470,7 @@ class LinkedAccounts(Held[LinkedAccount]):
 
     def _follow_profile(self, account: LinkedAccount, changes: Changes) -> None:
         """A profile bound to the user since the account's records were made (or changed
-        since): the records follow it from this refresh on, and what changed is announced
-        (a raise income-updated, a termination employment-updated, a new deposit account
-        deposit-accounts-added, ...)."""
+        since): the records follow it from this refresh on, and what changed is announced."""
         mine = [a.id for a in self._by_id.values() if a.identifier == account.identifier]
         wanted = self._bound_job(account.identifier, mine.index(account.id))
         if wanted is None or wanted == account.profile_document:
@@ -506,10 +504,9 @@ class LinkedAccounts(Held[LinkedAccount]):
     # -- life events (data_profiles: timeline) ------------------------------------------------
 
     def _schedule_life_events(self, account: LinkedAccount, after: float | None = None) -> None:
-        """Each life event of the account's profile on the timeline, at its moment: days
-        after the link, at the link's time of day. `after` (a profile bound since the link):
-        the pending ones of the document before are cancelled, and only the events still
-        to come are scheduled."""
+        """Each life event of the account's profile on the timeline, at its moment
+        (life_event_moments). `after` (a profile bound since the link): the pending ones of
+        the document before are cancelled, and only the events still to come are scheduled."""
         if after is not None:
             for job in self.timeline.pending():
                 if isinstance(job.action, _LifeEvent) and job.action.account is account:
