@@ -14,7 +14,7 @@ from msgspec.structs import replace
 from ...errors import CompanyExists, UnknownProducts, ValidationFailed, field_detail
 from ..rules import ServiceProfile
 from .companies import (OPERATIONAL, UNDER_MAINTENANCE, Company, CompanyDirectory,
-                        company_from_fixture)
+                        ManualDepositRule, company_from_fixture, full_record)
 from ..webhooks.event_types import DECLARED, MaintenanceMode
 
 ALREADY_EXISTS = "A company with the id {company_id!r} already exists."
@@ -120,16 +120,10 @@ def _check_references(companies: CompanyDirectory, service: ServiceProfile,
 
 
 def fixture_of(company: Company) -> dict[str, Any]:
-    """A company as a companies.yaml entry (so an update can merge fields into it)."""
-    record: dict[str, Any] = {
-        "_id": company.id, "name": company.name, "status": company.status,
-        "tags": list(company.tags), "branding": company.branding,
-        "connector": {"_id": company.connector_id,
-                      "availableProducts": list(company.available_products),
-                      "capabilities": dict(company.capabilities)},
-    }
-    if company.franchise_parent:
-        record["franchiseParent"] = company.franchise_parent
+    """A company as a companies.yaml entry (so an update can merge fields into it): its full
+    record under no manual-deposit rule (its stored tags; the scopes are derived again), with
+    what only an entry gives."""
+    record = full_record(company, ManualDepositRule())
     if company.default_scenario:
         record["defaultScenario"] = company.default_scenario
     if company.max_payment_methods is not None:
