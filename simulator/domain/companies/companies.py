@@ -12,7 +12,6 @@ from functools import cache
 from typing import Any
 
 import msgspec
-from msgspec.structs import replace
 
 from ...errors import CompanyNotFound, field_detail
 from ..shapes import UNSET, Maybe, View, choice, field, of
@@ -249,11 +248,6 @@ class CompanyDirectory:
         """A snapshot's changes to the catalog, in their order."""
         self.changed = dict(changed)
         self._changes_made()
-
-    def with_changes(self, company: Company, **changes: Any) -> Company:
-        updated = replace(company, **changes)
-        self.put(updated)
-        return updated
 
     def overlay_index(self) -> Any:
         """A small search index over this tenant's created and changed companies, of the

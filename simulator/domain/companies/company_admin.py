@@ -86,8 +86,8 @@ def set_company_status(companies: CompanyDirectory, emit: Callable[..., Any], co
         event = DECLARED["company-updated"](company_id=company.id)
     if same:
         return company
-    updated = companies.with_changes(company, status=status,
-                                     maintenance_products=maintenance_products)
+    updated = replace(company, status=status, maintenance_products=maintenance_products)
+    companies.put(updated)
     emit(event)
     return updated
 
