@@ -264,8 +264,7 @@ def search_companies(companies: CompanyDirectory, rule: ManualDepositRule,
     if companies.changed:
         overlay = companies.overlay_index()
         if parent_id is not None:
-            overlay_within = overlay.ordinals_of(c for c in companies.children_of(parent_id)
-                                                 if c.id in companies.changed)
+            overlay_within = overlay.ordinals_of(c for c in children if c.id in companies.changed)
         ranked = heapq.merge(ranked, overlay.ranked(query.query, overlay_within),
                              key=lambda pair: pair[0])
 
