@@ -17,11 +17,11 @@ from typing import Any
 import msgspec
 
 from ...clock import Clock, Moment
-from ...errors import (CompanyMismatch, CompanyNotFound,
+from ...errors import (CompanyMismatch,
                       IllegalTransition,
                       LinkedAccountNotFound, TaskLimitReached, ValidationFailed, field_detail)
 from ..changes import TASK, Changes
-from ..companies.companies import (UNKNOWN_COMPANY, Company, CompanyDirectory)
+from ..companies.companies import Company, CompanyDirectory
 from ..companies.company_admin import set_company_status
 from ..webhooks.event_types import (Authenticated, Bill, PayLinkAccount, PayLinkAccounts,
                                     TaskStatusPatched, TaskStatusUpdated, WorkflowFinished,
@@ -292,10 +292,7 @@ class Tasks(TaskChoices, TaskReads, Held[Task]):
         if asked.company is UNSET:
             raise ValidationFailed(COMPANY_OR_LINKED_ACCOUNT,
                                    details=[field_detail("$.company", COMPANY_OR_LINKED_ACCOUNT)])
-        company = self.companies.get(asked.company)
-        if company is None:
-            raise CompanyNotFound(UNKNOWN_COMPANY.format(company_id=asked.company),
-                                  details=[field_detail("$.company", "unknown company id")])
+        company = self.companies.require(asked.company, "$.company")
         requests = self._task_requests(command)
         for request in requests:
             self.check_company_accepts(company, request.product, request.path)

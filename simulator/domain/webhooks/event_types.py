@@ -27,7 +27,7 @@ import msgspec
 
 from ..dates import date_time_field
 from ..companies.companies import CompanySummary
-from ..accounts.data_records import DATA_KINDS, payroll_day
+from ..accounts.data_records import DATA_KINDS, day
 from ..identity.identity import UserView
 from ..shapes import UNSET, Maybe, View, choice, field, made, of, raw, schema_of
 from ..tasks.states import (AUTHENTICATION_METHODS, CHANGED_FIELDS, COMPLETED, COMPUTED_FIELDS,
@@ -352,7 +352,7 @@ class EarnUserData(Linked, kw_only=True):
     net_hourly_rate: float
     unpaid_hours_in_pay_period: float
     # Dates in payroll data are date-times (real-service-facts).
-    current_pay_period_start: raw(payroll_day("The first day of the current pay period"))
+    current_pay_period_start: day("The first day of the current pay period")
     linked_account: Maybe[Id] = UNSET
     company_id: Maybe[Id] = UNSET
 
