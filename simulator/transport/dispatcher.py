@@ -25,8 +25,8 @@ from typing import Any
 import msgspec
 
 from ..domain.webhooks.events import Event
-from ..domain.webhooks.outbox import (FAILED, INTERRUPTED, INTERRUPTED_ATTEMPT, PENDING,
-                             RETRY_INTERVAL, Answer, Delivery, FaultPlan, Outbox, Send)
+from ..domain.webhooks.outbox import (FAILED, INTERRUPTED, INTERRUPTED_ATTEMPT,
+                             RETRY_INTERVAL, Answer, Delivery, Outbox, Send)
 from ..domain.tenants import Tenant
 from .redact import loggable_url
 from . import SHUTDOWN_GRACE
@@ -41,8 +41,7 @@ CONNECTIONS = 256         # attempts in flight at once, over every tenant
 TENANT_CONNECTIONS = 32   # of those, one tenant's at most: slow endpoints of one tenant
                           # never hold up another tenant's deliveries
 
-__all__ = ["ATTEMPT_TIMEOUT", "Delivery", "Dispatcher", "FaultPlan",
-           "INTERRUPTED_ATTEMPT", "PENDING", "SHUTDOWN_GRACE", "request_headers"]
+__all__ = ["ATTEMPT_TIMEOUT", "Dispatcher", "SHUTDOWN_GRACE", "request_headers"]
 
 
 class _Lane(msgspec.Struct):
@@ -136,11 +135,6 @@ class Dispatcher:
     def _interrupt_waiting(self, outbox: Outbox, lane: _Lane) -> None:
         while lane.waiting:
             self._interrupted(outbox, lane.waiting.popleft()[0])
-
-    def running(self, outbox: Outbox) -> list[asyncio.Task]:
-        """The tasks of the outbox's attempts in flight (to wait for, or to watch)."""
-        lane = self._lanes.get(outbox)
-        return list(lane.tasks) if lane is not None else []
 
     # -- sending ----------------------------------------------------------------------------
 
