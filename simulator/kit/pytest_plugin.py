@@ -525,9 +525,7 @@ if pytest_asyncio is not None:
     @pytest_asyncio.fixture
     async def async_payroll_sandbox(payroll_sandbox: Sandbox) -> AsyncIterator[AsyncSandbox]:
         """`payroll_sandbox`'s tenant, awaitable: its calls leave the event loop free."""
-        async with AsyncSandbox(payroll_sandbox.base_url, payroll_sandbox.api_key,
-                                payroll_sandbox.api_secret, payroll_sandbox.name,
-                                loopback=payroll_sandbox.loopback) as sandbox:
+        async with payroll_sandbox.awaitable() as sandbox:
             sandbox.scenario = payroll_sandbox.scenario
             sandbox.handler_checks = payroll_sandbox.handler_checks  # one tally per tenant
             yield sandbox
