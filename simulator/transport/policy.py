@@ -70,7 +70,8 @@ class Rules(msgspec.Struct, frozen=True):
 
     @classmethod
     def parse(cls, entries: Iterable[str], source: str) -> Rules:
-        """Rules from `--webhook-allow`/`--webhook-deny` values (ValueError naming the bad one)."""
+        """Rules from `--webhook-allow`/`--webhook-deny` values, blank ones skipped
+        (ValueError naming the bad one)."""
         networks, names, suffixes = [], set(), []
         for entry in (e.strip().lower().rstrip(".") for e in entries):
             if not entry:
@@ -115,8 +116,8 @@ class OutboundPolicy:
 
     @classmethod
     def from_settings(cls, settings: Any) -> OutboundPolicy:
-        return cls(allow=Rules.parse(_entries(settings.webhook_allow), "--webhook-allow"),
-                   deny=Rules.parse(_entries(settings.webhook_deny), "--webhook-deny"))
+        return cls(allow=Rules.parse(settings.webhook_allow.split(","), "--webhook-allow"),
+                   deny=Rules.parse(settings.webhook_deny.split(","), "--webhook-deny"))
 
     def serving(self, addresses: Iterable[Any]) -> None:
         """The server listens at `addresses` (aiohttp's runner.addresses)."""
@@ -246,10 +247,6 @@ def _unmapped_network(network: Network) -> Network:
         return ipaddress.ip_network(f"{network.network_address.ipv4_mapped}/"
                                     f"{network.prefixlen - 96}")
     return network
-
-
-def _entries(value: str) -> list[str]:
-    return [part for part in (value or "").split(",") if part.strip()]
 
 
 def _is_local(address: Address) -> bool:
