@@ -20,6 +20,8 @@ from typing import Any
 
 from msgspec.structs import replace
 
+from ...domain.tasks.choosing import HAPPY_PATH
+from ...domain.tasks.pay_link import PAY_LINK
 from ...domain.tasks.states import (FAILED, FINAL, PROCESSING, QUEUED, Scenario, Step,
                              transition_error, written_payment_method)
 from ..fixtures import ConfigError, load_yaml, validate_document
@@ -31,10 +33,8 @@ MANAGED_BY_REASON = "subscription-managed-by-partner-provider"
 # Step fields only a task of one scope has (fixtures service.yaml: each product's scope).
 # Spec: Task (`flow` for action tasks, `authenticationMethod` for pay-link tasks), Payment
 # method object (switch tasks), Account and bill (pay-link); Linked account (user-link).
-PAY_LINK = "pay-link"
 SCOPE_FIELDS = {PAY_LINK: ("flow", "authenticationMethod", "paymentMethod", "accounts"),
                 "user-link": ("linkedAccount", "piiDataDeleted")}
-DEFAULT_TASK_SCENARIO = "happy-path"   # what a task runs when nothing else is chosen
 
 
 def load_scenario(path: Path) -> Scenario:
@@ -225,7 +225,7 @@ def resolve_products(scenarios: Mapping[str, Scenario],
                                                  f"service profile's: {', '.join(products)})")))
         fitting = tuple(p for p in products if scenario.fits(p, products.get))
         problems += _authentication_method_problems(scenario, fitting, products)
-        if name == DEFAULT_TASK_SCENARIO and not unknown and len(fitting) < len(products):
+        if name == HAPPY_PATH and not unknown and len(fitting) < len(products):
             problems.append((scenario.file, scenario.products_at,
                              (f"{name} is the default task scenario: it must fit every "
                               f"product ({', '.join(products)})")))
