@@ -20,6 +20,7 @@ from typing import Any
 
 from msgspec.structs import replace
 
+from ...domain.links.processor_links import CLASSIFY, DETECT, PULL
 from ...domain.tasks.choosing import HAPPY_PATH
 from ...domain.tasks.pay_link import PAY_LINK
 from ...domain.tasks.states import (FAILED, FINAL, PROCESSING, QUEUED, Scenario, Step,
@@ -151,7 +152,7 @@ def _task_step_problems(steps: list[Step]) -> Iterator[tuple[str, str]]:
 
 
 PROCESSOR_FIELDS = ("stage", "aggregatorError")
-STAGES = ("pull-transactions", "employer-classification", "recurring-transaction-detection")
+STAGES = (PULL, CLASSIFY, DETECT)
 
 
 def _processor_step_problems(steps: list[Step]) -> Iterator[tuple[str, str]]:
