@@ -216,14 +216,9 @@ def _validity(schema: dict) -> Callable[[Any], bool]:
 
 
 def _short_message(error: Any) -> str:
-    together = _given_together(error)
-    if together:
-        return together
-    # jsonschema repeats the whole instance in some messages; keep them short.
-    message = error.message
-    if len(message) > 300:
-        message = message[:297] + "..."
-    return message
+    # The fields given together, else jsonschema's message, short: some repeat the instance.
+    message = error.message if len(error.message) <= 300 else error.message[:297] + "..."
+    return _given_together(error) or message
 
 
 def _given_together(error: Any) -> str | None:
