@@ -131,8 +131,9 @@ class OutboundPolicy:
 
     def url_problem(self, url: Any) -> str | None:
         """Why a webhook URL (a yarl.URL) is refused, at registration and before each
-        attempt: its host (host_problem), except the built-in demo receiver, which is on the
-        sandbox itself (RECEIVER_PATH at RECEIVER_HOST or at its own literal address)."""
+        attempt: its host (a name, or a literal address), except the built-in demo receiver,
+        which is on the sandbox itself (RECEIVER_PATH at RECEIVER_HOST or at its own literal
+        address)."""
         host = (url.host or "").strip("[]").lower().rstrip(".")
         port = url.port or 0
         receiver = url.scheme == "http" and url.path == RECEIVER_PATH and not url.query_string
@@ -140,15 +141,15 @@ class OutboundPolicy:
             return REFUSED.format(why=DENIED)
         if host == RECEIVER_HOST:
             return None if receiver else REFUSED.format(why=ITSELF)
-        if receiver:
-            try:
-                address = _unmapped(ipaddress.ip_address(host))
-            except ValueError:
-                address = None
-            if (address is not None and self._is_itself(address, port)
-                    and not self.deny.has_address(address)):
-                return None
-        return self.host_problem(host, port)
+        try:
+            address = _unmapped(ipaddress.ip_address(host))
+        except ValueError:  # a name: what it resolves to is judged at delivery (PolicyResolver)
+            if host in _DEFAULT_DENY_NAMES and not self.allow.has_name(host):
+                return REFUSED.format(why=LINK_LOCAL)
+            return None
+        if receiver and self._is_itself(address, port) and not self.deny.has_address(address):
+            return None
+        return self.address_problem(address, port)
 
     def attempt_problem(self, url: str) -> str | None:
         """url_problem of a URL as an attempt is about to go to it, worked out once per URL
@@ -169,19 +170,6 @@ class OutboundPolicy:
             if (str(address), port) not in found:
                 found.append((str(address), port))
         return found
-
-    def host_problem(self, host: str, port: int) -> str | None:
-        """Why a URL's host (a name, or a literal address) is refused at registration."""
-        host = host.strip("[]").lower().rstrip(".")
-        try:
-            address = ipaddress.ip_address(host)
-        except ValueError:
-            if self.deny.has_name(host):
-                return REFUSED.format(why=DENIED)
-            if host in _DEFAULT_DENY_NAMES and not self.allow.has_name(host):
-                return REFUSED.format(why=LINK_LOCAL)
-            return None
-        return self.address_problem(address, port)
 
     def address_problem(self, address: Address, port: int) -> str | None:
         """Why an address (a literal one, or one a name resolved to) is refused. A "this
