@@ -7,7 +7,6 @@ import gc
 import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from aiohttp import web
 
@@ -92,13 +91,8 @@ def tenant_services(dispatcher: Dispatcher, timer: RealTimer | None = None) -> T
     """What every tenant works with: the dispatcher as its outbox's transport, and a runner
     of its timeline that waits for that transport between jobs and stops between two jobs
     once the server is stopping."""
-
-    def run(tenant: Any) -> Runner:
-        runner = Runner(tenant, dispatcher.settle)
-        runner.stopping = dispatcher.stopping
-        return runner
-
-    return TenantServices(dispatcher=dispatcher, run=run, timer=timer)
+    return TenantServices(dispatcher=dispatcher, timer=timer,
+                          run=lambda tenant: Runner(tenant, dispatcher.settle, dispatcher.stopping))
 
 
 def create_app(settings: Settings, *, clock: Clock | None = None,
