@@ -144,9 +144,7 @@ class Dispatcher:
         the lane, in order, and costs nothing."""
         if not outbox.queue:
             return
-        lane = self._lanes.get(outbox)
-        if lane is None:
-            lane = self._lanes[outbox] = _Lane()
+        lane = self._lanes.setdefault(outbox, _Lane())
         for send in outbox.take():
             try:
                 message = message_of(send.event, self.vendor, outbox.signing_key(send.delivery),
