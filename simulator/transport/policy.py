@@ -163,13 +163,9 @@ class OutboundPolicy:
     def own_addresses(self) -> list[tuple[str, int]]:
         """(address, port) to reach this sandbox at, loopback first: where RECEIVER_HOST
         resolves (an unspecified listening address is reached over loopback)."""
-        found: list[tuple[str, int]] = []
-        for address, port in sorted(self.listening, key=_loopback_first):
-            if address.is_unspecified:
-                address = ipaddress.ip_address("::1" if address.version == 6 else "127.0.0.1")
-            if (str(address), port) not in found:
-                found.append((str(address), port))
-        return found
+        return list(dict.fromkeys(  # in that order, each once
+            (str(_LOOPBACK[address.version] if address.is_unspecified else address), port)
+            for address, port in sorted(self.listening, key=_loopback_first)))
 
     def address_problem(self, address: Address, port: int) -> str | None:
         """Why an address (a literal one, or one a name resolved to) is refused. A "this
