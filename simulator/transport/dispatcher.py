@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import functools
+import itertools
 import logging
 import math
 import random
@@ -198,11 +199,8 @@ class Dispatcher:
             if lane is None:
                 return
             # In start order (a tenant's clock only moves forward): the oldest decides.
-            waiting = []
-            for task, send in lane.tasks.items():
-                if send.attempt.time + RETRY_INTERVAL > before:
-                    break
-                waiting.append(task)
+            waiting = [task for task, _ in itertools.takewhile(
+                lambda item: item[1].attempt.time + RETRY_INTERVAL <= before, lane.tasks.items())]
             if waiting:
                 await asyncio.gather(*waiting, return_exceptions=True)
             elif (lane.waiting and self._in_flight
