@@ -67,16 +67,14 @@ class ProfileFactory:
         start = today - timedelta(days=rng.randint(120, 3650))
         born = today - timedelta(days=rng.randint(19 * 365, 67 * 365))
         first, last = rng.choice(people["firstNames"]), rng.choice(people["lastNames"])
-        accounts = []
-        for number in range(1 if rng.random() < 0.7 else 2):
-            accounts.append({
-                "accountNumber": f"{rng.randrange(10**9, 10**10)}",
-                "routingNumber": rng.choice(ROUTING_NUMBERS),
-                "type": rng.choice(("checking", "checking", "savings", "paycard")),
-                "bankName": rng.choice(BANKS),
-                "distributionType": "total" if number == 0 else "percent",
-                "distributionAmount": 100 if number == 0 else rng.choice((10, 15, 20, 25)),
-            })
+        accounts = [{
+            "accountNumber": f"{rng.randrange(10**9, 10**10)}",
+            "routingNumber": rng.choice(ROUTING_NUMBERS),
+            "type": rng.choice(("checking", "checking", "savings", "paycard")),
+            "bankName": rng.choice(BANKS),
+            "distributionType": "total" if number == 0 else "percent",
+            "distributionAmount": 100 if number == 0 else rng.choice((10, 15, 20, 25)),
+        } for number in range(1 if rng.random() < 0.7 else 2)]
         if len(accounts) == 2:  # a split: the second takes a share, the first the rest
             accounts[0]["distributionType"] = "percent"
             accounts[0]["distributionAmount"] = 100 - accounts[1]["distributionAmount"]
