@@ -92,7 +92,7 @@ def _checked(path: Path, schema: dict, default: Any = None) -> Any:
 
 
 # What an account may also enable besides the service's products: the processor-link
-# pipeline's stages (domain/processor_links.py, STAGE_PRODUCT).
+# pipeline's stages, each named after its product (domain/links/processor_links.py).
 AGGREGATOR_PRODUCTS = ("employer-classification", "recurring-transaction-detection")
 
 

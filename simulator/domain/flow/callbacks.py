@@ -63,16 +63,17 @@ class Callbacks:
                 message = PAYLOAD_TOO_LARGE.format(limit=MAX_PAYLOAD_BYTES, size=size)
                 raise ValidationFailed(message, details=[
                     field_detail(f"$.messages[{number}].payload", message)])
-        added = []
-        for event, payload in messages:
-            entry = FlowCallback(id=self._next_id, time=time, identifier=identifier, flow=flow,
-                                 event=event, payload=payload)
-            self._next_id += 1
-            if len(self._entries) == self.max_entries:
-                self.evicted += 1
-            self._entries.append(entry)
-            added.append(entry)
+        added = [FlowCallback(id=self._next_id + number, time=time, identifier=identifier,
+                              flow=flow, event=event, payload=payload)
+                 for number, (event, payload) in enumerate(messages)]
+        self._next_id += len(added)
+        self._keep(added)
         return added
+
+    def _keep(self, entries: list[FlowCallback]) -> None:
+        """The entries at the end; past the bound the oldest go, counted as evicted."""
+        self.evicted += max(0, len(self._entries) + len(entries) - self.max_entries)
+        self._entries.extend(entries)
 
     def query(self, *, identifier: str | None = None, after: int = 0,
               limit: int = 500) -> list[FlowCallback]:
@@ -104,6 +105,6 @@ class Callbacks:
 
     def restore(self, entries: list[FlowCallback], next_id: int, evicted: int) -> None:
         """A snapshot's newest entries (past this server's bound the oldest go) and counters."""
-        self.evicted = evicted + max(0, len(entries) - self.max_entries)
-        self._entries.extend(entries)
+        self.evicted = evicted
+        self._keep(entries)
         self._next_id = max(next_id, entries[-1].id + 1 if entries else 1)

@@ -261,7 +261,7 @@ SPANISH = {
     "The card you want to pay with.": "La tarjeta con la que quieres pagar.",
 }
 
-# Each language but English: its translations of the flow's words.
+# Each language but English: its translations of the flow's words, keyed by their English.
 WORDS = {"es": SPANISH}
 LANGUAGES = (ENGLISH, *WORDS)
 
@@ -273,11 +273,6 @@ def flow_language(config: Any) -> str:
     return language if language in LANGUAGES else ENGLISH
 
 
-def flow_words(language: str) -> dict[str, str] | None:
-    """The flow's words in `language`, keyed by their English; None for English."""
-    return WORDS.get(language)
-
-
 # A text between two tags, or an aria-label's value: flow.html's words are whole ones.
 _PAGE_TEXT = re.compile(r'(>|aria-label=")([^<>"]+)(?=[<"])')
 
@@ -286,7 +281,7 @@ def flow_page(template: str, language: str) -> str:
     """flow.html in `language`: its <html lang> and, besides English, its own texts (title,
     dialog label, badge, loading line, footer), so its first paint is in that language."""
     page = template.replace('<html lang="en">', f'<html lang="{language}">', 1)
-    words = flow_words(language)
+    words = WORDS.get(language)
     if not words:
         return page
     return _PAGE_TEXT.sub(lambda m: m[1] + words.get(m[2], m[2]), page)

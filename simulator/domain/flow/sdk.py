@@ -26,7 +26,7 @@ from ...errors import (ApiError, CredentialsRefused, InvalidCompanyId, InvalidCo
 from ..pdf import text_pdf
 from ...validate import strict_json
 from ..companies.companies import Company, CompanyDirectory, ManualDepositRule
-from .flow_words import ENGLISH, flow_words
+from .flow_words import ENGLISH, WORDS
 from ..companies.search import company_filter
 from ..shapes import UNSET, View, choice, given, of
 from ..tasks.states import PROCESSING
@@ -274,7 +274,7 @@ def user_messages(language: str = ENGLISH) -> dict[str, Any]:
     the English its scripts write (flow_words.py). A language the sandbox lacks is English."""
     reasons, errors, fallback = USER_SENTENCES.get(language, USER_SENTENCES[ENGLISH])
     messages: dict[str, Any] = {"reasons": reasons, "errors": errors, "fallback": fallback}
-    words = flow_words(language)
+    words = WORDS.get(language)
     if words:
         messages["words"] = words
     return messages
@@ -376,10 +376,8 @@ def operations_of(tasks: list[dict[str, Any]] | None, company: Company) -> list[
     """The configured tasks, or the company's default operation when none is configured."""
     if tasks:
         return tasks
-    for operation in DEFAULT_OPERATIONS:
-        if operation in company.available_products:
-            return [{"operation": operation}]
-    return [{"operation": company.available_products[0]}]
+    offered = company.available_products
+    return [{"operation": next((o for o in DEFAULT_OPERATIONS if o in offered), offered[0])}]
 
 
 def check_flow_can_start(tenant: Tenant, company: Company,

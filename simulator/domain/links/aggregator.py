@@ -286,12 +286,9 @@ class Aggregator:
 
     # -- the aggregator's API ---------------------------------------------------------------
 
-    def _request_id(self) -> str:
-        return self.ids.secret("")[:15]
-
     def _answer(self, **fields: Any) -> dict[str, Any]:
         """An answer of the aggregator's: its fields, then its `request_id`."""
-        return {**fields, "request_id": self._request_id()}
+        return {**fields, "request_id": self.ids.secret("")[:15]}
 
     def create_sandbox_public_token(self, request: dict[str, Any]) -> dict[str, Any]:
         """/sandbox/public_token/create: a linked item at `institution_id` (one of the
@@ -337,9 +334,7 @@ class Aggregator:
         """/accounts/get and /accounts/balance/get (the sandbox's balances do not move): the
         item's accounts (those of `options.account_ids` when given) and the item; an item
         whose login was reset answers ITEM_LOGIN_REQUIRED until it is relinked."""
-        item = self.item_of(request.access_token)
-        if item.login_required:
-            raise ItemLoginRequired(LOGIN_REQUIRED)
+        item = self._live_item(request.access_token)
         accounts = self._accounts(item, option(request, "account_ids"))
         return self._answer(accounts=[a.record() for a in accounts], item=item.record())
 
@@ -413,7 +408,7 @@ class Aggregator:
         not grow, so once a cursor has reached its end the answer is empty, with that cursor
         again. They are the transactions the service's pipeline pulls through a processor
         token of the item (pulled_transactions)."""
-        item = self._transactions_item(request.access_token)
+        item = self._live_item(request.access_token, transactions=True)
         account_id = option(request, "account_id")
         accounts = self._accounts(item, None if account_id is None else [account_id])
         history = [t for t in item_history(item, self.rules.catalog)
@@ -427,12 +422,10 @@ class Aggregator:
                             has_more=end < len(history))
 
     def get_transactions(self, request: Any) -> dict[str, Any]:
-        """/transactions/get (facts 16): the item's transactions dated `start_date` to
-        `end_date` (both included), newest first, of `options.account_ids` only when given,
-        `options.count` (100 by default) from `options.offset`, and how many there are in all
-        (`total_transactions`). The same history /transactions/sync pages through and the
-        service's pipeline pulls."""
-        item = self._transactions_item(request.access_token)
+        """/transactions/get (facts 16): a page of the item's transactions dated `start_date`
+        to `end_date` (both included), newest first, and how many there are in all: the
+        history /transactions/sync pages through and the service's pipeline pulls."""
+        item = self._live_item(request.access_token, transactions=True)
         if request.start_date > request.end_date:
             raise InvalidField(DATES_REVERSED.format(start=request.start_date,
                                                      end=request.end_date))
@@ -454,7 +447,7 @@ class Aggregator:
         /transactions/sync and DEFAULT_UPDATE for one of /transactions/get; both go, as the
         item's history does not say which it has. The history is whole and does not grow,
         so DEFAULT_UPDATE counts no new transaction. No webhook URL: nothing is sent."""
-        item = self._transactions_item(access_token)
+        item = self._live_item(access_token, transactions=True)
         if item.webhook:
             self._send_webhook(item, "TRANSACTIONS", "SYNC_UPDATES_AVAILABLE",
                                self._webhook_fields(item, "TRANSACTIONS",
@@ -506,13 +499,13 @@ class Aggregator:
                 raise InvalidAccountId(UNKNOWN_ACCOUNT.format(account_id=account_id))
         return [a for a in item.accounts if account_ids is None or a.account_id in account_ids]
 
-    def _transactions_item(self, access_token: str) -> Item:
-        """The item of an access token, when its transactions can be read: as the pipeline's
-        pull, not once its login was reset, nor when it was linked without them."""
+    def _live_item(self, access_token: str, *, transactions: bool = False) -> Item:
+        """The item of an access token whose accounts (and `transactions`) can be read: as the
+        pipeline's pull, not once its login was reset, nor when it was linked without them."""
         item = self.item_of(access_token)
         if item.login_required:
             raise ItemLoginRequired(LOGIN_REQUIRED)
-        if TRANSACTIONS not in item.products:
+        if transactions and TRANSACTIONS not in item.products:
             raise ProductsNotSupported(NO_TRANSACTIONS)
         return item
 
@@ -589,10 +582,8 @@ class Aggregator:
 
     def _last_webhook(self, item: Item) -> Any:
         """The latest webhook of the item still in the ledger (None: none)."""
-        for event in reversed(self.events.by_id.values()):
-            if event.url is not None and event.body.get("item_id") == item.item_id:
-                return event
-        return None
+        return next((event for event in reversed(self.events.by_id.values())
+                     if event.url is not None and event.body.get("item_id") == item.item_id), None)
 
     def pulled_transactions(self, item_id: str, account_id: str) -> list[dict[str, Any]]:
         """What the service pulls through a processor token of an item (`pull_error` said it

@@ -110,31 +110,42 @@ def institution_status(since: str) -> dict[str, Any]:
 
 def item_history(item: Any, catalog: Catalog) -> list[dict[str, Any]]:
     """Every transaction of every account of `item` (domain/aggregator.py: Item), oldest
-    first: the `days_requested` days up to the day the item was linked. A checking
-    account receives the pay of one or two employers of the catalog and pays a few
-    merchants' subscriptions and everyday purchases; a savings account takes a monthly
-    transfer and its interest. Each is one record as the pipeline reads it
-    (processor_links.PulledTransaction); `transaction_record` makes the aggregator's view."""
+    first: the `days_requested` days up to the day the item was linked. Each is one record
+    as the pipeline reads it (processor_links.PulledTransaction); `transaction_record`
+    makes the aggregator's view."""
     last = datetime.fromtimestamp(item.created_at, tz=timezone.utc).date()
-    first = last - timedelta(days=item.days_requested - 1)
     employers, merchants = _candidates(catalog)
     found: list[dict[str, Any]] = []
     for account in item.accounts:
         seed = f"{item.item_id}:{account.account_id}"
-        rng, ids = random.Random(f"{seed}:transactions"), random.Random(f"{seed}:ids")
-
-        def add(day: date, amount: float, name: str, category: str,
-                account_id: str = account.account_id, ids: random.Random = ids) -> None:
-            if first <= day <= last:
-                found.append({"transaction_id": f"{ids.getrandbits(128):032x}",
-                              "account_id": account_id, "date": day.isoformat(),
-                              "amount": round(amount, 2), "name": name, "category": category})
-
-        if account.subtype == "checking":
-            checking_history(rng, first, last, employers, merchants, add)
-        else:
-            _savings(rng, first, last, add)
+        ids = random.Random(f"{seed}:ids")
+        found += account_history(seed, last, item.days_requested, account.account_id,
+                                 lambda: f"{ids.getrandbits(128):032x}", employers, merchants,
+                                 savings=account.subtype != "checking")
     found.sort(key=lambda t: (t["date"], t["name"], t["transaction_id"]))
+    return found
+
+
+def account_history(seed: str, last: date, days_requested: int, account_id: str,
+                    new_id: Callable[[], str], employers: list[Company],
+                    merchants: list[Company], *, savings: bool = False) -> list[dict[str, Any]]:
+    """One account's transactions of the `days_requested` days up to `last`, as drawn from
+    `seed` (a checking account's, or a savings account's), each named by `new_id`: an
+    item's accounts and the control plane's processor tokens write them alike."""
+    rng = random.Random(f"{seed}:transactions")
+    first = last - timedelta(days=days_requested - 1)
+    found: list[dict[str, Any]] = []
+
+    def add(day: date, amount: float, name: str, category: str) -> None:
+        if first <= day <= last:
+            found.append({"transaction_id": new_id(), "account_id": account_id,
+                          "date": day.isoformat(), "amount": round(amount, 2), "name": name,
+                          "category": category})
+
+    if savings:
+        _savings(rng, first, last, add)
+    else:
+        checking_history(rng, first, last, employers, merchants, add)
     return found
 
 
@@ -145,7 +156,7 @@ def checking_history(rng: random.Random, first: date, last: date, employers: lis
               merchants: list[Company], add: Add) -> None:
     """Pay every two weeks (negative: money in, as the aggregator signs amounts), monthly,
     weekly or fortnightly charges of the same amount, and a purchase most days: a checking
-    account's history, for an item's accounts and the control plane's processor tokens."""
+    account's history."""
     for employer in rng.sample(employers, k=min(len(employers), 1 if rng.random() < 0.8 else 2)):
         pay = rng.uniform(900, 3600)
         start = first + timedelta(days=rng.randrange(14))

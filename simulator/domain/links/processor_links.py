@@ -8,7 +8,6 @@ the customer's enabled products say (spec: Processor link, Processor-link events
 
 from __future__ import annotations
 
-import random
 import re
 from collections.abc import Callable
 from datetime import date, timedelta
@@ -26,7 +25,7 @@ from ...errors import (ApiError, IdentifierMismatch, InvalidProcessorToken, Othe
 from rapidfuzz import fuzz
 
 from ..webhooks.event_types import declared
-from .aggregator_data import PAYROLL_WORDS, candidates, checking_history, payer
+from .aggregator_data import PAYROLL_WORDS, account_history, candidates, payer
 from ..companies.companies import Company, CompanyDirectory, ManualDepositRule
 from ..tasks.states import DAYS_REQUESTED
 from ..companies.search import SearchRequest, normalize, search_companies
@@ -42,7 +41,6 @@ from ..timeline import Timeline, action_kind
 TOKEN_PATTERN = re.compile(r"^processor-(sandbox|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-"
                            r"[0-9a-f]{4}-[0-9a-f]{12}$")
 PULL, CLASSIFY, DETECT = "pull-transactions", "employer-classification", "recurring-transaction-detection"
-STAGE_PRODUCT = {CLASSIFY: "employer-classification", DETECT: "recurring-transaction-detection"}
 DEFAULT_SCENARIO = "processor-link-happy-path"
 PROCESSOR_TOKEN_LIMIT = ("This tenant holds {stored} processor tokens (each with its link at "
                          "most), and keeps at most {limit}: --max-tokens "
@@ -273,8 +271,7 @@ class ProcessorLinks(Held[ProcessorLink]):
             data += [{**item, "processorLink": link.id} for item in found or []]
         statuses = {l.status for l in links}
         # A relink still processing is what a polling client waits for, not the old error.
-        status = PROCESSING if PROCESSING in statuses else (
-            COMPLETED if COMPLETED in statuses else ERROR)
+        status = next((s for s in (PROCESSING, COMPLETED) if s in statuses), ERROR)
         return {"data": data, "status": status, "links": links}
 
     # -- the pipeline -----------------------------------------------------------------------
@@ -309,8 +306,8 @@ class ProcessorLinks(Held[ProcessorLink]):
                                   "errorMessage": ONLY_AUTH})
                 return
             link.transactions = self._transactions(link, token)
-        elif STAGE_PRODUCT[stage] not in self.settings.products:
-            pass  # the customer account does not have this product: the stage is skipped
+        elif stage not in self.settings.products:
+            pass  # a later stage is named after its product, which this account lacks: skipped
         elif stage == CLASSIFY:
             link.employer_matches = self._classify(link)
             link.stages.append(stage)
@@ -346,29 +343,16 @@ class ProcessorLinks(Held[ProcessorLink]):
 
     def _transactions(self, link: ProcessorLink,
                       token: ProcessorToken) -> list[dict[str, Any]]:
-        """Transaction history bounded by daysRequested: payroll deposits from real catalog
-        employers, recurring charges from catalog merchants, and everyday purchases. A
-        token of an item of the aggregator's API pulls that item's account history (the
-        one its /transactions/sync answers: aggregator_data.py); the control plane's
-        shortcut, which has no item, gets one made up for the link here."""
+        """The account's history of the token's daysRequested days: a token of an item of
+        the aggregator's API pulls the item's (the one its /transactions/sync answers); the
+        control plane's shortcut, which has no item, gets a checking account's made up for
+        the link (aggregator_data.account_history)."""
         if token.item_id is not None:
             return self.items.pulled_transactions(token.item_id, token.account_id)
-        rng = random.Random(f"{link.id}:transactions")
-        today = self.clock.now().date()
-        first = today - timedelta(days=token.days_requested - 1)
-        employers, merchants = candidates(self.companies.ordered())
-        transactions: list[dict[str, Any]] = []
-
-        def add(day: date, amount: float, name: str, category: str) -> None:
-            # A transaction as the aggregator writes it (snake_case, its day `2020-06-30`).
-            if first <= day <= today:
-                transactions.append({"transaction_id": self.ids.secret("txn_")[:24],
-                                     "account_id": token.account_id, "date": calendar_day(day),
-                                     "amount": round(amount, 2), "name": name, "category": category})
-
-        checking_history(rng, first, today, employers, merchants, add)
-        transactions.sort(key=lambda t: (t["date"], t["name"]))
-        return transactions
+        history = account_history(link.id, self.clock.now().date(), token.days_requested,
+                                  token.account_id, lambda: self.ids.secret("txn_")[:24],
+                                  *candidates(self.companies.ordered()))
+        return sorted(history, key=lambda t: (t["date"], t["name"]))
 
     def _classify(self, link: ProcessorLink) -> list[dict[str, Any]]:
         """Payroll deposits grouped by payer, matched to catalog companies by name."""
