@@ -137,6 +137,11 @@ class Dispatcher:
         while lane.waiting:
             self._interrupted(outbox, lane.waiting.popleft()[0])
 
+    def running(self, outbox: Outbox) -> list[asyncio.Task]:
+        """The tasks of the outbox's attempts in flight (to wait for, or to watch)."""
+        lane = self._lanes.get(outbox)
+        return list(lane.tasks) if lane is not None else []
+
     # -- sending ----------------------------------------------------------------------------
 
     def flush(self, outbox: Outbox) -> None:
