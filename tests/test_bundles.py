@@ -8,6 +8,7 @@ import json
 import os
 
 import pytest
+from jsonschema import Draft202012Validator
 from calls import advance, call, create_task
 from conftest import ACME
 
@@ -64,6 +65,14 @@ async def test_a_bundle_holds_the_tenant_at_the_failing_moment(client):
     assert made["apiKey"] not in raw and made["apiSecret"] not in raw
     assert "hunter2" not in raw and "http://redacted@127.0.0.1:9/hooks" in raw
     assert len(raw) < ONE_MB
+    # The bundle is what /openapi.json says GET /_sandbox/bundle answers, each copied part
+    # with its operation's schema (the callbacks' fields included: required, each typed).
+    document = await (await client.get("/openapi.json")).json()
+    schema = document["paths"]["/_sandbox/bundle"]["get"]["responses"]["200"]["content"][
+        "application/json"]["schema"]["properties"]["data"]
+    Draft202012Validator({**schema, "components": document["components"]}).validate(bundle)
+    callbacks = schema["properties"]["callbacks"]["items"]
+    assert set(callbacks["required"]) == set(told[0]) == set(callbacks["properties"])
 
 
 def redacted(value):

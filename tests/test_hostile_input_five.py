@@ -217,7 +217,9 @@ AGGREGATOR_PATHS = ("/transactions/get", "/transactions/refresh", "/accounts/bal
 async def test_huge_and_deeply_nested_bodies_get_a_bounded_4xx_and_change_nothing(client):
     """Each hostile body is refused with a 4xx in the house's error shape, within 50 times
     a well-formed call's time on the same route (the larger of it and 20 ms); nothing the
-    tenant had changed, and the server answers after."""
+    tenant had changed, and the server answers after. Times are this process's CPU time
+    (client and server both run in it): what the refusal costs, which other processes on a
+    loaded machine do not inflate as they do the wall clock."""
     token = await public_token(client, A_USER)
     access = await access_token_of(client)
     before = {"profile": (await call(client, "GET", f"/_sandbox/users/{A_USER}/profile"))["data"],
@@ -237,16 +239,16 @@ async def test_huge_and_deeply_nested_bodies_get_a_bounded_4xx_and_change_nothin
     ratios, sizes = [], []
     for name, route, headers, body in bodies:
         method, path = route.split(" ", 1)
-        started = time.perf_counter()
+        started = time.process_time()
         baseline = await client.request(method, path, headers={
             **headers, "content-type": "application/json"}, data=b"{}")
-        base = max(time.perf_counter() - started, 0.02)
+        base = max(time.process_time() - started, 0.02)
         await baseline.read()
-        started = time.perf_counter()
+        started = time.process_time()
         response = await client.request(method, path, headers={
             **headers, "content-type": "application/json"}, data=body)
         text = await response.text()
-        took = time.perf_counter() - started
+        took = time.process_time() - started
         ratios.append((round(took / base, 2), name, response.status))
         assert 400 <= response.status < 500, (name, response.status, text[:500])
         assert "Traceback" not in text, name
@@ -308,7 +310,8 @@ async def test_a_verification_costs_a_bounded_time_against_a_full_journal(client
     """Each journaled request is compared with the expected body and query, so both are
     bounded by what the journal keeps of a body (16 KiB of JSON, a longer one is kept
     truncated and could never match): past it 422 at once, the field named; at it, a full
-    journal (1,000 requests) is compared within 100 times a check without a body."""
+    journal (1,000 requests) is compared within 100 times a check without a body (in this
+    process's CPU time, which a loaded machine's other processes do not inflate)."""
     from payroll_sandbox.domain.journal import MAX_BODY_BYTES, MAX_ENTRIES
 
     items = [0] * (MAX_BODY_BYTES // 3 - 64)  # "0, " each: just under the bound
@@ -325,14 +328,14 @@ async def test_a_verification_costs_a_bounded_time_against_a_full_journal(client
         response = await client.post("/task/create", headers=A, json={  # unknown: ignored
             "identifier": "nobody", "company": "0" * 24, "product": "deposit", "extra": items})
         assert response.status == 404, await response.text()
-    started = time.perf_counter()
+    started = time.process_time()
     await call(client, "POST", "/_sandbox/requests/verify", json={
         "method": "POST", "path": "/task/create", "times": MAX_ENTRIES})
-    small = max(time.perf_counter() - started, 0.005)
-    started = time.perf_counter()
+    small = max(time.process_time() - started, 0.005)
+    started = time.process_time()
     response = await client.post("/_sandbox/requests/verify", headers=A, json={
         "method": "POST", "path": "/task/create", "body": {"identifier": "nobody", "extra": items}})
-    took = time.perf_counter() - started
+    took = time.process_time() - started
     answer = await response.text()
     assert response.status == 422 and len(answer) < 256 * 1024, (response.status, len(answer))
     print(f"full journal: {took:.3f}s, {took / small:.1f} times a check without a body, "

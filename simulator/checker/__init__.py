@@ -15,9 +15,7 @@ extra fields.
 (run.py) runs the fixed suite and returns a `Report` (report.py); the CLI prints it
 (`Report.text()`, or `Report.to_dict()` as JSON) and exits 0 only when no check failed.
 The pytest plugin can call the same function (or `check_handler_async` from a running
-event loop). Without a secret, deliveries are signed with the bundled default tenant's
-API secret, the one its webhooks are signed with (`listen` and `trigger` default to its
-keys too).
+event loop).
 """
 
 from .arguments import CheckerError, default_secret

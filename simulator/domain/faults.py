@@ -5,7 +5,7 @@ and its retry and backoff code is exercised.
 
 A rule names one operation as the OpenAPI document does (method and declared path, with
 its `{params}`) and one fault; `count` spends it, `probability` draws from the tenant's
-seeded generator, so a run repeats. The pipeline (routes/pipeline.py) asks `fire` for
+seeded generator, so a run repeats. The pipeline (edge/pipeline.py) asks `fire` for
 every request after authentication and carries out what fired before the handler runs,
 so a faulted request changes nothing; the control plane is never faulted, so a test can
 always take its rules back. Pure: no HTTP here.
@@ -21,7 +21,7 @@ from typing import Any
 import msgspec
 
 from ..errors import ApiError, ValidationFailed, field_detail
-from .shapes import UNSET, Command, Maybe, View, choice, given, of, raw, view_of
+from .shapes import UNSET, Command, Maybe, View, choice, of, raw, view_of
 from .stored import LoadError, Stored, loaded, schema, stored
 from .sections import (COUNT, RANDOM_STATE, Sections, checked_random_state, obj,
                        random_state as random_state_of)
@@ -164,11 +164,8 @@ class FaultRule(Stored, frozen=True):
 
     @classmethod
     def from_request(cls, rule: RuleRequest) -> FaultRule:
-        """A rule of a checked request body."""
-        return cls(method=rule.method, path=rule.path, status=given(rule.status),
-                   retry_after=given(rule.retry_after), latency_ms=given(rule.latency_ms),
-                   reset=given(rule.reset, False), count=given(rule.count),
-                   probability=float(given(rule.probability, 1.0)))
+        """A rule of a checked request body (the same fields; an absent one at its default)."""
+        return msgspec.convert(msgspec.to_builtins(rule), cls)
 
     @property
     def kinds(self) -> list[str]:

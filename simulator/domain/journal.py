@@ -10,6 +10,7 @@ import json
 import re
 from collections import deque
 from collections.abc import Callable
+from itertools import islice
 from functools import cache
 from typing import Any
 
@@ -156,18 +157,11 @@ class Journal:
     def query(self, *, path: str | None = None, method: str | None = None,
               status: int | None = None, limit: int = 100) -> list[JournalEntry]:
         """Newest first, filtered by path prefix, method and status."""
-        found = []
-        for entry in reversed(self._entries):
-            if path is not None and not entry.path.startswith(path):
-                continue
-            if method is not None and entry.method != method.upper():
-                continue
-            if status is not None and entry.status != status:
-                continue
-            found.append(entry)
-            if len(found) == limit:
-                break
-        return found
+        method = method and method.upper()
+        return list(islice((e for e in reversed(self._entries)
+                            if (path is None or e.path.startswith(path))
+                            and (method is None or e.method == method)
+                            and (status is None or e.status == status)), limit))
 
 
 # -- verification (POST /_sandbox/requests/verify, the plugin's assert_called) ------------------

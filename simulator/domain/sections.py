@@ -16,7 +16,6 @@ from .stored import MAX_COUNT, MAX_TIME, LoadError, loaded
 STRING = {"type": "string"}
 STRINGS = {"type": "array", "items": STRING}
 COUNT = {"type": "integer", "minimum": 0, "maximum": MAX_COUNT}
-PROBABILITY = {"type": "number", "minimum": 0, "maximum": 1}
 TIME = {"type": "number", "minimum": 0, "maximum": MAX_TIME,
         "description": "Virtual seconds since the epoch, within the clock's range."}
 

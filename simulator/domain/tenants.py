@@ -157,14 +157,6 @@ class Tenant:
         return self.settings.manual_deposits
 
     @property
-    def refresh_interval(self) -> float | None:
-        return self.settings.refresh_interval
-
-    @property
-    def pii_deletion_interval(self) -> float | None:
-        return self.settings.pii_deletion_interval
-
-    @property
     def signing(self) -> bool:
         """Whether its webhooks are signed (the outbox's setting)."""
         return self.webhooks.signing
@@ -286,11 +278,11 @@ class Tenant:
             "clock": obj({"timestamp": TIME}, {"now": STRING})})
 
     def dump_settings(self) -> dict[str, Any]:
-        now = self.clock.timestamp()
-        return {"tenant": {"name": self.name, "products": list(self.products),
-                           "manualDeposits": stored(self.manual_deposits),
-                           "signing": self.signing, "refreshInterval": self.refresh_interval,
-                           "piiDeletionInterval": self.pii_deletion_interval},
+        now, settings = self.clock.timestamp(), self.settings
+        return {"tenant": {"name": self.name, "products": list(settings.products),
+                           "manualDeposits": stored(settings.manual_deposits),
+                           "signing": self.signing, "refreshInterval": settings.refresh_interval,
+                           "piiDeletionInterval": settings.pii_deletion_interval},
                 "clock": {"timestamp": now, "now": isoformat(now)}}
 
     @staticmethod

@@ -63,9 +63,6 @@ class Job(msgspec.Struct, eq=False):
         """What the job does: the label given, else the action's own description."""
         return self._label or str(self.action)
 
-    def __lt__(self, other: Job) -> bool:
-        return (self.due, self.sequence) < (other.due, other.sequence)
-
     def __repr__(self) -> str:
         return f"Job(due={self.due!r}, sequence={self.sequence}, label={self.label!r})"
 

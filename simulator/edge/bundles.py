@@ -81,10 +81,15 @@ def document(*, test: str, tenant: str, seed: int, clock: dict[str, Any],
 @cache
 def bundle_schema() -> dict[str, Any]:
     """GET /_sandbox/bundle's answer: each part's schema is that of the control plane's
-    answer it copies (made when first needed)."""
-    from ..domain.shapes import schema_of
-    from ..schemas.responses import ClockState, EventRecord, JournalEntry
+    answer it copies, taken from that operation (made when first needed)."""
+    from .operations import OPERATIONS
     from .snapshot_document import snapshot_schema
+
+    def answer(path: str) -> dict[str, Any]:
+        return next(o.response for o in OPERATIONS if (o.method, o.path) == ("GET", path))
+
+    def copied(path: str, description: str) -> dict[str, Any]:
+        return {**answer(path), "description": f"GET {path}, {description}."}
 
     snapshot = {k: v for k, v in snapshot_schema().items() if k != "$schema"}
     return {
@@ -97,18 +102,13 @@ def bundle_schema() -> dict[str, Any]:
             "format": {"const": FORMAT}, "version": {"const": VERSION},
             "test": {"type": "string", "description": "The test's id (what asked for it)."},
             "tenant": {"type": "string"}, "takenAt": {"type": ["string", "null"]},
-            "seed": {"type": "integer"}, "clock": schema_of(ClockState),
+            "seed": {"type": "integer"}, "clock": answer("/_sandbox/clock"),
             "bindings": {"type": "object", "additionalProperties": {"type": "string"}},
             "snapshot": {**snapshot, "description": "GET /_sandbox/snapshot's document."},
-            "requests": {**schema_of(list[JournalEntry]),
-                         "description": "GET /_sandbox/requests, oldest first."},
-            "events": {**schema_of(list[EventRecord]),
-                       "description": "GET /_sandbox/events, oldest first."},
-            "callbacks": {"type": "array", "description": "The hosted flow's messages to "
-                          "its host page, oldest first (GET /_sandbox/sdk/callbacks).",
-                          "items": {"type": "object", "properties": {
-                              "id": {"type": "integer"}, "time": {"type": "string"},
-                              "name": {"type": "string"}, "payload": {}}}}},
+            "requests": copied("/_sandbox/requests", "oldest first"),
+            "events": copied("/_sandbox/events", "oldest first"),
+            "callbacks": copied("/_sandbox/sdk/callbacks", "oldest first: the hosted flow's "
+                                "messages to its host page")},
     }
 
 

@@ -42,8 +42,7 @@ class HostPolicy:
     @classmethod
     def from_settings(cls, settings: Settings) -> HostPolicy:
         names = {n.strip().lower().rstrip(".") for n in settings.allowed_hosts.split(",")}
-        names.discard("")
-        return cls(names=frozenset(names - {WILDCARD}), any_name=WILDCARD in names)
+        return cls(names=frozenset(names - {WILDCARD, ""}), any_name=WILDCARD in names)
 
     def allows(self, host_header: str | None) -> bool:
         if self.any_name:
@@ -111,7 +110,7 @@ SANDBOX = web.AppKey("sandbox", Sandbox)
 FIXED_PATHS = web.AppKey("fixed_paths", dict)
 # A parameter route's path segments -> the fixed paths of its shape by a method they take
 # and it does not (POST: /task/create, /task/prescreen beside GET /task/{taskId}): that
-# method on another path of the shape is a 404, not a 405 (routes/pipeline.py).
+# method on another path of the shape is a 404, not a 405 (edge/pipeline.py).
 FIXED_SIBLINGS = web.AppKey("fixed_siblings", list)
 # A path prefix -> the dialect (operations.Dialect) every path under it answers in, those no
 # operation takes included (render.py).

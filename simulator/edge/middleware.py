@@ -2,7 +2,7 @@
 headers, the journal and the access log, in one middleware.
 
 The bodies it writes are render.py's, the access line logs.py's. Authentication, parsing
-and validation are the operations' pipeline (routes/pipeline.py)."""
+and validation are the operations' pipeline (edge/pipeline.py)."""
 
 from __future__ import annotations
 

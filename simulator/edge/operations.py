@@ -4,7 +4,7 @@ Each API operation is declared once, as an `Operation`: method, path, handler, t
 kind, the request body and query schemas, whether it settles webhook deliveries, a
 summary, the errors it can answer and its response schema. Everything else is derived
 from that declaration: the aiohttp routes and the pipeline every request goes through
-(routes/pipeline.py) and the whole OpenAPI document (openapi.py).
+(edge/pipeline.py) and the whole OpenAPI document (openapi.py).
 
 A handler names what it needs as parameters and gets exactly that: `tenant`, `token`
 (the public token, or None under API keys), `body`, `query`, `params` (the path's),
@@ -64,7 +64,6 @@ class Dialect(msgspec.Struct, frozen=True):
     description) with `error_schema`. Every path under `prefix` answers in this dialect,
     those no operation has (404) and methods its paths do not take (405) included."""
 
-    name: str
     render_error: Callable[[ApiError, int], tuple[int, dict[str, Any]]]
     error_schema: dict[str, Any]
     errors: dict[int, str]
@@ -75,11 +74,10 @@ T = TypeVar("T")
 
 
 class Reply(msgspec.Struct, Generic[T], frozen=True):
-    """A handler's answer when it is more than `data`: another status, or extra top-level
-    fields beside `data` (such as `total`). `-> Reply[X]` declares `data`'s shape."""
+    """A handler's answer when it is more than `data`: extra top-level fields beside `data`
+    (such as `total`). `-> Reply[X]` declares `data`'s shape."""
 
     data: T
-    status: int | None = None
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
 

@@ -223,8 +223,7 @@ def _endpoint(op: Operation, fixed: dict[str, str] | None = None
         if op.dialect is not None:
             return json_response(result, status=op.status)
         if isinstance(result, Reply):
-            return json_response({"data": result.data, **result.extra},
-                                 status=result.status or op.status)
+            return json_response({"data": result.data, **result.extra}, status=op.status)
         return json_response({"data": result}, status=op.status)
 
     handle.__name__ = op.handler.__name__

@@ -2,7 +2,7 @@
 refusal, a PDF shown inline, the request's origin (the base of URLs in answers), and a
 request's body read within the server's --request-timeout.
 
-The edge middleware and the operations' pipeline (routes/pipeline.py) render through
+The edge middleware and the operations' pipeline (edge/pipeline.py) render through
 these; so do the few handlers that read a raw body themselves.
 """
 
@@ -31,6 +31,8 @@ BODY_TOO_SLOW = ("The request's body did not arrive within {seconds:g} seconds "
                  "(--request-timeout).")
 WRONG_METHOD = "{method} is not allowed on {path}; allowed: {allowed}."
 JSON_HEADERS = {"Content-Type": "application/json; charset=utf-8"}
+# The headers an error answers with, from its attributes: when to try again, the methods taken.
+ERROR_HEADERS = (("retry-after", "retry_after"), ("allow", "allow"))
 _builtins = partial(msgspec.to_builtins, enc_hook=moment_text)  # a struct, a clock.Moment
 _ENCODER = msgspec.json.Encoder(enc_hook=moment_text)
 
@@ -57,29 +59,21 @@ def render_error(request: web.Request, error: ApiError, status: int | None = Non
     """`error` as the one error body (DESIGN.md, Errors), or as the error body of the API
     its operation stands in for; its code is kept on the request for the journal."""
     exchange_of(request).error_code = error.code
-    retry_after = getattr(error, "retry_after", None)
-    allow = getattr(error, "allow", None)
-    headers = {}
-    if retry_after is not None:
-        headers["retry-after"] = str(retry_after)
-    if allow is not None:
-        headers["allow"] = allow
+    headers = {name: str(value) for name, attribute in ERROR_HEADERS
+               if (value := getattr(error, attribute, None)) is not None}
     # An operation that stands in for another API answers in that API's error body, and so
     # does any other path under that API's prefix (no such operation, another method).
     dialect = getattr(request.match_info.handler, "dialect", None) or _dialect_of_path(request)
-    if dialect is not None:
-        status, body = dialect.render_error(error, status or error.status)
-        return json_response(body, status=status, headers=headers or None)
-    return json_response(error.body(), status=status or error.status, headers=headers or None)
+    status, body = (dialect.render_error(error, status or error.status) if dialect is not None
+                    else (status or error.status, error.body()))
+    return json_response(body, status=status, headers=headers or None)
 
 
 def _dialect_of_path(request: web.Request) -> Any:
     """The dialect whose prefix the request's path is under (operations.Dialect.prefix)."""
     path = request.path
-    for prefix, dialect in request.app.get(DIALECTS, {}).items():
-        if path == prefix or path.startswith(prefix + "/"):
-            return dialect
-    return None
+    return next((dialect for prefix, dialect in request.app.get(DIALECTS, {}).items()
+                 if path == prefix or path.startswith(prefix + "/")), None)
 
 
 def wrong_method(request: web.Request, allowed: str) -> MethodNotAllowed:

@@ -9,7 +9,7 @@
   kept-alive connection), an idle kept-alive connection closes after `--idle-timeout`, and
   at most `--max-connections` are open: past it the oldest idle or half-open ones close
   first, so a new client (a health check) is still answered. Bodies have the same time
-  limit where they are read (middleware.read_within_time).
+  limit where they are read (render.read_within_time).
 
 The runner makes its connections' handlers a subclass that does both.
 """
@@ -168,13 +168,12 @@ class _RequestHandler(RequestHandler):
         excess = len(open_) - manager.limits.max_connections
         if excess <= 0:
             return
-        for handler in open_:
-            if excess <= 0:
-                return
-            if handler is not self and isinstance(handler, _RequestHandler) and handler._unused():
-                handler.force_close()
-                excess -= 1
-        self.force_close()
+        idle = [handler for handler in open_ if handler is not self
+                and isinstance(handler, _RequestHandler) and handler._unused()]
+        for handler in idle[:excess]:
+            handler.force_close()
+        if len(idle) < excess:
+            self.force_close()
 
     def handle_error(self, request: Any, status: int = 500, exc: BaseException | None = None,
                      message: str | None = None) -> web.StreamResponse:

@@ -340,7 +340,8 @@ def _no_full_collections() -> Iterator[None]:
                 gc.set_threshold(*saved)
 
 
-_FIRST = re.compile(rb"[ \t\r\n]*")
+# A body that opens (after white space) as an array, a string, a number, true, false or null.
+_NOT_AN_OBJECT_START = re.compile(rb'[ \t\r\n]*[\["0-9tfn-]')
 
 
 def _parse(raw: bytearray, screen: Screen) -> Any:
@@ -348,13 +349,9 @@ def _parse(raw: bytearray, screen: Screen) -> Any:
     parsed a piece at a time (json_in_pieces), so the worker thread parsing it never holds
     the interpreter for long, and each record shown to `screen` as it is made. A body
     that opens with anything but an object is refused unread."""
-    start = _FIRST.match(raw).end()
-    if raw[start:start + 1] in (b"[", b'"', b"-", b"t", b"f", b"n", *_DIGITS):
+    if _NOT_AN_OBJECT_START.match(raw):
         raise Fault(InvalidSnapshot, INVALID, [("$", NOT_AN_OBJECT)])
     return parse_json_body(raw, None, decode=lambda text: json_in_pieces(text, on_item=screen))
-
-
-_DIGITS = tuple(bytes([digit]) for digit in b"0123456789")
 
 
 class RestoreAdmission:
@@ -407,12 +404,8 @@ async def restore_settled(tenant: Tenant, sandbox: Any, request: web.Request) ->
     """POST /_sandbox/snapshot: the body read (bounded in size and time), then parsed,
     checked and built in a worker thread, so the event loop serves every other tenant
     meanwhile; put in place between two runs of the tenant's clock. What it restored.
-
-    A large body (or one of unknown length) is admitted by RestoreAdmission: it waits
-    only on a large restore of its own tenant (for --request-timeout at most, then 429),
-    and one the server's memory budget cannot hold now is refused at once (429 with
-    `retry-after`). Once it ends, refused or not, the memory it took goes back to the
-    system."""
+    A large body (or one of unknown length) is admitted first (RestoreAdmission); once it
+    ends, refused or not, the memory it took goes back to the system."""
     limit = max_document_bytes(tenant.rules.limits)
     length = request.content_length
     if length is not None and length > limit:

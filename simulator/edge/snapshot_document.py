@@ -199,18 +199,16 @@ def _v1_to_v2(document: dict[str, Any]) -> dict[str, Any]:
     return {**document, "version": 2}
 
 
-# Each older version's step to the next: a document is brought up one version at a time.
+# Each older version's step to the next, of a snapshot and a state file alike (both are
+# at VERSION): a document is brought up one version at a time.
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
-STATE_MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
 
 
-def migrated(document: dict[str, Any],
-             migrations: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = MIGRATIONS
-             ) -> dict[str, Any]:
+def migrated(document: dict[str, Any]) -> dict[str, Any]:
     """A document of an older version (check_header accepted it) as this version writes
     it; one of this version as it is. The caller's document is not changed."""
     while document["version"] < VERSION:
-        document = migrations[document["version"]](document)
+        document = MIGRATIONS[document["version"]](document)
     return document
 
 

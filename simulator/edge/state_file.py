@@ -20,7 +20,7 @@ from ..load.fixtures import ConfigError
 from ..schemas.fixtures import ACCOUNT_SCHEMA
 from ..validate import schema_errors
 from .snapshot import decode, encode, log, restore, take
-from .snapshot_document import (STATE_FORMAT, STATE_MIGRATIONS, STATE_SCHEMA, VERSION, Fault,
+from .snapshot_document import (STATE_FORMAT, STATE_SCHEMA, VERSION, Fault,
                                 check_header, migrated)
 
 
@@ -67,7 +67,7 @@ def load_state(sandbox: Any, path: Path) -> int:
     except Fault as fault:
         raise ConfigError(file, fault.problems[0][0], f"{fault.message} Remove the file to "
                           "start from the fixtures.") from None
-    document = migrated(document, STATE_MIGRATIONS)
+    document = migrated(document)
     problems = schema_errors(document, STATE_SCHEMA)
     if problems:
         raise ConfigError.collected([(file, path, message) for path, message in problems])

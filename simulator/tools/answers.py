@@ -73,18 +73,12 @@ def parse_answer(raw: bytes) -> Any:
 
 def depth(value: Any) -> int:
     """How deep arrays and objects nest in a parsed JSON value (a scalar: 0), without
-    recursion."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        current, level = stack.pop()
-        children = (current.values() if isinstance(current, dict)
-                    else current if isinstance(current, list) else None)
-        if children is None:
-            continue
-        deepest = max(deepest, level)
-        stack.extend((child, level + 1) for child in children
-                     if isinstance(child, (dict, list)))
-    return deepest
+    recursion: one level of them at a time."""
+    levels, level = 0, [value]
+    while level := [v for v in level if isinstance(v, (dict, list))]:
+        levels += 1
+        level = [child for v in level for child in (v.values() if isinstance(v, dict) else v)]
+    return levels
 
 
 # JSON has one number type: 5 and 5.5 are the same shape.

@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from .. import SPEC_REVISION, __version__
 from ..load.fixtures import ConfigError
 from .commands import (EXIT_CONFIG, check_fixtures, check_handler_command, listen_command,
                        scenarios_command, trigger_command, verify_against_command)
@@ -24,17 +25,12 @@ from .commands import (EXIT_CONFIG, check_fixtures, check_handler_command, liste
 __all__ = ["main"]
 
 
-def _version() -> str:
-    """`0.1.0 (spec 072010dce29d)`: the package's version and the spec revision it follows."""
-    from .. import SPEC_REVISION, __version__
-
-    return f"{__version__} (spec {SPEC_REVISION})"
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="payroll-sandbox",
                                      description="Local sandbox of a payroll-connectivity service.")
-    parser.add_argument("--version", action="version", version=f"payroll-sandbox {_version()}")
+    # `0.1.0 (spec 072010dce29d)`: the package's version and the spec revision it follows.
+    parser.add_argument("--version", action="version",
+                        version=f"payroll-sandbox {__version__} (spec {SPEC_REVISION})")
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="run the sandbox server")

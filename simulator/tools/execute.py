@@ -193,13 +193,6 @@ def report(undelivered: Sequence[Undelivered]) -> str:
     return "\n".join([head, *(item.line() for item in undelivered)])
 
 
-def command_environment(base_url: str, api_key: str, api_secret: str,
-                        environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """CMD's environment: this one, with the sandbox's URL and the default tenant's keys."""
-    return {**(os.environ if environ is None else environ), URL_VARIABLE: base_url,
-            KEY_VARIABLE: api_key, SECRET_VARIABLE: api_secret}
-
-
 def _terminal_signals_us() -> bool:
     """This process is in the foreground process group of its terminal: a Ctrl-C there
     signals CMD (in the same group) by itself."""
@@ -293,11 +286,8 @@ class Tallies(_Leaving):
         self.tally = suite_coverage.Tally()
         registry.leaving.append(self._leaving)
 
-    def _touched(self, tenant: Any) -> bool:
-        return _requests(tenant) > self._before.get(id(tenant), 0)
-
     def _add(self, tenant: Any) -> None:
-        if self._touched(tenant):
+        if _requests(tenant) > self._before.get(id(tenant), 0):  # touched
             self.tally.add(msgspec.to_builtins(tenant_coverage.of_tenant(tenant)))
 
     def _leaving(self, tenant: Any, why: str) -> None:
@@ -335,8 +325,10 @@ async def beside(argv: Sequence[str], app: Any, base_url: str, *,
     tallies = Tallies(sandbox.registry) if coverage is not None else None
     kept = Bundles(sandbox, bundles, argv)
     try:
-        status = await run_command(
-            argv, command_environment(base_url, tenant.api_key, tenant.api_secret))
+        # CMD's environment: this one, with the sandbox's URL and the default tenant's keys.
+        status = await run_command(argv, {**os.environ, URL_VARIABLE: base_url,
+                                          KEY_VARIABLE: tenant.api_key,
+                                          SECRET_VARIABLE: tenant.api_secret})
         await settle(sandbox)
         text = report(ledgers.undelivered())
         if tallies is not None and coverage is not None:

@@ -3,10 +3,6 @@
 One line per new event and per delivery attempt, as they happen; with `--forward-to`,
 each new event is also sent to a local URL as the sandbox sends it (the same CloudEvent
 headers, signature and body bytes), as `stripe listen --forward-to` does for Stripe.
-
-The ledger is read through the control plane: `Follower` holds the cursor of
-GET /_sandbox/events?after=<revision>, so a poll reads only what changed since the last
-one, and shows each event once and every attempt once.
 """
 
 from __future__ import annotations
@@ -317,15 +313,15 @@ class Forwarder:
     """Sends each new event to one URL as the sandbox sends it: binary-mode CloudEvent,
     the body byte for byte, signed with the tenant's secret when the tenant signs."""
 
-    def __init__(self, client: Client, url: str, secret: str | None,
+    def __init__(self, client: Client, url: str, vendor: str, secret: str | None,
                  warn: Callable[[str], None]) -> None:
         self.client = client
         self.url = url
+        self.vendor = vendor            # the ce-source is com.<vendor>
         self.secret = secret
         self.warn = warn
-        self.vendor: str | None = None
 
-    async def message(self, record: dict[str, Any]) -> tuple[dict[str, str], bytes]:
+    def message(self, record: dict[str, Any]) -> tuple[dict[str, str], bytes]:
         """The headers the sandbox sent for this event (the ledger keeps them with every
         attempt) or, for an event it sent nowhere, the same built as the sandbox builds
         them; the body is the compact JSON the sandbox stores, signs and sends."""
@@ -335,9 +331,8 @@ class Forwarder:
                      if a.get("requestHeaders")), None)
         if sent:
             headers = dict(sent)
-            self.vendor = self.vendor or _vendor_of(headers)
         else:
-            headers = to_message(event, await self._vendor(), self.secret).headers
+            headers = to_message(event, self.vendor, self.secret).headers
             headers["ce-time"] = record["time"]  # the ledger's own string, not a round trip
         if self.secret is not None and headers.get(SIGNATURE_HEADER) != sign(event.body_json,
                                                                               self.secret):
@@ -350,35 +345,10 @@ class Forwarder:
 
     async def send(self, record: dict[str, Any]) -> tuple[int | None, str | None]:
         """(status, None) when the URL answered, else (None, what went wrong)."""
-        headers, body = await self.message(record)
+        headers, body = self.message(record)
         outcome = await post(self.client.sandbox.session, self.url, headers, body,
                              timeout=FORWARD_TIMEOUT)
         return outcome.status, None if outcome.failure is None else outcome.failure.reason
-
-    async def _vendor(self) -> str:
-        """`com.<vendor>` is the ce-source; the OpenAPI document's webhooks say it."""
-        if self.vendor is None:
-            self.vendor = await _vendor_from_openapi(self.client.sandbox)
-        return self.vendor
-
-
-def _vendor_of(headers: dict[str, str]) -> str | None:
-    source = headers.get("ce-source", "")
-    return source[len("com."):] if source.startswith("com.") else None
-
-
-async def _vendor_from_openapi(sandbox: SandboxClient) -> str:
-    """The vendor label from the `ce-source` the OpenAPI document publishes for webhooks;
-    the default profile's (`example`) if the document cannot be read."""
-    try:
-        document = await sandbox.request("GET", "/openapi.json")
-        for operation in (document.get("webhooks") or {}).values():
-            for parameter in operation.get("post", {}).get("parameters", []):
-                if parameter.get("name") == "ce-source":
-                    return _vendor_of({"ce-source": parameter["schema"]["const"]}) or "example"
-    except Exception:  # a guess is better than no forward at all
-        pass
-    return "example"
 
 
 # -- lines ----------------------------------------------------------------------------------
@@ -499,7 +469,7 @@ async def _listen(options: ListenOptions, out: TextIO, err: TextIO) -> int:
     def warn(text: str) -> None:
         print(f"{PREFIX}: {text}", file=err, flush=True)
 
-    try:
+    with contextlib.suppress(asyncio.CancelledError):  # Ctrl-C or SIGTERM: the end
         async with new_session() as session:
             client = Client(session, url, options.api_key, options.api_secret)
             tenant = (await client.fetch("/_sandbox/tenant"))["data"]
@@ -513,7 +483,9 @@ async def _listen(options: ListenOptions, out: TextIO, err: TextIO) -> int:
             forwarder = None
             if forward_to:
                 secret = tenant["apiSecret"] if tenant.get("signing", True) else None
-                forwarder = Forwarder(client, forward_to, secret, warn)
+                # /health names the vendor (the default profile's, if a server does not).
+                vendor = (await client.fetch("/health"))["data"].get("vendor") or "example"
+                forwarder = Forwarder(client, forward_to, vendor, secret, warn)
             colour = out.isatty() and "NO_COLOR" not in os.environ
             printer = Printer(out, as_json=options.as_json, colour=colour)
             warn(f"listening to {url} (tenant {tenant['name']})"
@@ -533,8 +505,6 @@ async def _listen(options: ListenOptions, out: TextIO, err: TextIO) -> int:
                 for task in tasks:
                     task.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
-    except asyncio.CancelledError:  # Ctrl-C or SIGTERM
-        return 0
     return 0
 
 

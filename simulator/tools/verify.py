@@ -11,7 +11,7 @@ dates) are never compared.
 The probes cover every operation of real-api-surface.md: each read (on the test user
 `--identifier`, the catalog, that user's tasks), and each write on what the run makes for
 itself alone: a user of its own (`verify-<random>`), a webhook endpoint and a signing
-secret, all removed when the probes are done (`_clean_up`); a write that would reach
+secret, all removed when the probes are done (`clean_up`); a write that would reach
 anything else is sent as a refused input (an unknown linked account). Before anything
 is sent, `refusal` and `production_signal` stop a run aimed at what looks like production.
 """
@@ -203,25 +203,13 @@ async def verify_async(url: str, key: str, secret: str, *, identifier: str | Non
     """`verify`, awaitable."""
     import aiohttp
 
-    base = checked_url(url)
-    if not key.strip() or not secret.strip():
-        raise VerifyError("--key and --secret must not be empty")
     run_user = f"verify-{secrets.token_hex(6)}"
     identifier = run_user if identifier is None else _checked_identifier(identifier)
-    reason = refusal(base, key, secret, trust_host=trust_host)
-    if reason is not None:
-        raise VerifyError(f"refused to probe {base}: {reason}")
-    their_aggregator = None
+    service = _service(url, key, secret, "--key and --secret", trust_host)
     if aggregator is not None:
-        aggregator_url, client_id, aggregator_secret = aggregator
-        aggregator_base = checked_url(aggregator_url)
-        if not client_id.strip() or not aggregator_secret.strip():
-            raise VerifyError("--aggregator-client-id and --aggregator-secret must not be empty")
-        reason = refusal(aggregator_base, client_id, aggregator_secret, trust_host=trust_host)
-        if reason is not None:
-            raise VerifyError(f"refused to probe {aggregator_base}: {reason}")
-        their_aggregator = Target(SERVICE, aggregator_base, client_id, aggregator_secret)
-    service = Target(SERVICE, base, key, secret, their_aggregator)
+        service = replace(service, aggregator=_service(
+            *aggregator, "--aggregator-client-id and --aggregator-secret", trust_host))
+    base = service.base_url
     async with aiohttp.ClientSession(
             cookie_jar=aiohttp.DummyCookieJar(),
             timeout=aiohttp.ClientTimeout(total=timeout)) as session:
@@ -246,6 +234,18 @@ async def verify_async(url: str, key: str, secret: str, *, identifier: str | Non
     return Report(url=base, sandbox_url=sandbox.base_url, identifier=identifier,
                   run_user=run_user, results=tuple(run.results), cleanup=tuple(run.cleanup),
                   cleanup_notes=tuple(run.cleanup_notes))
+
+
+def _service(url: str, key: str, secret: str, flags: str, trust_host: bool) -> Target:
+    """The service's side at `url` (or its aggregator's), refused before anything is sent
+    when the keys are empty or `refusal` says it looks like production."""
+    base = checked_url(url)
+    if not key.strip() or not secret.strip():
+        raise VerifyError(f"{flags} must not be empty")
+    reason = refusal(base, key, secret, trust_host=trust_host)
+    if reason is not None:
+        raise VerifyError(f"refused to probe {base}: {reason}")
+    return Target(SERVICE, base, key, secret)
 
 
 def _checked_identifier(identifier: str) -> str:
@@ -308,9 +308,7 @@ class _Run:
                     raise outcome
             for (side, (path, _)), (status, _, body) in zip(sends.items(), done):
                 answers[side] = Answer(status, body, path)
-        for side, answer in answers.items():
-            if answer is not None:
-                self._capture(probe, side, answer)
+                self._capture(probe, side, answers[side])
         differences: list[Difference] = []
         service, sandbox = answers[SERVICE], answers[SANDBOX]
         if service is not None and sandbox is not None:

@@ -157,6 +157,11 @@ def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def chosen(named: dict[str, Any] | None, data: dict[str, Any] | None) -> dict[str, Any]:
+    """The document a named profile (less its description) with `data` over it makes."""
+    return merge({k: v for k, v in (named or {}).items() if k != "description"}, data or {})
+
+
 def job(document: dict[str, Any], number: int) -> dict[str, Any]:
     """What the user's `number`-th linked account (0 first) takes: the document, with its
     job of that number (they go round) merged over it."""
@@ -444,6 +449,5 @@ def bundled_problems(profiles: dict[str, Any], today: date) -> list[tuple[str, s
     already), with paths from the file's root."""
     found = []
     for name, profile in profiles.items():
-        body = {k: v for k, v in profile.items() if k != "description"}
-        found += problems(body, today, f"$.profiles.{name}")
+        found += problems(chosen(profile, None), today, f"$.profiles.{name}")
     return found

@@ -18,7 +18,7 @@ import random
 import zlib
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
-from datetime import date, timedelta
+from datetime import timedelta
 from functools import cache
 from typing import Any, ClassVar
 
@@ -222,18 +222,15 @@ class LinkedAccounts(Held[LinkedAccount]):
         named profile with `data` over it; a profile that is unknown or contradicts itself
         is refused (422, its JSON path) and nothing changes."""
         named = self.rules.data_profiles
-        document: dict[str, Any] = {}
-        if name is not None:
-            if name not in named:
-                raise ValidationFailed(
-                    UNKNOWN_PROFILE.format(name=name, known=", ".join(sorted(named))),
-                    details=[field_detail("$.profile", "unknown profile")])
-            document = {k: v for k, v in named[name].items() if k != "description"}
-        today = self.clock.now().date()
+        if name is not None and name not in named:
+            raise ValidationFailed(
+                UNKNOWN_PROFILE.format(name=name, known=", ".join(sorted(named))),
+                details=[field_detail("$.profile", "unknown profile")])
+        document = data_profiles.chosen(named.get(name), data)
         if data is not None:
             # data over a named profile is a part: its contradictions are the merged one's
+            today = self.clock.now().date()
             data_profiles.check(data, today, "$.data", whole=name is None)
-            document = data_profiles.merge(document, data)
             data_profiles.check(document, today, "$.data")
         self.identity.user(identifier)
         binding: dict[str, Any] = {"document": document}
@@ -269,10 +266,8 @@ class LinkedAccounts(Held[LinkedAccount]):
             company = self.companies.require(entry["company"])
             document = None
             if "profile" in entry or "data" in entry:  # checked at load (loading.py)
-                profile = named[entry["profile"]] if "profile" in entry else {}
-                document = data_profiles.job(data_profiles.merge(
-                    {k: v for k, v in profile.items() if k != "description"},
-                    entry.get("data", {})), 0)
+                document = data_profiles.job(
+                    data_profiles.chosen(named.get(entry.get("profile")), entry.get("data")), 0)
             account = self.create(entry["identifier"], company, entry.get("product", "deposit"),
                                   emit=False, document=document)
             account.connected = entry.get("connected", True)
@@ -284,13 +279,12 @@ class LinkedAccounts(Held[LinkedAccount]):
         user = self.identity.user(identifier)
         now = self.clock.timestamp()
         profile, document = self._profile(identifier, company, document)
-        account = LinkedAccount(id=self.ids.object_id(), identifier=identifier, user_id=user.id,
+        ids = self.ids  # the account's id, then its employment's, identity's and income's
+        account = LinkedAccount(id=ids.object_id(), identifier=identifier, user_id=user.id,
                                 company_id=company.id, product=product, profile=profile,
                                 company_at_link=company, created_at=now, last_refresh=now,
-                                profile_document=document)
-        ids = self.ids
-        account.employment_id, account.identity_id, account.income_id = (
-            ids.object_id(), ids.object_id(), ids.object_id())
+                                profile_document=document, employment_id=ids.object_id(),
+                                identity_id=ids.object_id(), income_id=ids.object_id())
         self._collect_history(account, now)
         self._by_id[account.id] = account
         if (identifier, company.id) not in self._by_pair:
@@ -392,14 +386,12 @@ class LinkedAccounts(Held[LinkedAccount]):
 
     def on_task_final(self, task: Any) -> None:
         """A completed user-link task leaves a linked account; a completed refresh refreshes."""
+        account = self._by_id.get(task.linked_account)  # a refresh's (none for a new link)
         if task.status != COMPLETED:
-            if task.linked_account is not None and task.status == FAILED:
-                account = self._by_id.get(task.linked_account)
-                if account is not None:
-                    account.last_failure = self.clock.timestamp()
+            if account is not None and task.status == FAILED:
+                account.last_failure = self.clock.timestamp()
             return
         if task.linked_account is not None:
-            account = self._by_id.get(task.linked_account)
             if account is not None and account.connected:
                 self.refresh(account, task_id=task.id)
             return
@@ -443,15 +435,12 @@ class LinkedAccounts(Held[LinkedAccount]):
         user signs in again through the SDK (README: Fidelity)."""
         if account.pii_deleted:
             return
-        now = self.clock.timestamp()
-        since, today = day(account.last_refresh), day(now)
         rng = random.Random(zlib.crc32(f"{account.id}:{account.refreshes}".encode()))
         account.refreshes += 1
-        account.last_refresh = now
         changes: Changes = defaultdict(list)
 
         self._follow_profile(account, changes)
-        self._collect(account, since + timedelta(days=1), today, changes)
+        self._collect(account, changes)
         if rng.random() < RAISE_CHANCE and account.profile.employment_status == "active":
             self.give_raise(account, rng.uniform(0.03, 0.08))
             changes["income"].append(("income-updated", [account.income_id]))
@@ -481,9 +470,7 @@ class LinkedAccounts(Held[LinkedAccount]):
 
     def _follow_profile(self, account: LinkedAccount, changes: Changes) -> None:
         """A profile bound to the user since the account's records were made (or changed
-        since): the records follow it from this refresh on, and what changed is announced
-        (a raise income-updated, a termination employment-updated, a new deposit account
-        deposit-accounts-added, ...)."""
+        since): the records follow it from this refresh on, and what changed is announced."""
         mine = [a.id for a in self._by_id.values() if a.identifier == account.identifier]
         wanted = self._bound_job(account.identifier, mine.index(account.id))
         if wanted is None or wanted == account.profile_document:
@@ -517,10 +504,9 @@ class LinkedAccounts(Held[LinkedAccount]):
     # -- life events (data_profiles: timeline) ------------------------------------------------
 
     def _schedule_life_events(self, account: LinkedAccount, after: float | None = None) -> None:
-        """Each life event of the account's profile on the timeline, at its moment: days
-        after the link, at the link's time of day. `after` (a profile bound since the link):
-        the pending ones of the document before are cancelled, and only the events still
-        to come are scheduled."""
+        """Each life event of the account's profile on the timeline, at its moment
+        (life_event_moments). `after` (a profile bound since the link): the pending ones of
+        the document before are cancelled, and only the events still to come are scheduled."""
         if after is not None:
             for job in self.timeline.pending():
                 if isinstance(job.action, _LifeEvent) and job.action.account is account:
@@ -545,10 +531,7 @@ class LinkedAccounts(Held[LinkedAccount]):
         heard = account.connected and not account.pii_deleted
         changes: Changes = defaultdict(list)
         if heard:
-            now = self.clock.timestamp()
-            self._collect(account, day(account.last_refresh) + timedelta(days=1), day(now),
-                          changes)
-            account.last_refresh = now
+            self._collect(account, changes)
         switched = (account.deposit_accounts[-1] if account.product == "deposit"
                     and account.deposit_accounts else None)
         self._change_profile(account, data_profiles.apply_life_event(
@@ -584,9 +567,12 @@ class LinkedAccounts(Held[LinkedAccount]):
             if ids:
                 changes["deposit-accounts"].append((event_type, ids))
 
-    def _collect(self, account: LinkedAccount, first: date, today: date,
-                 changes: Changes) -> None:
-        """New statements, timesheets and tax forms since the last refresh."""
+    def _collect(self, account: LinkedAccount, changes: Changes) -> None:
+        """A sync's new statements, timesheets and tax forms: those since the day of the last
+        one, which is now."""
+        now = self.clock.timestamp()
+        first, today = day(account.last_refresh) + timedelta(days=1), day(now)
+        account.last_refresh = now
         for kind, event_type, held, found in (
                 ("statements", "statements-added", account.statements,
                  records.statements(self.ids, account, first, today)),

@@ -68,10 +68,7 @@ def day(timestamp: float) -> date:
 
 def days(first: date, last: date, step: int = 1) -> Iterator[date]:
     """`first`, then every `step` days up to `last` (included)."""
-    day = first
-    while day <= last:
-        yield day
-        day += timedelta(days=step)
+    return (first + timedelta(days=n) for n in range(0, (last - first).days + 1, step))
 
 
 def _month_end(day: date) -> date:

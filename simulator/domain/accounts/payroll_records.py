@@ -56,7 +56,10 @@ def paystub_lines(account: Account, statement: dict[str, Any]) -> list[tuple[int
 def statements(ids: Ids, account: Account, first: date,
                last: date) -> list[dict[str, Any]]:
     profile = account.profile
-    first, last = _paid_days(profile, first, last)
+    # No pay date before the first a data profile gives, none after a terminated job's end
+    # (its last period ends on its last day, and no pay comes after it).
+    first = max(first, profile.first_pay_date or first)
+    last = min(last, profile.end_date or last)
     found = []
     for pay_date in pay_dates(profile, first, last):
         start, end = pay_period(profile, pay_date)
@@ -76,25 +79,13 @@ def statements(ids: Ids, account: Account, first: date,
     return found
 
 
-def _paid_days(profile: Profile, first: date, last: date) -> tuple[date, date]:
-    """The days a statement's pay date may fall on: none after a terminated job's end
-    (its last period ends on its last day, and no pay comes after it), none before the
-    first pay date a data profile gives."""
-    if profile.first_pay_date is not None:
-        first = max(first, profile.first_pay_date)
-    if profile.end_date is not None:
-        last = min(last, profile.end_date)
-    return first, last
-
-
 def timesheets(ids: Ids, account: Account, first: date,
                last: date) -> list[dict[str, Any]]:
     profile = account.profile
     if profile.employee_type != "hourly":
         return []
     first = max(first, profile.start_date)  # no hour was worked before the job began
-    if profile.end_date is not None:
-        last = min(last, profile.end_date)
+    last = min(last, profile.end_date or last)
     return [{"_id": ids.object_id(), "date": day_time(day),
              "hours": day_hours(account.id, profile, day), "rate": profile.hourly_rate}
             for day in days(first, last) if day.weekday() < 5]
@@ -106,9 +97,8 @@ def tax_forms(ids: Ids, account: Account, have: int,
     profile = account.profile
     started = profile.start_date
     last_year = today.year - 1 if today >= date(today.year, 1, 31) else today.year - 2
-    years = [y for y in range(max(started.year, last_year - 2), last_year + 1)]
     forms = []
-    for year in years[have:]:
+    for year in range(max(started.year, last_year - 2), last_year + 1)[have:]:
         worked = 1.0 if started.year < year else (date(year, 12, 31) - started).days / 365
         forms.append({"_id": ids.object_id(), "year": year, "form": "W-2",
                       "totalWages": round(profile.annual_income * worked, 2),
@@ -118,9 +108,8 @@ def tax_forms(ids: Ids, account: Account, have: int,
 
 def income(account: Account, now: float) -> dict[str, Any]:
     profile = account.profile
-    today = day(now)
-    if profile.end_date is not None and profile.end_date < today:
-        today = profile.end_date  # a terminated job's figures stop on its last day
+    # A terminated job's figures stop on its last day.
+    today = min(day(now), profile.end_date or day(now))
     period_start, period_end = pay_period(profile, today)
     # Hours worked and not yet paid: the weekdays from the later of the period's start and
     # the start date (a new hire worked none before it) up to today.
@@ -141,8 +130,7 @@ def income(account: Account, now: float) -> dict[str, Any]:
         # A terminated job expects no more pay (null); its last period ends on its last day.
         "nextExpectedPayDate": None if ended else day_time(next_pay_date(profile, today)),
         "currentPayPeriodStart": day_time(period_start),
-        "currentPayPeriodEnd": day_time(min(period_end, profile.end_date) if ended
-                                        else period_end),
+        "currentPayPeriodEnd": day_time(min(period_end, profile.end_date or period_end)),
         "unpaidHoursInPayPeriod": 0.0 if ended else round(worked, 1),
     }
 

@@ -12,9 +12,8 @@ from functools import cache
 from typing import Any
 
 import msgspec
-from msgspec.structs import replace
 
-from ...errors import CompanyNotFound
+from ...errors import CompanyNotFound, field_detail
 from ..shapes import UNSET, Maybe, View, choice, field, of
 from ..stored import Count, LoadError, Stored, loaded, schema, stored
 from ..sections import STRING, Sections, obj
@@ -102,12 +101,9 @@ class ManualDepositRule(Stored, frozen=True):
                        "withoutProgrammaticAuthentication", False))
 
     def applies_to(self, company: Company) -> bool:
-        if not self.enabled:
-            return False
-        if company.id in self.companies:
-            return True
-        return (self.without_programmatic_authentication
-                and not company.has_programmatic_authentication())
+        return self.enabled and (company.id in self.companies or (
+            self.without_programmatic_authentication
+            and not company.has_programmatic_authentication()))
 
 
 def effective_tags(company: Company, rule: ManualDepositRule) -> list[str]:
@@ -170,12 +166,6 @@ class Catalog:
     def get(self, company_id: str) -> Company | None:
         return self._by_id.get(company_id)
 
-    def require(self, company_id: str) -> Company:
-        company = self._by_id.get(company_id)
-        if company is None:
-            raise CompanyNotFound(UNKNOWN_COMPANY.format(company_id=company_id))
-        return company
-
     def children_of(self, parent_id: str) -> list[Company]:
         return self._children.get(parent_id, [])
 
@@ -199,10 +189,12 @@ class CompanyDirectory:
             return self.changed[company_id]
         return self.base.get(company_id)
 
-    def require(self, company_id: str) -> Company:
+    def require(self, company_id: str, path: str | None = None) -> Company:
+        """The company, or 404 company-not-found (naming `path`, where a body gave the id)."""
         company = self.get(company_id)
         if company is None:
-            raise CompanyNotFound(UNKNOWN_COMPANY.format(company_id=company_id))
+            raise CompanyNotFound(UNKNOWN_COMPANY.format(company_id=company_id), details=[
+                field_detail(path, "unknown company id")] if path else None)
         return company
 
     def ordered(self) -> list[Company]:
@@ -256,11 +248,6 @@ class CompanyDirectory:
         """A snapshot's changes to the catalog, in their order."""
         self.changed = dict(changed)
         self._changes_made()
-
-    def with_changes(self, company: Company, **changes: Any) -> Company:
-        updated = replace(company, **changes)
-        self.put(updated)
-        return updated
 
     def overlay_index(self) -> Any:
         """A small search index over this tenant's created and changed companies, of the

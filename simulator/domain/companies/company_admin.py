@@ -11,11 +11,10 @@ from typing import Any
 
 from msgspec.structs import replace
 
-from ...errors import (CompanyExists, CompanyNotFound, UnknownProducts, ValidationFailed,
-                       field_detail)
+from ...errors import CompanyExists, UnknownProducts, ValidationFailed, field_detail
 from ..rules import ServiceProfile
-from .companies import (DISABLED, OPERATIONAL, UNDER_MAINTENANCE, UNKNOWN_COMPANY, Company,
-                        CompanyDirectory, company_from_fixture)
+from .companies import (OPERATIONAL, UNDER_MAINTENANCE, Company, CompanyDirectory,
+                        ManualDepositRule, company_from_fixture, full_record)
 from ..webhooks.event_types import DECLARED, MaintenanceMode
 
 ALREADY_EXISTS = "A company with the id {company_id!r} already exists."
@@ -73,39 +72,31 @@ def set_company_status(companies: CompanyDirectory, emit: Callable[..., Any], co
     set again, with the same products, emits nothing.
     """
     company = companies.require(company_id)
-    if products:
-        unknown = sorted(set(products) - set(company.available_products))
-        if unknown:
-            raise_unknown_products(unknown)
-    maintenance_products = tuple(products or company.available_products)
+    _refuse_unknown(sorted(set(products or ()) - set(company.available_products)),
+                    "$.products", "not offered by the company")
+    same, maintenance_products = company.status == status, ()
     if status == UNDER_MAINTENANCE:
-        if (company.status == UNDER_MAINTENANCE
-                and company.maintenance_products == maintenance_products):
-            return company
-        updated = companies.with_changes(company, status=status,
-                                                maintenance_products=maintenance_products)
-        emit(MaintenanceMode(company_id=company.id, status="maintenance",
-                             products=list(maintenance_products)))
-    elif status == OPERATIONAL:
-        if company.status == OPERATIONAL:
-            return company
-        updated = companies.with_changes(company, status=status, maintenance_products=())
-        if company.status == UNDER_MAINTENANCE:
-            emit(MaintenanceMode(company_id=company.id, status="operational", products=[]))
-        elif company.status == DISABLED:
-            emit(DECLARED["company-updated"](company_id=company.id))
+        maintenance_products = tuple(products or company.available_products)
+        same = same and company.maintenance_products == maintenance_products
+        event = MaintenanceMode(company_id=company.id, status="maintenance",
+                                products=list(maintenance_products))
+    elif status == OPERATIONAL and company.status == UNDER_MAINTENANCE:
+        event = MaintenanceMode(company_id=company.id, status="operational", products=[])
     else:
-        if company.status == DISABLED:
-            return company
-        updated = companies.with_changes(company, status=DISABLED, maintenance_products=())
-        emit(DECLARED["company-updated"](company_id=company.id))
+        event = DECLARED["company-updated"](company_id=company.id)
+    if same:
+        return company
+    updated = replace(company, status=status, maintenance_products=maintenance_products)
+    companies.put(updated)
+    emit(event)
     return updated
 
 
-def raise_unknown_products(unknown: list[str]) -> None:
-    raise UnknownProducts(UNKNOWN_PRODUCTS.format(products=", ".join(unknown)),
-                          details=[field_detail("$.products", f"not offered by the company: {p}")
-                                    for p in unknown])
+def _refuse_unknown(unknown: list[str], path: str, why: str) -> None:
+    """The unknown-products error naming each product at `path`, if there are any."""
+    if unknown:
+        raise UnknownProducts(UNKNOWN_PRODUCTS.format(products=", ".join(unknown)),
+                              details=[field_detail(path, f"{why}: {p}") for p in unknown])
 
 
 def _check_references(companies: CompanyDirectory, service: ServiceProfile,
@@ -113,10 +104,8 @@ def _check_references(companies: CompanyDirectory, service: ServiceProfile,
     parent_id = body.get("franchiseParent")
     child = "franchise-child" in body.get("tags", [])
     if parent_id is not None:
-        parent = companies.get(parent_id) if parent_id != body.get("_id") else None
-        if parent is None and parent_id != body.get("_id"):  # unknown: a 404 as everywhere
-            raise CompanyNotFound(UNKNOWN_COMPANY.format(company_id=parent_id),
-                                  details=[field_detail("$.franchiseParent", "unknown company id")])
+        parent = (None if parent_id == body.get("_id")  # itself: not a parent (below)
+                  else companies.require(parent_id, "$.franchiseParent"))  # unknown: a 404
         if parent is None or "franchise-parent" not in parent.tags:  # itself, or no parent
             raise ValidationFailed(NOT_A_PARENT.format(company_id=parent_id),
                                    details=[field_detail("$.franchiseParent", "not a franchise parent")])
@@ -126,24 +115,15 @@ def _check_references(companies: CompanyDirectory, service: ServiceProfile,
         raise ValidationFailed(PARENT_NEEDED,
                                details=[field_detail("$.franchiseParent", PARENT_NEEDED)])
     products = body.get("connector", {}).get("availableProducts", [])
-    unknown = [p for p in products if p not in service.products]
-    if unknown:
-        raise UnknownProducts(
-            UNKNOWN_PRODUCTS.format(products=", ".join(unknown)),
-            details=[field_detail("$.connector.availableProducts", f"unknown: {p}") for p in unknown])
+    _refuse_unknown([p for p in products if p not in service.products],
+                    "$.connector.availableProducts", "unknown")
 
 
 def fixture_of(company: Company) -> dict[str, Any]:
-    """A company as a companies.yaml entry (so an update can merge fields into it)."""
-    record: dict[str, Any] = {
-        "_id": company.id, "name": company.name, "status": company.status,
-        "tags": list(company.tags), "branding": company.branding,
-        "connector": {"_id": company.connector_id,
-                      "availableProducts": list(company.available_products),
-                      "capabilities": dict(company.capabilities)},
-    }
-    if company.franchise_parent:
-        record["franchiseParent"] = company.franchise_parent
+    """A company as a companies.yaml entry (so an update can merge fields into it): its full
+    record under no manual-deposit rule (its stored tags; the scopes are derived again), with
+    what only an entry gives."""
+    record = full_record(company, ManualDepositRule())
     if company.default_scenario:
         record["defaultScenario"] = company.default_scenario
     if company.max_payment_methods is not None:

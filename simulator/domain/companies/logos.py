@@ -41,8 +41,8 @@ def _luminance(colour: str) -> float:
         c = value / 255
         return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
 
-    r, g, b = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
-    return 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b)
+    r, g, b = map(channel, bytes.fromhex(colour[1:]))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
 
 
 def contrast(a: str, b: str) -> float:
@@ -57,13 +57,10 @@ def ink_on(colour: str) -> str:
 
 def _shade(colour: str, factor: float) -> str:
     """`colour` darkened (factor < 1) or lightened toward white (factor > 1)."""
-    r, g, b = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    channels = bytes.fromhex(colour[1:])
     if factor <= 1:
-        r, g, b = (round(v * factor) for v in (r, g, b))
-    else:
-        mix = factor - 1
-        r, g, b = (round(v + (255 - v) * mix) for v in (r, g, b))
-    return f"#{r:02x}{g:02x}{b:02x}"
+        return "#" + bytes(round(v * factor) for v in channels).hex()
+    return "#" + bytes(round(v + (255 - v) * (factor - 1)) for v in channels).hex()
 
 
 def monogram(name: str) -> str:

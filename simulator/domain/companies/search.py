@@ -18,13 +18,15 @@ import heapq
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from itertools import chain, islice
+from operator import itemgetter
 
 from rapidfuzz import fuzz, process
 from rapidfuzz.utils import default_process
 
-from ...errors import CompanyNotFound, ProductAndProducts, UnknownProduct, field_detail
+from ...errors import ProductAndProducts, UnknownProduct, field_detail
 from ..shapes import UNSET, Command, Maybe, Texts, choice, given, of, text
-from .companies import (DISABLED, SCOPES, UNKNOWN_COMPANY, Company, CompanyDirectory, Tag,
+from .companies import (DISABLED, SCOPES, Company, CompanyDirectory, Tag,
                         ManualDepositRule, effective_tags, set_attributes)
 
 DEFAULT_LIMIT = 20
@@ -123,9 +125,6 @@ class SearchIndex:
     def ordinals_of(self, companies: Iterable[Company]) -> frozenset[int]:
         return frozenset(self._ordinal_by_id[c.id] for c in companies)
 
-    def __len__(self) -> int:
-        return len(self.companies)
-
     def ranked(self, query: str, within: frozenset[int] | None = None,
                skip: Callable[[str], bool] | None = None) -> Iterator[tuple[tuple, Company]]:
         """(rank key, company) of every match, most relevant first, each once.
@@ -165,20 +164,18 @@ class SearchIndex:
         high = bisect_left(self._vocabulary, prefix + "\uffff", low)
         return self._vocabulary[low:min(high, low + PREFIX_WORDS)]
 
+    def _holding(self, words: Iterable[str]) -> set[int]:
+        """The names holding any of these catalog words."""
+        return set(chain.from_iterable(self._postings[word] for word in words))
+
     def _word_matches(self, words: list[str]) -> list[int]:
         *whole, typing = words
-        sets: list[set[int]] = []
-        for word in whole:
-            if word not in self._postings:
-                return []
-            sets.append(set(self._postings[word]))
-        typed: set[int] = set()
-        for word in self._words_starting(typing):
-            typed.update(self._postings.get(word, ()))
-        sets.append(typed)
+        if any(word not in self._postings for word in whole):
+            return []
+        sets = [set(self._postings[word]) for word in whole]
+        sets.append(self._holding(self._words_starting(typing)))
         sets.sort(key=len)
-        matches = sets[0].intersection(*sets[1:])
-        return sorted(matches)
+        return sorted(sets[0].intersection(*sets[1:]))
 
     def _similar_words(self, word: str) -> list[str]:
         if len(word) < 3:
@@ -196,14 +193,8 @@ class SearchIndex:
             # A small scope (one franchise network): compare every name in it.
             candidates: Iterable[int] = within
         else:
-            per_word = []
-            for word in words:
-                ordinals: set[int] = set()
-                for similar in self._similar_words(word):
-                    ordinals.update(self._postings[similar])
-                if ordinals:
-                    per_word.append(ordinals)
-            per_word.sort(key=len)
+            per_word = sorted(filter(None, (self._holding(self._similar_words(word))
+                                            for word in words)), key=len)
             # Common words ("and", "inc") bring no candidates by themselves; if every
             # word is common, take the names holding the two rarest.
             rare = [s for s in per_word if len(s) <= COMMON_WORD]
@@ -217,9 +208,7 @@ class SearchIndex:
                 found = process.extract(name, self.names, scorer=fuzz.ratio,
                                         score_cutoff=WHOLE_NAME_SIMILARITY, limit=MAX_LIMIT)
                 return tuple(sorted((ordinal, round(score)) for _, score, ordinal in found))
-            hits: Counter[int] = Counter()
-            for ordinals in rare:
-                hits.update(ordinals)
+            hits = Counter(chain.from_iterable(rare))
             candidates = hits
             if len(hits) > MAX_FUZZY_CANDIDATES:
                 # Names holding the most query words first, then the shortest names.
@@ -268,32 +257,21 @@ def search_companies(companies: CompanyDirectory, rule: ManualDepositRule,
     base_within = overlay_within = None
     parent_id = given(query.franchise_parent)
     if parent_id is not None:
-        parent = companies.get(parent_id)
-        if parent is None:
-            raise CompanyNotFound(UNKNOWN_COMPANY.format(company_id=parent_id),
-                                  details=[field_detail("$.franchiseParent", "unknown company id")])
-        children = companies.children_of(parent.id)
+        children = companies.children_of(companies.require(parent_id, "$.franchiseParent").id)
         base_within = companies.index.ordinals_of(c for c in children if c.id not in companies.changed)
         overlay_within = frozenset()  # resolved below against the overlay's own ordinals
     ranked = companies.index.ranked(query.query, base_within, skip=companies.changed.__contains__)
     if companies.changed:
         overlay = companies.overlay_index()
         if parent_id is not None:
-            overlay_within = overlay.ordinals_of(c for c in companies.children_of(parent_id)
-                                                 if c.id in companies.changed)
+            overlay_within = overlay.ordinals_of(c for c in children if c.id in companies.changed)
         ranked = heapq.merge(ranked, overlay.ranked(query.query, overlay_within),
                              key=lambda pair: pair[0])
 
     keep = company_filter(rule, scopes=query.scopes or (),
                           products=(query.product,) if query.product else products,
                           tags=query.tags or (), excluded_tags=query.excluded_tags or ())
-    results: list[Company] = []
-    for _, company in ranked:
-        if keep(company):
-            results.append(company)
-            if len(results) == query.limit:
-                break
-    return results
+    return list(islice(filter(keep, map(itemgetter(1), ranked)), query.limit))
 
 
 def company_filter(rule: ManualDepositRule, *, scopes: Iterable[str] = (),

@@ -60,7 +60,7 @@ class TaskChoices:
 
     def fits(self, scenario: Scenario, product: str) -> bool:
         """Whether a task of `product` may run `scenario` (its products: scenario files)."""
-        return scenario.fits(product, self.scope_of)
+        return scenario.fits(product, self.rules.scope_of)
 
     def misfit(self, scenario: Scenario, product: str, product_path: str) -> ScenarioDoesNotFit:
         """The 422 for a requested scenario that does not fit the task's product."""
@@ -151,7 +151,7 @@ class TaskChoices:
         the company's connector authenticates with true-auth (any of its forms), else
         `smart-auth` (a connector's `standard-auth` is the company's capability name, not a
         Task value)."""
-        if self.scope_of(product) != PAY_LINK:
+        if self.rules.scope_of(product) != PAY_LINK:
             return None
         methods = company.capabilities.get("authenticationMethods") or ()
         return "true-auth" if any(m.startswith("true-auth") for m in methods) else "smart-auth"

@@ -27,41 +27,32 @@ class TaskReads:
             raise TaskNotFound(UNKNOWN_TASK.format(task_id=task_id))
         return task
 
-    def _accounts_by_company(self, identifier: str) -> dict[str, Any]:
-        """The user's linked accounts by company (the first one of each, as the engine finds)."""
-        accounts: dict[str, Any] = {}
-        for account in self.accounts.values():
-            if account.identifier == identifier:
-                accounts.setdefault(account.company_id, account)
-        return accounts
-
-    def _data_account(self, task: Task, accounts: dict[str, Any] | None) -> Any:
-        """The linked account whose data a completed task left or refreshed, if any."""
+    def _data_account(self, task: Task) -> Any:
+        """The linked account whose data a completed task left or refreshed, if any (a
+        sign-in's: the user's first at the company, as the engine finds it)."""
         if task.status != COMPLETED:
             return None
         if task.linked_account is not None:
             account = self.accounts.get(task.linked_account)
         elif task.product in USER_LINK_PRODUCTS:
-            if accounts is None:
-                accounts = self._accounts_by_company(task.identifier)
-            account = accounts.get(task.company_id)
+            account = self.accounts.find(task.identifier, task.company_id)
         else:
             return None
         return None if account is None or account.pii_deleted else account
 
-    def payroll_data_available(self, task: Task, accounts: dict[str, Any] | None = None) -> bool:
+    def payroll_data_available(self, task: Task) -> bool:
         """The real Task's `payrollDataAvailable`: the task completed and left payroll data
         to read (a completed deposit or verify task, or a refresh of a linked account, whose
         account still holds its data: not deleted as PII)."""
-        return self._data_account(task, accounts) is not None
+        return self._data_account(task) is not None
 
-    def files(self, task: Task, accounts: dict[str, Any] | None = None) -> list[TaskFile]:
+    def files(self, task: Task) -> list[TaskFile]:
         """A task's files: the direct deposit authorization form of a deposit task, and the
         paystubs of the payroll data it left."""
         files = []
         if task.product == DEPOSIT:
             files.append(TaskFile(DEPOSIT_FORM, f"direct-deposit-{task.company_id}.pdf"))
-        account = self._data_account(task, accounts)
+        account = self._data_account(task)
         if account is not None:
             files += [TaskFile(s["_id"], f"paystub-{s['date'][:10]}.pdf", statement=s,
                                account=account) for s in account.statements]
@@ -74,32 +65,22 @@ class TaskReads:
         raise FileNotFound(UNKNOWN_FILE.format(task_id=task.id, file_id=file_id),
                            details=[field_detail("$.fileId", "unknown", location="path")])
 
-    def details_of(self, task: Task, accounts: dict[str, Any] | None = None) -> TaskDetails:
+    def details_of(self, task: Task) -> TaskDetails:
         """GET /task/{taskId}/details: the task with its company (a Company; one deleted
         since: its `_id`), whether it left payroll data, and its files."""
-        if accounts is None:
-            accounts = self._accounts_by_company(task.identifier)
         company = self.companies.get(task.company_id)
         return TaskDetails.of(
             task, company=(search_record(company, self.settings.manual_deposits)
                            if company is not None else {"_id": task.company_id}),
-            payroll_data_available=self.payroll_data_available(task, accounts),
-            files=self.files(task, accounts))
+            payroll_data_available=self.payroll_data_available(task), files=self.files(task))
 
     def of_user(self, identifier: str, *, status: str | None = None,
                 payroll_data: bool | None = None) -> list[TaskDetails]:
         """GET /user/{identifier}/tasks: the user's tasks as Task records, oldest first."""
         self.identity.require(identifier)
-        accounts = self._accounts_by_company(identifier)
-        found = []
-        for task in self.values():
-            if task.identifier != identifier or status is not None and task.status != status:
-                continue
-            if (payroll_data is not None
-                    and self.payroll_data_available(task, accounts) != payroll_data):
-                continue
-            found.append(self.details_of(task, accounts))
-        return found
+        return [self.details_of(task) for task in self.values()
+                if task.identifier == identifier and (status is None or task.status == status)
+                and (payroll_data is None or self.payroll_data_available(task) == payroll_data)]
 
     def prescreen(self, named: Any, product: str) -> Prescreen:
         """POST /task/prescreen: HIGH when a task for `product` at the company would start

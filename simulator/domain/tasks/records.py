@@ -10,8 +10,8 @@ import msgspec
 from ...errors import NotFound, Unauthorized
 from ..shapes import UNSET, Command, Instant, Maybe, View, choice, of, raw, schema_of
 from ..stored import Stored, Time, described
-from .states import (COMPLETED, COMPUTED_FIELDS, FAILED, FAILURE_REASONS, PAYMENT_METHOD, PROCESSING,
-                     QUEUED, REQUEST_FIELDS, field_schemas)
+from .states import (COMPLETED, COMPUTED_FIELDS, FAILED, FAILURE_REASONS, PAYMENT_METHOD, QUEUED,
+                     REQUEST_FIELDS, TASK_STATUSES, field_schemas)
 
 
 # A workflow's next step after a task ends (the task options onComplete / onFail).
@@ -143,9 +143,6 @@ class PendingTask(Command, kw_only=True):
 
 def next_step(description: str) -> Any:
     return choice(CONTINUE, FINISH, description=description)
-
-
-TASK_STATUSES = [QUEUED, PROCESSING, COMPLETED, FAILED]
 
 
 DEPOSIT_FORM = "direct-deposit-form"  # the file id of a deposit task's authorization form

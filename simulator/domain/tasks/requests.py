@@ -3,7 +3,6 @@ structs, and the command the tasks part takes (the request and who asks)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -12,6 +11,7 @@ import msgspec
 from ...errors import ValidationFailed, field_detail
 from ..shapes import (NO_CONTROL_CHARACTER, TASK_SCENARIOS, UNSET, Command, Maybe, Metadata, Text,
                       of, raw, text)
+from ..webhooks.events import compact_json
 from .records import CONTINUE, FINISH, Distribution, next_step
 from .states import (PAYMENT_METHOD, REQUEST_FIELDS, field_schemas, given_fields,
                      written_payment_method)
@@ -165,8 +165,6 @@ METADATA_TOO_BIG = ("metadata is limited to {depth} levels of nesting, {items} k
 
 def check_metadata(value: Any, path: str) -> None:
     """Refuses (422, naming `path`) metadata past the bounds above."""
-    import orjson
-
     items = 0
     level = [value]
     for depth in range(METADATA_MAX_DEPTH + 1):
@@ -182,10 +180,7 @@ def check_metadata(value: Any, path: str) -> None:
         _refuse_metadata(path, f"nested deeper than {METADATA_MAX_DEPTH} levels")
     if items > METADATA_MAX_ITEMS:
         _refuse_metadata(path, f"{items} keys and elements (at most {METADATA_MAX_ITEMS})")
-    try:
-        size = len(orjson.dumps(value))
-    except TypeError:  # an integer past 64 bits: still JSON
-        size = len(json.dumps(value, separators=(",", ":")))
+    size = len(compact_json(value))  # as every event of the task carries it
     if size > METADATA_MAX_BYTES:
         _refuse_metadata(path, f"{size} bytes as JSON (at most {METADATA_MAX_BYTES})")
 

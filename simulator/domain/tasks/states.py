@@ -23,6 +23,7 @@ PROCESSING = "processing"
 COMPLETED = "completed"
 FAILED = "failed"
 FINAL = frozenset({COMPLETED, FAILED})
+TASK_STATUSES = (QUEUED, PROCESSING, COMPLETED, FAILED)
 
 # status -> statuses it may move to by an ordinary update. A task fails from queued when
 # it never started processing (the spec's previousStatus `queued`, e.g. device-disconnected).
@@ -49,6 +50,9 @@ FAILURE_REASONS = (
 FLOWS = ("connect-account", "refresh", "view-account", "pause-plan", "change-plan", "switch",
          "pay-now")
 AUTHENTICATION_METHODS = ("true-auth", "smart-auth")  # spec: Task, authenticationMethod
+# The spec's Task table gives them "For pay-link Tasks"; a task of another scope has none of
+# them: null (on the task and in every event of it).
+TASK_AUTHENTICATION = "A pay-link task's: true-auth or smart-auth. Any other task's: null."
 UPDATE_TYPES = ("created", "updated", "deleted", "processing", "disconnected")
 CHANGED_FIELDS = ("amount", "autopayStatus", "billingCycle", "dueDate", "items", "name",
                   "paymentHistory", "paymentMethod", "plans", "profiles", "usage")

@@ -77,9 +77,7 @@ class Tasks(TaskChoices, TaskReads, Held[Task]):
     def __init__(self, rules: Rules, *, ids: Any, clock: Clock, timeline: Timeline,
                  changes: Changes, companies: CompanyDirectory, settings: TenantSettings,
                  identity: Any, emit: Callable[..., Any]) -> None:
-        # Given what it uses, not the tenant: the world's rules, the tenant's seeded ids,
-        # clock, timeline, change window, company directory, settings, users and how it
-        # emits; and the linked accounts, once they exist.
+        # Given what it uses, not the tenant (parts.py); the linked accounts once they exist.
         self.rules = rules
         self.ids, self.clock, self.timeline, self.changes = ids, clock, timeline, changes
         self.companies, self.settings, self.identity, self.emit = companies, settings, identity, emit
@@ -105,9 +103,6 @@ class Tasks(TaskChoices, TaskReads, Held[Task]):
         # The rest of the tenant's live work (Tenant.admit_work: events, jobs), checked
         # before a task is made.
         self.admit_work: Callable[[], None] = lambda: None
-
-    def scope_of(self, product: str) -> str | None:
-        return self.rules.scope_of(product)
 
     def file(self, task: Task, workflow: Workflow) -> None:
         """Keep a task made outside a scenario (a triggered event's, already final) with
@@ -414,7 +409,7 @@ class Tasks(TaskChoices, TaskReads, Held[Task]):
         for name in STEP_FIELDS:  # never `product`: a task runs a scenario that fits it
             if name in changes:
                 setattr(task, name, changes[name])
-        if "authenticationMethod" in changes and self.scope_of(task.product) == PAY_LINK:
+        if "authenticationMethod" in changes and self.rules.scope_of(task.product) == PAY_LINK:
             task.authentication_method = changes["authenticationMethod"]
         if "paymentMethod" in changes and not task.payment_method_given:
             # The scenario's payment method stands in only when the request named none.

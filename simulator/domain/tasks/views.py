@@ -12,10 +12,11 @@ from ..companies.companies import COMPANY_STATUSES, Branding, SearchCompany, Sea
 from ..identity.identity import UserView
 from ..shapes import (UNSET, Command, DateTime, Maybe, Metadata, Name, View, choice, field, of,
                       raw, view_from, view_of)
-from .records import (CONTINUE, TASK_STATUSES, Distribution, Task, TaskFile, TaskTransition,
+from .records import (CONTINUE, Distribution, Task, TaskFile, TaskTransition,
                       Workflow, next_step)
 from .requests import ON_COMPLETE, ON_FAIL, RequestFields
-from .states import (COMPUTED_FIELDS, FAILED, FAILURE_REASONS, STEP_FIELDS, WRITTEN_PAYMENT_METHOD,
+from .states import (COMPUTED_FIELDS, FAILED, FAILURE_REASONS, STEP_FIELDS, TASK_AUTHENTICATION,
+                     TASK_STATUSES, WRITTEN_PAYMENT_METHOD,
                      AUTHENTICATION_METHODS as TASK_AUTHENTICATION_METHODS, field_schemas)
 
 
@@ -28,9 +29,6 @@ class TaskFileView(View, kw_only=True):
     content_type: str
 
 Reason = choice(*FAILURE_REASONS)
-# Spec (Task): authenticationMethod, "For pay-link Tasks: `true-auth`, `smart-auth`"; a task
-# of another scope has none of those values: null.
-TASK_AUTHENTICATION = ("A pay-link task's: true-auth or smart-auth. Any other task's: null.")
 
 
 _STEP_FIELDS = field_schemas(STEP_FIELDS)  # flow, meta, ... (domain/states.py)
@@ -99,8 +97,7 @@ class TaskRecord(TaskFields, kw_only=True):
 
     @classmethod
     def of(cls, task: Task, **more: Any) -> TaskRecord:
-        """GET /task/{id}: the task, its outcome and every transition it made (a view that
-        adds fields: `more`)."""
+        """GET /task/{id} (and a view that adds fields: `more`)."""
         return view_from(cls, task, cls.shown(task, company=task.company_id, **more))
 
 
@@ -120,8 +117,7 @@ class TaskCreated(View, kw_only=True):
 
     @classmethod
     def of(cls, workflow: Workflow, tasks: list[Task]) -> TaskCreated:
-        """What task creation answers: the first task, its workflow, and every task started
-        (a task after one whose onComplete or onFail is `finish` starts when that one ends)."""
+        """What task creation answers: the first task, its workflow and every task started."""
         return cls(id=tasks[0].id, status=tasks[0].status, task_workflow=workflow.id,
                    tasks=[view_of(StartedTask, task) for task in tasks])
 
@@ -155,8 +151,7 @@ class TaskDetails(TaskFields, kw_only=True):
     @classmethod
     def of(cls, task: Task, *, company: Any, payroll_data_available: bool,
            files: list[TaskFile]) -> TaskDetails:
-        """GET /task/{taskId}/details: the real service's Task, then the sandbox's own
-        fields (GET /task/{taskId}) and the task's files."""
+        """GET /task/{taskId}/details."""
         return view_from(cls, task, cls.shown(
             task, authentication=task.authentication_method, company=company,
             payroll_data_available=payroll_data_available,

@@ -14,8 +14,6 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-import msgspec
-
 from ..accounts.data_profiles import LIFE_EVENT_KINDS
 from ..accounts.linked_accounts import life_event_moments
 from ..faults import KINDS as API_FAULT_KINDS
@@ -89,26 +87,25 @@ def catalog(rules: Any, event_types: Iterable[str]) -> CoverageCatalog:
         life_events=[*LIFE_EVENT_KINDS, "job"])
 
 
-def tally(tasks: Iterable[Any], events: Iterable[Any], deliveries: dict[str, list[Any]],
-          journal: Iterable[Any]) -> CoverageTally:
-    """One tenant's tally from its tasks, its ledger (events and their deliveries by event
-    id) and its journal entries."""
+def of_tenant(tenant: Any) -> CoverageTally:
+    """A tenant's tally as it stands, from its tasks, its ledger (events and their
+    deliveries), its journal and its linked accounts (attempts in flight are not waited for)."""
     scenarios: Counter[str] = Counter()
     products: Counter[str] = Counter()
-    for task in tasks:
+    for task in tenant.tasks.values():
         products[task.product] += 1
         if task.status in FINAL:
             scenarios[task.scenario] += 1
     reasons: Counter[str] = Counter()
     delivered: Counter[str] = Counter()
     webhook_faults: Counter[str] = Counter()
-    for event in events:
+    for event in tenant.events.by_id.values():
         if event.type == STATUS_EVENT:
             data = event.body.get("data") or {}
             if data.get("status") == FAILED and data.get("reason"):
                 reasons[data["reason"]] += 1
         answered = False
-        for delivery in deliveries.get(event.id, ()):
+        for delivery in tenant.webhooks.deliveries.get(event.id, ()):
             answered = answered or any(a.status is not None and 200 <= a.status < 300
                                        for a in delivery.attempts)
             for fault in delivery.faults:
@@ -117,7 +114,7 @@ def tally(tasks: Iterable[Any], events: Iterable[Any], deliveries: dict[str, lis
             delivered[event.type] += 1
     api_faults: Counter[str] = Counter()
     profiles: Counter[str] = Counter()
-    for entry in journal:
+    for entry in tenant.journal.query(limit=tenant.journal.max_entries):
         if entry.fault:
             api_faults.update(kind for kind in API_FAULT_KINDS if kind in entry.fault)
         elif (entry.method == "PUT" and 200 <= entry.status < 300 and is_profile_path(entry.path)
@@ -126,16 +123,8 @@ def tally(tasks: Iterable[Any], events: Iterable[Any], deliveries: dict[str, lis
     return CoverageTally(scenarios=dict(scenarios), products=dict(products),
                          reasons=dict(reasons), event_types=dict(delivered),
                          api_faults=dict(api_faults), webhook_faults=dict(webhook_faults),
-                         profiles=dict(profiles))
-
-
-def of_tenant(tenant: Any) -> CoverageTally:
-    """A tenant's tally as it stands (attempts in flight are not waited for)."""
-    journal = tenant.journal
-    reached = tally(tenant.tasks.values(), tenant.events.by_id.values(),
-                    tenant.webhooks.deliveries, journal.query(limit=journal.max_entries))
-    return msgspec.structs.replace(reached, life_events=life_events(
-        tenant.accounts.values(), tenant.clock.timestamp()))
+                         profiles=dict(profiles), life_events=life_events(
+                             tenant.accounts.values(), tenant.clock.timestamp()))
 
 
 def life_events(accounts: Iterable[Any], now: float) -> dict[str, int]:

@@ -30,9 +30,10 @@ from ..companies.companies import CompanySummary
 from ..accounts.data_records import DATA_KINDS, payroll_day
 from ..identity.identity import UserView
 from ..shapes import UNSET, Maybe, View, choice, field, made, of, raw, schema_of
-from ..tasks.states import (AUTHENTICATION_METHODS, CHANGED_FIELDS, COMPLETED, COMPUTED_FIELDS, FAILED, FAILURE_REASONS,
-                     FINAL, PROCESSING, REQUEST_FIELDS, STEP_FIELDS, UPDATE_TYPES,
-                     WRITTEN_PAYMENT_METHOD, field_schemas)
+from ..tasks.states import (AUTHENTICATION_METHODS, CHANGED_FIELDS, COMPLETED, COMPUTED_FIELDS,
+                            FAILED, FAILURE_REASONS, FINAL, PROCESSING, REQUEST_FIELDS,
+                            STEP_FIELDS, TASK_AUTHENTICATION, TASK_STATUSES, UPDATE_TYPES,
+                            WRITTEN_PAYMENT_METHOD, field_schemas)
 
 
 class Family(Enum):
@@ -125,11 +126,8 @@ def _task_fields() -> dict[str, Any]:
         "product": {"type": "string"},
         "task": _ID,
         "taskWorkflow": _ID,
-        # Spec: every task event carries it (Task events), with the values the Task table
-        # lists for pay-link tasks; a task of another scope has none of them: null.
-        "authenticationMethod": {"enum": [*AUTHENTICATION_METHODS, None],
-                                 "description": "A pay-link task's: true-auth or smart-auth. "
-                                                "Any other task's: null."},
+        "authenticationMethod": {"enum": [*AUTHENTICATION_METHODS, None],  # spec: Task events
+                                 "description": TASK_AUTHENTICATION},
         "company": schema_of(CompanySummary),
         "metadata": {"type": "object"},
         **field_schemas(REQUEST_FIELDS),  # given by the task's create request (states.py)
@@ -137,7 +135,7 @@ def _task_fields() -> dict[str, Any]:
 
 
 Id = of(str, min_length=1)
-Status = choice("queued", "processing", "completed", "failed")
+Status = choice(*TASK_STATUSES)
 
 
 DECLARED: dict[str, EventType] = {}  # every type by name, as declared (`{aggregator}` unfilled)

@@ -16,6 +16,7 @@ import hashlib
 import random
 import time
 from collections.abc import Callable
+from itertools import chain
 from functools import cache
 from typing import Any
 
@@ -99,6 +100,15 @@ class Delivery(Stored, weakref=True):  # weakref: a deleted tenant's are followe
     def id(self) -> str:
         """`<event id>.<number>`: unique, and made only when asked for (not stored)."""
         return f"{self.event_id}.{self.number}"
+
+    @property
+    def in_flight(self) -> Attempt | None:
+        """Its attempt a snapshot leaves out and a restore sends again: the last, unanswered,
+        while the delivery is pending (an extra copy, the duplicate fault's, is not sent)."""
+        last = self.attempts[-1] if self.attempts else None
+        if last is None or last.answered or last.fault == "duplicate" or self.state != PENDING:
+            return None
+        return last
 
 
 
@@ -302,18 +312,15 @@ class Outbox:
         (in_flight_jobs makes it a job due at its start, so a restore sends it again); an
         extra copy in flight (the duplicate fault) is recorded as interrupted."""
         deliveries = []
-        for event_deliveries in self.deliveries.values():
-            for delivery in event_deliveries:
-                record = stored(delivery)
-                deliveries.append(record)
-                for number, attempt in enumerate(delivery.attempts):
-                    if attempt.answered:
-                        continue
-                    if attempt.fault == "duplicate":
-                        record["attempts"][number]["error"] = INTERRUPTED_ATTEMPT
-                    elif delivery.state == PENDING and number == len(delivery.attempts) - 1:
-                        del record["attempts"][number]
-                        record["nextAttemptAt"] = isoformat(attempt.time)
+        for delivery in chain.from_iterable(self.deliveries.values()):
+            record = stored(delivery)
+            deliveries.append(record)
+            for number, attempt in enumerate(delivery.attempts):
+                if not attempt.answered and attempt.fault == "duplicate":
+                    record["attempts"][number]["error"] = INTERRUPTED_ATTEMPT
+            if (in_flight := delivery.in_flight) is not None:
+                del record["attempts"][-1]
+                record["nextAttemptAt"] = isoformat(in_flight.time)
         return {"webhooks": {"endpoints": [dict(e) for e in self.endpoints],
                              "faults": stored(self.faults), "deliveries": deliveries,
                              "held": [{"event": event.id, "delivery": delivery.number}
@@ -324,19 +331,12 @@ class Outbox:
     def in_flight_jobs(self) -> list[dict[str, Any]]:
         """The attempts dump leaves out, as jobs of the timeline (without their sequence):
         each sends its delivery's attempt again, due when the attempt started."""
-        jobs = []
-        for event_id, event_deliveries in self.deliveries.items():
-            for delivery in event_deliveries:
-                last = delivery.attempts[-1] if delivery.attempts else None
-                if (last is None or last.answered or last.fault == "duplicate"
-                        or delivery.state != PENDING):
-                    continue
-                jobs.append({"due": last.time, "background": False,
-                             "owner": f"delivery:{delivery.id}",
-                             "label": f"webhook attempt {last.number} of {event_id}",
-                             "action": {"kind": "webhook-attempt", "event": event_id,
-                                        "delivery": delivery.number}})
-        return jobs
+        return [{"due": last.time, "background": False, "owner": f"delivery:{delivery.id}",
+                 "label": f"webhook attempt {last.number} of {delivery.event_id}",
+                 "action": {"kind": "webhook-attempt", "event": delivery.event_id,
+                            "delivery": delivery.number}}
+                for delivery in chain.from_iterable(self.deliveries.values())
+                if (last := delivery.in_flight) is not None]
 
     @staticmethod
     def load(document: dict[str, Any], loading: Any) -> dict[str, Any]:
@@ -549,12 +549,11 @@ class Outbox:
     def interrupt_pending(self) -> list[Delivery]:
         """The sandbox stops: every delivery still waiting for an attempt is interrupted."""
         stopped = []
-        for deliveries in self.deliveries.values():
-            for delivery in deliveries:
-                if delivery.state == PENDING:
-                    delivery.state = INTERRUPTED
-                    self._changes.touch(EVENT, delivery.event_id)
-                    stopped.append(delivery)
+        for delivery in chain.from_iterable(self.deliveries.values()):
+            if delivery.state == PENDING:
+                delivery.state = INTERRUPTED
+                self._changes.touch(EVENT, delivery.event_id)
+                stopped.append(delivery)
         return stopped
 
     def cancel(self) -> None:

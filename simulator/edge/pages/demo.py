@@ -19,7 +19,7 @@ import hmac
 import itertools
 import json
 import weakref
-from collections import Counter, deque
+from collections import deque
 from typing import Any
 
 import msgspec
@@ -28,6 +28,7 @@ from aiohttp import web
 from ...clock import isoformat
 from ...domain.tenants import DEMO_TENANT, Tenant
 from ...errors import Forbidden, MalformedJson, TenantNotFound, Unauthorized
+from .. import render
 from ..render import read_body
 from ...domain.dates import date_time_field
 from ...domain.shapes import UNSET, Answer, Command, Maybe, View, choice, given, of, raw
@@ -168,9 +169,7 @@ async def receive_demo_webhook(request, sandbox) -> Kept:
     """Plays the customer's backend: the signature is checked with the demo tenant's secret
     (a delivery that fails the check is refused with 401 and not kept), then the
     delivery is kept with what it means in plain words."""
-    tenant = sandbox.registry.tenants.get(DEMO_TENANT)
-    if tenant is None:
-        raise TenantNotFound(NO_DEMO)
+    tenant = _demo_tenant(request, sandbox, page=False)
     raw = await read_body(request)
     signature = _signature(tenant, raw, request.headers.get(SIGNATURE_HEADER))
     try:
@@ -219,24 +218,19 @@ class Inbox(msgspec.Struct):
     webhooks: Any  # the tenant's webhook state it belongs to
     received: deque = msgspec.field(default_factory=lambda: deque(maxlen=RECEIVED_KEPT))
     count: int = 0
-    seen: Counter = msgspec.field(default_factory=Counter)  # ce-id -> how many of `received` have it
 
     def add(self, *, ce_id: str, body: dict[str, Any], signature: str, headers: dict[str, str],
             summary: str, received_at: str) -> Received:
         self.count += 1
-        if len(self.received) == RECEIVED_KEPT:
-            oldest = self.received[0].ce_id
-            self.seen[oldest] -= 1
-            if not self.seen[oldest]:
-                del self.seen[oldest]
+        # A repeat of the deliveries kept beside it (the oldest goes as this one comes).
+        kept = list(self.received)[1 - RECEIVED_KEPT:]
         user = body.get("user")
         record = Received(sequence=self.count, received_at=received_at,
                           event_type=str(body.get("eventType", "")), ce_id=ce_id,
                           user=user.get("identifier") if isinstance(user, dict) else None,
-                          summary=summary, signature=signature, repeat=ce_id in self.seen,
-                          headers=headers, body=body)
+                          summary=summary, signature=signature,
+                          repeat=any(r.ce_id == ce_id for r in kept), headers=headers, body=body)
         self.received.append(record)
-        self.seen[ce_id] += 1
         return record
 
     def since(self, after: int) -> list[Received]:
@@ -256,8 +250,9 @@ def inbox_of(tenant: Tenant) -> Inbox:
     return inbox
 
 
-def _demo_tenant(request: web.Request, sandbox: Any) -> Tenant:
-    if not _same_origin(request):
+def _demo_tenant(request: web.Request, sandbox: Any, *, page: bool = True) -> Tenant:
+    """The `demo` tenant, for a call of the demo page (same origin only) or its receiver's."""
+    if page and not _same_origin(request):
         raise Forbidden(CROSS_ORIGIN)
     tenant = sandbox.registry.tenants.get(DEMO_TENANT)
     if tenant is None:
@@ -266,12 +261,13 @@ def _demo_tenant(request: web.Request, sandbox: Any) -> Tenant:
 
 
 def _same_origin(request: web.Request) -> bool:
-    """A browser says where a request comes from: Sec-Fetch-Site, and Origin on a POST."""
+    """A browser says where a request comes from: Sec-Fetch-Site, and Origin on a POST (with
+    no default port, which a Host header may carry)."""
     site = request.headers.get("sec-fetch-site")
     if site is not None and site != "same-origin":
         return False
     origin = request.headers.get("origin")
-    return origin is None or origin == f"{request.scheme}://{request.host}"
+    return origin is None or origin == render.origin(request)
 
 
 # -- plain words ----------------------------------------------------------------------------

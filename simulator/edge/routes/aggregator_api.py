@@ -106,7 +106,7 @@ def _invalid_body(error: ApiError) -> dict[str, Any]:
 
 
 AGGREGATOR_API = Dialect(
-    name="aggregator", render_error=render_error, error_schema=schema_of(shapes.Error), prefix=PREFIX,
+    render_error=render_error, error_schema=schema_of(shapes.Error), prefix=PREFIX,
     errors={400: "The aggregator's error body, as it answers: MISSING_FIELDS, UNKNOWN_FIELDS "
                  "or INVALID_FIELD (INVALID_REQUEST) for a body its schema refuses, "
                  "INVALID_API_KEYS (INVALID_INPUT) for a wrong client id or secret, "

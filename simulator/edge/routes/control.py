@@ -33,6 +33,7 @@ from ...schemas.responses import (CardTokenRecreation, ClockState, ClockAdvanced
 from ...validate import parse_time
 from ..operations import CONTROL, Reply, operation, serve_file, serve_script_and_styles
 from ..examples import USER, Example, From
+from .companies import COMPANY
 from .sdk import CallbackRecord
 from .webhooks import event_record
 
@@ -142,16 +143,15 @@ async def get_bundle(tenant, query, sandbox) -> dict:
 def bundle_of(tenant, sandbox, test: str) -> dict:
     """The tenant's bundle as it is now (synchronous: at a job boundary), as JSON builtins."""
     journal = reversed(tenant.journal.query(limit=MAX_ENTRIES))
-    events = tenant.events.query()
-    return bundles.document(
-        test=test, tenant=tenant.name, seed=sandbox.registry.seed,
-        clock=msgspec.to_builtins(_clock_record(tenant)), bindings=dict(tenant.tasks.bindings),
-        snapshot=snapshot.take(tenant, sandbox),
-        requests=msgspec.to_builtins([view_of(JournalEntry, entry) for entry in journal]),
-        events=msgspec.to_builtins([event_record(sandbox.dispatcher, tenant, event)
-                                    for event in events]),
-        callbacks=msgspec.to_builtins([view_of(CallbackRecord, entry) for entry in
-                                       tenant.callbacks.query(limit=len(tenant.callbacks) or 1)]))
+    callbacks = tenant.callbacks.query(limit=len(tenant.callbacks) or 1)
+    views = msgspec.to_builtins({
+        "clock": _clock_record(tenant),
+        "requests": [view_of(JournalEntry, entry) for entry in journal],
+        "events": [event_record(sandbox.dispatcher, tenant, e) for e in tenant.events.query()],
+        "callbacks": [view_of(CallbackRecord, entry) for entry in callbacks]})
+    return bundles.document(test=test, tenant=tenant.name, seed=sandbox.registry.seed,
+                            bindings=dict(tenant.tasks.bindings),
+                            snapshot=snapshot.take(tenant, sandbox), **views)
 
 
 # -- the clock ----------------------------------------------------------------------------
@@ -321,9 +321,6 @@ async def card_token_recreation(tenant, params, body) -> CardTokenRecreation:
 
 
 # -- companies ----------------------------------------------------------------------------
-
-COMPANY = {"$ref": "#/components/schemas/Company"}
-
 
 @operation("POST", "/_sandbox/companies", "Add a company (company-created)",
            body=COMPANY_CREATE_REQUEST, status=201, settles=True, response=COMPANY,

@@ -1,6 +1,6 @@
 """API faults on purpose: `/_sandbox/faults/api` (DESIGN.md, Bodies and API faults; issue
 23). The rules and their matching are the tenant's (domain/faults.py); the pipeline
-(routes/pipeline.py) carries out what fires."""
+(edge/pipeline.py) carries out what fires."""
 
 from __future__ import annotations
 

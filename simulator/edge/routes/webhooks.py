@@ -139,9 +139,7 @@ async def get_faults(tenant, sandbox) -> WebhookFaults:
            "out of order, delays)", body=WebhookFaultsRequest,
            **CONTROL, example=Example({"duplicate": 0.0, "outOfOrder": 0.0, "delay": 0.0}))
 async def put_faults(tenant, body, sandbox) -> WebhookFaults:
-    faults = FaultPlan(duplicate=given(body.duplicate, 0.0),
-                       out_of_order=given(body.out_of_order, 0.0), delay=given(body.delay, 0.0),
-                       delay_seconds=given(body.delay_seconds, 60.0))
+    faults = msgspec.convert(msgspec.to_builtins(body), FaultPlan)  # left out: its default
     tenant.webhooks.set_faults(faults)
     return view_of(WebhookFaults, faults)
 
