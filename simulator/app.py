@@ -7,7 +7,6 @@ import gc
 import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from aiohttp import web
 
@@ -80,14 +79,11 @@ def long_lived() -> Iterator[None]:
         gc.enable()
 
 
-# The collector's thresholds for a server process (Python's defaults: 700, 10, 10). A
-# task creation keeps ~15 tracked objects (the task, its history, its scheduled steps),
-# so the default ran a young collection every ~50 creations and an older one every ~500,
-# each over a growing heap of stored tasks; at 10,000 that is 14 times rarer. It bought
-# task create 0.30 -> 0.39 of a bare aiohttp server, access-token 0.41 -> 0.48
-# (bench/throughput.py). Cycles wait longer for collection: 10,000 new objects at most.
-# `serve` and `exec` set them, and this repository's suite (tests/conftest.py); a customer's
-# test process keeps Python's (the plugin freezes the heap once its app is built, no more).
+# The collector's thresholds for a server process (Python's: 700, 10, 10). A task creation
+# keeps ~15 tracked objects, so the default collected every ~50 creations over a growing
+# heap of stored tasks; this is 14 times rarer (bench/throughput.py), and cycles wait for
+# 10,000 new objects at most. `serve`, `exec` and this repository's suite set them; a
+# customer's test process keeps Python's.
 SERVER_GC_THRESHOLDS = (10_000, 10, 10)
 
 
@@ -95,13 +91,8 @@ def tenant_services(dispatcher: Dispatcher, timer: RealTimer | None = None) -> T
     """What every tenant works with: the dispatcher as its outbox's transport, and a runner
     of its timeline that waits for that transport between jobs and stops between two jobs
     once the server is stopping."""
-
-    def run(tenant: Any) -> Runner:
-        runner = Runner(tenant, dispatcher.settle)
-        runner.stopping = dispatcher.stopping
-        return runner
-
-    return TenantServices(dispatcher=dispatcher, run=run, timer=timer)
+    return TenantServices(dispatcher=dispatcher, timer=timer,
+                          run=lambda tenant: Runner(tenant, dispatcher.settle, dispatcher.stopping))
 
 
 def create_app(settings: Settings, *, clock: Clock | None = None,

@@ -216,14 +216,9 @@ def _validity(schema: dict) -> Callable[[Any], bool]:
 
 
 def _short_message(error: Any) -> str:
-    together = _given_together(error)
-    if together:
-        return together
-    # jsonschema repeats the whole instance in some messages; keep them short.
-    message = error.message
-    if len(message) > 300:
-        message = message[:297] + "..."
-    return message
+    # The fields given together, else jsonschema's message, short: some repeat the instance.
+    message = error.message if len(error.message) <= 300 else error.message[:297] + "..."
+    return _given_together(error) or message
 
 
 def _given_together(error: Any) -> str | None:
@@ -526,27 +521,19 @@ def parse_time(value: str, path: str, *, location: str = "query") -> float:
     return moment.timestamp()
 
 
-def http_url_problem(url: str) -> str | None:
-    """Why `url` is not an http(s) URL a client can call (None: it is): the scheme, a host,
-    a port that is a number from 0 to 65535. The command-line tools check theirs with it."""
+def checked_url(url: str, flag: str, error: type[Exception]) -> str:
+    """`url` when it is an http(s) URL a client can call (a host, a port that is a number
+    from 0 to 65535); else `error` saying `<flag> '<url>'` and why (check-handler, listen
+    and verify-against word their refusals so)."""
     from urllib.parse import urlsplit
 
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        return "is not an http:// or https:// URL with a host"
+        raise error(f"{flag} {url!r} is not an http:// or https:// URL with a host")
     try:
         parts.port  # noqa: B018 -- raises on a port that is not a number from 0 to 65535
-    except ValueError as error:
-        return str(error)
-    return None
-
-
-def checked_url(url: str, flag: str, error: type[Exception]) -> str:
-    """`url` when it is an http(s) URL a client can call; else `error` saying `<flag>
-    '<url>'` and why (check-handler, listen and verify-against word their refusals so)."""
-    problem = http_url_problem(url)
-    if problem is not None:
-        raise error(f"{flag} {url!r}{' ' if problem.startswith('is ') else ': '}{problem}")
+    except ValueError as problem:
+        raise error(f"{flag} {url!r}: {problem}") from None
     return url
 
 

@@ -1,44 +1,16 @@
-"""pytest fixtures for customers' own test suites (entry point `pytest11`).
+"""pytest fixtures for customers' own test suites (entry point `pytest11`; the reference is
+docs/plugin.md).
 
-`payroll_sandbox` gives each test a fresh, isolated tenant on one sandbox server
-shared by the whole session (so tests can run in parallel), with a manual clock;
-`webhook_receiver` is a real local receiver registered as that tenant's endpoint.
-`async_payroll_sandbox` and `async_webhook_receiver` are their twins for async tests
-(with pytest-asyncio installed): the same tenant, awaitable, never blocking the loop.
-
-The server starts in a thread of the test process, configured by the options and ini
-keys `payroll_sandbox_scenarios`, `payroll_sandbox_fixtures`, `payroll_sandbox_seed`,
-`payroll_sandbox_clock_start` (every test tenant's clock starts there: the same bytes on any
-day), `payroll_sandbox_config` (the service profile) and the PAYROLL_SANDBOX_* variables (the
-options and ini keys win). With
-PAYROLL_SANDBOX_URL set, the fixtures use a server you run yourself (e.g. Docker); a
-sandbox in a container reaches the receivers through
-`--payroll-sandbox-receiver-host HOST` (ini, PAYROLL_SANDBOX_RECEIVER_HOST): they listen
-on every interface and give it URLs with HOST.
-
-    def test_refund_flow(payroll_sandbox, webhook_receiver):
-        task = payroll_sandbox.post("/task/create", {"identifier": "u1",
-                                    "company": "6410a0000000000000000001", "product": "deposit",
-                                    "scenario": "auth-expired"})
-        payroll_sandbox.run_until_idle()
-        webhook_receiver.assert_order(["task-status-updated", "task-workflow-finished"],
-                                      task=task["id"])
-
-`payroll_sandbox_asgi_server(app)` serves your own ASGI app (FastAPI, Starlette, Django;
-Flask through a2wsgi) on a real port for the test and returns its base URL (uvicorn:
-`payroll-sandbox[asgi]`).
-
-When a test fails, its report has a section listing its tenant's webhook deliveries that
-never got a 2xx (read from the ledger while the tenant still exists), and its tenant is
-written as a bundle, `payroll-sandbox-bundles/<test id>.json` (`--payroll-sandbox-bundles
-DIR`, ini `payroll_sandbox_bundles`; `off` writes none), which `payroll-sandbox serve
---open-bundle FILE` reopens at the failing moment; a passing test costs no request for it.
-Each test's tenant is named after the test. What the sandbox ignored in a call
-(x-sandbox-warning) is a `payroll_sandbox.SandboxWarning`; a loopback webhook URL given
-to a sandbox that cannot reach this machine's loopback raises `LoopbackURLError`, naming
-`payroll_sandbox_receiver_host`.
-
-The types come from payroll_sandbox.kit.testing.
+`payroll_sandbox` gives each test a fresh, isolated tenant (named after the test) on one
+sandbox server shared by the whole session, so tests can run in parallel, with a manual
+clock; `webhook_receiver` is a real local receiver registered as that tenant's endpoint;
+`async_payroll_sandbox` and `async_webhook_receiver` are their twins for async tests (with
+pytest-asyncio installed). The server runs in a thread of the test process, configured by
+the options below, their ini keys and the PAYROLL_SANDBOX_* variables; PAYROLL_SANDBOX_URL
+names a server you run yourself instead. A failed test's report lists its tenant's webhook
+deliveries that never got a 2xx, and its tenant is written as a bundle that `payroll-sandbox
+serve --open-bundle FILE` reopens at the failing moment; a passing test costs no request
+for either.
 """
 
 from __future__ import annotations
@@ -525,9 +497,7 @@ if pytest_asyncio is not None:
     @pytest_asyncio.fixture
     async def async_payroll_sandbox(payroll_sandbox: Sandbox) -> AsyncIterator[AsyncSandbox]:
         """`payroll_sandbox`'s tenant, awaitable: its calls leave the event loop free."""
-        async with AsyncSandbox(payroll_sandbox.base_url, payroll_sandbox.api_key,
-                                payroll_sandbox.api_secret, payroll_sandbox.name,
-                                loopback=payroll_sandbox.loopback) as sandbox:
+        async with payroll_sandbox.awaitable() as sandbox:
             sandbox.scenario = payroll_sandbox.scenario
             sandbox.handler_checks = payroll_sandbox.handler_checks  # one tally per tenant
             yield sandbox

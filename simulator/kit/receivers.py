@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import hmac
 import threading
 import time
@@ -22,7 +21,6 @@ if TYPE_CHECKING:
 
 
 WAIT_TIMEOUT = 10.0      # wall seconds `wait_for` waits by default
-SIGNATURE_HEADER = "x-hmac-signature-sha-256"
 WEBHOOK_PATH = "/webhooks"
 
 
@@ -267,6 +265,7 @@ class _Receiving:
               ) -> tuple[Any, dict[str, Any] | None, str | None, int | None]:
         """The delivery read as a customer's endpoint must: (CloudEvent, body, problem,
         refusal status). The signature is checked against every trusted secret."""
+        from ..transport.cloudevents import SIGNATURE_HEADER, sign
         from .cloudevents_sdk import NotACloudEvent, read_binary
 
         try:
@@ -283,8 +282,7 @@ class _Receiving:
             signature = headers.get(SIGNATURE_HEADER)
             if signature is None:
                 return event, body, f"unsigned (no {SIGNATURE_HEADER} header)", 401
-            if not any(hmac.compare_digest(signature, hmac.new(secret.encode(), raw,
-                                                               hashlib.sha256).hexdigest())
+            if not any(hmac.compare_digest(signature, sign(raw, secret))
                        for secret in self._secrets):
                 return event, body, f"{SIGNATURE_HEADER} does not match the body", 401
         return event, body, None, None

@@ -8,6 +8,7 @@ creating thousands of accounts stays fast. The domain gets the finished Profile.
 
 from __future__ import annotations
 
+import functools
 import random
 import zlib
 from datetime import date, timedelta
@@ -43,16 +44,14 @@ def _draw_people(fake: Any, size: int) -> dict[str, list[str]]:
 class ProfileFactory:
     def __init__(self, seed: int) -> None:
         self.seed = seed
-        self._pools: dict[str, list[str]] | None = None
 
-    def _people(self) -> dict[str, list[str]]:
-        if self._pools is None:
-            self._pools = faker_pools("people", POOL_SEED, POOL_SIZE, _draw_people)
-        return self._pools
+    @functools.cached_property
+    def _people(self) -> dict[str, list[str]]:  # drawn (or read) for the first profile made
+        return faker_pools("people", POOL_SEED, POOL_SIZE, _draw_people)
 
     def profile(self, tenant: str, identifier: str, company_id: str, company_name: str,
                 today: date) -> Profile:
-        people = self._people()
+        people = self._people
         rng = random.Random(zlib.crc32(f"{self.seed}:{tenant}:{identifier}:{company_id}".encode()))
         hourly = rng.random() < 0.55
         if hourly:
@@ -68,16 +67,14 @@ class ProfileFactory:
         start = today - timedelta(days=rng.randint(120, 3650))
         born = today - timedelta(days=rng.randint(19 * 365, 67 * 365))
         first, last = rng.choice(people["firstNames"]), rng.choice(people["lastNames"])
-        accounts = []
-        for number in range(1 if rng.random() < 0.7 else 2):
-            accounts.append({
-                "accountNumber": f"{rng.randrange(10**9, 10**10)}",
-                "routingNumber": rng.choice(ROUTING_NUMBERS),
-                "type": rng.choice(("checking", "checking", "savings", "paycard")),
-                "bankName": rng.choice(BANKS),
-                "distributionType": "total" if number == 0 else "percent",
-                "distributionAmount": 100 if number == 0 else rng.choice((10, 15, 20, 25)),
-            })
+        accounts = [{
+            "accountNumber": f"{rng.randrange(10**9, 10**10)}",
+            "routingNumber": rng.choice(ROUTING_NUMBERS),
+            "type": rng.choice(("checking", "checking", "savings", "paycard")),
+            "bankName": rng.choice(BANKS),
+            "distributionType": "total" if number == 0 else "percent",
+            "distributionAmount": 100 if number == 0 else rng.choice((10, 15, 20, 25)),
+        } for number in range(1 if rng.random() < 0.7 else 2)]
         if len(accounts) == 2:  # a split: the second takes a share, the first the rest
             accounts[0]["distributionType"] = "percent"
             accounts[0]["distributionAmount"] = 100 - accounts[1]["distributionAmount"]

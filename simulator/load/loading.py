@@ -58,20 +58,19 @@ def _from_files(settings: Settings, folders: list[Path]) -> LoadedFixtures:
                               f"{default} is the default {kind} scenario: it must be one")
     known_companies = {c["_id"] for c in fixtures.companies}
     catalog = Catalog(build_companies(fixtures))
+    file = str(fixtures.directory / "accounts.yaml")
     for number, account in enumerate(fixtures.accounts):
         problem = start_problem(account.get("clock", {}).get("start", "1970-01-01T00:00:00Z"))
         if problem is not None:
-            raise ConfigError(str(fixtures.directory / "accounts.yaml"),
-                              f"$.accounts[{number}].clock.start", problem)
+            raise ConfigError(file, f"$.accounts[{number}].clock.start", problem)
         for entry_number, entry in enumerate(account.get("linkedAccounts", [])):
             where = f"$.accounts[{number}].linkedAccounts[{entry_number}]"
             if entry["company"] not in known_companies:
-                raise ConfigError(str(fixtures.directory / "accounts.yaml"), f"{where}.company",
+                raise ConfigError(file, f"{where}.company",
                                   f"no hand-written company has the id {entry['company']!r}")
-            _check_profile(entry, fixtures, where, start_day(settings.clock_start))
+            _check_profile(entry, fixtures.profiles, file, where, start_day(settings.clock_start))
         for entry_number, entry in enumerate(account.get("autopilots", [])):
-            _check_autopilot(entry, fixtures, scenarios, catalog,
-                             account.get("products"),
+            _check_autopilot(entry, scenarios, catalog, account.get("products"), file,
                              f"$.accounts[{number}].autopilots[{entry_number}]")
     for number, company in enumerate(fixtures.companies):
         name = company.get("defaultScenario")
@@ -83,14 +82,13 @@ def _from_files(settings: Settings, folders: list[Path]) -> LoadedFixtures:
                           scenarios=scenarios)
 
 
-def _check_autopilot(entry: dict, fixtures: Fixtures, scenarios: dict, catalog: Catalog,
-                     products: list | None, where: str) -> None:
+def _check_autopilot(entry: dict, scenarios: dict, catalog: Catalog, products: list | None,
+                     file: str, where: str) -> None:
     """An account's autopilot, as PUT /_sandbox/users/{identifier}/autopilot checks one."""
     from ..domain.flow.autopilot import Autopilot
     from ..domain.flow.sdk import autopilot_problem
     from ..domain.tenants import DEFAULT_PRODUCTS
 
-    file = str(fixtures.directory / "accounts.yaml")
     try:
         autopilot = msgspec.convert({k: v for k, v in entry.items() if k != "identifier"},
                                     Autopilot)
@@ -102,22 +100,21 @@ def _check_autopilot(entry: dict, fixtures: Fixtures, scenarios: dict, catalog: 
         raise ConfigError(file, where + problem[0][1:], problem[1])
 
 
-def _check_profile(entry: dict, fixtures: Fixtures, where: str, today: date) -> None:
+def _check_profile(entry: dict, profiles: dict, file: str, where: str, today: date) -> None:
     """A ready-made linked account's `profile` and `data` (data_profiles.py), as a binding
     checks them (relative days from `today`, the day the clocks start)."""
     from ..domain.accounts import data_profiles
 
-    file = str(fixtures.directory / "accounts.yaml")
     name, data = entry.get("profile"), entry.get("data")
-    if name is not None and name not in fixtures.profiles:
+    if name is not None and name not in profiles:
         raise ConfigError(file, f"{where}.profile", f"no data profile is named {name!r} "
-                          f"(known: {', '.join(sorted(fixtures.profiles))})")
+                          f"(known: {', '.join(sorted(profiles))})")
     if data is None:
         return
     data = entry["data"] = data_profiles.plain(data)  # unquoted days are dates to YAML
     found = data_profiles.problems(data, today, f"{where}.data", whole=name is None)
     if not found and name is not None:
-        named = {k: v for k, v in fixtures.profiles[name].items() if k != "description"}
+        named = {k: v for k, v in profiles[name].items() if k != "description"}
         found = data_profiles.problems(data_profiles.merge(named, data), today,
                                        f"{where}.data")
     if found:

@@ -8,7 +8,7 @@ its shape; its schema is `schema_of(struct)`, derived when an operation first ne
 
 from typing import Any
 
-from ..domain.companies.companies import SCOPES, CompanySummary
+from ..domain.companies.companies import COMPANY_STATUSES, SCOPES, CompanySummary
 from ..domain.accounts.data_profiles import PROFILE_SCHEMA
 from ..domain.journal import NearMiss
 from ..domain.companies.search import SearchRequest
@@ -139,7 +139,7 @@ class CardTokenRecreationRequest(Command, kw_only=True):
 
 
 class CompanyStatusRequest(Command, kw_only=True):
-    status: choice("operational", "under-maintenance", "disabled")
+    status: choice(*COMPANY_STATUSES)
     products: Maybe[of(Texts, "Products under maintenance (default: all of the company's).",
                        unique=True)] = UNSET
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..domain.companies.companies import COMPANY_STATUSES
+from ..domain.links.processor_links import CLASSIFY, DETECT, PULL
 from ..domain.tasks.states import (AUTHENTICATION_METHODS, CHANGED_FIELDS, FAILURE_REASONS,
                              PAYMENT_METHOD, SCENARIO_KINDS, STEP_FIELDS, STEP_STATUSES,
                              UPDATE_TYPES, field_schemas)
@@ -62,7 +64,7 @@ STEP = {
             "additionalProperties": False,
             "required": ["status"],
             "properties": {
-                "status": {"enum": ["operational", "under-maintenance", "disabled"]},
+                "status": {"enum": COMPANY_STATUSES},
                 "products": {"type": "array", "items": {"type": "string"}},
             },
             "description": "The task's company changes status (maintenance-mode, company-updated).",
@@ -76,8 +78,7 @@ STEP = {
             "properties": {"errorType": {"type": "string"}, "errorCode": {"type": "string"},
                            "errorMessage": {"type": "string"}},
         },
-        "stage": {"enum": ["pull-transactions", "employer-classification",
-                           "recurring-transaction-detection"],
+        "stage": {"enum": [PULL, CLASSIFY, DETECT],
                   "description": "Processor-link scenarios: the pipeline stage that runs."},
         "piiDataDeleted": {"const": True,
                            "description": "The user's personal data is deleted (pii-data-deleted)."},

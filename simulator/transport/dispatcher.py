@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import functools
+import itertools
 import logging
 import math
 import random
@@ -25,8 +26,8 @@ from typing import Any
 import msgspec
 
 from ..domain.webhooks.events import Event
-from ..domain.webhooks.outbox import (FAILED, INTERRUPTED, INTERRUPTED_ATTEMPT, PENDING,
-                             RETRY_INTERVAL, Answer, Delivery, FaultPlan, Outbox, Send)
+from ..domain.webhooks.outbox import (FAILED, INTERRUPTED, INTERRUPTED_ATTEMPT,
+                             RETRY_INTERVAL, Answer, Delivery, Outbox, Send)
 from ..domain.tenants import Tenant
 from .redact import loggable_url
 from . import SHUTDOWN_GRACE
@@ -41,8 +42,7 @@ CONNECTIONS = 256         # attempts in flight at once, over every tenant
 TENANT_CONNECTIONS = 32   # of those, one tenant's at most: slow endpoints of one tenant
                           # never hold up another tenant's deliveries
 
-__all__ = ["ATTEMPT_TIMEOUT", "Delivery", "Dispatcher", "FaultPlan",
-           "INTERRUPTED_ATTEMPT", "PENDING", "SHUTDOWN_GRACE", "request_headers"]
+__all__ = ["ATTEMPT_TIMEOUT", "Dispatcher", "SHUTDOWN_GRACE", "request_headers"]
 
 
 class _Lane(msgspec.Struct):
@@ -150,9 +150,7 @@ class Dispatcher:
         the lane, in order, and costs nothing."""
         if not outbox.queue:
             return
-        lane = self._lanes.get(outbox)
-        if lane is None:
-            lane = self._lanes[outbox] = _Lane()
+        lane = self._lanes.setdefault(outbox, _Lane())
         for send in outbox.take():
             try:
                 message = message_of(send.event, self.vendor, outbox.signing_key(send.delivery),
@@ -206,11 +204,8 @@ class Dispatcher:
             if lane is None:
                 return
             # In start order (a tenant's clock only moves forward): the oldest decides.
-            waiting = []
-            for task, send in lane.tasks.items():
-                if send.attempt.time + RETRY_INTERVAL > before:
-                    break
-                waiting.append(task)
+            waiting = [task for task, _ in itertools.takewhile(
+                lambda item: item[1].attempt.time + RETRY_INTERVAL <= before, lane.tasks.items())]
             if waiting:
                 await asyncio.gather(*waiting, return_exceptions=True)
             elif (lane.waiting and self._in_flight

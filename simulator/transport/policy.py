@@ -70,7 +70,8 @@ class Rules(msgspec.Struct, frozen=True):
 
     @classmethod
     def parse(cls, entries: Iterable[str], source: str) -> Rules:
-        """Rules from `--webhook-allow`/`--webhook-deny` values (ValueError naming the bad one)."""
+        """Rules from `--webhook-allow`/`--webhook-deny` values, blank ones skipped
+        (ValueError naming the bad one)."""
         networks, names, suffixes = [], set(), []
         for entry in (e.strip().lower().rstrip(".") for e in entries):
             if not entry:
@@ -115,8 +116,8 @@ class OutboundPolicy:
 
     @classmethod
     def from_settings(cls, settings: Any) -> OutboundPolicy:
-        return cls(allow=Rules.parse(_entries(settings.webhook_allow), "--webhook-allow"),
-                   deny=Rules.parse(_entries(settings.webhook_deny), "--webhook-deny"))
+        return cls(allow=Rules.parse(settings.webhook_allow.split(","), "--webhook-allow"),
+                   deny=Rules.parse(settings.webhook_deny.split(","), "--webhook-deny"))
 
     def serving(self, addresses: Iterable[Any]) -> None:
         """The server listens at `addresses` (aiohttp's runner.addresses)."""
@@ -130,8 +131,9 @@ class OutboundPolicy:
 
     def url_problem(self, url: Any) -> str | None:
         """Why a webhook URL (a yarl.URL) is refused, at registration and before each
-        attempt: its host (host_problem), except the built-in demo receiver, which is on the
-        sandbox itself (RECEIVER_PATH at RECEIVER_HOST or at its own literal address)."""
+        attempt: its host (a name, or a literal address), except the built-in demo receiver,
+        which is on the sandbox itself (RECEIVER_PATH at RECEIVER_HOST or at its own literal
+        address)."""
         host = (url.host or "").strip("[]").lower().rstrip(".")
         port = url.port or 0
         receiver = url.scheme == "http" and url.path == RECEIVER_PATH and not url.query_string
@@ -139,15 +141,15 @@ class OutboundPolicy:
             return REFUSED.format(why=DENIED)
         if host == RECEIVER_HOST:
             return None if receiver else REFUSED.format(why=ITSELF)
-        if receiver:
-            try:
-                address = _unmapped(ipaddress.ip_address(host))
-            except ValueError:
-                address = None
-            if (address is not None and self._is_itself(address, port)
-                    and not self.deny.has_address(address)):
-                return None
-        return self.host_problem(host, port)
+        try:
+            address = _unmapped(ipaddress.ip_address(host))
+        except ValueError:  # a name: what it resolves to is judged at delivery (PolicyResolver)
+            if host in _DEFAULT_DENY_NAMES and not self.allow.has_name(host):
+                return REFUSED.format(why=LINK_LOCAL)
+            return None
+        if receiver and self._is_itself(address, port) and not self.deny.has_address(address):
+            return None
+        return self.address_problem(address, port)
 
     def attempt_problem(self, url: str) -> str | None:
         """url_problem of a URL as an attempt is about to go to it, worked out once per URL
@@ -161,26 +163,9 @@ class OutboundPolicy:
     def own_addresses(self) -> list[tuple[str, int]]:
         """(address, port) to reach this sandbox at, loopback first: where RECEIVER_HOST
         resolves (an unspecified listening address is reached over loopback)."""
-        found: list[tuple[str, int]] = []
-        for address, port in sorted(self.listening, key=_loopback_first):
-            if address.is_unspecified:
-                address = ipaddress.ip_address("::1" if address.version == 6 else "127.0.0.1")
-            if (str(address), port) not in found:
-                found.append((str(address), port))
-        return found
-
-    def host_problem(self, host: str, port: int) -> str | None:
-        """Why a URL's host (a name, or a literal address) is refused at registration."""
-        host = host.strip("[]").lower().rstrip(".")
-        try:
-            address = ipaddress.ip_address(host)
-        except ValueError:
-            if self.deny.has_name(host):
-                return REFUSED.format(why=DENIED)
-            if host in _DEFAULT_DENY_NAMES and not self.allow.has_name(host):
-                return REFUSED.format(why=LINK_LOCAL)
-            return None
-        return self.address_problem(address, port)
+        return list(dict.fromkeys(  # in that order, each once
+            (str(_LOOPBACK[address.version] if address.is_unspecified else address), port)
+            for address, port in sorted(self.listening, key=_loopback_first)))
 
     def address_problem(self, address: Address, port: int) -> str | None:
         """Why an address (a literal one, or one a name resolved to) is refused. A "this
@@ -246,10 +231,6 @@ def _unmapped_network(network: Network) -> Network:
         return ipaddress.ip_network(f"{network.network_address.ipv4_mapped}/"
                                     f"{network.prefixlen - 96}")
     return network
-
-
-def _entries(value: str) -> list[str]:
-    return [part for part in (value or "").split(",") if part.strip()]
 
 
 def _is_local(address: Address) -> bool:

@@ -47,10 +47,6 @@ class Timed(Protocol):
     webhooks: Any
 
 
-async def _nothing(tenant: Timed, before: float = math.inf) -> None:
-    return None
-
-
 class RunResult(msgspec.Struct, frozen=True):
     """What one advance or run-until-idle did. `complete` is false when it stopped at its
     work limit (MAX_EVENTS_PER_RUN events): the clock stands at the last job it ran, and
@@ -72,13 +68,13 @@ class Runner:
     one tenant's long advance never stalls the other tenants.
     """
 
-    def __init__(self, tenant: Timed, settle: Settle = _nothing) -> None:
+    def __init__(self, tenant: Timed, settle: Settle, stopping: Callable[[], bool]) -> None:
         self.tenant = tenant
         self.settle = settle
+        # True once the server is stopping (SIGTERM): a run stops between two jobs.
+        self.stopping = stopping
         self.lock = asyncio.Lock()
         self.on_moved: Callable[[], None] | None = None  # the real-mode timer re-arms itself
-        # True once the server is stopping (SIGTERM): a run stops between two jobs.
-        self.stopping: Callable[[], bool] = lambda: False
 
     async def advance(self, seconds: float) -> RunResult:
         """Move the clock `seconds` forward, running every job due on the way (up to the

@@ -14,12 +14,15 @@ its product; a scenario never changes a task's product.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from msgspec.structs import replace
 
+from ...domain.links.processor_links import CLASSIFY, DETECT, PULL
+from ...domain.tasks.choosing import HAPPY_PATH
+from ...domain.tasks.pay_link import PAY_LINK
 from ...domain.tasks.states import (FAILED, FINAL, PROCESSING, QUEUED, Scenario, Step,
                              transition_error, written_payment_method)
 from ..fixtures import ConfigError, load_yaml, validate_document
@@ -31,10 +34,8 @@ MANAGED_BY_REASON = "subscription-managed-by-partner-provider"
 # Step fields only a task of one scope has (fixtures service.yaml: each product's scope).
 # Spec: Task (`flow` for action tasks, `authenticationMethod` for pay-link tasks), Payment
 # method object (switch tasks), Account and bill (pay-link); Linked account (user-link).
-PAY_LINK = "pay-link"
 SCOPE_FIELDS = {PAY_LINK: ("flow", "authenticationMethod", "paymentMethod", "accounts"),
                 "user-link": ("linkedAccount", "piiDataDeleted")}
-DEFAULT_TASK_SCENARIO = "happy-path"   # what a task runs when nothing else is chosen
 
 
 def load_scenario(path: Path) -> Scenario:
@@ -51,14 +52,16 @@ def load_scenario(path: Path) -> Scenario:
         if "paymentMethod" in changes:  # its expiry as events write it, whatever the file's form
             changes["paymentMethod"] = written_payment_method(changes["paymentMethod"])
         steps.append(Step(at=at, changes=changes))
+    if kind != "task" and "products" in document:
+        raise ConfigError(str(path), "$.products", "a processor-link scenario runs no "
+                          "task: it has no products")
+    check = _task_step_problems if kind == "task" else _processor_step_problems
+    problems = [(str(path), where, message) for where, message in check(steps)]
+    if problems:
+        raise ConfigError.collected(problems)
     if kind == "task":
-        _check_task_steps(steps, str(path))
         products, scope, products_at = products_of(document, steps, str(path))
     else:
-        if "products" in document:
-            raise ConfigError(str(path), "$.products", "a processor-link scenario runs no "
-                              "task: it has no products")
-        _check_processor_steps(steps, str(path))
         products, scope, products_at = (), None, "$.kind"
     return Scenario(name=path.stem, description=document["description"], kind=kind,
                     steps=tuple(steps), products=products, scope=scope, file=str(path),
@@ -97,97 +100,85 @@ def products_of(document: dict[str, Any], steps: list[Step],
     return None, next(iter(found), None), "$.products"
 
 
-def _check_task_steps(steps: list[Step], file: str) -> None:
-    """The spec's transitions, step by step. The event rules themselves (no repeated
-    authentication event, no task-status-updated before resolution, user.connected)
-    are the engine's; here a file is refused when a step asks for what they forbid."""
-    problems: list[tuple[str, str, str]] = []
-
-    def refuse(where: str, message: str) -> None:
-        problems.append((file, where, message))
-
+def _task_step_problems(steps: list[Step]) -> Iterator[tuple[str, str]]:
+    """(where, why) a task's steps break the spec's transitions. The event rules themselves
+    (no repeated authentication event, no task-status-updated before resolution,
+    user.connected) are the engine's; here a file is refused when a step asks for what they
+    forbid."""
     status = QUEUED
     for number, step in enumerate(steps):
         where = f"$.steps[{number}]"
         new = step.get("status")
         patch = step.get("patch", False)
         if patch and new is None:
-            refuse(f"{where}.patch", f"step {number}: a patch needs a status")
+            yield (f"{where}.patch", f"step {number}: a patch needs a status")
         if new is not None:
             problem = transition_error(status, new, patch=patch)
             if problem:
-                refuse(f"{where}.status", f"step {number}: {problem}")
+                yield (f"{where}.status", f"step {number}: {problem}")
         elif status in FINAL and any(k in step.changes for k in TASK_FIELDS):
-            refuse(where, f"step {number} changes the task after it became "
+            yield (where, f"step {number} changes the task after it became "
                    f"{status}; nothing but a patch may follow a final status")
         elif status == QUEUED and any(k in step.changes for k in TASK_FIELDS):
-            refuse(where, f"step {number} changes the task while it is queued; "
+            yield (where, f"step {number} changes the task while it is queued; "
                    "move it to processing first")
         if step.get("connected") is True:
-            refuse(f"{where}.connected",
+            yield (f"{where}.connected",
                    f"step {number}: only the hosted flow's open page makes a user "
                    "present (user.connected); a scenario can only say the user "
                    "left: connected: false")
         if status == QUEUED and new != PROCESSING and "authenticated" in step.changes:
-            refuse(f"{where}.authenticated",
+            yield (f"{where}.authenticated",
                    f"step {number}: a task authenticates only while processing; it "
                    f"goes {QUEUED} -> {new} here")
         if new is not None:
             status = new
         if step.get("reason") is not None and new != FAILED:
-            refuse(f"{where}.reason",
+            yield (f"{where}.reason",
                    f"step {number}: a reason goes with status failed")
         if new == FAILED and step.get("reason") is None:
-            refuse(f"{where}.reason", f"step {number}: status failed needs a reason")
+            yield (f"{where}.reason", f"step {number}: status failed needs a reason")
         # Why a task failed goes with its failure; a data request (what the task needs
         # from the app) comes while it runs.
         if "meta" in step.changes and new != FAILED and set(step.get("meta") or {}) != {"dataRequest"}:
-            refuse(f"{where}.meta", f"step {number}: meta goes with status failed (only "
+            yield (f"{where}.meta", f"step {number}: meta goes with status failed (only "
                                     f"meta.dataRequest comes while the task runs)")
         if step.get("reason") == MANAGED_BY_REASON and "managedBy" not in step.get("meta", {}):
-            refuse(f"{where}.meta",
+            yield (f"{where}.meta",
                    f"step {number}: {MANAGED_BY_REASON} needs meta.managedBy")
     if status not in FINAL:
-        refuse("$.steps", f"the task ends {status}; a scenario must end it "
+        yield ("$.steps", f"the task ends {status}; a scenario must end it "
                "completed or failed")
-    if problems:
-        raise ConfigError.collected(problems)
 
 
 PROCESSOR_FIELDS = ("stage", "aggregatorError")
-STAGES = ("pull-transactions", "employer-classification", "recurring-transaction-detection")
+STAGES = (PULL, CLASSIFY, DETECT)
 
 
-def _check_processor_steps(steps: list[Step], file: str) -> None:
-    """A processor-link pipeline: stages in order, or an aggregator error that ends it."""
-    problems: list[tuple[str, str, str]] = []
-
-    def refuse(where: str, message: str) -> None:
-        problems.append((file, where, message))
-
+def _processor_step_problems(steps: list[Step]) -> Iterator[tuple[str, str]]:
+    """(where, why) a processor-link pipeline's steps break its order: stages in order, or
+    an aggregator error that ends it."""
     done = -1
     for number, step in enumerate(steps):
         where = f"$.steps[{number}]"
         fields = [k for k in step.changes if k in PROCESSOR_FIELDS]
         others = [k for k in step.changes if k not in PROCESSOR_FIELDS]
         if others:
-            refuse(f"{where}.{others[0]}",
+            yield (f"{where}.{others[0]}",
                    f"step {number}: a processor-link scenario has only stage and "
                    "aggregatorError steps")
         if len(fields) != 1:
-            refuse(where, f"step {number}: one of stage or aggregatorError")
+            yield (where, f"step {number}: one of stage or aggregatorError")
         if number and "aggregatorError" in steps[number - 1].changes:
-            refuse(where, f"step {number} follows the end of the pipeline")
+            yield (where, f"step {number} follows the end of the pipeline")
         if "stage" in step.changes:
             stage = STAGES.index(step.get("stage"))
             if stage <= done or (stage > 0 and done < 0):
-                refuse(f"{where}.stage", f"step {number}: stages run in the order "
+                yield (f"{where}.stage", f"step {number}: stages run in the order "
                        f"{' -> '.join(STAGES)}, transactions first")
             done = stage
         elif done == len(STAGES) - 1:  # an aggregator error after the last stage
-            refuse(where, f"step {number} follows the end of the pipeline")
-    if problems:
-        raise ConfigError.collected(problems)
+            yield (where, f"step {number} follows the end of the pipeline")
 
 
 def load_scenarios(directory: Path) -> dict[str, Scenario]:
@@ -235,7 +226,7 @@ def resolve_products(scenarios: Mapping[str, Scenario],
                                                  f"service profile's: {', '.join(products)})")))
         fitting = tuple(p for p in products if scenario.fits(p, products.get))
         problems += _authentication_method_problems(scenario, fitting, products)
-        if name == DEFAULT_TASK_SCENARIO and not unknown and len(fitting) < len(products):
+        if name == HAPPY_PATH and not unknown and len(fitting) < len(products):
             problems.append((scenario.file, scenario.products_at,
                              (f"{name} is the default task scenario: it must fit every "
                               f"product ({', '.join(products)})")))

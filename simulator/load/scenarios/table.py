@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ...domain.links.processor_links import DEFAULT_SCENARIO as PROCESSOR_DEFAULT
-from .loader import DEFAULT_TASK_SCENARIO, Scenario
+from ...domain.tasks.choosing import HAPPY_PATH
+from .loader import Scenario
 
 HEADER = "| Fits | Completed | Failed |\n|---|---|---|"
 
@@ -20,8 +21,7 @@ def markdown_table(scenarios: Mapping[str, Scenario], products: Mapping[str, str
     last), its scenarios split by how their task (or pipeline) ends."""
     order = list(products)
     rows: dict[tuple[int, ...], tuple[list[str], list[str]]] = {}
-    for name in sorted(scenarios, key=lambda n: (n not in (DEFAULT_TASK_SCENARIO,
-                                                           PROCESSOR_DEFAULT), n)):
+    for name in sorted(scenarios, key=lambda n: (n not in (HAPPY_PATH, PROCESSOR_DEFAULT), n)):
         scenario = scenarios[name]
         fits = scenario.products or ()
         key = ((-1,) if scenario.kind != "task" else (0,) if len(fits) == len(order)
@@ -45,7 +45,7 @@ def markdown_table(scenarios: Mapping[str, Scenario], products: Mapping[str, str
 def _cell(scenario: Scenario) -> tuple[str, str]:
     """(completed or failed, the scenario's name with what the table says of it)."""
     notes = []
-    if scenario.name in (DEFAULT_TASK_SCENARIO, PROCESSOR_DEFAULT):
+    if scenario.name in (HAPPY_PATH, PROCESSOR_DEFAULT):
         notes.append("default")
     if scenario.kind != "task":
         error = next((s.get("aggregatorError") for s in scenario.steps
