@@ -106,15 +106,9 @@
   function nowrap(td) { td.className += (td.className ? " " : "") + "nowrap"; return td; }
   function short(id) { return id ? "\u2026" + String(id).slice(-8) : ""; }
   function seconds(iso) { return Date.parse(iso) / 1000; }
-  function pad(n) { return (n < 10 ? "0" : "") + n; }
-  function clockTime(t, withSeconds) {
-    var d = new Date(t * 1000);
-    return pad(d.getUTCHours()) + ":" + pad(d.getUTCMinutes()) + (withSeconds === false ? "" : ":" + pad(d.getUTCSeconds()));
-  }
-  function fullTime(t) {
-    var d = new Date(t * 1000);
-    return d.getUTCFullYear() + "-" + pad(d.getUTCMonth() + 1) + "-" + pad(d.getUTCDate()) + " " + clockTime(t);
-  }
+  function iso(t) { return new Date(t * 1000).toISOString(); }  // UTC: 2026-05-28T20:26:43.000Z
+  function clockTime(t, withSeconds) { return iso(t).slice(11, withSeconds === false ? 16 : 19); }
+  function fullTime(t) { return iso(t).slice(0, 19).replace("T", " "); }
   function duration(s) {
     s = Math.round(s);
     if (s < 120) { return s + " s"; }
@@ -151,8 +145,6 @@
   }
   var LOOK = { delivered: "delivered", failed: "failed", retrying: "pending", waiting: "pending",
                sending: "pending", interrupted: "interrupted", none: "none", mixed: "mixed" };
-  var PREPOSITION = { delivered: " to ", failed: " at ", retrying: " to ", waiting: " to ",
-                      sending: " to ", interrupted: " to " };
   function endpointName(url) {
     try {
       var parsed = new URL(url);
@@ -162,7 +154,7 @@
   function statesText(states) {
     if (!states.length) { return "no endpoint"; }
     return states.map(function (s) {
-      return s.state + PREPOSITION[s.state] + endpointName(s.url) + (s.resent ? " (resent)" : "");
+      return s.state + (s.state === "failed" ? " at " : " to ") + endpointName(s.url) + (s.resent ? " (resent)" : "");
     }).join(", ");
   }
   function endpointList(states) {
@@ -284,6 +276,14 @@
     node.setAttribute("data-focus", key);
     if (current) { node.setAttribute("aria-current", "true"); }
   }
+  /* A button that reads as a link; `focusKey` and `current` as mark() takes them. */
+  function link(text, label, focusKey, current) {
+    var button = el("button", "link", text);
+    button.type = "button";
+    button.setAttribute("aria-label", label);
+    mark(button, focusKey, current);
+    return button;
+  }
   function isSelected(kind, id) { return !!selected && selected.kind === kind && selected.id === id; }
 
   function renderClock() {
@@ -326,12 +326,16 @@
       row.task.history.forEach(function (h) { times.push(seconds(h.at)); });
     }
     row.callbacks.forEach(function (entry) { times.push(seconds(entry.time)); });
-    row.events.forEach(function (event) {
-      times.push(seconds(event.time));
-      event.deliveries.forEach(function (d) {
-        d.attempts.forEach(function (a) { times.push(seconds(a.time)); });
-        if (d.nextAttemptAt) { times.push(seconds(d.nextAttemptAt)); }
-      });
+    row.events.forEach(function (event) { times.push.apply(times, eventTimes(event)); });
+    return times;
+  }
+
+  /* An event's time, then each attempt's and each retry due. */
+  function eventTimes(event) {
+    var times = [seconds(event.time)];
+    event.deliveries.forEach(function (d) {
+      d.attempts.forEach(function (a) { times.push(seconds(a.time)); });
+      if (d.nextAttemptAt) { times.push(seconds(d.nextAttemptAt)); }
     });
     return times;
   }
@@ -374,23 +378,17 @@
     var label = el("div", "lane-label");
     var track = el("div", "track");
     if (task) {
-      var open = el("button", "link", "task " + short(task.id));
-      open.type = "button";
-      open.setAttribute("aria-label", "task " + task.id + ", " + task.status);
-      mark(open, "lane:" + task.id, isSelected("task", task.id));
+      var open = link("task " + short(task.id), "task " + task.id + ", " + task.status, "lane:" + task.id,
+                      isSelected("task", task.id));
       open.onclick = function () { select("task", task.id); };
-      label.appendChild(open);
-      label.appendChild(el("span", null, task.user.identifier + " \u00b7 " + task.scenario));
       var status = el("span", null);
       status.appendChild(el("span", "pill " + task.status, task.status + (task.reason ? ": " + task.reason : "")));
-      label.appendChild(status);
+      label.append(open, el("span", null, task.user.identifier + " \u00b7 " + task.scenario), status);
       if (isSelected("task", task.id)) { item.className += " selected"; }
     } else if (row.flow) {
-      label.appendChild(el("strong", null, "Hosted flow"));
-      label.appendChild(el("span", null, row.flow.identifier + " \u00b7 no task shown"));
+      label.append(el("strong", null, "Hosted flow"), el("span", null, row.flow.identifier + " \u00b7 no task shown"));
     } else {
-      label.appendChild(el("strong", null, "Other events"));
-      label.appendChild(el("span", null, "not of a task shown"));
+      label.append(el("strong", null, "Other events"), el("span", null, "not of a task shown"));
     }
     ticks.forEach(function (t) {
       var line = el("span", "gridline");
@@ -420,8 +418,7 @@
     track.style.height = (LEVEL_TOP + LEVEL * Math.max(1, used + told)) + "px";
     row.events.forEach(function (event, index) { marks(track, event, x, LEVEL_TOP + LEVEL * levels[index]); });
     if (told) { callbackMarks(track, row.callbacks, x, LEVEL_TOP + LEVEL * used); }
-    item.appendChild(label);
-    item.appendChild(track);
+    item.append(label, track);
     return item;
   }
 
@@ -431,11 +428,8 @@
   function stack(events, at) {
     var ends = [];
     return events.map(function (event) {
-      var start = at(seconds(event.time)), end = start;
-      event.deliveries.forEach(function (d) {
-        d.attempts.forEach(function (a) { end = Math.max(end, at(seconds(a.time))); });
-        if (d.nextAttemptAt) { end = Math.max(end, at(seconds(d.nextAttemptAt))); }
-      });
+      var times = eventTimes(event).map(at);
+      var start = times[0], end = Math.max.apply(null, times);
       var level = 0;
       while (level < ends.length && ends[level] + GAP > start) { level += 1; }
       ends[level] = end;
@@ -448,48 +442,46 @@
     var states = endpoints(event), state = overall(states);
     var marker = el("button", "event-marker " + LOOK[state]);
     marker.type = "button";
-    marker.style.left = x(at);
-    marker.style.top = top + "px";
     marker.setAttribute("data-event", event.id);
     marker.setAttribute("data-time", String(at));
     marker.setAttribute("data-delivery", state);
-    var name = event.eventType + " at " + clockTime(at) + ": " + statesText(states);
-    marker.setAttribute("aria-label", name);
-    marker.title = name;
     if (isSelected("event", event.id)) { marker.className += " selected"; }
     mark(marker, "marker:" + event.id, isSelected("event", event.id));
     marker.onclick = function () { select("event", event.id); };
-    track.appendChild(marker);
+    pin(track, marker, x(at), top, event.eventType + " at " + clockTime(at) + ": " + statesText(states));
     event.deliveries.forEach(function (delivery, index) {
       delivery.attempts.forEach(function (attempt) {
         var kind = attempt.fault === "duplicate" ? "dup" : outcome(attempt);
         var when = seconds(attempt.time);
         var dot = el("span", "dot attempt " + kind + (delivery.replay ? " replay" : ""));
-        dot.style.left = x(when);
-        dot.style.top = (top + 17) + "px";
         dot.setAttribute("role", "img");
         dot.setAttribute("data-event", event.id);
         dot.setAttribute("data-delivery", String(index + 1));
         dot.setAttribute("data-attempt", String(attempt.number));
         dot.setAttribute("data-time", String(when));
         dot.setAttribute("data-outcome", kind);
-        var text = (delivery.replay ? "resent " : "") + "attempt " + attempt.number + " of " + event.eventType +
-          " at " + clockTime(when) + ": " + (attempt.status || "no answer") + (attempt.error ? ", " + attempt.error : "");
-        dot.setAttribute("aria-label", text);
-        dot.title = text;
-        track.appendChild(dot);
+        pin(track, dot, x(when), top + 17, (delivery.replay ? "resent " : "") + "attempt " + attempt.number +
+          " of " + event.eventType + " at " + clockTime(when) + ": " + (attempt.status || "no answer") +
+          (attempt.error ? ", " + attempt.error : ""));
       });
       if (delivery.nextAttemptAt) {
         var due = seconds(delivery.nextAttemptAt);
         var next = el("span", "dot due");
-        next.style.left = x(due);
-        next.style.top = (top + 17) + "px";
         next.setAttribute("role", "img");
-        next.setAttribute("aria-label", "retry of " + event.eventType + " due at " + clockTime(due));
-        next.title = "retry due at " + clockTime(due);
-        track.appendChild(next);
+        pin(track, next, x(due), top + 17, "retry of " + event.eventType + " due at " + clockTime(due),
+            "retry due at " + clockTime(due));
       }
     });
+  }
+
+  /* `node` on a lane's track at `left`, `top` px down, named for screen readers and on
+   * hover (`title` when the hover says it shorter). */
+  function pin(track, node, left, top, label, title) {
+    node.style.left = left;
+    node.style.top = top + "px";
+    node.setAttribute("aria-label", label);
+    node.title = title || label;
+    track.appendChild(node);
   }
 
   /* The flow's messages to the host page, one mark per instant (most come at one virtual
@@ -511,15 +503,10 @@
       var side = x.at(at) > 60 ? " leftwards" : "";
       var mark = el("span", "callback" + side + (last.event === "interaction" ? "" : " " + last.event),
                     (group.length > 1 ? group.length + " \u00b7 " : "") + said[said.length - 1]);
-      mark.style.left = x(at);
-      mark.style.top = top + "px";
       mark.setAttribute("role", "img");
       mark.setAttribute("data-callbacks", group.map(function (e) { return e.id; }).join(" "));
-      var text = group.length + " message" + (group.length > 1 ? "s" : "") + " to the host page at " +
-        clockTime(at) + ": " + said.join(", ");
-      mark.setAttribute("aria-label", text);
-      mark.title = text;
-      track.appendChild(mark);
+      pin(track, mark, x(at), top, group.length + " message" + (group.length > 1 ? "s" : "") +
+          " to the host page at " + clockTime(at) + ": " + said.join(", "));
     });
   }
 
@@ -529,14 +516,9 @@
     Array.from(tasks.values()).sort(byCreation).reverse().slice(0, TABLE_TASKS).forEach(function (task) {
       var tr = el("tr", "clickable");
       var first = el("td", "mono");
-      var open = el("button", "link", short(task.id));
-      open.type = "button";
-      open.setAttribute("aria-label", "task " + task.id);
-      mark(open, "task-row:" + task.id, isSelected("task", task.id));
-      first.appendChild(open);
-      tr.appendChild(first);
-      [cell(task.user.identifier), cell(task.product), cell(task.scenario), cell(task.status, task.status),
-       cell(task.reason)].forEach(function (td) { tr.appendChild(td); });
+      first.appendChild(link(short(task.id), "task " + task.id, "task-row:" + task.id, isSelected("task", task.id)));
+      tr.append(first, cell(task.user.identifier), cell(task.product), cell(task.scenario),
+                cell(task.status, task.status), cell(task.reason));
       tr.onclick = function () { select("task", task.id); };
       taskBody.appendChild(tr);
     });
@@ -545,16 +527,11 @@
     Array.from(events.values()).sort(bySequence).reverse().slice(0, TABLE_EVENTS).forEach(function (event) {
       var tr = el("tr", "clickable" + (isSelected("event", event.id) ? " selected" : ""));
       var first = el("td", "mono");
-      var open = el("button", "link", clockTime(seconds(event.time)));
-      open.type = "button";
-      open.setAttribute("aria-label", event.eventType + " at " + event.time);
-      mark(open, "event-row:" + event.id, isSelected("event", event.id));
-      first.appendChild(open);
-      tr.appendChild(first);
+      first.appendChild(link(clockTime(seconds(event.time)), event.eventType + " at " + event.time,
+                             "event-row:" + event.id, isSelected("event", event.id)));
       var delivery = el("td");
       delivery.appendChild(endpointList(endpoints(event)));
-      [cell(event.eventType), cell(event.userIdentifier), cell(short(event.task)),
-       delivery].forEach(function (td) { tr.appendChild(td); });
+      tr.append(first, cell(event.eventType), cell(event.userIdentifier), cell(short(event.task)), delivery);
       tr.onclick = function () { select("event", event.id); };
       eventBody.appendChild(tr);
     });
@@ -597,20 +574,21 @@
         var tr = el("tr");
         tr.setAttribute("data-delivery", String(index + 1));
         tr.setAttribute("data-time", String(when));
-        [nowrap(cell("#" + (index + 1) + (delivery.replay ? " (resent)" : ""))),
-         cell(attempt.number + (attempt.fault ? " (" + attempt.fault + ")" : "")),
-         nowrap(cell(clockTime(when) + (previous == null ? "" : " (+" + duration(when - previous) + ")"))),
-         nowrap(cell(delivery.url)),
-         cell(attempt.status == null ? (kind === "pending" ? "in flight" : "no answer") : attempt.status, kind),
-         cell(attempt.latencyMs == null ? "" : Math.round(attempt.latencyMs) + " ms"),
-         cell(attempt.error || "")].forEach(function (td) { tr.appendChild(td); });
+        tr.append(nowrap(cell("#" + (index + 1) + (delivery.replay ? " (resent)" : ""))),
+                  cell(attempt.number + (attempt.fault ? " (" + attempt.fault + ")" : "")),
+                  nowrap(cell(clockTime(when) + (previous == null ? "" : " (+" + duration(when - previous) + ")"))),
+                  nowrap(cell(delivery.url)),
+                  cell(attempt.status == null ? (kind === "pending" ? "in flight" : "no answer") : attempt.status, kind),
+                  cell(attempt.latencyMs == null ? "" : Math.round(attempt.latencyMs) + " ms"),
+                  cell(attempt.error || ""));
         body.appendChild(tr);
         previous = when;
       });
       if (delivery.nextAttemptAt) {
         var tr = el("tr");
-        [cell("#" + (index + 1)), cell(delivery.attempts.length + 1), cell(clockTime(seconds(delivery.nextAttemptAt))),
-         nowrap(cell(delivery.url)), cell("retry due", "pending"), cell(""), cell("")].forEach(function (td) { tr.appendChild(td); });
+        tr.append(cell("#" + (index + 1)), cell(delivery.attempts.length + 1),
+                  cell(clockTime(seconds(delivery.nextAttemptAt))), nowrap(cell(delivery.url)),
+                  cell("retry due", "pending"), cell(""), cell(""));
         body.appendChild(tr);
       }
     });
@@ -626,8 +604,8 @@
     body.textContent = "";
     task.history.forEach(function (h) {
       var tr = el("tr");
-      [cell(clockTime(seconds(h.at))), cell(h.status, h.status), cell(h.previousStatus || ""),
-       cell((h.reason || "") + (h.patch ? " (patch)" : ""))].forEach(function (td) { tr.appendChild(td); });
+      tr.append(cell(clockTime(seconds(h.at))), cell(h.status, h.status), cell(h.previousStatus || ""),
+                cell((h.reason || "") + (h.patch ? " (patch)" : "")));
       body.appendChild(tr);
     });
   }
@@ -833,10 +811,9 @@
         var limits = [];
         if (rule.count != null) { limits.push(rule.count + " times"); }
         if (rule.probability != null && rule.probability < 1) { limits.push(Math.round(rule.probability * 100) + "% of calls"); }
-        var op = el("td", "mono", rule.method + " " + rule.path);
-        [op, cell(what + (limits.length ? " (" + limits.join(", ") + ")" : "")),
-         cell(rule.fired + (rule.remaining != null ? " (" + rule.remaining + " left)" : ""))]
-          .forEach(function (td) { tr.appendChild(td); });
+        tr.append(el("td", "mono", rule.method + " " + rule.path),
+                  cell(what + (limits.length ? " (" + limits.join(", ") + ")" : "")),
+                  cell(rule.fired + (rule.remaining != null ? " (" + rule.remaining + " left)" : "")));
         body.appendChild(tr);
       });
     }).catch(function (error) {
@@ -868,13 +845,9 @@
       list.textContent = "";
       Object.keys(json.bindings).forEach(function (identifier) {
         var item = el("li");
-        item.appendChild(el("span", null, identifier + " \u2192 " + json.bindings[identifier]));
-        var remove = el("button", "link", "unbind");
-        remove.type = "button";
-        remove.setAttribute("aria-label", "unbind " + identifier);
-        mark(remove, "unbind:" + identifier, false);
+        var remove = link("unbind", "unbind " + identifier, "unbind:" + identifier, false);
         remove.onclick = function () { bind(identifier, null); };
-        item.appendChild(remove);
+        item.append(el("span", null, identifier + " \u2192 " + json.bindings[identifier]), remove);
         list.appendChild(item);
       });
     }).catch(function (error) { say(error.message); });

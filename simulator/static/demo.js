@@ -78,7 +78,8 @@
     meta.appendChild(el("code", "name", label));
     item.appendChild(meta);
     item.appendChild(raw("Callback JSON", payload));
-    append($("callbacks"), item, "callbacks-empty");
+    $("callbacks").appendChild(item);
+    $("callbacks-empty").hidden = true;
   }
 
   function raw(title, value) {
@@ -88,11 +89,6 @@
     pre.tabIndex = 0;  // scrolls sideways with the keyboard
     details.appendChild(pre);
     return details;
-  }
-
-  function append(list, item, empty) {
-    list.appendChild(item);
-    $(empty).hidden = true;
   }
 
   function clear(list, empty) {
@@ -118,9 +114,9 @@
     // arrive in any order.
     var key = order(record);
     item.setAttribute("data-order", key);
-    var after = Array.prototype.filter.call($("webhooks").children, function (other) {
+    var after = Array.prototype.find.call($("webhooks").children, function (other) {
       return other.getAttribute("data-order") > key;
-    })[0];
+    });
     $("webhooks").insertBefore(item, after || null);
     $("webhooks-empty").hidden = true;
   }

@@ -15,9 +15,20 @@ var KEEPALIVE_BYTES = 60000;
 export function send(event, payload) {
   payload = payload || {};
   if (event !== "request-public-token") { record(event, payload); }
+  tell(event, payload);
+}
+function tell(event, payload) {
   // Before the handshake nothing secret is sent, so any parent may hear the request.
   window.parent.postMessage({ event: PREFIX + "-" + event, payload: payload },
                             state.parentOrigin || "*");
+}
+/* `promise`, or LEAVE_WAIT_MS if it takes longer: the flow never hangs on the sandbox. */
+function atMost(promise) {
+  var waited = new Promise(function (resolve) { setTimeout(resolve, LEAVE_WAIT_MS); });
+  return Promise.race([promise, waited]);
+}
+function headers() {
+  return { "content-type": "application/json", "x-public-token": state.token || "" };
 }
 
 /* The ledger of what the flow told the host (GET /_sandbox/sdk/callbacks): each message
@@ -35,9 +46,7 @@ export function recorded() {
   if (!ledger.waiting.length) { return Promise.resolve(); }
   var body = JSON.stringify({ flow: hId || "none", messages: ledger.waiting.splice(0, LEDGER_BATCH) });
   ledger.sending = fetch("/sdk/callbacks", {
-    method: "POST", keepalive: body.length < KEEPALIVE_BYTES,
-    headers: { "content-type": "application/json", "x-public-token": state.token },
-    body: body
+    method: "POST", keepalive: body.length < KEEPALIVE_BYTES, headers: headers(), body: body
   }).catch(function () {}).then(function () {
     ledger.sending = null;
     return recorded();
@@ -68,11 +77,7 @@ function end(event, payload, extra) {
   var message = Object.assign(payload, { data: data }, extra || {});
   // The host removes the flow when it hears the end: the ledger has it first.
   record(event, message);
-  var waited = new Promise(function (resolve) { setTimeout(resolve, LEAVE_WAIT_MS); });
-  Promise.race([recorded(), waited]).then(function () {
-    window.parent.postMessage({ event: PREFIX + "-" + event, payload: message },
-                              state.parentOrigin || "*");
-  });
+  atMost(recorded()).then(function () { tell(event, message); });
 }
 export function finish(taskId, extra) {
   // The SDK removes the flow on finish, as the real one does (transact.js).
@@ -86,8 +91,7 @@ export function close(reason, extra) {
 
 export function api(method, path, body) {
   return fetch(path, {
-    method: method,
-    headers: { "content-type": "application/json", "x-public-token": state.token || "" },
+    method: method, headers: headers(),
     body: body === undefined ? undefined : JSON.stringify(body)
   }).catch(function () {
     var error = new Error("network");
@@ -114,8 +118,7 @@ export function leave(quiet) {
   state.left = true;
   if (!quiet) { interaction("Left Flow", { taskId: state.pendingTask }); }
   return fetch("/sdk/leave", {
-    method: "POST", keepalive: true,
-    headers: { "content-type": "application/json", "x-public-token": state.token || "" },
+    method: "POST", keepalive: true, headers: headers(),
     body: JSON.stringify({ taskId: state.pendingTask })
   }).catch(function () {});
 }
@@ -123,10 +126,7 @@ export function leave(quiet) {
 /* The flow ends while its task runs: the sandbox hears first (for a moment at most) that
  * the user will not see the final outcome, so the task's events say user.connected false
  * (spec: User object), whichever way it ended (a close, a handoff). */
-function afterLeaving(then, quiet) {
-  var waited = new Promise(function (resolve) { setTimeout(resolve, LEAVE_WAIT_MS); });
-  Promise.race([leave(quiet), waited]).then(then);
-}
+function afterLeaving(then, quiet) { atMost(leave(quiet)).then(then); }
 
 export function closeDuringTask(extra) {
   // The real SDK's reason for a flow closed while its task runs: task-pending.

@@ -25,10 +25,7 @@ export function load() {
     companyName = json.data.companyName || "";
     if (!plan) { return; }
     if (json.data.messages) {
-      MESSAGES.reasons = json.data.messages.reasons;
-      MESSAGES.errors = json.data.messages.errors;
-      MESSAGES.fallback = json.data.messages.fallback;
-      MESSAGES.words = json.data.messages.words || {};
+      Object.assign(MESSAGES, { words: {} }, json.data.messages);  // reasons, errors, fallback, words
       config.language = plan.language;
       speak(plan.language);
     }

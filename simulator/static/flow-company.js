@@ -4,8 +4,8 @@
 
 import { api, close, interaction, searchFilters } from "./flow-api.js";
 import { app, config, mayChooseAnother, remember, screens, state } from "./flow-state.js";
-import { button, companyHero, companyTitle, el, errorSentence, field, icon, iconHero, logo,
-         nextId, screen, t } from "./flow-ui.js";
+import { button, companyHero, companyRow, companyTitle, el, errorSentence, field, icon, iconHero,
+         logo, nextId, screen, t } from "./flow-ui.js";
 
 export function fail(code, company) {
   interaction("Error", { code: code });
@@ -45,12 +45,10 @@ function meta() { return { "payroll-provider": t("Payroll provider"), "gig-econo
              "franchise-parent": t("All locations"), "manual-deposits": t("Set up by hand") }; }
 function describe(company) {
   if (company.status === "under-maintenance") { return { text: t("Under maintenance"), warn: true }; }
-  var tags = company.tags || [];
   var names = meta();
-  for (var i = tags.length - 1; i >= 0; i--) {
-    if (names[tags[i]]) { return { text: names[tags[i]] }; }
-  }
-  return null;
+  // The last of its tags that has a name.
+  var tag = (company.tags || []).filter(function (one) { return names[one]; }).pop();
+  return tag ? { text: names[tag] } : null;
 }
 
 function pick(company, payrollOnly, where) {
@@ -60,13 +58,8 @@ function pick(company, payrollOnly, where) {
 }
 
 function resultRow(company, payrollOnly) {
-  var meta = describe(company);
-  return el("li", {}, [el("button", { type: "button", "data-company": company._id,
-    onclick: function () { pick(company, payrollOnly, "search"); } }, [
-      logo(company, "sm"),
-      el("span", { "class": "text" }, [el("span", { "class": "name", text: company.name }),
-        meta ? el("span", { "class": "meta" + (meta.warn ? " warn" : ""), text: meta.text }) : null]),
-      el("span", { "class": "chevron", "aria-hidden": "true" }, [icon("chevron")])])]);
+  return companyRow(company, { "data-company": company._id,
+    onclick: function () { pick(company, payrollOnly, "search"); } }, describe(company));
 }
 
 function tile(company, payrollOnly) {
@@ -77,19 +70,15 @@ function tile(company, payrollOnly) {
 
 /* What the search screen shows before the user types: popular companies, as tiles. */
 function popularSections(popular, payrollOnly) {
-  var sections = [];
   var groups = [["companies", config.scope === "pay-link" ? t("Popular") : t("Popular employers"), "popular"],
                 ["payrollProviders", t("Payroll providers"), "popular-payroll"]];
-  groups.forEach(function (group) {
-    var companies = popular[group[0]] || [];
-    if (!companies.length) { return; }
+  return groups.filter(function (group) { return (popular[group[0]] || []).length; }).map(function (group) {
     var id = "section-" + nextId();
-    sections.push(el("section", { "class": "section", "aria-labelledby": id }, [
+    return el("section", { "class": "section", "aria-labelledby": id }, [
       el("h2", { id: id, text: group[1] }),
       el("ul", { "class": "tiles", "data-testid": group[2], "aria-labelledby": id },
-         companies.map(function (c) { return tile(c, payrollOnly); }))]));
+         popular[group[0]].map(function (c) { return tile(c, payrollOnly); }))]);
   });
-  return sections;
 }
 
 /* Arrow keys move between the search box and the companies, as in a list: up and down

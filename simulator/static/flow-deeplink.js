@@ -3,7 +3,7 @@
 
 import { api, interaction, send } from "./flow-api.js";
 import { remember, screens, state } from "./flow-state.js";
-import { alertBox, button, companyHero, companyTitle, el, field, icon, iconHero, logo,
+import { alertBox, button, companyHero, companyRow, companyTitle, el, field, icon, iconHero,
          say, screen, t } from "./flow-ui.js";
 
 export function account() {
@@ -11,13 +11,9 @@ export function account() {
     var items = json.data.map(function (linked) {
       var company = linked.company;
       var connected = linked.valid !== false;
-      return el("li", {}, [el("button", { type: "button", "data-linked-account": linked._id,
-        onclick: function () { remember(account); screens.chooseCompany(company._id); } }, [
-          logo(company, "sm"),
-          el("span", { "class": "text" }, [el("span", { "class": "name", text: company.name }),
-            el("span", { "class": "meta" + (connected ? "" : " warn"),
-                         text: connected ? t("Connected") : t("Needs you to sign in again") })]),
-          el("span", { "class": "chevron", "aria-hidden": "true" }, [icon("chevron")])])]);
+      return companyRow(company, { "data-linked-account": linked._id,
+        onclick: function () { remember(account); screens.chooseCompany(company._id); } },
+        { text: connected ? t("Connected") : t("Needs you to sign in again"), warn: !connected });
     });
     screen("account", "Account", [
       iconHero("bank", el("h1", { text: t("Your connected accounts") }), null),

@@ -237,10 +237,10 @@ function done(company, tasks, challenge) {
   var fractional = state.distribution && state.distribution.type !== "total";
   if (reason === "product-not-supported" && fractional) { next = "amount"; }
   if (next === "another-card" && task.product !== "switch" && !state.paymentMethod) { next = "retry"; }
-  var actions = [];
-  if (next === "close") {
-    actions.push(button("primary", t("Close"), function () { close(reason, { taskId: task.id }); }, { "data-testid": "done" }));
-  }
+  var closer = function (kind) {
+    return button(kind, t("Close"), function () { close(reason, { taskId: task.id }); }, { "data-testid": "done" });
+  };
+  var actions = next === "close" ? [closer("primary")] : [];
   var retry = function () { interaction("Retried", { taskId: task.id }); screens.login(company, state.loginOptions); };
   var go = {
     retry: retry,
@@ -258,10 +258,7 @@ function done(company, tasks, challenge) {
   if (mayChooseAnother(state.loginOptions)) {
     actions.push(button("secondary", t("Choose another company"), screens.chooseAnother, { "data-testid": "choose-another" }));
   }
-  if (next !== "close") {
-    actions.push(button(actions.length ? "plain" : "primary", t("Close"), function () { close(reason, { taskId: task.id }); },
-                        { "data-testid": "done" }));
-  }
+  if (next !== "close") { actions.push(closer(actions.length ? "plain" : "primary")); }
   screen("done", "Not Connected", [
     companyHero(company, el("h1", { "data-testid": "outcome", text: t("We couldn't finish") }), null,
                 { badge: "failure", band: false }),

@@ -3,8 +3,8 @@
  * that resumes without credentials. */
 
 import { api, interaction, loginBody } from "./flow-api.js";
-import { config, remember, screens, state } from "./flow-state.js";
-import { alertBox, busy, companyHero, companyTitle, el, errorSentence, field, icon, logo,
+import { remember, screens, state } from "./flow-state.js";
+import { alertBox, busy, companyHero, companyTitle, el, errorSentence, field, iconHero, logo,
          nextId, say, screen, t } from "./flow-ui.js";
 
 function loginHint() {
@@ -99,10 +99,7 @@ export function login(company, options) {
 export function resume(company) {
   state.company = company;
   interaction("Resumed Linked Account", { companyId: company._id });
-  var body = { companyId: company._id, linkedAccount: config.linkedAccount };
-  if (config.tasks && config.tasks.length) { body.tasks = config.tasks; }
-  if (config.metadata) { body.metadata = config.metadata; }
-  api("POST", "/sdk/login", body).then(function (json) {
+  api("POST", "/sdk/login", loginBody(company)).then(function (json) {
     screens.progress(company, json.data, null);
   }).catch(function (error) {
     interaction("Login Refused", { code: error.code });
@@ -136,10 +133,7 @@ export function mfa(company, body, challenge) {
     }
     busy(submit, true);
     interaction("Submitted MFA", { companyId: company._id, type: challenge.type });
-    var again = {};
-    Object.keys(body).forEach(function (key) { again[key] = body[key]; });
-    again.mfaAnswer = answer.value.trim();
-    api("POST", "/sdk/login", again).then(function (json) {
+    api("POST", "/sdk/login", Object.assign({}, body, { mfaAnswer: answer.value.trim() })).then(function (json) {
       screens.progress(company, json.data, challenge);
     }).catch(function (error) {
       busy(submit, false);
@@ -150,12 +144,10 @@ export function mfa(company, body, challenge) {
   var mark = logo(company, "sm");
   screen(isCode ? "mfa-code" : "security-question",
          isCode ? "Verification" : "Security Question", [
-    el("div", { "class": "hero" }, [
-      el("div", { "class": "hero-icon", "aria-hidden": "true" }, [icon(isCode ? "shield" : "question")]),
+    iconHero(isCode ? "shield" : "question",
       el("h1", { text: isCode ? t("Enter your verification code") : t("Answer your security question") }),
-      el("p", { "class": "lead", text: isCode ?
-                t("For your security, {company} needs one more step.", { company: company.name }) :
-                t("{company} asks one of your security questions to make sure it's you.", { company: company.name }) })]),
+      isCode ? t("For your security, {company} needs one more step.", { company: company.name }) :
+        t("{company} asks one of your security questions to make sure it's you.", { company: company.name })),
     form,
     el("p", { "class": "hint pair-line" }, [mark, " " + t("Signing in to {company}", { company: company.name })])
   ], { back: true });

@@ -45,8 +45,7 @@ export function errorSentence(code, company) {
 export function el(tag, attributes, children) {
   var node = document.createElement(tag);
   Object.keys(attributes || {}).forEach(function (key) {
-    if (key === "onclick" || key === "oninput" || key === "onsubmit" || key === "onchange" ||
-        key === "onkeydown") {
+    if (/^on/.test(key)) {  // a handler, as a property
       node[key] = attributes[key];
     } else if (key === "text") { node.textContent = attributes[key]; }
     else if (key === "style") {
@@ -86,16 +85,12 @@ var ICONS = {
   unlink: ["M9 15l-2 2a3 3 0 0 1-4-4l3-3", "M15 9l2-2a3 3 0 0 1 4 4l-3 3", "M8 8L5 5", "M19 19l-3-3"]
 };
 var SVG = "http://www.w3.org/2000/svg";
+var ICON_LOOK = { viewBox: "0 0 24 24", fill: "none", stroke: "currentColor", "stroke-width": "2",
+                  "stroke-linecap": "round", "stroke-linejoin": "round", "aria-hidden": "true",
+                  focusable: "false" };
 export function icon(name) {
   var svg = document.createElementNS(SVG, "svg");
-  svg.setAttribute("viewBox", "0 0 24 24");
-  svg.setAttribute("fill", "none");
-  svg.setAttribute("stroke", "currentColor");
-  svg.setAttribute("stroke-width", "2");
-  svg.setAttribute("stroke-linecap", "round");
-  svg.setAttribute("stroke-linejoin", "round");
-  svg.setAttribute("aria-hidden", "true");
-  svg.setAttribute("focusable", "false");
+  Object.keys(ICON_LOOK).forEach(function (key) { svg.setAttribute(key, ICON_LOOK[key]); });
   ICONS[name].forEach(function (d) {
     var path = document.createElementNS(SVG, "path");
     path.setAttribute("d", d);
@@ -129,9 +124,7 @@ export function say(box, text) {
 }
 
 export function button(kind, text, onclick, attributes) {
-  var node = el("button", { type: "button", "class": kind, text: text, onclick: onclick });
-  Object.keys(attributes || {}).forEach(function (key) { node.setAttribute(key, attributes[key]); });
-  return node;
+  return el("button", Object.assign({ type: "button", "class": kind, text: text, onclick: onclick }, attributes));
 }
 
 /* A submit button that shows it is working while its request runs. */
@@ -270,6 +263,15 @@ export function logo(company, size) {
   };
   box.appendChild(img);
   return box;
+}
+
+/* A company in a list: a button with its logo, its name and `meta` ({text, warn}) below. */
+export function companyRow(company, attributes, meta) {
+  return el("li", {}, [el("button", Object.assign({ type: "button" }, attributes), [
+    logo(company, "sm"),
+    el("span", { "class": "text" }, [el("span", { "class": "name", text: company.name }),
+      meta ? el("span", { "class": "meta" + (meta.warn ? " warn" : ""), text: meta.text }) : null]),
+    el("span", { "class": "chevron", "aria-hidden": "true" }, [icon("chevron")])])]);
 }
 
 function badged(node, kind) {

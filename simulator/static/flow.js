@@ -103,16 +103,13 @@ document.addEventListener("keydown", function (event) {
   var active = document.activeElement;
   // From a heading (focused when a screen opens): the browser's order, unless no
   // control follows (or precedes) it.
-  var ahead = controls.filter(function (node) {
-    return node === active || active.compareDocumentPosition(node) & Node.DOCUMENT_POSITION_FOLLOWING;
-  });
-  var behind = controls.filter(function (node) {
-    return node === active || active.compareDocumentPosition(node) & Node.DOCUMENT_POSITION_PRECEDING;
-  });
-  if (!event.shiftKey && (ahead.length === 0 || ahead.length === 1 && ahead[0] === active)) {
+  var beyond = function (position) {
+    return controls.some(function (node) { return active.compareDocumentPosition(node) & position; });
+  };
+  if (!event.shiftKey && !beyond(Node.DOCUMENT_POSITION_FOLLOWING)) {
     event.preventDefault();
     controls[0].focus();
-  } else if (event.shiftKey && (behind.length === 0 || behind.length === 1 && behind[0] === active)) {
+  } else if (event.shiftKey && !beyond(Node.DOCUMENT_POSITION_PRECEDING)) {
     event.preventDefault();
     controls[controls.length - 1].focus();
   }

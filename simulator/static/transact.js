@@ -35,10 +35,8 @@
   }
 
   function withoutToken(config) {
-    var copy = {};
-    Object.keys(config).forEach(function (key) {
-      if (key !== "publicToken") { copy[key] = config[key]; }
-    });
+    var copy = Object.assign({}, config);
+    delete copy.publicToken;
     return copy;
   }
 
