@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..transport import SIGNATURE_HEADER, sign
 from .loops import LoopThread, refuse_on_a_running_loop
 
 if TYPE_CHECKING:
@@ -265,7 +266,6 @@ class _Receiving:
               ) -> tuple[Any, dict[str, Any] | None, str | None, int | None]:
         """The delivery read as a customer's endpoint must: (CloudEvent, body, problem,
         refusal status). The signature is checked against every trusted secret."""
-        from ..transport.cloudevents import SIGNATURE_HEADER, sign
         from .cloudevents_sdk import NotACloudEvent, read_binary
 
         try:

@@ -114,8 +114,7 @@ def _check_profile(entry: dict, profiles: dict, file: str, where: str, today: da
     data = entry["data"] = data_profiles.plain(data)  # unquoted days are dates to YAML
     found = data_profiles.problems(data, today, f"{where}.data", whole=name is None)
     if not found and name is not None:
-        named = {k: v for k, v in profiles[name].items() if k != "description"}
-        found = data_profiles.problems(data_profiles.merge(named, data), today,
+        found = data_profiles.problems(data_profiles.chosen(profiles[name], data), today,
                                        f"{where}.data")
     if found:
         raise ConfigError.collected([(file, path, message) for path, message in found])

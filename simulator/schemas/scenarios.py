@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..domain.companies.companies import COMPANY_STATUSES
-from ..domain.links.processor_links import CLASSIFY, DETECT, PULL
+from ..domain.links.processor_links import STAGES
 from ..domain.tasks.states import (AUTHENTICATION_METHODS, CHANGED_FIELDS, FAILURE_REASONS,
                              PAYMENT_METHOD, SCENARIO_KINDS, STEP_FIELDS, STEP_STATUSES,
                              UPDATE_TYPES, field_schemas)
@@ -78,7 +78,7 @@ STEP = {
             "properties": {"errorType": {"type": "string"}, "errorCode": {"type": "string"},
                            "errorMessage": {"type": "string"}},
         },
-        "stage": {"enum": [PULL, CLASSIFY, DETECT],
+        "stage": {"enum": [*STAGES],
                   "description": "Processor-link scenarios: the pipeline stage that runs."},
         "piiDataDeleted": {"const": True,
                            "description": "The user's personal data is deleted (pii-data-deleted)."},

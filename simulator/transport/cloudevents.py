@@ -6,8 +6,6 @@ headers and the event body is the HTTP body. Sending is the dispatcher's job.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from collections.abc import Callable
 from urllib.parse import quote
 
@@ -15,8 +13,7 @@ import msgspec
 
 from ..clock import isoformat
 from ..domain.webhooks.events import Event
-
-SIGNATURE_HEADER = "x-hmac-signature-sha-256"
+from . import SIGNATURE_HEADER, sign
 
 
 class OutboundMessage(msgspec.Struct, frozen=True):
@@ -68,8 +65,3 @@ def _header_value(value: str) -> str:
     if value.isascii() and value.isprintable() and not any(c in value for c in ' "%'):
         return value
     return quote(value, safe="".join(chr(c) for c in range(0x21, 0x7F) if chr(c) not in '"%'))
-
-
-def sign(body: bytes, secret: str) -> str:
-    """HMAC-SHA256 hex digest of the raw body keyed by the tenant's API secret."""
-    return hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import functools
-import itertools
 import logging
 import math
 import random
@@ -150,7 +149,10 @@ class Dispatcher:
         the lane, in order, and costs nothing."""
         if not outbox.queue:
             return
-        lane = self._lanes.setdefault(outbox, _Lane())
+        # get, not setdefault: setdefault would build a lane on every flush to throw it away
+        lane = self._lanes.get(outbox)
+        if lane is None:
+            lane = self._lanes[outbox] = _Lane()
         for send in outbox.take():
             try:
                 message = message_of(send.event, self.vendor, outbox.signing_key(send.delivery),
@@ -204,8 +206,11 @@ class Dispatcher:
             if lane is None:
                 return
             # In start order (a tenant's clock only moves forward): the oldest decides.
-            waiting = [task for task, _ in itertools.takewhile(
-                lambda item: item[1].attempt.time + RETRY_INTERVAL <= before, lane.tasks.items())]
+            waiting = []
+            for task, send in lane.tasks.items():  # a loop: settle runs between any two jobs
+                if send.attempt.time + RETRY_INTERVAL > before:
+                    break
+                waiting.append(task)
             if waiting:
                 await asyncio.gather(*waiting, return_exceptions=True)
             elif (lane.waiting and self._in_flight

@@ -41,6 +41,7 @@ from ..timeline import Timeline, action_kind
 TOKEN_PATTERN = re.compile(r"^processor-(sandbox|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-"
                            r"[0-9a-f]{4}-[0-9a-f]{12}$")
 PULL, CLASSIFY, DETECT = "pull-transactions", "employer-classification", "recurring-transaction-detection"
+STAGES = (PULL, CLASSIFY, DETECT)  # a link's processing, in order
 DEFAULT_SCENARIO = "processor-link-happy-path"
 PROCESSOR_TOKEN_LIMIT = ("This tenant holds {stored} processor tokens (each with its link at "
                          "most), and keeps at most {limit}: --max-tokens "
@@ -430,7 +431,7 @@ def _cadence(dates: list[date]) -> str:
 
 
 class _StageChanges(View, kw_only=True):
-    stage: Maybe[choice(PULL, CLASSIFY, DETECT)] = UNSET
+    stage: Maybe[choice(*STAGES)] = UNSET
     aggregator_error: Maybe[dict[str, Any]] = UNSET
     last: Maybe[bool] = UNSET
 

@@ -28,8 +28,7 @@ from aiohttp import web
 from ...clock import isoformat
 from ...domain.tenants import DEMO_TENANT, Tenant
 from ...errors import Forbidden, MalformedJson, TenantNotFound, Unauthorized
-from .. import render
-from ..render import read_body
+from ..render import origin, read_body
 from ...domain.dates import date_time_field
 from ...domain.shapes import UNSET, Answer, Command, Maybe, View, choice, given, of, raw
 from ...schemas.responses import DemoReset, ProfileSummary
@@ -223,7 +222,7 @@ class Inbox(msgspec.Struct):
             summary: str, received_at: str) -> Received:
         self.count += 1
         # A repeat of the deliveries kept beside it (the oldest goes as this one comes).
-        kept = list(self.received)[1 - RECEIVED_KEPT:]
+        kept = itertools.islice(self.received, len(self.received) == RECEIVED_KEPT, None)
         user = body.get("user")
         record = Received(sequence=self.count, received_at=received_at,
                           event_type=str(body.get("eventType", "")), ce_id=ce_id,
@@ -266,8 +265,8 @@ def _same_origin(request: web.Request) -> bool:
     site = request.headers.get("sec-fetch-site")
     if site is not None and site != "same-origin":
         return False
-    origin = request.headers.get("origin")
-    return origin is None or origin == render.origin(request)
+    sent = request.headers.get("origin")
+    return sent is None or sent == origin(request)
 
 
 # -- plain words ----------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from typing import Any
 
 from msgspec.structs import replace
 
-from ...domain.links.processor_links import CLASSIFY, DETECT, PULL
+from ...domain.links.processor_links import STAGES
 from ...domain.tasks.choosing import HAPPY_PATH
 from ...domain.tasks.pay_link import PAY_LINK
 from ...domain.tasks.states import (FAILED, FINAL, PROCESSING, QUEUED, Scenario, Step,
@@ -152,7 +152,6 @@ def _task_step_problems(steps: list[Step]) -> Iterator[tuple[str, str]]:
 
 
 PROCESSOR_FIELDS = ("stage", "aggregatorError")
-STAGES = (PULL, CLASSIFY, DETECT)
 
 
 def _processor_step_problems(steps: list[Step]) -> Iterator[tuple[str, str]]:
